@@ -1,0 +1,3 @@
+from sieve.cli import main
+
+raise SystemExit(main())

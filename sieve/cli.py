@@ -1,0 +1,207 @@
+"""The `sieve` command line. Exit codes: 0 success, 1 user error (message on stderr), 2 usage error."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+import tempfile
+import time
+from pathlib import Path
+from typing import Any, Callable, Sequence
+
+from sieve.errors import SieveError
+
+
+def _print_json(obj: Any) -> None:
+    json.dump(obj, sys.stdout, ensure_ascii=False, indent=1)
+    sys.stdout.write("\n")
+
+
+def _dir_mb(path: Path) -> float:
+    return sum(p.stat().st_size for p in path.rglob("*") if p.is_file()) / 1e6
+
+
+def _build(corpus: Any, out: Path, force: bool, skip: bool, quiet: bool) -> tuple[Any, dict[str, Any]]:
+    from tqdm import tqdm
+
+    from sieve.corpus import CorpusReport
+    from sieve.index import build_index
+
+    report = CorpusReport()
+    bar = tqdm(unit=" docs", desc="indexing", disable=quiet, file=sys.stderr, mininterval=0.5)
+    seen = [0]
+
+    def progress(n: int, _bytes: int) -> None:
+        bar.update(n - seen[0])
+        seen[0] = n
+
+    t0 = time.perf_counter()
+    try:
+        index = build_index(corpus, out, force=force, on_error="skip" if skip else "raise", progress=progress, report=report)
+    finally:
+        bar.close()
+    seconds = time.perf_counter() - t0
+    files = index.manifest["files"]
+    store = sum(v["size"] for k, v in files.items() if k.startswith("store."))
+    total = sum(v["size"] for v in files.values())
+    stats = index.stats
+    summary = {
+        "index": str(out),
+        "documents": stats["documents"],
+        "skipped": report.skipped,
+        "errors": report.errors,
+        "terms": stats["terms"],
+        "tokens": stats["tokens"],
+        "postings": stats["postings"],
+        "seconds": round(seconds, 3),
+        "docs_per_second": round(stats["documents"] / seconds, 1) if seconds else None,
+        "index_mb": round((total - store) / 1e6, 3),
+        "store_mb": round(store / 1e6, 3),
+    }
+    return index, summary
+
+
+def cmd_index(args: argparse.Namespace) -> int:
+    _, s = _build(args.corpus, Path(args.out), args.force, args.skip_bad, args.quiet or args.json)
+    if args.json:
+        _print_json(s)
+        return 0
+    print(f"indexed {s['documents']} documents in {s['seconds']} s ({s['docs_per_second']} docs/s) into {s['index']}")
+    print(f"  {s['terms']} terms, {s['tokens']} tokens, {s['postings']} postings; index {s['index_mb']} MB, document store {s['store_mb']} MB")
+    if s["skipped"]:
+        print(f"  skipped {s['skipped']} bad records; first ones:", file=sys.stderr)
+        for e in s["errors"]:
+            print(f"    {e}", file=sys.stderr)
+    return 0
+
+
+def cmd_match(args: argparse.Namespace) -> int:
+    from sieve.index import open_index
+
+    index = open_index(args.index)
+    t0 = time.perf_counter()
+    m = index.match(args.query)
+    ms = (time.perf_counter() - t0) * 1000
+    ids = m.ids if args.limit is None else [index.reader.doc_id(int(d)) for d in m.docs[: args.limit]]
+    if args.json:
+        _print_json({"query": m.query, "count": m.count, "ids": ids, "ms": round(ms, 3)})
+        return 0
+    print(f"{m.count} documents match {m.query}  ({ms:.2f} ms)")
+    for i in ids:
+        print(i)
+    if len(ids) < m.count:
+        print(f"... {m.count - len(ids)} more (use --limit to show more)")
+    return 0
+
+
+def cmd_check(args: argparse.Namespace) -> int:
+    from sieve.index import open_index
+
+    index = open_index(args.index)
+    names = index.check()
+    if args.json:
+        _print_json({"index": args.index, "ok": True, "files": len(names)})
+    else:
+        print(f"{args.index}: ok ({len(names)} files verified, every byte)")
+    return 0
+
+
+DEMO_QUERIES = [
+    ("a word anywhere", "json"),
+    ("a word in the title", "http*[title]"),
+    ("a phrase", '"regular expression"'),
+    ("fields, AND, NOT", "socket[title] AND server NOT http[title]"),
+    ("a section heading", '"class Thread"[section]'),
+    ("proximity", "NEAR/3(parse, arguments)"),
+    ("OR inside a field group", "(zip OR tar OR gzip)[title] AND compress*"),
+]
+
+
+def cmd_demo(args: argparse.Namespace) -> int:
+    from sieve.demo_corpus import stdlib_documents
+
+    with tempfile.TemporaryDirectory(prefix="sieve-demo-") as tmp:
+        out = Path(args.keep) if args.keep else Path(tmp) / "stdlib"
+        quiet = args.json
+        if not quiet:
+            print("Building an index of the Python standard library's own documentation (read from its source)...")
+        index, summary = _build(stdlib_documents(), out, force=bool(args.keep), skip=False, quiet=quiet)
+        results = []
+        for what, q in DEMO_QUERIES:
+            t0 = time.perf_counter()
+            m = index.match(q)
+            ms = (time.perf_counter() - t0) * 1000
+            results.append({"what": what, "query": q, "canonical": m.query, "count": m.count, "ids": [index.reader.doc_id(int(d)) for d in m.docs[:8]], "ms": round(ms, 3)})
+        if args.json:
+            _print_json({"build": summary, "queries": results})
+            return 0
+        print(f"indexed {summary['documents']} documents in {summary['seconds']} s ({summary['docs_per_second']} docs/s); index {summary['index_mb']} MB")
+        for r in results:
+            print(f"\n# {r['what']}: {r['query']}")
+            print(f"  read as {r['canonical']}: {r['count']} documents ({r['ms']:.2f} ms)")
+            more = f" ... (+{r['count'] - len(r['ids'])})" if r["count"] > len(r["ids"]) else ""
+            print("  " + ", ".join(r["ids"]) + more)
+        if args.keep:
+            print(f"\nindex kept at {out}; try: sieve match {out} 'json AND decode*'")
+    return 0
+
+
+class _Parser(argparse.ArgumentParser):
+    def error(self, message: str) -> None:  # usage errors exit 2, as argparse does, with our prefix
+        self.print_usage(sys.stderr)
+        print(f"sieve: usage error: {message}", file=sys.stderr)
+        raise SystemExit(2)
+
+
+def make_parser() -> argparse.ArgumentParser:
+    p = _Parser(prog="sieve", description="Search, inspect, fetch: fielded Boolean search for research agents.")
+    sub = p.add_subparsers(dest="command", required=True, parser_class=_Parser)
+
+    s = sub.add_parser("index", help="build an index from a JSONL corpus or a BEIR folder")
+    s.add_argument("corpus")
+    s.add_argument("out")
+    s.add_argument("--force", action="store_true", help="replace an existing index (atomically)")
+    s.add_argument("--skip-bad", action="store_true", help="skip and count bad records instead of stopping at the first")
+    s.add_argument("--quiet", action="store_true", help="no progress bar")
+    s.add_argument("--json", action="store_true")
+    s.set_defaults(func=cmd_index)
+
+    s = sub.add_parser("match", help="the exact set of documents a BQL query admits")
+    s.add_argument("index")
+    s.add_argument("query")
+    s.add_argument("--limit", type=int, default=20, help="ids to print (default 20)")
+    s.add_argument("--all", dest="limit", action="store_const", const=None, help="print every id")
+    s.add_argument("--json", action="store_true")
+    s.set_defaults(func=cmd_match)
+
+    s = sub.add_parser("check", help="verify every byte of an index against its checksums")
+    s.add_argument("index")
+    s.add_argument("--json", action="store_true")
+    s.set_defaults(func=cmd_check)
+
+    s = sub.add_parser("demo", help="index the Python standard library's documentation and run example queries")
+    s.add_argument("--keep", metavar="DIR", help="keep the demo index in DIR")
+    s.add_argument("--json", action="store_true")
+    s.set_defaults(func=cmd_demo)
+    return p
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    args = make_parser().parse_args(argv)
+    func: Callable[[argparse.Namespace], int] = args.func
+    try:
+        return func(args)
+    except SieveError as e:
+        print(f"sieve: {e}", file=sys.stderr)
+        return 1
+    except FileExistsError as e:
+        print(f"sieve: {e}", file=sys.stderr)
+        return 1
+    except KeyboardInterrupt:
+        print("sieve: interrupted", file=sys.stderr)
+        return 130
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

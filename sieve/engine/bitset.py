@@ -1,0 +1,53 @@
+"""Document sets as packed little-endian uint64 words: bit d of word d // 64 is document d."""
+
+from __future__ import annotations
+
+import numpy as np
+
+
+def words(n: int) -> int:
+    return (n + 63) // 64
+
+
+def empty(n: int) -> np.ndarray:
+    return np.zeros(words(n), dtype=np.uint64)
+
+
+def full(n: int) -> np.ndarray:
+    """Every document; the padding bits past n stay clear so counts and NOT are exact."""
+    out = np.full(words(n), np.uint64(0xFFFFFFFFFFFFFFFF), dtype=np.uint64)
+    tail = n % 64
+    if tail:
+        out[-1] = np.uint64((1 << tail) - 1)
+    return out
+
+
+def from_ids(ids: np.ndarray, n: int) -> np.ndarray:
+    """The set of the document numbers in `ids` (any order, repeats allowed)."""
+    flags = np.zeros(words(n) * 64, dtype=bool)
+    flags[ids] = True
+    return from_bool(flags, n)
+
+
+def from_bool(flags: np.ndarray, n: int) -> np.ndarray:
+    """The set of the True positions of a boolean array of length n (or padded to whole words)."""
+    if len(flags) != words(n) * 64:
+        padded = np.zeros(words(n) * 64, dtype=bool)
+        padded[: len(flags)] = flags
+        flags = padded
+    return np.packbits(flags, bitorder="little").view(np.uint64)
+
+
+def to_ids(bits: np.ndarray, n: int) -> np.ndarray:
+    """Document numbers in the set, ascending."""
+    return np.flatnonzero(np.unpackbits(bits.view(np.uint8), bitorder="little")[:n]).astype(np.int64)
+
+
+def count(bits: np.ndarray) -> int:
+    return int(np.bitwise_count(bits).sum())
+
+
+def contains(bits: np.ndarray, ids: np.ndarray) -> np.ndarray:
+    """Boolean array: is each of `ids` in the set?"""
+    ids = np.asarray(ids, dtype=np.int64)
+    return ((bits[ids >> 6] >> (ids & 63).astype(np.uint64)) & np.uint64(1)).astype(bool)

@@ -1,0 +1,146 @@
+"""An opened index generation: memory-mapped arrays and the lookups the evaluator and rankers use."""
+
+from __future__ import annotations
+
+import bisect
+import json
+from pathlib import Path
+from typing import Any, Iterator, Sequence
+
+import numpy as np
+
+from sieve.engine import storage
+from sieve.engine.analysis import ANALYZER_ID
+from sieve.errors import IndexDamagedError, IndexFormatError
+
+FILES = (
+    "terms.blob.sva", "terms.off.sva", "post.ptr.sva", "post.doc.sva", "post.tf.sva", "post.mask.sva",
+    "pos.ptr.sva", "pos.data.sva", "unit.start.sva", "unit.field.sva", "unit.section.sva", "unit.doc.sva",
+    "doc.units.sva", "doc.date.sva", "doc.flen.sva", "doc.len.sva", "store.meta.sva", "store.meta.off.sva",
+    "store.text.sva", "store.text.off.sva", "store.sections.sva", "ids.blob.sva", "ids.off.sva", "ids.doc.sva",
+    "ids.rank.sva",
+)
+
+
+class StringTable(Sequence[bytes]):
+    """A sorted table of byte strings in one blob, searched by bisection without loading it."""
+
+    def __init__(self, blob: np.ndarray, off: np.ndarray) -> None:
+        self.blob = blob
+        self.off = off
+        self._n = len(off) - 1
+
+    def __len__(self) -> int:
+        return self._n
+
+    def __getitem__(self, i: int) -> bytes:  # type: ignore[override]
+        if not 0 <= i < self._n:
+            raise IndexError(i)
+        return self.blob[int(self.off[i]) : int(self.off[i + 1])].tobytes()
+
+    def find(self, key: bytes) -> int:
+        """Index of `key`, or -1."""
+        i = bisect.bisect_left(self, key)
+        return i if i < self._n and self[i] == key else -1
+
+    def prefix_range(self, prefix: bytes) -> tuple[int, int]:
+        """[lo, hi) of the entries that start with `prefix`."""
+        lo = bisect.bisect_left(self, prefix)
+        # 0xff never occurs in UTF-8, so prefix+0xff sorts after every extension of prefix.
+        hi = bisect.bisect_left(self, prefix + b"\xff", lo)
+        return lo, hi
+
+
+class IndexReader:
+    """Read-only view of one generation. Safe to share between threads: nothing here mutates."""
+
+    def __init__(self, gen_dir: Path, verify: bool = False) -> None:
+        self.dir = gen_dir
+        self.manifest = m = storage.read_manifest(gen_dir)
+        if m.get("analyzer") != ANALYZER_ID:
+            raise IndexFormatError(str(gen_dir), int(m.get("version", 0)), storage.SUPPORTED_VERSIONS)
+        files = m.get("files")
+        if not isinstance(files, dict):
+            raise IndexDamagedError(storage.MANIFEST, "has no file list")
+        a: dict[str, np.ndarray] = {}
+        for name in FILES:
+            entry = files.get(name)
+            if not isinstance(entry, dict) or not {"size", "crc32"} <= entry.keys():
+                raise IndexDamagedError(name, "not listed in the manifest")
+            a[name] = storage.open_array(gen_dir / name, name, entry, verify=verify)
+        self.n_docs = int(m["stats"]["documents"])
+        self.terms = StringTable(a["terms.blob.sva"], a["terms.off.sva"])
+        self.post_ptr, self.post_doc, self.post_tf, self.post_mask = a["post.ptr.sva"], a["post.doc.sva"], a["post.tf.sva"], a["post.mask.sva"]
+        self.pos_ptr, self.pos = a["pos.ptr.sva"], a["pos.data.sva"]
+        self.unit_start, self.unit_field, self.unit_section, self.unit_doc = a["unit.start.sva"], a["unit.field.sva"], a["unit.section.sva"], a["unit.doc.sva"]
+        self.doc_units, self.dates, self.field_len, self.doc_len = a["doc.units.sva"], a["doc.date.sva"], a["doc.flen.sva"], a["doc.len.sva"]
+        self.meta_blob, self.meta_off = a["store.meta.sva"], a["store.meta.off.sva"]
+        self.text_blob, self.text_off, self.doc_sections = a["store.text.sva"], a["store.text.off.sva"], a["store.sections.sva"]
+        self.ids = StringTable(a["ids.blob.sva"], a["ids.off.sva"])
+        self.id_doc, self.id_rank = a["ids.doc.sva"], a["ids.rank.sva"]
+        self._check_shapes()
+
+    def _check_shapes(self) -> None:
+        n, t = self.n_docs, len(self.terms)
+        checks = [
+            ("post.ptr.sva", len(self.post_ptr) == t + 1), ("pos.ptr.sva", len(self.pos_ptr) == t + 1),
+            ("post.tf.sva", len(self.post_tf) == len(self.post_doc)), ("post.mask.sva", len(self.post_mask) == len(self.post_doc)),
+            ("doc.units.sva", len(self.doc_units) == n + 1), ("doc.date.sva", len(self.dates) == n),
+            ("doc.len.sva", len(self.doc_len) == n), ("store.meta.off.sva", len(self.meta_off) == n + 1),
+            ("store.sections.sva", len(self.doc_sections) == n + 1), ("ids.doc.sva", len(self.id_doc) == n), ("ids.rank.sva", len(self.id_rank) == n),
+            ("ids.off.sva", len(self.ids) == n), ("unit.doc.sva", len(self.unit_doc) == len(self.unit_start)),
+        ]
+        for name, ok in checks:
+            if not ok:
+                raise IndexDamagedError(name, "length disagrees with the other files")
+
+    # ------------------------------------------------------------ terms and postings
+
+    def term_id(self, term: str) -> int:
+        return self.terms.find(term.encode())
+
+    def postings(self, tid: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        """(documents, field masks, term frequencies) of one term, by ascending document."""
+        lo, hi = int(self.post_ptr[tid]), int(self.post_ptr[tid + 1])
+        return self.post_doc[lo:hi], self.post_mask[lo:hi], self.post_tf[lo:hi]
+
+    def positions(self, tid: int) -> np.ndarray:
+        return self.pos[int(self.pos_ptr[tid]) : int(self.pos_ptr[tid + 1])]
+
+    def units_of(self, positions: np.ndarray) -> np.ndarray:
+        return np.searchsorted(self.unit_start, positions, side="right") - 1
+
+    # ------------------------------------------------------------ documents
+
+    def doc_number(self, doc_id: str) -> int:
+        """Internal number of a document id, or -1."""
+        i = self.ids.find(doc_id.encode())
+        return int(self.id_doc[i]) if i >= 0 else -1
+
+    def doc_id(self, d: int) -> str:
+        try:
+            return self.ids[int(self.id_rank[d])].decode()
+        except (IndexError, UnicodeDecodeError):
+            raise IndexDamagedError("ids.blob.sva", f"id of document {d} is unreadable") from None
+
+    def meta(self, d: int) -> dict[str, Any]:
+        raw = self.meta_blob[int(self.meta_off[d]) : int(self.meta_off[d + 1])].tobytes()
+        try:
+            return json.loads(raw)
+        except (ValueError, UnicodeDecodeError):
+            raise IndexDamagedError("store.meta.sva", f"record of document {d} is unreadable") from None
+
+    def section_text(self, d: int, j: int) -> str:
+        k = int(self.doc_sections[d]) + j
+        raw = self.text_blob[int(self.text_off[k]) : int(self.text_off[k + 1])].tobytes()
+        try:
+            return raw.decode()
+        except UnicodeDecodeError:
+            raise IndexDamagedError("store.text.sva", f"section {j} of document {d} is unreadable") from None
+
+    def section_count(self, d: int) -> int:
+        return int(self.doc_sections[d + 1] - self.doc_sections[d])
+
+    def iter_ids(self, docs: np.ndarray) -> Iterator[str]:
+        for d in docs:
+            yield self.doc_id(int(d))

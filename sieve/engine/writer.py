@@ -1,0 +1,220 @@
+"""Building an index: analyse documents into a token stream, then sort it into postings on disk.
+
+Positions are global: every unit (title, one author name, one infobox value, one heading, one
+section text) occupies consecutive positions followed by one unused gap position, so adjacent
+positions never straddle two units and a phrase can never span two sections.
+"""
+
+from __future__ import annotations
+
+import itertools
+import json
+import time
+from array import array
+from collections import defaultdict
+from pathlib import Path
+from typing import Any, Callable, Iterable
+
+import numpy as np
+
+from sieve.documents import INTRO, Document
+from sieve.engine import storage
+from sieve.engine.analysis import ANALYZER_ID, analyze
+from sieve.engine.bql.dates import first_day
+from sieve.engine.fields import Field
+
+NO_DATE = -1  # date column value of an undated document
+N_FIELDS = len(Field)
+
+
+class IndexWriter:
+    """Accumulates documents, then `finish()` writes one generation directory."""
+
+    def __init__(self, gen_dir: Path) -> None:
+        self.dir = gen_dir
+        self.vocab: defaultdict[str, int] = defaultdict(itertools.count().__next__)
+        self.tokens = array("i")  # term ids (first-seen numbering), in stream order
+        self.unit_len = array("i")
+        self.unit_field = array("b")
+        self.unit_section = array("i")
+        self.doc_units = array("q", [0])
+        self.dates = array("i")
+        self.field_len = array("i")
+        self.ids: list[str] = []
+        self.entries: dict[str, dict[str, int]] = {}
+        self.meta = storage.ArrayWriter(gen_dir / "store.meta.sva", np.uint8)
+        self.meta_off = array("q", [0])
+        self.text = storage.ArrayWriter(gen_dir / "store.text.sva", np.uint8)
+        self.text_off = array("q", [0])
+        self.doc_sections = array("q", [0])
+        self.bytes_in = 0
+
+    def add(self, doc: Document) -> None:
+        lookup = self.vocab.__getitem__
+        flen = [0] * N_FIELDS
+        units: list[tuple[Field, str, int]] = [(Field.TITLE, doc.title, -1)]
+        if doc.author:
+            units.extend((Field.AUTHOR, name.strip(), -1) for name in doc.author.split(";"))
+        units.extend((Field.INFOBOX, v, -1) for v in doc.infobox.values())
+        for j, sec in enumerate(doc.sections):
+            if sec.heading != INTRO:
+                units.append((Field.SECTION, sec.heading, j))
+            units.append((Field.BODY, sec.text, j))
+        for field, text, section in units:
+            terms = analyze(text)
+            self.tokens.extend(map(lookup, terms))
+            self.unit_len.append(len(terms))
+            self.unit_field.append(int(field))
+            self.unit_section.append(section)
+            flen[field] += len(terms)
+        self.doc_units.append(len(self.unit_len))
+        self.field_len.extend(flen)
+        self.dates.append(first_day(doc.date) if doc.date else NO_DATE)
+        self.ids.append(doc.id)
+        meta = {"id": doc.id, "title": doc.title, "headings": doc.headings}
+        if doc.author is not None:
+            meta["author"] = doc.author
+        if doc.date is not None:
+            meta["date"] = doc.date
+        if doc.infobox:
+            meta["infobox"] = dict(doc.infobox)
+        if doc.metadata:
+            meta["metadata"] = dict(doc.metadata)
+        raw = json.dumps(meta, ensure_ascii=False, separators=(",", ":")).encode()
+        self.meta.append_bytes(raw)
+        self.meta_off.append(self.meta_off[-1] + len(raw))
+        for sec in doc.sections:
+            b = sec.text.encode()
+            self.text.append_bytes(b)
+            self.text_off.append(self.text_off[-1] + len(b))
+            self.bytes_in += len(b)
+        self.doc_sections.append(len(self.text_off) - 1)
+        self.bytes_in += len(raw)
+
+    def _put(self, name: str, data: Any, dtype: Any = None) -> None:
+        self.entries[name] = storage.write_array(self.dir / name, data, dtype)
+
+    def finish(self, extra: dict[str, Any]) -> dict[str, Any]:
+        """Sort the token stream into postings and write every file and the manifest."""
+        self.entries["store.meta.sva"] = self.meta.close()
+        self.entries["store.text.sva"] = self.text.close()
+        n_docs = len(self.ids)
+        terms = list(self.vocab)  # first-seen order = id order
+        order = sorted(range(len(terms)), key=terms.__getitem__)
+        rank = np.empty(len(terms), dtype=np.int32)
+        rank[np.asarray(order, dtype=np.int64)] = np.arange(len(terms), dtype=np.int32)
+        sorted_terms = [terms[i].encode() for i in order]
+        del terms, order
+
+        unit_len = np.frombuffer(self.unit_len, dtype=np.int32)
+        n_units = len(unit_len)
+        n_tokens = int(unit_len.sum())
+        unit_start = np.zeros(n_units, dtype=np.int64)
+        if n_units:
+            unit_start[1:] = np.cumsum(unit_len[:-1] + 1)  # one gap position after every unit
+        total_positions = int(unit_start[-1] + unit_len[-1]) if n_units else 0
+        pos_dtype = np.uint32 if total_positions < 2**32 else np.uint64
+        doc_units = np.frombuffer(self.doc_units, dtype=np.int64)
+        unit_doc = np.repeat(np.arange(n_docs, dtype=np.int32), np.diff(doc_units))
+        unit_field = np.frombuffer(self.unit_field, dtype=np.int8).astype(np.uint8)
+
+        tok_rank = rank[np.frombuffer(self.tokens, dtype=np.int32)]
+        tok_unit = np.repeat(np.arange(n_units, dtype=np.int32), unit_len)
+        # position = index in the token stream + number of units before (one gap each)
+        tok_pos = np.arange(n_tokens, dtype=np.int64) + tok_unit
+        order_tok = np.argsort(tok_rank, kind="stable")
+        s_rank = tok_rank[order_tok]
+        s_unit = tok_unit[order_tok]
+        del tok_rank
+        s_pos = tok_pos[order_tok].astype(pos_dtype)
+        del tok_pos, order_tok, tok_unit
+        s_doc = unit_doc[s_unit]
+        s_bit = (np.uint8(1) << unit_field[s_unit]).astype(np.uint8)
+        del s_unit
+
+        n_terms = len(sorted_terms)
+        if n_tokens:
+            new = np.empty(n_tokens, dtype=bool)
+            new[0] = True
+            np.not_equal(s_rank[1:], s_rank[:-1], out=new[1:])
+            new[1:] |= s_doc[1:] != s_doc[:-1]
+            starts = np.flatnonzero(new)
+        else:
+            starts = np.zeros(0, dtype=np.int64)
+        post_doc = s_doc[starts]
+        post_tf = np.diff(np.append(starts, n_tokens)).astype(np.uint32)
+        post_mask = np.bitwise_or.reduceat(s_bit, starts) if n_tokens else np.zeros(0, np.uint8)
+        post_term = s_rank[starts]
+        post_ptr = np.zeros(n_terms + 1, dtype=np.int64)
+        post_ptr[1:] = np.cumsum(np.bincount(post_term, minlength=n_terms))
+        pos_ptr = np.zeros(n_terms + 1, dtype=np.int64)
+        pos_ptr[1:] = np.cumsum(np.bincount(s_rank, minlength=n_terms))
+        del s_rank, s_doc, s_bit
+
+        term_off = np.zeros(n_terms + 1, dtype=np.int64)
+        term_off[1:] = np.cumsum([len(t) for t in sorted_terms])
+        self._put("terms.blob.sva", np.frombuffer(b"".join(sorted_terms), dtype=np.uint8))
+        self._put("terms.off.sva", term_off)
+        self._put("post.ptr.sva", post_ptr)
+        self._put("post.doc.sva", post_doc, np.int32)
+        self._put("post.tf.sva", post_tf, np.uint32)
+        self._put("post.mask.sva", post_mask, np.uint8)
+        self._put("pos.ptr.sva", pos_ptr)
+        self._put("pos.data.sva", s_pos)
+        self._put("unit.start.sva", unit_start.astype(pos_dtype))
+        self._put("unit.field.sva", unit_field)
+        self._put("unit.section.sva", np.frombuffer(self.unit_section, dtype=np.int32))
+        self._put("unit.doc.sva", unit_doc)
+        self._put("doc.units.sva", doc_units)
+        self._put("doc.date.sva", np.frombuffer(self.dates, dtype=np.int32))
+        field_len = np.frombuffer(self.field_len, dtype=np.int32).reshape(n_docs, N_FIELDS)
+        self._put("doc.flen.sva", field_len)
+        doc_len = field_len[:, Field.TITLE] + field_len[:, Field.SECTION] + field_len[:, Field.BODY]
+        self._put("doc.len.sva", doc_len.astype(np.int32))
+        self._put("store.meta.off.sva", np.frombuffer(self.meta_off, dtype=np.int64))
+        self._put("store.text.off.sva", np.frombuffer(self.text_off, dtype=np.int64))
+        self._put("store.sections.sva", np.frombuffer(self.doc_sections, dtype=np.int64))
+        id_bytes = [i.encode() for i in self.ids]
+        id_order = sorted(range(n_docs), key=id_bytes.__getitem__)
+        id_off = np.zeros(n_docs + 1, dtype=np.int64)
+        id_off[1:] = np.cumsum([len(id_bytes[i]) for i in id_order])
+        self._put("ids.blob.sva", np.frombuffer(b"".join(id_bytes[i] for i in id_order), dtype=np.uint8))
+        self._put("ids.off.sva", id_off)
+        self._put("ids.doc.sva", np.asarray(id_order, dtype=np.int32))
+        id_rank = np.empty(n_docs, dtype=np.int32)
+        id_rank[np.asarray(id_order, dtype=np.int64)] = np.arange(n_docs, dtype=np.int32)
+        self._put("ids.rank.sva", id_rank)
+
+        stats = {
+            "documents": n_docs,
+            "terms": n_terms,
+            "tokens": n_tokens,
+            "postings": int(len(post_doc)),
+            "units": n_units,
+            "sections": len(self.text_off) - 1,
+            "dated": int(np.count_nonzero(np.frombuffer(self.dates, dtype=np.int32) != NO_DATE)),
+        }
+        body = {
+            "format": storage.FORMAT_NAME,
+            "version": storage.FORMAT_VERSION,
+            "analyzer": ANALYZER_ID,
+            "stats": stats,
+            "files": self.entries,
+            **extra,
+        }
+        storage.write_manifest(self.dir, body)
+        return body
+
+
+def build(docs: Iterable[Document], gen_dir: Path, progress: Callable[[int, int], None] | None = None, extra: dict[str, Any] | None = None) -> dict[str, Any]:
+    """Index `docs` into `gen_dir`; `progress(documents, bytes)` is called every 1,000 documents."""
+    writer = IndexWriter(gen_dir)
+    t0 = time.perf_counter()
+    for n, doc in enumerate(docs, 1):
+        writer.add(doc)
+        if progress is not None and n % 1000 == 0:
+            progress(n, writer.bytes_in)
+    manifest = writer.finish({**(extra or {}), "build_seconds": round(time.perf_counter() - t0, 3)})
+    if progress is not None:
+        progress(len(writer.ids), writer.bytes_in)
+    return manifest

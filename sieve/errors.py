@@ -1,0 +1,100 @@
+"""The one error hierarchy of sieve: everything raised for bad input is a `SieveError`."""
+
+from __future__ import annotations
+
+
+class SieveError(Exception):
+    """Root of every error sieve raises for bad input, bad data or a damaged index."""
+
+
+class BQLError(SieveError):
+    """A query could not be run; see the two subclasses."""
+
+
+class BQLSyntaxError(BQLError):
+    """A BQL query is malformed. `pos` is the 0-based character offset, `hint` how to fix it."""
+
+    def __init__(self, message: str, pos: int, hint: str = "") -> None:
+        self.message = message
+        self.pos = pos
+        self.hint = hint
+        text = f"{message} at {pos}"
+        if hint:
+            text += f" ({hint})"
+        super().__init__(text)
+
+
+class BQLLimitError(BQLError):
+    """A query exceeds a documented limit: `limit` names it, `value` is what was asked, `maximum` the cap."""
+
+    def __init__(self, limit: str, value: int, maximum: int, detail: str = "", pos: int | None = None) -> None:
+        self.limit = limit
+        self.value = value
+        self.maximum = maximum
+        self.pos = pos
+        text = f"{limit} limit exceeded: {value} > {maximum}"
+        if detail:
+            text += f" ({detail})"
+        super().__init__(text)
+
+
+class CorpusError(SieveError):
+    """A corpus record is invalid. `file` and `line` (1-based) say where."""
+
+    def __init__(self, message: str, file: str | None = None, line: int | None = None) -> None:
+        self.message = message
+        self.file = file
+        self.line = line
+        where = ""
+        if file is not None:
+            where = f"{file}:{line}: " if line is not None else f"{file}: "
+        elif line is not None:
+            where = f"record {line}: "
+        super().__init__(where + message)
+
+
+class IndexError_(SieveError):
+    """Base for problems with an index directory (named with a trailing _ to not shadow the builtin)."""
+
+
+class IndexDamagedError(IndexError_):
+    """An index file is missing, truncated or fails its checksum. `file` names it."""
+
+    def __init__(self, file: str, reason: str) -> None:
+        self.file = file
+        self.reason = reason
+        super().__init__(f"index damaged: {file}: {reason}")
+
+
+class IndexFormatError(IndexError_):
+    """An index was written in a format version this sieve cannot read."""
+
+    def __init__(self, path: str, found: int, supported: tuple[int, ...]) -> None:
+        self.path = path
+        self.found = found
+        self.supported = supported
+        newer = found > max(supported)
+        advice = "upgrade sieve" if newer else "rebuild the index with `sieve index --force`"
+        super().__init__(
+            f"index format version {found} at {path} is {'newer' if newer else 'older'} than this sieve "
+            f"supports ({', '.join(map(str, supported))}): {advice}"
+        )
+
+
+class IndexNotFoundError(IndexError_):
+    """No index exists at the given path."""
+
+    def __init__(self, path: str, reason: str = "no index here") -> None:
+        self.path = path
+        super().__init__(f"{path}: {reason}")
+
+
+class UnknownDocumentError(SieveError, KeyError):
+    """A document id is not in the index."""
+
+    def __init__(self, doc_id: str) -> None:
+        self.doc_id = doc_id
+        super().__init__(doc_id)
+
+    def __str__(self) -> str:
+        return f"no document with id {self.doc_id!r}"

@@ -1,0 +1,138 @@
+"""The public `Index`: build, open, match, and read documents back."""
+
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass, field
+from functools import lru_cache
+from pathlib import Path
+from typing import Any, Callable, Iterable
+
+import numpy as np
+
+from sieve.corpus import CorpusReport, OnError, Source, read_documents
+from sieve.documents import Document, Section
+from sieve.engine import bitset, storage
+from sieve.engine.bql import Node, parse
+from sieve.engine.evaluate import Evaluator, Limits
+from sieve.engine.reader import FILES, IndexReader
+from sieve.errors import UnknownDocumentError
+
+
+@lru_cache(maxsize=4096)
+def parse_query(text: str) -> Node:
+    """`bql.parse`, memoised: agents repeat queries, and trees are immutable values."""
+    return parse(text)
+
+
+@dataclass(frozen=True)
+class Match:
+    """The exact admitted set of a query: `ids` in index order, `count`, and the canonical `query`."""
+
+    query: str
+    count: int
+    docs: np.ndarray = field(repr=False)  # internal document numbers, ascending
+    _reader: IndexReader = field(repr=False, compare=False)
+
+    @property
+    def ids(self) -> list[str]:
+        # Materialised on demand: a broad query admits most of the collection, and callers
+        # that only need the count should not pay for a list of every id.
+        return [self._reader.doc_id(int(d)) for d in self.docs]
+
+
+class Index:
+    """An opened, read-only index. Safe to share between threads."""
+
+    def __init__(self, path: str | os.PathLike, verify: bool = False, limits: Limits = Limits()) -> None:
+        self.path = Path(path)
+        self.generation = storage.current_generation(self.path)
+        self.reader = IndexReader(self.generation, verify=verify)
+        self.evaluator = Evaluator(self.reader, limits)
+        self.manifest = self.reader.manifest
+
+    def __len__(self) -> int:
+        return self.reader.n_docs
+
+    def __repr__(self) -> str:
+        return f"Index({str(self.path)!r}, documents={len(self)})"
+
+    @property
+    def stats(self) -> dict[str, int]:
+        return dict(self.manifest["stats"])
+
+    def match(self, query: str) -> Match:
+        """Documents that satisfy the BQL `query` exactly. Raises BQLSyntaxError / BQLLimitError."""
+        node = parse_query(query)
+        bits = self.evaluator.run(node)
+        docs = bitset.to_ids(bits, len(self))
+        return Match(query=str(node), count=len(docs), docs=docs, _reader=self.reader)
+
+    def document(self, doc_id: str) -> Document:
+        """The stored document with this id; raises UnknownDocumentError."""
+        d = self.reader.doc_number(str(doc_id))
+        if d < 0:
+            raise UnknownDocumentError(str(doc_id))
+        return self._document(d)
+
+    def _document(self, d: int) -> Document:
+        meta = self.reader.meta(d)
+        sections = tuple(Section(h, self.reader.section_text(d, j)) for j, h in enumerate(meta["headings"]))
+        return Document(
+            id=meta["id"],
+            title=meta["title"],
+            sections=sections,
+            author=meta.get("author"),
+            date=meta.get("date"),
+            infobox=meta.get("infobox", {}),
+            metadata=meta.get("metadata", {}),
+        )
+
+    def section(self, doc_id: str, j: int) -> Section:
+        """One section of a document, read without the rest of it."""
+        d = self.reader.doc_number(str(doc_id))
+        if d < 0:
+            raise UnknownDocumentError(str(doc_id))
+        headings = self.reader.meta(d)["headings"]
+        return Section(headings[j], self.reader.section_text(d, j))
+
+    def check(self) -> list[str]:
+        """Verify every byte of every file; returns the names checked, raises IndexDamagedError."""
+        files = self.manifest["files"]
+        for name in FILES:
+            storage.verify_array(self.generation / name, name, files[name])
+        return list(FILES)
+
+
+def open_index(path: str | os.PathLike, verify: bool = False, limits: Limits = Limits()) -> Index:
+    """Open an index directory (memory-mapped; cheap). `verify=True` checks every byte first."""
+    return Index(path, verify=verify, limits=limits)
+
+
+def build_index(
+    source: Source,
+    path: str | os.PathLike,
+    *,
+    force: bool = False,
+    on_error: OnError = "raise",
+    progress: Callable[[int, int], None] | None = None,
+    report: CorpusReport | None = None,
+) -> Index:
+    """Build an index at `path` from a JSONL file, a BEIR folder, or an iterable of records.
+
+    Refuses an existing `path` unless `force`; then the new index replaces the old one atomically.
+    A bad record raises CorpusError naming its line, or with `on_error="skip"` is skipped and
+    counted in `report` (and in the manifest).
+    """
+    from sieve.engine.writer import build
+
+    report = report if report is not None else CorpusReport()
+    commit = storage.Commit(path, force=force)
+    try:
+        docs: Iterable[Document] = read_documents(source, on_error=on_error, report=report)
+        build(docs, commit.gen_dir, progress=progress, extra={"source": report.source, "skipped": report.skipped})
+        commit.commit()
+    except BaseException:
+        commit.abort()
+        raise
+    return Index(path)
