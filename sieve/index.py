@@ -130,7 +130,7 @@ def build_index(
     commit = storage.Commit(path, force=force)
     try:
         docs: Iterable[Document] = read_documents(source, on_error=on_error, report=report)
-        build(docs, commit.gen_dir, progress=progress, extra={"source": report.source, "skipped": report.skipped})
+        build(docs, commit.gen_dir, progress=progress, extra=lambda: {"source": report.source, "skipped": report.skipped})
         commit.commit()
     except BaseException:
         commit.abort()

@@ -1,7 +1,7 @@
 """On-disk containers: checksummed array files, the manifest, and the generation commit protocol.
 
 Every array file is `header (64 bytes) + payload + footer (8 bytes)`; the header names the format,
-version, dtype and shape, the footer holds the CRC32 of the payload. See docs/index-format.md.
+version, dtype and shape and ends with its own CRC32, the footer holds the CRC32 of the payload. See docs/index-format.md.
 """
 
 from __future__ import annotations
@@ -77,11 +77,17 @@ class ArrayWriter:
         shape0 = self.rows
         fh.seek(0)
         header = HEADER.pack(ARRAY_MAGIC, FORMAT_VERSION, HEADER_SIZE, self.dtype.str.encode().ljust(8, b"\0"), ndim, shape0, self.columns, self.nbytes)
-        fh.write(header.ljust(HEADER_SIZE, b"\0"))
+        fh.write(_seal_header(header))
         fh.flush()
         os.fsync(fh.fileno())
         fh.close()
         return {"size": HEADER_SIZE + self.nbytes + FOOTER_SIZE, "crc32": self.crc}
+
+
+def _seal_header(header: bytes) -> bytes:
+    """Pad the header and append its own CRC32, so every header byte is covered."""
+    body = header.ljust(HEADER_SIZE - 4, b"\0")
+    return body + struct.pack("<I", zlib.crc32(body))
 
 
 def write_array(path: Path, data: Any, dtype: Any = None) -> dict[str, int]:
@@ -101,9 +107,11 @@ def open_array(path: Path, name: str, entry: dict[str, int], verify: bool = Fals
     if size != entry["size"]:
         raise IndexDamagedError(name, f"size is {size} bytes, the manifest says {entry['size']} (truncated or overwritten)")
     with open(path, "rb") as fh:
-        head = fh.read(HEADER.size)
+        head = fh.read(HEADER_SIZE)
+        if len(head) < HEADER_SIZE or _seal_header(head[: HEADER.size]) != head:
+            raise IndexDamagedError(name, "bad header (damaged, or not a sieve array file)")
         try:
-            magic, version, hsize, dtype_raw, ndim, shape0, shape1, nbytes = HEADER.unpack(head)
+            magic, version, hsize, dtype_raw, ndim, shape0, shape1, nbytes = HEADER.unpack(head[: HEADER.size])
         except struct.error:
             raise IndexDamagedError(name, "header is unreadable") from None
         if magic != ARRAY_MAGIC or hsize != HEADER_SIZE:

@@ -206,15 +206,23 @@ class IndexWriter:
         return body
 
 
-def build(docs: Iterable[Document], gen_dir: Path, progress: Callable[[int, int], None] | None = None, extra: dict[str, Any] | None = None) -> dict[str, Any]:
-    """Index `docs` into `gen_dir`; `progress(documents, bytes)` is called every 1,000 documents."""
+def build(
+    docs: Iterable[Document],
+    gen_dir: Path,
+    progress: Callable[[int, int], None] | None = None,
+    extra: Callable[[], dict[str, Any]] | None = None,
+) -> dict[str, Any]:
+    """Index `docs` into `gen_dir`; `progress(documents, bytes)` is called every 1,000 documents.
+
+    `extra()` is called after the last document, for manifest entries known only then.
+    """
     writer = IndexWriter(gen_dir)
     t0 = time.perf_counter()
     for n, doc in enumerate(docs, 1):
         writer.add(doc)
         if progress is not None and n % 1000 == 0:
             progress(n, writer.bytes_in)
-    manifest = writer.finish({**(extra or {}), "build_seconds": round(time.perf_counter() - t0, 3)})
+    manifest = writer.finish({**(extra() if extra else {}), "build_seconds": round(time.perf_counter() - t0, 3)})
     if progress is not None:
         progress(len(writer.ids), writer.bytes_in)
     return manifest

@@ -1,0 +1,69 @@
+"""The analyzer: folding, splitting, and agreement between the ASCII fast path and the full path."""
+
+from __future__ import annotations
+
+import unicodedata
+
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from sieve.engine.analysis import analyze
+
+
+@pytest.mark.parametrize(
+    "text, terms",
+    [
+        ("Zürich", ["zurich"]),
+        ("O_RDONLY", ["o", "rdonly"]),
+        ("Straße", ["strasse"]),
+        ("ﬁle", ["file"]),  # NFKC ligature
+        ("Ångström café", ["angstrom", "cafe"]),
+        ("naïve-résumé", ["naive", "resume"]),
+        ("x² + H₂O", ["x2", "h2o"]),
+        ("IPv6 port 8080", ["ipv6", "port", "8080"]),
+        ("東京タワー", ["東京タワー"]),
+        ("ΣΊΣΥΦΟΣ", ["σισυφοσ"]),
+        ("don't stop", ["don", "t", "stop"]),
+        ("   ", []),
+        ("", []),
+        ("--- *** ///", []),
+        ("a\u0301b", ["ab"]),  # combining mark removed, no split
+    ],
+)
+def test_examples(text: str, terms: list[str]) -> None:
+    assert analyze(text) == terms
+
+
+def _reference(text: str) -> list[str]:
+    """A slow, obviously-correct reading of the rules, character by character."""
+    s = unicodedata.normalize("NFKC", text).casefold()
+    s = "".join(c for c in unicodedata.normalize("NFD", s) if not unicodedata.category(c).startswith("M"))
+    s = unicodedata.normalize("NFC", s)
+    out, cur = [], []
+    for c in s:
+        if c.isalnum() and c != "_":
+            cur.append(c)
+        elif cur:
+            out.append("".join(cur))
+            cur = []
+    if cur:
+        out.append("".join(cur))
+    return out
+
+
+@settings(max_examples=400, deadline=None, derandomize=True)
+@given(st.text(alphabet=st.characters(blacklist_categories=("Cs",)), max_size=40))
+def test_matches_the_rules_on_any_text(text: str) -> None:
+    assert analyze(text) == _reference(text)
+
+
+@settings(max_examples=200, deadline=None, derandomize=True)
+@given(st.text(alphabet=st.characters(max_codepoint=127), max_size=60))
+def test_ascii_fast_path_equals_full_path(text: str) -> None:
+    assert analyze(text) == _reference(text)
+
+
+def test_idempotent_on_its_own_output() -> None:
+    for word in ["zurich", "strasse", "東京タワー", "x2"]:
+        assert analyze(" ".join(analyze(word))) == analyze(word)

@@ -1,0 +1,152 @@
+"""Corpus input: records, flat and structured, BEIR folders, and every bad record named by line."""
+
+from __future__ import annotations
+
+import gzip
+import json
+from pathlib import Path
+
+import pytest
+
+import sieve
+from sieve.corpus import CorpusReport, read_documents
+from sieve.documents import INTRO, Document, Section, document_from_record
+from sieve.errors import CorpusError
+
+
+def write_jsonl(path: Path, lines: list[str]) -> Path:
+    path.write_text("\n".join(lines) + "\n", encoding="utf-8")
+    return path
+
+
+def test_structured_record() -> None:
+    doc = document_from_record(
+        {
+            "_id": 7,
+            "title": "T",
+            "sections": [{"heading": "", "text": "lead"}, {"heading": "History", "text": "h"}],
+            "author": ["Ann Smith", "Bo Li"],
+            "date": "2020-05",
+            "infobox": "born: 1900; died: 1950",
+            "url": "http://x",
+        }
+    )
+    assert doc == Document(
+        id="7",
+        title="T",
+        sections=(Section(INTRO, "lead"), Section("History", "h")),
+        author="Ann Smith; Bo Li",
+        date="2020-05",
+        infobox={"born": "1900", "died": "1950"},
+        metadata={"url": "http://x"},
+    )
+
+
+def test_flat_record_becomes_one_intro_section() -> None:
+    doc = document_from_record({"id": "a", "title": "T", "text": "body text"})
+    assert doc.sections == (Section(INTRO, "body text"),)
+
+
+def test_structured_record_keeps_its_flat_text_as_metadata() -> None:
+    doc = document_from_record({"id": "a", "sections": [{"heading": "H", "text": "x"}], "text": "flat"})
+    assert doc.metadata == {"text": "flat"}
+
+
+def test_timestamp_kept_to_its_day() -> None:
+    assert document_from_record({"id": "a", "date": "2021-03-04T10:11:12Z"}).date == "2021-03-04"
+
+
+def test_round_trip_through_to_record() -> None:
+    rec = {"id": "x", "title": "t", "sections": [{"heading": "H", "text": "b"}], "author": "a", "date": "2001", "infobox": {"k": "v"}, "extra": [1, 2]}
+    doc = document_from_record(rec)
+    assert document_from_record(doc.to_record()) == doc
+
+
+@pytest.mark.parametrize(
+    "record, message",
+    [
+        ({"title": "no id"}, "missing id (give 'id' or '_id')"),
+        ({"id": ""}, "missing id (give 'id' or '_id')"),
+        ({"id": 1.5}, "id must be a string or an integer, got float"),
+        ({"id": True}, "id must be a string or an integer, got bool"),
+        ({"id": "a", "_id": "b"}, "'id' 'a' and '_id' 'b' disagree"),
+        ({"id": "a", "title": 3}, "title must be a string, got int"),
+        ({"id": "a", "sections": "x"}, "sections must be a list, got str"),
+        ({"id": "a", "sections": [{"heading": 1, "text": "x"}]}, "section 0 heading must be a string, got int"),
+        ({"id": "a", "sections": [{"heading": "h", "text": None}]}, "section 0 text must be a string, got NoneType"),
+        ({"id": "a", "date": "2020-13-01"}, "unparseable date '2020-13-01': month must be in 1..12"),
+        ({"id": "a", "date": "yesterday"}, "unparseable date 'yesterday': not an ISO date (YYYY, YYYY-MM or YYYY-MM-DD): 'yesterday'"),
+        ({"id": "a", "date": "2021-02-29"}, "unparseable date '2021-02-29': day is out of range for month"),
+        ({"id": "a", "author": 5}, "author must be a string or a list of strings, got int"),
+        ({"id": "a", "infobox": "no colon here"}, "infobox item 'no colon here' has no 'key: value' colon"),
+        ({"id": "a", "infobox": {"k": {"nested": 1}}}, "infobox value of 'k' must be a string, number or list of them"),
+        ([1, 2], "a record must be a JSON object, got list"),
+    ],
+)
+def test_bad_records(record: object, message: str) -> None:
+    with pytest.raises(ValueError) as info:
+        document_from_record(record)
+    assert str(info.value) == message
+
+
+def test_bad_line_stops_the_build_with_file_and_line(tmp_path: Path) -> None:
+    path = write_jsonl(tmp_path / "c.jsonl", ['{"id": "a", "text": "x"}', "", '{"id": "b", "text": }', '{"id": "c"}'])
+    with pytest.raises(CorpusError) as info:
+        sieve.build_index(path, tmp_path / "idx")
+    assert str(info.value) == f"{path}:3: invalid JSON: Expecting value (column 21)"
+    assert info.value.line == 3
+    assert not (tmp_path / "idx").exists()  # nothing half-built left behind
+    assert [p.name for p in tmp_path.iterdir()] == ["c.jsonl"]
+
+
+def test_duplicate_id_names_both_lines(tmp_path: Path) -> None:
+    path = write_jsonl(tmp_path / "c.jsonl", ['{"id": "a"}', '{"id": "b"}', '{"_id": "a"}'])
+    with pytest.raises(CorpusError) as info:
+        list(read_documents(path))
+    assert str(info.value) == f"{path}:3: duplicate id 'a' (first seen at line 1)"
+
+
+def test_skip_counts_every_bad_record(tmp_path: Path) -> None:
+    path = write_jsonl(
+        tmp_path / "c.jsonl",
+        ['{"id": "a", "text": "x"}', "not json", '{"id": "a"}', '{"title": "no id"}', '{"id": "d", "date": "13/2020"}', '{"id": "e"}'],
+    )
+    report = CorpusReport()
+    index = sieve.build_index(path, tmp_path / "idx", on_error="skip", report=report)
+    assert len(index) == 2
+    assert report.documents == 2 and report.skipped == 4
+    assert [e.split(": ", 1)[0] for e in report.errors] == [f"{path}:{n}" for n in (2, 3, 4, 5)]
+    assert index.manifest["skipped"] == 4
+
+
+def test_iterable_errors_name_the_record_number() -> None:
+    with pytest.raises(CorpusError) as info:
+        list(read_documents([{"id": "a"}, {"id": "b", "date": "bad"}]))
+    assert str(info.value).startswith("record 2: unparseable date 'bad'")
+
+
+def test_beir_folder_and_gzip(tmp_path: Path) -> None:
+    beir = tmp_path / "beir"
+    (beir / "qrels").mkdir(parents=True)
+    with gzip.open(beir / "corpus.jsonl.gz", "wt", encoding="utf-8") as fh:
+        fh.write(json.dumps({"_id": "d1", "title": "Alpha", "text": "first"}) + "\n")
+        fh.write(json.dumps({"_id": "d2", "title": "Beta", "sections": [{"heading": "H", "text": "second"}]}) + "\n")
+    (beir / "queries.jsonl").write_text(json.dumps({"_id": "q1", "text": "alpha?"}) + "\n")
+    (beir / "qrels" / "test.tsv").write_text("query-id\tcorpus-id\tscore\nq1\td1\t1\n")
+    index = sieve.build_index(beir, tmp_path / "idx")
+    assert index.match("first OR second").ids == ["d1", "d2"]
+    assert index.document("d2").sections == (Section("H", "second"),)
+
+
+def test_folder_without_corpus_is_an_error(tmp_path: Path) -> None:
+    with pytest.raises(CorpusError) as info:
+        list(read_documents(tmp_path))
+    assert "needs a corpus.jsonl" in str(info.value)
+
+
+def test_not_utf8_is_reported(tmp_path: Path) -> None:
+    path = tmp_path / "c.jsonl"
+    path.write_bytes(b'{"id": "a"}\n{"id": "\xff"}\n')
+    with pytest.raises(CorpusError) as info:
+        list(read_documents(path))
+    assert "not UTF-8" in str(info.value)
