@@ -153,8 +153,11 @@ def _sections(rec: Mapping[str, Any]) -> tuple[Section, ...]:
     return tuple(out)
 
 
-def document_from_record(rec: Any) -> Document:
-    """Validate one corpus record; raises ValueError naming what is wrong."""
+def document_from_record(rec: Any, from_json: bool = False) -> Document:
+    """Validate one corpus record; raises ValueError naming what is wrong.
+
+    `from_json` says the record was just decoded from JSON, so its metadata is serialisable.
+    """
     if not isinstance(rec, dict):
         raise ValueError(f"a record must be a JSON object, got {type(rec).__name__}")
     ids = [rec[k] for k in ("id", "_id") if k in rec]
@@ -171,10 +174,11 @@ def document_from_record(rec: Any) -> Document:
     metadata = {k: v for k, v in rec.items() if k not in _KNOWN_KEYS}
     if "sections" in rec and rec.get("text") is not None:
         metadata["text"] = _text(rec["text"], "text")  # kept, not indexed: the sections carry the body
-    try:
-        json.dumps(metadata)
-    except (TypeError, ValueError):
-        raise ValueError("metadata must be JSON-serialisable") from None
+    if metadata and not from_json:
+        try:
+            json.dumps(metadata)
+        except (TypeError, ValueError):
+            raise ValueError("metadata must be JSON-serialisable") from None
     return Document(
         id=norm[0],
         title=_text(title if title is not None else "", "title"),
@@ -187,8 +191,11 @@ def document_from_record(rec: Any) -> Document:
 
 
 def checked_document(rec: Any, file: str | None, line: int | None) -> Document:
-    """`document_from_record`, with the error turned into a CorpusError naming file and line."""
+    """`document_from_record`, with the error turned into a CorpusError naming file and line.
+
+    A record with a file name was decoded from that file's JSON.
+    """
     try:
-        return document_from_record(rec)
+        return document_from_record(rec, from_json=file is not None)
     except ValueError as e:
         raise CorpusError(str(e), file, line) from None

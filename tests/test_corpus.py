@@ -81,6 +81,7 @@ def test_round_trip_through_to_record() -> None:
         ({"id": "a", "infobox": "no colon here"}, "infobox item 'no colon here' has no 'key: value' colon"),
         ({"id": "a", "infobox": {"k": {"nested": 1}}}, "infobox value of 'k' must be a string, number or list of them"),
         ([1, 2], "a record must be a JSON object, got list"),
+        ({"id": "a", "extra": object()}, "metadata must be JSON-serialisable"),
     ],
 )
 def test_bad_records(record: object, message: str) -> None:

@@ -50,3 +50,17 @@ def analyze(text: str) -> list[str]:
         return _ASCII_WORD.findall(text.lower())
     return _WORD.findall(fold(text))
 
+
+
+SEPARATOR = "\x00"  # never part of a term, so it can mark where one text ends in a joined batch
+_WORD_OR_SEP = re.compile(r"[^\W_]+|\x00")
+
+
+def analyze_joined(texts: list[str]) -> list[str]:
+    """The terms of many texts in one pass, each text's terms followed by SEPARATOR.
+
+    Equal to concatenating `analyze(t) + [SEPARATOR]` for each text, but one regex call per batch
+    instead of one per text: indexing spends most of its time here.
+    """
+    joined = SEPARATOR.join(t.lower() if t.isascii() else fold(t) for t in texts) + SEPARATOR
+    return _WORD_OR_SEP.findall(joined)

@@ -19,12 +19,17 @@ import numpy as np
 
 from sieve.documents import INTRO, Document
 from sieve.engine import storage
-from sieve.engine.analysis import ANALYZER_ID, analyze
+from sieve.engine.analysis import ANALYZER_ID, SEPARATOR, analyze_joined
 from sieve.engine.bql.dates import first_day
 from sieve.engine.fields import Field
 
 NO_DATE = -1  # date column value of an undated document
 N_FIELDS = len(Field)
+_BATCH_UNITS = 4096  # units analysed per regex pass
+
+
+def _dumps(obj: Any) -> str:
+    return json.dumps(obj, ensure_ascii=False, separators=(",", ":"))
 
 
 class IndexWriter:
@@ -33,13 +38,16 @@ class IndexWriter:
     def __init__(self, gen_dir: Path) -> None:
         self.dir = gen_dir
         self.vocab: defaultdict[str, int] = defaultdict(itertools.count().__next__)
+        self.vocab[SEPARATOR]  # id 0: marks the end of each unit in a batch
+        self._units: list[str] = []
+        self._unit_field: list[int] = []
+        self._unit_section: list[int] = []
         self.tokens = array("i")  # term ids (first-seen numbering), in stream order
         self.unit_len = array("i")
         self.unit_field = array("b")
         self.unit_section = array("i")
         self.doc_units = array("q", [0])
         self.dates = array("i")
-        self.field_len = array("i")
         self.ids: list[str] = []
         self.entries: dict[str, dict[str, int]] = {}
         self.meta = storage.ArrayWriter(gen_dir / "store.meta.sva", np.uint8)
@@ -50,25 +58,31 @@ class IndexWriter:
         self.bytes_in = 0
 
     def add(self, doc: Document) -> None:
-        lookup = self.vocab.__getitem__
-        flen = [0] * N_FIELDS
-        units: list[tuple[Field, str, int]] = [(Field.TITLE, doc.title, -1)]
+        units = self._units
+        fields, sections = self._unit_field, self._unit_section
+        units.append(doc.title)
+        fields.append(Field.TITLE)
+        sections.append(-1)
         if doc.author:
-            units.extend((Field.AUTHOR, name.strip(), -1) for name in doc.author.split(";"))
-        units.extend((Field.INFOBOX, v, -1) for v in doc.infobox.values())
+            for name in doc.author.split(";"):
+                units.append(name.strip())
+                fields.append(Field.AUTHOR)
+                sections.append(-1)
+        for v in doc.infobox.values():
+            units.append(v)
+            fields.append(Field.INFOBOX)
+            sections.append(-1)
+        texts = []
         for j, sec in enumerate(doc.sections):
             if sec.heading != INTRO:
-                units.append((Field.SECTION, sec.heading, j))
-            units.append((Field.BODY, sec.text, j))
-        for field, text, section in units:
-            terms = analyze(text)
-            self.tokens.extend(map(lookup, terms))
-            self.unit_len.append(len(terms))
-            self.unit_field.append(int(field))
-            self.unit_section.append(section)
-            flen[field] += len(terms)
-        self.doc_units.append(len(self.unit_len))
-        self.field_len.extend(flen)
+                units.append(sec.heading)
+                fields.append(Field.SECTION)
+                sections.append(j)
+            units.append(sec.text)
+            fields.append(Field.BODY)
+            sections.append(j)
+            texts.append(sec.text.encode())
+        self.doc_units.append(len(self.unit_field) + len(fields))
         self.dates.append(first_day(doc.date) if doc.date else NO_DATE)
         self.ids.append(doc.id)
         meta = {"id": doc.id, "title": doc.title, "headings": doc.headings}
@@ -80,29 +94,45 @@ class IndexWriter:
             meta["infobox"] = dict(doc.infobox)
         if doc.metadata:
             meta["metadata"] = dict(doc.metadata)
-        raw = json.dumps(meta, ensure_ascii=False, separators=(",", ":")).encode()
+        raw = _dumps(meta).encode()
         self.meta.append_bytes(raw)
         self.meta_off.append(self.meta_off[-1] + len(raw))
-        for sec in doc.sections:
-            b = sec.text.encode()
-            self.text.append_bytes(b)
-            self.text_off.append(self.text_off[-1] + len(b))
-            self.bytes_in += len(b)
+        end = self.text_off[-1]
+        for b in texts:
+            end += len(b)
+            self.text_off.append(end)
+        self.text.append_bytes(b"".join(texts))
         self.doc_sections.append(len(self.text_off) - 1)
-        self.bytes_in += len(raw)
+        self.bytes_in += len(raw) + sum(map(len, texts))
+        if len(units) >= _BATCH_UNITS:
+            self._flush()
+
+    def _flush(self) -> None:
+        """Analyse the pending units in one pass and append their term ids and lengths."""
+        if not self._units:
+            return
+        ids = np.fromiter(map(self.vocab.__getitem__, analyze_joined(self._units)), dtype=np.int32)
+        ends = np.flatnonzero(ids == 0)  # SEPARATOR has id 0
+        lens = np.diff(ends, prepend=-1) - 1
+        self.tokens.frombytes(ids[ids != 0].tobytes())
+        self.unit_len.frombytes(lens.astype(np.int32).tobytes())
+        self.unit_field.frombytes(np.asarray(self._unit_field, dtype=np.int8).tobytes())
+        self.unit_section.frombytes(np.asarray(self._unit_section, dtype=np.int32).tobytes())
+        self._units, self._unit_field, self._unit_section = [], [], []
 
     def _put(self, name: str, data: Any, dtype: Any = None) -> None:
         self.entries[name] = storage.write_array(self.dir / name, data, dtype)
 
     def finish(self, extra: dict[str, Any]) -> dict[str, Any]:
         """Sort the token stream into postings and write every file and the manifest."""
+        self._flush()
         self.entries["store.meta.sva"] = self.meta.close()
         self.entries["store.text.sva"] = self.text.close()
         n_docs = len(self.ids)
-        terms = list(self.vocab)  # first-seen order = id order
-        order = sorted(range(len(terms)), key=terms.__getitem__)
-        rank = np.empty(len(terms), dtype=np.int32)
-        rank[np.asarray(order, dtype=np.int64)] = np.arange(len(terms), dtype=np.int32)
+        terms = list(self.vocab)  # first-seen order = id order; id 0 is SEPARATOR, never stored
+        order = sorted(range(1, len(terms)), key=terms.__getitem__)
+        rank = np.zeros(len(terms), dtype=np.int32)
+        rank[np.asarray(order, dtype=np.int64)] = np.arange(len(order), dtype=np.int32)
         sorted_terms = [terms[i].encode() for i in order]
         del terms, order
 
@@ -167,7 +197,9 @@ class IndexWriter:
         self._put("unit.doc.sva", unit_doc)
         self._put("doc.units.sva", doc_units)
         self._put("doc.date.sva", np.frombuffer(self.dates, dtype=np.int32))
-        field_len = np.frombuffer(self.field_len, dtype=np.int32).reshape(n_docs, N_FIELDS)
+        field_len = np.bincount(
+            unit_doc.astype(np.int64) * N_FIELDS + unit_field, weights=unit_len, minlength=n_docs * N_FIELDS
+        ).astype(np.int32).reshape(n_docs, N_FIELDS)
         self._put("doc.flen.sva", field_len)
         doc_len = field_len[:, Field.TITLE] + field_len[:, Field.SECTION] + field_len[:, Field.BODY]
         self._put("doc.len.sva", doc_len.astype(np.int32))

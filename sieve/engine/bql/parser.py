@@ -122,6 +122,7 @@ def scoped(node: ast.Node, fields: frozenset[Field], pos: int) -> ast.Node:
 
 class BQLParser(Parser):
     tokens = BQLLexer.tokens
+    track_positions = False  # nodes carry their own spans
 
     @_("or_expr OR and_expr")  # type: ignore[name-defined]  # noqa: F821
     def or_expr(self, p: Any) -> ast.Node:

@@ -1,0 +1,284 @@
+"""Engine benchmark: build speed, index size, open cost, and Boolean `match` latency per query class.
+
+    python benchmarks/bench_engine.py --corpus benchmarks/data/man-sections.jsonl --peer sqlite-fts5 --peer tantivy
+
+Prints a table and writes JSON (default benchmarks/results/engine-<corpus>.json). Queries are sampled
+from the corpus with a fixed seed; each is run once, cold (parsing included), after a warm-up pass
+over other queries. Peers (benchmarks/peers.py) answer the same queries in the same run, so the
+ratios are what to quote.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import random
+import statistics
+import subprocess
+import sys
+import time
+from pathlib import Path
+from typing import Any, Callable
+
+import numpy as np
+
+import sieve
+from sieve.engine.analysis import analyze
+from sieve.engine.bql.lexer import OPERATORS
+from sieve.index import parse_query
+
+HERE = Path(__file__).resolve().parent
+CLASSES = ["term", "field", "and", "or", "not", "phrase", "prefix", "date", "near", "nested"]
+
+
+# ---------------------------------------------------------------- query specs and their BQL
+
+
+def to_bql(spec: dict[str, Any]) -> str:
+    op = spec["op"]
+    tag = f"[{spec['field']}]" if spec.get("field") else ""
+    if op == "term":
+        return spec["term"] + tag
+    if op == "phrase":
+        return '"' + " ".join(spec["terms"]) + '"' + tag
+    if op == "prefix":
+        return spec["stem"] + "*" + tag
+    if op == "near":
+        return f"NEAR/{spec['n']}({spec['a']}, {spec['b']})"
+    if op == "date":
+        def day(v: int | None) -> str:
+            return "" if v is None else f"{v // 10000:04d}-{v // 100 % 100:02d}-{v % 100:02d}"
+        return f"date[{day(spec['lo'])}..{day(spec['hi'])}]"
+    if op == "not":
+        return "NOT " + _group(spec["child"])
+    joiner = " AND " if op == "and" else " OR "
+    return joiner.join(_group(c) for c in spec["children"])
+
+
+def _group(spec: dict[str, Any]) -> str:
+    return f"({to_bql(spec)})" if spec["op"] in ("and", "or") else to_bql(spec)
+
+
+class Sampler:
+    """Draws query words the way text uses them: a random word of a random section of a random document."""
+
+    def __init__(self, index: sieve.Index, seed: int) -> None:
+        self.index = index
+        self.rng = random.Random(seed)
+        self.n = len(index)
+        years = index.reader.dates[np.asarray(index.reader.dates) >= 0] // 10000
+        self.years = sorted(set(int(y) for y in years)) or [2000]
+
+    def words(self) -> list[str]:
+        for _ in range(100):
+            d = self.rng.randrange(self.n)
+            r = self.index.reader
+            j = self.rng.randrange(max(1, r.section_count(d)))
+            terms = analyze(r.section_text(d, j)) if r.section_count(d) else []
+            terms = [w for w in terms if w.upper() not in OPERATORS]  # bare and/or/not are operators in BQL
+            if len(terms) >= 4:
+                return terms
+        return ["the", "of", "a", "file"]
+
+    def term(self) -> str:
+        return self.rng.choice(self.words())
+
+    def title_term(self) -> str:
+        for _ in range(100):
+            terms = [w for w in analyze(self.index.reader.meta(self.rng.randrange(self.n))["title"]) if w.upper() not in OPERATORS]
+            if terms:
+                return self.rng.choice(terms)
+        return self.term()
+
+    def spec(self, cls: str) -> dict[str, Any]:
+        t = lambda: {"op": "term", "term": self.term(), "field": None}  # noqa: E731
+        if cls == "term":
+            return t()
+        if cls == "field":
+            return {"op": "term", "term": self.title_term(), "field": "title"}
+        if cls == "and":
+            w = self.words()
+            return {"op": "and", "children": [{"op": "term", "term": x, "field": None} for x in self.rng.sample(w, 2)]}
+        if cls == "or":
+            return {"op": "or", "children": [t(), t(), t()]}
+        if cls == "not":
+            return {"op": "and", "children": [t(), {"op": "not", "child": t()}]}
+        if cls == "phrase":
+            w = self.words()
+            i = self.rng.randrange(len(w) - 1)
+            return {"op": "phrase", "terms": w[i : i + 2], "field": None}
+        if cls == "prefix":
+            for _ in range(100):
+                word = self.term()
+                if len(word) >= 4 and word.isalpha():
+                    stem = word[: self.rng.choice([3, 4, 5])]
+                    lo, hi = self.index.reader.terms.prefix_range(stem.encode())
+                    if hi - lo <= self.index.evaluator.limits.max_prefix_terms:
+                        return {"op": "prefix", "stem": stem, "field": None}
+            return t()
+        if cls == "date":
+            a, b = sorted(self.rng.sample(self.years, 2)) if len(self.years) > 1 else (self.years[0], self.years[0])
+            return {"op": "date", "lo": a * 10000 + 101, "hi": b * 10000 + 1231}
+        if cls == "near":
+            w = self.words()
+            i = self.rng.randrange(len(w) - 3)
+            return {"op": "near", "a": w[i], "b": w[i + self.rng.choice([1, 2, 3])], "n": 3}
+        if cls == "nested":
+            w = self.words()
+            a, b, c = self.rng.sample(w, 3)
+            return {
+                "op": "and",
+                "children": [
+                    {"op": "or", "children": [{"op": "term", "term": a, "field": None}, {"op": "term", "term": b, "field": "title"}]},
+                    {"op": "term", "term": c, "field": None},
+                    {"op": "not", "child": t()},
+                ],
+            }
+        raise ValueError(cls)
+
+
+# ---------------------------------------------------------------- measurement
+
+
+def percentiles(ms: list[float]) -> dict[str, float]:
+    arr = np.asarray(ms)
+    return {"p50": round(float(np.percentile(arr, 50)), 4), "p95": round(float(np.percentile(arr, 95)), 4), "mean": round(float(arr.mean()), 4)}
+
+
+def timed(fn: Callable[[], Any]) -> tuple[float, Any]:
+    t0 = time.perf_counter()
+    out = fn()
+    return (time.perf_counter() - t0) * 1000, out
+
+
+def open_cost(path: Path) -> dict[str, float]:
+    """Open time and resident memory after open, measured in a fresh interpreter."""
+    code = (
+        "import time, json, sieve\n"
+        "def rss():\n"
+        "    for line in open('/proc/self/status'):\n"
+        "        if line.startswith('VmRSS'): return int(line.split()[1]) / 1024\n"
+        f"r0 = rss(); t = time.perf_counter(); ix = sieve.open_index({str(path)!r}); dt = time.perf_counter() - t\n"
+        "print(json.dumps({'open_ms': dt * 1000, 'rss_before_mb': r0, 'rss_after_open_mb': rss()}))\n"
+    )
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout
+    return {k: round(v, 2) for k, v in json.loads(out).items()}
+
+
+def main() -> int:
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--corpus", type=Path, default=HERE / "data" / "man-sections.jsonl")
+    ap.add_argument("--work", type=Path, default=HERE / "work")
+    ap.add_argument("--queries", type=int, default=200, help="queries per class")
+    ap.add_argument("--peer", action="append", default=[], help="sqlite-fts5 and/or tantivy")
+    ap.add_argument("--seed", type=int, default=7)
+    ap.add_argument("--reuse", action="store_true", help="reuse an index already built in --work")
+    ap.add_argument("--out", type=Path)
+    args = ap.parse_args()
+
+    name = args.corpus.stem
+    idx_path = args.work / f"{name}.sieve"
+    corpus_mb = args.corpus.stat().st_size / 1e6
+    result: dict[str, Any] = {"corpus": str(args.corpus), "corpus_mb": round(corpus_mb, 2), "seed": args.seed}
+    if args.reuse and idx_path.exists():
+        index = sieve.open_index(idx_path)
+    else:
+        t0 = time.perf_counter()
+        index = sieve.build_index(args.corpus, idx_path, force=True)
+        secs = time.perf_counter() - t0
+        result["build"] = {"seconds": round(secs, 2), "docs_per_s": round(len(index) / secs, 1), "mb_per_s": round(corpus_mb / secs, 2)}
+    files = index.manifest["files"]
+    store = sum(v["size"] for k, v in files.items() if k.startswith("store."))
+    result["documents"] = len(index)
+    result["index_mb"] = round((sum(v["size"] for v in files.values()) - store) / 1e6, 2)
+    result["store_mb"] = round(store / 1e6, 2)
+    result["open"] = open_cost(idx_path)
+
+    sampler = Sampler(index, args.seed)
+    specs = {cls: [sampler.spec(cls) for _ in range(args.queries)] for cls in CLASSES}
+    warm = Sampler(index, args.seed + 1)
+    for cls in CLASSES:  # warm-up on different queries: page cache, numpy, code paths
+        for _ in range(10):
+            index.match(to_bql(warm.spec(cls)))
+
+    peers: dict[str, Any] = {}
+    if args.peer:
+        sys.path.insert(0, str(HERE))
+        from peers import PEERS  # type: ignore[import-not-found]
+
+        for pname in args.peer:
+            peer = PEERS[pname]()
+            pdir = args.work / f"{name}.{pname}"
+            if args.reuse and pdir.exists():
+                peer.open(pdir)
+                peers[pname] = {"peer": peer}
+            else:
+                info = peer.build(args.corpus, pdir)
+                peers[pname] = {"peer": peer, "build": info}
+
+    table: dict[str, Any] = {}
+    for cls in CLASSES:
+        parse_query.cache_clear()
+        row: dict[str, Any] = {"queries": len(specs[cls])}
+        sieve_ms, counts = [], []
+        for spec in specs[cls]:
+            ms, m = timed(lambda: index.match(to_bql(spec)))
+            sieve_ms.append(ms)
+            counts.append(m.count)
+        row["sieve"] = percentiles(sieve_ms)
+        row["median_count"] = int(statistics.median(counts))
+        for pname, p in peers.items():
+            peer = p["peer"]
+            ok = [i for i, s in enumerate(specs[cls]) if peer.supports(s)]
+            if not ok:
+                row[pname] = None
+                continue
+            pms, agree = [], 0
+            for i in ok:
+                ms, c = timed(lambda: peer.count(specs[cls][i]))
+                pms.append(ms)
+                agree += int(c == counts[i])
+            sub = percentiles([sieve_ms[i] for i in ok])
+            row[pname] = {**percentiles(pms), "queries": len(ok), "count_agreement": round(agree / len(ok), 3), "sieve_same_queries": sub}
+        table[cls] = row
+    result["match"] = table
+    overall = [timed(lambda: index.match(to_bql(s)))[0] for cls in CLASSES for s in specs[cls]]
+    result["match_all_classes"] = percentiles(overall)
+    for pname, p in peers.items():
+        if "build" in p:
+            result.setdefault("peers", {})[pname] = p["build"]
+
+    out = args.out or HERE / "results" / f"engine-{name}.json"
+    out.parent.mkdir(parents=True, exist_ok=True)
+    out.write_text(json.dumps(result, indent=1))
+
+    print(f"\ncorpus {args.corpus.name}: {result['documents']} documents, {result['corpus_mb']} MB")
+    if "build" in result:
+        b = result["build"]
+        print(f"build: {b['seconds']} s, {b['docs_per_s']} docs/s, {b['mb_per_s']} MB/s")
+    print(f"index {result['index_mb']} MB (+ document store {result['store_mb']} MB); open {result['open']['open_ms']} ms, RSS after open {result['open']['rss_after_open_mb']} MB")
+    for pname, info in result.get("peers", {}).items():
+        print(f"peer {pname}: build {info['seconds']:.1f} s, index {info['index_mb']:.1f} MB")
+    head = f"{'class':8} {'median hits':>11} {'sieve p50':>9} {'p95':>7}"
+    for pname in peers:
+        head += f" | {pname + ' p50':>16} {'p95':>7} {'ratio p50':>9} {'agree':>6}"
+    print("\nBoolean match latency, ms (each query once, cold parse)")
+    print(head)
+    for cls, row in table.items():
+        line = f"{cls:8} {row['median_count']:>11} {row['sieve']['p50']:>9.3f} {row['sieve']['p95']:>7.3f}"
+        for pname in peers:
+            pr = row.get(pname)
+            if pr is None:
+                line += f" | {'n/a':>16} {'':>7} {'':>9} {'':>6}"
+            else:
+                ratio = pr["sieve_same_queries"]["p50"] / pr["p50"] if pr["p50"] else float("nan")
+                line += f" | {pr['p50']:>16.3f} {pr['p95']:>7.3f} {ratio:>9.2f} {pr['count_agreement']:>6.2f}"
+        print(line)
+    a = result["match_all_classes"]
+    print(f"all classes: p50 {a['p50']:.3f} ms, p95 {a['p95']:.3f} ms")
+    print(f"\nwrote {out}")
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

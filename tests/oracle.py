@@ -1,0 +1,138 @@
+"""A brute-force reference evaluator for BQL, written from the specification only.
+
+It walks a parsed BQL tree over raw `Document` objects, re-tokenising every text unit with the
+shared analyzer, and knows nothing of the index (postings, masks, bitsets). `tests/test_match_oracle.py`
+compares `Index.match` against it.
+
+Specification implemented here:
+
+* A document's text units: the title (TITLE); each author name, the author string split on ";"
+  and stripped (AUTHOR); each infobox value, never the keys (INFOBOX); then for every section in
+  order its heading (SECTION) unless it is exactly "(intro)", and its text (BODY). Each unit is
+  analysed separately; a term's position is its index in its unit's term list.
+* Term: one term -> occurs in an allowed unit; several terms (`O_RDONLY`) -> their phrase.
+* Phrase: the terms consecutive and in order inside one allowed unit.
+* Prefix: the stem's single term is a prefix of some term of an allowed unit.
+* Near: both single terms in one allowed unit at positions i != j with |i - j| <= distance.
+* DateRange: inclusive YYYYMMDD bounds (None = open); a document's date is its first day;
+  undated documents never match.
+* Not / And / Or: complement / intersection / union over the whole corpus.
+"""
+
+from __future__ import annotations
+
+import calendar
+from dataclasses import dataclass
+from typing import Iterable, Sequence
+
+from sieve.documents import INTRO, Document
+from sieve.engine.analysis import analyze
+from sieve.engine.bql import ast
+from sieve.engine.fields import Field
+
+
+@dataclass(frozen=True)
+class Unit:
+    field: Field
+    terms: tuple[str, ...]
+
+
+@dataclass(frozen=True)
+class OracleDoc:
+    id: str
+    units: tuple[Unit, ...]
+    day: int | None  # YYYYMMDD of the first day of the document's date
+
+
+def first_day_of(date: str) -> int:
+    """`2018` -> 20180101, `2018-05` -> 20180501, `2018-05-07` -> 20180507."""
+    parts = [int(p) for p in date.split("-")]
+    y = parts[0]
+    m = parts[1] if len(parts) > 1 else 1
+    d = parts[2] if len(parts) > 2 else 1
+    return y * 10000 + m * 100 + d
+
+
+def last_day_of(date: str) -> int:
+    """`2018` -> 20181231, `2018-02` -> 20180228, `2018-05-07` -> 20180507."""
+    parts = [int(p) for p in date.split("-")]
+    y = parts[0]
+    if len(parts) == 1:
+        return y * 10000 + 1231
+    m = parts[1]
+    if len(parts) == 2:
+        return y * 10000 + m * 100 + calendar.monthrange(y, m)[1]
+    return y * 10000 + m * 100 + parts[2]
+
+
+def units_of(doc: Document) -> tuple[Unit, ...]:
+    units: list[Unit] = [Unit(Field.TITLE, tuple(analyze(doc.title)))]
+    if doc.author is not None:
+        for name in doc.author.split(";"):
+            units.append(Unit(Field.AUTHOR, tuple(analyze(name.strip()))))
+    for value in doc.infobox.values():
+        units.append(Unit(Field.INFOBOX, tuple(analyze(value))))
+    for sec in doc.sections:
+        if sec.heading != INTRO:
+            units.append(Unit(Field.SECTION, tuple(analyze(sec.heading))))
+        units.append(Unit(Field.BODY, tuple(analyze(sec.text))))
+    return tuple(u for u in units if u.terms)
+
+
+def prepare(docs: Iterable[Document]) -> list[OracleDoc]:
+    return [OracleDoc(d.id, units_of(d), first_day_of(d.date) if d.date is not None else None) for d in docs]
+
+
+def _allowed(unit: Unit, fields: ast.Fields) -> bool:
+    return fields is None or unit.field in fields
+
+
+def _has_sequence(terms: Sequence[str], seq: Sequence[str]) -> bool:
+    n = len(seq)
+    return any(tuple(terms[i : i + n]) == tuple(seq) for i in range(len(terms) - n + 1))
+
+
+def _single(word: str) -> str:
+    terms = analyze(word)
+    assert len(terms) == 1, f"{word!r} is not a single term: {terms}"
+    return terms[0]
+
+
+def leaf_matches(node: ast.Node, doc: OracleDoc) -> bool:
+    if isinstance(node, (ast.Term, ast.Phrase)):
+        seq = analyze(node.word if isinstance(node, ast.Term) else node.text)
+        assert seq, f"{node!r} has no terms"
+        return any(_allowed(u, node.fields) and _has_sequence(u.terms, seq) for u in doc.units)
+    if isinstance(node, ast.Prefix):
+        stem = _single(node.stem)
+        return any(_allowed(u, node.fields) and any(t.startswith(stem) for t in u.terms) for u in doc.units)
+    if isinstance(node, ast.Near):
+        left, right = _single(node.left), _single(node.right)
+        for u in doc.units:
+            if not _allowed(u, node.fields):
+                continue
+            lpos = [i for i, t in enumerate(u.terms) if t == left]
+            rpos = [j for j, t in enumerate(u.terms) if t == right]
+            if any(i != j and abs(i - j) <= node.distance for i in lpos for j in rpos):
+                return True
+        return False
+    if isinstance(node, ast.DateRange):
+        if doc.day is None:
+            return False
+        return (node.lo is None or node.lo <= doc.day) and (node.hi is None or doc.day <= node.hi)
+    raise TypeError(f"not a leaf: {node!r}")
+
+
+def matches(node: ast.Node, doc: OracleDoc) -> bool:
+    if isinstance(node, ast.Not):
+        return not matches(node.child, doc)
+    if isinstance(node, ast.And):
+        return all(matches(c, doc) for c in node.children)
+    if isinstance(node, ast.Or):
+        return any(matches(c, doc) for c in node.children)
+    return leaf_matches(node, doc)
+
+
+def evaluate(node: ast.Node, docs: Sequence[OracleDoc]) -> list[str]:
+    """Ids of the documents matching `node`, in corpus order."""
+    return [d.id for d in docs if matches(node, d)]
