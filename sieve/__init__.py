@@ -10,15 +10,17 @@ from sieve.errors import (
     IndexDamagedError,
     IndexFormatError,
     IndexNotFoundError,
+    InvalidArgumentError,
     SieveError,
     UnknownDocumentError,
 )
+from sieve.engine.search import Hit, Results
 from sieve.index import Index, Match, build_index, open_index
 
 __version__ = "0.1.0"
 
 __all__ = [
     "BQLError", "BQLLimitError", "BQLSyntaxError", "CorpusError", "CorpusReport", "Document", "Index",
-    "IndexDamagedError", "IndexFormatError", "IndexNotFoundError", "Match", "Section", "SieveError",
+    "IndexDamagedError", "IndexFormatError", "IndexNotFoundError", "InvalidArgumentError", "Match", "Hit", "Results", "Section", "SieveError",
     "UnknownDocumentError", "build_index", "open_index", "read_documents",
 ]

@@ -89,6 +89,10 @@ class IndexNotFoundError(IndexError_):
         super().__init__(f"{path}: {reason}")
 
 
+class InvalidArgumentError(SieveError, ValueError):
+    """An API or tool argument has the wrong type or value; the message says which and why."""
+
+
 class UnknownDocumentError(SieveError, KeyError):
     """A document id is not in the index."""
 

@@ -14,9 +14,12 @@ from sieve.corpus import CorpusReport, OnError, Source, read_documents
 from sieve.documents import Document, Section
 from sieve.engine import bitset, storage
 from sieve.engine.bql import Node, parse
+from sieve.engine.bm25 import BM25Params
 from sieve.engine.evaluate import Evaluator, Limits
+from sieve.engine.explain import matched
 from sieve.engine.reader import FILES, IndexReader
-from sieve.errors import UnknownDocumentError
+from sieve.engine.search import RANKERS, Hit, Results, Searcher, positive_terms, positive_text, top_level_clauses
+from sieve.errors import InvalidArgumentError, UnknownDocumentError
 
 
 @lru_cache(maxsize=4096)
@@ -44,11 +47,12 @@ class Match:
 class Index:
     """An opened, read-only index. Safe to share between threads."""
 
-    def __init__(self, path: str | os.PathLike, verify: bool = False, limits: Limits = Limits()) -> None:
+    def __init__(self, path: str | os.PathLike, verify: bool = False, limits: Limits = Limits(), bm25: BM25Params = BM25Params()) -> None:
         self.path = Path(path)
         self.generation = storage.current_generation(self.path)
         self.reader = IndexReader(self.generation, verify=verify)
         self.evaluator = Evaluator(self.reader, limits)
+        self.searcher = Searcher(self.reader, self.evaluator, bm25)
         self.manifest = self.reader.manifest
 
     def __len__(self) -> int:
@@ -67,6 +71,46 @@ class Index:
         bits = self.evaluator.run(node)
         docs = bitset.to_ids(bits, len(self))
         return Match(query=str(node), count=len(docs), docs=docs, _reader=self.reader)
+
+    def search(self, query: str, k: int = 5, ranker: str = "bm25", fallback: bool = True) -> Results:
+        """Rank the documents `query` admits by its positive terms; best `k` first.
+
+        If the filter admits nothing and `fallback` is on, the whole collection is ranked by the
+        positive terms instead (`Results.fallback` is True and `Results.missing` lists the top-level
+        clauses that match no document). A non-empty admitted set is never broadened.
+        """
+        if isinstance(k, bool) or not isinstance(k, int) or k < 1:
+            raise InvalidArgumentError(f"k must be a positive integer, got {k!r}")
+        if ranker not in RANKERS:
+            raise InvalidArgumentError(f"unknown ranker {ranker!r}; choose one of {', '.join(RANKERS)}")
+        node = parse_query(query)
+        bits = self.evaluator.run(node)
+        docs = bitset.to_ids(bits, len(self))
+        canonical = str(node)
+        if ranker != "bm25":
+            self._attach_dense()
+        if len(docs):
+            top, scores = self.searcher.rank(node, ranker, docs, bits, k)
+            return Results(self._hits(node, top, scores), len(docs), canonical, False, [], ranker)
+        missing = [str(c) for c in top_level_clauses(node) if not self.evaluator.run(c).any()]
+        if not fallback or not (positive_terms(node) or positive_text(node)):
+            return Results([], 0, canonical, False, missing, ranker)
+        top, scores = self.searcher.rank(node, ranker, None, None, k)
+        return Results(self._hits(node, top, scores), 0, canonical, True, missing, ranker)
+
+    def _hits(self, node: Node, docs: np.ndarray, scores: np.ndarray) -> list[Hit]:
+        hits = []
+        for rank, (d, score) in enumerate(zip(docs.tolist(), scores.tolist()), 1):
+            fields, sections = matched(self.reader, node, d)
+            headings = self.reader.meta(d)["headings"]
+            hits.append(Hit(self.reader.doc_id(d), rank, float(score), tuple(f.label for f in fields), tuple(headings[j] for j in sections), doc=d))
+        return hits
+
+    def _attach_dense(self) -> None:
+        if self.searcher.dense is None:
+            from sieve.dense.store import DenseIndex
+
+            self.searcher.dense = DenseIndex.open(self)
 
     def document(self, doc_id: str) -> Document:
         """The stored document with this id; raises UnknownDocumentError."""

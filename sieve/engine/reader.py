@@ -15,10 +15,11 @@ from sieve.errors import IndexDamagedError, IndexFormatError
 
 FILES = (
     "terms.blob.sva", "terms.off.sva", "post.ptr.sva", "post.doc.sva", "post.tf.sva", "post.mask.sva",
+    "post.tfbig.idx.sva", "post.tfbig.val.sva", "post.other.idx.sva", "post.other.val.sva",
     "pos.ptr.sva", "pos.data.sva", "unit.start.sva", "unit.field.sva", "unit.section.sva", "unit.doc.sva",
     "doc.units.sva", "doc.date.sva", "doc.flen.sva", "doc.len.sva", "store.meta.sva", "store.meta.off.sva",
     "store.text.sva", "store.text.off.sva", "store.sections.sva", "ids.blob.sva", "ids.off.sva", "ids.doc.sva",
-    "ids.rank.sva",
+    "ids.rank.sva", "terms.df.sva",
 )
 
 
@@ -70,7 +71,10 @@ class IndexReader:
             a[name] = storage.open_array(gen_dir / name, name, entry, verify=verify)
         self.n_docs = int(m["stats"]["documents"])
         self.terms = StringTable(a["terms.blob.sva"], a["terms.off.sva"])
-        self.post_ptr, self.post_doc, self.post_tf, self.post_mask = a["post.ptr.sva"], a["post.doc.sva"], a["post.tf.sva"], a["post.mask.sva"]
+        self.text_df = a["terms.df.sva"]  # documents with the term in title, headings or body
+        self.post_ptr, self.post_doc, self.post_tf8, self.post_mask = a["post.ptr.sva"], a["post.doc.sva"], a["post.tf.sva"], a["post.mask.sva"]
+        self.tfbig_idx, self.tfbig_val = a["post.tfbig.idx.sva"], a["post.tfbig.val.sva"]
+        self.other_idx, self.other_val = a["post.other.idx.sva"], a["post.other.val.sva"]
         self.pos_ptr, self.pos = a["pos.ptr.sva"], a["pos.data.sva"]
         self.unit_start, self.unit_field, self.unit_section, self.unit_doc = a["unit.start.sva"], a["unit.field.sva"], a["unit.section.sva"], a["unit.doc.sva"]
         self.doc_units, self.dates, self.field_len, self.doc_len = a["doc.units.sva"], a["doc.date.sva"], a["doc.flen.sva"], a["doc.len.sva"]
@@ -83,8 +87,9 @@ class IndexReader:
     def _check_shapes(self) -> None:
         n, t = self.n_docs, len(self.terms)
         checks = [
-            ("post.ptr.sva", len(self.post_ptr) == t + 1), ("pos.ptr.sva", len(self.pos_ptr) == t + 1),
-            ("post.tf.sva", len(self.post_tf) == len(self.post_doc)), ("post.mask.sva", len(self.post_mask) == len(self.post_doc)),
+            ("post.ptr.sva", len(self.post_ptr) == t + 1), ("terms.df.sva", len(self.text_df) == t), ("pos.ptr.sva", len(self.pos_ptr) == t + 1),
+            ("post.tf.sva", len(self.post_tf8) == len(self.post_doc)),
+            ("post.tfbig.val.sva", len(self.tfbig_val) == len(self.tfbig_idx)), ("post.other.val.sva", len(self.other_val) == len(self.other_idx)), ("post.mask.sva", len(self.post_mask) == len(self.post_doc)),
             ("doc.units.sva", len(self.doc_units) == n + 1), ("doc.date.sva", len(self.dates) == n),
             ("doc.len.sva", len(self.doc_len) == n), ("store.meta.off.sva", len(self.meta_off) == n + 1),
             ("store.sections.sva", len(self.doc_sections) == n + 1), ("ids.doc.sva", len(self.id_doc) == n), ("ids.rank.sva", len(self.id_rank) == n),
@@ -102,7 +107,36 @@ class IndexReader:
     def postings(self, tid: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
         """(documents, field masks, term frequencies) of one term, by ascending document."""
         lo, hi = int(self.post_ptr[tid]), int(self.post_ptr[tid + 1])
-        return self.post_doc[lo:hi], self.post_mask[lo:hi], self.post_tf[lo:hi]
+        return self.post_doc[lo:hi], self.post_mask[lo:hi], self.tf(lo, hi)
+
+    @staticmethod
+    def _patch(out: np.ndarray, lo: int, hi: int, sel: np.ndarray | None, idx: np.ndarray, val: np.ndarray, subtract: bool) -> None:
+        """Apply a sparse (posting, value) list to `out`, the values of postings lo..hi (or lo + sel)."""
+        a, b = np.searchsorted(idx, [lo, hi])
+        if a == b:
+            return
+        at, v = idx[a:b] - lo, val[a:b].astype(np.int64)
+        if sel is not None:  # only the selected postings are in `out`, in ascending order
+            i = np.searchsorted(sel, at)
+            ok = i < len(sel)
+            ok[ok] = sel[i[ok]] == at[ok]
+            at, v = i[ok], v[ok]
+        if subtract:
+            out[at] -= v
+        else:
+            out[at] = v
+
+    def tf(self, lo: int, hi: int, sel: np.ndarray | None = None) -> np.ndarray:
+        """Exact term frequencies (int64) of postings lo..hi, or of postings lo + sel (sel ascending)."""
+        out = (self.post_tf8[lo:hi] if sel is None else self.post_tf8[lo + sel]).astype(np.int64)
+        self._patch(out, lo, hi, sel, self.tfbig_idx, self.tfbig_val, subtract=False)
+        return out
+
+    def text_tf(self, lo: int, hi: int, sel: np.ndarray | None = None) -> np.ndarray:
+        """Term frequencies in title, headings and body only (what BM25 counts)."""
+        out = self.tf(lo, hi, sel)
+        self._patch(out, lo, hi, sel, self.other_idx, self.other_val, subtract=True)
+        return out
 
     def positions(self, tid: int) -> np.ndarray:
         return self.pos[int(self.pos_ptr[tid]) : int(self.pos_ptr[tid + 1])]

@@ -174,7 +174,16 @@ class IndexWriter:
         post_doc = s_doc[starts]
         post_tf = np.diff(np.append(starts, n_tokens)).astype(np.uint32)
         post_mask = np.bitwise_or.reduceat(s_bit, starts) if n_tokens else np.zeros(0, np.uint8)
+        # Occurrences outside title, headings and body (author, infobox) do not count for BM25:
+        # rare, so kept as a sparse list of (posting, count).
+        other_bits = np.uint8(Field.AUTHOR.bit | Field.INFOBOX.bit)
+        if n_tokens:
+            post_other = np.add.reduceat(((s_bit & other_bits) != 0).astype(np.uint32), starts)
+        else:
+            post_other = np.zeros(0, np.uint32)
+        other_idx = np.flatnonzero(post_other)
         post_term = s_rank[starts]
+        text_df = np.bincount(post_term[post_tf > post_other], minlength=n_terms).astype(np.int32)
         post_ptr = np.zeros(n_terms + 1, dtype=np.int64)
         post_ptr[1:] = np.cumsum(np.bincount(post_term, minlength=n_terms))
         pos_ptr = np.zeros(n_terms + 1, dtype=np.int64)
@@ -186,8 +195,15 @@ class IndexWriter:
         self._put("terms.blob.sva", np.frombuffer(b"".join(sorted_terms), dtype=np.uint8))
         self._put("terms.off.sva", term_off)
         self._put("post.ptr.sva", post_ptr)
+        self._put("terms.df.sva", text_df)
         self._put("post.doc.sva", post_doc, np.int32)
-        self._put("post.tf.sva", post_tf, np.uint32)
+        # Term frequencies in one byte; the few of 255 or more are kept exactly on the side.
+        big = np.flatnonzero(post_tf >= 255)
+        self._put("post.tf.sva", np.minimum(post_tf, 255), np.uint8)
+        self._put("post.tfbig.idx.sva", big, np.int64)
+        self._put("post.tfbig.val.sva", post_tf[big], np.uint32)
+        self._put("post.other.idx.sva", other_idx, np.int64)
+        self._put("post.other.val.sva", post_other[other_idx], np.uint32)
         self._put("post.mask.sva", post_mask, np.uint8)
         self._put("pos.ptr.sva", pos_ptr)
         self._put("pos.data.sva", s_pos)

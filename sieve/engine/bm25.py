@@ -1,0 +1,33 @@
+"""BM25 as Lucene computes it (BM25Similarity, Lucene 8 and later), as pure functions over arrays.
+
+    idf(t)      = ln(1 + (N - df + 0.5) / (df + 0.5))
+    score(t, d) = idf(t) * tf / (tf + k1 * (1 - b + b * dl / avgdl))
+
+Lucene 8 dropped the constant (k1 + 1) numerator factor of Robertson's formula (it does not change
+any ranking); so do we. Unlike Lucene, document lengths are exact, not quantised to one byte.
+tf counts the term in the document's title, headings and section texts; dl is their token count.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+
+
+@dataclass(frozen=True)
+class BM25Params:
+    k1: float = 0.9
+    b: float = 0.4
+
+
+def idf(n_docs: int, df: int | np.ndarray) -> float | np.ndarray:
+    """Lucene's BM25 idf; always positive."""
+    return np.log(1.0 + (n_docs - df + 0.5) / (df + 0.5))
+
+
+def term_scores(tf: np.ndarray, dl: np.ndarray, avgdl: float, idf_t: float, params: BM25Params) -> np.ndarray:
+    """BM25 contribution of one term to each document with term frequency `tf` and length `dl`."""
+    tf = tf.astype(np.float64)
+    norm = params.k1 * (1.0 - params.b + params.b * dl.astype(np.float64) / avgdl)
+    return idf_t * tf / (tf + norm)

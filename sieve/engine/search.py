@@ -1,0 +1,176 @@
+"""Ranked search inside the admitted set: BM25, dense, their RRF fusion, and zero-hit recovery.
+
+The Boolean filter decides which documents are eligible; a ranker only orders them. When the
+filter admits nothing, recovery ranks the whole collection by the query's positive terms with
+the same scorer, and says so (`fallback=True`, with the clauses that matched nothing in `missing`).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Literal, Protocol
+
+import numpy as np
+
+from sieve.engine import bitset
+from sieve.engine.analysis import analyze
+from sieve.engine.bm25 import BM25Params, idf, term_scores
+from sieve.engine.bql import ast
+from sieve.engine.evaluate import Evaluator
+from sieve.engine.reader import IndexReader
+
+Ranker = Literal["bm25", "dense", "hybrid"]
+RANKERS: tuple[str, ...] = ("bm25", "dense", "hybrid")
+RRF_K = 60
+FUSION_POOL = 1000  # each ranker's depth fused by RRF: deep enough for dense to promote BM25's low ranks
+
+
+@dataclass(frozen=True)
+class Hit:
+    """One ranked document: `fields` and `sections` are where the query's positive atoms matched."""
+
+    doc_id: str
+    rank: int
+    score: float
+    fields: tuple[str, ...] = ()
+    sections: tuple[str, ...] = ()
+    doc: int = field(default=-1, repr=False, compare=False)  # internal document number
+
+
+@dataclass(frozen=True)
+class Results:
+    hits: list[Hit]
+    count: int  # exact size of the admitted set (0 when the fallback fired)
+    query: str  # canonical form
+    fallback: bool = False
+    missing: list[str] = field(default_factory=list)  # top-level clauses no document matches
+    ranker: str = "bm25"
+
+
+class DenseScorer(Protocol):
+    def scores(self, text: str, docs: np.ndarray | None) -> tuple[np.ndarray, np.ndarray]:
+        """(documents, similarity) for `docs` (None: the whole collection)."""
+        ...
+
+
+def positive_terms(node: ast.Node) -> list[str]:
+    """Analysed terms BM25 scores: words, phrase words and NEAR words not under a NOT (no prefixes)."""
+    out: list[str] = []
+    for leaf in ast.positive_leaves(node):
+        if isinstance(leaf, ast.Term):
+            out.extend(analyze(leaf.word))
+        elif isinstance(leaf, ast.Phrase):
+            out.extend(analyze(leaf.text))
+        elif isinstance(leaf, ast.Near):
+            out.extend(analyze(leaf.left) + analyze(leaf.right))
+    return list(dict.fromkeys(out))  # each distinct term once, in query order
+
+
+def positive_text(node: ast.Node) -> str:
+    """The positive words as the user wrote them: what a dense encoder reads."""
+    parts: list[str] = []
+    for leaf in ast.positive_leaves(node):
+        if isinstance(leaf, ast.Term):
+            parts.append(leaf.word)
+        elif isinstance(leaf, ast.Phrase):
+            parts.append(leaf.text)
+        elif isinstance(leaf, ast.Prefix):
+            parts.append(leaf.stem)
+        elif isinstance(leaf, ast.Near):
+            parts.extend((leaf.left, leaf.right))
+    return " ".join(parts)
+
+
+def top_level_clauses(node: ast.Node) -> list[ast.Node]:
+    return list(node.children) if isinstance(node, ast.And) else [node]
+
+
+def top_k(docs: np.ndarray, scores: np.ndarray, k: int) -> tuple[np.ndarray, np.ndarray]:
+    """The k best (doc, score) pairs, best first; equal scores in document order."""
+    if len(docs) > k:
+        kth = np.partition(scores, len(scores) - k)[len(scores) - k]
+        sel = np.flatnonzero(scores >= kth)  # ties at the boundary all enter, order decides below
+        docs, scores = docs[sel], scores[sel]
+    order = np.lexsort((docs, -scores))[:k]
+    return docs[order], scores[order]
+
+
+class BM25Scorer:
+    """Vectorised BM25 over postings restricted to a candidate set."""
+
+    def __init__(self, reader: IndexReader, params: BM25Params = BM25Params()) -> None:
+        self.r = reader
+        self.params = params
+        n = reader.n_docs
+        self.avgdl = float(np.asarray(reader.doc_len, dtype=np.float64).mean()) if n else 1.0
+        self.avgdl = self.avgdl or 1.0
+
+    def scores(self, terms: list[str], docs: np.ndarray | None, bits: np.ndarray | None) -> tuple[np.ndarray, np.ndarray]:
+        """(documents, BM25 score). `docs`/`bits`: the candidate set, or None for every document
+        (then only documents containing a term are returned)."""
+        r = self.r
+        n = r.n_docs
+        acc = np.zeros(n, dtype=np.float64)
+        for t in terms:
+            tid = r.term_id(t)
+            if tid < 0:
+                continue
+            lo, hi = int(r.post_ptr[tid]), int(r.post_ptr[tid + 1])
+            pdocs = r.post_doc[lo:hi]
+            if docs is not None and len(docs) * 16 < hi - lo:
+                # Few candidates, long postings: look the candidates up instead of scanning.
+                at = np.searchsorted(pdocs, docs)
+                ok = at < len(pdocs)
+                ok[ok] = pdocs[at[ok]] == docs[ok]
+                sel, d = at[ok], docs[ok]
+                tf = r.text_tf(lo, hi, sel)
+            else:
+                tf = r.text_tf(lo, hi)
+                keep = tf > 0
+                if bits is not None:
+                    keep &= bitset.contains(bits, pdocs)
+                d, tf = pdocs[keep], tf[keep]
+            nz = tf > 0
+            d, tf = d[nz], tf[nz]
+            acc[d] += term_scores(tf, r.doc_len[d], self.avgdl, float(idf(n, int(r.text_df[tid]))), self.params)
+        if docs is None:
+            docs = np.flatnonzero(acc > 0)
+        return docs, acc[docs]
+
+
+class Searcher:
+    """Search = match, then rank the admitted set (or, on zero hits, the whole collection)."""
+
+    def __init__(self, reader: IndexReader, evaluator: Evaluator, params: BM25Params = BM25Params()) -> None:
+        self.r = reader
+        self.evaluator = evaluator
+        self.bm25 = BM25Scorer(reader, params)
+        self.dense: DenseScorer | None = None
+
+    def rank(self, node: ast.Node, ranker: str, docs: np.ndarray | None, bits: np.ndarray | None, k: int) -> tuple[np.ndarray, np.ndarray]:
+        terms = positive_terms(node)
+        if ranker == "bm25":
+            d, s = self.bm25.scores(terms, docs, bits)
+            return top_k(d, s, k)
+        text = positive_text(node)
+        if self.dense is None:
+            raise RuntimeError("dense scorer not attached")
+        if ranker == "dense":
+            d, s = self.dense.scores(text, docs)
+            return top_k(d, s, k)
+        bd, bs = self.bm25.scores(terms, docs, bits)
+        dd, ds = self.dense.scores(text, docs)
+        return rrf([top_k(bd, bs, FUSION_POOL)[0], top_k(dd, ds, FUSION_POOL)[0]], k)
+
+
+def rrf(orderings: list[np.ndarray], k: int, c: int = RRF_K) -> tuple[np.ndarray, np.ndarray]:
+    """Reciprocal rank fusion: score(d) = sum over orderings of 1 / (c + rank), rank from 1."""
+    fused: dict[int, float] = {}
+    for order in orderings:
+        for rank, d in enumerate(order.tolist(), 1):
+            fused[d] = fused.get(d, 0.0) + 1.0 / (c + rank)
+    if not fused:
+        return np.zeros(0, dtype=np.int64), np.zeros(0)
+    docs = np.fromiter(fused.keys(), dtype=np.int64, count=len(fused))
+    scores = np.fromiter(fused.values(), dtype=np.float64, count=len(fused))
+    return top_k(docs, scores, k)

@@ -1,0 +1,171 @@
+"""Ranked search with BM25: scores equal the formula by hand, ranking never leaves the admitted set,
+and zero-hit recovery fires exactly when the filter admits nothing."""
+
+from __future__ import annotations
+
+import math
+import tempfile
+from pathlib import Path
+
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+import sieve
+from sieve.engine.analysis import analyze
+from sieve.errors import InvalidArgumentError
+
+DOCS = [
+    {"id": "a", "title": "Heatwave in Paris", "sections": [{"heading": "School closure", "text": "schools closed in the heatwave heatwave"}], "author": "heatwave Heatwave"},
+    {"id": "b", "title": "Cold snap", "sections": [{"heading": "(intro)", "text": "snow and a short heatwave"}]},
+    {"id": "c", "title": "Heatwave", "text": "heat"},
+    {"id": "d", "title": "Rain", "text": "rain rain rain", "infobox": {"note": "heatwave"}},
+    {"id": "e", "title": "Empty", "text": ""},
+]
+
+
+def text_tokens(rec: dict) -> list[str]:
+    """Title + headings + section texts, as the ranking decision defines the BM25 text."""
+    doc = next(sieve.read_documents([rec]))
+    toks = analyze(doc.title)
+    for s in doc.sections:
+        if s.heading != "(intro)":
+            toks += analyze(s.heading)
+        toks += analyze(s.text)
+    return toks
+
+
+def bm25_by_hand(terms: list[str], docs: list[dict], k1: float = 0.9, b: float = 0.4) -> dict[str, float]:
+    toks = {d["id"]: text_tokens(d) for d in docs}
+    n = len(docs)
+    avgdl = sum(len(t) for t in toks.values()) / n
+    out = {}
+    for did, t in toks.items():
+        s = 0.0
+        for term in dict.fromkeys(terms):
+            df = sum(1 for x in toks.values() if term in x)
+            tf = t.count(term)
+            if tf:
+                idf = math.log(1 + (n - df + 0.5) / (df + 0.5))
+                s += idf * tf / (tf + k1 * (1 - b + b * len(t) / avgdl))
+        out[did] = s
+    return out
+
+
+@pytest.fixture(scope="module")
+def index(tmp_path_factory: pytest.TempPathFactory) -> sieve.Index:
+    return sieve.build_index(DOCS, tmp_path_factory.mktemp("bm25") / "idx")
+
+
+def test_scores_equal_the_formula(index: sieve.Index) -> None:
+    expected = bm25_by_hand(["heatwave", "school"], DOCS)
+    r = index.search("heatwave OR school", k=10)
+    got = {h.doc_id: h.score for h in r.hits}
+    # d has "heatwave" only in its infobox: admitted, but BM25 (title + headings + body) gives it 0.
+    assert set(got) == {"a", "b", "c", "d"}
+    for did, score in got.items():
+        assert score == pytest.approx(expected[did], rel=1e-12)
+    assert [h.doc_id for h in r.hits] == ["a", "c", "b", "d"]
+    assert [h.rank for h in r.hits] == [1, 2, 3, 4]
+
+
+def test_author_and_infobox_occurrences_do_not_count(index: sieve.Index) -> None:
+    # a's author field says heatwave twice; its BM25 tf stays the 3 of title + body.
+    hand = bm25_by_hand(["heatwave"], DOCS)
+    assert index.search("heatwave", k=5).hits[0].score == pytest.approx(hand["a"])
+
+
+def test_custom_parameters(tmp_path: Path) -> None:
+    sieve.build_index(DOCS, tmp_path / "idx")
+    from sieve.engine.bm25 import BM25Params
+
+    ix = sieve.Index(tmp_path / "idx", bm25=BM25Params(k1=1.2, b=0.75))
+    hand = bm25_by_hand(["heatwave"], DOCS, k1=1.2, b=0.75)
+    assert {h.doc_id: h.score for h in ix.search("heatwave", k=5).hits if h.score} == pytest.approx({k: v for k, v in hand.items() if v})
+
+
+def test_ties_are_broken_by_document_order(tmp_path: Path) -> None:
+    docs = [{"id": f"d{i}", "title": "same words here"} for i in range(12)]
+    ix = sieve.build_index(docs, tmp_path / "idx")
+    assert [h.doc_id for h in ix.search("same", k=5).hits] == ["d0", "d1", "d2", "d3", "d4"]
+
+
+def test_no_positive_term_ranks_in_index_order(index: sieve.Index) -> None:
+    r = index.search("NOT heatwave", k=3)
+    assert [h.doc_id for h in r.hits] == ["e"] and r.count == 1
+    assert r.hits[0].score == 0.0
+
+
+def test_matched_fields_follow_the_query_scopes(index: sieve.Index) -> None:
+    r = index.search("heatwave[title] school", k=5)
+    assert [h.doc_id for h in r.hits] == ["a"]
+    hit = r.hits[0]
+    assert hit.fields == ("title", "section")  # heatwave only in title (its scope); school in the heading ("schools" in the body is another word)
+    assert hit.sections == ("School closure",)
+    r = index.search("heatwave[author]", k=5)
+    assert r.hits[0].fields == ("author",) and r.hits[0].sections == ()
+
+
+def test_fallback_fires_exactly_on_empty_sets(index: sieve.Index) -> None:
+    r = index.search("heatwave[title] snow[title]", k=3)
+    assert r.count == 0 and r.fallback
+    assert r.missing == ["snow[title]"]
+    assert r.query == "heatwave[title] AND snow[title]"
+    # The whole collection ranked by the positive terms, with the same scorer.
+    hand = bm25_by_hand(["heatwave", "snow"], DOCS)
+    assert [h.doc_id for h in r.hits] == sorted((d for d in hand if hand[d] > 0), key=lambda d: -hand[d])[:3]
+    strict = index.search("heatwave[title] snow[title]", k=3, fallback=False)
+    assert strict.hits == [] and not strict.fallback and strict.missing == ["snow[title]"]
+
+
+def test_fallback_never_broadens_a_non_empty_set(index: sieve.Index) -> None:
+    r = index.search("rain[title]", k=5)
+    assert not r.fallback and [h.doc_id for h in r.hits] == ["d"]
+
+
+def test_missing_lists_every_clause_with_no_document(index: sieve.Index) -> None:
+    r = index.search('nosuchword AND "cold heatwave" AND heatwave', k=3)
+    assert r.missing == ["nosuchword", '"cold heatwave"']
+    r = index.search("date[2020]", k=3)
+    assert r.hits == [] and not r.fallback and r.missing == ["date[2020-01-01..2020-12-31]"]
+
+
+def test_bad_arguments(index: sieve.Index) -> None:
+    with pytest.raises(InvalidArgumentError, match="k must be a positive integer, got 0"):
+        index.search("x", k=0)
+    with pytest.raises(InvalidArgumentError, match="unknown ranker 'bm26'; choose one of bm25, dense, hybrid"):
+        index.search("x", ranker="bm26")
+    with pytest.raises(sieve.BQLSyntaxError):
+        index.search("x AND")
+
+
+def test_large_term_frequencies_are_exact(tmp_path: Path) -> None:
+    docs = [{"id": "big", "title": "t", "text": "w " * 300 + "x"}, {"id": "small", "title": "t", "text": "w x"}]
+    ix = sieve.build_index(docs, tmp_path / "idx")
+    hand = bm25_by_hand(["w"], docs)
+    got = {h.doc_id: h.score for h in ix.search("w", k=2).hits}
+    assert got == pytest.approx(hand)
+    assert ix.match('"w w w"').ids == ["big"]
+
+
+WORDS = ["alpha", "beta", "gamma", "delta", "eps"]
+doc_st = st.fixed_dictionaries({"title": st.lists(st.sampled_from(WORDS), max_size=3).map(" ".join), "text": st.lists(st.sampled_from(WORDS), max_size=12).map(" ".join)})
+query_st = st.lists(st.sampled_from(WORDS + [w + "[title]" for w in WORDS] + ["NOT " + w for w in WORDS]), min_size=1, max_size=3).map(" ".join)
+
+
+@settings(max_examples=40, deadline=None, derandomize=True, suppress_health_check=[HealthCheck.too_slow])
+@given(st.lists(doc_st, min_size=1, max_size=15), st.lists(query_st, min_size=5, max_size=5), st.integers(1, 6))
+def test_ranking_never_leaves_the_admitted_set(docs: list[dict], queries: list[str], k: int) -> None:
+    recs = [dict(d, id=f"d{i}") for i, d in enumerate(docs)]
+    with tempfile.TemporaryDirectory() as tmp:
+        ix = sieve.build_index(recs, Path(tmp) / "idx")
+        for q in queries:
+            admitted = ix.match(q).ids
+            r = ix.search(q, k=k)
+            ids = [h.doc_id for h in r.hits]
+            if admitted:
+                assert not r.fallback and set(ids) <= set(admitted) and len(ids) == min(k, len(admitted))
+                scores = [h.score for h in r.hits]
+                assert scores == sorted(scores, reverse=True)
+            else:
+                assert r.fallback or not r.hits
