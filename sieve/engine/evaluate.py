@@ -140,7 +140,7 @@ class Evaluator:
         fmask = mask_of(fields)
         if fmask != ALL_MASK:
             units = units[((np.uint8(1) << self.r.unit_field[units]) & fmask) != 0]
-        return bitset.from_ids(self.r.unit_doc[units], self.n)
+        return bitset.from_ids(self.r.docs_of_units(units), self.n)
 
     def phrase(self, terms: list[str], fields: ast.Fields, cands: np.ndarray | None) -> np.ndarray:
         tids = [self.r.term_id(t) for t in terms]

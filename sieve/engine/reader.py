@@ -15,8 +15,8 @@ from sieve.errors import IndexDamagedError, IndexFormatError
 
 FILES = (
     "terms.blob.sva", "terms.off.sva", "post.ptr.sva", "post.doc.sva", "post.tf.sva", "post.mask.sva",
-    "post.tfbig.idx.sva", "post.tfbig.val.sva", "post.other.idx.sva", "post.other.val.sva",
-    "pos.ptr.sva", "pos.data.sva", "unit.start.sva", "unit.field.sva", "unit.section.sva", "unit.doc.sva",
+    "post.tf.big.idx.sva", "post.tf.big.val.sva", "post.ttf.sva", "post.ttf.big.idx.sva", "post.ttf.big.val.sva",
+    "pos.ptr.sva", "pos.data.sva", "unit.start.sva", "unit.field.sva", "unit.section.sva",
     "doc.units.sva", "doc.date.sva", "doc.flen.sva", "doc.len.sva", "store.meta.sva", "store.meta.off.sva",
     "store.text.sva", "store.text.off.sva", "store.sections.sva", "ids.blob.sva", "ids.off.sva", "ids.doc.sva",
     "ids.rank.sva", "terms.df.sva",
@@ -72,11 +72,11 @@ class IndexReader:
         self.n_docs = int(m["stats"]["documents"])
         self.terms = StringTable(a["terms.blob.sva"], a["terms.off.sva"])
         self.text_df = a["terms.df.sva"]  # documents with the term in title, headings or body
-        self.post_ptr, self.post_doc, self.post_tf8, self.post_mask = a["post.ptr.sva"], a["post.doc.sva"], a["post.tf.sva"], a["post.mask.sva"]
-        self.tfbig_idx, self.tfbig_val = a["post.tfbig.idx.sva"], a["post.tfbig.val.sva"]
-        self.other_idx, self.other_val = a["post.other.idx.sva"], a["post.other.val.sva"]
+        self.post_ptr, self.post_doc, self.post_mask = a["post.ptr.sva"], a["post.doc.sva"], a["post.mask.sva"]
+        self._tf = (a["post.tf.sva"], a["post.tf.big.idx.sva"], a["post.tf.big.val.sva"])
+        self._ttf = (a["post.ttf.sva"], a["post.ttf.big.idx.sva"], a["post.ttf.big.val.sva"])
         self.pos_ptr, self.pos = a["pos.ptr.sva"], a["pos.data.sva"]
-        self.unit_start, self.unit_field, self.unit_section, self.unit_doc = a["unit.start.sva"], a["unit.field.sva"], a["unit.section.sva"], a["unit.doc.sva"]
+        self.unit_start, self.unit_field, self.unit_section = a["unit.start.sva"], a["unit.field.sva"], a["unit.section.sva"]
         self.doc_units, self.dates, self.field_len, self.doc_len = a["doc.units.sva"], a["doc.date.sva"], a["doc.flen.sva"], a["doc.len.sva"]
         self.meta_blob, self.meta_off = a["store.meta.sva"], a["store.meta.off.sva"]
         self.text_blob, self.text_off, self.doc_sections = a["store.text.sva"], a["store.text.off.sva"], a["store.sections.sva"]
@@ -88,12 +88,14 @@ class IndexReader:
         n, t = self.n_docs, len(self.terms)
         checks = [
             ("post.ptr.sva", len(self.post_ptr) == t + 1), ("terms.df.sva", len(self.text_df) == t), ("pos.ptr.sva", len(self.pos_ptr) == t + 1),
-            ("post.tf.sva", len(self.post_tf8) == len(self.post_doc)),
-            ("post.tfbig.val.sva", len(self.tfbig_val) == len(self.tfbig_idx)), ("post.other.val.sva", len(self.other_val) == len(self.other_idx)), ("post.mask.sva", len(self.post_mask) == len(self.post_doc)),
+            ("post.tf.sva", len(self._tf[0]) == len(self.post_doc)),
+            ("post.ttf.sva", len(self._ttf[0]) == len(self.post_doc)),
+            ("post.tf.big.val.sva", len(self._tf[2]) == len(self._tf[1])), ("post.ttf.big.val.sva", len(self._ttf[2]) == len(self._ttf[1])), ("post.mask.sva", len(self.post_mask) == len(self.post_doc)),
             ("doc.units.sva", len(self.doc_units) == n + 1), ("doc.date.sva", len(self.dates) == n),
             ("doc.len.sva", len(self.doc_len) == n), ("store.meta.off.sva", len(self.meta_off) == n + 1),
             ("store.sections.sva", len(self.doc_sections) == n + 1), ("ids.doc.sva", len(self.id_doc) == n), ("ids.rank.sva", len(self.id_rank) == n),
-            ("ids.off.sva", len(self.ids) == n), ("unit.doc.sva", len(self.unit_doc) == len(self.unit_start)),
+            ("ids.off.sva", len(self.ids) == n), ("unit.field.sva", len(self.unit_field) == len(self.unit_start)),
+            ("unit.section.sva", len(self.unit_section) == len(self.unit_start)),
         ]
         for name, ok in checks:
             if not ok:
@@ -110,39 +112,38 @@ class IndexReader:
         return self.post_doc[lo:hi], self.post_mask[lo:hi], self.tf(lo, hi)
 
     @staticmethod
-    def _patch(out: np.ndarray, lo: int, hi: int, sel: np.ndarray | None, idx: np.ndarray, val: np.ndarray, subtract: bool) -> None:
-        """Apply a sparse (posting, value) list to `out`, the values of postings lo..hi (or lo + sel)."""
-        a, b = np.searchsorted(idx, [lo, hi])
-        if a == b:
-            return
-        at, v = idx[a:b] - lo, val[a:b].astype(np.int64)
-        if sel is not None:  # only the selected postings are in `out`, in ascending order
-            i = np.searchsorted(sel, at)
-            ok = i < len(sel)
-            ok[ok] = sel[i[ok]] == at[ok]
-            at, v = i[ok], v[ok]
-        if subtract:
-            out[at] -= v
-        else:
+    def _counts(c: tuple[np.ndarray, np.ndarray, np.ndarray], lo: int, hi: int, sel: np.ndarray | None) -> np.ndarray:
+        """Exact counts (int64) of postings lo..hi, or of postings lo + sel (sel ascending), from a
+        one-byte array whose values of 255 or more live in a sparse (posting, value) side list."""
+        small, big_idx, big_val = c
+        out = (small[lo:hi] if sel is None else small[lo + sel]).astype(np.int64)
+        a, b = np.searchsorted(big_idx, [lo, hi])
+        if a < b:
+            at, v = big_idx[a:b] - lo, big_val[a:b].astype(np.int64)
+            if sel is not None:
+                i = np.searchsorted(sel, at)
+                ok = i < len(sel)
+                ok[ok] = sel[i[ok]] == at[ok]
+                at, v = i[ok], v[ok]
             out[at] = v
+        return out
 
     def tf(self, lo: int, hi: int, sel: np.ndarray | None = None) -> np.ndarray:
-        """Exact term frequencies (int64) of postings lo..hi, or of postings lo + sel (sel ascending)."""
-        out = (self.post_tf8[lo:hi] if sel is None else self.post_tf8[lo + sel]).astype(np.int64)
-        self._patch(out, lo, hi, sel, self.tfbig_idx, self.tfbig_val, subtract=False)
-        return out
+        """Term frequencies of postings lo..hi (or lo + sel)."""
+        return self._counts(self._tf, lo, hi, sel)
 
     def text_tf(self, lo: int, hi: int, sel: np.ndarray | None = None) -> np.ndarray:
         """Term frequencies in title, headings and body only (what BM25 counts)."""
-        out = self.tf(lo, hi, sel)
-        self._patch(out, lo, hi, sel, self.other_idx, self.other_val, subtract=True)
-        return out
+        return self._counts(self._ttf, lo, hi, sel)
 
     def positions(self, tid: int) -> np.ndarray:
         return self.pos[int(self.pos_ptr[tid]) : int(self.pos_ptr[tid + 1])]
 
     def units_of(self, positions: np.ndarray) -> np.ndarray:
         return np.searchsorted(self.unit_start, positions, side="right") - 1
+
+    def docs_of_units(self, units: np.ndarray) -> np.ndarray:
+        return np.searchsorted(self.doc_units, units, side="right") - 1
 
     # ------------------------------------------------------------ documents
 

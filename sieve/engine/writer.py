@@ -123,6 +123,18 @@ class IndexWriter:
     def _put(self, name: str, data: Any, dtype: Any = None) -> None:
         self.entries[name] = storage.write_array(self.dir / name, data, dtype)
 
+    def _put_offsets(self, name: str, data: Any) -> None:
+        """Ascending offsets in 4 bytes when they fit (they nearly always do), else 8."""
+        arr = np.asarray(data, dtype=np.int64)
+        self._put(name, arr, np.uint32 if arr[-1] < 2**32 else np.int64)
+
+    def _put_counts(self, name: str, counts: np.ndarray) -> None:
+        """Counts in one byte each; the few of 255 or more are kept exactly in a sparse side list."""
+        big = np.flatnonzero(counts >= 255)
+        self._put(f"{name}.sva", np.minimum(counts, 255), np.uint8)
+        self._put(f"{name}.big.idx.sva", big, np.int64)
+        self._put(f"{name}.big.val.sva", counts[big], np.uint32)
+
     def finish(self, extra: dict[str, Any]) -> dict[str, Any]:
         """Sort the token stream into postings and write every file and the manifest."""
         self._flush()
@@ -174,16 +186,14 @@ class IndexWriter:
         post_doc = s_doc[starts]
         post_tf = np.diff(np.append(starts, n_tokens)).astype(np.uint32)
         post_mask = np.bitwise_or.reduceat(s_bit, starts) if n_tokens else np.zeros(0, np.uint8)
-        # Occurrences outside title, headings and body (author, infobox) do not count for BM25:
-        # rare, so kept as a sparse list of (posting, count).
-        other_bits = np.uint8(Field.AUTHOR.bit | Field.INFOBOX.bit)
+        # BM25 counts only title, headings and body; author and infobox occurrences are left out.
+        text_bits = np.uint8(Field.TITLE.bit | Field.SECTION.bit | Field.BODY.bit)
         if n_tokens:
-            post_other = np.add.reduceat(((s_bit & other_bits) != 0).astype(np.uint32), starts)
+            post_ttf = np.add.reduceat(((s_bit & text_bits) != 0).astype(np.uint32), starts)
         else:
-            post_other = np.zeros(0, np.uint32)
-        other_idx = np.flatnonzero(post_other)
+            post_ttf = np.zeros(0, np.uint32)
         post_term = s_rank[starts]
-        text_df = np.bincount(post_term[post_tf > post_other], minlength=n_terms).astype(np.int32)
+        text_df = np.bincount(post_term[post_ttf > 0], minlength=n_terms).astype(np.int32)
         post_ptr = np.zeros(n_terms + 1, dtype=np.int64)
         post_ptr[1:] = np.cumsum(np.bincount(post_term, minlength=n_terms))
         pos_ptr = np.zeros(n_terms + 1, dtype=np.int64)
@@ -193,41 +203,36 @@ class IndexWriter:
         term_off = np.zeros(n_terms + 1, dtype=np.int64)
         term_off[1:] = np.cumsum([len(t) for t in sorted_terms])
         self._put("terms.blob.sva", np.frombuffer(b"".join(sorted_terms), dtype=np.uint8))
-        self._put("terms.off.sva", term_off)
-        self._put("post.ptr.sva", post_ptr)
+        self._put_offsets("terms.off.sva", term_off)
+        self._put_offsets("post.ptr.sva", post_ptr)
         self._put("terms.df.sva", text_df)
         self._put("post.doc.sva", post_doc, np.int32)
-        # Term frequencies in one byte; the few of 255 or more are kept exactly on the side.
-        big = np.flatnonzero(post_tf >= 255)
-        self._put("post.tf.sva", np.minimum(post_tf, 255), np.uint8)
-        self._put("post.tfbig.idx.sva", big, np.int64)
-        self._put("post.tfbig.val.sva", post_tf[big], np.uint32)
-        self._put("post.other.idx.sva", other_idx, np.int64)
-        self._put("post.other.val.sva", post_other[other_idx], np.uint32)
+        self._put_counts("post.tf", post_tf)
+        self._put_counts("post.ttf", post_ttf)
         self._put("post.mask.sva", post_mask, np.uint8)
-        self._put("pos.ptr.sva", pos_ptr)
+        self._put_offsets("pos.ptr.sva", pos_ptr)
         self._put("pos.data.sva", s_pos)
         self._put("unit.start.sva", unit_start.astype(pos_dtype))
         self._put("unit.field.sva", unit_field)
-        self._put("unit.section.sva", np.frombuffer(self.unit_section, dtype=np.int32))
-        self._put("unit.doc.sva", unit_doc)
-        self._put("doc.units.sva", doc_units)
+        unit_section = np.frombuffer(self.unit_section, dtype=np.int32)
+        self._put("unit.section.sva", unit_section, np.int16 if unit_section.max(initial=0) < 2**15 else np.int32)
+        self._put_offsets("doc.units.sva", doc_units)
         self._put("doc.date.sva", np.frombuffer(self.dates, dtype=np.int32))
         field_len = np.bincount(
             unit_doc.astype(np.int64) * N_FIELDS + unit_field, weights=unit_len, minlength=n_docs * N_FIELDS
         ).astype(np.int32).reshape(n_docs, N_FIELDS)
-        self._put("doc.flen.sva", field_len)
+        self._put("doc.flen.sva", field_len, np.uint16 if field_len.max(initial=0) < 2**16 else np.int32)
         doc_len = field_len[:, Field.TITLE] + field_len[:, Field.SECTION] + field_len[:, Field.BODY]
         self._put("doc.len.sva", doc_len.astype(np.int32))
-        self._put("store.meta.off.sva", np.frombuffer(self.meta_off, dtype=np.int64))
-        self._put("store.text.off.sva", np.frombuffer(self.text_off, dtype=np.int64))
-        self._put("store.sections.sva", np.frombuffer(self.doc_sections, dtype=np.int64))
+        self._put_offsets("store.meta.off.sva", np.frombuffer(self.meta_off, dtype=np.int64))
+        self._put_offsets("store.text.off.sva", np.frombuffer(self.text_off, dtype=np.int64))
+        self._put_offsets("store.sections.sva", np.frombuffer(self.doc_sections, dtype=np.int64))
         id_bytes = [i.encode() for i in self.ids]
         id_order = sorted(range(n_docs), key=id_bytes.__getitem__)
         id_off = np.zeros(n_docs + 1, dtype=np.int64)
         id_off[1:] = np.cumsum([len(id_bytes[i]) for i in id_order])
         self._put("ids.blob.sva", np.frombuffer(b"".join(id_bytes[i] for i in id_order), dtype=np.uint8))
-        self._put("ids.off.sva", id_off)
+        self._put_offsets("ids.off.sva", id_off)
         self._put("ids.doc.sva", np.asarray(id_order, dtype=np.int32))
         id_rank = np.empty(n_docs, dtype=np.int32)
         id_rank[np.asarray(id_order, dtype=np.int64)] = np.arange(n_docs, dtype=np.int32)
