@@ -4,17 +4,23 @@ Random small corpora over a tiny vocabulary (so random queries hit), random BQL 
 text, random raw BQL strings in the syntax the printer never produces (juxtaposition, tag runs,
 `-x`, aliases, infix NEAR, lower-case operators, group tags, date comparisons), and hand-written
 examples with explicit expected ids.
+
+The generators take a source of choices `r` with `randint(a, b)` and `choice(seq)`: a seeded
+`random.Random` for the bulk fuzz (fast), or Hypothesis draws (`_Draws`) for the property tests
+(slower, but they shrink). A fuzz failure is shrunk by hand (`_shrink`) before it is reported.
 """
 
 from __future__ import annotations
 
+import calendar
 import datetime as dt
 import os
+import random
 import sys
 import tempfile
 from dataclasses import dataclass, replace
 from pathlib import Path
-from typing import Any
+from typing import Any, Callable, Sequence
 
 import pytest
 from hypothesis import HealthCheck, given, settings
@@ -24,13 +30,22 @@ from sieve.documents import document_from_record
 from sieve.engine.analysis import analyze
 from sieve.engine.bql import And, DateRange, Near, Not, Or, Phrase, Prefix, Term, parse
 from sieve.engine.fields import ALL_FIELDS, FIELD_ALIASES, Field
-from sieve.index import build_index
+from sieve.errors import BQLSyntaxError
+from sieve.index import build_index, parse_query  # parse_query: `parse`, memoised as Index.match does
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import oracle  # noqa: E402
 
-SETTINGS = dict(deadline=None, derandomize=True, database=None, suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large])
+HYPOTHESIS = settings(
+    max_examples=30,
+    deadline=None,
+    derandomize=True,
+    database=None,
+    suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large],
+)
 QUERIES_PER_CORPUS = 30
+FUZZ_CHUNKS = 4
+FUZZ_CORPORA_PER_CHUNK = 40  # 160 seeded corpora per fuzz test, 30 queries each
 
 # --------------------------------------------------------------------------------------------
 # Vocabulary
@@ -39,8 +54,7 @@ DOC_WORDS = [
     "alpha", "beta", "gamma", "delta", "eps", "zeta", "eta", "theta",
     "Alpha", "BETA", "Zürich", "zurich", "O_RDONLY", "o", "rdonly", "Straße", "strasse", "intro",
 ]
-# Separators between words in generated texts: all split terms, "-" and "_" included.
-SEPARATORS = [" ", " ", " ", " ", ", ", ". ", "-", "\n", " / ", "_"]
+SEPARATORS = [" ", ", ", ". ", "-", "\n", " / ", "_", "  "]  # each splits terms
 QUERY_WORDS = [
     "alpha", "beta", "gamma", "delta", "eps", "zeta", "eta", "theta", "intro",
     "ALPHA", "Zürich", "zurich", "ZURICH", "zürich", "O_RDONLY", "o_rdonly", "O-RDONLY", "o", "rdonly",
@@ -51,138 +65,164 @@ STEMS = [
     "a", "al", "alp", "b", "be", "g", "ga", "d", "de", "e", "ep", "et", "z", "ze", "zu", "Zü", "ZU",
     "th", "t", "o", "r", "rd", "s", "st", "Stra", "ß", "i", "in", "om",
 ]
+NEAR_DISTANCES = [1, 2, 3, 4] * 3 + [6, 20]  # the long ones would see a small position gap between units
 INFOBOX_KEYS = ["born", "alpha", "place"]  # "alpha" as a key: keys are not searchable
-HEADINGS_SPECIAL = [None, "", "(intro)", "(Intro)"]
+TAG_NAMES = sorted(FIELD_ALIASES)  # title ti section sec heading body text ab author au infobox ib tiab all
+FIELD_SETS = [None, frozenset({Field.TITLE}), frozenset({Field.SECTION}), frozenset({Field.BODY}),
+              frozenset({Field.AUTHOR}), frozenset({Field.INFOBOX}), ALL_FIELDS]
 
-words = lambda lo, hi: st.lists(st.sampled_from(DOC_WORDS), min_size=lo, max_size=hi)  # noqa: E731
+
+class _Draws:
+    """`random.Random`'s randint/choice, answered by Hypothesis draws (so examples shrink)."""
+
+    def __init__(self, draw: Callable[[Any], Any]) -> None:
+        self.draw = draw
+
+    def randint(self, a: int, b: int) -> int:
+        return self.draw(st.integers(a, b))
+
+    def choice(self, seq: Sequence[Any]) -> Any:
+        return self.draw(st.sampled_from(seq))
 
 
-@st.composite
-def texts(draw: Any, lo: int, hi: int) -> str:
-    ws = draw(words(lo, hi))
-    if not ws:
+# --------------------------------------------------------------------------------------------
+# Corpora
+
+
+def gen_text(r: Any, lo: int, hi: int) -> str:
+    n = r.randint(lo, hi)
+    if n == 0:
         return ""
+    ws = [r.choice(DOC_WORDS) for _ in range(n)]
+    style = r.choice(["space", "space", "mixed"])
     out = [ws[0]]
     for w in ws[1:]:
-        out.append(draw(st.sampled_from(SEPARATORS)))
+        out.append(" " if style == "space" else r.choice(SEPARATORS))
         out.append(w)
     return "".join(out)
 
 
-@st.composite
-def dates(draw: Any, years: tuple[int, int] = (2015, 2025)) -> str:
-    y = draw(st.integers(*years))
-    gran = draw(st.integers(1, 3))
+def gen_date(r: Any, y0: int = 2015, y1: int = 2025) -> str:
+    y = r.randint(y0, y1)
+    gran = r.randint(1, 3)
     if gran == 1:
         return f"{y:04d}"
-    m = draw(st.sampled_from([1, 2, 5, 6, 12]) | st.integers(1, 12))
+    m = r.choice([1, 2, 5, 6, 12]) if r.randint(0, 1) else r.randint(1, 12)
     if gran == 2:
         return f"{y:04d}-{m:02d}"
-    last = (dt.date(y + (m == 12), m % 12 + 1, 1) - dt.timedelta(days=1)).day
-    d = draw(st.sampled_from([1, 15, last]) | st.integers(1, last))
+    last = calendar.monthrange(y, m)[1]
+    d = r.choice([1, 15, last]) if r.randint(0, 1) else r.randint(1, last)
     return f"{y:04d}-{m:02d}-{d:02d}"
 
 
-@st.composite
-def records(draw: Any, i: int) -> dict[str, Any]:
-    rec: dict[str, Any] = {"id": f"d{i}", "title": draw(texts(0, 5))}
-    layout = draw(st.sampled_from(["sections", "sections", "sections", "text", "none"]))
+def gen_record(r: Any, i: int) -> dict[str, Any]:
+    rec: dict[str, Any] = {"id": f"d{i}", "title": gen_text(r, 0, 5)}
+    layout = r.choice(["sections", "sections", "sections", "text", "none"])
     if layout == "sections":
         secs = []
-        for _ in range(draw(st.integers(0, 3))):
-            heading = draw(st.sampled_from(HEADINGS_SPECIAL) | texts(1, 3))
-            secs.append({"heading": heading, "text": draw(texts(0, 15))})
+        for _ in range(r.randint(0, 3)):
+            k = r.randint(0, 5)
+            heading = [None, "", "(intro)", "(Intro)"][k] if k < 4 else gen_text(r, 1, 3)
+            secs.append({"heading": heading, "text": gen_text(r, 0, 15)})
         rec["sections"] = secs
     elif layout == "text":
-        rec["text"] = draw(texts(0, 15))
-    author = draw(st.sampled_from(["none", "str", "list"]))
+        rec["text"] = gen_text(r, 0, 15)
+    author = r.choice(["none", "none", "str", "list"])
     if author == "str":
-        rec["author"] = "; ".join(draw(st.lists(texts(1, 3), min_size=1, max_size=3)))
+        rec["author"] = "; ".join(gen_text(r, 1, 3) for _ in range(r.randint(1, 3)))
     elif author == "list":
-        rec["author"] = draw(st.lists(texts(1, 3), min_size=0, max_size=3))
-    box = draw(st.sampled_from(["none", "dict", "str"]))
-    if box == "dict":
-        rec["infobox"] = draw(st.dictionaries(st.sampled_from(INFOBOX_KEYS), texts(0, 4), max_size=2))
-    elif box == "str":
-        items = draw(st.dictionaries(st.sampled_from(INFOBOX_KEYS), texts(1, 3).filter(lambda t: ";" not in t), max_size=2))
-        rec["infobox"] = "; ".join(f"{k}: {v}" for k, v in items.items())
-    when = draw(st.sampled_from(["none", "date", "date", "int", "stamp"]))
+        rec["author"] = [gen_text(r, 1, 3) for _ in range(r.randint(0, 3))]
+    box = r.choice(["none", "none", "dict", "str"])
+    if box != "none":
+        items = {r.choice(INFOBOX_KEYS): gen_text(r, 1, 4) for _ in range(r.randint(0, 2))}
+        if box == "dict":
+            rec["infobox"] = items
+        else:  # the "k: v; k: v" string form
+            rec["infobox"] = "; ".join(f"{k}: {v}" for k, v in items.items() if ";" not in v)
+    when = r.choice(["none", "date", "date", "int", "stamp"])
     if when == "date":
-        rec["date"] = draw(dates())
+        rec["date"] = gen_date(r)
     elif when == "int":
-        rec["date"] = draw(st.integers(2015, 2025))
+        rec["date"] = r.randint(2015, 2025)
     elif when == "stamp":
-        day = draw(dates().filter(lambda s: len(s) == 10))
+        day = gen_date(r)
+        while len(day) != 10:
+            day = gen_date(r)
         rec["date"] = day + "T12:30:00"
     return rec
 
 
-@st.composite
-def corpora(draw: Any) -> list[dict[str, Any]]:
-    n = draw(st.integers(3, 25))
-    return [draw(records(i)) for i in range(n)]
+def gen_corpus(r: Any) -> list[dict[str, Any]]:
+    return [gen_record(r, i) for i in range(r.randint(3, 25))]
 
 
 # --------------------------------------------------------------------------------------------
-# Random query trees
-
-field_scopes = st.one_of(
-    st.none(),
-    st.none(),
-    st.sampled_from([frozenset({f}) for f in Field]),
-    st.frozensets(st.sampled_from(list(Field)), min_size=1),
-    st.just(ALL_FIELDS),
-)
+# Query trees
 
 
 def _yyyymmdd(d: dt.date) -> int:
     return d.year * 10000 + d.month * 100 + d.day
 
 
-@st.composite
-def query_days(draw: Any) -> int:
-    # Mostly days near the boundaries documents are stored on (first days of years and months).
-    y = draw(st.integers(2014, 2026))
-    kind = draw(st.integers(0, 3))
+def _shift(day: int, days: int) -> int:
+    return _yyyymmdd(dt.date(day // 10000, day // 100 % 100, day % 100) + dt.timedelta(days=days))
+
+
+def gen_fields(r: Any) -> Any:
+    k = r.randint(0, 9)
+    if k < 3:
+        return None
+    if k < 8:
+        return FIELD_SETS[k - 2]
+    return frozenset(f for f in Field if r.randint(0, 1)) or ALL_FIELDS
+
+
+def gen_day(r: Any) -> int:
+    # Mostly days next to those documents are stored on (first days of years and months).
+    y = r.randint(2014, 2026)
+    kind = r.randint(0, 3)
     if kind == 0:
         return _yyyymmdd(dt.date(y, 1, 1))
     if kind == 1:
         return _yyyymmdd(dt.date(y, 12, 31))
     if kind == 2:
-        m = draw(st.integers(1, 12))
-        return _yyyymmdd(dt.date(y, m, 1) + dt.timedelta(days=draw(st.sampled_from([-1, 0, 1]))))
-    return _yyyymmdd(dt.date(y, 1, 1) + dt.timedelta(days=draw(st.integers(0, 364))))
+        return _yyyymmdd(dt.date(y, r.randint(1, 12), 1) + dt.timedelta(days=r.randint(-1, 1)))
+    return _yyyymmdd(dt.date(y, 1, 1) + dt.timedelta(days=r.randint(0, 364)))
 
 
-@st.composite
-def date_ranges(draw: Any) -> DateRange:
-    lo = draw(st.none() | query_days())
-    hi = draw(st.none() | query_days())
+def gen_date_range(r: Any) -> DateRange:
+    lo = gen_day(r) if r.randint(0, 2) else None
+    hi = gen_day(r) if r.randint(0, 2) else None
     if lo is None and hi is None:
-        lo = draw(query_days())
+        lo = gen_day(r)
     if lo is not None and hi is not None and lo > hi:
         lo, hi = hi, lo
-    if lo is not None and draw(st.integers(0, 5)) == 0:
+    if lo is not None and r.randint(0, 5) == 0:
         hi = lo  # a single day
     return DateRange(lo, hi)
 
 
-leaf_nodes = st.one_of(
-    st.builds(Term, st.sampled_from(QUERY_WORDS), field_scopes),
-    st.builds(Term, st.sampled_from(QUERY_WORDS), field_scopes),
-    st.builds(Phrase, st.lists(st.sampled_from(QUERY_WORDS), min_size=2, max_size=3).map(" ".join), field_scopes),
-    st.builds(Prefix, st.sampled_from(STEMS), field_scopes),
-    st.builds(Near, st.sampled_from(SINGLE_WORDS), st.sampled_from(SINGLE_WORDS), st.integers(1, 4), field_scopes),
-    date_ranges(),
-)
+def gen_leaf(r: Any) -> Any:
+    k = r.randint(0, 5)
+    if k <= 1:
+        return Term(r.choice(QUERY_WORDS), gen_fields(r))
+    if k == 2:
+        return Phrase(" ".join(r.choice(QUERY_WORDS) for _ in range(r.randint(2, 3))), gen_fields(r))
+    if k == 3:
+        return Prefix(r.choice(STEMS), gen_fields(r))
+    if k == 4:
+        return Near(r.choice(SINGLE_WORDS), r.choice(SINGLE_WORDS), r.choice(NEAR_DISTANCES), gen_fields(r))
+    return gen_date_range(r)
 
 
-def _extend(children: st.SearchStrategy) -> st.SearchStrategy:
-    kids = st.lists(children, min_size=2, max_size=3).map(tuple)
-    return st.one_of(st.builds(Not, children), st.builds(And, kids), st.builds(Or, kids))
-
-
-query_trees = st.recursive(leaf_nodes, _extend, max_leaves=8)
+def gen_tree(r: Any, depth: int = 3) -> Any:
+    if depth == 0 or r.randint(0, 2) == 0:
+        return gen_leaf(r)
+    k = r.randint(0, 2)
+    if k == 0:
+        return Not(gen_tree(r, depth - 1))
+    kids = tuple(gen_tree(r, depth - 1) for _ in range(r.randint(2, 3)))
+    return And(kids) if k == 1 else Or(kids)
 
 
 def flatten(node: Any) -> Any:
@@ -197,77 +237,33 @@ def flatten(node: Any) -> Any:
     return node
 
 
-# --------------------------------------------------------------------------------------------
-# Running queries against both
-
-
-@dataclass
-class Corpus:
-    records: list[dict[str, Any]]
-    docs: list[oracle.OracleDoc]
-    index: Any
-
-
-def with_corpus(recs: list[dict[str, Any]], fn: Any) -> None:
-    docs = oracle.prepare(document_from_record(r) for r in recs)
-    with tempfile.TemporaryDirectory() as tmp:
-        ix = build_index(recs, Path(tmp) / "ix")
-        fn(Corpus(recs, docs, ix))
-
-
-def check_queries(c: Corpus, texts_: list[str]) -> None:
-    mismatches = []
-    for text in texts_:
-        tree = parse(text)
-        want = oracle.evaluate(tree, c.docs)
-        got = c.index.match(text)
-        if got.ids != want or got.count != len(want):
-            mismatches.append(f"  query {text!r} (tree {tree!r}):\n    oracle {want}\n    engine {got.ids} (count {got.count})")
-        assert got.query == str(tree)
-    assert not mismatches, "engine and oracle disagree\n" + "\n".join(mismatches) + f"\ncorpus: {c.records!r}"
-
-
-@settings(max_examples=200, **SETTINGS)
-@given(corpora(), st.lists(query_trees, min_size=QUERIES_PER_CORPUS, max_size=QUERIES_PER_CORPUS))
-def test_random_trees_match_oracle(recs: list[dict[str, Any]], trees: list[Any]) -> None:
-    texts_ = []
-    for node in trees:
-        text = str(node)
-        parsed = parse(text)
-        assert parsed == flatten(node), f"{text!r} parsed as {parsed!r}"
-        assert str(parsed) == text
-        texts_.append(text)
-    with_corpus(recs, lambda c: check_queries(c, texts_))
+def printed_query(node: Any) -> str:
+    """`str(node)`, after checking it parses back to the (flattened) tree and prints stably."""
+    text = str(node)
+    parsed = parse_query(text)
+    assert parsed == flatten(node), f"{text!r} parsed as {parsed!r}, expected {flatten(node)!r}"
+    assert str(parsed) == text
+    return text
 
 
 # --------------------------------------------------------------------------------------------
 # Raw BQL strings, each generated with the tree it must parse to (from the syntax rules, not the parser)
 
-TAG_NAMES = sorted(FIELD_ALIASES)  # title ti section sec heading body text ab author au infobox ib tiab all
 
-
-@st.composite
-def tags(draw: Any) -> tuple[str, frozenset[Field]]:
-    names = draw(st.lists(st.sampled_from(TAG_NAMES), min_size=1, max_size=2))
-    shown = [draw(st.sampled_from([n, n.upper(), n.capitalize()])) for n in names]
-    sep = draw(st.sampled_from([",", ", "]))
+def gen_tag(r: Any) -> tuple[str, frozenset[Field]]:
+    names = [r.choice(TAG_NAMES) for _ in range(r.randint(1, 2))]
+    shown = [r.choice([n, n.upper(), n.capitalize()]) for n in names]
     fields: frozenset[Field] = frozenset().union(*(FIELD_ALIASES[n] for n in names))
-    return "[" + sep.join(shown) + "]", fields
+    return "[" + r.choice([",", ", "]).join(shown) + "]", fields
 
 
-def _shift(day: int, days: int) -> int:
-    return _yyyymmdd(dt.date(day // 10000, day // 100 % 100, day % 100) + dt.timedelta(days=days))
-
-
-@st.composite
-def raw_dates(draw: Any) -> tuple[str, DateRange]:
-    a = draw(dates((2014, 2026)))
-    b = draw(dates((2014, 2026)))
+def gen_raw_date(r: Any) -> tuple[str, DateRange]:
+    a, b = gen_date(r, 2014, 2026), gen_date(r, 2014, 2026)
     fa, la, fb, lb = oracle.first_day_of(a), oracle.last_day_of(a), oracle.first_day_of(b), oracle.last_day_of(b)
     if fa > lb:
         a, b, fa, la, fb, lb = b, a, fb, lb, fa, la
-    kw = draw(st.sampled_from(["date", "DATE", "Date"]))
-    form = draw(st.integers(0, 9))
+    kw = r.choice(["date", "DATE", "Date"])
+    form = r.randint(0, 9)
     if form == 0:
         return f"{kw}[{a}]", DateRange(fa, la)
     if form == 1:
@@ -295,7 +291,7 @@ class Elem:
 
     text: str
     node: Any
-    kind: str  # "bare" (an untagged word or prefix), "tagged" (word[tag]), "other"
+    kind: str  # "bare" (an untagged word or prefix), "tagged" (word[tag] / stem*[tag]), "other"
     fields: Any = None  # the tag of a "tagged" element
 
 
@@ -310,62 +306,54 @@ def scope(node: Any, fields: frozenset[Field]) -> Any:
     return type(node)(tuple(scope(c, fields) for c in node.children))
 
 
-@st.composite
-def raw_elems(draw: Any, depth: int) -> Elem:
-    choices = ["word", "word", "prefix", "tagged", "tagged", "phrase", "near", "date", "neg"]
-    if depth > 0:
-        choices += ["group", "group"]
-    what = draw(st.sampled_from(choices))
+def gen_raw_elem(r: Any, depth: int) -> Elem:
+    what = r.choice(["word", "word", "prefix", "tagged", "tagged", "phrase", "near", "date", "neg"] + ["group"] * 2 * (depth > 0))
     if what == "word":
-        w = draw(st.sampled_from(QUERY_WORDS))
+        w = r.choice(QUERY_WORDS)
         return Elem(w, Term(w), "bare")
     if what == "prefix":
-        s = draw(st.sampled_from(STEMS))
+        s = r.choice(STEMS)
         return Elem(s + "*", Prefix(s), "bare")
     if what == "tagged":
-        tag, f = draw(tags())
-        if draw(st.booleans()):
-            w = draw(st.sampled_from(QUERY_WORDS))
+        tag, f = gen_tag(r)
+        if r.randint(0, 1):
+            w = r.choice(QUERY_WORDS)
             return Elem(w + tag, Term(w, f), "tagged", f)
-        s = draw(st.sampled_from(STEMS))
+        s = r.choice(STEMS)
         return Elem(s + "*" + tag, Prefix(s, f), "tagged", f)
     if what == "phrase":
-        ws = draw(st.lists(st.sampled_from(QUERY_WORDS), min_size=1, max_size=3))
-        text = '"' + " ".join(ws) + '"'
-        if draw(st.booleans()):
-            tag, f = draw(tags())
-            return Elem(text + tag, Phrase(" ".join(ws), f), "other")
-        return Elem(text, Phrase(" ".join(ws)), "other")
+        ws = " ".join(r.choice(QUERY_WORDS) for _ in range(r.randint(1, 3)))
+        if r.randint(0, 1):
+            tag, f = gen_tag(r)
+            return Elem(f'"{ws}"{tag}', Phrase(ws, f), "other")
+        return Elem(f'"{ws}"', Phrase(ws), "other")
     if what == "near":
-        a, b = draw(st.sampled_from(SINGLE_WORDS)), draw(st.sampled_from(SINGLE_WORDS))
-        n = draw(st.integers(1, 4))
-        kw = draw(st.sampled_from(["NEAR", "near", "Near"]))
-        text = draw(st.sampled_from([f"{kw}/{n}({a}, {b})", f"{kw}/{n}({a},{b})", f"{kw}/{n}( {a} , {b} )", f"{a} {kw}/{n} {b}"]))
-        if draw(st.booleans()):
-            tag, f = draw(tags())
+        a, b, n = r.choice(SINGLE_WORDS), r.choice(SINGLE_WORDS), r.choice(NEAR_DISTANCES)
+        kw = r.choice(["NEAR", "near", "Near"])
+        text = r.choice([f"{kw}/{n}({a}, {b})", f"{kw}/{n}({a},{b})", f"{kw}/{n}( {a} , {b} )", f"{a} {kw}/{n} {b}"])
+        if r.randint(0, 1):
+            tag, f = gen_tag(r)
             return Elem(text + tag, Near(a, b, n, f), "other")
         return Elem(text, Near(a, b, n), "other")
     if what == "date":
-        text, node = draw(raw_dates())
+        text, node = gen_raw_date(r)
         return Elem(text, node, "other")
     if what == "neg":
-        child = draw(raw_elems(max(depth - 1, 0)))
-        op = draw(st.sampled_from(["-", "NOT ", "not ", "Not "]))
+        child = gen_raw_elem(r, max(depth - 1, 0))
+        op = r.choice(["-", "NOT ", "not ", "Not "])
         if op == "-" and child.text.startswith("-"):
             op = "NOT "  # `--a` is not BQL
         return Elem(op + child.text, Not(child.node), "other")
-    # group
-    text, node = draw(raw_or(depth - 1))
-    if draw(st.booleans()):
-        tag, f = draw(tags())
+    text, node = gen_raw_or(r, depth - 1)
+    if r.randint(0, 1):
+        tag, f = gen_tag(r)
         return Elem("(" + text + ")" + tag, scope(node, f), "other")
     return Elem("(" + text + ")", node, "other")
 
 
-@st.composite
-def raw_and(draw: Any, depth: int) -> tuple[str, Any]:
-    elems = draw(st.lists(raw_elems(depth), min_size=1, max_size=4))
-    seps = [draw(st.sampled_from([" ", " ", " AND ", " and ", "  "])) for _ in elems[1:]]
+def gen_raw_and(r: Any, depth: int) -> tuple[str, Any]:
+    elems = [gen_raw_elem(r, depth) for _ in range(r.randint(1, 4))]
+    seps = [r.choice([" ", " ", " AND ", " and ", "  "]) for _ in elems[1:]]
     # Tag runs: `a b c[title]` scopes the untagged bare words juxtaposed right before the tagged
     # word; an explicit AND ends a run, and a word a tag has scoped is no longer open.
     nodes = [e.node for e in elems]
@@ -384,22 +372,159 @@ def raw_and(draw: Any, depth: int) -> tuple[str, Any]:
     return text, (nodes[0] if len(nodes) == 1 else And(tuple(nodes)))
 
 
-@st.composite
-def raw_or(draw: Any, depth: int) -> tuple[str, Any]:
-    parts = draw(st.lists(raw_and(depth), min_size=1, max_size=3))
-    seps = [draw(st.sampled_from([" OR ", " or ", " Or "])) for _ in parts[1:]]
+def gen_raw_or(r: Any, depth: int = 2) -> tuple[str, Any]:
+    parts = [gen_raw_and(r, depth) for _ in range(r.randint(1, 3))]
+    seps = [r.choice([" OR ", " or ", " Or "]) for _ in parts[1:]]
     text = parts[0][0] + "".join(s + p[0] for s, p in zip(seps, parts[1:]))
     nodes = [p[1] for p in parts]
     return text, (nodes[0] if len(nodes) == 1 else Or(tuple(nodes)))
 
 
-@settings(max_examples=150, **SETTINGS)
-@given(corpora(), st.lists(raw_or(2), min_size=QUERIES_PER_CORPUS, max_size=QUERIES_PER_CORPUS))
-def test_raw_syntax_matches_oracle(recs: list[dict[str, Any]], queries: list[tuple[str, Any]]) -> None:
-    for text, expected in queries:
-        parsed = parse(text)
-        assert flatten(parsed) == flatten(expected), f"{text!r} parsed as {parsed}, expected {flatten(expected)}"
-    with_corpus(recs, lambda c: check_queries(c, [t for t, _ in queries]))
+def raw_query(r: Any) -> str:
+    """A raw BQL string, after checking it parses to the tree the syntax rules give."""
+    text, expected = gen_raw_or(r)
+    parsed = parse_query(text)
+    assert flatten(parsed) == flatten(expected), f"{text!r} parsed as {parsed}, expected {flatten(expected)}"
+    return text
+
+
+# --------------------------------------------------------------------------------------------
+# Running queries against both
+
+
+@dataclass
+class Corpus:
+    records: list[dict[str, Any]]
+    docs: list[oracle.OracleDoc]
+    index: Any
+
+
+def with_corpus(recs: list[dict[str, Any]], fn: Callable[[Corpus], Any]) -> Any:
+    docs = oracle.prepare(document_from_record(rec) for rec in recs)
+    with tempfile.TemporaryDirectory() as tmp:
+        ix = build_index(recs, Path(tmp) / "ix")
+        return fn(Corpus(recs, docs, ix))
+
+
+def disagreement(c: Corpus, text: str) -> str | None:
+    """None if engine and oracle agree on `text`, else a description."""
+    tree = parse_query(text)
+    want = oracle.evaluate(tree, c.docs)
+    got = c.index.match(text)
+    assert got.query == str(tree)
+    if got.ids == want and got.count == len(want):
+        return None
+    return f"query {text!r}\n  tree   {tree!r}\n  oracle {want}\n  engine {got.ids} (count {got.count})"
+
+
+def check_queries(c: Corpus, texts: list[str]) -> None:
+    bad = [m for m in (disagreement(c, t) for t in texts) if m]
+    assert not bad, f"engine and oracle disagree on {len(bad)} of {len(texts)} queries\n" + "\n".join(bad) + f"\ncorpus: {c.records!r}"
+
+
+@given(st.composite(lambda draw: gen_corpus(_Draws(draw)))(),
+       st.lists(st.composite(lambda draw: gen_tree(_Draws(draw)))(), min_size=QUERIES_PER_CORPUS, max_size=QUERIES_PER_CORPUS))
+@HYPOTHESIS
+def test_random_trees_match_oracle(recs: list[dict[str, Any]], trees: list[Any]) -> None:
+    texts = [printed_query(t) for t in trees]
+    with_corpus(recs, lambda c: check_queries(c, texts))
+
+
+@given(st.composite(lambda draw: gen_corpus(_Draws(draw)))(),
+       st.lists(st.composite(lambda draw: raw_query(_Draws(draw)))(), min_size=QUERIES_PER_CORPUS, max_size=QUERIES_PER_CORPUS))
+@HYPOTHESIS
+def test_raw_syntax_matches_oracle(recs: list[dict[str, Any]], texts: list[str]) -> None:
+    with_corpus(recs, lambda c: check_queries(c, texts))
+
+
+# --------------------------------------------------------------------------------------------
+# Seeded bulk fuzz (same generators, plain `random`), with failures shrunk before they are reported
+
+
+def _still_fails(recs: list[dict[str, Any]], text: str) -> bool:
+    if not recs:
+        return False
+    return with_corpus(recs, lambda c: disagreement(c, text) is not None)
+
+
+def _smaller_trees(node: Any) -> list[Any]:
+    out: list[Any] = []
+    if isinstance(node, Not):
+        out.append(node.child)
+        out += [Not(s) for s in _smaller_trees(node.child)]
+    elif isinstance(node, (And, Or)):
+        out += list(node.children)
+        if len(node.children) > 2:
+            out += [type(node)(node.children[:i] + node.children[i + 1 :]) for i in range(len(node.children))]
+        for i, c in enumerate(node.children):
+            out += [type(node)(node.children[:i] + (s,) + node.children[i + 1 :]) for s in _smaller_trees(c)]
+    elif isinstance(node, (Term, Prefix, Phrase, Near)) and node.fields is not None:
+        out.append(replace(node, fields=None))
+    return out
+
+
+def _smaller_records(rec: dict[str, Any]) -> list[dict[str, Any]]:
+    out = []
+    for key in ("author", "infobox", "date", "sections", "text"):
+        if key in rec:
+            out.append({k: v for k, v in rec.items() if k != key})
+    if rec.get("title"):
+        out.append({**rec, "title": ""})
+    for i in range(len(rec.get("sections") or [])):
+        out.append({**rec, "sections": rec["sections"][:i] + rec["sections"][i + 1 :]})
+    return out
+
+
+def _shrink(recs: list[dict[str, Any]], text: str) -> tuple[list[dict[str, Any]], str]:
+    """A smaller corpus and query on which engine and oracle still disagree."""
+    changed = True
+    while changed:
+        changed = False
+        for i in range(len(recs) - 1, -1, -1):
+            if i < len(recs) and _still_fails(recs[:i] + recs[i + 1 :], text):
+                recs, changed = recs[:i] + recs[i + 1 :], True
+        for smaller in _smaller_trees(parse(text)):
+            try:
+                t = str(smaller)
+                parse(t)
+            except BQLSyntaxError:
+                continue
+            if _still_fails(recs, t):
+                text, changed = t, True
+                break
+        for i in range(len(recs)):
+            for rec in _smaller_records(recs[i]):
+                trial = recs[:i] + [rec] + recs[i + 1 :]
+                if _still_fails(trial, text):
+                    recs, changed = trial, True
+                    break
+    return recs, text
+
+
+def _fuzz(chunk: int, make_query: Callable[[random.Random], str], salt: str) -> None:
+    for k in range(FUZZ_CORPORA_PER_CHUNK):
+        seed = f"{salt}-{chunk}-{k}"
+        r = random.Random(seed)
+        recs = gen_corpus(r)
+        texts = [make_query(r) for _ in range(QUERIES_PER_CORPUS)]
+        bad = with_corpus(recs, lambda c: [t for t in texts if disagreement(c, t)])
+        if bad:
+            small_recs, small_text = _shrink(recs, bad[0])
+            detail = with_corpus(small_recs, lambda c: disagreement(c, small_text))
+            pytest.fail(
+                f"seed {seed!r}: engine and oracle disagree on {len(bad)} of {len(texts)} queries, first {bad[0]!r}\n"
+                f"shrunk to:\n{detail}\ncorpus: {small_recs!r}"
+            )
+
+
+@pytest.mark.parametrize("chunk", range(FUZZ_CHUNKS))
+def test_fuzz_trees_match_oracle(chunk: int) -> None:
+    _fuzz(chunk, lambda r: printed_query(gen_tree(r)), "tree")
+
+
+@pytest.mark.parametrize("chunk", range(FUZZ_CHUNKS))
+def test_fuzz_raw_syntax_matches_oracle(chunk: int) -> None:
+    _fuzz(chunk, raw_query, "raw")
 
 
 # --------------------------------------------------------------------------------------------
@@ -458,6 +583,9 @@ EXAMPLES = [
     ("NEAR/2(alpha, two)", ["n1", "n3"]),
     ("NEAR/2(alpha, three)", ["n3"]),  # the second alpha, 2 after three
     ("NEAR/1(alpha, three)", []),
+    ("NEAR/50(delta, zeta)", ["p2"]),  # p1: delta ends the intro text, zeta starts the next text
+    ("NEAR/50(delta, epsilon)", []),
+    ("NEAR/50(lambda, iota)[author]", []),  # a1: "Iota Kappa" | "Lambda Mu"
     ("NEAR/1(alpha, two)", []),
     # dates
     ("date[2023]", ["t1", "t2", "t4"]),

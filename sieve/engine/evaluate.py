@@ -114,21 +114,22 @@ class Evaluator:
     # ------------------------------------------------------------ positional
 
     def _positions(self, tid: int, cands: np.ndarray | None) -> np.ndarray:
-        """Positions of a term as int64, only in candidate documents when that is worth it."""
+        """Positions of a term (index dtype), only in candidate documents when that is worth it."""
         lo, hi = int(self.r.pos_ptr[tid]), int(self.r.pos_ptr[tid + 1])
+        pos = self.r.pos[lo:hi]
         if cands is None or hi - lo < _FILTER_MIN_POSITIONS:
-            return self.r.pos[lo:hi].astype(np.int64)
+            return pos
         docs, _, tf = self.r.postings(tid)
         keep = bitset.contains(cands, docs)
-        ends = np.cumsum(tf, dtype=np.int64)
-        tf_k = tf[keep].astype(np.int64)
+        ends = np.cumsum(tf)
+        tf_k = tf[keep]
         starts_k = ends[keep] - tf_k
         total = int(tf_k.sum())
         if total == 0:
-            return np.zeros(0, dtype=np.int64)
+            return pos[:0]
         # Ragged gather: for each kept posting, its run of positions.
         idx = np.repeat(starts_k - np.concatenate(([0], np.cumsum(tf_k)[:-1])), tf_k) + np.arange(total)
-        return self.r.pos[lo:hi][idx].astype(np.int64)
+        return pos[idx]
 
     def _check_volume(self, tids: list[int], what: str) -> None:
         volume = sum(int(self.r.pos_ptr[t + 1] - self.r.pos_ptr[t]) for t in tids)
@@ -150,12 +151,14 @@ class Evaluator:
         order = sorted(range(len(tids)), key=freq.__getitem__)
         first = order[0]
         self._check_volume([tids[first]], f'the phrase "{" ".join(terms)}"')
-        start = self._positions(tids[first], cands) - first
+        rare = self._positions(tids[first], cands)
+        # Candidate phrase starts, in the index's position dtype so binary searches never copy.
+        start = rare[rare >= first] - rare.dtype.type(first)
         for i in order[1:]:
             if not len(start):
                 break
             pos = self.r.positions(tids[i])
-            target = start + i
+            target = start + start.dtype.type(i)
             at = np.searchsorted(pos, target)
             ok = at < len(pos)
             ok[ok] = pos[at[ok]] == target[ok]
@@ -170,20 +173,23 @@ class Evaluator:
         pa = self._positions(ta, cands)
         if ta == tb:
             units = self.r.units_of(pa)
-            ok = (np.diff(pa) <= n) & (units[1:] == units[:-1])
+            ok = (np.diff(pa.astype(np.int64)) <= n) & (units[1:] == units[:-1])
             return self._docs_of(pa[:-1][ok], fields)
         pb = self._positions(tb, cands)
         if not len(pa) or not len(pb):
             return bitset.empty(self.n)
+        if len(pa) > len(pb):  # search the shorter list in the longer one
+            pa, pb = pb, pa
         ua = self.r.units_of(pa)
         at = np.searchsorted(pb, pa)
         hit = np.zeros(len(pa), dtype=bool)
+        wide = pa.astype(np.int64)
         right = at < len(pb)
         r_pos = pb[at[right]]
-        hit[right] = (r_pos - pa[right] <= n) & (self.r.units_of(r_pos) == ua[right])
+        hit[right] = (r_pos.astype(np.int64) - wide[right] <= n) & (self.r.units_of(r_pos) == ua[right])
         left = at > 0
         l_pos = pb[at[left] - 1]
-        hit[left] |= (pa[left] - l_pos <= n) & (self.r.units_of(l_pos) == ua[left])
+        hit[left] |= (wide[left] - l_pos.astype(np.int64) <= n) & (self.r.units_of(l_pos) == ua[left])
         return self._docs_of(pa[hit], fields)
 
 

@@ -11,7 +11,7 @@ import numpy as np
 from sieve.engine.analysis import analyze
 from sieve.engine.bql import ast
 from sieve.engine.fields import Field, mask_of
-from sieve.engine.reader import IndexReader
+from sieve.engine.reader import IndexReader, search_sorted
 
 
 def _doc_range(r: IndexReader, d: int) -> tuple[int, int]:
@@ -22,18 +22,18 @@ def _doc_range(r: IndexReader, d: int) -> tuple[int, int]:
 
 def positions_in_doc(r: IndexReader, tid: int, d: int) -> np.ndarray:
     """Positions of a term inside document d (int64), by binary search on its position list."""
+    pos = r.positions(max(tid, 0))
     if tid < 0:
-        return np.zeros(0, dtype=np.int64)
-    pos = r.positions(tid)
+        return pos[:0]
     start, end = _doc_range(r, d)
-    a, b = np.searchsorted(pos, [start, end])
-    return pos[a:b].astype(np.int64)
+    a, b = search_sorted(pos, [start, min(end, np.iinfo(pos.dtype).max)])
+    return pos[a:b]
 
 
 def _phrase_starts(r: IndexReader, terms: list[str], d: int) -> np.ndarray:
-    start = positions_in_doc(r, r.term_id(terms[0]), d)
+    start = positions_in_doc(r, r.term_id(terms[0]), d).astype(np.int64)
     for i, t in enumerate(terms[1:], 1):
-        start = start[np.isin(start + i, positions_in_doc(r, r.term_id(t), d))]
+        start = start[np.isin(start + i, positions_in_doc(r, r.term_id(t), d).astype(np.int64))]
     return start
 
 
@@ -43,6 +43,7 @@ def _near_positions(r: IndexReader, node: ast.Near, d: int) -> np.ndarray:
     if not len(a) or not len(b):
         return np.zeros(0, dtype=np.int64)
     ua, ub = r.units_of(a), r.units_of(b)
+    a, b = a.astype(np.int64), b.astype(np.int64)
     close = (np.abs(a[:, None] - b[None, :]) <= node.distance) & (ua[:, None] == ub[None, :]) & (a[:, None] != b[None, :])
     return np.concatenate([a[close.any(axis=1)], b[close.any(axis=0)]])
 
@@ -53,8 +54,8 @@ def _prefix_positions(r: IndexReader, stem: str, d: int) -> np.ndarray:
     hits = np.flatnonzero(np.asarray(r.post_doc[a:b]) == d) + a
     if not len(hits):
         return np.zeros(0, dtype=np.int64)
-    tids = np.searchsorted(r.post_ptr, hits, side="right") - 1
-    return np.concatenate([positions_in_doc(r, int(t), d) for t in tids])
+    tids = search_sorted(r.post_ptr, hits, side="right") - 1
+    return np.concatenate([positions_in_doc(r, int(t), d).astype(np.int64) for t in tids])
 
 
 def leaf_positions(r: IndexReader, leaf: ast.Leaf, d: int) -> np.ndarray:

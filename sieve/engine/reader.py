@@ -23,6 +23,15 @@ FILES = (
 )
 
 
+def search_sorted(arr: np.ndarray, values: Any, side: str = "left") -> np.ndarray:
+    """`np.searchsorted` with the values cast to the array's dtype first.
+
+    numpy otherwise casts the (memory-mapped, possibly huge) array to the values' dtype on every
+    call, turning a binary search into a full copy. Values must fit the array's dtype.
+    """
+    return np.searchsorted(arr, np.asarray(values).astype(arr.dtype, copy=False), side=side)  # type: ignore[call-overload]
+
+
 class StringTable(Sequence[bytes]):
     """A sorted table of byte strings in one blob, searched by bisection without loading it."""
 
@@ -117,7 +126,7 @@ class IndexReader:
         one-byte array whose values of 255 or more live in a sparse (posting, value) side list."""
         small, big_idx, big_val = c
         out = (small[lo:hi] if sel is None else small[lo + sel]).astype(np.int64)
-        a, b = np.searchsorted(big_idx, [lo, hi])
+        a, b = search_sorted(big_idx, [lo, hi])
         if a < b:
             at, v = big_idx[a:b] - lo, big_val[a:b].astype(np.int64)
             if sel is not None:
@@ -140,10 +149,10 @@ class IndexReader:
         return self.pos[int(self.pos_ptr[tid]) : int(self.pos_ptr[tid + 1])]
 
     def units_of(self, positions: np.ndarray) -> np.ndarray:
-        return np.searchsorted(self.unit_start, positions, side="right") - 1
+        return search_sorted(self.unit_start, positions, side="right") - 1
 
     def docs_of_units(self, units: np.ndarray) -> np.ndarray:
-        return np.searchsorted(self.doc_units, units, side="right") - 1
+        return search_sorted(self.doc_units, units, side="right") - 1
 
     # ------------------------------------------------------------ documents
 

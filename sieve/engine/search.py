@@ -17,7 +17,7 @@ from sieve.engine.analysis import analyze
 from sieve.engine.bm25 import BM25Params, idf, term_scores
 from sieve.engine.bql import ast
 from sieve.engine.evaluate import Evaluator
-from sieve.engine.reader import IndexReader
+from sieve.engine.reader import IndexReader, search_sorted
 
 Ranker = Literal["bm25", "dense", "hybrid"]
 RANKERS: tuple[str, ...] = ("bm25", "dense", "hybrid")
@@ -119,7 +119,7 @@ class BM25Scorer:
             pdocs = r.post_doc[lo:hi]
             if docs is not None and len(docs) * 16 < hi - lo:
                 # Few candidates, long postings: look the candidates up instead of scanning.
-                at = np.searchsorted(pdocs, docs)
+                at = search_sorted(pdocs, docs)
                 ok = at < len(pdocs)
                 ok[ok] = pdocs[at[ok]] == docs[ok]
                 sel, d = at[ok], docs[ok]
