@@ -50,31 +50,55 @@ def _open_text(path: Path) -> IO[str]:
     return open(path, encoding="utf-8")
 
 
+def raw_lines(path: Path) -> Iterator[tuple[int, str | CorpusError]]:
+    """(1-based line number, text) of each non-blank line, or a CorpusError where decoding failed."""
+    name = str(path)
+    with _open_text(path) as fh:
+        lineno = 0
+        while True:
+            try:
+                line = fh.readline()
+            except UnicodeDecodeError as e:
+                yield lineno + 1, CorpusError(f"not UTF-8 text ({e.reason})", name, lineno + 1)
+                return
+            if not line:
+                return
+            lineno += 1
+            if line.strip():
+                yield lineno, line
+
+
+def parse_line(name: str, lineno: int, line: str) -> Any:
+    """The JSON record of one line, or a CorpusError naming the line."""
+    try:
+        return json.loads(line)
+    except json.JSONDecodeError as e:
+        return CorpusError(f"invalid JSON: {e.msg} (column {e.colno})", name, lineno)
+
+
 def _records(source: Source) -> Iterator[tuple[str | None, int, Any]]:
     """(file, 1-based line or record number, parsed record or a CorpusError)."""
     if isinstance(source, (str, os.PathLike)):
         path = corpus_file(source)
         name = str(path)
-        with _open_text(path) as fh:
-            lineno = 0
-            while True:
-                try:
-                    line = fh.readline()
-                except UnicodeDecodeError as e:
-                    yield name, lineno + 1, CorpusError(f"not UTF-8 text ({e.reason})", name, lineno + 1)
-                    return
-                if not line:
-                    return
-                lineno += 1
-                if not line.strip():
-                    continue
-                try:
-                    yield name, lineno, json.loads(line)
-                except json.JSONDecodeError as e:
-                    yield name, lineno, CorpusError(f"invalid JSON: {e.msg} (column {e.colno})", name, lineno)
+        for lineno, line in raw_lines(path):
+            yield name, lineno, line if isinstance(line, CorpusError) else parse_line(name, lineno, line)
     else:
         for i, rec in enumerate(source, 1):
             yield None, i, rec
+
+
+class IdRegistry:
+    """Remembers where each id was first seen, to name both lines of a duplicate."""
+
+    def __init__(self) -> None:
+        self.seen: dict[str, int] = {}
+
+    def duplicate(self, doc_id: str, file: str | None, line: int) -> CorpusError | None:
+        first = self.seen.setdefault(doc_id, line)
+        if first == line:
+            return None
+        return CorpusError(f"duplicate id {doc_id!r} (first seen at line {first})", file, line)
 
 
 def read_documents(source: Source, on_error: OnError = "raise", report: CorpusReport | None = None) -> Iterator[Document]:
@@ -83,19 +107,19 @@ def read_documents(source: Source, on_error: OnError = "raise", report: CorpusRe
         raise ValueError(f"on_error must be 'raise' or 'skip', not {on_error!r}")
     report = report if report is not None else CorpusReport()
     report.source = str(source) if isinstance(source, (str, os.PathLike)) else "<iterable>"
-    seen: dict[str, int] = {}
+    ids = IdRegistry()
     for name, line, rec in _records(source):
         try:
             if isinstance(rec, CorpusError):
                 raise rec
             doc = rec if isinstance(rec, Document) else checked_document(rec, name, line)
-            if doc.id in seen:
-                raise CorpusError(f"duplicate id {doc.id!r} (first seen at line {seen[doc.id]})", name, line)
+            dup = ids.duplicate(doc.id, name, line)
+            if dup is not None:
+                raise dup
         except CorpusError as err:
             if on_error == "raise":
                 raise
             report.note(err)
             continue
-        seen[doc.id] = line
         report.documents += 1
         yield doc

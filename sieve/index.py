@@ -161,20 +161,20 @@ def build_index(
     on_error: OnError = "raise",
     progress: Callable[[int, int], None] | None = None,
     report: CorpusReport | None = None,
+    jobs: int | None = None,
 ) -> Index:
     """Build an index at `path` from a JSONL file, a BEIR folder, or an iterable of records.
 
     Refuses an existing `path` unless `force`; then the new index replaces the old one atomically.
     A bad record raises CorpusError naming its line, or with `on_error="skip"` is skipped and
-    counted in `report` (and in the manifest).
+    counted in `report` (and in the manifest). `jobs` worker processes analyse a large JSONL
+    file in parallel (default: the CPU count, at most 4).
     """
-    from sieve.engine.writer import build
+    from sieve.build import build
 
-    report = report if report is not None else CorpusReport()
     commit = storage.Commit(path, force=force)
     try:
-        docs: Iterable[Document] = read_documents(source, on_error=on_error, report=report)
-        build(docs, commit.gen_dir, progress=progress, extra=lambda: {"source": report.source, "skipped": report.skipped})
+        build(source, commit.gen_dir, on_error=on_error, report=report, progress=progress, jobs=jobs)
         commit.commit()
     except BaseException:
         commit.abort()

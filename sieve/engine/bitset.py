@@ -40,7 +40,13 @@ def from_bool(flags: np.ndarray, n: int) -> np.ndarray:
 
 def to_ids(bits: np.ndarray, n: int) -> np.ndarray:
     """Document numbers in the set, ascending."""
-    return np.flatnonzero(np.unpackbits(bits.view(np.uint8), bitorder="little")[:n]).astype(np.int64)
+    nz = np.flatnonzero(bits)
+    if len(nz) * 8 < len(bits):  # few occupied words: unpack only those
+        flags = np.unpackbits(bits[nz].view(np.uint8), bitorder="little").view(bool)
+        at = np.flatnonzero(flags)
+        return nz[at >> 6] * 64 + (at & 63)
+    # flatnonzero is several times faster on a bool view than on the uint8 bits themselves.
+    return np.flatnonzero(np.unpackbits(bits.view(np.uint8), bitorder="little")[:n].view(bool))
 
 
 def count(bits: np.ndarray) -> int:

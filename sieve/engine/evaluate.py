@@ -15,7 +15,7 @@ from sieve.engine.analysis import analyze
 from sieve.engine.bql import ast
 from sieve.engine.fields import ALL_MASK, mask_of
 from sieve.engine.reader import IndexReader
-from sieve.engine.writer import NO_DATE
+from sieve.engine.batch import NO_DATE
 from sieve.errors import BQLLimitError
 
 # Below this many positions, filtering a term's positions to candidate documents costs more than it saves.

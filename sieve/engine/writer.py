@@ -7,41 +7,27 @@ positions never straddle two units and a phrase can never span two sections.
 
 from __future__ import annotations
 
-import itertools
-import json
-import time
 from array import array
-from collections import defaultdict
 from pathlib import Path
-from typing import Any, Callable, Iterable
+from typing import Any
 
 import numpy as np
 
-from sieve.documents import INTRO, Document
 from sieve.engine import storage
-from sieve.engine.analysis import ANALYZER_ID, SEPARATOR, analyze_joined
-from sieve.engine.bql.dates import first_day
+from sieve.engine.analysis import ANALYZER_ID
+from sieve.engine.batch import NO_DATE, AnalyzedBatch, Vocabulary
 from sieve.engine.fields import Field
 
-NO_DATE = -1  # date column value of an undated document
 N_FIELDS = len(Field)
-_BATCH_UNITS = 4096  # units analysed per regex pass
-
-
-def _dumps(obj: Any) -> str:
-    return json.dumps(obj, ensure_ascii=False, separators=(",", ":"))
 
 
 class IndexWriter:
-    """Accumulates documents, then `finish()` writes one generation directory."""
+    """Assembles analysed batches in document order, then `finish()` writes one generation."""
 
     def __init__(self, gen_dir: Path) -> None:
         self.dir = gen_dir
-        self.vocab: defaultdict[str, int] = defaultdict(itertools.count().__next__)
-        self.vocab[SEPARATOR]  # id 0: marks the end of each unit in a batch
-        self._units: list[str] = []
-        self._unit_field: list[int] = []
-        self._unit_section: list[int] = []
+        self.vocab = Vocabulary()
+        self._remaps: dict[Any, array] = {}  # analyser -> its local term id -> our term id
         self.tokens = array("i")  # term ids (first-seen numbering), in stream order
         self.unit_len = array("i")
         self.unit_field = array("b")
@@ -57,68 +43,29 @@ class IndexWriter:
         self.doc_sections = array("q", [0])
         self.bytes_in = 0
 
-    def add(self, doc: Document) -> None:
-        units = self._units
-        fields, sections = self._unit_field, self._unit_section
-        units.append(doc.title)
-        fields.append(Field.TITLE)
-        sections.append(-1)
-        if doc.author:
-            for name in doc.author.split(";"):
-                units.append(name.strip())
-                fields.append(Field.AUTHOR)
-                sections.append(-1)
-        for v in doc.infobox.values():
-            units.append(v)
-            fields.append(Field.INFOBOX)
-            sections.append(-1)
-        texts = []
-        for j, sec in enumerate(doc.sections):
-            if sec.heading != INTRO:
-                units.append(sec.heading)
-                fields.append(Field.SECTION)
-                sections.append(j)
-            units.append(sec.text)
-            fields.append(Field.BODY)
-            sections.append(j)
-            texts.append(sec.text.encode())
-        self.doc_units.append(len(self.unit_field) + len(fields))
-        self.dates.append(first_day(doc.date) if doc.date else NO_DATE)
-        self.ids.append(doc.id)
-        meta = {"id": doc.id, "title": doc.title, "headings": doc.headings}
-        if doc.author is not None:
-            meta["author"] = doc.author
-        if doc.date is not None:
-            meta["date"] = doc.date
-        if doc.infobox:
-            meta["infobox"] = dict(doc.infobox)
-        if doc.metadata:
-            meta["metadata"] = dict(doc.metadata)
-        raw = _dumps(meta).encode()
-        self.meta.append_bytes(raw)
-        self.meta_off.append(self.meta_off[-1] + len(raw))
-        end = self.text_off[-1]
-        for b in texts:
-            end += len(b)
-            self.text_off.append(end)
-        self.text.append_bytes(b"".join(texts))
-        self.doc_sections.append(len(self.text_off) - 1)
-        self.bytes_in += len(raw) + sum(map(len, texts))
-        if len(units) >= _BATCH_UNITS:
-            self._flush()
+    @property
+    def documents(self) -> int:
+        return len(self.ids)
 
-    def _flush(self) -> None:
-        """Analyse the pending units in one pass and append their term ids and lengths."""
-        if not self._units:
-            return
-        ids = np.fromiter(map(self.vocab.__getitem__, analyze_joined(self._units)), dtype=np.int32)
-        ends = np.flatnonzero(ids == 0)  # SEPARATOR has id 0
-        lens = np.diff(ends, prepend=-1) - 1
-        self.tokens.frombytes(ids[ids != 0].tobytes())
-        self.unit_len.frombytes(lens.astype(np.int32).tobytes())
-        self.unit_field.frombytes(np.asarray(self._unit_field, dtype=np.int8).tobytes())
-        self.unit_section.frombytes(np.asarray(self._unit_section, dtype=np.int32).tobytes())
-        self._units, self._unit_field, self._unit_section = [], [], []
+    def add_batch(self, batch: AnalyzedBatch, analyser: Any = None) -> None:
+        """Append a batch whose term ids come from `analyser`'s vocabulary (any hashable key)."""
+        remap = self._remaps.setdefault(analyser, array("i"))
+        if batch.new_terms:
+            remap.extend(map(self.vocab.ids.__getitem__, batch.new_terms))
+        local = np.frombuffer(remap, dtype=np.int32)
+        self.tokens.frombytes(local[batch.tokens].tobytes())
+        self.unit_len.frombytes(batch.unit_len.tobytes())
+        self.unit_field.frombytes(batch.unit_field.tobytes())
+        self.unit_section.frombytes(batch.unit_section.tobytes())
+        self.doc_units.frombytes((self.doc_units[-1] + np.cumsum(batch.units)).astype(np.int64).tobytes())
+        self.dates.frombytes(batch.dates.tobytes())
+        self.ids.extend(batch.ids)
+        self.meta.append_bytes(batch.meta)
+        self.meta_off.frombytes((self.meta_off[-1] + np.cumsum(batch.meta_len)).astype(np.int64).tobytes())
+        self.text.append_bytes(batch.text)
+        self.text_off.frombytes((self.text_off[-1] + np.cumsum(batch.text_len)).astype(np.int64).tobytes())
+        self.doc_sections.frombytes((self.doc_sections[-1] + np.cumsum(batch.sections)).astype(np.int64).tobytes())
+        self.bytes_in += len(batch.meta) + len(batch.text)
 
     def _put(self, name: str, data: Any, dtype: Any = None) -> None:
         self.entries[name] = storage.write_array(self.dir / name, data, dtype)
@@ -137,12 +84,13 @@ class IndexWriter:
 
     def finish(self, extra: dict[str, Any]) -> dict[str, Any]:
         """Sort the token stream into postings and write every file and the manifest."""
-        self._flush()
         self.entries["store.meta.sva"] = self.meta.close()
         self.entries["store.text.sva"] = self.text.close()
         n_docs = len(self.ids)
-        terms = list(self.vocab)  # first-seen order = id order; id 0 is SEPARATOR, never stored
-        order = sorted(range(1, len(terms)), key=terms.__getitem__)
+        terms = list(self.vocab.ids)  # first-seen order = id order; id 0 is SEPARATOR, never stored
+        # Only terms that occur: a worker may have analysed a record later dropped as a duplicate.
+        used = np.bincount(np.frombuffer(self.tokens, dtype=np.int32), minlength=len(terms)) > 0
+        order = sorted(np.flatnonzero(used).tolist(), key=terms.__getitem__)
         rank = np.zeros(len(terms), dtype=np.int32)
         rank[np.asarray(order, dtype=np.int64)] = np.arange(len(order), dtype=np.int32)
         sorted_terms = [terms[i].encode() for i in order]
@@ -164,7 +112,7 @@ class IndexWriter:
         tok_unit = np.repeat(np.arange(n_units, dtype=np.int32), unit_len)
         # position = index in the token stream + number of units before (one gap each)
         tok_pos = np.arange(n_tokens, dtype=np.int64) + tok_unit
-        order_tok = np.argsort(tok_rank, kind="stable")
+        order_tok = _stable_argsort(tok_rank)
         s_rank = tok_rank[order_tok]
         s_unit = tok_unit[order_tok]
         del tok_rank
@@ -259,23 +207,10 @@ class IndexWriter:
         return body
 
 
-def build(
-    docs: Iterable[Document],
-    gen_dir: Path,
-    progress: Callable[[int, int], None] | None = None,
-    extra: Callable[[], dict[str, Any]] | None = None,
-) -> dict[str, Any]:
-    """Index `docs` into `gen_dir`; `progress(documents, bytes)` is called every 1,000 documents.
-
-    `extra()` is called after the last document, for manifest entries known only then.
-    """
-    writer = IndexWriter(gen_dir)
-    t0 = time.perf_counter()
-    for n, doc in enumerate(docs, 1):
-        writer.add(doc)
-        if progress is not None and n % 1000 == 0:
-            progress(n, writer.bytes_in)
-    manifest = writer.finish({**(extra() if extra else {}), "build_seconds": round(time.perf_counter() - t0, 3)})
-    if progress is not None:
-        progress(len(writer.ids), writer.bytes_in)
-    return manifest
+def _stable_argsort(keys: np.ndarray) -> np.ndarray:
+    """Stable argsort of non-negative int32 keys as two 16-bit radix passes (about 2x numpy's
+    stable sort of int32, which is a merge sort)."""
+    if len(keys) == 0 or int(keys.max()) < 2**16:
+        return np.argsort(keys.astype(np.uint16), kind="stable")
+    first = np.argsort((keys & 0xFFFF).astype(np.uint16), kind="stable")
+    return first[np.argsort((keys[first] >> 16).astype(np.uint16), kind="stable")]

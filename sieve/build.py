@@ -1,0 +1,133 @@
+"""The build pipeline: corpus -> analysed batches (in this process or in worker processes) -> writer.
+
+With a JSONL file and `jobs > 1`, worker processes parse, validate and analyse chunks of lines
+while this process assembles the index in line order; an iterable of records is analysed here.
+Either way every bad record is reported with its line, exactly as `read_documents` would.
+"""
+
+from __future__ import annotations
+
+import multiprocessing
+import os
+from collections import deque
+from pathlib import Path
+from typing import Any, Callable, Iterator
+
+import numpy as np
+
+from sieve.corpus import CorpusReport, IdRegistry, OnError, Source, corpus_file, parse_line, raw_lines, read_documents
+from sieve.documents import checked_document
+from sieve.engine.batch import AnalyzedBatch, Vocabulary, analyze_batch
+from sieve.engine.writer import IndexWriter
+from sieve.errors import CorpusError
+
+BATCH_DOCS = 1000
+PARALLEL_MIN_BYTES = 8 << 20  # below this, starting workers costs more than it saves
+
+_WORKER_VOCAB: Vocabulary | None = None
+
+
+def _init_worker() -> None:
+    global _WORKER_VOCAB
+    _WORKER_VOCAB = Vocabulary()
+
+
+def _analyze_lines(name: str, lines: list[tuple[int, str | CorpusError]]) -> tuple[int, AnalyzedBatch]:
+    """Worker: parse, validate and analyse a chunk of lines with this process's vocabulary."""
+    assert _WORKER_VOCAB is not None
+    docs, numbers, errors = [], [], []
+    for lineno, text in lines:
+        rec = text if isinstance(text, CorpusError) else parse_line(name, lineno, text)
+        try:
+            if isinstance(rec, CorpusError):
+                raise rec
+            docs.append(checked_document(rec, name, lineno))
+            numbers.append(lineno)
+        except CorpusError as err:
+            errors.append(err)
+    batch = analyze_batch(docs, numbers, _WORKER_VOCAB)
+    batch.errors = errors
+    return os.getpid(), batch
+
+
+def _chunks(path: Path) -> Iterator[list[tuple[int, str | CorpusError]]]:
+    chunk: list[tuple[int, str | CorpusError]] = []
+    for item in raw_lines(path):
+        chunk.append(item)
+        if len(chunk) >= BATCH_DOCS:
+            yield chunk
+            chunk = []
+    if chunk:
+        yield chunk
+
+
+def _parallel_batches(path: Path, jobs: int) -> Iterator[tuple[Any, AnalyzedBatch]]:
+    name = str(path)
+    with multiprocessing.Pool(jobs, initializer=_init_worker) as pool:
+        pending: deque[Any] = deque()
+        for chunk in _chunks(path):
+            pending.append(pool.apply_async(_analyze_lines, (name, chunk)))
+            if len(pending) >= 2 * jobs:  # bounded read-ahead: memory stays a few chunks
+                yield pending.popleft().get()
+        while pending:
+            yield pending.popleft().get()
+
+
+def _local_batches(source: Source, on_error: OnError, report: CorpusReport) -> Iterator[tuple[Any, AnalyzedBatch]]:
+    vocab = Vocabulary()
+    docs = []
+    for doc in read_documents(source, on_error=on_error, report=report):
+        docs.append(doc)
+        if len(docs) >= BATCH_DOCS:
+            yield "local", analyze_batch(docs, [], vocab)
+            docs = []
+    if docs:
+        yield "local", analyze_batch(docs, [], vocab)
+
+
+def _checked(batch: AnalyzedBatch, name: str, ids: IdRegistry, on_error: OnError, report: CorpusReport) -> AnalyzedBatch:
+    """Apply the corpus rules a worker cannot (duplicate ids across chunks) and report errors in line order."""
+    problems = list(batch.errors)
+    keep = np.ones(len(batch.ids), dtype=bool)
+    for i, (doc_id, line) in enumerate(zip(batch.ids, batch.lines)):
+        dup = ids.duplicate(doc_id, name, line)
+        if dup is not None:
+            problems.append(dup)
+            keep[i] = False
+    problems.sort(key=lambda e: e.line or 0)
+    if problems and on_error == "raise":
+        raise problems[0]
+    for err in problems:
+        report.note(err)
+    report.documents += int(keep.sum())
+    return batch if keep.all() else batch.drop(keep)
+
+
+def build(
+    source: Source,
+    gen_dir: Path,
+    on_error: OnError = "raise",
+    report: CorpusReport | None = None,
+    progress: Callable[[int, int], None] | None = None,
+    jobs: int | None = None,
+) -> dict[str, Any]:
+    """Index `source` into `gen_dir`; returns the manifest. `progress(documents, bytes)` after each batch."""
+    if on_error not in ("raise", "skip"):
+        raise ValueError(f"on_error must be 'raise' or 'skip', not {on_error!r}")
+    report = report if report is not None else CorpusReport()
+    writer = IndexWriter(gen_dir)
+    jobs = jobs if jobs is not None else min(os.cpu_count() or 1, 4)
+    path = corpus_file(source) if isinstance(source, (str, os.PathLike)) else None
+    if path is not None and jobs > 1 and path.stat().st_size >= PARALLEL_MIN_BYTES and path.suffix != ".gz":
+        report.source = str(source)
+        ids = IdRegistry()
+        for key, batch in _parallel_batches(path, jobs):
+            writer.add_batch(_checked(batch, str(path), ids, on_error, report), key)
+            if progress is not None:
+                progress(writer.documents, writer.bytes_in)
+    else:
+        for key, batch in _local_batches(source, on_error, report):
+            writer.add_batch(batch, key)
+            if progress is not None:
+                progress(writer.documents, writer.bytes_in)
+    return writer.finish({"source": report.source, "skipped": report.skipped})

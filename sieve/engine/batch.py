@@ -1,0 +1,152 @@
+"""Turning documents into analysed batches: the per-document work of indexing.
+
+A batch holds everything the writer needs, as flat arrays and byte strings, with term ids from a
+`Vocabulary` local to whoever analysed it (the writer maps them to its own). That lets worker
+processes analyse in parallel while one writer assembles the index in document order.
+"""
+
+from __future__ import annotations
+
+import itertools
+import json
+from collections import defaultdict
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+
+from sieve.documents import INTRO, Document
+from sieve.engine.analysis import SEPARATOR, analyze_joined
+from sieve.engine.bql.dates import first_day
+from sieve.engine.fields import Field
+
+NO_DATE = -1  # date column value of an undated document
+
+
+class Vocabulary:
+    """Term -> id in first-seen order. Id 0 is SEPARATOR, the end-of-unit mark in joined analysis."""
+
+    def __init__(self) -> None:
+        self.ids: defaultdict[str, int] = defaultdict(itertools.count().__next__)
+        self.ids[SEPARATOR]
+        self._sent = 0
+
+    def lookup(self, terms: list[str]) -> np.ndarray:
+        return np.fromiter(map(self.ids.__getitem__, terms), dtype=np.int32, count=len(terms))
+
+    def new_terms(self) -> list[str]:
+        """Terms added since the last call, in id order (the first call includes SEPARATOR)."""
+        out = list(itertools.islice(self.ids, self._sent, None))
+        self._sent += len(out)
+        return out
+
+
+def _dumps(obj: Any) -> bytes:
+    return json.dumps(obj, ensure_ascii=False, separators=(",", ":")).encode()
+
+
+@dataclass
+class AnalyzedBatch:
+    """Consecutive documents, analysed. Per document: one entry in ids/lines/dates/units/meta_len/
+    sections; per unit (title, author name, infobox value, heading, section text): unit_*; per
+    section: text_len. `tokens` are local term ids; `new_terms` extend the analyser's vocabulary."""
+
+    ids: list[str] = field(default_factory=list)
+    lines: list[int] = field(default_factory=list)
+    dates: np.ndarray = field(default_factory=lambda: np.zeros(0, np.int32))
+    units: np.ndarray = field(default_factory=lambda: np.zeros(0, np.int64))  # units per document
+    unit_len: np.ndarray = field(default_factory=lambda: np.zeros(0, np.int32))
+    unit_field: np.ndarray = field(default_factory=lambda: np.zeros(0, np.int8))
+    unit_section: np.ndarray = field(default_factory=lambda: np.zeros(0, np.int32))
+    tokens: np.ndarray = field(default_factory=lambda: np.zeros(0, np.int32))
+    new_terms: list[str] = field(default_factory=list)
+    meta: bytes = b""
+    meta_len: np.ndarray = field(default_factory=lambda: np.zeros(0, np.int64))
+    text: bytes = b""
+    text_len: np.ndarray = field(default_factory=lambda: np.zeros(0, np.int64))
+    sections: np.ndarray = field(default_factory=lambda: np.zeros(0, np.int64))  # sections per document
+    errors: list[Any] = field(default_factory=list)  # CorpusErrors of records left out, in line order
+
+    def drop(self, keep: np.ndarray) -> "AnalyzedBatch":
+        """The batch without the documents where `keep` is False (a duplicate id found later)."""
+        unit_keep = np.repeat(keep, self.units)
+        token_keep = np.repeat(unit_keep, self.unit_len)
+        meta_keep = np.repeat(keep, self.meta_len)
+        sec_keep = np.repeat(keep, self.sections)
+        text_keep = np.repeat(sec_keep, self.text_len)
+        meta = np.frombuffer(self.meta, np.uint8)[meta_keep].tobytes()
+        text = np.frombuffer(self.text, np.uint8)[text_keep].tobytes()
+        idx = np.flatnonzero(keep)
+        return AnalyzedBatch(
+            ids=[self.ids[i] for i in idx], lines=[self.lines[i] for i in idx], dates=self.dates[keep],
+            units=self.units[keep], unit_len=self.unit_len[unit_keep], unit_field=self.unit_field[unit_keep],
+            unit_section=self.unit_section[unit_keep], tokens=self.tokens[token_keep], new_terms=self.new_terms,
+            meta=meta, meta_len=self.meta_len[keep], text=text, text_len=self.text_len[sec_keep],
+            sections=self.sections[keep], errors=self.errors,
+        )
+
+
+def analyze_batch(docs: list[Document], lines: list[int], vocab: Vocabulary) -> AnalyzedBatch:
+    """Analyse documents into one batch (one regex pass over all their units)."""
+    texts: list[str] = []
+    ufield: list[int] = []
+    usection: list[int] = []
+    units_per_doc: list[int] = []
+    dates: list[int] = []
+    metas: list[bytes] = []
+    sec_text: list[bytes] = []
+    sections_per_doc: list[int] = []
+    for doc in docs:
+        before = len(texts)
+        texts.append(doc.title)
+        ufield.append(Field.TITLE)
+        usection.append(-1)
+        if doc.author:
+            for name in doc.author.split(";"):
+                texts.append(name.strip())
+                ufield.append(Field.AUTHOR)
+                usection.append(-1)
+        for v in doc.infobox.values():
+            texts.append(v)
+            ufield.append(Field.INFOBOX)
+            usection.append(-1)
+        for j, sec in enumerate(doc.sections):
+            if sec.heading != INTRO:
+                texts.append(sec.heading)
+                ufield.append(Field.SECTION)
+                usection.append(j)
+            texts.append(sec.text)
+            ufield.append(Field.BODY)
+            usection.append(j)
+            sec_text.append(sec.text.encode())
+        units_per_doc.append(len(texts) - before)
+        sections_per_doc.append(len(doc.sections))
+        dates.append(first_day(doc.date) if doc.date else NO_DATE)
+        meta: dict[str, Any] = {"id": doc.id, "title": doc.title, "headings": doc.headings}
+        if doc.author is not None:
+            meta["author"] = doc.author
+        if doc.date is not None:
+            meta["date"] = doc.date
+        if doc.infobox:
+            meta["infobox"] = dict(doc.infobox)
+        if doc.metadata:
+            meta["metadata"] = dict(doc.metadata)
+        metas.append(_dumps(meta))
+    ids = vocab.lookup(analyze_joined(texts)) if texts else np.zeros(0, np.int32)
+    ends = np.flatnonzero(ids == 0)  # SEPARATOR has id 0: one after every unit
+    return AnalyzedBatch(
+        ids=[d.id for d in docs],
+        lines=lines,
+        dates=np.asarray(dates, dtype=np.int32),
+        units=np.asarray(units_per_doc, dtype=np.int64),
+        unit_len=(np.diff(ends, prepend=-1) - 1).astype(np.int32),
+        unit_field=np.asarray(ufield, dtype=np.int8),
+        unit_section=np.asarray(usection, dtype=np.int32),
+        tokens=ids[ids != 0],
+        new_terms=vocab.new_terms(),
+        meta=b"".join(metas),
+        meta_len=np.fromiter(map(len, metas), dtype=np.int64, count=len(metas)),
+        text=b"".join(sec_text),
+        text_len=np.fromiter(map(len, sec_text), dtype=np.int64, count=len(sec_text)),
+        sections=np.asarray(sections_per_doc, dtype=np.int64),
+    )

@@ -1,0 +1,63 @@
+"""The parallel build (worker processes) gives the same index, and the same errors, as the local one."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+import sieve
+import sieve.build
+from sieve.corpus import CorpusReport
+from sieve.engine import storage
+from sieve.errors import CorpusError
+
+
+@pytest.fixture(autouse=True)
+def small_chunks(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(sieve.build, "PARALLEL_MIN_BYTES", 0)
+    monkeypatch.setattr(sieve.build, "BATCH_DOCS", 7)  # many chunks, so duplicates straddle them
+
+
+def corpus(path: Path, extra: list[str] = ()) -> Path:  # type: ignore[assignment]
+    lines = [
+        json.dumps({"id": f"d{i}", "title": f"Doc {i} Zürich", "sections": [{"heading": "H", "text": f"word{i % 5} common text {i}"}], "date": f"{2000 + i % 20}"})
+        for i in range(60)
+    ]
+    lines[10:10] = list(extra)
+    path.write_text("\n".join(lines) + "\n", encoding="utf-8")
+    return path
+
+
+def files(index: sieve.Index) -> dict[str, bytes]:
+    return {name: (index.generation / name).read_bytes() for name in index.manifest["files"]}
+
+
+def test_parallel_and_local_builds_are_byte_identical(tmp_path: Path) -> None:
+    src = corpus(tmp_path / "c.jsonl")
+    a = sieve.build_index(src, tmp_path / "a", jobs=2)
+    b = sieve.build_index(src, tmp_path / "b", jobs=1)
+    assert files(a) == files(b)
+    assert a.match("common AND date[2005..2010]").ids == b.match("common AND date[2005..2010]").ids
+
+
+def test_parallel_errors_name_the_first_bad_line(tmp_path: Path) -> None:
+    src = corpus(tmp_path / "c.jsonl", ['{"id": "d3"}', "{broken"])
+    with pytest.raises(CorpusError) as info:
+        sieve.build_index(src, tmp_path / "idx", jobs=2)
+    assert str(info.value) == f"{src}:11: duplicate id 'd3' (first seen at line 4)"
+    assert not (tmp_path / "idx").exists()
+
+
+def test_parallel_skip_matches_local_skip(tmp_path: Path) -> None:
+    src = corpus(tmp_path / "c.jsonl", ['{"id": "d3"}', "{broken", '{"id": "x", "date": "soon"}', '{"id": "d50"}'])
+    reports = []
+    for jobs, name in ((2, "p"), (1, "l")):
+        report = CorpusReport()
+        sieve.build_index(src, tmp_path / name, jobs=jobs, on_error="skip", report=report)
+        reports.append(report)
+    assert reports[0].errors == reports[1].errors
+    assert reports[0].skipped == reports[1].skipped == 4  # d3 again, bad JSON, bad date, and d50 seen later at its own line
+    assert files(sieve.open_index(tmp_path / "p")) == files(sieve.open_index(tmp_path / "l"))
+    assert storage.read_manifest(sieve.open_index(tmp_path / "p").generation)["skipped"] == 4
