@@ -107,6 +107,57 @@ def cmd_check(args: argparse.Namespace) -> int:
     return 0
 
 
+def cmd_embed(args: argparse.Namespace) -> int:
+    from tqdm import tqdm
+
+    from sieve.dense.encoder import DEFAULT_MODEL
+    from sieve.dense.store import embed
+    from sieve.index import open_index
+
+    index = open_index(args.index)
+    bar = tqdm(total=len(index), unit=" docs", desc="embedding", disable=args.quiet or args.json, file=sys.stderr, mininterval=0.5)
+
+    def progress(done: int, _total: int) -> None:
+        bar.update(done - bar.n)
+
+    t0 = time.perf_counter()
+    try:
+        out = embed(index, model=args.model or DEFAULT_MODEL, batch_size=args.batch_size, force=args.force, progress=progress)
+    finally:
+        bar.close()
+    summary = {"index": args.index, "embeddings": str(out), "documents": len(index), "seconds": round(time.perf_counter() - t0, 2)}
+    if args.json:
+        _print_json(summary)
+    else:
+        print(f"embedded {summary['documents']} documents into {out} ({summary['seconds']} s)")
+    return 0
+
+
+def cmd_search(args: argparse.Namespace) -> int:
+    from sieve.index import open_index
+
+    index = open_index(args.index)
+    t0 = time.perf_counter()
+    r = index.search(args.query, k=args.k, ranker=args.ranker, fallback=not args.strict)
+    ms = (time.perf_counter() - t0) * 1000
+    if args.json:
+        _print_json({"query": r.query, "count": r.count, "fallback": r.fallback, "missing": r.missing, "ranker": r.ranker, "ms": round(ms, 3),
+                     "hits": [{"rank": h.rank, "id": h.doc_id, "score": h.score, "fields": list(h.fields), "sections": list(h.sections)} for h in r.hits]})
+        return 0
+    if r.fallback:
+        print(f"0 exact matches for {r.query}; " + "; ".join(f"no document has {m}" for m in r.missing) + f". Ranked by the query's terms instead ({r.ranker}):")
+    else:
+        print(f"{r.count} documents match {r.query}; top {len(r.hits)} by {r.ranker} ({ms:.1f} ms)")
+        if r.count == 0 and r.missing:
+            print("  " + "; ".join(f"no document has {m}" for m in r.missing))
+    for h in r.hits:
+        title = index.reader.meta(h.doc)["title"]
+        where = ", ".join(h.fields) or "-"
+        secs = (" §" + " · ".join(h.sections)) if h.sections else ""
+        print(f"{h.rank:>3}. {h.doc_id}  {title}  [{h.score:.3f}]  matched: {where}{secs}")
+    return 0
+
+
 DEMO_QUERIES = [
     ("a word anywhere", "json"),
     ("a word in the title", "http*[title]"),
@@ -174,6 +225,24 @@ def make_parser() -> argparse.ArgumentParser:
     s.add_argument("--all", dest="limit", action="store_const", const=None, help="print every id")
     s.add_argument("--json", action="store_true")
     s.set_defaults(func=cmd_match)
+
+    s = sub.add_parser("search", help="rank the documents a BQL query admits")
+    s.add_argument("index")
+    s.add_argument("query")
+    s.add_argument("-k", type=int, default=5, help="results (default 5)")
+    s.add_argument("--ranker", choices=["bm25", "dense", "hybrid"], default="bm25")
+    s.add_argument("--strict", action="store_true", help="no zero-hit recovery: an empty match returns nothing")
+    s.add_argument("--json", action="store_true")
+    s.set_defaults(func=cmd_search)
+
+    s = sub.add_parser("embed", help="compute document embeddings for dense and hybrid ranking (resumable)")
+    s.add_argument("index")
+    s.add_argument("--model", help="sentence-transformers model name or directory (default: the bundled all-MiniLM-L6-v2)")
+    s.add_argument("--batch-size", type=int, default=32)
+    s.add_argument("--force", action="store_true", help="recompute even if up to date")
+    s.add_argument("--quiet", action="store_true")
+    s.add_argument("--json", action="store_true")
+    s.set_defaults(func=cmd_embed)
 
     s = sub.add_parser("check", help="verify every byte of an index against its checksums")
     s.add_argument("index")

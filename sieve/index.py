@@ -108,9 +108,14 @@ class Index:
 
     def _attach_dense(self) -> None:
         if self.searcher.dense is None:
-            from sieve.dense.store import DenseIndex
+            self.use_dense()
 
-            self.searcher.dense = DenseIndex.open(self)
+    def use_dense(self, model: str | None = None, encoder: Any = None) -> None:
+        """Rank with the embeddings of `model` (default: the bundled MiniLM, else the only one built),
+        optionally with an already loaded `encoder`. Raises if `sieve embed` has not been run."""
+        from sieve.dense.store import DenseIndex
+
+        self.searcher.dense = DenseIndex.open(self, model=model, encoder=encoder)
 
     def document(self, doc_id: str) -> Document:
         """The stored document with this id; raises UnknownDocumentError."""

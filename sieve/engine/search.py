@@ -48,8 +48,8 @@ class Results:
 
 
 class DenseScorer(Protocol):
-    def scores(self, text: str, docs: np.ndarray | None) -> tuple[np.ndarray, np.ndarray]:
-        """(documents, similarity) for `docs` (None: the whole collection)."""
+    def top(self, text: str, docs: np.ndarray | None, bits: np.ndarray | None, k: int) -> tuple[np.ndarray, np.ndarray]:
+        """The k (documents, similarity) best for `text` among `docs` (None: the whole collection)."""
         ...
 
 
@@ -155,12 +155,14 @@ class Searcher:
         text = positive_text(node)
         if self.dense is None:
             raise RuntimeError("dense scorer not attached")
+        if not text:  # nothing to compare: index order, as for BM25 with no positive term
+            order = docs if docs is not None else np.zeros(0, dtype=np.int64)
+            return order[:k], np.zeros(min(k, len(order)))
         if ranker == "dense":
-            d, s = self.dense.scores(text, docs)
-            return top_k(d, s, k)
+            return self.dense.top(text, docs, bits, k)
         bd, bs = self.bm25.scores(terms, docs, bits)
-        dd, ds = self.dense.scores(text, docs)
-        return rrf([top_k(bd, bs, FUSION_POOL)[0], top_k(dd, ds, FUSION_POOL)[0]], k)
+        pool = max(k, FUSION_POOL)
+        return rrf([top_k(bd, bs, pool)[0], self.dense.top(text, docs, bits, pool)[0]], k)
 
 
 def rrf(orderings: list[np.ndarray], k: int, c: int = RRF_K) -> tuple[np.ndarray, np.ndarray]:

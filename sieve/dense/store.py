@@ -1,0 +1,223 @@
+"""Document embeddings beside an index: built by `sieve embed` (batched, resumable), memory-mapped,
+searched exactly over small admitted sets and through a filtered HNSW graph over large ones.
+
+Layout: INDEX/embeddings/<model slug>/ with meta.json (model, dimension, the fingerprint of the
+index generation they were computed from, file checksums), vectors.sva (float32, one unit-length
+row per document) and hnsw.bin (hnswlib, inner product). While embedding, vectors.partial and
+progress.json record what is done, so an interrupted run resumes where it stopped.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import zlib
+from pathlib import Path
+from typing import TYPE_CHECKING, Any, Callable
+
+import numpy as np
+
+from sieve.dense.encoder import DEFAULT_MODEL, DenseUnavailableError, Encoder, SentenceTransformerEncoder
+from sieve.engine import bitset, storage
+from sieve.engine.search import top_k
+from sieve.errors import IndexDamagedError
+
+if TYPE_CHECKING:
+    from sieve.index import Index
+
+EXACT_MAX = 20_000  # admitted sets up to this size are scored exactly; larger ones go through HNSW
+HNSW_M = 16
+HNSW_EF_CONSTRUCTION = 200
+HNSW_EF_SEARCH = 128
+DOC_CHARS = 2000  # the model reads about 256 word pieces; more text only costs time
+CHUNK = 256
+
+
+def model_slug(model: str) -> str:
+    return re.sub(r"[^A-Za-z0-9._-]+", "--", model).strip("-")
+
+
+def fingerprint(index: "Index") -> str:
+    """Identity of one index generation: its name and the checksum of its manifest file."""
+    raw = (index.generation / storage.MANIFEST).read_bytes()
+    return f"{index.generation.name}:{zlib.crc32(raw):08x}"
+
+
+def document_text(index: "Index", d: int) -> str:
+    """What the encoder reads for a document: its title, then its sections' text."""
+    r = index.reader
+    parts = [r.meta(d)["title"]]
+    size = len(parts[0])
+    for j in range(r.section_count(d)):
+        if size >= DOC_CHARS:
+            break
+        text = r.section_text(d, j)
+        parts.append(text)
+        size += len(text)
+    return "\n".join(parts)[:DOC_CHARS]
+
+
+def _write_json(path: Path, obj: dict[str, Any]) -> None:
+    tmp = path.with_suffix(".tmp")
+    tmp.write_text(json.dumps(obj, indent=1, sort_keys=True))
+    os.replace(tmp, path)
+
+
+def _file_entry(path: Path) -> dict[str, int]:
+    crc = 0
+    with open(path, "rb") as fh:
+        while chunk := fh.read(1 << 20):
+            crc = zlib.crc32(chunk, crc)
+    return {"size": path.stat().st_size, "crc32": crc}
+
+
+def embed(
+    index: "Index",
+    model: str = DEFAULT_MODEL,
+    encoder: Encoder | None = None,
+    batch_size: int = 32,
+    force: bool = False,
+    progress: Callable[[int, int], None] | None = None,
+    text: Callable[["Index", int], str] = document_text,
+) -> Path:
+    """Compute (or resume computing) the embeddings of every document; returns their directory."""
+    out = index.path / "embeddings" / model_slug(model)
+    out.mkdir(parents=True, exist_ok=True)
+    fp = fingerprint(index)
+    meta_path, prog_path, partial = out / "meta.json", out / "progress.json", out / "vectors.partial"
+    if meta_path.exists() and not force:
+        meta = json.loads(meta_path.read_text())
+        if meta.get("fingerprint") == fp:
+            return out
+    encoder = encoder or SentenceTransformerEncoder(model)
+    dim, n = encoder.dim, len(index)
+    done = 0
+    if prog_path.exists() and partial.exists() and not force:
+        prog = json.loads(prog_path.read_text())
+        if prog.get("fingerprint") == fp and prog.get("model") == model and prog.get("dim") == dim:
+            done = int(prog["rows"])
+    with open(partial, "r+b" if done else "wb") as fh:
+        fh.truncate(done * dim * 4)  # drop a half-written chunk from an interrupted run
+        fh.seek(done * dim * 4)
+        if progress is not None:
+            progress(done, n)
+        while done < n:
+            rows = range(done, min(done + CHUNK, n))
+            vecs = encoder.encode([text(index, d) for d in rows], batch_size=batch_size)
+            fh.write(np.ascontiguousarray(vecs, dtype=np.float32).tobytes())
+            fh.flush()
+            os.fsync(fh.fileno())
+            done = rows.stop
+            _write_json(prog_path, {"fingerprint": fp, "model": model, "dim": dim, "rows": done})
+            if progress is not None:
+                progress(done, n)
+    vectors = np.fromfile(partial, dtype=np.float32).reshape(n, dim)
+    entries = {"vectors.sva": storage.write_array(out / "vectors.sva", vectors)}
+    _build_hnsw(vectors, out / "hnsw.bin")
+    entries["hnsw.bin"] = _file_entry(out / "hnsw.bin")
+    _write_json(meta_path, {"model": model, "dim": dim, "rows": n, "fingerprint": fp, "files": entries})
+    partial.unlink()
+    prog_path.unlink()
+    return out
+
+
+def _build_hnsw(vectors: np.ndarray, path: Path) -> None:
+    import hnswlib
+
+    graph = hnswlib.Index(space="ip", dim=vectors.shape[1])
+    graph.init_index(max_elements=max(1, len(vectors)), ef_construction=HNSW_EF_CONSTRUCTION, M=HNSW_M, random_seed=42)
+    if len(vectors):
+        graph.add_items(vectors, np.arange(len(vectors)))
+    graph.save_index(str(path))
+
+
+class DenseIndex:
+    """Opened embeddings of one index; `top` ranks documents by cosine similarity to a text."""
+
+    def __init__(self, index: "Index", directory: Path, meta: dict[str, Any], encoder: Encoder | None = None) -> None:
+        self.index = index
+        self.dir = directory
+        self.meta = meta
+        self.vectors = storage.open_array(directory / "vectors.sva", "vectors.sva", meta["files"]["vectors.sva"])
+        self._encoder = encoder
+        self._graph: Any = None
+        self.exact_max = EXACT_MAX
+
+    @classmethod
+    def open(cls, index: "Index", model: str | None = None, encoder: Encoder | None = None) -> "DenseIndex":
+        root = index.path / "embeddings"
+        names = sorted(p.name for p in root.iterdir() if (p / "meta.json").exists()) if root.is_dir() else []
+        if model is not None:
+            wanted = model_slug(model)
+        elif model_slug(DEFAULT_MODEL) in names:
+            wanted = model_slug(DEFAULT_MODEL)
+        elif names:
+            wanted = names[0]
+        else:
+            raise DenseUnavailableError(f"{index.path} has no embeddings: run `sieve embed {index.path}` first")
+        if wanted not in names:
+            raise DenseUnavailableError(f"{index.path} has no embeddings for {model!r}: run `sieve embed {index.path} --model {model}`")
+        directory = root / wanted
+        try:
+            meta = json.loads((directory / "meta.json").read_text())
+        except ValueError:
+            raise IndexDamagedError("embeddings/meta.json", "not valid JSON") from None
+        if meta.get("fingerprint") != fingerprint(index):
+            raise DenseUnavailableError(
+                f"the embeddings in {directory} belong to an earlier build of this index; run `sieve embed {index.path}` again"
+            )
+        if meta.get("rows") != len(index):
+            raise IndexDamagedError("embeddings/meta.json", f"has {meta.get('rows')} rows for {len(index)} documents")
+        return cls(index, directory, meta, encoder)
+
+    @property
+    def encoder(self) -> Encoder:
+        if self._encoder is None:
+            self._encoder = SentenceTransformerEncoder(self.meta["model"])
+        return self._encoder
+
+    @property
+    def graph(self) -> Any:
+        if self._graph is None:
+            import hnswlib
+
+            entry = self.meta["files"]["hnsw.bin"]
+            path = self.dir / "hnsw.bin"
+            if _file_entry(path) != entry:
+                raise IndexDamagedError("embeddings/hnsw.bin", "size or checksum does not match meta.json")
+            graph = hnswlib.Index(space="ip", dim=int(self.meta["dim"]))
+            graph.load_index(str(path), max_elements=max(1, len(self.index)))
+            graph.set_ef(HNSW_EF_SEARCH)
+            self._graph = graph
+        return self._graph
+
+    def query_vector(self, text: str) -> np.ndarray:
+        return self.encoder.encode([text])[0]
+
+    def exact(self, q: np.ndarray, docs: np.ndarray | None, k: int) -> tuple[np.ndarray, np.ndarray]:
+        if docs is None:
+            sims = self.vectors @ q
+            return top_k(np.arange(len(sims)), sims.astype(np.float64), k)
+        # Gathering rows costs more than scoring them all once the set is a sizeable share.
+        sims = (self.vectors @ q)[docs] if len(docs) * 8 > len(self.vectors) else self.vectors[docs] @ q
+        return top_k(docs, sims.astype(np.float64), k)
+
+    def approximate(self, q: np.ndarray, bits: np.ndarray | None, k: int) -> tuple[np.ndarray, np.ndarray]:
+        n = len(self.index)
+        k = min(k, n)
+        if bits is None:
+            labels, dist = self.graph.knn_query(q[None, :], k=k, num_threads=1)
+        else:
+            flags = np.unpackbits(bits.view(np.uint8), bitorder="little")[:n].tobytes()
+            k = min(k, bitset.count(bits))
+            labels, dist = self.graph.knn_query(q[None, :], k=k, num_threads=1, filter=flags.__getitem__)
+        return top_k(labels[0].astype(np.int64), 1.0 - dist[0].astype(np.float64), k)
+
+    def top(self, text: str, docs: np.ndarray | None, bits: np.ndarray | None, k: int) -> tuple[np.ndarray, np.ndarray]:
+        """The k documents (of `docs`, or of all) most similar to `text`, with cosine similarity."""
+        q = self.query_vector(text)
+        size = len(self.index) if docs is None else len(docs)
+        if size <= self.exact_max:
+            return self.exact(q, docs, k)
+        return self.approximate(q, bits, k)
