@@ -22,7 +22,7 @@ def _dir_mb(path: Path) -> float:
     return sum(p.stat().st_size for p in path.rglob("*") if p.is_file()) / 1e6
 
 
-def _build(corpus: Any, out: Path, force: bool, skip: bool, quiet: bool) -> tuple[Any, dict[str, Any]]:
+def _build(corpus: Any, out: Path, force: bool, skip: bool, quiet: bool, jobs: int | None = None) -> tuple[Any, dict[str, Any]]:
     from tqdm import tqdm
 
     from sieve.corpus import CorpusReport
@@ -38,7 +38,7 @@ def _build(corpus: Any, out: Path, force: bool, skip: bool, quiet: bool) -> tupl
 
     t0 = time.perf_counter()
     try:
-        index = build_index(corpus, out, force=force, on_error="skip" if skip else "raise", progress=progress, report=report)
+        index = build_index(corpus, out, force=force, on_error="skip" if skip else "raise", progress=progress, report=report, jobs=jobs)
     finally:
         bar.close()
     seconds = time.perf_counter() - t0
@@ -63,7 +63,7 @@ def _build(corpus: Any, out: Path, force: bool, skip: bool, quiet: bool) -> tupl
 
 
 def cmd_index(args: argparse.Namespace) -> int:
-    _, s = _build(args.corpus, Path(args.out), args.force, args.skip_bad, args.quiet or args.json)
+    _, s = _build(args.corpus, Path(args.out), args.force, args.skip_bad, args.quiet or args.json, args.jobs)
     if args.json:
         _print_json(s)
         return 0
@@ -214,6 +214,7 @@ def make_parser() -> argparse.ArgumentParser:
     s.add_argument("out")
     s.add_argument("--force", action="store_true", help="replace an existing index (atomically)")
     s.add_argument("--skip-bad", action="store_true", help="skip and count bad records instead of stopping at the first")
+    s.add_argument("--jobs", type=int, help="worker processes for a large JSONL file (default: CPU count, at most 4)")
     s.add_argument("--quiet", action="store_true", help="no progress bar")
     s.add_argument("--json", action="store_true")
     s.set_defaults(func=cmd_index)
