@@ -1,0 +1,80 @@
+"""The command line: outputs, --json, exit codes (0 ok, 1 user error, 2 usage error)."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from sieve.cli import main
+
+
+@pytest.fixture()
+def corpus(tmp_path: Path) -> Path:
+    path = tmp_path / "c.jsonl"
+    recs = [
+        {"id": "a", "title": "Heatwave in Paris", "sections": [{"heading": "School closure", "text": "Schools closed."}], "date": "2020-07"},
+        {"id": "b", "title": "Cold snap", "text": "Snow in Zürich."},
+    ]
+    path.write_text("\n".join(json.dumps(r) for r in recs) + "\n")
+    return path
+
+
+def run(capsys: pytest.CaptureFixture[str], *argv: str) -> tuple[int, str, str]:
+    code = main(list(argv))
+    out, err = capsys.readouterr()
+    return code, out, err
+
+
+def test_index_match_search_check(tmp_path: Path, corpus: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    idx = str(tmp_path / "idx")
+    code, out, _ = run(capsys, "index", str(corpus), idx, "--quiet")
+    assert code == 0 and out.startswith("indexed 2 documents in ")
+    code, out, _ = run(capsys, "index", str(corpus), idx, "--quiet")
+    assert code == 1
+    code, out, _ = run(capsys, "match", idx, "zurich OR heatwave[title]", "--json")
+    assert code == 0 and json.loads(out)["ids"] == ["a", "b"] and json.loads(out)["query"] == "zurich OR heatwave[title]"
+    code, out, _ = run(capsys, "match", idx, "heatwave")
+    assert out.splitlines()[0].startswith("1 documents match heatwave") and out.splitlines()[1] == "a"
+    code, out, _ = run(capsys, "search", idx, "heatwave school", "--json")
+    data = json.loads(out)
+    assert code == 0 and data["hits"][0]["id"] == "a" and data["hits"][0]["sections"] == ["School closure"]
+    code, out, _ = run(capsys, "search", idx, "nothing[title] snow")
+    assert code == 0 and out.splitlines()[0] == "0 exact matches for nothing[title] AND snow; no document has nothing[title]. Ranked by the query's terms instead (bm25):"
+    code, out, _ = run(capsys, "check", idx)
+    assert code == 0 and "ok" in out
+
+
+def test_user_errors_exit_1_with_the_message(tmp_path: Path, corpus: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    idx = str(tmp_path / "idx")
+    run(capsys, "index", str(corpus), idx, "--quiet")
+    code, out, err = run(capsys, "match", idx, "(a OR b")
+    assert code == 1 and out == "" and err == "sieve: expected a closing ')' at 7 (the '(' at 0 is never closed)\n"
+    code, _, err = run(capsys, "match", str(tmp_path / "none"), "x")
+    assert code == 1 and err.startswith("sieve: ") and "no such index directory" in err
+    bad = tmp_path / "bad.jsonl"
+    bad.write_text('{"id": "x"}\n{"id": "x"}\n')
+    code, _, err = run(capsys, "index", str(bad), str(tmp_path / "i2"), "--quiet")
+    assert code == 1 and err == f"sieve: {bad}:2: duplicate id 'x' (first seen at line 1)\n"
+    code, out, err = run(capsys, "index", str(bad), str(tmp_path / "i3"), "--quiet", "--skip-bad", "--json")
+    assert code == 0 and json.loads(out)["skipped"] == 1 and json.loads(out)["documents"] == 1
+
+
+def test_usage_errors_exit_2(capsys: pytest.CaptureFixture[str]) -> None:
+    with pytest.raises(SystemExit) as info:
+        main(["search"])
+    assert info.value.code == 2
+    with pytest.raises(SystemExit) as info:
+        main(["search", "idx", "q", "--ranker", "bm99"])
+    assert info.value.code == 2
+    assert "usage error" in capsys.readouterr().err
+
+
+def test_demo_runs_offline(capsys: pytest.CaptureFixture[str]) -> None:
+    code, out, _ = run(capsys, "demo", "--json")
+    data = json.loads(out)
+    assert code == 0 and data["build"]["documents"] > 500
+    by_query = {q["query"]: q for q in data["queries"]}
+    assert by_query["json"]["ids"][0] == "json"
+    assert all(q["count"] > 0 for q in data["queries"])
