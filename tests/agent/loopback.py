@@ -1,0 +1,118 @@
+"""A real HTTP server on 127.0.0.1 speaking the OpenAI chat-completions protocol, driven by a
+scripted policy: a function that reads the request (messages, tools) and decides the reply.
+
+Token usage is counted deterministically (whitespace words of every message's content and tool-call
+arguments, plus 3 per message), so tests can check the client's accounting by hand.
+"""
+
+from __future__ import annotations
+
+import json
+import threading
+import time
+from dataclasses import dataclass, field
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from typing import Any, Callable
+
+
+def count_tokens(messages: list[dict[str, Any]]) -> int:
+    total = 0
+    for m in messages:
+        total += 3 + len(str(m.get("content") or "").split())
+        for c in m.get("tool_calls") or []:
+            total += len(str(c["function"].get("arguments", "")).split())
+    return total
+
+
+@dataclass
+class Fault:
+    """Instead of a reply: an HTTP status with a body, a delay, or a dropped connection."""
+
+    status: int = 0
+    body: str = ""
+    delay: float = 0.0
+    drop: bool = False
+
+
+@dataclass
+class Say:
+    """A reply: text content and/or native tool calls [(name, arguments JSON)]."""
+
+    content: str = ""
+    tool_calls: list[tuple[str, str]] = field(default_factory=list)
+    finish_reason: str = "stop"
+
+
+Policy = Callable[[dict[str, Any]], "Say | Fault"]
+
+
+class LoopbackServer:
+    def __init__(self, policy: Policy, model: str = "scripted", max_model_len: int | None = 131072) -> None:
+        self.policy = policy
+        self.model = model
+        self.max_model_len = max_model_len
+        self.requests: list[dict[str, Any]] = []
+        outer = self
+
+        class Handler(BaseHTTPRequestHandler):
+            def log_message(self, *args: Any) -> None:  # keep test output clean
+                pass
+
+            def _send(self, status: int, obj: Any) -> None:
+                raw = json.dumps(obj).encode() if not isinstance(obj, str) else obj.encode()
+                self.send_response(status)
+                self.send_header("Content-Type", "application/json")
+                self.send_header("Content-Length", str(len(raw)))
+                self.end_headers()
+                self.wfile.write(raw)
+
+            def do_GET(self) -> None:
+                if self.path.endswith("/models"):
+                    entry: dict[str, Any] = {"id": outer.model, "object": "model"}
+                    if outer.max_model_len is not None:
+                        entry["max_model_len"] = outer.max_model_len
+                    self._send(200, {"object": "list", "data": [entry]})
+                else:
+                    self._send(404, {"error": "not found"})
+
+            def do_POST(self) -> None:
+                body = json.loads(self.rfile.read(int(self.headers.get("Content-Length", 0))))
+                outer.requests.append(body)
+                action = outer.policy(body)
+                if isinstance(action, Fault):
+                    if action.delay:
+                        time.sleep(action.delay)
+                    if action.drop:
+                        self.connection.shutdown(2)
+                        return
+                    if action.status:
+                        self._send(action.status, action.body or {"error": {"message": "fault"}})
+                        return
+                    action = Say("")
+                prompt = count_tokens(body["messages"])
+                calls = [{"id": f"call_{i}", "type": "function", "function": {"name": n, "arguments": a}} for i, (n, a) in enumerate(action.tool_calls)]
+                completion = len(action.content.split()) + sum(len(a.split()) for _, a in action.tool_calls)
+                msg: dict[str, Any] = {"role": "assistant", "content": action.content or None}
+                if calls:
+                    msg["tool_calls"] = calls
+                self._send(200, {
+                    "id": "cmpl", "object": "chat.completion", "model": outer.model,
+                    "choices": [{"index": 0, "message": msg, "finish_reason": "tool_calls" if calls else action.finish_reason}],
+                    "usage": {"prompt_tokens": prompt, "completion_tokens": completion, "total_tokens": prompt + completion},
+                })
+
+        self.httpd = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+        self.httpd.daemon_threads = True
+        self.thread = threading.Thread(target=self.httpd.serve_forever, daemon=True)
+
+    @property
+    def url(self) -> str:
+        return f"http://127.0.0.1:{self.httpd.server_address[1]}/v1"
+
+    def __enter__(self) -> "LoopbackServer":
+        self.thread.start()
+        return self
+
+    def __exit__(self, *exc: Any) -> None:
+        self.httpd.shutdown()
+        self.httpd.server_close()
