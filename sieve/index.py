@@ -6,11 +6,11 @@ import os
 from dataclasses import dataclass, field
 from functools import lru_cache
 from pathlib import Path
-from typing import Any, Callable, Iterable
+from typing import Any, Callable
 
 import numpy as np
 
-from sieve.corpus import CorpusReport, OnError, Source, read_documents
+from sieve.corpus import CorpusReport, OnError, Source
 from sieve.documents import Document, Section
 from sieve.engine import bitset, storage
 from sieve.engine.bql import Node, parse

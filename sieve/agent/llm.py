@@ -110,6 +110,15 @@ class ChatClient:
                 time.sleep(delay * (0.5 + self._rng.random() / 2))
         raise LLMError(f"no answer from {self.base_url}{path} after {self.max_retries + 1} attempts ({last})")
 
+    def server_kind(self) -> str:
+        """"vllm" when /v1/models says its models are owned by vLLM, else "openai-compatible"."""
+        try:
+            data, _ = self._request("GET", "/models")
+        except LLMError:
+            return "unknown"
+        owners = {m.get("owned_by") for m in data.get("data", [])}
+        return "vllm" if "vllm" in owners else "openai-compatible"
+
     def max_model_len(self) -> int | None:
         """The server's context window, if it reports one (vLLM does, in /v1/models)."""
         try:

@@ -1,0 +1,243 @@
+"""The ReAct loop: model output -> parsed tool call -> tool result -> next message, until an answer.
+
+Exceptions steer it: a bad call becomes an observation for the model; budgets end the episode with
+a recorded reason; a context-length refusal ends it through the final-answer path. An episode
+always returns a record, whatever the model or server did.
+"""
+
+from __future__ import annotations
+
+import json
+import time
+from dataclasses import asdict, dataclass, field
+from typing import Any, Protocol
+
+from sieve.agent.llm import ChatClient, Completion, ContextLengthError, LLMError
+from sieve.agent.prompts import digest, render, template
+from sieve.agent.protocol import Reply, parse_native, parse_text
+
+TRAJECTORY_FORMAT = 1
+FINAL_NUDGE = "You are close to the context limit. Stop searching and give your final answer now, inside <answer></answer>."
+NO_CALL = "No tool call or answer found in your reply. Call a tool with <tool_call>{...}</tool_call>, or answer with <answer>...</answer>."
+ANSWER_TOOL = {
+    "type": "function",
+    "function": {
+        "name": "answer",
+        "description": "Give the final answer and end the task.",
+        "parameters": {"type": "object", "properties": {"answer": {"type": "string"}}, "required": ["answer"]},
+    },
+}
+
+
+class AgentTools(Protocol):
+    surfaced: list[str]
+    opened: list[str]
+
+    def schemas(self) -> list[dict[str, Any]]: ...
+    def describe(self) -> str: ...
+    def manual(self) -> str: ...
+    def call(self, name: str, arguments: dict[str, Any]) -> tuple[str, int]: ...
+
+
+@dataclass(frozen=True)
+class Budgets:
+    """Defaults from the paper."""
+
+    max_steps: int = 100
+    context_window: int = 131_072
+    early_stop: float = 0.9
+    max_tokens: int = 4096
+    temperature: float | None = 0.6
+    seed: int | None = 42
+
+
+@dataclass
+class Episode:
+    question_id: str
+    question: str
+    config: dict[str, Any]
+    messages: list[dict[str, Any]] = field(default_factory=list)
+    calls: list[dict[str, Any]] = field(default_factory=list)  # one per LLM call
+    tool_calls: list[dict[str, Any]] = field(default_factory=list)
+    answer: str | None = None
+    outcome: str = "failed"  # answered | recovered | failed
+    reason: str = ""
+    seconds: float = 0.0
+    surfaced: list[str] = field(default_factory=list)
+    opened: list[str] = field(default_factory=list)
+
+    @property
+    def step_summed_tokens(self) -> int:
+        return sum(c["prompt_tokens"] + c["completion_tokens"] for c in self.calls)
+
+    @property
+    def distinct_tokens(self) -> int:
+        """Each piece of context once: history is never trimmed, so the last call saw it all."""
+        if not self.calls:
+            return 0
+        return self.calls[-1]["prompt_tokens"] + self.calls[-1]["completion_tokens"]
+
+    def record(self) -> dict[str, Any]:
+        out = asdict(self)
+        by_kind: dict[str, int] = {}
+        for t in self.tool_calls:
+            by_kind[t["name"]] = by_kind.get(t["name"], 0) + 1
+        out.update(
+            format=TRAJECTORY_FORMAT,
+            tokens={"step_summed": self.step_summed_tokens, "distinct": self.distinct_tokens},
+            llm_calls=len(self.calls),
+            tool_calls_by_kind=by_kind,
+        )
+        return out
+
+
+def system_prompt(tools: AgentTools, native: bool, budgets: Budgets) -> str:
+    return render(
+        template("system.md"),
+        tool_descriptions=tools.describe(),
+        tool_protocol="" if native else template("text_protocol.md"),
+        manual=tools.manual(),
+        max_steps=str(budgets.max_steps),
+    )
+
+
+class Agent:
+    """Runs episodes of one configuration: a client, a tool style, budgets."""
+
+    def __init__(self, client: ChatClient, native_tools: bool = True, budgets: Budgets = Budgets(), condition: str = "sieve", ranker: str = "bm25", vllm: bool | None = None) -> None:
+        self.client = client
+        self.native = native_tools
+        self.budgets = budgets
+        self.condition = condition
+        self.ranker = ranker
+        self.vllm = vllm
+        window = client.max_model_len() if budgets.context_window else None
+        self.window = window or budgets.context_window
+
+    def config(self, prompt: str) -> dict[str, Any]:
+        return {
+            "model": self.client.model, "condition": self.condition, "ranker": self.ranker,
+            "tool_style": "native" if self.native else "text", "budgets": asdict(self.budgets),
+            "context_window": self.window, "prompt_hash": digest(prompt),
+        }
+
+    def _complete(self, ep: Episode, messages: list[dict[str, Any]], tools: list[dict[str, Any]] | None, extra: dict[str, Any] | None = None) -> Completion:
+        b = self.budgets
+        c = self.client.complete(messages, tools=tools, max_tokens=b.max_tokens, temperature=b.temperature, seed=b.seed, extra=extra)
+        ep.calls.append({"prompt_tokens": c.prompt_tokens, "completion_tokens": c.completion_tokens, "seconds": round(c.seconds, 4), "attempts": c.attempts, "finish_reason": c.finish_reason})
+        return c
+
+    def run(self, question: str, tools: AgentTools, question_id: str = "") -> Episode:
+        t0 = time.perf_counter()
+        prompt = system_prompt(tools, self.native, self.budgets)
+        ep = Episode(question_id, question, self.config(prompt))
+        ep.messages = [{"role": "system", "content": prompt}, {"role": "user", "content": question}]
+        try:
+            self._loop(ep, tools)
+        except LLMError as e:
+            ep.outcome, ep.reason = "failed", f"model server: {e}"
+        ep.seconds = round(time.perf_counter() - t0, 3)
+        ep.surfaced, ep.opened = list(tools.surfaced), list(tools.opened)
+        return ep
+
+    def _loop(self, ep: Episode, tools: AgentTools) -> None:
+        schemas = tools.schemas() + [ANSWER_TOOL]
+        known = {s["function"]["name"] for s in schemas}
+        pending = 0  # tokens added since the last call (tool results), to foresee the next prompt
+        for _ in range(self.budgets.max_steps):
+            if ep.calls and ep.calls[-1]["prompt_tokens"] + ep.calls[-1]["completion_tokens"] + pending >= self.budgets.early_stop * self.window:
+                ep.reason = "context budget"
+                break
+            try:
+                c = self._complete(ep, ep.messages, schemas if self.native else None)
+            except ContextLengthError:
+                ep.reason = "context length"
+                self._drop_last_result(ep)
+                break
+            reply = parse_native([(t.id, t.name, t.arguments) for t in c.tool_calls], known) if c.tool_calls else parse_text(c.content, known)
+            self._append_assistant(ep, c)
+            if reply.answer is not None and not [k for k in reply.calls if k.name != "answer"]:
+                ep.answer, ep.outcome, ep.reason = reply.answer, "answered", "answer"
+                return
+            pending = self._act(ep, tools, reply, c, known)
+        else:
+            ep.reason = "step budget"
+        self._final_answer(ep)
+
+    def _append_assistant(self, ep: Episode, c: Completion) -> None:
+        msg: dict[str, Any] = {"role": "assistant", "content": c.content}
+        if c.tool_calls:
+            msg["tool_calls"] = [{"id": t.id, "type": "function", "function": {"name": t.name, "arguments": t.arguments}} for t in c.tool_calls]
+        ep.messages.append(msg)
+
+    def _act(self, ep: Episode, tools: AgentTools, reply: Reply, c: Completion, known: set[str]) -> int:
+        """Run the calls of one reply and append their results; returns the tokens added."""
+        added = 0
+
+        def run(name: str, arguments: dict[str, Any]) -> str:
+            nonlocal added
+            text, n = tools.call(name, arguments)
+            ep.tool_calls.append({"name": name, "arguments": arguments, "result_tokens": n, "result": text})
+            added += n
+            return text
+
+        if c.tool_calls:  # native: every call gets its own tool message, even one we could not read
+            for t in c.tool_calls:
+                one = parse_native([(t.id, t.name, t.arguments)], known)
+                text = run(one.calls[0].name, one.calls[0].arguments) if one.calls else one.problems[0]
+                if not one.calls:
+                    added += len(text.split())
+                ep.messages.append({"role": "tool", "tool_call_id": t.id, "content": text})
+            return added
+        for call in reply.calls:
+            text = run(call.name, call.arguments)
+            ep.messages.append({"role": "user", "content": f"<tool_response>\n{text}\n</tool_response>"})
+        notes = reply.problems or ([] if reply.calls else [NO_CALL])
+        if notes:
+            ep.messages.append({"role": "user", "content": "\n".join(notes)})
+            added += sum(len(p.split()) for p in notes)
+        return added
+
+    def _drop_last_result(self, ep: Episode) -> None:
+        for m in reversed(ep.messages):
+            if m["role"] in ("tool", "user") and m is not ep.messages[1]:
+                m["content"] = "[result removed: it did not fit in the context window]"
+                return
+
+    def _final_answer(self, ep: Episode) -> None:
+        """Ask once for the answer; if none comes, one recovery call with the reply pre-opened."""
+        messages = ep.messages + [{"role": "user", "content": FINAL_NUDGE}]
+        try:
+            c = self._complete(ep, messages, None)
+            ep.messages = messages + [{"role": "assistant", "content": c.content}]
+            answer = parse_text(c.content, set()).answer
+            if answer is not None:
+                ep.answer, ep.outcome = answer, "answered"
+                return
+            if self._is_vllm():
+                opened = ep.messages + [{"role": "assistant", "content": "<answer>"}]
+                c = self._complete(ep, opened, None, {"continue_final_message": True, "add_generation_prompt": False})
+                text = "<answer>" + c.content
+                ep.messages = ep.messages + [{"role": "assistant", "content": text}]
+            else:
+                again = ep.messages + [{"role": "user", "content": "Reply with only your final answer inside <answer></answer>."}]
+                c = self._complete(ep, again, None)
+                text = c.content
+                ep.messages = again + [{"role": "assistant", "content": text}]
+            answer = parse_text(text, set()).answer
+            if answer is not None:
+                ep.answer, ep.outcome = answer, "recovered"
+            else:
+                ep.outcome = "failed"
+                ep.reason += "; no answer after recovery"
+        except ContextLengthError:
+            ep.outcome, ep.reason = "failed", ep.reason + "; context length at the final answer"
+
+    def _is_vllm(self) -> bool:
+        if self.vllm is None:
+            self.vllm = self.client.server_kind() == "vllm"
+        return bool(self.vllm)
+
+
+def dump(ep: Episode) -> str:
+    return json.dumps(ep.record(), ensure_ascii=False)
