@@ -1,0 +1,1 @@
+"""Evaluation: answer metrics, paired statistics, collections and reports."""
