@@ -1,0 +1,118 @@
+"""QA collections in their public formats: BEIR layout (the paper's structured releases,
+BrowseComp-Plus), HotpotQA JSON, MuSiQue JSON Lines. The user downloads the files; nothing is fetched.
+
+Every loader gives a `Collection`: questions with all gold answer aliases and gold document ids,
+and the corpus records (for HotpotQA and MuSiQue, built from the questions' paragraphs).
+"""
+
+from __future__ import annotations
+
+import csv
+import json
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Iterator
+
+from sieve.corpus import corpus_file, read_documents
+from sieve.errors import CorpusError
+
+
+@dataclass(frozen=True)
+class QAItem:
+    id: str
+    question: str
+    answers: tuple[str, ...]
+    gold_docs: tuple[str, ...] = ()
+
+
+@dataclass
+class Collection:
+    name: str
+    questions: list[QAItem]
+    corpus: Path | list[dict[str, Any]]  # a JSONL/BEIR path, or records built from the questions
+    meta: dict[str, Any] = field(default_factory=dict)
+
+
+def _answers(rec: dict[str, Any], where: str) -> tuple[str, ...]:
+    out: list[str] = []
+    for key in ("answer", "answers", "answer_aliases"):
+        v = rec.get(key)
+        if isinstance(v, str):
+            out.append(v)
+        elif isinstance(v, list):
+            out.extend(str(x) for x in v)
+    if not out:
+        raise CorpusError("question has no answer (give 'answer' or 'answers')", where)
+    return tuple(dict.fromkeys(out))
+
+
+def _jsonl(path: Path) -> Iterator[tuple[int, dict[str, Any]]]:
+    with open(path, encoding="utf-8") as fh:
+        for n, line in enumerate(fh, 1):
+            if line.strip():
+                try:
+                    yield n, json.loads(line)
+                except ValueError as e:
+                    raise CorpusError(f"invalid JSON: {e}", str(path), n) from None
+
+
+def load_beir(folder: str | Path, split: str = "test") -> Collection:
+    """`corpus.jsonl`, `queries.jsonl` (with `answer`/`answers`) and `qrels/<split>.tsv`."""
+    root = Path(folder)
+    qrels: dict[str, list[str]] = {}
+    qpath = root / "qrels" / f"{split}.tsv"
+    if qpath.exists():
+        with open(qpath, encoding="utf-8") as fh:
+            for row in csv.reader(fh, delimiter="\t"):
+                if len(row) >= 2 and row[0] != "query-id" and (len(row) < 3 or row[2] not in ("0", "0.0")):
+                    qrels.setdefault(row[0], []).append(row[1])
+    questions = []
+    for n, rec in _jsonl(root / "queries.jsonl"):
+        qid = str(rec.get("_id", rec.get("id", "")))
+        if not qid:
+            raise CorpusError("question has no id", str(root / "queries.jsonl"), n)
+        if qrels and qid not in qrels:
+            continue  # not in this split
+        questions.append(QAItem(qid, str(rec.get("text", rec.get("question", ""))), _answers(rec, f"{root / 'queries.jsonl'}:{n}"), tuple(qrels.get(qid, ()))))
+    return Collection(root.name, questions, corpus_file(root), {"format": "beir", "split": split})
+
+
+def load_hotpotqa(path: str | Path) -> Collection:
+    """HotpotQA distractor/fullwiki JSON: documents are the context paragraphs (id = title)."""
+    path = Path(path)
+    data = json.loads(path.read_text(encoding="utf-8"))
+    docs: dict[str, dict[str, Any]] = {}
+    questions = []
+    for ex in data:
+        for title, sentences in ex.get("context", []):
+            docs.setdefault(title, {"id": title, "title": title, "text": "".join(sentences)})
+        gold = tuple(dict.fromkeys(t for t, _ in ex.get("supporting_facts", [])))
+        questions.append(QAItem(str(ex["_id"]), ex["question"], _answers(ex, str(path)), gold))
+    return Collection(path.stem, questions, list(docs.values()), {"format": "hotpotqa"})
+
+
+def load_musique(path: str | Path) -> Collection:
+    """MuSiQue JSON Lines: documents are the paragraphs, one per distinct (title, text)."""
+    path = Path(path)
+    docs: dict[tuple[str, str], dict[str, Any]] = {}
+    titles: dict[str, int] = {}
+    questions = []
+    for _, ex in _jsonl(path):
+        gold = []
+        for p in ex.get("paragraphs", []):
+            key = (p["title"], p["paragraph_text"])
+            if key not in docs:
+                k = titles.get(p["title"], 0)
+                titles[p["title"]] = k + 1
+                doc_id = p["title"] if k == 0 else f"{p['title']} ({k + 1})"
+                docs[key] = {"id": doc_id, "title": p["title"], "text": p["paragraph_text"]}
+            if p.get("is_supporting"):
+                gold.append(docs[key]["id"])
+        questions.append(QAItem(str(ex["id"]), ex["question"], _answers(ex, str(path)), tuple(gold)))
+    return Collection(path.stem, questions, list(docs.values()), {"format": "musique"})
+
+
+def flat_twin(records: Any) -> Iterator[dict[str, Any]]:
+    """The flat twin of a structured corpus: same ids and emitted text, only title and body."""
+    for doc in read_documents(records):
+        yield {"id": doc.id, "title": doc.title, "text": "\n\n".join(s.text for s in doc.sections)}
