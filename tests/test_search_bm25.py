@@ -169,3 +169,16 @@ def test_ranking_never_leaves_the_admitted_set(docs: list[dict], queries: list[s
                 assert scores == sorted(scores, reverse=True)
             else:
                 assert r.fallback or not r.hits
+
+
+def test_vectorised_explanation_equals_the_per_document_one(tmp_path: Path) -> None:
+    from sieve.demo_corpus import stdlib_documents
+    from sieve.engine.explain import Explainer
+    from sieve.index import parse_query
+
+    ix = sieve.build_index(stdlib_documents(limit=120), tmp_path / "idx")
+    for q in ["json OR file", '"regular expression" OR parse[title]', "NEAR/3(read, file) OR open*", "a[section] OR the[body] OR os", "data NOT file[title]"]:
+        node = parse_query(q)
+        docs = [h.doc for h in ix.search(q, k=20).hits]
+        ex = Explainer(ix.reader, node)
+        assert ex.matched_many(docs) == [ex.matched(d) for d in docs]

@@ -26,8 +26,12 @@ def idf(n_docs: int, df: int | np.ndarray) -> float | np.ndarray:
     return np.log(1.0 + (n_docs - df + 0.5) / (df + 0.5))
 
 
-def term_scores(tf: np.ndarray, dl: np.ndarray, avgdl: float, idf_t: float, params: BM25Params) -> np.ndarray:
-    """BM25 contribution of one term to each document with term frequency `tf` and length `dl`."""
-    tf = tf.astype(np.float64)
-    norm = params.k1 * (1.0 - params.b + params.b * dl.astype(np.float64) / avgdl)
+def length_norm(doc_len: np.ndarray, avgdl: float, params: BM25Params) -> np.ndarray:
+    """k1 * (1 - b + b * dl / avgdl) for every document: the part of the denominator that does not
+    depend on the term, computed once when an index is opened."""
+    return params.k1 * (1.0 - params.b + params.b * np.asarray(doc_len, dtype=np.float64) / avgdl)
+
+
+def term_scores(tf: np.ndarray, norm: np.ndarray, idf_t: float) -> np.ndarray:
+    """BM25 contribution of one term: idf * tf / (tf + norm), per posting."""
     return idf_t * tf / (tf + norm)

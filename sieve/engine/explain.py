@@ -30,16 +30,109 @@ def positions_in_doc(r: IndexReader, tid: int, d: int) -> np.ndarray:
     return pos[a:b]
 
 
-def _phrase_starts(r: IndexReader, terms: list[str], d: int) -> np.ndarray:
-    start = positions_in_doc(r, r.term_id(terms[0]), d).astype(np.int64)
-    for i, t in enumerate(terms[1:], 1):
-        start = start[np.isin(start + i, positions_in_doc(r, r.term_id(t), d).astype(np.int64))]
-    return start
+class Explainer:
+    """Where one query's positive atoms match, document by document; term lookups done once."""
+
+    def __init__(self, r: IndexReader, node: ast.Node) -> None:
+        self.r = r
+        self.leaves: list[tuple[ast.Leaf, int, list[int] | tuple[int, int]]] = []
+        for leaf in ast.positive_leaves(node):
+            if isinstance(leaf, ast.Prefix):
+                key: list[int] | tuple[int, int] = r.terms.prefix_range(analyze(leaf.stem)[0].encode())
+            elif isinstance(leaf, ast.Near):
+                key = [r.term_id(analyze(leaf.left)[0]), r.term_id(analyze(leaf.right)[0])]
+            else:
+                key = [r.term_id(t) for t in analyze(leaf.word if isinstance(leaf, ast.Term) else leaf.text)]
+            self.leaves.append((leaf, mask_of(leaf.fields), key))
+
+    def _positions(self, leaf: ast.Leaf, key: list[int] | tuple[int, int], d: int) -> np.ndarray:
+        r = self.r
+        if isinstance(leaf, ast.Prefix):
+            lo, hi = key
+            a, b = int(r.post_ptr[lo]), int(r.post_ptr[hi])
+            hits = np.flatnonzero(np.asarray(r.post_doc[a:b]) == d) + a
+            if not len(hits):
+                return np.zeros(0, dtype=np.int64)
+            tids = search_sorted(r.post_ptr, hits, side="right") - 1
+            return np.concatenate([positions_in_doc(r, int(t), d).astype(np.int64) for t in tids])
+        if isinstance(leaf, ast.Near):
+            return _near_positions(r, leaf, key, d)  # type: ignore[arg-type]
+        if len(key) == 1:
+            return positions_in_doc(r, key[0], d)  # type: ignore[index]
+        start = positions_in_doc(r, key[0], d).astype(np.int64)  # type: ignore[index]
+        for i, tid in enumerate(key[1:], 1):  # type: ignore[index]
+            start = start[np.isin(start + i, positions_in_doc(r, tid, d).astype(np.int64))]
+        return start
+
+    def _ragged(self, tid: int, docs: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        """(positions of a term inside any of `docs`, index into `docs` of each), one binary search per end."""
+        r = self.r
+        if tid < 0:
+            return np.zeros(0, dtype=np.int64), np.zeros(0, dtype=np.int64)
+        pos = r.positions(tid)
+        first = r.doc_units[docs]
+        last = r.doc_units[np.minimum(docs + 1, r.n_docs)]
+        lo = search_sorted(pos, r.unit_start[first])
+        hi = np.where(docs + 1 < r.n_docs, search_sorted(pos, r.unit_start[np.minimum(last, len(r.unit_start) - 1)]), len(pos))
+        counts = hi - lo
+        owner = np.repeat(np.arange(len(docs)), counts)
+        idx = np.repeat(lo - np.concatenate(([0], np.cumsum(counts)[:-1])), counts) + np.arange(int(counts.sum()))
+        return pos[idx].astype(np.int64), owner
+
+    def matched_many(self, docs: list[int]) -> list[tuple[list[Field], list[int]]]:
+        """`matched` for several documents at once: the binary searches are vectorised over them."""
+        r = self.r
+        arr = np.asarray(docs, dtype=np.int64)
+        fields: list[set[int]] = [set() for _ in docs]
+        sections: list[set[int]] = [set() for _ in docs]
+        for leaf, fmask, key in self.leaves:
+            if isinstance(leaf, (ast.Prefix, ast.Near)):
+                for i, d in enumerate(docs):  # rare atoms: the per-document path
+                    pos = self._positions(leaf, key, d)
+                    self._collect(pos, np.full(len(pos), i), fmask, fields, sections)
+                continue
+            pos, owner = self._ragged(key[0], arr)  # type: ignore[index]
+            for i, tid in enumerate(key[1:], 1):  # type: ignore[index]
+                nxt, nowner = self._ragged(tid, arr)
+                keep = np.isin(pos + i, nxt)
+                pos, owner = pos[keep], owner[keep]
+            self._collect(pos, owner, fmask, fields, sections)
+        return [([Field(f) for f in sorted(fs)], sorted(ss)) for fs, ss in zip(fields, sections)]
+
+    def _collect(self, pos: np.ndarray, owner: np.ndarray, fmask: int, fields: list[set[int]], sections: list[set[int]]) -> None:
+        if not len(pos):
+            return
+        r = self.r
+        units = r.units_of(pos)
+        ufield = r.unit_field[units].astype(np.int64)
+        keep = ((np.int64(1) << ufield) & fmask) != 0
+        owner, ufield, usec = owner[keep], ufield[keep], r.unit_section[units[keep]].astype(np.int64)
+        for o, f in set(zip(owner.tolist(), ufield.tolist())):
+            fields[o].add(f)
+        for o, sec in set(zip(owner.tolist(), usec.tolist())):
+            if sec >= 0:
+                sections[o].add(sec)
+
+    def matched(self, d: int) -> tuple[list[Field], list[int]]:
+        """(fields, section numbers) where the query's positive atoms match document d, in order."""
+        fields: set[int] = set()
+        sections: set[int] = set()
+        r = self.r
+        for leaf, fmask, key in self.leaves:
+            pos = self._positions(leaf, key, d)
+            if not len(pos):
+                continue
+            units = r.units_of(pos)
+            ufield = r.unit_field[units]
+            keep = ((np.uint8(1) << ufield) & fmask) != 0
+            fields.update(ufield[keep].tolist())
+            sections.update(s for s in r.unit_section[units[keep]].tolist() if s >= 0)
+        return [Field(f) for f in sorted(fields)], sorted(sections)
 
 
-def _near_positions(r: IndexReader, node: ast.Near, d: int) -> np.ndarray:
-    a = positions_in_doc(r, r.term_id(analyze(node.left)[0]), d)
-    b = positions_in_doc(r, r.term_id(analyze(node.right)[0]), d)
+def _near_positions(r: IndexReader, node: ast.Near, key: list[int], d: int) -> np.ndarray:
+    a = positions_in_doc(r, key[0], d)
+    b = positions_in_doc(r, key[1], d)
     if not len(a) or not len(b):
         return np.zeros(0, dtype=np.int64)
     ua, ub = r.units_of(a), r.units_of(b)
@@ -48,41 +141,6 @@ def _near_positions(r: IndexReader, node: ast.Near, d: int) -> np.ndarray:
     return np.concatenate([a[close.any(axis=1)], b[close.any(axis=0)]])
 
 
-def _prefix_positions(r: IndexReader, stem: str, d: int) -> np.ndarray:
-    lo, hi = r.terms.prefix_range(stem.encode())
-    a, b = int(r.post_ptr[lo]), int(r.post_ptr[hi])
-    hits = np.flatnonzero(np.asarray(r.post_doc[a:b]) == d) + a
-    if not len(hits):
-        return np.zeros(0, dtype=np.int64)
-    tids = search_sorted(r.post_ptr, hits, side="right") - 1
-    return np.concatenate([positions_in_doc(r, int(t), d).astype(np.int64) for t in tids])
-
-
-def leaf_positions(r: IndexReader, leaf: ast.Leaf, d: int) -> np.ndarray:
-    """Positions in document d where a leaf matches (for a phrase, where it starts)."""
-    if isinstance(leaf, ast.Prefix):
-        return _prefix_positions(r, analyze(leaf.stem)[0], d)
-    if isinstance(leaf, ast.Near):
-        return _near_positions(r, leaf, d)
-    terms = analyze(leaf.word if isinstance(leaf, ast.Term) else leaf.text)
-    if len(terms) == 1:
-        return positions_in_doc(r, r.term_id(terms[0]), d)
-    return _phrase_starts(r, terms, d)
-
-
 def matched(r: IndexReader, node: ast.Node, d: int) -> tuple[list[Field], list[int]]:
-    """(fields, section numbers) where the query's positive atoms match document d, in order."""
-    fields: set[Field] = set()
-    sections: set[int] = set()
-    for leaf in ast.positive_leaves(node):
-        pos = leaf_positions(r, leaf, d)
-        if not len(pos):
-            continue
-        units = r.units_of(pos)
-        ufield = np.asarray(r.unit_field)[units]
-        keep = ((np.uint8(1) << ufield) & mask_of(leaf.fields)) != 0
-        units = units[keep]
-        fields.update(Field(int(f)) for f in np.unique(ufield[keep]))
-        sec = np.asarray(r.unit_section)[units]
-        sections.update(int(s) for s in np.unique(sec[sec >= 0]))
-    return sorted(fields), sorted(sections)
+    """(fields, section numbers) where the query's positive atoms match document d."""
+    return Explainer(r, node).matched(d)

@@ -33,12 +33,22 @@ def search_sorted(arr: np.ndarray, values: Any, side: str = "left") -> np.ndarra
 
 
 class StringTable(Sequence[bytes]):
-    """A sorted table of byte strings in one blob, searched by bisection without loading it."""
+    """A sorted table of byte strings in one blob, searched by bisection without loading it.
+
+    Every 64th entry is kept in memory, so a lookup bisects a Python list (in C) and then one
+    block of at most 64 entries, instead of slicing the memory map at every bisection step.
+    """
+
+    BLOCK = 64
 
     def __init__(self, blob: np.ndarray, off: np.ndarray) -> None:
         self.blob = blob
         self.off = off
         self._n = len(off) - 1
+        starts = off[: self._n : self.BLOCK].tolist()
+        ends = off[1 : self._n + 1][:: self.BLOCK].tolist()
+        raw = blob.tobytes() if len(starts) > 4096 else None  # one copy beats thousands of slices
+        self._sample = [(raw[a:b] if raw is not None else blob[a:b].tobytes()) for a, b in zip(starts, ends)]
 
     def __len__(self) -> int:
         return self._n
@@ -48,17 +58,31 @@ class StringTable(Sequence[bytes]):
             raise IndexError(i)
         return self.blob[int(self.off[i]) : int(self.off[i + 1])].tobytes()
 
+    def _block(self, b: int) -> tuple[int, list[bytes]]:
+        lo = b * self.BLOCK
+        hi = min(lo + self.BLOCK, self._n)
+        offs = self.off[lo : hi + 1].tolist()
+        raw = self.blob[offs[0] : offs[-1]].tobytes()
+        base = offs[0]
+        return lo, [raw[a - base : c - base] for a, c in zip(offs, offs[1:])]
+
+    def _bisect(self, key: bytes) -> int:
+        """bisect_left of `key` over the whole table."""
+        b = bisect.bisect_right(self._sample, key) - 1
+        if b < 0:
+            return 0
+        lo, block = self._block(b)
+        return lo + bisect.bisect_left(block, key)
+
     def find(self, key: bytes) -> int:
         """Index of `key`, or -1."""
-        i = bisect.bisect_left(self, key)
+        i = self._bisect(key)
         return i if i < self._n and self[i] == key else -1
 
     def prefix_range(self, prefix: bytes) -> tuple[int, int]:
         """[lo, hi) of the entries that start with `prefix`."""
-        lo = bisect.bisect_left(self, prefix)
         # 0xff never occurs in UTF-8, so prefix+0xff sorts after every extension of prefix.
-        hi = bisect.bisect_left(self, prefix + b"\xff", lo)
-        return lo, hi
+        return self._bisect(prefix), self._bisect(prefix + b"\xff")
 
 
 class IndexReader:
@@ -165,14 +189,14 @@ class IndexReader:
         try:
             return self.ids[int(self.id_rank[d])].decode()
         except (IndexError, UnicodeDecodeError):
-            raise IndexDamagedError("ids.blob.sva", f"id of document {d} is unreadable") from None
+            raise self.damaged(("ids.rank.sva", "ids.off.sva", "ids.blob.sva"), f"id of document {d} is unreadable") from None
 
     def meta(self, d: int) -> dict[str, Any]:
         raw = self.meta_blob[int(self.meta_off[d]) : int(self.meta_off[d + 1])].tobytes()
         try:
             return json.loads(raw)
         except (ValueError, UnicodeDecodeError):
-            raise IndexDamagedError("store.meta.sva", f"record of document {d} is unreadable") from None
+            raise self.damaged(("store.meta.off.sva", "store.meta.sva"), f"record of document {d} is unreadable") from None
 
     def section_text(self, d: int, j: int) -> str:
         k = int(self.doc_sections[d]) + j
@@ -180,7 +204,17 @@ class IndexReader:
         try:
             return raw.decode()
         except UnicodeDecodeError:
-            raise IndexDamagedError("store.text.sva", f"section {j} of document {d} is unreadable") from None
+            raise self.damaged(("store.sections.sva", "store.text.off.sva", "store.text.sva"), f"section {j} of document {d} is unreadable") from None
+
+    def damaged(self, names: tuple[str, ...], reason: str) -> IndexDamagedError:
+        """The error for a record that cannot be read from `names` (its offsets first, its blob last):
+        the first of those files that fails its checksum, else the last one with `reason`."""
+        for name in names:
+            try:
+                storage.verify_array(self.dir / name, name, self.manifest["files"][name])
+            except IndexDamagedError as e:
+                return e
+        return IndexDamagedError(names[-1], reason)
 
     def section_count(self, d: int) -> int:
         return int(self.doc_sections[d + 1] - self.doc_sections[d])
