@@ -36,7 +36,8 @@ CLASSES = ["term", "field", "and", "or", "not", "phrase", "prefix", "date", "nea
 
 def to_bql(spec: dict[str, Any]) -> str:
     op = spec["op"]
-    tag = f"[{spec['field']}]" if spec.get("field") else ""
+    # Peers index title, headings and body only; "any field" means those three here too.
+    tag = f"[{spec['field']}]" if spec.get("field") else "[title,section,body]"
     if op == "term":
         return spec["term"] + tag
     if op == "phrase":
@@ -44,7 +45,7 @@ def to_bql(spec: dict[str, Any]) -> str:
     if op == "prefix":
         return spec["stem"] + "*" + tag
     if op == "near":
-        return f"NEAR/{spec['n']}({spec['a']}, {spec['b']})"
+        return f"NEAR/{spec['n']}({spec['a']}, {spec['b']})[title,section,body]"
     if op == "date":
         def day(v: int | None) -> str:
             return "" if v is None else f"{v // 10000:04d}-{v // 100 % 100:02d}-{v % 100:02d}"

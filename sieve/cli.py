@@ -134,6 +134,10 @@ def cmd_embed(args: argparse.Namespace) -> int:
 
 
 def cmd_search(args: argparse.Namespace) -> int:
+    from sieve.agent import cards
+    from sieve.agent.snippets import Matcher
+    from sieve.agent.style import terminal_style
+    from sieve.engine.bql import parse
     from sieve.index import open_index
 
     index = open_index(args.index)
@@ -141,20 +145,79 @@ def cmd_search(args: argparse.Namespace) -> int:
     r = index.search(args.query, k=args.k, ranker=args.ranker, fallback=not args.strict)
     ms = (time.perf_counter() - t0) * 1000
     if args.json:
-        _print_json({"query": r.query, "count": r.count, "fallback": r.fallback, "missing": r.missing, "ranker": r.ranker, "ms": round(ms, 3),
-                     "hits": [{"rank": h.rank, "id": h.doc_id, "score": h.score, "fields": list(h.fields), "sections": list(h.sections)} for h in r.hits]})
+        matcher = Matcher.of(parse(r.query))
+        hits = []
+        for h in r.hits:
+            meta = index.reader.meta(h.doc)
+            snip = cards.hit_snippet(index, h, meta["headings"], matcher)
+            hits.append({"rank": h.rank, "id": h.doc_id, "score": h.score, "title": meta["title"], "fields": list(h.fields), "sections": list(h.sections),
+                         "snippet": None if snip is None else {"section": meta["headings"][snip.section], "text": snip.text}})
+        _print_json({"query": r.query, "count": r.count, "fallback": r.fallback, "missing": r.missing, "ranker": r.ranker, "ms": round(ms, 3), "hits": hits})
         return 0
-    if r.fallback:
-        print(f"0 exact matches for {r.query}; " + "; ".join(f"no document has {m}" for m in r.missing) + f". Ranked by the query's terms instead ({r.ranker}):")
+    style = terminal_style(sys.stdout)
+    print(cards.listing(index, r, cards.search_header(r), Matcher.of(parse(r.query)), style=style))
+    return 0
+
+
+def _cli_hint(index: str) -> Callable[[str, "str | None", int], str]:
+    """How a person reads the next part: the command line to run."""
+    import shlex
+
+    def hint(doc_id: str, section: str | None, part: int) -> str:
+        words = ["sieve", "fetch", index, doc_id, section] if section is not None else ["sieve", "visit", index, doc_id]
+        return shlex.join(words + ["--part", str(part)])
+
+    return hint
+
+
+def _read_config(args: argparse.Namespace) -> Any:
+    from sieve.agent.reading import ReadConfig
+    from sieve.agent.tokens import make_counter
+
+    return ReadConfig(cap=args.max_tokens, counter=make_counter(args.tokenizer), hint=_cli_hint(args.index))
+
+
+def _print_read(read: Any, as_json: bool) -> None:
+    if as_json:
+        _print_json({"id": read.doc_id, "section": read.name or None, "part": read.part, "parts": read.parts, "text": read.body})
     else:
-        print(f"{r.count} documents match {r.query}; top {len(r.hits)} by {r.ranker} ({ms:.1f} ms)")
-        if r.count == 0 and r.missing:
-            print("  " + "; ".join(f"no document has {m}" for m in r.missing))
-    for h in r.hits:
-        title = index.reader.meta(h.doc)["title"]
-        where = ", ".join(h.fields) or "-"
-        secs = (" §" + " · ".join(h.sections)) if h.sections else ""
-        print(f"{h.rank:>3}. {h.doc_id}  {title}  [{h.score:.3f}]  matched: {where}{secs}")
+        print(read.text)
+
+
+def cmd_fetch(args: argparse.Namespace) -> int:
+    from sieve.agent.reading import read_section
+    from sieve.index import open_index
+
+    doc = open_index(args.index).document(args.doc_id)
+    _print_read(read_section(doc, args.section, args.part, _read_config(args)), args.json)
+    return 0
+
+
+def cmd_visit(args: argparse.Namespace) -> int:
+    from sieve.agent.reading import read_document
+    from sieve.index import open_index
+
+    doc = open_index(args.index).document(args.doc_id)
+    _print_read(read_document(doc, args.part, _read_config(args)), args.json)
+    return 0
+
+
+def cmd_show(args: argparse.Namespace) -> int:
+    from sieve.agent.reading import contents_text, facts_text
+    from sieve.agent.style import terminal_style
+    from sieve.agent.tokens import WhitespaceCounter
+    from sieve.index import open_index
+
+    doc = open_index(args.index).document(args.doc_id)
+    words = WhitespaceCounter()
+    if args.json:
+        _print_json({"id": doc.id, "title": doc.title, "author": doc.author, "date": doc.date, "infobox": dict(doc.infobox),
+                     "sections": [{"heading": s.heading, "words": words.count(s.text)} for s in doc.sections]})
+        return 0
+    style = terminal_style(sys.stdout)
+    print(f"{style.id(doc.id)}\n{facts_text(doc)}\n{len(doc.sections)} section{'s' if len(doc.sections) != 1 else ''}:")
+    for line in contents_text(doc, words).splitlines():
+        print("  " + line)
     return 0
 
 
@@ -227,7 +290,7 @@ def make_parser() -> argparse.ArgumentParser:
     s.add_argument("--json", action="store_true")
     s.set_defaults(func=cmd_match)
 
-    s = sub.add_parser("search", help="rank the documents a BQL query admits")
+    s = sub.add_parser("search", help="rank the documents a BQL query admits and show their result cards")
     s.add_argument("index")
     s.add_argument("query")
     s.add_argument("-k", type=int, default=5, help="results (default 5)")
@@ -235,6 +298,25 @@ def make_parser() -> argparse.ArgumentParser:
     s.add_argument("--strict", action="store_true", help="no zero-hit recovery: an empty match returns nothing")
     s.add_argument("--json", action="store_true")
     s.set_defaults(func=cmd_search)
+
+    for name, helptext, func in (("fetch", "read one section of a document (or intro, facts, infobox, contents)", cmd_fetch),
+                                 ("visit", "read a whole document", cmd_visit)):
+        s = sub.add_parser(name, help=helptext)
+        s.add_argument("index")
+        s.add_argument("doc_id")
+        if name == "fetch":
+            s.add_argument("section", help="a heading (case-insensitive; a unique prefix will do), #N, intro, facts, infobox or contents")
+        s.add_argument("--part", type=int, default=1, help="which part of a text longer than one read (default 1)")
+        s.add_argument("--max-tokens", type=int, default=12_000, help="the cap of one read (default 12000)")
+        s.add_argument("--tokenizer", help="count tokens with a tokenizer.json (path, or 'minilm' for the bundled one) instead of words")
+        s.add_argument("--json", action="store_true")
+        s.set_defaults(func=func)
+
+    s = sub.add_parser("show", help="list a document's facts and sections")
+    s.add_argument("index")
+    s.add_argument("doc_id")
+    s.add_argument("--json", action="store_true")
+    s.set_defaults(func=cmd_show)
 
     s = sub.add_parser("embed", help="compute document embeddings for dense and hybrid ranking (resumable)")
     s.add_argument("index")
@@ -254,6 +336,9 @@ def make_parser() -> argparse.ArgumentParser:
     s.add_argument("--keep", metavar="DIR", help="keep the demo index in DIR")
     s.add_argument("--json", action="store_true")
     s.set_defaults(func=cmd_demo)
+    from sieve.cli_agent import add_commands
+
+    add_commands(sub)
     return p
 
 

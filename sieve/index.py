@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import functools
 import os
 from dataclasses import dataclass, field
 from functools import lru_cache
@@ -16,16 +17,38 @@ from sieve.engine import bitset, storage
 from sieve.engine.bql import Node, parse
 from sieve.engine.bm25 import BM25Params
 from sieve.engine.evaluate import Evaluator, Limits
-from sieve.engine.explain import matched
+from sieve.engine.explain import Explainer
 from sieve.engine.reader import FILES, IndexReader
 from sieve.engine.search import RANKERS, Hit, Results, Searcher, positive_terms, positive_text, top_level_clauses
-from sieve.errors import InvalidArgumentError, UnknownDocumentError
+from sieve.errors import IndexDamagedError, InvalidArgumentError, SieveError, UnknownDocumentError
 
 
 @lru_cache(maxsize=4096)
 def parse_query(text: str) -> Node:
     """`bql.parse`, memoised: agents repeat queries, and trees are immutable values."""
     return parse(text)
+
+
+def _damage_guard(method: Callable[..., Any]) -> Callable[..., Any]:
+    """Open verifies only the small files, so reading a damaged large payload can trip numpy (an
+    index out of range, an unreadable record) before any checksum does. Then verify the index:
+    damage found is raised as IndexDamagedError naming the file; none found means a real bug, and
+    the original exception propagates unchanged (decisions.md, Integrity)."""
+
+    @functools.wraps(method)
+    def guarded(self: "Index", *args: Any, **kwargs: Any) -> Any:
+        try:
+            return method(self, *args, **kwargs)
+        except SieveError:
+            raise
+        except Exception as exc:
+            try:
+                self.check()
+            except IndexDamagedError as damaged:
+                raise damaged from exc
+            raise
+
+    return guarded
 
 
 @dataclass(frozen=True)
@@ -65,13 +88,15 @@ class Index:
     def stats(self) -> dict[str, int]:
         return dict(self.manifest["stats"])
 
+    @_damage_guard
     def match(self, query: str) -> Match:
         """Documents that satisfy the BQL `query` exactly. Raises BQLSyntaxError / BQLLimitError."""
-        node = parse_query(query)
+        node = parse_query(query) if isinstance(query, str) else parse(query)  # parse refuses a non-string; the cache cannot hash a list
         bits = self.evaluator.run(node)
         docs = bitset.to_ids(bits, len(self))
         return Match(query=str(node), count=len(docs), docs=docs, _reader=self.reader)
 
+    @_damage_guard
     def search(self, query: str, k: int = 5, ranker: str = "bm25", fallback: bool = True) -> Results:
         """Rank the documents `query` admits by its positive terms; best `k` first.
 
@@ -83,7 +108,7 @@ class Index:
             raise InvalidArgumentError(f"k must be a positive integer, got {k!r}")
         if ranker not in RANKERS:
             raise InvalidArgumentError(f"unknown ranker {ranker!r}; choose one of {', '.join(RANKERS)}")
-        node = parse_query(query)
+        node = parse_query(query) if isinstance(query, str) else parse(query)  # parse refuses a non-string; the cache cannot hash a list
         bits = self.evaluator.run(node)
         docs = bitset.to_ids(bits, len(self))
         canonical = str(node)
@@ -100,8 +125,8 @@ class Index:
 
     def _hits(self, node: Node, docs: np.ndarray, scores: np.ndarray) -> list[Hit]:
         hits = []
-        for rank, (d, score) in enumerate(zip(docs.tolist(), scores.tolist()), 1):
-            fields, sections = matched(self.reader, node, d)
+        where = Explainer(self.reader, node).matched_many(docs.tolist())
+        for rank, (d, score, (fields, sections)) in enumerate(zip(docs.tolist(), scores.tolist(), where), 1):
             headings = self.reader.meta(d)["headings"]
             hits.append(Hit(self.reader.doc_id(d), rank, float(score), tuple(f.label for f in fields), tuple(headings[j] for j in sections), doc=d))
         return hits
@@ -117,6 +142,7 @@ class Index:
 
         self.searcher.dense = DenseIndex.open(self, model=model, encoder=encoder)
 
+    @_damage_guard
     def document(self, doc_id: str) -> Document:
         """The stored document with this id; raises UnknownDocumentError."""
         d = self.reader.doc_number(str(doc_id))
@@ -137,16 +163,24 @@ class Index:
             metadata=meta.get("metadata", {}),
         )
 
+    @_damage_guard
     def section(self, doc_id: str, j: int) -> Section:
         """One section of a document, read without the rest of it."""
         d = self.reader.doc_number(str(doc_id))
         if d < 0:
             raise UnknownDocumentError(str(doc_id))
         headings = self.reader.meta(d)["headings"]
+        if isinstance(j, bool) or not isinstance(j, int) or not 0 <= j < len(headings):
+            raise InvalidArgumentError(f"document {doc_id!r} has {len(headings)} section{'s' if len(headings) != 1 else ''}, numbered from 0; there is no section {j!r}")
         return Section(headings[j], self.reader.section_text(d, j))
 
     def check(self) -> list[str]:
-        """Verify every byte of every file; returns the names checked, raises IndexDamagedError."""
+        """Verify every byte of every file; returns the names checked, raises IndexDamagedError.
+
+        CURRENT and the manifest are read again, so damage done since the index was opened is found too."""
+        storage.current_generation(self.path)
+        if storage.read_manifest(self.generation) != self.manifest:
+            raise IndexDamagedError(storage.MANIFEST, "changed since the index was opened")
         files = self.manifest["files"]
         for name in FILES:
             storage.verify_array(self.generation / name, name, files[name])

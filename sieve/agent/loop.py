@@ -10,7 +10,7 @@ from __future__ import annotations
 import json
 import time
 from dataclasses import asdict, dataclass, field
-from typing import Any, Protocol
+from typing import Any, Callable, Protocol
 
 from sieve.agent.llm import ChatClient, Completion, ContextLengthError, LLMError
 from sieve.agent.prompts import digest, render, template
@@ -104,8 +104,18 @@ def system_prompt(tools: AgentTools, native: bool, budgets: Budgets) -> str:
 class Agent:
     """Runs episodes of one configuration: a client, a tool style, budgets."""
 
-    def __init__(self, client: ChatClient, native_tools: bool = True, budgets: Budgets = Budgets(), condition: str = "sieve", ranker: str = "bm25", vllm: bool | None = None) -> None:
+    def __init__(
+        self,
+        client: ChatClient,
+        native_tools: bool = True,
+        budgets: Budgets = Budgets(),
+        condition: str = "sieve",
+        ranker: str = "bm25",
+        vllm: bool | None = None,
+        on_event: Callable[[str, dict[str, Any]], None] | None = None,
+    ) -> None:
         self.client = client
+        self.on_event = on_event
         self.native = native_tools
         self.budgets = budgets
         self.condition = condition
@@ -125,15 +135,39 @@ class Agent:
         b = self.budgets
         c = self.client.complete(messages, tools=tools, max_tokens=b.max_tokens, temperature=b.temperature, seed=b.seed, extra=extra)
         ep.calls.append({"prompt_tokens": c.prompt_tokens, "completion_tokens": c.completion_tokens, "seconds": round(c.seconds, 4), "attempts": c.attempts, "finish_reason": c.finish_reason})
+        if self.on_event is not None:
+            self.on_event("llm", {**ep.calls[-1], "content": c.content})
         return c
 
     def run(self, question: str, tools: AgentTools, question_id: str = "") -> Episode:
+        if self.condition == "rag":
+            return self.run_rag(question, tools, question_id)
         t0 = time.perf_counter()
         prompt = system_prompt(tools, self.native, self.budgets)
         ep = Episode(question_id, question, self.config(prompt))
         ep.messages = [{"role": "system", "content": prompt}, {"role": "user", "content": question}]
         try:
             self._loop(ep, tools)
+        except LLMError as e:
+            ep.outcome, ep.reason = "failed", f"model server: {e}"
+        ep.seconds = round(time.perf_counter() - t0, 3)
+        ep.surfaced, ep.opened = list(tools.surfaced), list(tools.opened)
+        return ep
+
+    def run_rag(self, question: str, tools: AgentTools, question_id: str = "") -> Episode:
+        """Retrieve once with the question as free text, then answer in one call (no tools)."""
+        t0 = time.perf_counter()
+        text, n = tools.call("ranked_search", {"query": question})
+        prompt = render(template("rag.md"), passages=text)
+        ep = Episode(question_id, question, self.config(prompt))
+        ep.tool_calls.append({"name": "ranked_search", "arguments": {"query": question}, "result_tokens": n, "result": text})
+        ep.messages = [{"role": "system", "content": prompt}, {"role": "user", "content": question}]
+        try:
+            c = self._complete(ep, ep.messages, None)
+            ep.messages.append({"role": "assistant", "content": c.content})
+            answer = parse_text(c.content, set()).answer
+            ep.answer = answer if answer is not None else c.content.strip()
+            ep.outcome, ep.reason = "answered", "answer" if answer is not None else "untagged answer"
         except LLMError as e:
             ep.outcome, ep.reason = "failed", f"model server: {e}"
         ep.seconds = round(time.perf_counter() - t0, 3)
@@ -178,6 +212,8 @@ class Agent:
             nonlocal added
             text, n = tools.call(name, arguments)
             ep.tool_calls.append({"name": name, "arguments": arguments, "result_tokens": n, "result": text})
+            if self.on_event is not None:
+                self.on_event("tool", ep.tool_calls[-1])
             added += n
             return text
 

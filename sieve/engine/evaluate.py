@@ -27,7 +27,7 @@ class Limits:
     """Caps that keep one query from taking seconds or gigabytes."""
 
     max_prefix_terms: int = 10_000
-    max_positions: int = 50_000_000  # positions a single phrase or NEAR may examine
+    max_positions: int = 50_000_000  # positions the phrases and NEARs of one query may examine, together
 
 
 class Evaluator:
@@ -39,7 +39,38 @@ class Evaluator:
 
     def run(self, node: ast.Node) -> np.ndarray:
         """The exact admitted set of `node`."""
+        self._check_query_volume(node)
         return self.eval(node, None) & self.universe
+
+    def _leaf_volume(self, leaf: ast.Node) -> int:
+        """Positions a phrase, NEAR or multi-term word examines (as `_check_volume` counts them)."""
+        if isinstance(leaf, ast.Near):
+            tids = {self.r.term_id(analyze(leaf.left)[0]), self.r.term_id(analyze(leaf.right)[0])}
+        elif isinstance(leaf, (ast.Term, ast.Phrase)):
+            terms = analyze(leaf.word if isinstance(leaf, ast.Term) else leaf.text)
+            if len(terms) < 2:
+                return 0
+            tids = {self.r.term_id(t) for t in terms}
+            if -1 in tids:
+                return 0
+            return min(int(self.r.pos_ptr[t + 1] - self.r.pos_ptr[t]) for t in tids)  # only the rarest is scanned
+        else:
+            return 0
+        if -1 in tids:
+            return 0
+        return sum(int(self.r.pos_ptr[t + 1] - self.r.pos_ptr[t]) for t in tids)
+
+    def _check_query_volume(self, node: ast.Node) -> None:
+        """The positions cap holds for the whole query: 500 NEARs over frequent words, each under
+        the cap, would otherwise take half a minute together."""
+        volumes = [(self._leaf_volume(leaf), leaf) for leaf in ast.leaves(node)]
+        total = sum(v for v, _ in volumes)
+        if total > self.limits.max_positions:
+            most, leaf = max(volumes, key=lambda vl: vl[0])
+            raise BQLLimitError(
+                "positions", total, self.limits.max_positions,
+                f"the phrases and NEARs of this query examine {total:,} positions together (the largest, {leaf}, {most:,}); use rarer words or fewer of them",
+            )
 
     # ------------------------------------------------------------ dispatch
 

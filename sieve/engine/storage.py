@@ -9,6 +9,7 @@ from __future__ import annotations
 import json
 import mmap
 import os
+import re
 import shutil
 import struct
 import tempfile
@@ -31,6 +32,7 @@ HEADER_SIZE = 64
 FOOTER = struct.Struct("<I4s")  # crc32, magic
 FOOTER_SIZE = FOOTER.size
 CURRENT = "CURRENT"
+_CURRENT_RE = re.compile(rb"(gen-[0-9]{6,})\n")
 MANIFEST = "manifest.json"
 # Files at most this big are checksummed when an index is opened; `sieve check` verifies all.
 VERIFY_ON_OPEN_BYTES = 1 << 20
@@ -156,11 +158,15 @@ def _manifest_crc(body: dict[str, Any]) -> int:
     return zlib.crc32(json.dumps(body, sort_keys=True, separators=(",", ":")).encode())
 
 
+def _manifest_bytes(doc: dict[str, Any]) -> bytes:
+    return json.dumps(doc, indent=1, sort_keys=True).encode()
+
+
 def write_manifest(gen_dir: Path, body: dict[str, Any]) -> None:
     doc = dict(body, checksum=_manifest_crc(body))
     path = gen_dir / MANIFEST
-    with open(path, "w", encoding="utf-8") as fh:
-        json.dump(doc, fh, indent=1, sort_keys=True)
+    with open(path, "wb") as fh:
+        fh.write(_manifest_bytes(doc))
         fh.flush()
         os.fsync(fh.fileno())
 
@@ -180,11 +186,19 @@ def read_manifest(gen_dir: Path) -> dict[str, Any]:
     checksum = doc.pop("checksum", None)
     if doc.get("format") != FORMAT_NAME:
         raise IndexDamagedError(MANIFEST, f"format is {doc.get('format')!r}, not {FORMAT_NAME!r}")
-    version = doc.get("version")
-    if isinstance(version, int) and version not in SUPPORTED_VERSIONS:
-        raise IndexFormatError(str(gen_dir), version, SUPPORTED_VERSIONS)
+    # The checksum comes before the version: every format version computes it the same way, so a
+    # damaged version number reads as damage, not as a version mismatch.
     if checksum != _manifest_crc(doc):
         raise IndexDamagedError(MANIFEST, "checksum mismatch (the contents are damaged)")
+    version = doc.get("version")
+    if not isinstance(version, int):
+        raise IndexDamagedError(MANIFEST, f"version {version!r} is not a number")
+    if version not in SUPPORTED_VERSIONS:
+        raise IndexFormatError(str(gen_dir), version, SUPPORTED_VERSIONS)
+    # Byte for byte what write_manifest writes: no change the checksum cannot see (a \u00fc
+    # escape written \u00FC, say) goes unnoticed either.
+    if _manifest_bytes(dict(doc, checksum=checksum)) != raw:
+        raise IndexDamagedError(MANIFEST, "not in the form sieve writes (damaged)")
     return doc
 
 
@@ -198,12 +212,15 @@ def current_generation(root: Path) -> Path:
     if not root.is_dir():
         raise IndexNotFoundError(str(root), "not a directory")
     try:
-        name = (root / CURRENT).read_text(encoding="utf-8").strip()
+        raw = (root / CURRENT).read_bytes()
     except FileNotFoundError:
         raise IndexNotFoundError(str(root), "not a sieve index (no CURRENT file)") from None
-    except UnicodeDecodeError:
-        raise IndexDamagedError(CURRENT, "unreadable") from None
-    if not name.startswith("gen-") or "/" in name or not (root / name).is_dir():
+    # Exactly what _write_current writes, so no damaged byte is let through (not even a newline).
+    m = _CURRENT_RE.fullmatch(raw)
+    if m is None:
+        raise IndexDamagedError(CURRENT, f"holds {raw[:40]!r}, not a generation name such as 'gen-000001'")
+    name = m.group(1).decode("ascii")
+    if not (root / name).is_dir():
         raise IndexDamagedError(CURRENT, f"points at {name!r}, which is not a generation directory")
     return root / name
 
@@ -247,7 +264,11 @@ class Commit:
             self.number = max([0] + existing) + 1
             self.stage = Path(tempfile.mkdtemp(prefix=f".gen-{self.number:06d}.building-", dir=self.root))
             self.gen_dir = self.stage
-        self.gen_dir.mkdir(exist_ok=True)
+        try:
+            self.gen_dir.mkdir(exist_ok=True)
+        except BaseException:  # build_index only aborts a Commit it has: do not leak the stage
+            self.abort()
+            raise
 
     def abort(self) -> None:
         shutil.rmtree(self.stage, ignore_errors=True)

@@ -47,8 +47,9 @@ Policy = Callable[[dict[str, Any]], "Say | Fault"]
 
 
 class LoopbackServer:
-    def __init__(self, policy: Policy, model: str = "scripted", max_model_len: int | None = 131072) -> None:
+    def __init__(self, policy: Policy, model: str = "scripted", max_model_len: int | None = 131072, owned_by: str = "scripted") -> None:
         self.policy = policy
+        self.owned_by = owned_by
         self.model = model
         self.max_model_len = max_model_len
         self.requests: list[dict[str, Any]] = []
@@ -68,7 +69,7 @@ class LoopbackServer:
 
             def do_GET(self) -> None:
                 if self.path.endswith("/models"):
-                    entry: dict[str, Any] = {"id": outer.model, "object": "model"}
+                    entry: dict[str, Any] = {"id": outer.model, "object": "model", "owned_by": outer.owned_by}
                     if outer.max_model_len is not None:
                         entry["max_model_len"] = outer.max_model_len
                     self._send(200, {"object": "list", "data": [entry]})

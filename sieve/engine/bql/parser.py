@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import difflib
 from dataclasses import dataclass, replace
-from typing import Any
+from typing import Any, Iterator
 
 from sly import Parser
 
@@ -25,6 +25,7 @@ MAX_QUERY_CHARS = 10_000
 MAX_DEPTH = 32  # nested parentheses
 MAX_NEGATIONS = 100  # NOT / - operators in one query (keeps the tree shallow for every consumer)
 MAX_CLAUSES = 1_024  # leaves (words, phrases, prefixes, NEARs, dates), as Lucene's max clause count
+MAX_NEAR_DIGITS = 18  # NEAR/n: n fits an int64, so positions compare with it natively
 
 _FIELD_NAMES = sorted(FIELD_ALIASES)
 FIELD_HELP = "title (ti), section (sec, heading), body (text, ab), author (au), infobox (ib), tiab, all, date"
@@ -267,7 +268,10 @@ def _phrase(t: Tok) -> ast.Phrase:
 
 
 def _near(op: Tok, left: Tok, right: Tok, span: ast.Span) -> ast.Near:
-    distance = int(op.text.split("/", 1)[1])
+    digits = op.text.split("/", 1)[1]
+    if len(digits) > MAX_NEAR_DIGITS:  # int() refuses more than 4300 digits, and no unit is that long
+        raise BQLSyntaxError(f"NEAR distance of {len(digits)} digits", op.pos + 5, f"write NEAR/n with at most {MAX_NEAR_DIGITS} digits")
+    distance = int(digits)
     if distance < 1:
         raise BQLSyntaxError("NEAR/0 can never match", op.pos, "adjacent words are 1 apart: use NEAR/1 or a phrase")
     for w in (left, right):
@@ -311,7 +315,8 @@ def _error_for(text: str, toks: list[Any], t: Any) -> BQLSyntaxError:
     return BQLSyntaxError(f"unexpected {v.text!r}", v.pos, "")
 
 
-def _prescan(text: str, toks: list[Any]) -> None:
+def _prescan(toks: Iterator[Any]) -> Iterator[Any]:
+    """The tokens, checked against the limits as they are lexed, so `(` * 10000 stops at the 33rd."""
     depth = negations = clauses = 0
     for k in toks:
         if k.type == "LPAREN":
@@ -328,6 +333,7 @@ def _prescan(text: str, toks: list[Any]) -> None:
             clauses += 1
             if clauses > MAX_CLAUSES:
                 raise BQLLimitError("clauses", clauses, MAX_CLAUSES, "too many words, phrases and filters", pos=k.value.pos)
+        yield k
 
 
 def parse(text: str) -> ast.Node:
@@ -339,10 +345,9 @@ def parse(text: str) -> ast.Node:
     bad = BAD_CHAR.search(text)
     if bad:
         raise BQLSyntaxError(f"control character U+{ord(bad.group()):04X}", bad.start(), "remove it")
-    toks = list(tokenize(text))
+    toks = list(_prescan(tokenize(text)))
     if not toks:
         raise BQLSyntaxError("empty query", 0, 'type a word, a "phrase" or a field query such as heatwave[title]')
-    _prescan(text, toks)
     parser = BQLParser()  # a fresh instance per parse: sly keeps its stacks on the instance
     parser._text, parser._toks = text, toks
     return parser.parse(iter(toks))

@@ -1,0 +1,133 @@
+"""Result cards: what a search shows an agent about each hit, compactly, so it can choose a section.
+
+    [2] json — json — JSON encoder and decoder · by Bob Ippolito
+        §[(intro)·*def dump*·def dumps·…] +3 more ib[module·kind·file] matched: title, body
+        » def dump: …Serialize ``obj`` as a JSON formatted stream to ``fp``…
+
+Matched fields and sections come from the engine (positions under the query's own field scopes),
+never from token overlap. Matched headings are starred and always shown, however long the list.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any, Sequence
+
+from sieve.agent.snippets import Matcher, Snippet, best_snippet
+from sieve.agent.style import PLAIN, Style
+from sieve.engine.bql import parse
+from sieve.engine.search import Hit, Results, positive_terms, positive_text
+from sieve.index import Index
+
+
+@dataclass(frozen=True)
+class CardConfig:
+    snippet_words: int = 25
+    max_headings: int = 12  # the reference showed 8, though half of a big collection's pages have more
+    max_infobox_keys: int = 12
+    max_authors: int = 3
+
+
+def plural(n: int, word: str, many: str | None = None) -> str:
+    return f"{n:,} {word if n == 1 else (many or word + 's')}"
+
+
+def shortened(items: Sequence[str], keep: set[int], limit: int, style: Style = PLAIN) -> str:
+    """`[a·b·…·*x*·…] +N more`: the items in `keep` (starred) first, then the first others, `limit`
+    in all, in their own order; `…` marks where items were left out."""
+    n = len(items)
+    chosen = sorted(keep)[:limit]
+    others = [j for j in range(n) if j not in keep][: max(0, limit - len(chosen))]
+    shown = sorted(set(chosen) | set(others))
+    out: list[str] = []
+    prev = -1
+    for j in shown:
+        if j != prev + 1:
+            out.append("…")
+        out.append(style.match(f"*{items[j]}*") if j in keep else items[j])
+        prev = j
+    if prev != n - 1:
+        out.append("…")
+    text = "[" + "·".join(out) + "]"
+    if len(shown) == n:
+        return text
+    starred = len(keep) - len(chosen)
+    return text + f" +{n - len(shown)} more" + (f" ({starred} of them matched)" if starred else "")
+
+
+def _authors(author: str, limit: int) -> str:
+    names = [a for a in author.split("; ") if a]
+    return "; ".join(names) if len(names) <= limit else "; ".join(names[:limit]) + f" +{len(names) - limit} more"
+
+
+def _meta(index: Index, hit: Hit) -> dict[str, Any]:
+    d = hit.doc if hit.doc >= 0 else index.reader.doc_number(hit.doc_id)
+    return index.reader.meta(d)
+
+
+def hit_snippet(index: Index, hit: Hit, headings: list[str], matcher: Matcher, config: CardConfig = CardConfig(), style: Style = PLAIN) -> Snippet | None:
+    """The hit's best window: from the sections the query matched, else from any section."""
+    matched = [j for j, h in enumerate(headings) if h in hit.sections]
+    # Where the query matched, else (a title-only or fallback match) every section: its lead at worst.
+    order = matched + [j for j in range(len(headings)) if j not in matched] if matched else range(len(headings))
+    texts = ((j, index.section(hit.doc_id, j).text) for j in order)
+    return best_snippet(texts, matcher, config.snippet_words, style.match if style.colour else None)
+
+
+def card(index: Index, hit: Hit, matcher: Matcher, config: CardConfig = CardConfig(), style: Style = PLAIN, structured: bool = True) -> str:
+    """One hit as text. `structured=False` gives the plain baseline's card: title and snippet only."""
+    meta = _meta(index, hit)
+    headings: list[str] = meta["headings"]
+    head = f"[{hit.rank}] {style.id(hit.doc_id)} — {meta['title']}"
+    lines = []
+    if structured:
+        if meta.get("date"):
+            head += f" · {meta['date']}"
+        if meta.get("author"):
+            head += f" · by {_authors(meta['author'], config.max_authors)}"
+        keep = {j for j, h in enumerate(headings) if h in hit.sections}
+        line = "§" + shortened(headings, keep, config.max_headings, style)
+        keys = list(meta.get("infobox", {}))
+        if keys:
+            line += " ib" + shortened(keys, set(), config.max_infobox_keys)
+        if hit.fields:
+            line += " matched: " + ", ".join(hit.fields)
+        lines.append(line)
+    snip = hit_snippet(index, hit, headings, matcher, config, style)
+    if snip is not None:
+        where = f"{style.section(headings[snip.section])}: " if structured else ""
+        lines.append(f"» {where}{snip.text}")
+    return "\n".join([head] + ["    " + ln for ln in lines])
+
+
+def search_header(r: Results) -> str:
+    """The first line of a BQL listing: canonical query, exact count, and what a fallback means."""
+    missing = "; ".join(f"no document has {m}" for m in r.missing)
+    if r.fallback:
+        why = f"; {missing}" if missing else " (each part matches some document, but no document matches them all)"
+        head = f"0 exact matches for {r.query}{why}. Ranked by the query's terms instead ({r.ranker}):"
+        return head if r.hits else head + "\nNo document contains any of the query's words."
+    if r.count == 0:
+        return f"0 documents match {r.query}" + (f"; {missing}." if missing else ".")
+    verb = "matches" if r.count == 1 else "match"
+    if not has_rank_terms(r):
+        return f"{plural(r.count, 'document')} {verb} {r.query}; the first {len(r.hits)} in index order (no word to rank by):"
+    return f"{plural(r.count, 'document')} {verb} {r.query}; top {len(r.hits)} by {r.ranker}:"
+
+
+def has_rank_terms(r: Results) -> bool:
+    """Whether the ranker had anything to score (BM25 ignores prefixes and dates; dense reads stems)."""
+    node = parse(r.query)
+    return bool(positive_terms(node)) if r.ranker == "bm25" else bool(positive_text(node))
+
+
+def ranked_header(r: Results) -> str:
+    """The first line of a plain ranked listing (no query language to show)."""
+    if not r.hits:
+        return "No document contains any word of the query."
+    verb = "contains" if r.count == 1 else "contain"
+    return f"{plural(r.count, 'document')} {verb} words of the query; top {len(r.hits)} by {r.ranker}:"
+
+
+def listing(index: Index, r: Results, header: str, matcher: Matcher, config: CardConfig = CardConfig(), style: Style = PLAIN, structured: bool = True) -> str:
+    return "\n".join([header] + [card(index, h, matcher, config, style, structured) for h in r.hits])

@@ -1,0 +1,112 @@
+"""The tool manual an agent reads, generated from the index so that it never promises a field the
+index does not have (the reference's manuals did: anchor-notes.md, weakness 6).
+
+The text lives in `manual.md`, rendered strictly: `<!-- if NAME -->...<!-- endif NAME -->` blocks
+need a flag for NAME and `${name}` needs a value; a missing one is an error, never a blank.
+"""
+
+from __future__ import annotations
+
+import re
+from importlib import resources
+from string import Template
+from typing import TYPE_CHECKING, Mapping
+
+import numpy as np
+
+from sieve.engine.fields import FIELD_ALIASES, Field
+
+if TYPE_CHECKING:
+    from sieve.agent.tools import Toolset
+
+_BLOCK = re.compile(r"<!-- if (\w+) -->\n(.*?)<!-- endif \1 -->\n", re.DOTALL)
+_HOLDS = {Field.TITLE: "the title", Field.SECTION: "section headings", Field.BODY: "section texts", Field.AUTHOR: "author names", Field.INFOBOX: "infobox values (not the keys)"}
+_RANKERS = {"bm25": "BM25 over the query's words", "dense": "closeness of meaning to the query's words (an embedding model)", "hybrid": "BM25 and closeness of meaning, fused"}
+
+
+def render(template: str, flags: Mapping[str, bool], values: Mapping[str, object]) -> str:
+    """Keep or drop the conditional blocks, then substitute; a missing flag or value raises KeyError."""
+    def block(m: re.Match[str]) -> str:
+        if m.group(1) not in flags:
+            raise KeyError(f"manual template: no flag {m.group(1)!r}")
+        return m.group(2) if flags[m.group(1)] else ""
+
+    text, prev = template, None
+    while text != prev:  # blocks nest: resolve the innermost first, repeatedly
+        prev, text = text, _BLOCK.sub(block, text)
+    if "<!-- if" in text or "<!-- endif" in text:
+        raise ValueError("manual template: unbalanced <!-- if --> block")
+    text = Template(text).substitute(values)
+    return re.sub(r"\n{3,}", "\n\n", text).strip() + "\n"
+
+
+def field_counts(index: object) -> dict[Field, int]:
+    """Documents with at least one term in each field (the index's per-field lengths)."""
+    flen = np.asarray(index.reader.field_len)  # type: ignore[attr-defined]
+    return {f: int(np.count_nonzero(flen[:, int(f)])) if len(flen) else 0 for f in Field}
+
+
+def _aliases(name: str) -> str:
+    target = FIELD_ALIASES[name]
+    return ", ".join(f"`{a}`" for a, fs in FIELD_ALIASES.items() if fs == target and a != name)
+
+
+def fields_table(counts: Mapping[Field, int]) -> str:
+    rows = ["| field | also | what it holds | documents with it |", "|---|---|---|---|"]
+    for f in Field:
+        if counts[f]:
+            rows.append(f"| `{f.label}` | {_aliases(f.label)} | {_HOLDS[f]} | {counts[f]:,} |")
+    rows.append("| `tiab` | | title or section texts | |")
+    rows.append("| `all` | | every field above (the same as no field) | |")
+    return "\n".join(rows)
+
+
+def _join(items: list[str], last: str = "and") -> str:
+    return items[0] if len(items) == 1 else ", ".join(items[:-1]) + f" {last} " + items[-1]
+
+
+def render_manual(toolset: "Toolset") -> str:
+    index, config, tools = toolset.index, toolset.config, toolset.tools
+    counts = field_counts(index)
+    n, dated = len(index), int(index.stats.get("dated", 0))  # type: ignore[arg-type]
+    has = {"author": counts[Field.AUTHOR] > 0, "infobox": counts[Field.INFOBOX] > 0, "date": dated > 0}
+    extras = [f"an author ({counts[Field.AUTHOR]:,})"] * has["author"] + [f"a date ({dated:,})"] * has["date"] + [f"an infobox ({counts[Field.INFOBOX]:,})"] * has["infobox"]
+    readers = [f"`{t}`" for t in ("fetch", "visit") if t in tools]
+    ranked_cards = config.ranked_cards if config.ranked_cards is not None else "fetch" in tools
+    cards = "search" in tools or ("ranked_search" in tools and ranked_cards)
+    flags = {
+        **{t: t in tools for t in ("search", "ranked_search", "fetch", "visit")},
+        "dates": has["date"], "fallback": config.fallback, "infobox": has["infobox"],
+        "cards": cards, "snippets": "ranked_search" in tools and not ranked_cards,
+    }
+    meta = [w for w, ok in (("the date", has["date"]), ("the author", has["author"])) if ok]
+    values = {
+        "documents": f"{n:,}",
+        "extras": f"; some also have {_join(extras)}" if extras else "",
+        "tools": _join([f"`{t}`" for t in tools]),
+        "k": config.k, "k_max": config.k_max, "ranker": _RANKERS[config.ranker],
+        "rank_note": " Only words outside a NOT count for the ranking; `word*` and dates only filter (a query with nothing else lists its"
+                     " matches in index order)." if config.ranker == "bm25" else "",
+        "fallback_except": " (except after zero hits, see below)" if config.fallback else "",
+        "anywhere": _join(["title", "headings", "section texts"] + ["author names"] * has["author"] + ["infobox values"] * has["infobox"]),
+        "units": _join(["section text", "heading", "title"] + ["author name"] * has["author"] + ["infobox value"] * has["infobox"], "or"),
+        "fields_table": fields_table(counts),
+        "dated": f"{dated:,}",
+        "date_canon": ", dates as day ranges" if has["date"] else "",
+        "read_tools": _join(readers, "or") if readers else "the reading tools",
+        "card_meta": f", then {_join(meta)} when the document has {'it' if len(meta) == 1 else 'them'}" if meta else "",
+        "card_example_meta": (" · 2021-03-04" if has["date"] else "") + (" · by A. Writer" if has["author"] else ""),
+        "card_example_ib": " ib[country·founded]" if has["infobox"] else "",
+        "contents_hint": "fetch the section `contents` to list them all" if "fetch" in tools else "`visit` shows the whole document",
+        "snippet_words": config.cards.snippet_words,
+        "max_sections": config.max_sections, "cap": f"{config.read.cap:,}", "unit": toolset.unit,
+        "facts_fields": _facts(has),
+        "infobox_view": " `infobox` (its keys and values)," if has["infobox"] else "",
+    }
+    template = resources.files("sieve.agent").joinpath("manual.md").read_text(encoding="utf-8")
+    return render(template, flags, values)
+
+
+def _facts(has: Mapping[str, bool]) -> str:
+    parts = [w for w in ("author", "date", "infobox") if has[w]]
+    return ", " + ", ".join(parts) if parts else ""

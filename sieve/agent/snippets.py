@@ -1,0 +1,171 @@
+"""Query-focused snippets: the window of a document's text that holds most of the query's terms.
+
+The query's syntax never shows: a snippet is a run of the document's own words. Windows of
+`width` whitespace words are scored by the distinct positive terms they contain (then by how many
+occurrences); words are compared after the same analysis the index uses, so `Zürich` in the text
+matches `zurich` in the query and `O_RDONLY` matches its terms.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+from functools import lru_cache
+from typing import Callable, Iterable
+
+import numpy as np
+
+from sieve.engine.analysis import analyze, fold
+from sieve.engine.bql import ast
+from sieve.engine.search import positive_terms
+
+_WORD = re.compile(r"\S+")
+MAX_WORD_CHARS = 40  # a base64 blob or a URL is one "word" but floods a card
+# Every character `str.split()` and the regex `\S` treat as space (a test checks the list).
+SPACES = np.array([9, 10, 11, 12, 13, 28, 29, 30, 31, 32, 0x85, 0xA0, 0x1680, *range(0x2000, 0x200B), 0x2028, 0x2029, 0x202F, 0x205F, 0x3000], dtype=np.uint32)
+
+
+@dataclass(frozen=True)
+class Matcher:
+    """The positive terms and prefix stems of a query, as analysed terms."""
+
+    terms: frozenset[str]
+    stems: tuple[str, ...] = ()
+
+    @classmethod
+    def of(cls, node: ast.Node) -> "Matcher":
+        stems = [t for leaf in ast.positive_leaves(node) if isinstance(leaf, ast.Prefix) for t in analyze(leaf.stem)[:1]]
+        return cls(frozenset(positive_terms(node)), tuple(dict.fromkeys(stems)))
+
+    def __bool__(self) -> bool:
+        return bool(self.terms or self.stems)
+
+    def hits(self, word: str) -> frozenset[str]:
+        """The query terms (or stems) one whitespace word contains."""
+        found = set()
+        for t in analyze(word):
+            if t in self.terms:
+                found.add(t)
+            found.update(s for s in self.stems if t.startswith(s))
+        return frozenset(found)
+
+    @lru_cache(maxsize=256)
+    def pattern(self) -> re.Pattern[str]:
+        """The lower-cased ASCII terms that start with a query term or stem (candidates for `hits`)."""
+        alts = "|".join(re.escape(t) for t in sorted(self.terms | set(self.stems), key=len, reverse=True))
+        return re.compile(rf"(?<![a-z0-9])(?:{alts})[a-z0-9]*")
+
+    def may_occur(self, text: str) -> bool:
+        """A cheap test that rules a text out before scanning its words."""
+        folded = fold(text)
+        return any(t in folded for t in self.terms) or any(s in folded for s in self.stems)
+
+
+@dataclass(frozen=True)
+class Snippet:
+    section: int  # the section it was taken from
+    text: str
+    hits: frozenset[str]  # query terms it shows
+
+
+Hits = list[tuple[int, frozenset[str]]]  # (word number, query terms in that word), ascending
+
+
+def _spans(text: str) -> tuple[np.ndarray, np.ndarray]:
+    """(starts, ends) of the whitespace-separated words of `text`, by numpy over code points."""
+    cps = np.frombuffer(text.encode("ascii") if text.isascii() else text.encode("utf-32-le"), dtype=np.uint8 if text.isascii() else np.uint32)
+    space = np.isin(cps, SPACES)
+    word = ~space
+    starts = np.flatnonzero(word & np.concatenate(([True], space[:-1])))
+    ends = np.flatnonzero(word & np.concatenate((space[1:], [True]))) + 1
+    return starts, ends
+
+
+def word_hits(text: str, matcher: Matcher) -> tuple[Hits, np.ndarray, np.ndarray]:
+    """(hits, word starts, word ends) of a text, the same as analysing every word, but vectorised.
+
+    Candidates are the words where the ASCII pattern matches (non-ASCII characters blanked, so
+    offsets stay put) and every word that holds a non-ASCII character; only those are analysed.
+    """
+    starts, ends = _spans(text)
+    view = text if text.isascii() else text.encode("ascii", "replace").decode("ascii")
+    at = [m.start() for m in matcher.pattern().finditer(view.lower())] if matcher.terms or matcher.stems else []
+    candidates = set((np.searchsorted(starts, np.asarray(at, dtype=np.int64), side="right") - 1).tolist())
+    if not text.isascii():
+        wide = np.flatnonzero(np.frombuffer(text.encode("utf-32-le"), dtype=np.uint32) > 127)
+        candidates.update((np.searchsorted(starts, wide, side="right") - 1).tolist())
+    cache: dict[str, frozenset[str]] = {}
+    hits: Hits = []
+    for w in sorted(c for c in candidates if c >= 0):
+        word = text[starts[w] : ends[w]]
+        hs = cache[word] if word in cache else cache.setdefault(word, matcher.hits(word))
+        if hs:
+            hits.append((w, hs))
+    return hits, starts, ends
+
+
+def best_window(hits: Hits, n: int, width: int) -> tuple[tuple[int, int], int]:
+    """((distinct terms, occurrences), first word) of the best window of `width` words; windows
+    start at a hit (a best window can always be moved to one); the earliest among equals. Then the
+    window is moved so that its hits sit in the middle, with context on both sides."""
+    best, best_at = (0, 0), -1
+    counts: dict[str, int] = {}
+    total = j = 0
+    for i, (w, _) in enumerate(hits):
+        while j < len(hits) and hits[j][0] < w + width:
+            for t in hits[j][1]:
+                counts[t] = counts.get(t, 0) + 1
+            total += len(hits[j][1])
+            j += 1
+        if (len(counts), total) > best:
+            best, best_at = (len(counts), total), i
+        for t in hits[i][1]:
+            counts[t] -= 1
+            if not counts[t]:
+                del counts[t]
+        total -= len(hits[i][1])
+    if best_at < 0:
+        return best, 0
+    first = hits[best_at][0]
+    last = max(w for w, _ in hits[best_at:] if w < first + width)
+    slack = width - (last - first + 1)
+    return best, max(0, min(first - slack // 2, n - width))
+
+
+def _short(word: str) -> str:
+    return word if len(word) <= MAX_WORD_CHARS else word[:MAX_WORD_CHARS] + "…"
+
+
+def window_text(words: list[str], start: int, n: int, marked: set[int], mark: Callable[[str], str] | None = None) -> str:
+    """`words` (the words start.. of a text of n words) joined by single spaces, with `…` where
+    the text goes on; `mark` decorates the words whose number is in `marked`."""
+    shown = [_short(w) for w in words]
+    if mark is not None:
+        shown = [mark(w) if start + i in marked else w for i, w in enumerate(shown)]
+    return ("…" if start > 0 else "") + " ".join(shown) + ("…" if start + len(words) < n else "")
+
+
+def _words_at(text: str, offset: int, count: int) -> list[str]:
+    return [m.group() for m, _ in zip(_WORD.finditer(text, offset), range(count))]
+
+
+def best_snippet(sections: Iterable[tuple[int, str]], matcher: Matcher, width: int = 25, mark: Callable[[str], str] | None = None) -> Snippet | None:
+    """The best window over `(section number, text)` pairs; the lead of the first non-empty
+    section when no window holds a query term; None when every text is empty. `mark` decorates
+    the words that hold a query term (colour on a terminal)."""
+    best: tuple[tuple[int, int], Snippet] | None = None
+    lead: Snippet | None = None
+    for j, text in sections:
+        if lead is None and text.strip():
+            words = _words_at(text, 0, width + 1)
+            lead = Snippet(j, window_text(words[:width], 0, len(words), set()), frozenset())
+        if not matcher or not text.strip() or not matcher.may_occur(text):
+            continue
+        hits, starts, ends = word_hits(text, matcher)
+        score, start = best_window(hits, len(starts), width)
+        if score[0] > 0 and (best is None or score > best[0]):
+            words = [text[a:b] for a, b in zip(starts[start : start + width].tolist(), ends[start : start + width].tolist())]
+            inside = [(w, hs) for w, hs in hits if start <= w < start + width]
+            shown = frozenset().union(*(hs for _, hs in inside))
+            best = (score, Snippet(j, window_text(words, start, len(starts), {w for w, _ in inside}, mark), shown))
+    return best[1] if best else lead

@@ -1,0 +1,307 @@
+"""The tools an agent calls: `search`, `fetch`, `visit` and the BQL-free `ranked_search`.
+
+A `Toolset` holds one agent's session (the last listing, so that ranks mean something) and turns
+every call into text: results, or an error the agent can act on. Bad arguments, unknown names,
+syntax errors and out-of-range ranks are observations, never exceptions.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from dataclasses import dataclass, field
+from typing import Any, Callable, Iterator, Mapping, Sequence
+
+from sieve.agent import cards
+from sieve.agent.cards import CardConfig, plural
+from sieve.agent.reading import Read, ReadConfig, read_document, read_section
+from sieve.agent.schema import describe_params, validate
+from sieve.agent.snippets import Matcher
+from sieve.documents import Document
+from sieve.engine.analysis import fold
+from sieve.engine.bql import parse
+from sieve.errors import BQLSyntaxError, SieveError, UnknownDocumentError
+from sieve.index import Index
+
+TOOL_NAMES = ("search", "ranked_search", "fetch", "visit")
+# The tool sets of the compared conditions (paper-notes.md, "Conditions compared").
+CONDITIONS: dict[str, tuple[str, ...]] = {
+    "sieve": ("search", "fetch"),
+    "search-fetch": ("ranked_search", "fetch"),
+    "search-visit": ("ranked_search", "visit"),
+}
+
+
+class ToolFailure(Exception):
+    """Raised inside a tool to return `message` to the agent as an error."""
+
+
+@dataclass(frozen=True)
+class ToolConfig:
+    k: int = 5  # results when the agent does not say
+    k_max: int = 50
+    max_sections: int = 8  # (doc, section) pairs per fetch
+    ranker: str = "bm25"
+    fallback: bool = True  # zero-hit recovery for `search`
+    read: ReadConfig = field(default_factory=ReadConfig)
+    cards: CardConfig = field(default_factory=CardConfig)
+    # `ranked_search` shows full cards when the agent can fetch sections (it needs their names),
+    # and title + snippet otherwise; None decides by whether `fetch` is among the tools.
+    ranked_cards: bool | None = None
+
+
+@dataclass(frozen=True)
+class ToolResult:
+    """What a call returns. Unpacks as `(text, tokens)`, the shape the agent loop reads."""
+
+    name: str
+    text: str
+    tokens: int  # of `text`, by the read counter
+    ok: bool
+
+    def __iter__(self) -> Iterator[Any]:
+        return iter((self.text, self.tokens))
+
+
+@dataclass(frozen=True)
+class Tool:
+    name: str
+    description: str
+    parameters: dict[str, Any]
+    run: Callable[[dict[str, Any]], tuple[str, bool]] = field(repr=False)  # (text, whether all went well)
+    example: str = ""  # a valid call, quoted in argument errors
+
+    def schema(self) -> dict[str, Any]:
+        """The OpenAI function-calling form."""
+        return {"type": "function", "function": {"name": self.name, "description": self.description, "parameters": self.parameters}}
+
+
+DOC = {"type": ["integer", "string"], "description": "a rank from the last search (a number) or a document id (a string)"}
+PART = {"type": "integer", "minimum": 1, "description": "which part of a text too long for one read (default 1)"}
+
+
+def _caret(query: str, pos: int, width: int = 40) -> str:
+    """Two lines that point at a character of the query."""
+    lo = max(0, pos - width)
+    line = "".join(c if c.isprintable() else " " for c in query[lo : pos + width])
+    return f"  {'…' if lo else ''}{line}\n  {' ' * (pos - lo + (1 if lo else 0))}^"
+
+
+class Toolset:
+    """The tools of one agent session over one index."""
+
+    def __init__(self, index: Index, tools: Sequence[str] = CONDITIONS["sieve"], config: ToolConfig = ToolConfig()) -> None:
+        unknown = [t for t in tools if t not in TOOL_NAMES]
+        if unknown:
+            raise ValueError(f"unknown tools {unknown}; choose from {', '.join(TOOL_NAMES)}")
+        self.index = index
+        self.config = config
+        self.listing: list[str] | None = None  # ids of the last search, by rank; None before any
+        self.surfaced: list[str] = []  # every id a listing showed, first time first
+        self.opened: list[str] = []  # every id fetched or visited, first time first
+        self.tokens = 0  # returned so far
+        specs = self._specs()
+        self.tools: dict[str, Tool] = {t: specs[t] for t in tools}
+
+    @classmethod
+    def for_condition(cls, index: Index, condition: str, config: ToolConfig = ToolConfig()) -> "Toolset":
+        if condition not in CONDITIONS:
+            raise ValueError(f"unknown condition {condition!r}; choose from {', '.join(CONDITIONS)}")
+        return cls(index, CONDITIONS[condition], config)
+
+    # ------------------------------------------------------------ the surface
+
+    def schemas(self) -> list[dict[str, Any]]:
+        return [t.schema() for t in self.tools.values()]
+
+    def call(self, name: str, arguments: str | Mapping[str, Any] | None) -> ToolResult:
+        """Run a tool on JSON arguments (a string, as models send them, or a decoded object)."""
+        tool = self.tools.get(name)
+        if tool is None:
+            return self._result(name, f"error: there is no tool named {json.dumps(name)}; the tools are {', '.join(self.tools)}", False)
+        try:
+            args = self._arguments(tool, arguments)
+            text, ok = tool.run(args)
+        except ToolFailure as e:
+            text, ok = f"{name} error: {e}", False
+        except SieveError as e:  # anything the engine rejects is the agent's to read
+            text, ok = f"{name} error: {e}", False
+        return self._result(name, text, ok)
+
+    def describe(self) -> str:
+        """Each tool with its arguments, in words: for prompts whose model gets no native schemas."""
+        return "\n".join(f"- `{t.name}`: {t.description} Arguments: {describe_params(t.parameters)}. Example: {t.example}" for t in self.tools.values())
+
+    def manual(self) -> str:
+        from sieve.agent.manual import render_manual
+
+        return render_manual(self)
+
+    def _result(self, name: str, text: str, ok: bool) -> ToolResult:
+        tokens = self.config.read.counter.count(text)
+        self.tokens += tokens
+        return ToolResult(name, text, tokens, ok)
+
+    def _arguments(self, tool: Tool, arguments: str | Mapping[str, Any] | None) -> dict[str, Any]:
+        if arguments is None or (isinstance(arguments, str) and not arguments.strip()):
+            arguments = {}
+        if isinstance(arguments, str):
+            try:
+                arguments = json.loads(arguments)
+            except ValueError as e:
+                raise ToolFailure(f"the arguments are not valid JSON ({e}). Example: {tool.example}") from None
+        args = dict(arguments) if isinstance(arguments, Mapping) else arguments
+        problem = validate(tool.parameters, args)
+        if problem:
+            raise ToolFailure(f"{problem}. Example: {tool.example}")
+        return args  # type: ignore[return-value]
+
+    # ------------------------------------------------------------ the tools
+
+    def _specs(self) -> dict[str, Tool]:
+        c = self.config
+        k = {"type": "integer", "minimum": 1, "maximum": c.k_max, "description": f"how many results (default {c.k}, at most {c.k_max})"}
+        query = {"type": "string", "minLength": 1}
+        return {
+            "search": Tool(
+                "search",
+                "Search the collection with the query language in the manual: the query decides exactly which documents "
+                "are eligible, the best k are shown as cards (headings, matched sections, snippet).",
+                {"type": "object", "properties": {"query": {**query, "description": "a query in the manual's query language"}, "k": k},
+                 "required": ["query"], "additionalProperties": False},
+                self._search, '{"query": "heatwave[title] \\"school closure\\"", "k": 5}'),
+            "ranked_search": Tool(
+                "ranked_search",
+                "Rank the documents that contain words of a plain-text query (no operators, no fields).",
+                {"type": "object", "properties": {"query": {**query, "description": "plain words"}, "k": k},
+                 "required": ["query"], "additionalProperties": False},
+                self._ranked_search, '{"query": "school closures during the 2022 heatwave"}'),
+            "fetch": Tool(
+                "fetch",
+                f"Read named sections of documents (up to {c.max_sections} per call, {c.read.cap:,} {self.unit} per call).",
+                {"type": "object", "properties": {"sections": {
+                    "type": "array", "minItems": 1, "maxItems": c.max_sections,
+                    "description": "what to read: (document, section name) pairs",
+                    "items": {"type": "object", "properties": {
+                        "doc": DOC,
+                        "section": {"type": "string", "minLength": 1, "description": "a heading as shown on the card, or intro, facts, infobox, contents"},
+                        "part": PART}, "required": ["doc", "section"], "additionalProperties": False}}},
+                 "required": ["sections"], "additionalProperties": False},
+                self._fetch, '{"sections": [{"doc": 1, "section": "Usage"}]}'),
+            "visit": Tool(
+                "visit",
+                f"Read a whole document, every section ({c.read.cap:,} {self.unit} per call; longer documents come in parts).",
+                {"type": "object", "properties": {"doc": DOC, "part": PART}, "required": ["doc"], "additionalProperties": False},
+                self._visit, '{"doc": 1}'),
+        }
+
+    @property
+    def unit(self) -> str:
+        return "words" if self.config.read.counter.name == "words" else "tokens"
+
+    def _list(self, r: Any, header: str, structured: bool) -> tuple[str, bool]:
+        self.listing = [h.doc_id for h in r.hits]
+        for i in self.listing:
+            if i not in self.surfaced:
+                self.surfaced.append(i)
+        return cards.listing(self.index, r, header, Matcher.of(parse(r.query)), self.config.cards, structured=structured), True
+
+    def _search(self, args: dict[str, Any]) -> tuple[str, bool]:
+        query: str = args["query"]
+        try:
+            r = self.index.search(query, k=args.get("k", self.config.k), ranker=self.config.ranker, fallback=self.config.fallback)
+        except BQLSyntaxError as e:
+            raise ToolFailure(f"{e}\n{_caret(query, e.pos)}") from None
+        return self._list(r, cards.search_header(r), True)
+
+    def _ranked_search(self, args: dict[str, Any]) -> tuple[str, bool]:
+        query = free_text_query(args["query"])
+        if query is None:
+            raise ToolFailure("the query has no word to search for (letters or digits)")
+        r = self.index.search(query, k=args.get("k", self.config.k), ranker=self.config.ranker, fallback=False)
+        structured = self.config.ranked_cards if self.config.ranked_cards is not None else "fetch" in self.tools
+        return self._list(r, cards.ranked_header(r), structured)
+
+    def _document(self, ref: int | str) -> Document:
+        if isinstance(ref, int):
+            if self.listing is None:
+                raise ToolFailure(f"there is no earlier search, so rank {ref} means nothing; search first, or give a document id (a string)")
+            if not self.listing:
+                raise ToolFailure(f"the last search listed no documents, so there is no rank {ref}")
+            if not 1 <= ref <= len(self.listing):
+                raise ToolFailure(f"rank {ref} is not in the last search (it listed ranks 1-{len(self.listing)})")
+            return self.index.document(self.listing[ref - 1])
+        try:
+            return self.index.document(ref)
+        except UnknownDocumentError:
+            hint = ""
+            if ref.strip().isdigit() and self.listing and 1 <= int(ref) <= len(self.listing):
+                hint = f"; to read rank {int(ref)} of the last search, pass {int(ref)} as a number"
+            raise ToolFailure(f"no document with id {json.dumps(ref, ensure_ascii=False)}{hint}") from None
+
+    def _opened(self, read: Read) -> None:
+        if read.doc_id not in self.opened:
+            self.opened.append(read.doc_id)
+
+    def _fetch(self, args: dict[str, Any]) -> tuple[str, bool]:
+        blocks: list[tuple[str, str]] = []  # (text, what it is: named in a note if it must be left out)
+        reads: list[Read | None] = []
+        for item in args["sections"]:
+            try:
+                doc = self._document(item["doc"])
+                read = read_section(doc, item["section"], item.get("part", 1), self.config.read)
+            except (ToolFailure, SieveError) as e:
+                blocks.append((f"fetch error: {e}", "an error message"))
+                reads.append(None)
+                continue
+            part = f" (part {read.part} of {read.parts})" if read.parts > 1 else ""
+            blocks.append((read.text, f"{read.doc_id} § {read.name}{part}"))
+            reads.append(read)
+        keep, compact = self._fit(blocks)
+        for read, k in zip(reads, keep):
+            if read is not None and k:
+                self._opened(read)
+        return self._compose(blocks, keep, compact), all(r is not None for r in reads)
+
+    def _compose(self, blocks: list[tuple[str, str]], keep: list[bool], compact: bool = False) -> str:
+        text = "\n\n".join(b for (b, _), k in zip(blocks, keep) if k)
+        left = [what for (_, what), k in zip(blocks, keep) if not k]
+        if left:
+            them = "it" if len(left) == 1 else "them"
+            cap = f"over the {self.config.read.cap:,}-{self.unit[:-1]} cap of one read"
+            what = plural(len(left), "more item") if compact else "; ".join(left)
+            text += f"\n\n[not shown, {cap}: {what}. Fetch {them} in another call.]"
+        return text
+
+    def _fit(self, blocks: list[tuple[str, str]]) -> tuple[list[bool], bool]:
+        """Which blocks one read holds, and whether the note on the others must be the short one.
+        Each block in order if it still fits; then drop from the end while the note naming the
+        left-out ones pushes the text over the cap. The first block always stays: every part is cut
+        to leave room for the short note (`ReadConfig.reserve`)."""
+        counter, cap = self.config.read.counter, self.config.read.cap
+        keep = [False] * len(blocks)
+        for i in range(len(blocks)):
+            keep[i] = True
+            if i and counter.count(self._compose(blocks, keep)) > cap:
+                keep[i] = False
+        while sum(keep) > 1 and counter.count(self._compose(blocks, keep)) > cap:
+            keep[max(i for i, k in enumerate(keep) if k)] = False
+        return keep, counter.count(self._compose(blocks, keep)) > cap
+
+    def _visit(self, args: dict[str, Any]) -> tuple[str, bool]:
+        doc = self._document(args["doc"])
+        read = read_document(doc, args.get("part", 1), self.config.read)
+        self._opened(read)
+        return read.text, True
+
+
+def free_text_query(text: str) -> str | None:
+    """Plain words as a BQL query that has no BQL semantics: an OR of each distinct word, quoted so
+    that operators and special characters are inert, over title and body. Words keep the user's
+    spelling (a dense ranker reads them); None when the text has no word."""
+    seen: dict[str, str] = {}
+    for w in re.findall(r"[^\W_]+", text):
+        seen.setdefault(fold(w), w)
+    if not seen:
+        return None
+    return "(" + " OR ".join(f'"{w}"' for w in seen.values()) + ")[tiab]"

@@ -1,0 +1,123 @@
+"""The agent and evaluation commands of the CLI: `sieve ask`, `sieve eval build|run|report`."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from pathlib import Path
+from typing import Any
+
+
+def _budgets(args: argparse.Namespace) -> Any:
+    from sieve.agent.loop import Budgets
+
+    return Budgets(max_steps=args.max_steps, context_window=args.context_window, max_tokens=args.max_tokens, temperature=args.temperature, seed=args.seed)
+
+
+def cmd_ask(args: argparse.Namespace) -> int:
+    from sieve.agent.ask import ask
+    from sieve.agent.llm import LLMError
+    from sieve.index import open_index
+
+    index = open_index(args.index)
+    if args.ranker != "bm25":
+        index.use_dense()
+    ep = ask(index, args.question, args.llm_url, args.model, args.condition, args.ranker, native=args.tool_style == "native", budgets=_budgets(args), api_key=args.api_key,
+             out=sys.stderr if args.json else sys.stdout)
+    if args.json:
+        json.dump(ep.record(), sys.stdout, ensure_ascii=False, indent=1)
+        print()
+    # The loop ran: exit 0 whatever the model did, unless the server could not be reached at all.
+    if ep.outcome == "failed" and ep.reason.startswith("model server") and not ep.calls:
+        raise LLMError(ep.reason)
+    return 0
+
+
+def cmd_eval_build(args: argparse.Namespace) -> int:
+    from sieve.eval.run import build_twins
+
+    built = build_twins(Path(args.collection), Path(args.out), embed=args.embed)
+    for twin, index in built.items():
+        print(f"{twin}: {len(index)} documents at {index.path}")
+    return 0
+
+
+def cmd_eval_run(args: argparse.Namespace) -> int:
+    from sieve.eval.run import run_collection
+
+    s = run_collection(
+        Path(args.collection), Path(args.out), args.condition, args.ranker, args.llm_url, args.model, limit=args.limit, workers=args.workers,
+        twin=args.twin, native=args.tool_style == "native", index_dir=Path(args.index_dir) if args.index_dir else None, budgets=_budgets(args),
+        k=args.k, read_cap=args.read_cap, api_key=args.api_key,
+    )
+    keep = {k: v for k, v in s.items() if k != "per_question"}
+    if args.json:
+        json.dump(keep, sys.stdout, indent=1, ensure_ascii=False)
+        print()
+    else:
+        print(f"{s['questions']} questions: accuracy {s.get('accuracy', 0):.3f}, {s.get('distinct_tokens', 0):.0f} distinct tokens and {s.get('llm_calls', 0):.1f} LLM calls per question; wrote {Path(args.out) / 'summary.json'}")
+    return 0
+
+
+def cmd_eval_report(args: argparse.Namespace) -> int:
+    from sieve.eval.report import compare, load_run, plots, table
+
+    runs = [load_run(Path(d)) for d in args.runs]
+    rows = compare(runs, baseline=args.baseline)
+    if args.json:
+        json.dump(rows, sys.stdout, indent=1, ensure_ascii=False, default=str)
+        print()
+        return 0
+    print(table(rows))
+    pics = plots(runs, Path(args.out) if args.out else Path(args.runs[0]) / "report")
+    print(pics if isinstance(pics, str) else "pictures: " + ", ".join(map(str, pics)))
+    return 0
+
+
+def _agent_options(s: argparse.ArgumentParser) -> None:
+    s.add_argument("--llm-url", required=True, action="append" if s.prog.endswith("run") else "store", help="OpenAI-compatible base URL including /v1")
+    s.add_argument("--model", required=True)
+    s.add_argument("--api-key")
+    s.add_argument("--condition", default="sieve", choices=["sieve", "search-fetch", "search-visit", "rag"])
+    s.add_argument("--ranker", default="bm25", choices=["bm25", "dense", "hybrid"])
+    s.add_argument("--tool-style", default="native", choices=["native", "text"], help="native tool_calls (vLLM with a tool-call parser) or <tool_call> text")
+    s.add_argument("--max-steps", type=int, default=100)
+    s.add_argument("--context-window", type=int, default=131_072, help="used when the server does not report max_model_len")
+    s.add_argument("--max-tokens", type=int, default=4096)
+    s.add_argument("--temperature", type=float, default=0.6)
+    s.add_argument("--seed", type=int, default=42)
+    s.add_argument("--json", action="store_true")
+
+
+def add_commands(sub: Any) -> None:
+    s = sub.add_parser("ask", help="answer one question with the research agent against a model server")
+    s.add_argument("index")
+    s.add_argument("question")
+    _agent_options(s)
+    s.set_defaults(func=cmd_ask)
+
+    ev = sub.add_parser("eval", help="build collection indexes, run episodes, report comparisons")
+    esub = ev.add_subparsers(dest="eval_command", required=True, parser_class=type(ev))
+    b = esub.add_parser("build", help="index both twins (structured and flat) of a BEIR-layout collection")
+    b.add_argument("collection")
+    b.add_argument("out")
+    b.add_argument("--embed", action="store_true", help="also compute embeddings (dense extra)")
+    b.set_defaults(func=cmd_eval_build)
+    r = esub.add_parser("run", help="run episodes of one condition (resumable)")
+    r.add_argument("--collection", required=True)
+    r.add_argument("--out", required=True)
+    r.add_argument("--limit", type=int)
+    r.add_argument("--workers", type=int, default=1)
+    r.add_argument("--twin", default="structured", choices=["structured", "flat"])
+    r.add_argument("--index-dir", help="where the twins' indexes live (default COLLECTION/sieve-index)")
+    r.add_argument("-k", type=int, default=5)
+    r.add_argument("--read-cap", type=int, default=12_000)
+    _agent_options(r)
+    r.set_defaults(func=cmd_eval_run)
+    p = esub.add_parser("report", help="comparison table and pictures for runs")
+    p.add_argument("runs", nargs="+")
+    p.add_argument("--baseline", type=int, default=0, help="which run the others are tested against (default the first)")
+    p.add_argument("--out", help="folder for the pictures (default RUN/report)")
+    p.add_argument("--json", action="store_true")
+    p.set_defaults(func=cmd_eval_report)

@@ -1,0 +1,67 @@
+"""The tool manual: generated from the index, rendered strictly, true to the code."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+import sieve
+from sieve.agent import Toolset
+from sieve.agent.manual import render
+from sieve.engine.bql import parse
+
+
+def test_manual_lists_only_the_fields_this_index_has(gold: sieve.Index, tmp_path: Path) -> None:
+    full = Toolset(gold).manual()
+    assert "| `author` | `au` | author names | 1 |" in full
+    assert "| `infobox` | `ib` | infobox values (not the keys) | 1 |" in full
+    assert "2 of the 4 documents have a date." in full
+    assert "some also have an author (1), a date (2) and an infobox (1)" in full
+    plain = sieve.build_index([{"id": "a", "title": "Alpha", "text": "one two"}, {"id": "b", "title": "Beta", "text": "three"}], tmp_path / "plain")
+    bare = Toolset(plain).manual()
+    for promise in ("author", "`au`", "date[", "infobox", "ib[", "Dates", "| `section`"):
+        assert promise not in bare, promise
+    assert "| `title` | `ti` | the title | 2 |" in bare and "| `body` | `text`, `ab` | section texts | 2 |" in bare
+
+
+def test_manual_follows_the_tools(gold: sieve.Index) -> None:
+    sieve_manual = Toolset.for_condition(gold, "sieve").manual()
+    assert "## search" in sieve_manual and "## fetch" in sieve_manual and "## visit" not in sieve_manual
+    assert "up to 8 per call" in sieve_manual and "at most 12,000 words" in sieve_manual
+    visit = Toolset.for_condition(gold, "search-visit").manual()
+    assert "## ranked_search" in visit and "## visit" in visit
+    assert "NEAR" not in visit and "## Result cards" not in visit and "give it as `doc` to `visit`" in visit
+    fetch = Toolset.for_condition(gold, "search-fetch").manual()
+    assert "## Result cards" in fetch and "NEAR" not in fetch
+
+
+def test_the_manuals_queries_mean_what_it_says(gold: sieve.Index) -> None:
+    manual = Toolset(gold).manual()
+    claims = {
+        "a b": "a AND b",
+        "a NOT b": "a AND NOT b",
+        "a OR b c": "a OR b AND c",
+        "Fort Santiago[title]": "Fort[title] AND Santiago[title]",
+        "(a OR b)[title]": "a[title] OR b[title]",
+        "date[2018]": "date[2018-01-01..2018-12-31]",
+        "date[>=2020-06]": "date[2020-06-01..]",
+        "date[<2019]": "date[..2018-12-31]",
+        "date[>2019]": "date[2020-01-01..]",
+        "a NEAR/5 b": "NEAR/5(a, b)",
+        "-a": "NOT a",
+    }
+    for query, canonical in claims.items():
+        assert f"`{query}`" in manual, query
+        assert str(parse(query)) == canonical
+
+
+def test_strict_rendering() -> None:
+    assert render("<!-- if a -->\nA ${x}\n<!-- endif a -->\nB\n", {"a": True}, {"x": 1}) == "A 1\nB\n"
+    assert render("<!-- if a -->\nA ${x}\n<!-- endif a -->\nB\n", {"a": False}, {}) == "B\n"
+    with pytest.raises(KeyError):
+        render("<!-- if a -->\nA\n<!-- endif a -->\n", {}, {})
+    with pytest.raises(KeyError):
+        render("${missing}\n", {}, {})
+    with pytest.raises(ValueError):
+        render("<!-- if a -->\nA\n", {"a": True}, {})

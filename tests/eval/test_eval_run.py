@@ -1,0 +1,71 @@
+"""`eval run` + `eval report` end to end with the scripted loopback model on a small real collection;
+the summary must equal the numbers recomputed from the trajectory records."""
+
+from __future__ import annotations
+
+import json
+import re
+import sys
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+sys.path.insert(0, str(Path(__file__).parents[1] / "agent"))
+from loopback import LoopbackServer, Say  # noqa: E402
+
+from sieve.eval.metrics import exact_match  # noqa: E402
+from sieve.eval.report import compare, load_run, table  # noqa: E402
+from sieve.eval.run import run_collection  # noqa: E402
+
+FIX = Path(__file__).parent / "fixtures" / "beir"
+
+
+def scripted(body: dict[str, Any]) -> Say:
+    """Search the question's capitalised words in titles, read rank 1's History, answer from it."""
+    texts = [str(m.get("content") or "") for m in body["messages"]]
+    question, seen = texts[1], "\n".join(texts[2:])
+    built = re.search(r"Built in \d+ by ([^.\n]+)", seen)
+    if built:
+        return Say(f"<answer>{built.group(1)}</answer>")
+    if "matches" in seen and "[1]" in seen:
+        return Say('<tool_call>{"name": "fetch", "arguments": {"sections": [{"doc": 1, "section": "History"}]}}</tool_call>')
+    if "Intramuros" in question:
+        return Say("<answer>Quezon City</answer>")  # wrong on purpose, without reading
+    words = " ".join(w for w in re.findall(r"[A-Z]\w+", question) if w != "Who")
+    return Say(json.dumps({"name": "search", "arguments": {"query": f"{words}[title]"}}).join(["<tool_call>", "</tool_call>"]))
+
+
+@pytest.fixture()
+def collection(tmp_path: Path) -> Path:
+    import shutil
+
+    shutil.copytree(FIX, tmp_path / "beir")
+    return tmp_path / "beir"
+
+
+def test_run_and_report(collection: Path, tmp_path: Path) -> None:
+    with LoopbackServer(scripted) as srv:
+        s = run_collection(collection, tmp_path / "runA", "sieve", "bm25", [srv.url], "scripted", native=False, progress=False)
+        b = run_collection(collection, tmp_path / "runB", "search-fetch", "bm25", [srv.url], "scripted", native=False, progress=False, workers=2)
+    assert s["questions"] == 2
+    recs = [json.loads(x) for x in (tmp_path / "runA" / "trajectories.jsonl").read_text().splitlines()]
+    golds = {"q1": ["Miguel López de Legazpi"], "q2": ["Manila", "City of Manila"]}
+    acc = sum(exact_match(r["answer"] or "", golds[r["question_id"]]) for r in recs) / len(recs)
+    assert s["accuracy"] == acc == 0.5
+    assert s["distinct_tokens"] == pytest.approx(sum(r["tokens"]["distinct"] for r in recs) / 2, abs=0.05)
+    assert s["step_summed_tokens"] == pytest.approx(sum(r["tokens"]["step_summed"] for r in recs) / 2, abs=0.05)
+    assert s["llm_calls"] == sum(r["llm_calls"] for r in recs) / 2
+    assert s["gold_recall"] == 0.5  # q1's gold surfaced; q2 never searched
+    assert s["failures"] == {"retrieval": 1, "selection": 0, "synthesis": 0}
+    assert s["bql_usage"]["field"] == 0.5 and s["bql_usage"]["phrase"] == 0.0
+    on_disk = json.loads((tmp_path / "runA" / "summary.json").read_text())
+    assert on_disk["accuracy"] == s["accuracy"] and on_disk["per_question"]["q1"]["em"] == 1.0
+    rows = compare([load_run(tmp_path / "runA"), load_run(tmp_path / "runB")])
+    text = table(rows)
+    assert "runA" in text and "runB" in text and rows[1]["p"]["accuracy"] == 1.0
+    # Resuming a finished run redoes nothing.
+    with LoopbackServer(scripted) as srv:
+        again = run_collection(collection, tmp_path / "runA", "sieve", "bm25", [srv.url], "scripted", native=False, progress=False)
+        assert srv.requests == []
+    assert again["accuracy"] == s["accuracy"]
