@@ -210,8 +210,12 @@ class Agent:
 
         def run(name: str, arguments: dict[str, Any]) -> str:
             nonlocal added
+            before = getattr(tools, "last_results", None)
             text, n = tools.call(name, arguments)
             ep.tool_calls.append({"name": name, "arguments": arguments, "result_tokens": n, "result": text})
+            after = getattr(tools, "last_results", None)
+            if after is not None and after is not before:  # a search ran: keep what the statistics need
+                ep.tool_calls[-1].update(fallback=bool(after.fallback), admitted=int(after.count))
             if self.on_event is not None:
                 self.on_event("tool", ep.tool_calls[-1])
             added += n

@@ -97,6 +97,7 @@ class Toolset:
         self.index = index
         self.config = config
         self.listing: list[str] | None = None  # ids of the last search, by rank; None before any
+        self.last_results: Any = None  # Results of the last search (for run statistics: fallback)
         self.surfaced: list[str] = []  # every id a listing showed, first time first
         self.opened: list[str] = []  # every id fetched or visited, first time first
         self.tokens = 0  # returned so far
@@ -201,6 +202,7 @@ class Toolset:
 
     def _list(self, r: Any, header: str, structured: bool) -> tuple[str, bool]:
         self.listing = [h.doc_id for h in r.hits]
+        self.last_results = r
         for i in self.listing:
             if i not in self.surfaced:
                 self.surfaced.append(i)

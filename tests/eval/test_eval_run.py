@@ -59,6 +59,8 @@ def test_run_and_report(collection: Path, tmp_path: Path) -> None:
     assert s["gold_recall"] == 0.5  # q1's gold surfaced; q2 never searched
     assert s["failures"] == {"retrieval": 1, "selection": 0, "synthesis": 0}
     assert s["bql_usage"]["field"] == 0.5 and s["bql_usage"]["phrase"] == 0.0
+    searches = [t for r in recs for t in r["tool_calls"] if t["name"] == "search"]
+    assert [(t["fallback"], t["admitted"]) for t in searches] == [(False, 1)] and s["fallback_rate"] == 0.0
     on_disk = json.loads((tmp_path / "runA" / "summary.json").read_text())
     assert on_disk["accuracy"] == s["accuracy"] and on_disk["per_question"]["q1"]["em"] == 1.0
     rows = compare([load_run(tmp_path / "runA"), load_run(tmp_path / "runB")])
