@@ -351,18 +351,18 @@ def main(argv: Sequence[str] | None = None) -> int:
     except SieveError as e:
         print(f"sieve: {e}", file=sys.stderr)
         return 1
-    except FileExistsError as e:
-        print(f"sieve: {e}", file=sys.stderr)
-        return 1
-    except KeyboardInterrupt:
-        print("sieve: interrupted", file=sys.stderr)
-        return 130
     except BrokenPipeError:  # `sieve ... | head`: the reader left; nothing more to say
         try:
             sys.stdout = open(os.devnull, "w")
         except OSError:
             pass
         return 0
+    except OSError as e:  # FileExistsError for a target that exists, a full disk, a missing file...
+        print(f"sieve: {e}", file=sys.stderr)
+        return 1
+    except KeyboardInterrupt:
+        print("sieve: interrupted", file=sys.stderr)
+        return 130
 
 
 if __name__ == "__main__":

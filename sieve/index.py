@@ -184,7 +184,9 @@ class Index:
         files = self.manifest["files"]
         for name in FILES:
             storage.verify_array(self.generation / name, name, files[name])
-        return list(FILES)
+        from sieve.dense.store import verify_embeddings
+
+        return list(FILES) + verify_embeddings(self.path)
 
 
 def open_index(path: str | os.PathLike, verify: bool = False, limits: Limits = Limits()) -> Index:

