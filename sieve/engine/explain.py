@@ -81,7 +81,6 @@ class Explainer:
 
     def matched_many(self, docs: list[int]) -> list[tuple[list[Field], list[int]]]:
         """`matched` for several documents at once: the binary searches are vectorised over them."""
-        r = self.r
         arr = np.asarray(docs, dtype=np.int64)
         fields: list[set[int]] = [set() for _ in docs]
         sections: list[set[int]] = [set() for _ in docs]

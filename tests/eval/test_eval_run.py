@@ -47,7 +47,7 @@ def collection(tmp_path: Path) -> Path:
 def test_run_and_report(collection: Path, tmp_path: Path) -> None:
     with LoopbackServer(scripted) as srv:
         s = run_collection(collection, tmp_path / "runA", "sieve", "bm25", [srv.url], "scripted", native=False, progress=False)
-        b = run_collection(collection, tmp_path / "runB", "search-fetch", "bm25", [srv.url], "scripted", native=False, progress=False, workers=2)
+        run_collection(collection, tmp_path / "runB", "search-fetch", "bm25", [srv.url], "scripted", native=False, progress=False, workers=2)
     assert s["questions"] == 2
     recs = [json.loads(x) for x in (tmp_path / "runA" / "trajectories.jsonl").read_text().splitlines()]
     golds = {"q1": ["Miguel López de Legazpi"], "q2": ["Manila", "City of Manila"]}
