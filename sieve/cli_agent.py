@@ -75,6 +75,17 @@ def cmd_eval_report(args: argparse.Namespace) -> int:
     return 0
 
 
+def cmd_eval_judge(args: argparse.Namespace) -> int:
+    from sieve.agent.llm import ChatClient
+    from sieve.eval.judge import judge_run
+
+    run_dir = Path(args.run_dir)
+    cache = Path(args.cache) if args.cache else run_dir / "judge-cache.jsonl"
+    j = judge_run(run_dir, Path(args.collection), ChatClient(args.llm_url, args.model, api_key=args.api_key), cache_path=cache)
+    print(f"judged accuracy {j['accuracy']:.3f} by {j['model']} ({j['asked']} asked, {j['cached']} cached, {j['unparsed']} unparsed); wrote {run_dir / 'summary.json'}")
+    return 0
+
+
 def _agent_options(s: argparse.ArgumentParser) -> None:
     s.add_argument("--llm-url", required=True, action="append" if s.prog.endswith("run") else "store", help="OpenAI-compatible base URL including /v1")
     s.add_argument("--model", required=True)
@@ -121,3 +132,11 @@ def add_commands(sub: Any) -> None:
     p.add_argument("--out", help="folder for the pictures (default RUN/report)")
     p.add_argument("--json", action="store_true")
     p.set_defaults(func=cmd_eval_report)
+    j = esub.add_parser("judge", help="judge a run's answers with an LLM (cached); adds 'judged' to summary.json")
+    j.add_argument("run_dir")
+    j.add_argument("--collection", required=True)
+    j.add_argument("--llm-url", required=True, help="OpenAI-compatible base URL including /v1")
+    j.add_argument("--model", required=True)
+    j.add_argument("--api-key")
+    j.add_argument("--cache", help="verdict cache, JSON Lines (default RUN_DIR/judge-cache.jsonl)")
+    j.set_defaults(func=cmd_eval_judge)
