@@ -15,7 +15,7 @@ sys.path.insert(0, str(Path(__file__).parents[1] / "agent"))
 from loopback import LoopbackServer, Say  # noqa: E402
 
 from sieve.eval.metrics import exact_match  # noqa: E402
-from sieve.eval.report import compare, load_run, table  # noqa: E402
+from sieve.eval.report import compare, load_run, plots, table  # noqa: E402
 from sieve.eval.run import run_collection  # noqa: E402
 
 FIX = Path(__file__).parent / "fixtures" / "beir"
@@ -66,6 +66,9 @@ def test_run_and_report(collection: Path, tmp_path: Path) -> None:
     rows = compare([load_run(tmp_path / "runA"), load_run(tmp_path / "runB")])
     text = table(rows)
     assert "runA" in text and "runB" in text and rows[1]["p"]["accuracy"] == 1.0
+    pictures = plots([load_run(tmp_path / "runA"), load_run(tmp_path / "runB")], tmp_path / "report")
+    assert [p.name for p in pictures] == ["accuracy_vs_tokens.png", "token_change.png"]  # type: ignore[union-attr]
+    assert all(p.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n" and p.stat().st_size > 2000 for p in pictures)  # type: ignore[union-attr]
     # Resuming a finished run redoes nothing.
     with LoopbackServer(scripted) as srv:
         again = run_collection(collection, tmp_path / "runA", "sieve", "bm25", [srv.url], "scripted", native=False, progress=False)
