@@ -43,19 +43,25 @@ class Document:
     def headings(self) -> list[str]:
         return [s.heading for s in self.sections]
 
+    def optional_fields(self) -> dict[str, Any]:
+        """author, date and infobox, for those the document has."""
+        out: dict[str, Any] = {}
+        if self.author is not None:
+            out["author"] = self.author
+        if self.date is not None:
+            out["date"] = self.date
+        if self.infobox:
+            out["infobox"] = dict(self.infobox)
+        return out
+
     def to_record(self) -> dict[str, Any]:
         """The document as a corpus record (what `document_from_record` reads back)."""
         rec: dict[str, Any] = {
             "id": self.id,
             "title": self.title,
             "sections": [{"heading": s.heading, "text": s.text} for s in self.sections],
+            **self.optional_fields(),
         }
-        if self.author is not None:
-            rec["author"] = self.author
-        if self.date is not None:
-            rec["date"] = self.date
-        if self.infobox:
-            rec["infobox"] = dict(self.infobox)
         rec.update(self.metadata)
         return rec
 

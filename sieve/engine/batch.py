@@ -122,13 +122,7 @@ def analyze_batch(docs: list[Document], lines: list[int], vocab: Vocabulary) -> 
         units_per_doc.append(len(texts) - before)
         sections_per_doc.append(len(doc.sections))
         dates.append(first_day(doc.date) if doc.date else NO_DATE)
-        meta: dict[str, Any] = {"id": doc.id, "title": doc.title, "headings": doc.headings}
-        if doc.author is not None:
-            meta["author"] = doc.author
-        if doc.date is not None:
-            meta["date"] = doc.date
-        if doc.infobox:
-            meta["infobox"] = dict(doc.infobox)
+        meta: dict[str, Any] = {"id": doc.id, "title": doc.title, "headings": doc.headings, **doc.optional_fields()}
         if doc.metadata:
             meta["metadata"] = dict(doc.metadata)
         metas.append(_dumps(meta))

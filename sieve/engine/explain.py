@@ -113,7 +113,9 @@ class Explainer:
                 sections[o].add(sec)
 
     def matched(self, d: int) -> tuple[list[Field], list[int]]:
-        """(fields, section numbers) where the query's positive atoms match document d, in order."""
+        """(fields, section numbers) where the query's positive atoms match document d, in order.
+
+        The plain per-document computation: the reference `matched_many` is tested against."""
         fields: set[int] = set()
         sections: set[int] = set()
         r = self.r
@@ -138,8 +140,3 @@ def _near_positions(r: IndexReader, node: ast.Near, key: list[int], d: int) -> n
     a, b = a.astype(np.int64), b.astype(np.int64)
     close = (np.abs(a[:, None] - b[None, :]) <= node.distance) & (ua[:, None] == ub[None, :]) & (a[:, None] != b[None, :])
     return np.concatenate([a[close.any(axis=1)], b[close.any(axis=0)]])
-
-
-def matched(r: IndexReader, node: ast.Node, d: int) -> tuple[list[Field], list[int]]:
-    """(fields, section numbers) where the query's positive atoms match document d."""
-    return Explainer(r, node).matched(d)
