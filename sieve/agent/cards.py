@@ -68,10 +68,12 @@ def _meta(index: Index, hit: Hit) -> dict[str, Any]:
 def hit_snippet(index: Index, hit: Hit, headings: list[str], matcher: Matcher, config: CardConfig = CardConfig(), style: Style = PLAIN) -> Snippet | None:
     """The hit's best window: from the sections the query matched, else from any section."""
     matched = [j for j, h in enumerate(headings) if h in hit.sections]
-    # Where the query matched, else (a title-only or fallback match) every section: its lead at worst.
-    order = matched + [j for j in range(len(headings)) if j not in matched] if matched else range(len(headings))
+    # Where the query matched (its positive words under their own scopes: the other sections can
+    # only hold words the query scoped elsewhere), else (a title-only or fallback match) every
+    # section: its lead at worst.
+    order = matched or range(len(headings))
     texts = ((j, index.section(hit.doc_id, j).text) for j in order)
-    return best_snippet(texts, matcher, config.snippet_words, style.match if style.colour else None)
+    return best_snippet(texts, matcher, config.snippet_words, style.match if style.colour else None, screen=not matched)
 
 
 def card(index: Index, hit: Hit, matcher: Matcher, config: CardConfig = CardConfig(), style: Style = PLAIN, structured: bool = True) -> str:
