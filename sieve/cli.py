@@ -204,7 +204,7 @@ def cmd_visit(args: argparse.Namespace) -> int:
 
 
 def cmd_show(args: argparse.Namespace) -> int:
-    from sieve.agent.reading import contents_text, facts_text
+    from sieve.agent.reading import outline_text
     from sieve.agent.style import terminal_style
     from sieve.agent.tokens import WhitespaceCounter
     from sieve.index import open_index
@@ -215,10 +215,8 @@ def cmd_show(args: argparse.Namespace) -> int:
         _print_json({"id": doc.id, "title": doc.title, "author": doc.author, "date": doc.date, "infobox": dict(doc.infobox),
                      "sections": [{"heading": s.heading, "words": words.count(s.text)} for s in doc.sections]})
         return 0
-    style = terminal_style(sys.stdout)
-    print(f"{style.id(doc.id)}\n{facts_text(doc)}\n{len(doc.sections)} section{'s' if len(doc.sections) != 1 else ''}:")
-    for line in contents_text(doc, words).splitlines():
-        print("  " + line)
+    first, _, rest = outline_text(doc, words).partition("\n")
+    print(f"{terminal_style(sys.stdout).id(first)}\n{rest}")
     return 0
 
 
@@ -338,8 +336,10 @@ def make_parser() -> argparse.ArgumentParser:
     s.add_argument("--json", action="store_true")
     s.set_defaults(func=cmd_demo)
     from sieve.cli_agent import add_commands
+    from sieve.serve.cli import add_command as add_serve
 
     add_commands(sub)
+    add_serve(sub)
     return p
 
 

@@ -9,6 +9,6 @@ def test_ci_runs_the_readme_commands() -> None:
     readme = (ROOT / "README.md").read_text()
     ci_lines = [ln.strip() for ln in (ROOT / ".ci/run").read_text().splitlines()]
     install = "pip install -e '.[dev]' && sieve demo"
-    tests = "pip install torch==2.13.0 && pip install -e '.[dev,dense]' && python -m pytest -q"
+    tests = "pip install torch==2.13.0 && pip install -e '.[dev,dense,serve]' && python -m pytest -q"
     assert install in readme and install in ci_lines
     assert tests in readme and tests in ci_lines

@@ -71,11 +71,11 @@ def render_manual(toolset: "Toolset") -> str:
     n, dated = len(index), int(index.stats.get("dated", 0))  # type: ignore[arg-type]
     has = {"author": counts[Field.AUTHOR] > 0, "infobox": counts[Field.INFOBOX] > 0, "date": dated > 0}
     extras = [f"an author ({counts[Field.AUTHOR]:,})"] * has["author"] + [f"a date ({dated:,})"] * has["date"] + [f"an infobox ({counts[Field.INFOBOX]:,})"] * has["infobox"]
-    readers = [f"`{t}`" for t in ("fetch", "visit") if t in tools]
+    readers = [f"`{t}`" for t in ("fetch", "visit", "show") if t in tools]
     ranked_cards = config.ranked_cards if config.ranked_cards is not None else "fetch" in tools
     cards = "search" in tools or ("ranked_search" in tools and ranked_cards)
     flags = {
-        **{t: t in tools for t in ("search", "ranked_search", "fetch", "visit")},
+        **{t: t in tools for t in ("search", "ranked_search", "fetch", "visit", "show")},
         "dates": has["date"], "fallback": config.fallback, "infobox": has["infobox"],
         "cards": cards, "snippets": "ranked_search" in tools and not ranked_cards,
     }

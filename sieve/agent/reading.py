@@ -91,6 +91,13 @@ def contents_text(doc: Document, counter: TokenCounter) -> str:
     return "\n".join(f"#{j + 1} {h} ({size(s.text)})" for j, (h, s) in enumerate(zip(doc.headings, doc.sections)))
 
 
+def outline_text(doc: Document, counter: TokenCounter) -> str:
+    """What `show` prints: the document's facts, then its sections with their lengths."""
+    n = len(doc.sections)
+    return f"{doc.id}\n{facts_text(doc)}\n{n} section{'s' if n != 1 else ''}:\n" + "\n".join(
+        "  " + line for line in contents_text(doc, counter).splitlines())
+
+
 def document_text(doc: Document) -> str:
     """The whole document as one text: facts, then every section under its heading."""
     parts = [facts_text(doc)]

@@ -2,7 +2,7 @@
 can act on: which argument, what it must be, what it got.
 
 Supported keywords: type (one name or a list), properties, required, additionalProperties (false),
-items, minItems, maxItems, minimum, maximum, minLength, enum. Anything else in a schema is an error
+items, minItems, maxItems, minimum, maximum, minLength, maxLength, enum. Anything else in a schema is an error
 here, so a schema can never promise a check that does not run.
 """
 
@@ -11,7 +11,7 @@ from __future__ import annotations
 import json
 from typing import Any
 
-_KNOWN = {"type", "description", "properties", "required", "additionalProperties", "items", "minItems", "maxItems", "minimum", "maximum", "minLength", "enum", "default"}
+_KNOWN = {"type", "description", "properties", "required", "additionalProperties", "items", "minItems", "maxItems", "minimum", "maximum", "minLength", "maxLength", "enum", "default"}
 _NAMES = {"object": "an object", "array": "a list", "string": "a string", "integer": "an integer", "number": "a number", "boolean": "true or false", "null": "null"}
 
 
@@ -57,6 +57,8 @@ def validate(schema: dict[str, Any], value: Any, path: str = "") -> str | None:
         return f"{_where(path)} must be one of {', '.join(shown(v) for v in schema['enum'])}, got {shown(value)}"
     if isinstance(value, str) and len(value.strip()) < schema.get("minLength", 0):
         return f"{_where(path)} must not be empty"
+    if isinstance(value, str) and len(value) > schema.get("maxLength", len(value)):
+        return f"{_where(path)} may be at most {schema['maxLength']:,} characters long, got {len(value):,}"
     if _is(value, "number"):
         if "minimum" in schema and value < schema["minimum"]:
             return f"{_where(path)} must be at least {schema['minimum']}, got {shown(value)}"

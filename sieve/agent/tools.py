@@ -14,16 +14,17 @@ from typing import Any, Callable, Iterator, Mapping, Sequence
 
 from sieve.agent import cards
 from sieve.agent.cards import CardConfig, plural
-from sieve.agent.reading import Read, ReadConfig, read_document, read_section
+from sieve.agent.reading import Read, ReadConfig, outline_text, read_document, read_section
 from sieve.agent.schema import describe_params, validate
 from sieve.agent.snippets import Matcher
 from sieve.documents import Document
 from sieve.engine.analysis import fold
 from sieve.engine.bql import parse
+from sieve.engine.bql.parser import MAX_QUERY_CHARS
 from sieve.errors import BQLSyntaxError, SieveError, UnknownDocumentError
 from sieve.index import Index
 
-TOOL_NAMES = ("search", "ranked_search", "fetch", "visit")
+TOOL_NAMES = ("search", "ranked_search", "fetch", "visit", "show")
 # The tool sets of the compared conditions (paper-notes.md, "Conditions compared").
 CONDITIONS: dict[str, tuple[str, ...]] = {
     "sieve": ("search", "fetch"),
@@ -41,6 +42,7 @@ class ToolConfig:
     k: int = 5  # results when the agent does not say
     k_max: int = 50
     max_sections: int = 8  # (doc, section) pairs per fetch
+    max_query_chars: int = MAX_QUERY_CHARS  # a server may accept less than the language does
     ranker: str = "bm25"
     fallback: bool = True  # zero-hit recovery for `search`
     read: ReadConfig = field(default_factory=ReadConfig)
@@ -90,12 +92,16 @@ def _caret(query: str, pos: int, width: int = 40) -> str:
 class Toolset:
     """The tools of one agent session over one index."""
 
-    def __init__(self, index: Index, tools: Sequence[str] = CONDITIONS["sieve"], config: ToolConfig = ToolConfig()) -> None:
+    def __init__(self, index: Index, tools: Sequence[str] = CONDITIONS["sieve"], config: ToolConfig = ToolConfig(),
+                 keeps_listing: bool = True) -> None:
+        """`keeps_listing=False` is a session whose calls share nothing (a stateless server
+        connection): ranks then mean nothing, and saying so beats answering from a stranger's listing."""
         unknown = [t for t in tools if t not in TOOL_NAMES]
         if unknown:
             raise ValueError(f"unknown tools {unknown}; choose from {', '.join(TOOL_NAMES)}")
         self.index = index
         self.config = config
+        self.keeps_listing = keeps_listing
         self.listing: list[str] | None = None  # ids of the last search, by rank; None before any
         self.last_results: Any = None  # Results of the last search (for run statistics: fallback)
         self.surfaced: list[str] = []  # every id a listing showed, first time first
@@ -162,7 +168,7 @@ class Toolset:
     def _specs(self) -> dict[str, Tool]:
         c = self.config
         k = {"type": "integer", "minimum": 1, "maximum": c.k_max, "description": f"how many results (default {c.k}, at most {c.k_max})"}
-        query = {"type": "string", "minLength": 1}
+        query = {"type": "string", "minLength": 1, "maxLength": c.max_query_chars}
         return {
             "search": Tool(
                 "search",
@@ -194,6 +200,11 @@ class Toolset:
                 f"Read a whole document, every section ({c.read.cap:,} {self.unit} per call; longer documents come in parts).",
                 {"type": "object", "properties": {"doc": DOC, "part": PART}, "required": ["doc"], "additionalProperties": False},
                 self._visit, '{"doc": 1}'),
+            "show": Tool(
+                "show",
+                "List a document's facts (title, author, date, infobox) and every section heading with its length, without reading the texts.",
+                {"type": "object", "properties": {"doc": DOC}, "required": ["doc"], "additionalProperties": False},
+                self._show, '{"doc": 1}'),
         }
 
     @property
@@ -206,7 +217,10 @@ class Toolset:
         for i in self.listing:
             if i not in self.surfaced:
                 self.surfaced.append(i)
-        return cards.listing(self.index, r, header, Matcher.of(parse(r.query)), self.config.cards, structured=structured), True
+        text = cards.listing(self.index, r, header, Matcher.of(parse(r.query)), self.config.cards, structured=structured)
+        if not self.keeps_listing and r.hits:
+            text += "\n(this connection keeps no listing between calls: to read a result, give its document id, not its rank)"
+        return text, True
 
     def _search(self, args: dict[str, Any]) -> tuple[str, bool]:
         query: str = args["query"]
@@ -226,6 +240,9 @@ class Toolset:
 
     def _document(self, ref: int | str) -> Document:
         if isinstance(ref, int):
+            if not self.keeps_listing:
+                raise ToolFailure(f"this connection keeps no listing between calls, so rank {ref} means nothing here; "
+                                  "give the document id shown on the card (a string) instead")
             if self.listing is None:
                 raise ToolFailure(f"there is no earlier search, so rank {ref} means nothing; search first, or give a document id (a string)")
             if not self.listing:
@@ -295,6 +312,10 @@ class Toolset:
         read = read_document(doc, args.get("part", 1), self.config.read)
         self._opened(read)
         return read.text, True
+
+
+    def _show(self, args: dict[str, Any]) -> tuple[str, bool]:
+        return outline_text(self._document(args["doc"]), self.config.read.counter), True
 
 
 def free_text_query(text: str) -> str | None:

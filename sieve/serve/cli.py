@@ -1,0 +1,57 @@
+"""The `sieve serve` command."""
+
+from __future__ import annotations
+
+import argparse
+import sys
+
+from sieve.serve.service import SERVED_TOOLS, ServeLimits
+
+_LIMITS = ServeLimits()
+
+
+def cmd_serve(args: argparse.Namespace) -> int:
+    from sieve.agent.tools import ToolConfig
+    from sieve.errors import SieveError
+    from sieve.serve.service import Service
+
+    try:
+        import anyio
+
+        from sieve.serve.mcp_server import serve_http, serve_stdio
+    except ImportError as e:
+        raise SieveError(f"sieve serve needs the MCP SDK ({e.name} is missing): pip install 'sieve-search[serve]'") from None
+    from sieve import __version__
+
+    limits = ServeLimits(k_max=args.k_max, max_sections=args.max_sections, max_query_chars=args.max_query_chars,
+                         call_seconds=args.call_seconds, workers=args.workers)
+    tools = [t.strip() for t in args.tools.split(",") if t.strip()]
+    service = Service.open(args.indexes, tools=tools, limits=limits, config=ToolConfig(ranker=args.ranker))
+    if args.ranker != "bm25":
+        for index in service.indexes.values():
+            index.use_dense()
+    names = ", ".join(service.indexes)
+    if args.http:
+        print(f"sieve serve: {names} at http://{args.host}:{args.port}/mcp (streamable HTTP; Ctrl-C stops)", file=sys.stderr, flush=True)
+        serve_http(service, args.host, args.port, __version__)
+    else:
+        print(f"sieve serve: {names} over stdio", file=sys.stderr, flush=True)
+        anyio.run(serve_stdio, service, __version__)
+    return 0
+
+
+def add_command(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
+    s = sub.add_parser("serve", help="serve indexes' search/fetch tools to any MCP client (stdio, or streamable HTTP)",
+                       description="Serve the search-inspect-fetch tools of one or more indexes over the Model Context Protocol.")
+    s.add_argument("indexes", nargs="+", metavar="INDEX", help="an index folder, or NAME=FOLDER to name it (names must differ)")
+    s.add_argument("--http", action="store_true", help="streamable HTTP instead of stdio")
+    s.add_argument("--host", default="127.0.0.1", help="with --http (default 127.0.0.1)")
+    s.add_argument("--port", type=int, default=8765, help="with --http (default 8765)")
+    s.add_argument("--tools", default=",".join(SERVED_TOOLS), help=f"comma-separated (default {','.join(SERVED_TOOLS)}; also ranked_search)")
+    s.add_argument("--ranker", default="bm25", choices=["bm25", "dense", "hybrid"])
+    s.add_argument("--k-max", type=int, default=_LIMITS.k_max, help=f"most results per search (default {_LIMITS.k_max})")
+    s.add_argument("--max-sections", type=int, default=_LIMITS.max_sections, help=f"most sections per fetch (default {_LIMITS.max_sections})")
+    s.add_argument("--max-query-chars", type=int, default=_LIMITS.max_query_chars, help=f"longest query (default {_LIMITS.max_query_chars:,})")
+    s.add_argument("--call-seconds", type=float, default=_LIMITS.call_seconds, help=f"time limit per call (default {_LIMITS.call_seconds:g})")
+    s.add_argument("--workers", type=int, default=_LIMITS.workers, help=f"calls computed at once (default {_LIMITS.workers})")
+    s.set_defaults(func=cmd_serve)

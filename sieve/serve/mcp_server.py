@@ -1,0 +1,123 @@
+"""`sieve serve`: the Service over the Model Context Protocol (the official `mcp` SDK, extra `serve`).
+
+Sessions. A handshake-era connection (protocol 2025-11-25 and earlier: stdio, or streamable HTTP
+with an `Mcp-Session-Id`) lives across requests, so its Session is kept in the connection's own
+state. In the 2026-07-28 era every request is its own exchange: over stdio the pipe still belongs
+to one client, so the Session is keyed by the pipe; over HTTP nothing ties two requests together,
+so each call gets a fresh Session that keeps no listing, and ranks are refused with a message
+that asks for document ids (every card shows them) rather than answered from a stranger's list.
+
+Time. Each call runs in a worker thread (at most `limits.workers` at once) and the reply is an
+error text when it has not finished within `limits.call_seconds`, waiting for a worker included;
+an abandoned computation finishes in its thread (the engine's own limits bound it) and is dropped.
+The SDK's transports run on asyncio (anyio's default backend, and uvicorn's), which this uses.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import weakref
+from concurrent.futures import ThreadPoolExecutor
+from typing import Any
+
+import mcp_types as types
+from mcp.server.lowlevel import Server
+from mcp_types.version import MODERN_PROTOCOL_VERSIONS
+
+from sieve.serve.service import Service, Session
+
+MANUAL_URI = "sieve://{name}/manual"
+
+
+class Sessions:
+    """The Session of each client connection (see the module docstring for what a connection is)."""
+
+    def __init__(self, service: Service) -> None:
+        self.service = service
+        self._by_pipe: weakref.WeakKeyDictionary[Any, Session] = weakref.WeakKeyDictionary()
+
+    def of(self, ctx: Any) -> Session:
+        # mcp 2.3 offers the request's Connection only as a private attribute of its ServerSession;
+        # without it every call is treated as stateless (ranks refused, ids work), never as shared.
+        conn = getattr(ctx.session, "_connection", None)
+        if conn is None:
+            return self.service.new_session(keeps_listing=False)
+        if conn.protocol_version not in MODERN_PROTOCOL_VERSIONS:
+            session = conn.state.get("sieve")
+            if session is None:
+                session = conn.state["sieve"] = self.service.new_session()
+            return session
+        if conn.has_standalone_channel:  # a duplex pipe (stdio): one client
+            session = self._by_pipe.get(conn.outbound)
+            if session is None:
+                session = self._by_pipe[conn.outbound] = self.service.new_session()
+            return session
+        return self.service.new_session(keeps_listing=False)
+
+
+def _text(text: str, error: bool = False) -> types.CallToolResult:
+    return types.CallToolResult(content=[types.TextContent(type="text", text=text)], is_error=error)
+
+
+def build_server(service: Service, version: str = "") -> Server[Any]:
+    """An MCP server (low-level API: the schemas are ours, not derived from signatures)."""
+    sessions = Sessions(service)
+    # Our own pool, not anyio's threads: a call abandoned at its time limit keeps its worker until it
+    # really ends, so abandoned work can never pile up beyond `workers` threads.
+    pool = ThreadPoolExecutor(max_workers=service.limits.workers, thread_name_prefix="sieve-call")
+    tools = [types.Tool(name=t.name, description=t.description, input_schema=t.input_schema,
+                        annotations=types.ToolAnnotations(read_only_hint=True, destructive_hint=False, idempotent_hint=True, open_world_hint=False))
+             for t in service.tools]
+
+    async def list_tools(ctx: Any, params: Any) -> types.ListToolsResult:
+        return types.ListToolsResult(tools=tools)
+
+    async def call_tool(ctx: Any, params: types.CallToolRequestParams) -> types.CallToolResult:
+        session = sessions.of(ctx)
+        arguments = params.arguments
+        if arguments is not None and not isinstance(arguments, dict):
+            return _text(f"{params.name} error: the arguments must be a JSON object", True)
+        seconds = service.limits.call_seconds
+        future = pool.submit(service.call, session, params.name, arguments)
+        try:
+            result = await asyncio.wait_for(asyncio.shield(asyncio.wrap_future(future)), seconds)
+        except TimeoutError:
+            if future.cancel():  # still queued: it never ran
+                return _text(f"{params.name} error: the server is busy ({service.limits.workers} calls running) and this call waited "
+                             f"{seconds:g} s for its turn; try again", True)
+            return _text(f"{params.name} error: the call took longer than {seconds:g} s (this server's limit per call) and was "
+                         "abandoned; narrow the query (fewer frequent words, fewer NEAR or prefix terms) or read fewer sections", True)
+        return _text(result.text, not result.ok)
+
+    async def list_resources(ctx: Any, params: Any) -> types.ListResourcesResult:
+        return types.ListResourcesResult(resources=[
+            types.Resource(uri=MANUAL_URI.format(name=name), name=f"{name} manual", mime_type="text/markdown",
+                           description=f"How to search and read the index {name!r}: query language, cards, fetch")
+            for name in service.indexes])
+
+    async def read_resource(ctx: Any, params: types.ReadResourceRequestParams) -> types.ReadResourceResult:
+        uri = str(params.uri)
+        for name in service.indexes:
+            if uri == MANUAL_URI.format(name=name):
+                return types.ReadResourceResult(contents=[types.TextResourceContents(uri=uri, mime_type="text/markdown", text=service.manual(name))])
+        known = ", ".join(MANUAL_URI.format(name=n) for n in service.indexes)
+        raise ValueError(f"no resource {uri!r}; this server has {known}")
+
+    return Server("sieve", version=version, instructions=service.instructions(), on_list_tools=list_tools, on_call_tool=call_tool,
+                  on_list_resources=list_resources, on_read_resource=read_resource)
+
+
+async def serve_stdio(service: Service, version: str = "") -> None:
+    from mcp.server.stdio import stdio_server
+
+    server = build_server(service, version)
+    async with stdio_server() as (read, write):
+        await server.run(read, write, server.create_initialization_options())
+
+
+def serve_http(service: Service, host: str, port: int, version: str = "") -> None:
+    """Streamable HTTP at http://HOST:PORT/mcp until interrupted."""
+    import uvicorn
+
+    app = build_server(service, version).streamable_http_app(host=host)
+    uvicorn.run(app, host=host, port=port, log_level="warning")

@@ -1,0 +1,196 @@
+"""The real server (`sieve serve`) through the MCP SDK's own client, over stdio and streamable HTTP.
+
+The oracle is the built-in agent's Toolset: the same calls in the same order must give the same
+texts, so an MCP client sees exactly what our own agent sees.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import sys
+from pathlib import Path
+from typing import Any
+
+import anyio
+import anyio.lowlevel
+import pytest
+from conftest import run, start_http, stop
+from mcp import Client
+from mcp.client.stdio import StdioServerParameters
+from mcp.shared.exceptions import MCPError
+
+from sieve import open_index
+from sieve.agent.tools import Toolset
+from sieve.serve.service import SERVED_TOOLS, Service
+
+
+def oracle(path: Path) -> Toolset:
+    index = open_index(path)
+    return Toolset(index, SERVED_TOOLS, Service({"lib": index}).config)
+
+
+def stdio(*args: str) -> StdioServerParameters:
+    return StdioServerParameters(command=sys.executable, args=["-m", "sieve.cli", "serve", *args])
+
+
+def text(result: Any) -> str:
+    assert len(result.content) == 1 and result.content[0].type == "text"
+    return str(result.content[0].text)
+
+
+async def same(client: Client, ref: Toolset, name: str, args: Any, ok: bool) -> str:
+    """Call `name` on the server and on the reference Toolset; the texts must agree."""
+    got = await client.call_tool(name, args)
+    want = ref.call(name, args)
+    assert text(got) == want.text
+    assert got.is_error is (not ok) and want.ok is ok, text(got)
+    return text(got)
+
+
+async def walkthrough(client: Client, path: Path) -> None:
+    ref = oracle(path)
+    listed = await client.list_tools()
+    assert [t.name for t in listed.tools] == list(SERVED_TOOLS)
+    for tool in listed.tools:
+        assert tool.input_schema == ref.tools[tool.name].parameters
+        assert tool.annotations is not None and tool.annotations.read_only_hint is True
+    search = next(t for t in listed.tools if t.name == "search")
+    assert search.description and search.description.endswith(ref.manual())  # the manual is the description
+
+    cards = await same(client, ref, "search", {"query": "gzip[title] OR json[title]", "k": 3}, ok=True)
+    assert cards.startswith("2 documents match") and "[1] " in cards and "[2] " in cards
+    doc = ref.index.document(ref.listing[0])  # type: ignore[index]
+    heading = doc.sections[1].heading
+    section = await same(client, ref, "fetch", {"sections": [{"doc": 1, "section": heading}]}, ok=True)
+    assert doc.sections[1].text.split()[0] in section
+
+    wrong = await same(client, ref, "fetch", {"sections": [{"doc": 1, "section": "no such heading"}]}, ok=False)
+    assert "Sections: " in wrong and heading in wrong  # the error lists what there is
+    await same(client, ref, "fetch", {"sections": "intro"}, ok=False)  # bad arguments: an error text
+    await same(client, ref, "search", {"query": "gzip[title", "k": 3}, ok=False)  # a syntax error with its caret
+    await same(client, ref, "search", {"query": "gzip", "k": 51}, ok=False)
+    await same(client, ref, "search", {"query": "x" * 2_001}, ok=False)  # longer than the server's query limit
+    await same(client, ref, "visit", {"doc": 3}, ok=False)  # the last listing had two results
+    await same(client, ref, "show", {"doc": 2}, ok=True)  # ... and the connection still serves
+
+
+@pytest.mark.parametrize("mode", ["legacy", "auto"])
+def test_stdio_walkthrough(lib: Path, mode: str) -> None:
+    async def main() -> None:
+        async with Client(stdio(str(lib)), mode=mode) as client:
+            assert client.protocol_version == ("2025-11-25" if mode == "legacy" else "2026-07-28")
+            await walkthrough(client, lib)
+    run(main)
+
+
+def test_http_walkthrough_with_sessions(http_url: str, lib: Path) -> None:
+    async def main() -> None:
+        async with Client(http_url, mode="legacy") as client:
+            await walkthrough(client, lib)
+    run(main)
+
+
+def test_two_http_clients_keep_their_own_listings(http_url: str, lib: Path) -> None:
+    index = open_index(lib)
+    queries = {"a": "gzip[title]", "b": "json[title]"}
+    firsts = {who: index.search(q, k=1).hits[0].doc_id for who, q in queries.items()}
+    assert firsts["a"] != firsts["b"]
+    seen: dict[str, set[str]] = {"a": set(), "b": set()}
+
+    async def one(who: str) -> None:
+        async with Client(http_url, mode="legacy") as client:
+            await client.call_tool("search", {"query": queries[who], "k": 1})
+            for _ in range(15):
+                r = await client.call_tool("show", {"doc": 1})
+                assert not r.is_error, text(r)
+                seen[who].add(text(r).split("\n", 1)[0])
+                await anyio.lowlevel.checkpoint()
+
+    async def main() -> None:
+        async with anyio.create_task_group() as tg:
+            tg.start_soon(one, "a")
+            tg.start_soon(one, "b")
+    run(main)
+    assert seen == {"a": {firsts["a"]}, "b": {firsts["b"]}}
+
+
+def test_stateless_http_refuses_ranks_and_reads_ids(http_url: str, lib: Path) -> None:
+    """In the 2026-07-28 era nothing ties two HTTP requests together: ranks would be a guess."""
+    async def main() -> None:
+        async with Client(http_url) as client:
+            assert client.protocol_version == "2026-07-28"
+            cards = text(await client.call_tool("search", {"query": "gzip[title]", "k": 1}))
+            assert "give its document id, not its rank" in cards
+            refused = await client.call_tool("show", {"doc": 1})
+            assert refused.is_error and "keeps no listing between calls" in text(refused)
+            by_id = await client.call_tool("show", {"doc": "gzip"})
+            assert not by_id.is_error and text(by_id).startswith("gzip\ntitle: gzip")
+    run(main)
+
+
+def test_bad_calls_are_error_texts_over_http(http_url: str) -> None:
+    async def main() -> None:
+        async with Client(http_url, mode="legacy") as client:
+            unknown = await client.call_tool("delete_index", {})
+            assert unknown.is_error and text(unknown) == 'error: there is no tool named "delete_index"; the tools are search, fetch, visit, show'
+            big = await client.call_tool("fetch", {"sections": [{"doc": "x" * 60_000, "section": "intro"}]})
+            assert big.is_error and "this server accepts at most 50,000 per call" in text(big)
+            escape = await client.call_tool("show", {"doc": "../../../etc/passwd"})
+            assert escape.is_error and text(escape) == 'show error: no document with id "../../../etc/passwd"'
+            many = await client.call_tool("fetch", {"sections": [{"doc": "gzip", "section": "intro"}] * 9})
+            assert many.is_error and '"sections" may list at most 8 items, got 9' in text(many)
+            ok = await client.call_tool("search", {"query": "gzip"})
+            assert not ok.is_error
+    run(main)
+
+
+def test_manual_resources(http_url: str, lib: Path) -> None:
+    async def main() -> None:
+        async with Client(http_url, mode="legacy") as client:
+            assert "lib" in (client.instructions or "")
+            listed = await client.list_resources()
+            assert [str(r.uri) for r in listed.resources] == ["sieve://lib/manual"]
+            got = await client.read_resource("sieve://lib/manual")
+            assert got.contents[0].text == oracle(lib).manual()  # type: ignore[union-attr]
+            with pytest.raises(MCPError, match="no resource 'sieve://nope/manual'"):
+                await client.read_resource("sieve://nope/manual")
+    run(main)
+
+
+def test_several_indexes_are_chosen_by_argument(lib: Path, lib2: Path) -> None:
+    a, b = open_index(lib), open_index(lib2)
+    proc, url = start_http(f"lib={lib}", f"more={lib2}")
+    try:
+        async def main() -> None:
+            async with Client(url, mode="legacy") as client:
+                tools = (await client.list_tools()).tools
+                for t in tools:
+                    assert t.input_schema["properties"]["index"]["enum"] == ["lib", "more"]
+                    assert t.input_schema["required"][0] == "index"
+                search = next(t for t in tools if t.name == "search")
+                assert "`more`: " in (search.description or "") and f"{len(b):,} documents" in (search.description or "")
+                missing = await client.call_tool("search", {"query": "file"})
+                assert missing.is_error and 'pass "index" as one of lib, more' in text(missing)
+                for name, index in (("lib", a), ("more", b)):
+                    cards = text(await client.call_tool("search", {"index": name, "query": "file", "k": 2}))
+                    top = index.search("file", k=1).hits[0].doc_id
+                    assert f"[1] {top} " in cards
+                # Ranks refer to the last search of the same index.
+                shown = text(await client.call_tool("show", {"index": "more", "doc": 1}))
+                assert shown.startswith(b.search("file", k=1).hits[0].doc_id + "\n")
+        run(main)
+    finally:
+        stop(proc)
+
+
+def test_the_server_never_writes_to_an_index(lib: Path) -> None:
+    def digest() -> dict[str, str]:
+        return {str(p.relative_to(lib)): hashlib.sha256(p.read_bytes()).hexdigest() for p in sorted(lib.rglob("*")) if p.is_file()}
+
+    before = digest()
+
+    async def main() -> None:
+        async with Client(stdio(str(lib)), mode="legacy") as client:
+            await walkthrough(client, lib)
+    run(main)
+    assert digest() == before

@@ -1,0 +1,98 @@
+"""The protocol-free half of `sieve serve` (names, limits, sessions) and the per-call time limit,
+through the MCP SDK's in-process client (the same handlers as over a transport)."""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Mapping
+from pathlib import Path
+from typing import Any
+
+import anyio
+import pytest
+from conftest import run
+from mcp import Client
+
+from sieve import open_index
+from sieve.agent.tools import ToolResult
+from sieve.errors import InvalidArgumentError
+from sieve.serve.mcp_server import build_server
+from sieve.serve.service import ServeLimits, Service, Session, index_names
+
+
+def test_index_names(tmp_path: Path) -> None:
+    assert index_names(["a/lib", "docs=b/lib"]) == {"lib": Path("a/lib"), "docs": Path("b/lib")}
+    with pytest.raises(InvalidArgumentError, match="two indexes are named 'lib': name them apart with NAME=PATH"):
+        index_names(["a/lib", "b/lib"])
+    with pytest.raises(InvalidArgumentError, match="index name 'bad name'"):
+        index_names(["bad name=x"])
+    with pytest.raises(InvalidArgumentError, match="no index to serve"):
+        index_names([])
+
+
+@pytest.mark.parametrize("kwargs, message", [
+    ({"k_max": 0}, "k-max must be at least 1, got 0"),
+    ({"max_query_chars": 10_001}, "max-query-chars must be between 1 and 10,000, got 10,001"),
+    ({"call_seconds": 0}, "call-seconds must be positive, got 0"),
+    ({"workers": 0}, "workers must be at least 1, got 0"),
+])
+def test_limits_are_checked(kwargs: dict[str, Any], message: str) -> None:
+    with pytest.raises(InvalidArgumentError, match=message):
+        ServeLimits(**kwargs)
+
+
+def test_limits_reach_the_schemas(lib: Path) -> None:
+    service = Service({"lib": open_index(lib)}, limits=ServeLimits(k_max=7, max_sections=2, max_query_chars=100))
+    schemas = {t.name: t.input_schema for t in service.tools}
+    assert schemas["search"]["properties"]["k"]["maximum"] == 7
+    assert schemas["search"]["properties"]["query"]["maxLength"] == 100
+    assert schemas["fetch"]["properties"]["sections"]["maxItems"] == 2
+    r = service.call(service.new_session(), "search", {"query": "gzip", "k": 8})
+    assert not r.ok and r.text.startswith('search error: "k" must be at most 7, got 8')
+
+
+def test_sessions_are_separate(lib: Path) -> None:
+    service = Service({"lib": open_index(lib)})
+    a, b = service.new_session(), service.new_session()
+    service.call(a, "search", {"query": "gzip[title]", "k": 1})
+    assert service.call(a, "show", {"doc": 1}).text.startswith("gzip\n")
+    r = service.call(b, "show", {"doc": 1})
+    assert not r.ok and "there is no earlier search" in r.text
+
+
+class SlowService(Service):
+    """Every call takes `delay` seconds: the time limit must answer before it ends."""
+
+    delay = 1.5
+
+    def call(self, session: Session, name: str, arguments: Mapping[str, Any] | None) -> ToolResult:
+        time.sleep(self.delay)
+        return super().call(session, name, arguments)
+
+
+def test_time_limit_and_busy_workers_are_error_texts(lib: Path) -> None:
+    service = SlowService({"lib": open_index(lib)}, limits=ServeLimits(call_seconds=0.4, workers=1))
+    results: list[tuple[float, Any]] = []
+
+    async def main() -> None:
+        async with Client(build_server(service)) as client:
+            async def one() -> None:
+                t0 = time.monotonic()
+                r = await client.call_tool("search", {"query": "gzip"})
+                results.append((time.monotonic() - t0, r))
+
+            async with anyio.create_task_group() as tg:
+                tg.start_soon(one)
+                await anyio.sleep(0.1)  # the first call holds the only worker
+                tg.start_soon(one)
+            service.delay = 0.0
+            await anyio.sleep(1.5)  # the abandoned calls finish in their threads and free the worker
+            r = await client.call_tool("search", {"query": "gzip"})
+            assert not r.is_error and "gzip" in r.content[0].text  # and the server still serves
+
+    run(main)
+    texts = sorted(r.content[0].text for _, r in results)
+    assert all(r.is_error for _, r in results)
+    assert texts[0].startswith("search error: the call took longer than 0.4 s (this server's limit per call) and was abandoned")
+    assert texts[1] == "search error: the server is busy (1 calls running) and this call waited 0.4 s for its turn; try again"
+    assert all(seconds < 1.2 for seconds, _ in results)  # answered at the limit, not when the work ended
