@@ -3,9 +3,11 @@
 from __future__ import annotations
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from sieve.engine.bql import And, DateRange, Near, Not, Or, Phrase, Prefix, Term, parse
-from sieve.engine.bql.parser import BQLParser
+from sieve.engine.bql.parser import PLAIN_MAX_WORDS, BQLParser, parse_lalr, parse_plain
 from sieve.engine.fields import Field
 from sieve.errors import BQLLimitError, BQLSyntaxError
 
@@ -200,3 +202,35 @@ def test_deep_but_legal_nesting_prints_without_recursion_trouble() -> None:
     assert str(parse(q)) == "a"
     q = "NOT (" * 32 + "a" + ")" * 32
     assert parse(str(parse(q))) == parse(q)
+
+
+# ---------------------------------------------------------------- the plain-words shortcut
+
+_WORDS = st.sampled_from(["a", "heat", "Wave", "x9", "2020", "OR", "or", "Or", "AND", "and", "NOT", "not", "NEAR", "near",
+                          "O_RDONLY", "ab-c", "zürich", "w*", '"p q"', "t[title]", "(", ")", "-n", "NEAR/2"])
+_SPACES = st.sampled_from([" ", "  ", "\t", "\n", "\r\n", " \x0b ", "\x0c"])
+
+
+@settings(max_examples=600, deadline=None)
+@given(st.lists(st.tuples(_SPACES, _WORDS), min_size=1, max_size=8), _SPACES, st.booleans())
+def test_plain_shortcut_gives_the_grammars_tree(parts: list[tuple[str, str]], tail: str, lead: bool) -> None:
+    text = "".join((sp if (i or lead) else "") + w for i, (sp, w) in enumerate(parts)) + tail
+    fast = parse_plain(text)
+    try:
+        full = parse_lalr(text)
+    except (BQLSyntaxError, BQLLimitError):
+        assert fast is None, text
+        return
+    if fast is not None:
+        assert fast == full and str(fast) == str(full), text
+        assert [fast.span] + [c.span for c in getattr(fast, "children", ())] == [full.span] + [c.span for c in getattr(full, "children", ())], text
+
+
+@pytest.mark.parametrize("text, taken", [
+    ("heat wave 2020", True), ("heat OR wave OR x", True), ("  a  ", True), ("a OR b c", False), ("a b OR c", False),
+    ("a AND b", False), ("zürich", False), ("O_RDONLY", False), ("a\x0bb", False), (" ".join(["w"] * (PLAIN_MAX_WORDS + 1)), False),
+])
+def test_plain_shortcut_takes_only_plain_words(text: str, taken: bool) -> None:
+    assert (parse_plain(text) is not None) is taken
+    if taken:
+        assert parse(text) == parse_lalr(text)

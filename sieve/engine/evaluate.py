@@ -115,10 +115,11 @@ class Evaluator:
         tid = self.r.term_id(term)
         if tid < 0:
             return bitset.empty(self.n)
-        docs, masks, _ = self.r.postings(tid)
+        lo, hi = int(self.r.post_ptr[tid]), int(self.r.post_ptr[tid + 1])
+        docs = self.r.post_doc[lo:hi]
         fmask = mask_of(fields)
         if fmask != ALL_MASK:
-            docs = docs[(masks & fmask) != 0]
+            docs = docs[(self.r.post_mask[lo:hi] & fmask) != 0]
         return bitset.from_ids(docs, self.n)
 
     def prefix(self, stem: str, written: str, fields: ast.Fields) -> np.ndarray:

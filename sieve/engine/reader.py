@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import bisect
+import functools
 import json
 from pathlib import Path
 from typing import Any, Iterator, Sequence
@@ -58,21 +59,18 @@ class StringTable(Sequence[bytes]):
             raise IndexError(i)
         return self.blob[int(self.off[i]) : int(self.off[i + 1])].tobytes()
 
-    def _block(self, b: int) -> tuple[int, list[bytes]]:
-        lo = b * self.BLOCK
-        hi = min(lo + self.BLOCK, self._n)
-        offs = self.off[lo : hi + 1].tolist()
-        raw = self.blob[offs[0] : offs[-1]].tobytes()
-        base = offs[0]
-        return lo, [raw[a - base : c - base] for a, c in zip(offs, offs[1:])]
-
     def _bisect(self, key: bytes) -> int:
         """bisect_left of `key` over the whole table."""
         b = bisect.bisect_right(self._sample, key) - 1
         if b < 0:
             return 0
-        lo, block = self._block(b)
-        return lo + bisect.bisect_left(block, key)
+        lo = b * self.BLOCK
+        hi = min(lo + self.BLOCK, self._n)
+        offs = self.off[lo : hi + 1].tolist()
+        base = offs[0]
+        raw = self.blob[base : offs[-1]].tobytes()
+        # Six probes slice the block; cutting all of its 64 entries first cost more than the search.
+        return lo + bisect.bisect_left(range(hi - lo), key, key=lambda i: raw[offs[i] - base : offs[i + 1] - base])
 
     def find(self, key: bytes) -> int:
         """Index of `key`, or -1."""
@@ -116,6 +114,9 @@ class IndexReader:
         self.ids = StringTable(a["ids.blob.sva"], a["ids.off.sva"])
         self.id_doc, self.id_rank = a["ids.doc.sva"], a["ids.rank.sva"]
         self._check_shapes()
+        # One query looks each term up three times (filter, scorer, explanation) and agents repeat
+        # words across queries; the table is immutable, so a bounded cache is always right.
+        self.term_id = functools.lru_cache(maxsize=1 << 16)(self._term_id)
 
     def _check_shapes(self) -> None:
         n, t = self.n_docs, len(self.terms)
@@ -136,7 +137,7 @@ class IndexReader:
 
     # ------------------------------------------------------------ terms and postings
 
-    def term_id(self, term: str) -> int:
+    def _term_id(self, term: str) -> int:
         return self.terms.find(term.encode())
 
     def postings(self, tid: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
