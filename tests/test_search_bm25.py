@@ -182,3 +182,63 @@ def test_vectorised_explanation_equals_the_per_document_one(tmp_path: Path) -> N
         docs = [h.doc for h in ix.search(q, k=20).hits]
         ex = Explainer(ix.reader, node)
         assert ex.matched_many(docs) == [ex.matched(d) for d in docs]
+
+
+# ------------------------------------------------- MaxScore pruning changes nothing but the work
+
+ZIPF = [f"w{i}" for i in range(60)]
+
+
+@pytest.fixture(scope="module")
+def zipf_index(tmp_path_factory: pytest.TempPathFactory) -> sieve.Index:
+    """Word i drawn with weight 1/(i+1): a few words in most documents, most words in few, as in text."""
+    import random
+
+    rng = random.Random(5)
+    weights = [1 / (i + 1) for i in range(len(ZIPF))]
+    recs = [{"id": f"z{i}", "title": " ".join(rng.choices(ZIPF, weights, k=rng.randint(1, 4))),
+             "text": " ".join(rng.choices(ZIPF, weights, k=rng.randint(3, 60)))} for i in range(600)]
+    return sieve.build_index(recs, tmp_path_factory.mktemp("zipf") / "idx")
+
+
+zipf_query = st.lists(st.sampled_from(ZIPF[:5] + ZIPF[5:: 3] + ["NOT w1", "w0[title]", "w2*"]), min_size=2, max_size=5)
+
+
+@settings(max_examples=300, deadline=None, derandomize=True, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(zipf_query, st.sampled_from([" OR ", " "]), st.integers(1, 12))
+def test_pruned_top_k_equals_the_full_ranking(zipf_index: sieve.Index, words: list[str], joiner: str, k: int) -> None:
+    from sieve.engine import bitset
+    from sieve.engine.search import positive_terms, top_k
+    from sieve.index import parse_query
+
+    node = parse_query(joiner.join(words))
+    bits = zipf_index.evaluator.run(node)
+    docs = bitset.to_ids(bits, len(zipf_index))
+    scorer = zipf_index.searcher.bm25
+    terms = positive_terms(node)
+    for where, b in ((docs, bits), (None, None)):  # the admitted set, and the zero-hit fallback's whole collection
+        want_d, want_s = top_k(*scorer.scores(terms, where, b), k)
+        got_d, got_s = scorer.top(terms, where, b, k)
+        assert got_d.tolist() == want_d.tolist() and got_s.tolist() == want_s.tolist()  # bit for bit, ties in order
+
+
+def test_pruning_happens_on_rare_and_frequent_words(zipf_index: sieve.Index) -> None:
+    """Guards the test above: it must exercise the pruned path, not only the fallback to a full scan."""
+    scorer = zipf_index.searcher.bm25
+    full = []
+    original = scorer._scores
+    scorer._scores = lambda postings, docs: full.append(1) or original(postings, docs)  # type: ignore[method-assign]
+    try:
+        r = zipf_index.search("w0 OR w1 OR w55", k=3)
+    finally:
+        del scorer._scores
+    assert not full and len(r.hits) == 3 and r.hits[0].score > r.hits[2].score
+
+
+def test_search_without_explanation_gives_the_same_ranking(zipf_index: sieve.Index) -> None:
+    for q in ["w0 OR w1 OR w55", "w3 w7", "w2*[title] NOT w1", "w59 OR w58"]:
+        full, bare = zipf_index.search(q, k=7), zipf_index.search(q, k=7, explain=False)
+        assert [(h.doc_id, h.rank, h.score) for h in bare.hits] == [(h.doc_id, h.rank, h.score) for h in full.hits]
+        assert (bare.count, bare.query, bare.fallback, bare.missing) == (full.count, full.query, full.fallback, full.missing)
+        assert all(h.fields == () and h.sections == () for h in bare.hits)
+        assert any(h.fields for h in full.hits)

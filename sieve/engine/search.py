@@ -12,6 +12,7 @@ from typing import Literal, Protocol
 
 import numpy as np
 
+from sieve.engine import bitset
 from sieve.engine.analysis import analyze
 from sieve.engine.bm25 import BM25Params, idf, length_norm, term_scores
 from sieve.engine.bql import ast
@@ -94,6 +95,13 @@ def top_k(docs: np.ndarray, scores: np.ndarray, k: int) -> tuple[np.ndarray, np.
     return docs[order], scores[order]
 
 
+@dataclass(frozen=True)
+class _Posting:
+    lo: int  # the term's postings are post_doc[lo:hi]
+    hi: int
+    idf: float  # also a strict upper bound of the term's score in any document: tf / (tf + norm) < 1
+
+
 class BM25Scorer:
     """Vectorised BM25 over postings restricted to a candidate set."""
 
@@ -105,34 +113,46 @@ class BM25Scorer:
         self.avgdl = self.avgdl or 1.0
         self.norm = length_norm(reader.doc_len, self.avgdl, params)
 
+    def _postings(self, terms: list[str]) -> list[_Posting]:
+        r, out = self.r, []
+        for t in terms:
+            tid = r.term_id(t)
+            if tid >= 0:
+                out.append(_Posting(int(r.post_ptr[tid]), int(r.post_ptr[tid + 1]), float(idf(r.n_docs, int(r.text_df[tid])))))
+        return out
+
+    def _at(self, p: _Posting, docs: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        """(index into `docs`, the term's score there) for the `docs` (ascending) that hold the term."""
+        pdocs = self.r.post_doc[p.lo : p.hi]
+        at = search_sorted(pdocs, docs)
+        ok = at < len(pdocs)
+        ok[ok] = pdocs[at[ok]] == docs[ok]
+        where = np.flatnonzero(ok)
+        return where, term_scores(self.r.text_tf(p.lo, p.hi, at[where]), self.norm[docs[where]], p.idf)
+
     def scores(self, terms: list[str], docs: np.ndarray | None, bits: np.ndarray | None) -> tuple[np.ndarray, np.ndarray]:
         """(documents, BM25 score). `docs`/`bits`: the candidate set, or None for every document
         (then only documents containing a term are returned)."""
+        return self._scores(self._postings(terms), docs)
+
+    def _scores(self, postings: list[_Posting], docs: np.ndarray | None) -> tuple[np.ndarray, np.ndarray]:
         r = self.r
         n = r.n_docs
         parts_d: list[np.ndarray] = []
         parts_s: list[np.ndarray] = []
-        for t in terms:
-            tid = r.term_id(t)
-            if tid < 0:
-                continue
-            lo, hi = int(r.post_ptr[tid]), int(r.post_ptr[tid + 1])
-            pdocs = r.post_doc[lo:hi]
-            if docs is not None and len(docs) * 16 < hi - lo:
+        for p in postings:
+            if docs is not None and len(docs) * 16 < p.hi - p.lo:
                 # Few candidates, long postings: look the candidates up instead of scanning.
-                at = search_sorted(pdocs, docs)
-                ok = at < len(pdocs)
-                ok[ok] = pdocs[at[ok]] == docs[ok]
-                sel, d = at[ok], docs[ok]
-                tf = r.text_tf(lo, hi, sel)
-            else:
-                # Score every posting: only the admitted documents' entries are read back below,
-                # which is cheaper than testing each posting against the admitted set.
-                tf = r.text_tf(lo, hi)
-                d = pdocs
+                where, s = self._at(p, docs)
+                parts_d.append(docs[where])
+                parts_s.append(s)
+                continue
+            # Score every posting: only the admitted documents' entries are read back below,
+            # which is cheaper than testing each posting against the admitted set.
             # tf 0 (the term only in author or infobox) scores 0: harmless, and cheaper than filtering.
+            d = r.post_doc[p.lo : p.hi]
             parts_d.append(d)
-            parts_s.append(term_scores(tf, self.norm[d], float(idf(n, int(r.text_df[tid])))))
+            parts_s.append(term_scores(r.text_tf(p.lo, p.hi), self.norm[d], p.idf))
         if parts_d:  # one weighted bincount sums every term's contributions (faster than += by index)
             acc = np.bincount(np.concatenate(parts_d), weights=np.concatenate(parts_s), minlength=n)
         else:
@@ -140,6 +160,36 @@ class BM25Scorer:
         if docs is None:
             docs = np.flatnonzero(acc > 0)
         return docs, acc[docs]
+
+    def top(self, terms: list[str], docs: np.ndarray | None, bits: np.ndarray | None, k: int) -> tuple[np.ndarray, np.ndarray]:
+        """`top_k(*scores(terms, docs, bits), k)`, the same documents and the same scores, without
+        scanning every posting of frequent terms when that provably cannot change the top k.
+
+        MaxScore, term-at-a-time: score exactly only the documents that hold one of the rarest
+        terms; if the k-th best of those is at least the sum of the other terms' upper bounds (their
+        idf), a document holding only those other terms scores strictly less and cannot enter.
+        Contributions are added in query order, as `scores` adds them, so sums agree to the bit."""
+        postings = self._postings(terms)
+        if len(postings) > 1:
+            by_rarity = sorted(postings, key=lambda p: -p.idf)
+            for split in range(1, len(by_rarity)):
+                rest = by_rarity[split:]
+                held = sum(p.hi - p.lo for p in by_rarity[:split])
+                if held * 8 > sum(p.hi - p.lo for p in rest) or (docs is not None and held * 4 > len(docs)):
+                    break  # the rare terms' documents are not few: the scan this saves is not the larger cost
+                cand = np.unique(np.concatenate([self.r.post_doc[p.lo : p.hi] for p in by_rarity[:split]]))
+                if bits is not None:
+                    cand = cand[bitset.contains(bits, cand)]
+                if len(cand) < k:
+                    continue  # too few to set a bar: take in the next rarest term
+                acc = np.zeros(len(cand), dtype=np.float64)
+                for p in postings:
+                    where, s = self._at(p, cand)
+                    acc[where] += s
+                kth = float(np.partition(acc, len(acc) - k)[len(acc) - k])
+                if sum(p.idf for p in rest) <= kth:
+                    return top_k(cand, acc, k)
+        return top_k(*self._scores(postings, docs), k)
 
 
 class Searcher:
@@ -154,8 +204,7 @@ class Searcher:
     def rank(self, node: ast.Node, ranker: str, docs: np.ndarray | None, bits: np.ndarray | None, k: int) -> tuple[np.ndarray, np.ndarray]:
         terms = positive_terms(node)
         if ranker == "bm25":
-            d, s = self.bm25.scores(terms, docs, bits)
-            return top_k(d, s, k)
+            return self.bm25.top(terms, docs, bits, k)
         text = positive_text(node)
         if self.dense is None:
             raise RuntimeError("dense scorer not attached")
@@ -164,9 +213,8 @@ class Searcher:
             return order[:k], np.zeros(min(k, len(order)))
         if ranker == "dense":
             return self.dense.top(text, docs, bits, k)
-        bd, bs = self.bm25.scores(terms, docs, bits)
         pool = max(k, FUSION_POOL)
-        return rrf([top_k(bd, bs, pool)[0], self.dense.top(text, docs, bits, pool)[0]], k)
+        return rrf([self.bm25.top(terms, docs, bits, pool)[0], self.dense.top(text, docs, bits, pool)[0]], k)
 
 
 def rrf(orderings: list[np.ndarray], k: int, c: int = RRF_K) -> tuple[np.ndarray, np.ndarray]:
