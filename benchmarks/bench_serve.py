@@ -6,7 +6,8 @@ corpus, with 1 and 8 concurrent clients, beside the same calls made in-process (
 
 Builds benchmarks/work/man-pages.sieve once (as bench_reading.py does), starts a real
 `sieve serve man=INDEX --http` process on loopback and drives it with the MCP SDK's own client
-(handshake era, so each client has a session). The clients share one process and the machine's
+(handshake era, so each client has a session), and with plain JSON-RPC POSTs from stdlib threads
+("raw": the server's own capacity, without the SDK client's cost). The clients share one process and the machine's
 cores with the server, as an agent harness on the same box would: the numbers are the whole
 loop's, client included. Queries: two or three quoted words of a random section (seeded). A fetch
 reads the first listed hit's section the snippet came from, by document id. Prints a table and
@@ -97,6 +98,42 @@ async def drive(url: str, mode: str, clients: int, calls: list[tuple[str, dict[s
     return time.perf_counter() - t0, latencies, errors
 
 
+def raw_client(url: str, clients: int, calls: list[tuple[str, dict[str, Any]]]) -> tuple[float, list[float], int]:
+    """The same calls as plain JSON-RPC POSTs (stdlib urllib, one thread and session per client):
+    what the server itself sustains, without the SDK client's own cost."""
+    import threading
+    import urllib.request
+
+    head = {"Content-Type": "application/json", "Accept": "application/json, text/event-stream"}
+
+    def post(body: dict[str, Any], sid: str | None) -> tuple[str | None, dict[str, Any] | None]:
+        h = dict(head, **({"mcp-session-id": sid, "mcp-protocol-version": "2025-11-25"} if sid else {}))
+        with urllib.request.urlopen(urllib.request.Request(url, json.dumps(body).encode(), h)) as r:
+            raw = r.read()
+            return r.headers.get("mcp-session-id"), json.loads(raw) if raw else None
+
+    latencies: list[float] = []
+    errors = [0]
+
+    def client(share: list[tuple[str, dict[str, Any]]]) -> None:
+        sid, _ = post({"jsonrpc": "2.0", "id": 0, "method": "initialize", "params": {
+            "protocolVersion": "2025-11-25", "capabilities": {}, "clientInfo": {"name": "bench", "version": "0"}}}, None)
+        post({"jsonrpc": "2.0", "method": "notifications/initialized"}, sid)
+        for i, (name, args) in enumerate(share, 1):
+            t0 = time.perf_counter()
+            _, reply = post({"jsonrpc": "2.0", "id": i, "method": "tools/call", "params": {"name": name, "arguments": args}}, sid)
+            latencies.append(time.perf_counter() - t0)
+            errors[0] += bool(reply is None or "error" in reply or reply["result"].get("isError"))
+
+    threads = [threading.Thread(target=client, args=(calls[i::clients],)) for i in range(clients)]
+    t0 = time.perf_counter()
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    return time.perf_counter() - t0, latencies, errors[0]
+
+
 def in_process(service: Service, calls: list[tuple[str, dict[str, Any]]]) -> tuple[float, list[float]]:
     session = service.new_session()
     lat = []
@@ -147,6 +184,8 @@ def main() -> int:
                 anyio.run(drive, url, args.era, 1, calls[:50])
                 seconds, lat, errors = anyio.run(drive, url, args.era, clients, calls)
                 rows.append(row(tool, clients, seconds, lat, errors))
+                seconds, lat, errors = raw_client(url, clients, calls)
+                rows.append(row(tool, f"{clients} raw", seconds, lat, errors))
     finally:
         proc.terminate()
         proc.wait(timeout=10)

@@ -119,5 +119,5 @@ def serve_http(service: Service, host: str, port: int, version: str = "") -> Non
     """Streamable HTTP at http://HOST:PORT/mcp until interrupted."""
     import uvicorn
 
-    app = build_server(service, version).streamable_http_app(host=host)
+    app = build_server(service, version).streamable_http_app(host=host, json_response=True)
     uvicorn.run(app, host=host, port=port, log_level="warning")
