@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+import json
 import sys
 
 from sieve.serve.service import SERVED_TOOLS, ServeLimits
@@ -31,11 +32,20 @@ def cmd_serve(args: argparse.Namespace) -> int:
         for index in service.indexes.values():
             index.use_dense()
     names = ", ".join(service.indexes)
-    if args.http:
-        print(f"sieve serve: {names} at http://{args.host}:{args.port}/mcp (streamable HTTP; Ctrl-C stops)", file=sys.stderr, flush=True)
-        serve_http(service, args.host, args.port, __version__)
+    url = f"http://{args.host}:{args.port}/mcp" if args.http else None
+
+    def announce() -> None:  # always on stderr: over stdio, stdout carries the protocol
+        if args.json:
+            info = {"indexes": {n: str(i.path) for n, i in service.indexes.items()}, "transport": "http" if url else "stdio", "url": url,
+                    "tools": list(service.tool_names)}
+            print(json.dumps(info), file=sys.stderr, flush=True)
+        else:
+            print(f"sieve serve: {names} " + (f"at {url} (streamable HTTP; Ctrl-C stops)" if url else "over stdio"), file=sys.stderr, flush=True)
+
+    if url:
+        serve_http(service, args.host, args.port, __version__, ready=announce)
     else:
-        print(f"sieve serve: {names} over stdio", file=sys.stderr, flush=True)
+        announce()
         anyio.run(serve_stdio, service, __version__)
     return 0
 
@@ -54,4 +64,5 @@ def add_command(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-a
     s.add_argument("--max-query-chars", type=int, default=_LIMITS.max_query_chars, help=f"longest query (default {_LIMITS.max_query_chars:,})")
     s.add_argument("--call-seconds", type=float, default=_LIMITS.call_seconds, help=f"time limit per call (default {_LIMITS.call_seconds:g})")
     s.add_argument("--workers", type=int, default=_LIMITS.workers, help=f"calls computed at once (default {_LIMITS.workers})")
+    s.add_argument("--json", action="store_true", help="announce the server as one JSON line on stderr")
     s.set_defaults(func=cmd_serve)

@@ -18,7 +18,7 @@ from __future__ import annotations
 import asyncio
 import weakref
 from concurrent.futures import ThreadPoolExecutor
-from typing import Any
+from typing import Any, Callable
 
 import mcp_types as types
 from mcp.server.lowlevel import Server
@@ -115,9 +115,22 @@ async def serve_stdio(service: Service, version: str = "") -> None:
         await server.run(read, write, server.create_initialization_options())
 
 
-def serve_http(service: Service, host: str, port: int, version: str = "") -> None:
-    """Streamable HTTP at http://HOST:PORT/mcp until interrupted."""
+def serve_http(service: Service, host: str, port: int, version: str = "", ready: Callable[[], None] = lambda: None) -> None:
+    """Streamable HTTP at http://HOST:PORT/mcp until interrupted; `ready` runs once the port is bound."""
+    import socket
+
     import uvicorn
 
     app = build_server(service, version).streamable_http_app(host=host, json_response=True)
-    uvicorn.run(app, host=host, port=port, log_level="warning")
+    # Bind here, so that a port in use is an OSError with its address (exit 1), not uvicorn's exit 3.
+    family = socket.AF_INET6 if ":" in host else socket.AF_INET
+    sock = socket.socket(family, socket.SOCK_STREAM)
+    sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+    try:
+        sock.bind((host, port))
+    except OSError as e:
+        sock.close()
+        raise OSError(e.errno, f"cannot listen on {host}:{port}: {e.strerror}") from None
+    ready()
+    server = uvicorn.Server(uvicorn.Config(app, log_level="warning"))
+    server.run(sockets=[sock])
