@@ -341,6 +341,7 @@ _PLAIN = re.compile(r"[ \t\r\n]*[A-Za-z0-9]+(?:[ \t\r\n]+[A-Za-z0-9]+)*[ \t\r\n]
 _ALNUM = re.compile(r"[A-Za-z0-9]+")
 _KEYWORDS = {"AND", "OR", "NOT", "NEAR"}
 PLAIN_MAX_WORDS = 64
+CANONICAL_GROWTH = 64  # a bound on len(canonical) / len(text): shorter texts need no check
 
 
 def parse_plain(text: str) -> ast.Node | None:
@@ -369,7 +370,15 @@ def parse(text: str) -> ast.Node:
     if not isinstance(text, str):
         raise BQLSyntaxError(f"a query must be a string, not {type(text).__name__}", 0, "")
     plain = parse_plain(text)
-    return plain if plain is not None else parse_lalr(text)
+    tree = plain if plain is not None else parse_lalr(text)
+    # The length limit holds for the canonical form too, so that every accepted query round-trips
+    # (explicit ANDs and a tag on every word make it longer, up to ~40x for one-letter words).
+    if len(text) * CANONICAL_GROWTH > MAX_QUERY_CHARS:
+        canonical = len(str(tree))
+        if canonical > MAX_QUERY_CHARS:
+            raise BQLLimitError("query length", canonical, MAX_QUERY_CHARS, "characters once written in canonical form: AND explicit, "
+                                "a field tag on every word; shorten the query", pos=min(len(text), MAX_QUERY_CHARS))
+    return tree
 
 
 def parse_lalr(text: str) -> ast.Node:
