@@ -131,7 +131,7 @@ class Index:
         hits = []
         where = Explainer(self.reader, node).matched_many(docs.tolist())
         for rank, (d, score, (fields, sections)) in enumerate(zip(docs.tolist(), scores.tolist(), where), 1):
-            headings = self.reader.meta(d)["headings"]
+            headings = self.reader.headings(d)
             hits.append(Hit(self.reader.doc_id(d), rank, float(score), tuple(f.label for f in fields), tuple(headings[j] for j in sections), doc=d))
         return hits
 
@@ -173,7 +173,7 @@ class Index:
         d = self.reader.doc_number(str(doc_id))
         if d < 0:
             raise UnknownDocumentError(str(doc_id))
-        headings = self.reader.meta(d)["headings"]
+        headings = self.reader.headings(d)
         if isinstance(j, bool) or not isinstance(j, int) or not 0 <= j < len(headings):
             raise InvalidArgumentError(f"document {doc_id!r} has {len(headings)} section{'s' if len(headings) != 1 else ''}, numbered from 0; there is no section {j!r}")
         return Section(headings[j], self.reader.section_text(d, j))

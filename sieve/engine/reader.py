@@ -117,6 +117,9 @@ class IndexReader:
         # One query looks each term up three times (filter, scorer, explanation) and agents repeat
         # words across queries; the table is immutable, so a bounded cache is always right.
         self.term_id = functools.lru_cache(maxsize=1 << 16)(self._term_id)
+        # Every hit needs its headings (matched sections by name, card outlines, one section's read);
+        # a tuple is immutable, so sharing it between callers is safe.
+        self.headings = functools.lru_cache(maxsize=1 << 13)(self._headings)
 
     def _check_shapes(self) -> None:
         n, t = self.n_docs, len(self.terms)
@@ -198,6 +201,9 @@ class IndexReader:
             return json.loads(raw)
         except (ValueError, UnicodeDecodeError):
             raise self.damaged(("store.meta.off.sva", "store.meta.sva"), f"record of document {d} is unreadable") from None
+
+    def _headings(self, d: int) -> tuple[str, ...]:
+        return tuple(self.meta(d)["headings"])
 
     def section_text(self, d: int, j: int) -> str:
         k = int(self.doc_sections[d]) + j
