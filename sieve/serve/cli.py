@@ -16,14 +16,6 @@ def cmd_serve(args: argparse.Namespace) -> int:
     from sieve.errors import SieveError
     from sieve.serve.service import Service
 
-    try:
-        import anyio
-
-        from sieve.serve.mcp_server import serve_http, serve_stdio
-    except ImportError as e:
-        raise SieveError(f"sieve serve needs the MCP SDK ({e.name} is missing): pip install 'sieve-search[serve]'") from None
-    from sieve import __version__
-
     limits = ServeLimits(k_max=args.k_max, max_sections=args.max_sections, max_query_chars=args.max_query_chars,
                          call_seconds=args.call_seconds, workers=args.workers)
     tools = [t.strip() for t in args.tools.split(",") if t.strip()]
@@ -31,6 +23,14 @@ def cmd_serve(args: argparse.Namespace) -> int:
     if args.ranker != "bm25":
         for index in service.indexes.values():
             index.use_dense()
+    try:  # after the arguments are known good: the SDK takes a second to import
+        import anyio
+
+        from sieve.serve.mcp_server import serve_http, serve_stdio
+    except ImportError as e:
+        raise SieveError(f"sieve serve needs the MCP SDK ({e.name} is missing): pip install 'sieve-search[serve]'") from None
+    from sieve import __version__
+
     names = ", ".join(service.indexes)
     url = f"http://{args.host}:{args.port}/mcp" if args.http else None
 
