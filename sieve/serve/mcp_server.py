@@ -17,8 +17,9 @@ from __future__ import annotations
 
 import asyncio
 import weakref
+from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
-from typing import Any, Callable
+from typing import Any
 
 import mcp_types as types
 from mcp.server.lowlevel import Server
