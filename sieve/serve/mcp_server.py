@@ -123,15 +123,12 @@ def serve_http(service: Service, host: str, port: int, version: str = "", ready:
     import uvicorn
 
     app = build_server(service, version).streamable_http_app(host=host, json_response=True)
-    # Bind here, so that a port in use is an OSError with its address (exit 1), not uvicorn's exit 3.
-    family = socket.AF_INET6 if ":" in host else socket.AF_INET
-    sock = socket.socket(family, socket.SOCK_STREAM)
-    sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
-    try:
-        sock.bind((host, port))
-    except OSError as e:
-        sock.close()
-        raise OSError(e.errno, f"cannot listen on {host}:{port}: {e.strerror}") from None
+    # Try the address first, so that a port in use is an OSError naming it (exit 1), not uvicorn's
+    # exit 3; then let uvicorn bind it as it tunes its own sockets.
+    with socket.socket(socket.AF_INET6 if ":" in host else socket.AF_INET, socket.SOCK_STREAM) as probe:
+        try:
+            probe.bind((host, port))
+        except OSError as e:
+            raise OSError(e.errno, f"cannot listen on {host}:{port}: {e.strerror}") from None
     ready()
-    server = uvicorn.Server(uvicorn.Config(app, log_level="warning"))
-    server.run(sockets=[sock])
+    uvicorn.run(app, host=host, port=port, log_level="warning")
