@@ -52,6 +52,8 @@ def test_every_example_validates(tools: Toolset) -> None:
         ({"type": "array", "minItems": 1}, [], "the arguments must list at least 1 item"),
         ({"type": "array", "maxItems": 2}, [1, 2, 3], "the arguments may list at most 2 items, got 3"),
         ({"type": "string", "minLength": 1}, "  ", "the arguments must not be empty"),
+        ({"type": "string", "maxLength": 3}, "abcd", "the arguments may be at most 3 characters long, got 4"),
+        ({"type": "string", "maxLength": 4}, "abcd", None),
         ({"enum": ["a", "b"]}, "c", 'the arguments must be one of "a", "b", got "c"'),
         ({"type": "array", "items": {"type": "object", "properties": {"doc": {"type": "integer"}}}}, [{"doc": 1}, {"doc": "x"}], '"[1].doc" must be an integer, got "x"'),
         ({"type": "string"}, "x" * 60, None),
@@ -171,3 +173,15 @@ def test_describe_lists_every_tool(tools: Toolset) -> None:
     lines = tools.describe().splitlines()
     assert [ln.split("`")[1] for ln in lines] == ["search", "ranked_search", "fetch", "visit"]
     assert "`k` (integer, optional, 1..50): how many results (default 5, at most 50)" in lines[0]
+
+
+def test_show_lists_facts_and_every_heading_with_its_size(gold: sieve.Index) -> None:
+    ts = Toolset(gold, ("search", "show"))
+    doc = gold.document("heat-2022")
+    out = text(ts, "show", {"doc": "heat-2022"})
+    lines = out.splitlines()
+    assert lines[0] == "heat-2022" and lines[1] == f"title: {doc.title}" and f"{len(doc.sections)} sections:" in lines
+    listed = [ln.strip() for ln in lines[lines.index(f"{len(doc.sections)} sections:") + 1 :]]
+    assert listed == [f"#{j + 1} {s.heading} ({len(s.text.split()):,} word{'s' if len(s.text.split()) != 1 else ''})" for j, s in enumerate(doc.sections)]
+    assert text(ts, "show", {"doc": 1}).startswith("show error: there is no earlier search")
+    assert text(ts, "show", {"doc": "nope"}) == 'show error: no document with id "nope"'
