@@ -132,7 +132,8 @@ class Index:
         where = Explainer(self.reader, node).matched_many(docs.tolist())
         for rank, (d, score, (fields, sections)) in enumerate(zip(docs.tolist(), scores.tolist(), where), 1):
             headings = self.reader.headings(d)
-            hits.append(Hit(self.reader.doc_id(d), rank, float(score), tuple(f.label for f in fields), tuple(headings[j] for j in sections), doc=d))
+            hits.append(Hit(self.reader.doc_id(d), rank, float(score), tuple(f.label for f in fields), tuple(headings[j] for j in sections), doc=d,
+                            section_numbers=tuple(sections)))
         return hits
 
     def _attach_dense(self) -> None:

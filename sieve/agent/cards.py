@@ -67,7 +67,7 @@ def _meta(index: Index, hit: Hit) -> dict[str, Any]:
 
 def hit_snippet(index: Index, hit: Hit, headings: list[str], matcher: Matcher, config: CardConfig = CardConfig(), style: Style = PLAIN) -> Snippet | None:
     """The hit's best window: from the sections the query matched, else from any section."""
-    matched = [j for j, h in enumerate(headings) if h in hit.sections]
+    matched = hit.matched_sections(headings)
     # Where the query matched (its positive words under their own scopes: the other sections can
     # only hold words the query scoped elsewhere), else (a title-only or fallback match) every
     # section: its lead at worst.
@@ -87,7 +87,7 @@ def card(index: Index, hit: Hit, matcher: Matcher, config: CardConfig = CardConf
             head += f" · {meta['date']}"
         if meta.get("author"):
             head += f" · by {_authors(meta['author'], config.max_authors)}"
-        keep = {j for j, h in enumerate(headings) if h in hit.sections}
+        keep = set(hit.matched_sections(headings))
         line = "§" + shortened(headings, keep, config.max_headings, style)
         keys = list(meta.get("infobox", {}))
         if keys:

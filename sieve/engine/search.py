@@ -35,6 +35,15 @@ class Hit:
     fields: tuple[str, ...] = ()
     sections: tuple[str, ...] = ()
     doc: int = field(default=-1, repr=False, compare=False)  # internal document number
+    # The matched sections by number (0-based), in order: `sections` names them, but two sections
+    # may share a heading, and a card must star only the one that matched.
+    section_numbers: tuple[int, ...] = field(default=(), repr=False, compare=False)
+
+    def matched_sections(self, headings: list[str] | tuple[str, ...]) -> list[int]:
+        """The numbers of the sections the query matched (by name, for a hit built without numbers)."""
+        if self.section_numbers or not self.sections:
+            return list(self.section_numbers)
+        return [j for j, h in enumerate(headings) if h in self.sections]
 
 
 @dataclass(frozen=True)

@@ -150,3 +150,10 @@ def test_the_space_table_is_pythons() -> None:
 def test_a_query_with_nothing_to_rank_says_so(gold: sieve.Index) -> None:
     assert search(gold, "date[2021..2022]", k=1).splitlines()[0] == "2 documents match date[2021-01-01..2022-12-31]; the first 1 in index order (no word to rank by):"
     assert search(gold, "heat*").splitlines()[0] == "1 document matches heat*; the first 1 in index order (no word to rank by):"
+
+
+def test_only_the_matched_one_of_two_equal_headings_is_starred(gold: sieve.Index) -> None:
+    hit = gold.search("second").hits[0]
+    assert hit.doc_id == "river" and hit.sections == ("Notes",) and hit.section_numbers == (2,)
+    card = search(gold, "second")
+    assert "§[Early history·Notes·*Notes*·Flood log]" in card and "» Notes: Second note." in card
