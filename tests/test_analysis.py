@@ -67,3 +67,15 @@ def test_ascii_fast_path_equals_full_path(text: str) -> None:
 def test_idempotent_on_its_own_output() -> None:
     for word in ["zurich", "strasse", "東京タワー", "x2"]:
         assert analyze(" ".join(analyze(word))) == analyze(word)
+
+
+def test_the_lazy_mark_table_deletes_exactly_the_combining_marks() -> None:
+    import sys
+    import unicodedata
+
+    from sieve.engine.analysis import _MARKS
+
+    text = "".join(chr(cp) for cp in range(0x80, sys.maxunicode + 1) if not 0xD800 <= cp <= 0xDFFF)
+    want = "".join(c for c in text if not unicodedata.category(c).startswith("M"))
+    assert text.translate(_MARKS) == want
+    assert text.translate(_MARKS) == want  # and again from the filled table
