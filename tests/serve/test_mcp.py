@@ -14,10 +14,10 @@ from typing import Any
 import anyio
 import anyio.lowlevel
 import pytest
-from conftest import run, start_http, stop
 from mcp import Client
 from mcp.client.stdio import StdioServerParameters
 from mcp.shared.exceptions import MCPError
+from serving import run, start_http, stop
 
 from sieve import open_index
 from sieve.agent.tools import Toolset

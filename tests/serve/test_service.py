@@ -10,8 +10,8 @@ from typing import Any
 
 import anyio
 import pytest
-from conftest import run
 from mcp import Client
+from serving import run
 
 from sieve import open_index
 from sieve.agent.tools import ToolResult
