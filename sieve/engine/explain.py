@@ -103,13 +103,6 @@ class Explainer:
             return
         r = self.r
         units = r.units_of(pos)
-        if len(units) > 1:
-            # Positions ascend within each document and a unit belongs to one document, so repeats
-            # are neighbours: drop them before the per-pair Python work below.
-            first = np.empty(len(units), dtype=bool)
-            first[0] = True
-            np.not_equal(units[1:], units[:-1], out=first[1:])
-            units, owner = units[first], owner[first]
         ufield = r.unit_field[units].astype(np.int64)
         keep = ((np.int64(1) << ufield) & fmask) != 0
         owner, ufield, usec = owner[keep], ufield[keep], r.unit_section[units[keep]].astype(np.int64)

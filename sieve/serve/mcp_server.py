@@ -44,16 +44,14 @@ class Sessions:
         if conn is None:
             return self.service.new_session(keeps_listing=False)
         if conn.protocol_version not in MODERN_PROTOCOL_VERSIONS:
-            session = conn.state.get("sieve")
-            if session is None:
-                session = conn.state["sieve"] = self.service.new_session()
-            return session
-        if conn.has_standalone_channel:  # a duplex pipe (stdio): one client
-            session = self._by_pipe.get(conn.outbound)
-            if session is None:
-                session = self._by_pipe[conn.outbound] = self.service.new_session()
-            return session
-        return self.service.new_session(keeps_listing=False)
+            store, key = conn.state, "sieve"
+        elif conn.has_standalone_channel:  # a duplex pipe (stdio): one client
+            store, key = self._by_pipe, conn.outbound
+        else:
+            return self.service.new_session(keeps_listing=False)
+        if key not in store:
+            store[key] = self.service.new_session()
+        return store[key]
 
 
 def _text(text: str, error: bool = False) -> types.CallToolResult:

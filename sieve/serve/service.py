@@ -8,6 +8,7 @@ no argument names a file.
 
 from __future__ import annotations
 
+import copy
 import json
 import re
 import threading
@@ -134,7 +135,7 @@ class Service:
         first = next(iter(self._templates.values()))
         out = []
         for tool in first.tools.values():
-            schema = json.loads(json.dumps(tool.parameters))
+            schema = copy.deepcopy(tool.parameters)
             description = tool.description
             if self.several:
                 schema["properties"] = {"index": {"type": "string", "enum": list(self.indexes), "description": "which index to use"},

@@ -382,9 +382,7 @@ def parse(text: str) -> ast.Node:
 
 
 def parse_lalr(text: str) -> ast.Node:
-    """`parse` without the plain-words shortcut: every query through the grammar."""
-    if not isinstance(text, str):
-        raise BQLSyntaxError(f"a query must be a string, not {type(text).__name__}", 0, "")
+    """`parse` of a string without the plain-words shortcut: every query through the grammar."""
     if len(text) > MAX_QUERY_CHARS:
         raise BQLLimitError("query length", len(text), MAX_QUERY_CHARS, "characters", pos=MAX_QUERY_CHARS)
     bad = BAD_CHAR.search(text)
