@@ -27,11 +27,11 @@ from typing import Any
 import numpy as np
 
 import sieve
-from sieve.agent import ReadConfig, ToolConfig, Toolset, make_counter
-from sieve.agent.cards import hit_snippet
-from sieve.agent.reading import document_text, read_section
-from sieve.agent.sections import label
-from sieve.agent.snippets import Matcher
+from sieve.tools import ReadConfig, ToolConfig, Toolset, make_counter
+from sieve.tools.cards import hit_snippet
+from sieve.tools.reading import document_text, read_section
+from sieve.tools.sections import label
+from sieve.tools.snippets import Matcher
 from sieve.engine.analysis import analyze
 from sieve.engine.bql import parse
 

@@ -34,9 +34,9 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 from bench_reading import CORPUS, INDEX, queries
 
 import sieve
-from sieve.agent.cards import hit_snippet
-from sieve.agent.sections import label
-from sieve.agent.snippets import Matcher
+from sieve.tools.cards import hit_snippet
+from sieve.tools.sections import label
+from sieve.tools.snippets import Matcher
 from sieve.engine.bql import parse
 from sieve.serve.service import Service
 

@@ -12,15 +12,12 @@ from pathlib import Path
 from typing import Any, Callable, Sequence
 
 from sieve.errors import SieveError
+from sieve.engine.rankers import RANKER_NAMES
 
 
 def _print_json(obj: Any) -> None:
     json.dump(obj, sys.stdout, ensure_ascii=False, indent=1)
     sys.stdout.write("\n")
-
-
-def _dir_mb(path: Path) -> float:
-    return sum(p.stat().st_size for p in path.rglob("*") if p.is_file()) / 1e6
 
 
 def _build(corpus: Any, out: Path, force: bool, skip: bool, quiet: bool, jobs: int | None = None) -> tuple[Any, dict[str, Any]]:
@@ -135,18 +132,17 @@ def cmd_embed(args: argparse.Namespace) -> int:
 
 
 def cmd_search(args: argparse.Namespace) -> int:
-    from sieve.agent import cards
-    from sieve.agent.snippets import Matcher
-    from sieve.agent.style import terminal_style
-    from sieve.engine.bql import parse
     from sieve.index import open_index
+    from sieve.tools import cards
+    from sieve.tools.snippets import Matcher
+    from sieve.tools.style import terminal_style
 
     index = open_index(args.index)
     t0 = time.perf_counter()
     r = index.search(args.query, k=args.k, ranker=args.ranker, fallback=not args.strict)
     ms = (time.perf_counter() - t0) * 1000
     if args.json:
-        matcher = Matcher.of(parse(r.query))
+        matcher = Matcher.of(r)
         hits = []
         for h in r.hits:
             meta = index.reader.meta(h.doc)
@@ -156,7 +152,7 @@ def cmd_search(args: argparse.Namespace) -> int:
         _print_json({"query": r.query, "count": r.count, "fallback": r.fallback, "missing": r.missing, "ranker": r.ranker, "ms": round(ms, 3), "hits": hits})
         return 0
     style = terminal_style(sys.stdout)
-    print(cards.listing(index, r, cards.search_header(r), Matcher.of(parse(r.query)), style=style))
+    print(cards.listing(index, r, cards.search_header(r), Matcher.of(r), style=style))
     return 0
 
 
@@ -172,8 +168,8 @@ def _cli_hint(index: str) -> Callable[[str, "str | None", int], str]:
 
 
 def _read_config(args: argparse.Namespace) -> Any:
-    from sieve.agent.reading import ReadConfig
-    from sieve.agent.tokens import make_counter
+    from sieve.tools.reading import ReadConfig
+    from sieve.tools.tokens import make_counter
 
     return ReadConfig(cap=args.max_tokens, counter=make_counter(args.tokenizer), hint=_cli_hint(args.index))
 
@@ -186,7 +182,7 @@ def _print_read(read: Any, as_json: bool) -> None:
 
 
 def cmd_fetch(args: argparse.Namespace) -> int:
-    from sieve.agent.reading import read_section
+    from sieve.tools.reading import read_section
     from sieve.index import open_index
 
     doc = open_index(args.index).document(args.doc_id)
@@ -195,7 +191,7 @@ def cmd_fetch(args: argparse.Namespace) -> int:
 
 
 def cmd_visit(args: argparse.Namespace) -> int:
-    from sieve.agent.reading import read_document
+    from sieve.tools.reading import read_document
     from sieve.index import open_index
 
     doc = open_index(args.index).document(args.doc_id)
@@ -204,9 +200,9 @@ def cmd_visit(args: argparse.Namespace) -> int:
 
 
 def cmd_show(args: argparse.Namespace) -> int:
-    from sieve.agent.reading import outline_text
-    from sieve.agent.style import terminal_style
-    from sieve.agent.tokens import WhitespaceCounter
+    from sieve.tools.reading import outline_text
+    from sieve.tools.style import terminal_style
+    from sieve.tools.tokens import WhitespaceCounter
     from sieve.index import open_index
 
     doc = open_index(args.index).document(args.doc_id)
@@ -293,7 +289,7 @@ def make_parser() -> argparse.ArgumentParser:
     s.add_argument("index")
     s.add_argument("query")
     s.add_argument("-k", type=int, default=5, help="results (default 5)")
-    s.add_argument("--ranker", choices=["bm25", "dense", "hybrid"], default="bm25")
+    s.add_argument("--ranker", choices=RANKER_NAMES, default="bm25")
     s.add_argument("--strict", action="store_true", help="no zero-hit recovery: an empty match returns nothing")
     s.add_argument("--json", action="store_true")
     s.set_defaults(func=cmd_search)

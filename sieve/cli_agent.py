@@ -7,6 +7,8 @@ import json
 import sys
 from pathlib import Path
 from typing import Any
+from sieve.engine.rankers import RANKER_NAMES
+from sieve.tools.conditions import CONDITION_NAMES
 
 
 def _budgets(args: argparse.Namespace) -> Any:
@@ -90,8 +92,8 @@ def _agent_options(s: argparse.ArgumentParser) -> None:
     s.add_argument("--llm-url", required=True, action="append" if s.prog.endswith("run") else "store", help="OpenAI-compatible base URL including /v1")
     s.add_argument("--model", required=True)
     s.add_argument("--api-key")
-    s.add_argument("--condition", default="sieve", choices=["sieve", "search-fetch", "search-visit", "rag"])
-    s.add_argument("--ranker", default="bm25", choices=["bm25", "dense", "hybrid"])
+    s.add_argument("--condition", default="sieve", choices=CONDITION_NAMES)
+    s.add_argument("--ranker", default="bm25", choices=RANKER_NAMES)
     s.add_argument("--tool-style", default="native", choices=["native", "text"], help="native tool_calls (vLLM with a tool-call parser) or <tool_call> text")
     s.add_argument("--max-steps", type=int, default=100)
     s.add_argument("--context-window", type=int, default=131_072, help="used when the server does not report max_model_len")

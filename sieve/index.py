@@ -16,10 +16,9 @@ from sieve.documents import Document, Section
 from sieve.engine import bitset, storage
 from sieve.engine.bql import Node, parse
 from sieve.engine.bm25 import BM25Params
-from sieve.engine.evaluate import Evaluator, Limits
-from sieve.engine.explain import Explainer
+from sieve.engine.plan import Limits, Plan
 from sieve.engine.reader import FILES, IndexReader
-from sieve.engine.search import RANKERS, Hit, Results, Searcher, positive_terms, positive_text, top_level_clauses
+from sieve.engine.search import Results, Searcher, check_request
 from sieve.errors import IndexDamagedError, InvalidArgumentError, SieveError, UnknownDocumentError
 
 
@@ -74,9 +73,11 @@ class Index:
         self.path = Path(path)
         self.generation = storage.current_generation(self.path)
         self.reader = IndexReader(self.generation, verify=verify)
-        self.evaluator = Evaluator(self.reader, limits)
-        self.searcher = Searcher(self.reader, self.evaluator, bm25)
+        self.limits = limits
+        self.searcher = Searcher(self.reader, bm25)
         self.manifest = self.reader.manifest
+        # Agents repeat queries; a plan is immutable and belongs to this reader, so caching is always right.
+        self._plans = functools.lru_cache(maxsize=1024)(self._plan_of)
 
     def __len__(self) -> int:
         return self.reader.n_docs
@@ -88,13 +89,21 @@ class Index:
     def stats(self) -> dict[str, int]:
         return dict(self.manifest["stats"])
 
+    def plan(self, query: str) -> Plan:
+        """The BQL `query` parsed and resolved against this index (cached). Raises BQLSyntaxError / BQLLimitError."""
+        if not isinstance(query, str):
+            parse(query)  # refuses a non-string with a BQLSyntaxError; the cache cannot hash a list
+        return self._plans(query)
+
+    def _plan_of(self, query: str) -> Plan:
+        return Plan.of(parse_query(query), self.reader, self.limits)
+
     @_damage_guard
     def match(self, query: str) -> Match:
         """Documents that satisfy the BQL `query` exactly. Raises BQLSyntaxError / BQLLimitError."""
-        node = parse_query(query) if isinstance(query, str) else parse(query)  # parse refuses a non-string; the cache cannot hash a list
-        bits = self.evaluator.run(node)
-        docs = bitset.to_ids(bits, len(self))
-        return Match(query=str(node), count=len(docs), docs=docs, _reader=self.reader)
+        plan = self.plan(query)
+        docs = bitset.to_ids(self.searcher.evaluator.run(plan), len(self))
+        return Match(query=plan.query, count=len(docs), docs=docs, _reader=self.reader)
 
     @_damage_guard
     def search(self, query: str, k: int = 5, ranker: str = "bm25", fallback: bool = True, explain: bool = True) -> Results:
@@ -106,35 +115,11 @@ class Index:
         `explain=False` leaves each hit's `fields` and `sections` empty: ids and scores only, for
         callers that show no cards (it saves reading the hits' positions, about half the time).
         """
-        if isinstance(k, bool) or not isinstance(k, int) or k < 1:
-            raise InvalidArgumentError(f"k must be a positive integer, got {k!r}")
-        if ranker not in RANKERS:
-            raise InvalidArgumentError(f"unknown ranker {ranker!r}; choose one of {', '.join(RANKERS)}")
-        node = parse_query(query) if isinstance(query, str) else parse(query)  # parse refuses a non-string; the cache cannot hash a list
-        bits = self.evaluator.run(node)
-        docs = bitset.to_ids(bits, len(self))
-        canonical = str(node)
+        check_request(k, ranker)
+        plan = self.plan(query)
         if ranker != "bm25":
             self._attach_dense()
-        if len(docs):
-            top, scores = self.searcher.rank(node, ranker, docs, bits, k)
-            return Results(self._hits(node, top, scores, explain), len(docs), canonical, False, [], ranker)
-        missing = [str(c) for c in top_level_clauses(node) if not self.evaluator.run(c).any()]
-        if not fallback or not (positive_terms(node) or positive_text(node)):
-            return Results([], 0, canonical, False, missing, ranker)
-        top, scores = self.searcher.rank(node, ranker, None, None, k)
-        return Results(self._hits(node, top, scores, explain), 0, canonical, True, missing, ranker)
-
-    def _hits(self, node: Node, docs: np.ndarray, scores: np.ndarray, explain: bool = True) -> list[Hit]:
-        if not explain:
-            return [Hit(self.reader.doc_id(d), rank, float(score), doc=d) for rank, (d, score) in enumerate(zip(docs.tolist(), scores.tolist()), 1)]
-        hits = []
-        where = Explainer(self.reader, node).matched_many(docs.tolist())
-        for rank, (d, score, (fields, sections)) in enumerate(zip(docs.tolist(), scores.tolist(), where), 1):
-            headings = self.reader.headings(d)
-            hits.append(Hit(self.reader.doc_id(d), rank, float(score), tuple(f.label for f in fields), tuple(headings[j] for j in sections), doc=d,
-                            section_numbers=tuple(sections)))
-        return hits
+        return self.searcher.search(plan, k, ranker, fallback, explain)
 
     def _attach_dense(self) -> None:
         if self.searcher.dense is None:

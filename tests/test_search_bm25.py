@@ -174,13 +174,11 @@ def test_ranking_never_leaves_the_admitted_set(docs: list[dict], queries: list[s
 def test_vectorised_explanation_equals_the_per_document_one(tmp_path: Path) -> None:
     from sieve.demo_corpus import stdlib_documents
     from sieve.engine.explain import Explainer
-    from sieve.index import parse_query
 
     ix = sieve.build_index(stdlib_documents(limit=120), tmp_path / "idx")
     for q in ["json OR file", '"regular expression" OR parse[title]', "NEAR/3(read, file) OR open*", "a[section] OR the[body] OR os", "data NOT file[title]"]:
-        node = parse_query(q)
         docs = [h.doc for h in ix.search(q, k=20).hits]
-        ex = Explainer(ix.reader, node)
+        ex = Explainer(ix.reader, ix.plan(q))
         assert ex.matched_many(docs) == [ex.matched(d) for d in docs]
 
 
@@ -208,16 +206,15 @@ zipf_query = st.lists(st.sampled_from(ZIPF[:5] + ZIPF[5:: 3] + ["NOT w1", "w0[ti
 @given(zipf_query, st.sampled_from([" OR ", " "]), st.integers(1, 12))
 def test_pruned_top_k_equals_the_full_ranking(zipf_index: sieve.Index, words: list[str], joiner: str, k: int) -> None:
     from sieve.engine import bitset
-    from sieve.engine.search import positive_terms, top_k
-    from sieve.index import parse_query
+    from sieve.engine.search import top_k
 
-    node = parse_query(joiner.join(words))
-    bits = zipf_index.evaluator.run(node)
+    plan = zipf_index.plan(joiner.join(words))
+    bits = zipf_index.searcher.evaluator.run(plan)
     docs = bitset.to_ids(bits, len(zipf_index))
     scorer = zipf_index.searcher.bm25
-    terms = positive_terms(node)
+    terms = plan.term_ids
     for where, b in ((docs, bits), (None, None)):  # the admitted set, and the zero-hit fallback's whole collection
-        want_d, want_s = top_k(*scorer.scores(terms, where, b), k)
+        want_d, want_s = top_k(*scorer.scores(terms, where), k)
         got_d, got_s = scorer.top(terms, where, b, k)
         assert got_d.tolist() == want_d.tolist() and got_s.tolist() == want_s.tolist()  # bit for bit, ties in order
 

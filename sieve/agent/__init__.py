@@ -1,16 +1,9 @@
-"""Tools for agents: result cards, section fetch, whole-document visit, and their tool surface.
-
-`Toolset(index)` is the entry point: JSON schemas for a model, `call(name, arguments) -> text`,
-and the generated manual. The modules below it are usable on their own: `cards` (what a search
-shows), `reading` (fetch and visit under a token cap), `tokens` (token counters).
+"""The research agent: an OpenAI-compatible LLM client, the tool-call protocol, prompts, the ReAct
+loop, and the runner that records many episodes. It uses the tools of `sieve.tools` through the
+small protocol `loop.AgentTools`.
 """
 
-from sieve.agent.cards import CardConfig
-from sieve.agent.reading import ReadConfig, read_document, read_section
-from sieve.agent.tokens import FunctionCounter, TokenCounter, TokenizerCounter, WhitespaceCounter, make_counter
-from sieve.agent.tools import CONDITIONS, ToolConfig, ToolResult, Toolset, free_text_query
+from sieve.agent.llm import ChatClient, LLMError
+from sieve.agent.loop import Agent, AgentTools, Budgets, Episode
 
-__all__ = [
-    "CONDITIONS", "CardConfig", "FunctionCounter", "ReadConfig", "TokenCounter", "TokenizerCounter", "ToolConfig",
-    "ToolResult", "Toolset", "WhitespaceCounter", "free_text_query", "make_counter", "read_document", "read_section",
-]
+__all__ = ["Agent", "AgentTools", "Budgets", "ChatClient", "Episode", "LLMError"]

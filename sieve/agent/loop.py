@@ -15,6 +15,8 @@ from typing import Any, Callable, Protocol
 from sieve.agent.llm import ChatClient, Completion, ContextLengthError, LLMError
 from sieve.agent.prompts import digest, render, template
 from sieve.agent.protocol import Reply, parse_native, parse_text
+from sieve.tools.conditions import condition as find_condition
+from sieve.tools.toolset import ToolResult
 
 TRAJECTORY_FORMAT = 1
 FINAL_NUDGE = "You are close to the context limit. Stop searching and give your final answer now, inside <answer></answer>."
@@ -36,7 +38,7 @@ class AgentTools(Protocol):
     def schemas(self) -> list[dict[str, Any]]: ...
     def describe(self) -> str: ...
     def manual(self) -> str: ...
-    def call(self, name: str, arguments: dict[str, Any]) -> tuple[str, int]: ...
+    def call(self, name: str, arguments: dict[str, Any]) -> ToolResult: ...
 
 
 @dataclass(frozen=True)
@@ -119,6 +121,7 @@ class Agent:
         self.native = native_tools
         self.budgets = budgets
         self.condition = condition
+        self.one_shot = find_condition(condition).one_shot  # an unknown name fails here, not mid-run
         self.ranker = ranker
         self.vllm = vllm
         window = client.max_model_len() if budgets.context_window else None
@@ -140,8 +143,8 @@ class Agent:
         return c
 
     def run(self, question: str, tools: AgentTools, question_id: str = "") -> Episode:
-        if self.condition == "rag":
-            return self.run_rag(question, tools, question_id)
+        if self.one_shot:
+            return self.run_one_shot(question, tools, question_id)
         t0 = time.perf_counter()
         prompt = system_prompt(tools, self.native, self.budgets)
         ep = Episode(question_id, question, self.config(prompt))
@@ -154,11 +157,12 @@ class Agent:
         ep.surfaced, ep.opened = list(tools.surfaced), list(tools.opened)
         return ep
 
-    def run_rag(self, question: str, tools: AgentTools, question_id: str = "") -> Episode:
+    def run_one_shot(self, question: str, tools: AgentTools, question_id: str = "") -> Episode:
         """Retrieve once with the question as free text, then answer in one call (no tools)."""
         t0 = time.perf_counter()
-        text, n = tools.call("ranked_search", {"query": question})
-        prompt = render(template("rag.md"), passages=text)
+        result = tools.call("ranked_search", {"query": question})
+        text, n = result.text, result.tokens
+        prompt = render(template("one_shot.md"), passages=text)
         ep = Episode(question_id, question, self.config(prompt))
         ep.tool_calls.append({"name": "ranked_search", "arguments": {"query": question}, "result_tokens": n, "result": text})
         ep.messages = [{"role": "system", "content": prompt}, {"role": "user", "content": question}]
@@ -210,12 +214,9 @@ class Agent:
 
         def run(name: str, arguments: dict[str, Any]) -> str:
             nonlocal added
-            before = getattr(tools, "last_results", None)
-            text, n = tools.call(name, arguments)
-            ep.tool_calls.append({"name": name, "arguments": arguments, "result_tokens": n, "result": text})
-            after = getattr(tools, "last_results", None)
-            if after is not None and after is not before:  # a search ran: keep what the statistics need
-                ep.tool_calls[-1].update(fallback=bool(after.fallback), admitted=int(after.count))
+            result = tools.call(name, arguments)
+            text, n = result.text, result.tokens
+            ep.tool_calls.append({"name": name, "arguments": arguments, "result_tokens": n, "result": text, **result.facts})
             if self.on_event is not None:
                 self.on_event("tool", ep.tool_calls[-1])
             added += n

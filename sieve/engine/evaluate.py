@@ -1,135 +1,81 @@
-"""Executing a BQL tree over an opened index: bitset algebra, positional checks last.
+"""Executing a query plan over an opened index: bitset algebra, positional checks last.
 
-`evaluate(node, cands)` returns a set that is exact inside `cands` (None = every document), which
+`eval(node, cands)` returns a set that is exact inside `cands` (None = every document), which
 lets an AND hand the documents that passed its cheaper operands to its phrase and NEAR operands.
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass
-
 import numpy as np
 
 from sieve.engine import bitset
-from sieve.engine.analysis import analyze
-from sieve.engine.bql import ast
-from sieve.engine.fields import ALL_MASK, mask_of
-from sieve.engine.reader import IndexReader
 from sieve.engine.batch import NO_DATE
-from sieve.errors import BQLLimitError
+from sieve.engine.fields import ALL_MASK
+from sieve.engine.plan import LeafPlan, NotPlan, OrPlan, Plan, PlanNode
+from sieve.engine.reader import IndexReader
 
 # Below this many positions, filtering a term's positions to candidate documents costs more than it saves.
 _FILTER_MIN_POSITIONS = 4096
 
 
-@dataclass(frozen=True)
-class Limits:
-    """Caps that keep one query from taking seconds or gigabytes."""
-
-    max_prefix_terms: int = 10_000
-    max_positions: int = 50_000_000  # positions the phrases and NEARs of one query may examine, together
-
-
 class Evaluator:
-    def __init__(self, reader: IndexReader, limits: Limits = Limits()) -> None:
+    """Bitset algebra over one index; reads a `Plan` (the limits were checked when it was made)."""
+
+    def __init__(self, reader: IndexReader) -> None:
         self.r = reader
         self.n = reader.n_docs
-        self.limits = limits
         self.universe = bitset.full(self.n)
 
-    def run(self, node: ast.Node) -> np.ndarray:
-        """The exact admitted set of `node`."""
-        self._check_query_volume(node)
-        return self.eval(node, None) & self.universe
+    def run(self, plan: Plan | PlanNode) -> np.ndarray:
+        """The exact admitted set of a plan, or of one of its nodes."""
+        return self.eval(plan.root if isinstance(plan, Plan) else plan, None) & self.universe
 
-    def _leaf_volume(self, leaf: ast.Node) -> int:
-        """Positions a phrase, NEAR or multi-term word examines (as `_check_volume` counts them)."""
-        if isinstance(leaf, ast.Near):
-            tids = {self.r.term_id(analyze(leaf.left)[0]), self.r.term_id(analyze(leaf.right)[0])}
-        elif isinstance(leaf, (ast.Term, ast.Phrase)):
-            terms = analyze(leaf.word if isinstance(leaf, ast.Term) else leaf.text)
-            if len(terms) < 2:
-                return 0
-            tids = {self.r.term_id(t) for t in terms}
-            if -1 in tids:
-                return 0
-            return min(int(self.r.pos_ptr[t + 1] - self.r.pos_ptr[t]) for t in tids)  # only the rarest is scanned
-        else:
-            return 0
-        if -1 in tids:
-            return 0
-        return sum(int(self.r.pos_ptr[t + 1] - self.r.pos_ptr[t]) for t in tids)
-
-    def _check_query_volume(self, node: ast.Node) -> None:
-        """The positions cap holds for the whole query: 500 NEARs over frequent words, each under
-        the cap, would otherwise take half a minute together."""
-        volumes = [(self._leaf_volume(leaf), leaf) for leaf in ast.leaves(node)]
-        total = sum(v for v, _ in volumes)
-        if total > self.limits.max_positions:
-            most, leaf = max(volumes, key=lambda vl: vl[0])
-            raise BQLLimitError(
-                "positions", total, self.limits.max_positions,
-                f"the phrases and NEARs of this query examine {total:,} positions together (the largest, {leaf}, {most:,}); use rarer words or fewer of them",
-            )
-
-    # ------------------------------------------------------------ dispatch
-
-    def eval(self, node: ast.Node, cands: np.ndarray | None) -> np.ndarray:
-        if isinstance(node, ast.Term):
-            terms = analyze(node.word)
-            if len(terms) == 1:
-                return self.term(terms[0], node.fields)
-            return self.phrase(terms, node.fields, cands)
-        if isinstance(node, ast.Phrase):
-            terms = analyze(node.text)
-            if len(terms) == 1:
-                return self.term(terms[0], node.fields)
-            return self.phrase(terms, node.fields, cands)
-        if isinstance(node, ast.Prefix):
-            return self.prefix(analyze(node.stem)[0], node.stem, node.fields)
-        if isinstance(node, ast.Near):
-            return self.near(analyze(node.left)[0], analyze(node.right)[0], node.distance, node.fields, cands)
-        if isinstance(node, ast.DateRange):
-            return self.dates(node.lo, node.hi)
-        if isinstance(node, ast.Not):
+    def eval(self, node: PlanNode, cands: np.ndarray | None) -> np.ndarray:
+        if isinstance(node, LeafPlan):
+            return self.leaf(node, cands)
+        if isinstance(node, NotPlan):
             return self.universe & ~self.eval(node.child, cands)
-        if isinstance(node, ast.Or):
+        if isinstance(node, OrPlan):
             acc = self.eval(node.children[0], cands)
             for child in node.children[1:]:
                 acc = acc | self.eval(child, cands)
             return acc
-        if isinstance(node, ast.And):
-            acc: np.ndarray | None = None
-            for child in sorted(node.children, key=_cost_class):
-                bits = self.eval(child, acc if acc is not None else cands)
-                acc = bits if acc is None else acc & bits
-                if not acc.any():
-                    break
-            assert acc is not None
-            return acc
-        raise TypeError(f"not a BQL node: {node!r}")
+        acc_and: np.ndarray | None = None
+        for child in node.by_cost:
+            bits = self.eval(child, acc_and if acc_and is not None else cands)
+            acc_and = bits if acc_and is None else acc_and & bits
+            if not acc_and.any():
+                break
+        assert acc_and is not None
+        return acc_and
+
+    def leaf(self, leaf: LeafPlan, cands: np.ndarray | None) -> np.ndarray:
+        if leaf.kind == "date":
+            return self.dates(*leaf.dates)
+        if leaf.unknown:
+            return bitset.empty(self.n)
+        if leaf.kind == "term":
+            return self.term(leaf.tids[0], leaf.mask)
+        if leaf.kind == "prefix":
+            return self.prefix(leaf.term_range, leaf.mask)
+        if leaf.kind == "phrase":
+            return self.phrase(leaf.tids, leaf.mask, cands)
+        return self.near(leaf.tids[0], leaf.tids[1], leaf.distance, leaf.mask, cands)
 
     # ------------------------------------------------------------ leaves
 
-    def term(self, term: str, fields: ast.Fields) -> np.ndarray:
-        tid = self.r.term_id(term)
-        if tid < 0:
-            return bitset.empty(self.n)
+    def term(self, tid: int, fmask: int) -> np.ndarray:
         lo, hi = int(self.r.post_ptr[tid]), int(self.r.post_ptr[tid + 1])
         docs = self.r.post_doc[lo:hi]
-        fmask = mask_of(fields)
         if fmask != ALL_MASK:
             docs = docs[(self.r.post_mask[lo:hi] & fmask) != 0]
         return bitset.from_ids(docs, self.n)
 
-    def prefix(self, stem: str, written: str, fields: ast.Fields) -> np.ndarray:
-        lo, hi = self.r.terms.prefix_range(stem.encode())
-        if hi - lo > self.limits.max_prefix_terms:
-            raise BQLLimitError("prefix expansion", hi - lo, self.limits.max_prefix_terms, f"{written}* matches {hi - lo} terms; lengthen the stem")
+    def prefix(self, term_range: tuple[int, int], fmask: int) -> np.ndarray:
+        lo, hi = term_range
         a, b = int(self.r.post_ptr[lo]), int(self.r.post_ptr[hi])
         # Terms sharing a prefix are neighbours in the sorted dictionary, so their postings are one slice.
         docs = self.r.post_doc[a:b]
-        fmask = mask_of(fields)
         if fmask != ALL_MASK:
             docs = docs[(self.r.post_mask[a:b] & fmask) != 0]
         return bitset.from_ids(docs, self.n)
@@ -163,26 +109,16 @@ class Evaluator:
         idx = np.repeat(starts_k - np.concatenate(([0], np.cumsum(tf_k)[:-1])), tf_k) + np.arange(total)
         return pos[idx]
 
-    def _check_volume(self, tids: list[int], what: str) -> None:
-        volume = sum(int(self.r.pos_ptr[t + 1] - self.r.pos_ptr[t]) for t in tids)
-        if volume > self.limits.max_positions:
-            raise BQLLimitError("positions", volume, self.limits.max_positions, f"{what} over very frequent words; add a rarer word")
-
-    def _docs_of(self, positions: np.ndarray, fields: ast.Fields) -> np.ndarray:
+    def _docs_of(self, positions: np.ndarray, fmask: int) -> np.ndarray:
         units = self.r.units_of(positions)
-        fmask = mask_of(fields)
         if fmask != ALL_MASK:
             units = units[((np.uint8(1) << self.r.unit_field[units]) & fmask) != 0]
         return bitset.from_ids(self.r.docs_of_units(units), self.n)
 
-    def phrase(self, terms: list[str], fields: ast.Fields, cands: np.ndarray | None) -> np.ndarray:
-        tids = [self.r.term_id(t) for t in terms]
-        if min(tids) < 0:
-            return bitset.empty(self.n)
+    def phrase(self, tids: tuple[int, ...], fmask: int, cands: np.ndarray | None) -> np.ndarray:
         freq = [int(self.r.pos_ptr[t + 1] - self.r.pos_ptr[t]) for t in tids]
         order = sorted(range(len(tids)), key=freq.__getitem__)
         first = order[0]
-        self._check_volume([tids[first]], f'the phrase "{" ".join(terms)}"')
         rare = self._positions(tids[first], cands)
         # Candidate phrase starts, in the index's position dtype so binary searches never copy.
         start = rare[rare >= first] - rare.dtype.type(first)
@@ -195,18 +131,14 @@ class Evaluator:
             ok = at < len(pos)
             ok[ok] = pos[at[ok]] == target[ok]
             start = start[ok]
-        return self._docs_of(start, fields)
+        return self._docs_of(start, fmask)
 
-    def near(self, a: str, b: str, n: int, fields: ast.Fields, cands: np.ndarray | None) -> np.ndarray:
-        ta, tb = self.r.term_id(a), self.r.term_id(b)
-        if ta < 0 or tb < 0:
-            return bitset.empty(self.n)
-        self._check_volume([ta, tb] if ta != tb else [ta], f"NEAR/{n}({a}, {b})")
+    def near(self, ta: int, tb: int, n: int, fmask: int, cands: np.ndarray | None) -> np.ndarray:
         pa = self._positions(ta, cands)
         if ta == tb:
             units = self.r.units_of(pa)
             ok = (np.diff(pa.astype(np.int64)) <= n) & (units[1:] == units[:-1])
-            return self._docs_of(pa[:-1][ok], fields)
+            return self._docs_of(pa[:-1][ok], fmask)
         pb = self._positions(tb, cands)
         if not len(pa) or not len(pb):
             return bitset.empty(self.n)
@@ -222,15 +154,5 @@ class Evaluator:
         left = at > 0
         l_pos = pb[at[left] - 1]
         hit[left] |= (wide[left] - l_pos.astype(np.int64) <= n) & (self.r.units_of(l_pos) == ua[left])
-        return self._docs_of(pa[hit], fields)
+        return self._docs_of(pa[hit], fmask)
 
-
-def _cost_class(node: ast.Node) -> int:
-    """Cheap operands first, so positional ones only look at documents that survived."""
-    if isinstance(node, (ast.Phrase, ast.Near)):
-        return 2
-    if isinstance(node, ast.Term) and len(analyze(node.word)) > 1:
-        return 2
-    if isinstance(node, (ast.And, ast.Or, ast.Not)):
-        return 1
-    return 0

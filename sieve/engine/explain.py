@@ -8,9 +8,8 @@ from __future__ import annotations
 
 import numpy as np
 
-from sieve.engine.analysis import analyze
-from sieve.engine.bql import ast
-from sieve.engine.fields import Field, mask_of
+from sieve.engine.fields import Field
+from sieve.engine.plan import LeafPlan, Plan
 from sieve.engine.reader import IndexReader, search_sorted
 
 
@@ -31,36 +30,28 @@ def positions_in_doc(r: IndexReader, tid: int, d: int) -> np.ndarray:
 
 
 class Explainer:
-    """Where one query's positive atoms match, document by document; term lookups done once."""
+    """Where one query's positive atoms match, document by document (from its plan: no lookups)."""
 
-    def __init__(self, r: IndexReader, node: ast.Node) -> None:
+    def __init__(self, r: IndexReader, plan: Plan) -> None:
         self.r = r
-        self.leaves: list[tuple[ast.Leaf, int, list[int] | tuple[int, int]]] = []
-        for leaf in ast.positive_leaves(node):
-            if isinstance(leaf, ast.Prefix):
-                key: list[int] | tuple[int, int] = r.terms.prefix_range(analyze(leaf.stem)[0].encode())
-            elif isinstance(leaf, ast.Near):
-                key = [r.term_id(analyze(leaf.left)[0]), r.term_id(analyze(leaf.right)[0])]
-            else:
-                key = [r.term_id(t) for t in analyze(leaf.word if isinstance(leaf, ast.Term) else leaf.text)]
-            self.leaves.append((leaf, mask_of(leaf.fields), key))
+        self.leaves = plan.positive
 
-    def _positions(self, leaf: ast.Leaf, key: list[int] | tuple[int, int], d: int) -> np.ndarray:
+    def _positions(self, leaf: LeafPlan, d: int) -> np.ndarray:
         r = self.r
-        if isinstance(leaf, ast.Prefix):
-            lo, hi = key
+        if leaf.kind == "prefix":
+            lo, hi = leaf.term_range
             a, b = int(r.post_ptr[lo]), int(r.post_ptr[hi])
             hits = np.flatnonzero(np.asarray(r.post_doc[a:b]) == d) + a
             if not len(hits):
                 return np.zeros(0, dtype=np.int64)
             tids = search_sorted(r.post_ptr, hits, side="right") - 1
             return np.concatenate([positions_in_doc(r, int(t), d).astype(np.int64) for t in tids])
-        if isinstance(leaf, ast.Near):
-            return _near_positions(r, leaf, key, d)  # type: ignore[arg-type]
-        if len(key) == 1:
-            return positions_in_doc(r, key[0], d)  # type: ignore[index]
-        start = positions_in_doc(r, key[0], d).astype(np.int64)  # type: ignore[index]
-        for i, tid in enumerate(key[1:], 1):  # type: ignore[index]
+        if leaf.kind == "near":
+            return _near_positions(r, leaf, d)
+        if leaf.kind == "term":
+            return positions_in_doc(r, leaf.tids[0], d)
+        start = positions_in_doc(r, leaf.tids[0], d).astype(np.int64)
+        for i, tid in enumerate(leaf.tids[1:], 1):
             start = start[np.isin(start + i, positions_in_doc(r, tid, d).astype(np.int64))]
         return start
 
@@ -84,18 +75,18 @@ class Explainer:
         arr = np.asarray(docs, dtype=np.int64)
         fields: list[set[int]] = [set() for _ in docs]
         sections: list[set[int]] = [set() for _ in docs]
-        for leaf, fmask, key in self.leaves:
-            if isinstance(leaf, (ast.Prefix, ast.Near)):
+        for leaf in self.leaves:
+            if leaf.kind in ("prefix", "near"):
                 for i, d in enumerate(docs):  # rare atoms: the per-document path
-                    pos = self._positions(leaf, key, d)
-                    self._collect(pos, np.full(len(pos), i), fmask, fields, sections)
+                    pos = self._positions(leaf, d)
+                    self._collect(pos, np.full(len(pos), i), leaf.mask, fields, sections)
                 continue
-            pos, owner = self._ragged(key[0], arr)  # type: ignore[index]
-            for i, tid in enumerate(key[1:], 1):  # type: ignore[index]
+            pos, owner = self._ragged(leaf.tids[0], arr)
+            for i, tid in enumerate(leaf.tids[1:], 1):
                 nxt, nowner = self._ragged(tid, arr)
                 keep = np.isin(pos + i, nxt)
                 pos, owner = pos[keep], owner[keep]
-            self._collect(pos, owner, fmask, fields, sections)
+            self._collect(pos, owner, leaf.mask, fields, sections)
         return [([Field(f) for f in sorted(fs)], sorted(ss)) for fs, ss in zip(fields, sections)]
 
     def _collect(self, pos: np.ndarray, owner: np.ndarray, fmask: int, fields: list[set[int]], sections: list[set[int]]) -> None:
@@ -119,24 +110,24 @@ class Explainer:
         fields: set[int] = set()
         sections: set[int] = set()
         r = self.r
-        for leaf, fmask, key in self.leaves:
-            pos = self._positions(leaf, key, d)
+        for leaf in self.leaves:
+            pos = self._positions(leaf, d)
             if not len(pos):
                 continue
             units = r.units_of(pos)
             ufield = r.unit_field[units]
-            keep = ((np.uint8(1) << ufield) & fmask) != 0
+            keep = ((np.uint8(1) << ufield) & leaf.mask) != 0
             fields.update(ufield[keep].tolist())
             sections.update(s for s in r.unit_section[units[keep]].tolist() if s >= 0)
         return [Field(f) for f in sorted(fields)], sorted(sections)
 
 
-def _near_positions(r: IndexReader, node: ast.Near, key: list[int], d: int) -> np.ndarray:
-    a = positions_in_doc(r, key[0], d)
-    b = positions_in_doc(r, key[1], d)
+def _near_positions(r: IndexReader, leaf: LeafPlan, d: int) -> np.ndarray:
+    a = positions_in_doc(r, leaf.tids[0], d)
+    b = positions_in_doc(r, leaf.tids[1], d)
     if not len(a) or not len(b):
         return np.zeros(0, dtype=np.int64)
     ua, ub = r.units_of(a), r.units_of(b)
     a, b = a.astype(np.int64), b.astype(np.int64)
-    close = (np.abs(a[:, None] - b[None, :]) <= node.distance) & (ua[:, None] == ub[None, :]) & (a[:, None] != b[None, :])
+    close = (np.abs(a[:, None] - b[None, :]) <= leaf.distance) & (ua[:, None] == ub[None, :]) & (a[:, None] != b[None, :])
     return np.concatenate([a[close.any(axis=1)], b[close.any(axis=0)]])

@@ -6,7 +6,7 @@ import bisect
 import functools
 import json
 from pathlib import Path
-from typing import Any, Iterator, Sequence
+from typing import Any, Sequence
 
 import numpy as np
 
@@ -225,7 +225,3 @@ class IndexReader:
 
     def section_count(self, d: int) -> int:
         return int(self.doc_sections[d + 1] - self.doc_sections[d])
-
-    def iter_ids(self, docs: np.ndarray) -> Iterator[str]:
-        for d in docs:
-            yield self.doc_id(int(d))

@@ -8,19 +8,19 @@ the same scorer, and says so (`fallback=True`, with the clauses that matched not
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Literal, Protocol
+from typing import Protocol
 
 import numpy as np
 
 from sieve.engine import bitset
-from sieve.engine.analysis import analyze
 from sieve.engine.bm25 import BM25Params, idf, length_norm, term_scores
-from sieve.engine.bql import ast
 from sieve.engine.evaluate import Evaluator
+from sieve.engine.explain import Explainer
+from sieve.engine.plan import Plan
+from sieve.engine.rankers import RANKER_NAMES
 from sieve.engine.reader import IndexReader, search_sorted
+from sieve.errors import InvalidArgumentError
 
-Ranker = Literal["bm25", "dense", "hybrid"]
-RANKERS: tuple[str, ...] = ("bm25", "dense", "hybrid")
 RRF_K = 60
 FUSION_POOL = 1000  # each ranker's depth fused by RRF: deep enough for dense to promote BM25's low ranks
 
@@ -54,44 +54,21 @@ class Results:
     fallback: bool = False
     missing: list[str] = field(default_factory=list)  # top-level clauses no document matches
     ranker: str = "bm25"
+    # From the query's plan, for whoever shows the hits (snippets, headers) without parsing it again:
+    terms: tuple[str, ...] = ()  # the positive analysed terms, each once, in query order
+    stems: tuple[str, ...] = ()  # the positive prefix stems
+    text: str = ""  # the positive words as written (what a dense ranker read)
+
+    @property
+    def ranked(self) -> bool:
+        """Whether the ranker had anything to score (BM25 ignores prefixes and dates; dense reads stems too)."""
+        return bool(self.terms) if self.ranker == "bm25" else bool(self.text)
 
 
 class DenseScorer(Protocol):
     def top(self, text: str, docs: np.ndarray | None, bits: np.ndarray | None, k: int) -> tuple[np.ndarray, np.ndarray]:
         """The k (documents, similarity) best for `text` among `docs` (None: the whole collection)."""
         ...
-
-
-def positive_terms(node: ast.Node) -> list[str]:
-    """Analysed terms BM25 scores: words, phrase words and NEAR words not under a NOT (no prefixes)."""
-    out: list[str] = []
-    for leaf in ast.positive_leaves(node):
-        if isinstance(leaf, ast.Term):
-            out.extend(analyze(leaf.word))
-        elif isinstance(leaf, ast.Phrase):
-            out.extend(analyze(leaf.text))
-        elif isinstance(leaf, ast.Near):
-            out.extend(analyze(leaf.left) + analyze(leaf.right))
-    return list(dict.fromkeys(out))  # each distinct term once, in query order
-
-
-def positive_text(node: ast.Node) -> str:
-    """The positive words as the user wrote them: what a dense encoder reads."""
-    parts: list[str] = []
-    for leaf in ast.positive_leaves(node):
-        if isinstance(leaf, ast.Term):
-            parts.append(leaf.word)
-        elif isinstance(leaf, ast.Phrase):
-            parts.append(leaf.text)
-        elif isinstance(leaf, ast.Prefix):
-            parts.append(leaf.stem)
-        elif isinstance(leaf, ast.Near):
-            parts.extend((leaf.left, leaf.right))
-    return " ".join(parts)
-
-
-def top_level_clauses(node: ast.Node) -> list[ast.Node]:
-    return list(node.children) if isinstance(node, ast.And) else [node]
 
 
 def top_k(docs: np.ndarray, scores: np.ndarray, k: int) -> tuple[np.ndarray, np.ndarray]:
@@ -122,10 +99,9 @@ class BM25Scorer:
         self.avgdl = self.avgdl or 1.0
         self.norm = length_norm(reader.doc_len, self.avgdl, params)
 
-    def _postings(self, terms: list[str]) -> list[_Posting]:
+    def _postings(self, tids: tuple[int, ...]) -> list[_Posting]:
         r, out = self.r, []
-        for t in terms:
-            tid = r.term_id(t)
+        for tid in tids:
             if tid >= 0:
                 out.append(_Posting(int(r.post_ptr[tid]), int(r.post_ptr[tid + 1]), float(idf(r.n_docs, int(r.text_df[tid])))))
         return out
@@ -139,10 +115,10 @@ class BM25Scorer:
         where = np.flatnonzero(ok)
         return where, term_scores(self.r.text_tf(p.lo, p.hi, at[where]), self.norm[docs[where]], p.idf)
 
-    def scores(self, terms: list[str], docs: np.ndarray | None, bits: np.ndarray | None) -> tuple[np.ndarray, np.ndarray]:
-        """(documents, BM25 score). `docs`/`bits`: the candidate set, or None for every document
-        (then only documents containing a term are returned)."""
-        return self._scores(self._postings(terms), docs)
+    def scores(self, tids: tuple[int, ...], docs: np.ndarray | None) -> tuple[np.ndarray, np.ndarray]:
+        """(documents, BM25 score) of the terms `tids` (-1: absent). `docs`: the candidate set, or
+        None for every document (then only documents containing a term are returned)."""
+        return self._scores(self._postings(tids), docs)
 
     def _scores(self, postings: list[_Posting], docs: np.ndarray | None) -> tuple[np.ndarray, np.ndarray]:
         r = self.r
@@ -170,15 +146,15 @@ class BM25Scorer:
             docs = np.flatnonzero(acc > 0)
         return docs, acc[docs]
 
-    def top(self, terms: list[str], docs: np.ndarray | None, bits: np.ndarray | None, k: int) -> tuple[np.ndarray, np.ndarray]:
-        """`top_k(*scores(terms, docs, bits), k)`, the same documents and the same scores, without
+    def top(self, tids: tuple[int, ...], docs: np.ndarray | None, bits: np.ndarray | None, k: int) -> tuple[np.ndarray, np.ndarray]:
+        """`top_k(*scores(tids, docs), k)` (`bits`: `docs` as a bitset), the same documents and the same scores, without
         scanning every posting of frequent terms when that provably cannot change the top k.
 
         MaxScore, term-at-a-time: score exactly only the documents that hold one of the rarest
         terms; if the k-th best of those is at least the sum of the other terms' upper bounds (their
         idf), a document holding only those other terms scores strictly less and cannot enter.
         Contributions are added in query order, as `scores` adds them, so sums agree to the bit."""
-        postings = self._postings(terms)
+        postings = self._postings(tids)
         if len(postings) > 1:
             by_rarity = sorted(postings, key=lambda p: -p.idf)
             for split in range(1, len(by_rarity)):
@@ -201,29 +177,69 @@ class BM25Scorer:
         return top_k(*self._scores(postings, docs), k)
 
 
+def check_request(k: int, ranker: str) -> None:
+    """Raise InvalidArgumentError unless `k` is a positive integer and `ranker` a known name."""
+    if isinstance(k, bool) or not isinstance(k, int) or k < 1:
+        raise InvalidArgumentError(f"k must be a positive integer, got {k!r}")
+    if ranker not in RANKER_NAMES:
+        raise InvalidArgumentError(f"unknown ranker {ranker!r}; choose one of {', '.join(RANKER_NAMES)}")
+
+
 class Searcher:
     """Search = match, then rank the admitted set (or, on zero hits, the whole collection)."""
 
-    def __init__(self, reader: IndexReader, evaluator: Evaluator, params: BM25Params = BM25Params()) -> None:
+    def __init__(self, reader: IndexReader, params: BM25Params = BM25Params()) -> None:
         self.r = reader
-        self.evaluator = evaluator
+        self.evaluator = Evaluator(reader)
         self.bm25 = BM25Scorer(reader, params)
         self.dense: DenseScorer | None = None
 
-    def rank(self, node: ast.Node, ranker: str, docs: np.ndarray | None, bits: np.ndarray | None, k: int) -> tuple[np.ndarray, np.ndarray]:
-        terms = positive_terms(node)
+    def search(self, plan: Plan, k: int, ranker: str, fallback: bool = True, explain: bool = True) -> Results:
+        """The best `k` of what `plan` admits, by `ranker`. If it admits nothing and `fallback` is on,
+        the whole collection is ranked by the positive terms instead (`Results.fallback`), and
+        `Results.missing` lists the top-level clauses that match no document. A non-empty admitted
+        set is never broadened."""
+        check_request(k, ranker)
+        bits = self.evaluator.run(plan)
+        docs = bitset.to_ids(bits, self.r.n_docs)
+        if len(docs):
+            top, scores = self.rank(plan, ranker, docs, bits, k)
+            return self._results(plan, ranker, top, scores, explain, count=len(docs))
+        missing = [str(c.node) for c in plan.clauses if not self.evaluator.run(c).any()]
+        if not fallback or not (plan.terms or plan.text):
+            return self._results(plan, ranker, None, None, explain, missing=missing)
+        top, scores = self.rank(plan, ranker, None, None, k)
+        return self._results(plan, ranker, top, scores, explain, fallback=True, missing=missing)
+
+    def rank(self, plan: Plan, ranker: str, docs: np.ndarray | None, bits: np.ndarray | None, k: int) -> tuple[np.ndarray, np.ndarray]:
         if ranker == "bm25":
-            return self.bm25.top(terms, docs, bits, k)
-        text = positive_text(node)
+            return self.bm25.top(plan.term_ids, docs, bits, k)
         if self.dense is None:
-            raise RuntimeError("dense scorer not attached")
-        if not text:  # nothing to compare: index order, as for BM25 with no positive term
+            raise InvalidArgumentError(f"the {ranker} ranker needs embeddings attached (Index.use_dense)")
+        if not plan.text:  # nothing to compare: index order, as for BM25 with no positive term
             order = docs if docs is not None else np.zeros(0, dtype=np.int64)
             return order[:k], np.zeros(min(k, len(order)))
         if ranker == "dense":
-            return self.dense.top(text, docs, bits, k)
+            return self.dense.top(plan.text, docs, bits, k)
         pool = max(k, FUSION_POOL)
-        return rrf([self.bm25.top(terms, docs, bits, pool)[0], self.dense.top(text, docs, bits, pool)[0]], k)
+        return rrf([self.bm25.top(plan.term_ids, docs, bits, pool)[0], self.dense.top(plan.text, docs, bits, pool)[0]], k)
+
+    def _results(self, plan: Plan, ranker: str, docs: np.ndarray | None, scores: np.ndarray | None, explain: bool, count: int = 0,
+                 fallback: bool = False, missing: list[str] | None = None) -> Results:
+        hits = [] if docs is None or scores is None else self._hits(plan, docs, scores, explain)
+        return Results(hits, count, plan.query, fallback, missing or [], ranker, plan.terms, plan.stems, plan.text)
+
+    def _hits(self, plan: Plan, docs: np.ndarray, scores: np.ndarray, explain: bool) -> list[Hit]:
+        r = self.r
+        if not explain:
+            return [Hit(r.doc_id(d), rank, float(score), doc=d) for rank, (d, score) in enumerate(zip(docs.tolist(), scores.tolist()), 1)]
+        hits = []
+        where = Explainer(r, plan).matched_many(docs.tolist())
+        for rank, (d, score, (fields, sections)) in enumerate(zip(docs.tolist(), scores.tolist(), where), 1):
+            headings = r.headings(d)
+            hits.append(Hit(r.doc_id(d), rank, float(score), tuple(f.label for f in fields), tuple(headings[j] for j in sections), doc=d,
+                            section_numbers=tuple(sections)))
+        return hits
 
 
 def rrf(orderings: list[np.ndarray], k: int, c: int = RRF_K) -> tuple[np.ndarray, np.ndarray]:

@@ -1,7 +1,7 @@
 """`sieve eval judge`: an optional LLM judge of answer correctness, through any OpenAI-compatible server.
 
 Exact match undercounts right answers phrased differently; the judge asks a model whether a
-prediction names the same thing as the gold answer. The prompt is `sieve/agent/prompts/judge.md`.
+prediction names the same thing as the gold answer. The prompt is `sieve/eval/prompts/judge.md`.
 Verdicts are cached in a JSON Lines file keyed by (model, prompt hash, question, sorted golds,
 prediction), so a rerun never asks again. An empty prediction is incorrect without asking; a reply
 with neither CORRECT nor INCORRECT is retried once, then counted incorrect and recorded "unparsed".
@@ -16,7 +16,8 @@ from pathlib import Path
 from typing import Any
 
 from sieve.agent.llm import ChatClient
-from sieve.agent.prompts import digest, render, template
+from sieve.agent.prompts import digest
+from sieve.templates import load, render
 from sieve.eval.collections import load_beir
 
 PROMPT = "judge.md"
@@ -33,7 +34,7 @@ class Judge:
     def __init__(self, client: ChatClient, cache_path: Path) -> None:
         self.client = client
         self.cache_path = Path(cache_path)
-        self.prompt = template(PROMPT)
+        self.prompt = load("sieve.eval", "prompts", PROMPT)
         self.prompt_hash = digest(self.prompt)
         self.asked = 0  # verdicts obtained from the model by this instance
         self.cached = 0  # verdicts read from the cache by this instance

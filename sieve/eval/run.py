@@ -7,7 +7,7 @@ import sys
 from pathlib import Path
 from typing import Any, Callable
 
-from sieve.agent.conditions import make_tools
+from sieve.tools.toolset import make_tools
 from sieve.agent.llm import ChatClient
 from sieve.agent.loop import Agent, Budgets, Episode
 from sieve.agent.runner import Question, run_all

@@ -7,12 +7,13 @@ import json
 import sys
 
 from sieve.serve.service import SERVED_TOOLS, ServeLimits
+from sieve.engine.rankers import RANKER_NAMES
 
 _LIMITS = ServeLimits()
 
 
 def cmd_serve(args: argparse.Namespace) -> int:
-    from sieve.agent.tools import ToolConfig
+    from sieve.tools.toolset import ToolConfig
     from sieve.errors import SieveError
     from sieve.serve.service import Service
 
@@ -58,7 +59,7 @@ def add_command(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-a
     s.add_argument("--host", default="127.0.0.1", help="with --http (default 127.0.0.1)")
     s.add_argument("--port", type=int, default=8765, help="with --http (default 8765)")
     s.add_argument("--tools", default=",".join(SERVED_TOOLS), help=f"comma-separated (default {','.join(SERVED_TOOLS)}; also ranked_search)")
-    s.add_argument("--ranker", default="bm25", choices=["bm25", "dense", "hybrid"])
+    s.add_argument("--ranker", default="bm25", choices=RANKER_NAMES)
     s.add_argument("--k-max", type=int, default=_LIMITS.k_max, help=f"most results per search (default {_LIMITS.k_max})")
     s.add_argument("--max-sections", type=int, default=_LIMITS.max_sections, help=f"most sections per fetch (default {_LIMITS.max_sections})")
     s.add_argument("--max-query-chars", type=int, default=_LIMITS.max_query_chars, help=f"longest query (default {_LIMITS.max_query_chars:,})")

@@ -17,8 +17,9 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
-from sieve.agent.manual import field_counts
-from sieve.agent.tools import TOOL_NAMES, ToolConfig, ToolResult, Toolset
+from sieve.tools.manual import field_counts
+from sieve.tools.conditions import check_tools
+from sieve.tools.toolset import ToolConfig, ToolResult, Toolset
 from sieve.engine.bql.parser import MAX_QUERY_CHARS
 from sieve.engine.fields import Field
 from sieve.errors import InvalidArgumentError
@@ -87,9 +88,7 @@ class Service:
 
     def __init__(self, indexes: Mapping[str, Index], tools: Sequence[str] = SERVED_TOOLS,
                  limits: ServeLimits = ServeLimits(), config: ToolConfig = ToolConfig()) -> None:
-        unknown = [t for t in tools if t not in TOOL_NAMES]
-        if unknown or not tools:
-            raise InvalidArgumentError(f"unknown tools {unknown}; choose from {', '.join(TOOL_NAMES)}")
+        tools = check_tools(tools)
         if not indexes:
             raise InvalidArgumentError("no index to serve")
         self.indexes = dict(indexes)

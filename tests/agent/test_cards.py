@@ -7,10 +7,10 @@ import re
 import pytest
 
 import sieve
-from sieve.agent import Toolset
-from sieve.agent.cards import CardConfig, listing, search_header, shortened
-from sieve.agent.snippets import Matcher, best_snippet
-from sieve.agent.style import Style
+from sieve.tools import Toolset
+from sieve.tools.cards import CardConfig, listing, search_header, shortened
+from sieve.tools.snippets import Matcher, best_snippet
+from sieve.tools.style import Style
 from sieve.engine.analysis import analyze
 from sieve.engine.bql import parse
 
@@ -74,13 +74,13 @@ def test_shortened_keeps_matched_items_and_counts_the_rest() -> None:
 
 def test_long_heading_lists_configurable(gold: sieve.Index) -> None:
     r = gold.search("heatwave")
-    text = listing(gold, r, "", Matcher.of(parse(r.query)), CardConfig(max_headings=3, snippet_words=5))
+    text = listing(gold, r, "", Matcher.of(r), CardConfig(max_headings=3, snippet_words=5))
     assert "§[*(intro)*·Causes·…·*See also*] +11 more" in text
     assert "» (intro): The 2022 heatwave struck France…" in text
 
 
-def test_snippet_prefers_the_window_with_most_terms() -> None:
-    m = Matcher.of(parse("alpha beta gam*"))
+def test_snippet_prefers_the_window_with_most_terms(gold: sieve.Index) -> None:
+    m = Matcher.of(gold.search("alpha beta gam*"))
     text = "alpha " + "x " * 40 + "alpha beta gamma y z " + "x " * 40
     snip = best_snippet([(3, text)], m, width=7)
     assert snip is not None and snip.section == 3
@@ -90,8 +90,8 @@ def test_snippet_prefers_the_window_with_most_terms() -> None:
     assert best_snippet([(0, "   "), (1, "")], m) is None
 
 
-def test_snippet_ignores_negated_words_and_folds_like_the_index() -> None:
-    m = Matcher.of(parse("zurich NOT snow"))
+def test_snippet_ignores_negated_words_and_folds_like_the_index(gold: sieve.Index) -> None:
+    m = Matcher.of(gold.search("zurich NOT snow"))
     assert m.terms == {"zurich"}
     snip = best_snippet([(0, "snow snow snow. Later, in Zürich, sun.")], m, width=3)
     assert snip is not None and snip.text == "…in Zürich, sun."
@@ -101,7 +101,7 @@ def test_snippets_contain_the_query_terms_when_the_document_has_them(stdlib: sie
     queries = ["event loop", "socket server", '"command line"', "thread* lock", "NEAR/3(parse, arguments)", "future[title] result", "date* time zone"]
     seen = 0
     for q in queries:
-        m = Matcher.of(parse(q))
+        m = Matcher.of(stdlib.search(q))
         for line_no, line in enumerate(search(stdlib, q, k=10).splitlines()):
             if line.startswith("    » "):
                 words = set(analyze(line))
@@ -124,7 +124,7 @@ def test_every_card_has_its_parts(stdlib: sieve.Index) -> None:
 def test_vectorised_hits_equal_word_by_word_analysis() -> None:
     import random
 
-    from sieve.agent.snippets import word_hits
+    from sieve.tools.snippets import word_hits
 
     rng = random.Random(5)
     vocab = ["com", "command", "co", "Json", "JSONify", "x_y", "a.b", "e-mail", "mail", "(co)", "CO2", "\x1ccom", "x\x1fmail", "o_rdonly", "rd",
@@ -142,7 +142,7 @@ def test_vectorised_hits_equal_word_by_word_analysis() -> None:
 def test_the_space_table_is_pythons() -> None:
     import sys
 
-    from sieve.agent.snippets import SPACES
+    from sieve.tools.snippets import SPACES
 
     assert sorted(SPACES.tolist()) == [c for c in range(sys.maxunicode + 1) if chr(c).isspace()]
 

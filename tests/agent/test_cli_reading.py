@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from sieve.agent.style import terminal_style
+from sieve.tools.style import terminal_style
 from sieve.cli import main
 
 

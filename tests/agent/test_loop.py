@@ -16,7 +16,7 @@ sys.path.insert(0, str(Path(__file__).parent))
 from loopback import Fault, LoopbackServer, Say, count_tokens  # noqa: E402
 
 import sieve  # noqa: E402
-from sieve.agent import Toolset  # noqa: E402
+from sieve.tools import Toolset  # noqa: E402
 from sieve.agent.llm import ChatClient  # noqa: E402
 from sieve.agent.loop import FINAL_NUDGE, Agent, Budgets  # noqa: E402
 from sieve.agent.runner import Question, recorded, run_all  # noqa: E402

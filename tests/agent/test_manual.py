@@ -7,8 +7,7 @@ from pathlib import Path
 import pytest
 
 import sieve
-from sieve.agent import Toolset
-from sieve.agent.manual import render
+from sieve.tools import Toolset
 from sieve.engine.bql import parse
 
 
@@ -54,14 +53,3 @@ def test_the_manuals_queries_mean_what_it_says(gold: sieve.Index) -> None:
     for query, canonical in claims.items():
         assert f"`{query}`" in manual, query
         assert str(parse(query)) == canonical
-
-
-def test_strict_rendering() -> None:
-    assert render("<!-- if a -->\nA ${x}\n<!-- endif a -->\nB\n", {"a": True}, {"x": 1}) == "A 1\nB\n"
-    assert render("<!-- if a -->\nA ${x}\n<!-- endif a -->\nB\n", {"a": False}, {}) == "B\n"
-    with pytest.raises(KeyError):
-        render("<!-- if a -->\nA\n<!-- endif a -->\n", {}, {})
-    with pytest.raises(KeyError):
-        render("${missing}\n", {}, {})
-    with pytest.raises(ValueError):
-        render("<!-- if a -->\nA\n", {"a": True}, {})

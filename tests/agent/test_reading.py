@@ -5,10 +5,10 @@ from __future__ import annotations
 import pytest
 
 import sieve
-from sieve.agent.parts import split_parts
-from sieve.agent.reading import ReadConfig, read_document, read_section
-from sieve.agent.sections import SectionNameError, resolve
-from sieve.agent.tokens import TokenizerCounter, WhitespaceCounter, bundled_tokenizer_path
+from sieve.tools.parts import split_parts
+from sieve.tools.reading import ReadConfig, read_document, read_section
+from sieve.tools.sections import SectionNameError, resolve
+from sieve.tools.tokens import TokenizerCounter, WhitespaceCounter, bundled_tokenizer_path
 from sieve.documents import Document, Section
 from sieve.errors import InvalidArgumentError
 

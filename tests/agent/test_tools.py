@@ -8,8 +8,8 @@ from typing import Any
 import pytest
 
 import sieve
-from sieve.agent import CONDITIONS, ReadConfig, ToolConfig, Toolset, free_text_query
-from sieve.agent.schema import validate
+from sieve.tools import CONDITIONS, ReadConfig, ToolConfig, Toolset, free_text_query
+from sieve.tools.schema import validate
 from sieve.engine.bql import parse
 
 
@@ -154,7 +154,7 @@ def test_ranked_search_has_no_query_language(tools: Toolset) -> None:
     assert out.splitlines()[1].startswith("[1] heat-2022 — ")
     assert "§[" in out  # fetch is available, so the cards show headings
     plain = Toolset.for_condition(tools.index, "search-visit")
-    assert list(plain.tools) == list(CONDITIONS["search-visit"])
+    assert list(plain.tools) == list(CONDITIONS["search-visit"].tools)
     assert plain.call("ranked_search", {"query": "mill stood"}).text == (
         "1 document contains words of the query; top 1 by bm25:\n"
         "[1] river — River notes\n"

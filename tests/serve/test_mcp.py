@@ -20,7 +20,7 @@ from mcp.shared.exceptions import MCPError
 from serving import run, start_http, stop
 
 from sieve import open_index
-from sieve.agent.tools import Toolset
+from sieve.tools.toolset import Toolset
 from sieve.serve.service import SERVED_TOOLS, Service
 
 

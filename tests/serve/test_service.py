@@ -14,7 +14,7 @@ from mcp import Client
 from serving import run
 
 from sieve import open_index
-from sieve.agent.tools import ToolResult
+from sieve.tools.toolset import ToolResult
 from sieve.errors import InvalidArgumentError
 from sieve.serve.mcp_server import build_server
 from sieve.serve.service import ServeLimits, Service, Session, index_names

@@ -15,8 +15,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from sieve.engine.analysis import analyze, fold
-from sieve.engine.bql import ast
-from sieve.engine.search import positive_terms
+from sieve.engine.search import Results
 
 _WORD = re.compile(r"\S+")
 MAX_WORD_CHARS = 40  # a base64 blob or a URL is one "word" but floods a card
@@ -32,9 +31,9 @@ class Matcher:
     stems: tuple[str, ...] = ()
 
     @classmethod
-    def of(cls, node: ast.Node) -> Matcher:
-        stems = [t for leaf in ast.positive_leaves(node) if isinstance(leaf, ast.Prefix) for t in analyze(leaf.stem)[:1]]
-        return cls(frozenset(positive_terms(node)), tuple(dict.fromkeys(stems)))
+    def of(cls, results: Results) -> Matcher:
+        """The matcher of a search's query (its terms come analysed with the results: no second parse)."""
+        return cls(frozenset(results.terms), results.stems)
 
     def __bool__(self) -> bool:
         return bool(self.terms or self.stems)

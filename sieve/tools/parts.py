@@ -8,7 +8,7 @@ the budget.
 
 from __future__ import annotations
 
-from sieve.agent.tokens import TokenCounter
+from sieve.tools.tokens import TokenCounter
 
 
 def _soft_end(text: str, start: int, end: int) -> int:

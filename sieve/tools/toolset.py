@@ -12,25 +12,18 @@ import re
 from dataclasses import dataclass, field
 from typing import Any, Callable, Iterator, Mapping, Sequence
 
-from sieve.agent import cards
-from sieve.agent.cards import CardConfig, plural
-from sieve.agent.reading import Read, ReadConfig, outline_text, read_document, read_section
-from sieve.agent.schema import describe_params, validate
-from sieve.agent.snippets import Matcher
 from sieve.documents import Document
 from sieve.engine.analysis import fold
-from sieve.engine.bql import parse
 from sieve.engine.bql.parser import MAX_QUERY_CHARS
 from sieve.errors import BQLSyntaxError, SieveError, UnknownDocumentError
 from sieve.index import Index
-
-TOOL_NAMES = ("search", "ranked_search", "fetch", "visit", "show")
-# The tool sets of the compared conditions (paper-notes.md, "Conditions compared").
-CONDITIONS: dict[str, tuple[str, ...]] = {
-    "sieve": ("search", "fetch"),
-    "search-fetch": ("ranked_search", "fetch"),
-    "search-visit": ("ranked_search", "visit"),
-}
+from sieve.engine.search import Results
+from sieve.tools import cards
+from sieve.tools.cards import CardConfig, plural
+from sieve.tools.conditions import CONDITIONS, check_tools, condition
+from sieve.tools.reading import Read, ReadConfig, outline_text, read_document, read_section
+from sieve.tools.schema import describe_params, validate
+from sieve.tools.snippets import Matcher
 
 
 class ToolFailure(Exception):
@@ -54,12 +47,15 @@ class ToolConfig:
 
 @dataclass(frozen=True)
 class ToolResult:
-    """What a call returns. Unpacks as `(text, tokens)`, the shape the agent loop reads."""
+    """What a call returns. Also unpacks as `(text, tokens)`."""
 
     name: str
     text: str
     tokens: int  # of `text`, by the read counter
     ok: bool
+    # Facts about a search call for run statistics: whether the zero-hit fallback fired, how many
+    # documents the query admitted. Empty for other calls and for calls that failed.
+    facts: Mapping[str, Any] = field(default_factory=dict)
 
     def __iter__(self) -> Iterator[Any]:
         return iter((self.text, self.tokens))
@@ -70,7 +66,8 @@ class Tool:
     name: str
     description: str
     parameters: dict[str, Any]
-    run: Callable[[dict[str, Any]], tuple[str, bool]] = field(repr=False)  # (text, whether all went well)
+    # (arguments, facts to fill for run statistics) -> (text, whether all went well)
+    run: Callable[[dict[str, Any], dict[str, Any]], tuple[str, bool]] = field(repr=False)
     example: str = ""  # a valid call, quoted in argument errors
 
     def schema(self) -> dict[str, Any]:
@@ -92,18 +89,15 @@ def _caret(query: str, pos: int, width: int = 40) -> str:
 class Toolset:
     """The tools of one agent session over one index."""
 
-    def __init__(self, index: Index, tools: Sequence[str] = CONDITIONS["sieve"], config: ToolConfig = ToolConfig(),
+    def __init__(self, index: Index, tools: Sequence[str] = CONDITIONS["sieve"].tools, config: ToolConfig = ToolConfig(),
                  keeps_listing: bool = True) -> None:
         """`keeps_listing=False` is a session whose calls share nothing (a stateless server
         connection): ranks then mean nothing, and saying so beats answering from a stranger's listing."""
-        unknown = [t for t in tools if t not in TOOL_NAMES]
-        if unknown:
-            raise ValueError(f"unknown tools {unknown}; choose from {', '.join(TOOL_NAMES)}")
+        tools = check_tools(tools)
         self.index = index
         self.config = config
         self.keeps_listing = keeps_listing
         self.listing: list[str] | None = None  # ids of the last search, by rank; None before any
-        self.last_results: Any = None  # Results of the last search (for run statistics: fallback)
         self.surfaced: list[str] = []  # every id a listing showed, first time first
         self.opened: list[str] = []  # every id fetched or visited, first time first
         self.tokens = 0  # returned so far
@@ -111,10 +105,9 @@ class Toolset:
         self.tools: dict[str, Tool] = {t: specs[t] for t in tools}
 
     @classmethod
-    def for_condition(cls, index: Index, condition: str, config: ToolConfig = ToolConfig()) -> "Toolset":
-        if condition not in CONDITIONS:
-            raise ValueError(f"unknown condition {condition!r}; choose from {', '.join(CONDITIONS)}")
-        return cls(index, CONDITIONS[condition], config)
+    def for_condition(cls, index: Index, name: str, config: ToolConfig = ToolConfig()) -> "Toolset":
+        """The tools of the condition `name` (sieve.tools.conditions); InvalidArgumentError if unknown."""
+        return cls(index, condition(name).tools, config)
 
     # ------------------------------------------------------------ the surface
 
@@ -126,28 +119,29 @@ class Toolset:
         tool = self.tools.get(name)
         if tool is None:
             return self._result(name, f"error: there is no tool named {json.dumps(name)}; the tools are {', '.join(self.tools)}", False)
+        facts: dict[str, Any] = {}
         try:
             args = self._arguments(tool, arguments)
-            text, ok = tool.run(args)
+            text, ok = tool.run(args, facts)
         except ToolFailure as e:
             text, ok = f"{name} error: {e}", False
         except SieveError as e:  # anything the engine rejects is the agent's to read
             text, ok = f"{name} error: {e}", False
-        return self._result(name, text, ok)
+        return self._result(name, text, ok, facts)
 
     def describe(self) -> str:
         """Each tool with its arguments, in words: for prompts whose model gets no native schemas."""
         return "\n".join(f"- `{t.name}`: {t.description} Arguments: {describe_params(t.parameters)}. Example: {t.example}" for t in self.tools.values())
 
     def manual(self) -> str:
-        from sieve.agent.manual import render_manual
+        from sieve.tools.manual import render_manual
 
         return render_manual(self)
 
-    def _result(self, name: str, text: str, ok: bool) -> ToolResult:
+    def _result(self, name: str, text: str, ok: bool, facts: Mapping[str, Any] | None = None) -> ToolResult:
         tokens = self.config.read.counter.count(text)
         self.tokens += tokens
-        return ToolResult(name, text, tokens, ok)
+        return ToolResult(name, text, tokens, ok, facts or {})
 
     def _arguments(self, tool: Tool, arguments: str | Mapping[str, Any] | None) -> dict[str, Any]:
         if arguments is None or (isinstance(arguments, str) and not arguments.strip()):
@@ -211,32 +205,32 @@ class Toolset:
     def unit(self) -> str:
         return "words" if self.config.read.counter.name == "words" else "tokens"
 
-    def _list(self, r: Any, header: str, structured: bool) -> tuple[str, bool]:
+    def _list(self, r: Results, header: str, structured: bool, facts: dict[str, Any]) -> tuple[str, bool]:
         self.listing = [h.doc_id for h in r.hits]
-        self.last_results = r
+        facts.update(fallback=r.fallback, admitted=r.count)
         for i in self.listing:
             if i not in self.surfaced:
                 self.surfaced.append(i)
-        text = cards.listing(self.index, r, header, Matcher.of(parse(r.query)), self.config.cards, structured=structured)
+        text = cards.listing(self.index, r, header, Matcher.of(r), self.config.cards, structured=structured)
         if not self.keeps_listing and r.hits:
             text += "\n(this connection keeps no listing between calls: to read a result, give its document id, not its rank)"
         return text, True
 
-    def _search(self, args: dict[str, Any]) -> tuple[str, bool]:
+    def _search(self, args: dict[str, Any], facts: dict[str, Any]) -> tuple[str, bool]:
         query: str = args["query"]
         try:
             r = self.index.search(query, k=args.get("k", self.config.k), ranker=self.config.ranker, fallback=self.config.fallback)
         except BQLSyntaxError as e:
             raise ToolFailure(f"{e}\n{_caret(query, e.pos)}") from None
-        return self._list(r, cards.search_header(r), True)
+        return self._list(r, cards.search_header(r), True, facts)
 
-    def _ranked_search(self, args: dict[str, Any]) -> tuple[str, bool]:
+    def _ranked_search(self, args: dict[str, Any], facts: dict[str, Any]) -> tuple[str, bool]:
         query = free_text_query(args["query"])
         if query is None:
             raise ToolFailure("the query has no word to search for (letters or digits)")
         r = self.index.search(query, k=args.get("k", self.config.k), ranker=self.config.ranker, fallback=False)
         structured = self.config.ranked_cards if self.config.ranked_cards is not None else "fetch" in self.tools
-        return self._list(r, cards.ranked_header(r), structured)
+        return self._list(r, cards.ranked_header(r), structured, facts)
 
     def _document(self, ref: int | str) -> Document:
         if isinstance(ref, int):
@@ -262,7 +256,7 @@ class Toolset:
         if read.doc_id not in self.opened:
             self.opened.append(read.doc_id)
 
-    def _fetch(self, args: dict[str, Any]) -> tuple[str, bool]:
+    def _fetch(self, args: dict[str, Any], facts: dict[str, Any]) -> tuple[str, bool]:
         blocks: list[tuple[str, str]] = []  # (text, what it is: named in a note if it must be left out)
         reads: list[Read | None] = []
         for item in args["sections"]:
@@ -307,14 +301,13 @@ class Toolset:
             keep[max(i for i, k in enumerate(keep) if k)] = False
         return keep, counter.count(self._compose(blocks, keep)) > cap
 
-    def _visit(self, args: dict[str, Any]) -> tuple[str, bool]:
+    def _visit(self, args: dict[str, Any], facts: dict[str, Any]) -> tuple[str, bool]:
         doc = self._document(args["doc"])
         read = read_document(doc, args.get("part", 1), self.config.read)
         self._opened(read)
         return read.text, True
 
-
-    def _show(self, args: dict[str, Any]) -> tuple[str, bool]:
+    def _show(self, args: dict[str, Any], facts: dict[str, Any]) -> tuple[str, bool]:
         return outline_text(self._document(args["doc"]), self.config.read.counter), True
 
 
@@ -328,3 +321,8 @@ def free_text_query(text: str) -> str | None:
     if not seen:
         return None
     return "(" + " OR ".join(f'"{w}"' for w in seen.values()) + ")[tiab]"
+
+
+def make_tools(index: Index, condition_name: str, ranker: str = "bm25", k: int = 5, read_cap: int = 12_000) -> Toolset:
+    """A fresh tool session for one episode of the condition `condition_name`."""
+    return Toolset.for_condition(index, condition_name, ToolConfig(k=k, ranker=ranker, read=ReadConfig(cap=read_cap)))

@@ -13,11 +13,10 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any, Sequence
 
-from sieve.agent.snippets import Matcher, Snippet, best_snippet
-from sieve.agent.style import PLAIN, Style
-from sieve.engine.bql import parse
-from sieve.engine.search import Hit, Results, positive_terms, positive_text
+from sieve.engine.search import Hit, Results
 from sieve.index import Index
+from sieve.tools.snippets import Matcher, Snippet, best_snippet
+from sieve.tools.style import PLAIN, Style
 
 
 @dataclass(frozen=True)
@@ -112,15 +111,9 @@ def search_header(r: Results) -> str:
     if r.count == 0:
         return f"0 documents match {r.query}" + (f"; {missing}." if missing else ".")
     verb = "matches" if r.count == 1 else "match"
-    if not has_rank_terms(r):
+    if not r.ranked:
         return f"{plural(r.count, 'document')} {verb} {r.query}; the first {len(r.hits)} in index order (no word to rank by):"
     return f"{plural(r.count, 'document')} {verb} {r.query}; top {len(r.hits)} by {r.ranker}:"
-
-
-def has_rank_terms(r: Results) -> bool:
-    """Whether the ranker had anything to score (BM25 ignores prefixes and dates; dense reads stems)."""
-    node = parse(r.query)
-    return bool(positive_terms(node)) if r.ranker == "bm25" else bool(positive_text(node))
 
 
 def ranked_header(r: Results) -> str:

@@ -1,43 +1,25 @@
 """The tool manual an agent reads, generated from the index so that it never promises a field the
 index does not have (the reference's manuals did: anchor-notes.md, weakness 6).
 
-The text lives in `manual.md`, rendered strictly: `<!-- if NAME -->...<!-- endif NAME -->` blocks
-need a flag for NAME and `${name}` needs a value; a missing one is an error, never a blank.
+The text lives in `manual.md`, rendered strictly by `sieve.templates` (a missing flag or value is
+an error, never a blank).
 """
 
 from __future__ import annotations
 
 import re
-from importlib import resources
-from string import Template
 from typing import TYPE_CHECKING, Mapping
 
 import numpy as np
 
 from sieve.engine.fields import FIELD_ALIASES, Field
+from sieve.engine.rankers import RANKERS
+from sieve.templates import load, render
 
 if TYPE_CHECKING:
-    from sieve.agent.tools import Toolset
+    from sieve.tools.toolset import Toolset
 
-_BLOCK = re.compile(r"<!-- if (\w+) -->\n(.*?)<!-- endif \1 -->\n", re.DOTALL)
 _HOLDS = {Field.TITLE: "the title", Field.SECTION: "section headings", Field.BODY: "section texts", Field.AUTHOR: "author names", Field.INFOBOX: "infobox values (not the keys)"}
-_RANKERS = {"bm25": "BM25 over the query's words", "dense": "closeness of meaning to the query's words (an embedding model)", "hybrid": "BM25 and closeness of meaning, fused"}
-
-
-def render(template: str, flags: Mapping[str, bool], values: Mapping[str, object]) -> str:
-    """Keep or drop the conditional blocks, then substitute; a missing flag or value raises KeyError."""
-    def block(m: re.Match[str]) -> str:
-        if m.group(1) not in flags:
-            raise KeyError(f"manual template: no flag {m.group(1)!r}")
-        return m.group(2) if flags[m.group(1)] else ""
-
-    text, prev = template, None
-    while text != prev:  # blocks nest: resolve the innermost first, repeatedly
-        prev, text = text, _BLOCK.sub(block, text)
-    if "<!-- if" in text or "<!-- endif" in text:
-        raise ValueError("manual template: unbalanced <!-- if --> block")
-    text = Template(text).substitute(values)
-    return re.sub(r"\n{3,}", "\n\n", text).strip() + "\n"
 
 
 def field_counts(index: object) -> dict[Field, int]:
@@ -84,7 +66,7 @@ def render_manual(toolset: "Toolset") -> str:
         "documents": f"{n:,}",
         "extras": f"; some also have {_join(extras)}" if extras else "",
         "tools": _join([f"`{t}`" for t in tools]),
-        "k": config.k, "k_max": config.k_max, "ranker": _RANKERS[config.ranker],
+        "k": config.k, "k_max": config.k_max, "ranker": RANKERS[config.ranker],
         "rank_note": " Only words outside a NOT count for the ranking; `word*` and dates only filter (a query with nothing else lists its"
                      " matches in index order)." if config.ranker == "bm25" else "",
         "fallback_except": " (except after zero hits, see below)" if config.fallback else "",
@@ -103,8 +85,8 @@ def render_manual(toolset: "Toolset") -> str:
         "facts_fields": _facts(has),
         "infobox_view": " `infobox` (its keys and values)," if has["infobox"] else "",
     }
-    template = resources.files("sieve.agent").joinpath("manual.md").read_text(encoding="utf-8")
-    return render(template, flags, values)
+    text = render(load("sieve.tools", "manual.md"), flags, **values)
+    return re.sub(r"\n{3,}", "\n\n", text).strip() + "\n"
 
 
 def _facts(has: Mapping[str, bool]) -> str:

@@ -10,9 +10,9 @@ from dataclasses import dataclass, field
 from functools import lru_cache
 from typing import Callable
 
-from sieve.agent.parts import split_parts
-from sieve.agent.sections import Target, heading_labels, label, resolve
-from sieve.agent.tokens import TokenCounter, WhitespaceCounter
+from sieve.tools.parts import split_parts
+from sieve.tools.sections import Target, heading_labels, label, resolve
+from sieve.tools.tokens import TokenCounter, WhitespaceCounter
 from sieve.documents import Document
 from sieve.errors import InvalidArgumentError
 

@@ -1,0 +1,214 @@
+"""A query resolved against one opened index: the step between the syntax tree and execution.
+
+The syntax tree (`bql.ast`) is immutable and index-independent, as Lucene's Query and tantivy's
+Query are. `Plan.of(node, reader)` resolves it once against one index, as their Weight does: every
+leaf is analysed and looked up exactly once (its terms, term ids or prefix range, field mask, cost
+and position volume), the limits are checked, and what the rankers, the explanation, the snippets
+and the zero-hit report need from the whole query is computed here. Everything after this step
+(evaluate, explain, search) reads the plan and never analyses a query word again.
+
+This module is the only place that dispatches on the kinds of syntax node: a new operator is a
+grammar rule, an AST node, a case in `_build`, and its execution.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Literal, Union
+
+from sieve.engine.analysis import analyze
+from sieve.engine.bql import ast
+from sieve.engine.fields import ALL_MASK, mask_of
+from sieve.engine.reader import IndexReader
+from sieve.errors import BQLLimitError
+
+LeafKind = Literal["term", "phrase", "prefix", "near", "date"]
+
+
+@dataclass(frozen=True)
+class Limits:
+    """Caps that keep one query from taking seconds or gigabytes."""
+
+    max_prefix_terms: int = 10_000
+    max_positions: int = 50_000_000  # positions the phrases and NEARs of one query may examine, together
+
+
+@dataclass(frozen=True)
+class LeafPlan:
+    """One leaf, resolved. A word that analyses into several terms is a `phrase` here; a quoted
+    phrase of one term is a `term`: consumers see what is executed, not how it was written."""
+
+    node: ast.Node  # what the user wrote (prints as canonical BQL)
+    kind: LeafKind
+    terms: tuple[str, ...] = ()  # analysed: term 1, phrase 2+, near (left, right), prefix (stem,)
+    tids: tuple[int, ...] = ()  # term ids of `terms` (-1: not in the index); none for a prefix
+    term_range: tuple[int, int] = (0, 0)  # prefix: [lo, hi) of its terms in the sorted dictionary
+    mask: int = ALL_MASK  # fields it may match in (posting mask bits)
+    distance: int = 0  # near
+    dates: tuple[int | None, int | None] = (None, None)  # date: inclusive YYYYMMDD bounds
+    volume: int = 0  # positions a positional leaf examines (what the positions limit counts)
+    text: str = ""  # the words as written (what a dense encoder reads)
+
+    @property
+    def positional(self) -> bool:
+        return self.kind in ("phrase", "near")
+
+    @property
+    def cost(self) -> int:
+        """Cheap operands first in an AND, so positional ones only look at documents that survived."""
+        return 2 if self.positional else 0
+
+    @property
+    def scores(self) -> bool:
+        """Whether BM25 scores its terms (prefixes and dates add no score)."""
+        return self.kind in ("term", "phrase", "near")
+
+    @property
+    def unknown(self) -> bool:
+        """Whether a term it needs is not in the index, so it matches nothing."""
+        return any(t < 0 for t in self.tids) if self.kind != "prefix" else self.term_range[0] >= self.term_range[1]
+
+
+@dataclass(frozen=True)
+class AndPlan:
+    node: ast.Node
+    children: tuple["PlanNode", ...]  # as written
+    by_cost: tuple["PlanNode", ...] = field(init=False)  # cheapest first (stable: as written among equals)
+
+    cost = 1
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "by_cost", tuple(sorted(self.children, key=lambda c: c.cost)))
+
+
+@dataclass(frozen=True)
+class OrPlan:
+    node: ast.Node
+    children: tuple["PlanNode", ...]
+
+    cost = 1
+
+
+@dataclass(frozen=True)
+class NotPlan:
+    node: ast.Node
+    child: "PlanNode"
+
+    cost = 1
+
+
+PlanNode = Union[LeafPlan, AndPlan, OrPlan, NotPlan]
+
+
+@dataclass(frozen=True)
+class Plan:
+    """A whole query resolved against one index."""
+
+    root: PlanNode
+    query: str  # canonical form
+    leaves: tuple[LeafPlan, ...]  # every leaf, in query order
+    positive: tuple[LeafPlan, ...]  # the text leaves not under a NOT, in query order
+    clauses: tuple[PlanNode, ...]  # the top-level conjuncts (what the zero-hit report names)
+    volume: int = 0
+    terms: tuple[str, ...] = field(init=False)  # positive analysed terms, each once, in query order: what BM25 scores
+    term_ids: tuple[int, ...] = field(init=False)  # their ids (-1: not in the index)
+    stems: tuple[str, ...] = field(init=False)  # positive prefix stems (snippets mark words that start with them)
+    text: str = field(init=False)  # the positive words as written: what a dense encoder reads
+
+    def __post_init__(self) -> None:
+        ids: dict[str, int] = {}
+        for leaf in self.positive:
+            if leaf.scores:
+                for t, tid in zip(leaf.terms, leaf.tids):
+                    ids.setdefault(t, tid)
+        stems = dict.fromkeys(leaf.terms[0] for leaf in self.positive if leaf.kind == "prefix")
+        object.__setattr__(self, "terms", tuple(ids))
+        object.__setattr__(self, "term_ids", tuple(ids.values()))
+        object.__setattr__(self, "stems", tuple(stems))
+        object.__setattr__(self, "text", " ".join(leaf.text for leaf in self.positive))
+
+    @classmethod
+    def of(cls, node: ast.Node, reader: IndexReader, limits: Limits = Limits()) -> "Plan":
+        """Resolve `node` against `reader`. Raises BQLLimitError for a prefix that expands past the
+        cap or a query whose phrases and NEARs would examine too many positions together."""
+        builder = _Builder(reader, limits)
+        root = builder.build(node, positive=True)
+        plan = cls(
+            root=root,
+            query=str(node),
+            leaves=tuple(builder.leaves),
+            positive=tuple(builder.positive),
+            clauses=root.children if isinstance(root, AndPlan) else (root,),
+            volume=sum(leaf.volume for leaf in builder.leaves),
+        )
+        _check_volume(plan, limits)
+        return plan
+
+
+class _Builder:
+    def __init__(self, reader: IndexReader, limits: Limits) -> None:
+        self.r = reader
+        self.limits = limits
+        self.leaves: list[LeafPlan] = []
+        self.positive: list[LeafPlan] = []
+        self._resolved: dict[ast.Node, LeafPlan] = {}  # equal leaves are analysed and looked up once
+
+    def build(self, node: ast.Node, positive: bool) -> PlanNode:
+        if isinstance(node, ast.And):
+            kids = [self.build(c, positive) for c in node.children]
+            return AndPlan(node, tuple(kids))
+        if isinstance(node, ast.Or):
+            return OrPlan(node, tuple(self.build(c, positive) for c in node.children))
+        if isinstance(node, ast.Not):
+            return NotPlan(node, self.build(node.child, False))
+        leaf = self._resolved.get(node)
+        if leaf is None:
+            leaf = self._resolved[node] = self._leaf(node)
+        self.leaves.append(leaf)
+        if positive and leaf.kind != "date":
+            self.positive.append(leaf)
+        return leaf
+
+    def _ids(self, terms: list[str]) -> tuple[int, ...]:
+        return tuple(self.r.term_id(t) for t in terms)
+
+    def _positions(self, tid: int) -> int:
+        return int(self.r.pos_ptr[tid + 1] - self.r.pos_ptr[tid]) if tid >= 0 else 0
+
+    def _leaf(self, node: ast.Node) -> LeafPlan:
+        if isinstance(node, ast.DateRange):
+            return LeafPlan(node, "date", dates=(node.lo, node.hi))
+        if isinstance(node, (ast.Term, ast.Phrase)):
+            written = node.word if isinstance(node, ast.Term) else node.text
+            terms = analyze(written)
+            tids = self._ids(terms)
+            if len(terms) == 1:
+                return LeafPlan(node, "term", tuple(terms), tids, mask=mask_of(node.fields), text=written)
+            # Only the rarest term's positions are scanned; the others are probed by binary search.
+            volume = 0 if min(tids) < 0 else min(self._positions(t) for t in tids)
+            return LeafPlan(node, "phrase", tuple(terms), tids, mask=mask_of(node.fields), volume=volume, text=written)
+        if isinstance(node, ast.Prefix):
+            stem = analyze(node.stem)[0]
+            lo, hi = self.r.terms.prefix_range(stem.encode())
+            if hi - lo > self.limits.max_prefix_terms:
+                raise BQLLimitError("prefix expansion", hi - lo, self.limits.max_prefix_terms, f"{node.stem}* matches {hi - lo} terms; lengthen the stem")
+            return LeafPlan(node, "prefix", (stem,), term_range=(lo, hi), mask=mask_of(node.fields), text=node.stem)
+        if isinstance(node, ast.Near):
+            terms = [analyze(node.left)[0], analyze(node.right)[0]]
+            tids = self._ids(terms)
+            volume = 0 if min(tids) < 0 else sum(self._positions(t) for t in set(tids))
+            return LeafPlan(node, "near", tuple(terms), tids, mask=mask_of(node.fields), distance=node.distance, volume=volume,
+                            text=f"{node.left} {node.right}")
+        raise TypeError(f"not a BQL node: {node!r}")
+
+
+def _check_volume(plan: Plan, limits: Limits) -> None:
+    """The positions cap holds for the whole query: 500 NEARs over frequent words, each under the
+    cap, would otherwise take half a minute together."""
+    if plan.volume > limits.max_positions:
+        largest = max(plan.leaves, key=lambda leaf: leaf.volume)
+        raise BQLLimitError(
+            "positions", plan.volume, limits.max_positions,
+            f"the phrases and NEARs of this query examine {plan.volume:,} positions together (the largest, {largest.node}, {largest.volume:,}); "
+            "use rarer words or fewer of them",
+        )
