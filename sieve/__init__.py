@@ -8,6 +8,8 @@ from sieve.errors import (
     BQLSyntaxError,
     CorpusError,
     IndexDamagedError,
+    IndexDirectoryError,
+    IndexExistsError,
     IndexFormatError,
     IndexNotFoundError,
     InvalidArgumentError,
@@ -21,6 +23,6 @@ __version__ = "0.1.0"
 
 __all__ = [
     "BQLError", "BQLLimitError", "BQLSyntaxError", "CorpusError", "CorpusReport", "Document", "Index",
-    "IndexDamagedError", "IndexFormatError", "IndexNotFoundError", "InvalidArgumentError", "Match", "Hit", "Results", "Section", "SieveError",
+    "IndexDamagedError", "IndexDirectoryError", "IndexExistsError", "IndexFormatError", "IndexNotFoundError", "InvalidArgumentError", "Match", "Hit", "Results", "Section", "SieveError",
     "UnknownDocumentError", "build_index", "open_index", "read_documents",
 ]

@@ -19,7 +19,7 @@ from sieve.corpus import CorpusReport, IdRegistry, OnError, Source, corpus_file,
 from sieve.documents import checked_document
 from sieve.engine.batch import AnalyzedBatch, Vocabulary, analyze_batch
 from sieve.engine.writer import IndexWriter
-from sieve.errors import CorpusError
+from sieve.errors import CorpusError, InvalidArgumentError
 
 BATCH_DOCS = 1000
 PARALLEL_MIN_BYTES = 8 << 20  # below this, starting workers costs more than it saves
@@ -113,7 +113,7 @@ def build(
 ) -> dict[str, Any]:
     """Index `source` into `gen_dir`; returns the manifest. `progress(documents, bytes)` after each batch."""
     if on_error not in ("raise", "skip"):
-        raise ValueError(f"on_error must be 'raise' or 'skip', not {on_error!r}")
+        raise InvalidArgumentError(f"on_error must be 'raise' or 'skip', not {on_error!r}")
     report = report if report is not None else CorpusReport()
     writer = IndexWriter(gen_dir)
     jobs = jobs if jobs is not None else min(os.cpu_count() or 1, 4)

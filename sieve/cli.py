@@ -353,7 +353,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         except OSError:
             pass
         return 0
-    except OSError as e:  # FileExistsError for a target that exists, a full disk, a missing file...
+    except OSError as e:  # a full disk, a file that vanished, no permission...
         print(f"sieve: {e}", file=sys.stderr)
         return 1
     except KeyboardInterrupt:

@@ -10,7 +10,7 @@ from pathlib import Path
 from typing import IO, Any, Iterable, Iterator, Literal, Union
 
 from sieve.documents import Document, checked_document
-from sieve.errors import CorpusError
+from sieve.errors import CorpusError, InvalidArgumentError
 
 Source = Union[str, os.PathLike, Iterable[Any]]
 OnError = Literal["raise", "skip"]
@@ -104,7 +104,7 @@ class IdRegistry:
 def read_documents(source: Source, on_error: OnError = "raise", report: CorpusReport | None = None) -> Iterator[Document]:
     """Yield the documents of `source`. A bad record raises CorpusError, or is counted in `report` when skipping."""
     if on_error not in ("raise", "skip"):
-        raise ValueError(f"on_error must be 'raise' or 'skip', not {on_error!r}")
+        raise InvalidArgumentError(f"on_error must be 'raise' or 'skip', not {on_error!r}")
     report = report if report is not None else CorpusReport()
     report.source = str(source) if isinstance(source, (str, os.PathLike)) else "<iterable>"
     ids = IdRegistry()

@@ -2,19 +2,18 @@
 
 from __future__ import annotations
 
-import datetime as _dt
 import json
 import re
 from dataclasses import dataclass, field
 from typing import Any, Mapping
 
 from sieve.errors import CorpusError
+from sieve.isodate import parse_partial
 
 INTRO = "(intro)"
 
 # Record keys with a meaning; every other key is kept as metadata, as it is.
 _KNOWN_KEYS = {"id", "_id", "title", "sections", "text", "author", "date", "infobox"}
-_DATE_RE = re.compile(r"^(\d{4})(?:-(\d{2})(?:-(\d{2}))?)?$")
 # A full ISO timestamp is accepted and kept to its date: sieve filters by day.
 _DATETIME_RE = re.compile(r"^(\d{4}-\d{2}-\d{2})[T ]\d{2}:\d{2}")
 
@@ -66,23 +65,9 @@ class Document:
         return rec
 
 
-def parse_date(value: str) -> tuple[int, int | None, int | None]:
-    """(year, month, day) of an ISO partial date; raises ValueError if it is not a real date."""
-    m = _DATE_RE.match(value)
-    if not m:
-        raise ValueError(f"not an ISO date (YYYY, YYYY-MM or YYYY-MM-DD): {value!r}")
-    year = int(m.group(1))
-    month = int(m.group(2)) if m.group(2) else None
-    day = int(m.group(3)) if m.group(3) else None
-    _dt.date(year if year > 0 else 1, month or 1, day or 1)  # raises on month 13, Feb 30, ...
-    if year == 0:
-        raise ValueError(f"year 0 does not exist: {value!r}")
-    return year, month, day
-
-
 def _text(value: Any, what: str) -> str:
     if not isinstance(value, str):
-        raise ValueError(f"{what} must be a string, got {type(value).__name__}")
+        raise CorpusError(f"{what} must be a string, got {type(value).__name__}")
     return value
 
 
@@ -93,7 +78,7 @@ def _author(value: Any) -> str | None:
         return value
     if isinstance(value, list) and all(isinstance(a, str) for a in value):
         return "; ".join(value)
-    raise ValueError(f"author must be a string or a list of strings, got {type(value).__name__}")
+    raise CorpusError(f"author must be a string or a list of strings, got {type(value).__name__}")
 
 
 def _infobox_value(key: str, value: Any) -> str:
@@ -103,7 +88,7 @@ def _infobox_value(key: str, value: Any) -> str:
         return str(value)
     if isinstance(value, list) and all(isinstance(v, (str, int, float)) for v in value):
         return "; ".join(str(v) for v in value)
-    raise ValueError(f"infobox value of {key!r} must be a string, number or list of them")
+    raise CorpusError(f"infobox value of {key!r} must be a string, number or list of them")
 
 
 def _infobox(value: Any) -> dict[str, str]:
@@ -117,11 +102,11 @@ def _infobox(value: Any) -> dict[str, str]:
             if not part.strip():
                 continue
             if ":" not in part:
-                raise ValueError(f"infobox item {part.strip()!r} has no 'key: value' colon")
+                raise CorpusError(f"infobox item {part.strip()!r} has no 'key: value' colon")
             k, v = part.split(":", 1)
             box[k.strip()] = v.strip()
         return box
-    raise ValueError(f"infobox must be an object or a 'k: v; k: v' string, got {type(value).__name__}")
+    raise CorpusError(f"infobox must be an object or a 'k: v; k: v' string, got {type(value).__name__}")
 
 
 def _date(value: Any) -> str | None:
@@ -130,15 +115,15 @@ def _date(value: Any) -> str | None:
     if isinstance(value, int) and not isinstance(value, bool):
         value = str(value)
     if not isinstance(value, str):
-        raise ValueError(f"date must be a string, got {type(value).__name__}")
+        raise CorpusError(f"date must be a string, got {type(value).__name__}")
     value = value.strip()
     m = _DATETIME_RE.match(value)
     if m:
         value = m.group(1)
     try:
-        parse_date(value)
+        parse_partial(value)
     except ValueError as e:
-        raise ValueError(f"unparseable date {value!r}: {e}") from None
+        raise CorpusError(f"unparseable date {value!r}: {e}") from None
     return value
 
 
@@ -148,11 +133,11 @@ def _sections(rec: Mapping[str, Any]) -> tuple[Section, ...]:
         text = rec.get("text", "")
         return (Section(INTRO, _text(text if text is not None else "", "text")),)
     if not isinstance(raw, list):
-        raise ValueError(f"sections must be a list, got {type(raw).__name__}")
+        raise CorpusError(f"sections must be a list, got {type(raw).__name__}")
     out = []
     for i, s in enumerate(raw):
         if not isinstance(s, dict):
-            raise ValueError(f"section {i} must be an object with heading and text")
+            raise CorpusError(f"section {i} must be an object with heading and text")
         heading = s.get("heading")
         heading = INTRO if heading in (None, "") else _text(heading, f"section {i} heading")
         out.append(Section(heading, _text(s.get("text", ""), f"section {i} text")))
@@ -160,22 +145,22 @@ def _sections(rec: Mapping[str, Any]) -> tuple[Section, ...]:
 
 
 def document_from_record(rec: Any, from_json: bool = False) -> Document:
-    """Validate one corpus record; raises ValueError naming what is wrong.
+    """Validate one corpus record; raises CorpusError naming what is wrong (without a file or line).
 
     `from_json` says the record was just decoded from JSON, so its metadata is serialisable.
     """
     if not isinstance(rec, dict):
-        raise ValueError(f"a record must be a JSON object, got {type(rec).__name__}")
+        raise CorpusError(f"a record must be a JSON object, got {type(rec).__name__}")
     ids = [rec[k] for k in ("id", "_id") if k in rec]
     if not ids or ids[0] is None or ids[0] == "":
-        raise ValueError("missing id (give 'id' or '_id')")
+        raise CorpusError("missing id (give 'id' or '_id')")
     norm = []
     for v in ids:
         if isinstance(v, bool) or not isinstance(v, (str, int)):
-            raise ValueError(f"id must be a string or an integer, got {type(v).__name__}")
+            raise CorpusError(f"id must be a string or an integer, got {type(v).__name__}")
         norm.append(str(v))
     if len(set(norm)) > 1:
-        raise ValueError(f"'id' {norm[0]!r} and '_id' {norm[1]!r} disagree")
+        raise CorpusError(f"'id' {norm[0]!r} and '_id' {norm[1]!r} disagree")
     title = rec.get("title")
     metadata = {k: v for k, v in rec.items() if k not in _KNOWN_KEYS}
     if "sections" in rec and rec.get("text") is not None:
@@ -184,7 +169,7 @@ def document_from_record(rec: Any, from_json: bool = False) -> Document:
         try:
             json.dumps(metadata)
         except (TypeError, ValueError):
-            raise ValueError("metadata must be JSON-serialisable") from None
+            raise CorpusError("metadata must be JSON-serialisable") from None
     return Document(
         id=norm[0],
         title=_text(title if title is not None else "", "title"),
@@ -203,5 +188,5 @@ def checked_document(rec: Any, file: str | None, line: int | None) -> Document:
     """
     try:
         return document_from_record(rec, from_json=file is not None)
-    except ValueError as e:
-        raise CorpusError(str(e), file, line) from None
+    except CorpusError as e:
+        raise CorpusError(e.message, file, line) from None

@@ -38,7 +38,7 @@ class BQLLimitError(BQLError):
         super().__init__(text)
 
 
-class CorpusError(SieveError):
+class CorpusError(SieveError, ValueError):
     """A corpus record is invalid. `file` and `line` (1-based) say where."""
 
     def __init__(self, message: str, file: str | None = None, line: int | None = None) -> None:
@@ -53,11 +53,11 @@ class CorpusError(SieveError):
         super().__init__(where + message)
 
 
-class IndexError_(SieveError):
-    """Base for problems with an index directory (named with a trailing _ to not shadow the builtin)."""
+class IndexDirectoryError(SieveError):
+    """Base for problems with an index directory: missing, damaged, of another format, in the way."""
 
 
-class IndexDamagedError(IndexError_):
+class IndexDamagedError(IndexDirectoryError):
     """An index file is missing, truncated or fails its checksum. `file` names it."""
 
     def __init__(self, file: str, reason: str) -> None:
@@ -66,7 +66,7 @@ class IndexDamagedError(IndexError_):
         super().__init__(f"index damaged: {file}: {reason}")
 
 
-class IndexFormatError(IndexError_):
+class IndexFormatError(IndexDirectoryError):
     """An index was written in a format version this sieve cannot read."""
 
     def __init__(self, path: str, found: int, supported: tuple[int, ...]) -> None:
@@ -81,12 +81,23 @@ class IndexFormatError(IndexError_):
         )
 
 
-class IndexNotFoundError(IndexError_):
+class IndexNotFoundError(IndexDirectoryError):
     """No index exists at the given path."""
 
     def __init__(self, path: str, reason: str = "no index here") -> None:
         self.path = path
         super().__init__(f"{path}: {reason}")
+
+
+class IndexExistsError(IndexDirectoryError, FileExistsError):
+    """A build's target already exists and may not be replaced (without `force`, or not an index)."""
+
+    def __init__(self, path: str, reason: str) -> None:
+        self.path = path
+        super().__init__(f"{path} {reason}")
+
+    def __str__(self) -> str:  # FileExistsError would print its errno form
+        return str(self.args[0])
 
 
 class InvalidArgumentError(SieveError, ValueError):

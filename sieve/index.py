@@ -32,7 +32,7 @@ def _damage_guard(method: Callable[..., Any]) -> Callable[..., Any]:
     """Open verifies only the small files, so reading a damaged large payload can trip numpy (an
     index out of range, an unreadable record) before any checksum does. Then verify the index:
     damage found is raised as IndexDamagedError naming the file; none found means a real bug, and
-    the original exception propagates unchanged (decisions.md, Integrity)."""
+    the original exception propagates unchanged (docs/index-format.md, "Integrity")."""
 
     @functools.wraps(method)
     def guarded(self: "Index", *args: Any, **kwargs: Any) -> Any:

@@ -17,7 +17,7 @@ import numpy as np
 
 from sieve.documents import INTRO, Document
 from sieve.engine.analysis import SEPARATOR, analyze_joined
-from sieve.engine.bql.dates import first_day
+from sieve.isodate import first_day
 from sieve.engine.fields import Field
 
 NO_DATE = -1  # date column value of an undated document

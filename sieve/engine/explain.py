@@ -83,7 +83,7 @@ class Explainer:
                 continue
             pos, owner = self._ragged(leaf.tids[0], arr)
             for i, tid in enumerate(leaf.tids[1:], 1):
-                nxt, nowner = self._ragged(tid, arr)
+                nxt, _ = self._ragged(tid, arr)
                 keep = np.isin(pos + i, nxt)
                 pos, owner = pos[keep], owner[keep]
             self._collect(pos, owner, leaf.mask, fields, sections)

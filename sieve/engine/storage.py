@@ -19,7 +19,7 @@ from typing import Any, BinaryIO
 
 import numpy as np
 
-from sieve.errors import IndexDamagedError, IndexFormatError, IndexNotFoundError
+from sieve.errors import IndexDamagedError, IndexFormatError, IndexNotFoundError, IndexExistsError
 
 FORMAT_NAME = "sieve-index"
 FORMAT_VERSION = 1
@@ -250,9 +250,9 @@ class Commit:
             is_index = (self.root / CURRENT).exists()
             if not force:
                 what = "an index" if is_index else "a directory"
-                raise FileExistsError(f"{self.root} already exists ({what}); use --force (force=True) to replace it")
+                raise IndexExistsError(str(self.root), f"already exists ({what}); use --force (force=True) to replace it")
             if not is_index and any(self.root.iterdir()):
-                raise FileExistsError(f"{self.root} exists, is not empty and is not a sieve index; refusing to replace it")
+                raise IndexExistsError(str(self.root), "exists, is not empty and is not a sieve index; refusing to replace it")
         parent = self.root.parent
         parent.mkdir(parents=True, exist_ok=True)
         if self.fresh:

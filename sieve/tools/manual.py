@@ -1,5 +1,5 @@
 """The tool manual an agent reads, generated from the index so that it never promises a field the
-index does not have (the reference's manuals did: anchor-notes.md, weakness 6).
+index does not have (the paper's reference manuals promised an infobox field that was not indexed).
 
 The text lives in `manual.md`, rendered strictly by `sieve.templates` (a missing flag or value is
 an error, never a blank).

@@ -1,7 +1,7 @@
 """Token counters: how long a text is for the reader, and where its first n tokens end.
 
-The default counts whitespace-delimited words, as the reference implementation's read cap does
-(decisions.md, "Reading and tokens"). A `tokenizer.json` (Hugging Face `tokenizers`, loaded from a
+The default counts whitespace-delimited words, as the paper's reference implementation caps a read
+(12,000 of them), so that read budgets compare with the paper's. A `tokenizer.json` (Hugging Face `tokenizers`, loaded from a
 local file, never downloaded) or any `count(text) -> int` function, such as a client of a model
 server's `/tokenize` endpoint, can replace it.
 """

@@ -1,5 +1,5 @@
 """Every index file is verifiable: flipped bits and truncations are found, and damage that open
-does not read is never worse than a sieve error (decisions.md, Integrity).
+does not read is never worse than a sieve error (docs/index-format.md, "Integrity").
 
 Detection is exhaustive at the storage level (every byte of every small file) and sampled through
 `open_index`, `Index.check()` and `sieve check`. Seeded throughout.

@@ -2,9 +2,10 @@
 
 from __future__ import annotations
 
-import calendar
 import datetime as _dt
 import re
+
+from sieve.isodate import first_day, last_day
 
 _ONE = r"\d{4}(?:-\d{2}(?:-\d{2})?)?"
 _RANGE_RE = re.compile(rf"^\s*({_ONE})?\s*\.\.\s*({_ONE})?\s*$")
@@ -12,36 +13,8 @@ _CMP_RE = re.compile(rf"^\s*(>=|<=|>|<)\s*({_ONE})\s*$")
 _SINGLE_RE = re.compile(rf"^\s*({_ONE})\s*$")
 
 
-def _ymd(value: str) -> tuple[int, int | None, int | None]:
-    parts = [int(p) for p in value.split("-")]
-    year, month, day = parts[0], (parts[1] if len(parts) > 1 else None), (parts[2] if len(parts) > 2 else None)
-    if year == 0:
-        raise ValueError(f"year 0 does not exist in {value!r}")
-    if month is not None and not 1 <= month <= 12:
-        raise ValueError(f"month {month} does not exist in {value!r}")
-    if day is not None and not 1 <= day <= calendar.monthrange(year, month or 1)[1]:
-        raise ValueError(f"day {day} does not exist in {value!r}")
-    return year, month, day
-
-
 def _int(d: _dt.date) -> int:
     return d.year * 10000 + d.month * 100 + d.day
-
-
-def first_day(value: str) -> int:
-    """YYYYMMDD of the first day a partial date covers (how a document's date is stored)."""
-    y, m, d = _ymd(value)
-    return y * 10000 + (m or 1) * 100 + (d or 1)
-
-
-def last_day(value: str) -> int:
-    """YYYYMMDD of the last day a partial date covers."""
-    y, m, d = _ymd(value)
-    if m is None:
-        return y * 10000 + 1231
-    if d is None:
-        return y * 10000 + m * 100 + calendar.monthrange(y, m)[1]
-    return y * 10000 + m * 100 + d
 
 
 def _shift(day: int, days: int) -> int:
