@@ -114,7 +114,7 @@ class Sampler:
                 if len(word) >= 4 and word.isalpha():
                     stem = word[: self.rng.choice([3, 4, 5])]
                     lo, hi = self.index.reader.terms.prefix_range(stem.encode())
-                    if hi - lo <= self.index.evaluator.limits.max_prefix_terms:
+                    if hi - lo <= self.index.limits.max_prefix_terms:
                         return {"op": "prefix", "stem": stem, "field": None}
             return t()
         if cls == "date":

@@ -33,7 +33,6 @@ from sieve.tools.reading import document_text, read_section
 from sieve.tools.sections import label
 from sieve.tools.snippets import Matcher
 from sieve.engine.analysis import analyze
-from sieve.engine.bql import parse
 
 HERE = Path(__file__).resolve().parent
 CORPUS = HERE / "data" / "man-pages.jsonl"
@@ -76,7 +75,7 @@ def measure(index: sieve.Index, qs: list[str], counter_spec: str, k: int) -> dic
         card.extend(counter.count(c) for c in CARD.split(result.text)[1:])
         r = index.search(q, k=k)  # the same hits, for the section each card points to
         fallback += r.fallback
-        matcher = Matcher.of(parse(r.query))
+        matcher = Matcher.of(r)
         for h in r.hits:
             doc = index.document(h.doc_id)
             snip = hit_snippet(index, h, doc.headings, matcher)

@@ -37,7 +37,6 @@ import sieve
 from sieve.tools.cards import hit_snippet
 from sieve.tools.sections import label
 from sieve.tools.snippets import Matcher
-from sieve.engine.bql import parse
 from sieve.serve.service import Service
 
 HERE = Path(__file__).resolve().parent
@@ -53,7 +52,7 @@ def fetch_calls(index: sieve.Index, qs: list[str]) -> list[dict[str, Any]]:
             continue
         h = r.hits[0]
         doc = index.document(h.doc_id)
-        snip = hit_snippet(index, h, doc.headings, Matcher.of(parse(r.query)))
+        snip = hit_snippet(index, h, doc.headings, Matcher.of(r))
         out.append({"sections": [{"doc": h.doc_id, "section": label(doc, snip.section if snip else 0)}]})
     return out
 

@@ -6,42 +6,20 @@ from typing import Any, Iterable
 
 import numpy as np
 
-from sieve.engine.bql import ast, parse
+from sieve.engine.bql import CONSTRUCTS, constructs, parse
 from sieve.errors import SieveError
 from sieve.eval.metrics import exact_match, f1
 
-OPERATORS = ("phrase", "field", "boolean", "wildcard", "date", "near")
+OPERATORS = CONSTRUCTS
 SEARCH_TOOLS = ("search", "ranked_search")
 
 
 def bql_features(query: str) -> set[str]:
     """Which BQL constructs a query uses (an unparseable query uses none)."""
     try:
-        node = parse(query)
+        return constructs(parse(query))
     except SieveError:
         return set()
-    out: set[str] = set()
-    stack = [node]
-    while stack:
-        n = stack.pop()
-        if isinstance(n, (ast.And, ast.Or)):
-            out.add("boolean")
-            stack.extend(n.children)
-        elif isinstance(n, ast.Not):
-            out.add("boolean")
-            stack.append(n.child)
-        elif isinstance(n, ast.DateRange):
-            out.add("date")
-        else:
-            if isinstance(n, ast.Phrase):
-                out.add("phrase")
-            if isinstance(n, ast.Prefix):
-                out.add("wildcard")
-            if isinstance(n, ast.Near):
-                out.add("near")
-            if n.fields is not None:
-                out.add("field")
-    return out
 
 
 def score(rec: dict[str, Any], answers: list[str]) -> dict[str, float]:

@@ -83,13 +83,13 @@ class TokenizerCounter:
     tokens counted (the count of the text itself)."""
 
     def __init__(self, path: str | Path, name: str | None = None) -> None:
+        p = Path(path)
+        if not p.is_file():
+            raise InvalidArgumentError(f"no tokenizer file at {p}")
         try:
             from tokenizers import Tokenizer
         except ImportError:  # pragma: no cover - tokenizers comes with the dense extra
             raise InvalidArgumentError("counting with a tokenizer.json needs the `tokenizers` package (pip install tokenizers)") from None
-        p = Path(path)
-        if not p.is_file():
-            raise InvalidArgumentError(f"no tokenizer file at {p}")
         try:
             self._tok = Tokenizer.from_file(str(p))
         except Exception as e:  # the Rust side raises a bare Exception for a malformed file

@@ -3,13 +3,10 @@
 from __future__ import annotations
 
 import json
-import sys
-from pathlib import Path
 from typing import Any
 
 import pytest
 
-sys.path.insert(0, str(Path(__file__).parent))
 from loopback import Fault, LoopbackServer, Say, count_tokens  # noqa: E402
 
 from sieve.agent.llm import ChatClient, ContextLengthError, LLMError  # noqa: E402

@@ -5,13 +5,11 @@ from __future__ import annotations
 
 import json
 import re
-import sys
 from pathlib import Path
 from typing import Any
 
 import pytest
 
-sys.path.insert(0, str(Path(__file__).parents[1] / "agent"))
 from loopback import LoopbackServer, Say  # noqa: E402
 
 from sieve.eval.metrics import exact_match  # noqa: E402

@@ -6,14 +6,11 @@ from __future__ import annotations
 import json
 import re
 import shutil
-import sys
 from pathlib import Path
 from typing import Any
 
 import pytest
 
-sys.path.insert(0, str(Path(__file__).parents[1] / "agent"))
-sys.path.insert(0, str(Path(__file__).parent))
 from loopback import LoopbackServer, Say
 from test_eval_run import FIX, scripted
 

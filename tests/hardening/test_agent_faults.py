@@ -17,7 +17,7 @@ from typing import Any
 
 import pytest
 
-sys.path.insert(0, str(Path(__file__).parents[1] / "agent"))
+sys.path.insert(0, str(Path(__file__).parents[1] / "support"))  # also for the runner subprocess
 from loopback import Fault, LoopbackServer, Say  # noqa: E402
 
 import sieve  # noqa: E402

@@ -125,29 +125,32 @@ Leaf = Union[Term, Prefix, Phrase, Near]
 Node = Union[Term, Prefix, Phrase, Near, DateRange, Not, And, Or]
 
 
-def leaves(node: Node) -> list[Node]:
-    """Every leaf (text atom or date range) under `node`, in query order."""
+CONSTRUCTS = ("phrase", "field", "boolean", "wildcard", "date", "near")
+
+
+def constructs(node: Node) -> set[str]:
+    """Which of CONSTRUCTS a query uses (for statistics of how agents write queries)."""
+    out: set[str] = set()
+    for n in _walk(node):
+        if isinstance(n, (And, Or, Not)):
+            out.add("boolean")
+        elif isinstance(n, DateRange):
+            out.add("date")
+        else:
+            out.update(kind for kind, cls in (("phrase", Phrase), ("wildcard", Prefix), ("near", Near)) if isinstance(n, cls))
+            if n.fields is not None:
+                out.add("field")
+    return out
+
+
+def _walk(node: Node) -> list[Node]:
     out: list[Node] = []
     stack = [node]
     while stack:
         n = stack.pop()
+        out.append(n)
         if isinstance(n, (And, Or)):
-            stack.extend(reversed(n.children))
+            stack.extend(n.children)
         elif isinstance(n, Not):
             stack.append(n.child)
-        else:
-            out.append(n)
-    return out
-
-
-def positive_leaves(node: Node) -> list[Leaf]:
-    """The text atoms not under a NOT (what rankers score), in query order."""
-    out: list[Leaf] = []
-    stack = [node]
-    while stack:
-        n = stack.pop()
-        if isinstance(n, (And, Or)):
-            stack.extend(reversed(n.children))
-        elif isinstance(n, (Term, Prefix, Phrase, Near)):
-            out.append(n)
     return out

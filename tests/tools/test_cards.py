@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import re
 
-import pytest
 
 import sieve
 from sieve.tools import Toolset
@@ -12,7 +11,6 @@ from sieve.tools.cards import CardConfig, listing, search_header, shortened
 from sieve.tools.snippets import Matcher, best_snippet
 from sieve.tools.style import Style
 from sieve.engine.analysis import analyze
-from sieve.engine.bql import parse
 
 
 def search(index: sieve.Index, query: str, **kw: object) -> str:

@@ -1,12 +1,18 @@
-"""Fixtures: a small hand-written corpus (every card feature; golden texts stay stable across Python
+"""Shared fixtures, and `tests/support` (the brute-force oracle, the loopback model server) on the
+import path of every test folder.
+
+Fixtures: a small hand-written corpus (every card feature; golden texts stay stable across Python
 versions) and a slice of the standard library's documentation (real text, for properties)."""
 
 from __future__ import annotations
 
+import sys
 from pathlib import Path
 from typing import Any
 
 import pytest
+
+sys.path.insert(0, str(Path(__file__).parent / "support"))
 
 import sieve
 from sieve.demo_corpus import stdlib_documents

@@ -1,7 +1,7 @@
 """A brute-force reference evaluator for BQL, written from the specification only.
 
 It walks a parsed BQL tree over raw `Document` objects, re-tokenising every text unit with the
-shared analyzer, and knows nothing of the index (postings, masks, bitsets). `tests/test_match_oracle.py`
+shared analyzer, and knows nothing of the index (postings, masks, bitsets). `tests/engine/test_match_oracle.py`
 compares `Index.match` against it.
 
 Specification implemented here:

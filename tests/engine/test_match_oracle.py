@@ -14,9 +14,7 @@ from __future__ import annotations
 
 import calendar
 import datetime as dt
-import os
 import random
-import sys
 import tempfile
 from dataclasses import dataclass, replace
 from pathlib import Path
@@ -33,7 +31,6 @@ from sieve.engine.fields import ALL_FIELDS, FIELD_ALIASES, Field
 from sieve.errors import BQLSyntaxError
 from sieve.index import build_index, parse_query  # parse_query: `parse`, memoised as Index.match does
 
-sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import oracle  # noqa: E402
 
 HYPOTHESIS = settings(
