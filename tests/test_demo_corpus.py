@@ -52,6 +52,7 @@ def test_stdlib_source_dir_is_the_real_stdlib() -> None:
     assert (root / "os.py").is_file()
 
 
+@pytest.mark.slow
 def test_whole_stdlib_parses_into_many_documents(docs: list[dict], failures: list[str]) -> None:
     assert len(docs) > 300
     assert failures == []  # every non-test stdlib file parses with its own interpreter
@@ -154,6 +155,7 @@ def test_limit(docs: list[dict]) -> None:
     assert list(stdlib_documents(limit=7)) == docs[:7]
 
 
+@pytest.mark.slow
 def test_deterministic(docs: list[dict]) -> None:
     assert list(stdlib_documents()) == docs
 

@@ -103,6 +103,12 @@ def system_prompt(tools: AgentTools, native: bool, budgets: Budgets) -> str:
     )
 
 
+def _finished(ep: Episode, tools: AgentTools, t0: float) -> Episode:
+    ep.seconds = round(time.perf_counter() - t0, 3)
+    ep.surfaced, ep.opened = list(tools.surfaced), list(tools.opened)
+    return ep
+
+
 class Agent:
     """Runs episodes of one configuration: a client, a tool style, budgets."""
 
@@ -153,9 +159,7 @@ class Agent:
             self._loop(ep, tools)
         except LLMError as e:
             ep.outcome, ep.reason = "failed", f"model server: {e}"
-        ep.seconds = round(time.perf_counter() - t0, 3)
-        ep.surfaced, ep.opened = list(tools.surfaced), list(tools.opened)
-        return ep
+        return _finished(ep, tools, t0)
 
     def run_one_shot(self, question: str, tools: AgentTools, question_id: str = "") -> Episode:
         """Retrieve once with the question as free text, then answer in one call (no tools)."""
@@ -174,9 +178,7 @@ class Agent:
             ep.outcome, ep.reason = "answered", "answer" if answer is not None else "untagged answer"
         except LLMError as e:
             ep.outcome, ep.reason = "failed", f"model server: {e}"
-        ep.seconds = round(time.perf_counter() - t0, 3)
-        ep.surfaced, ep.opened = list(tools.surfaced), list(tools.opened)
-        return ep
+        return _finished(ep, tools, t0)
 
     def _loop(self, ep: Episode, tools: AgentTools) -> None:
         schemas = tools.schemas() + [ANSWER_TOOL]

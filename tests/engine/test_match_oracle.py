@@ -421,6 +421,7 @@ def check_queries(c: Corpus, texts: list[str]) -> None:
 
 @given(st.composite(lambda draw: gen_corpus(_Draws(draw)))(),
        st.lists(st.composite(lambda draw: gen_tree(_Draws(draw)))(), min_size=QUERIES_PER_CORPUS, max_size=QUERIES_PER_CORPUS))
+@pytest.mark.slow
 @HYPOTHESIS
 def test_random_trees_match_oracle(recs: list[dict[str, Any]], trees: list[Any]) -> None:
     texts = [printed_query(t) for t in trees]
@@ -429,6 +430,7 @@ def test_random_trees_match_oracle(recs: list[dict[str, Any]], trees: list[Any])
 
 @given(st.composite(lambda draw: gen_corpus(_Draws(draw)))(),
        st.lists(st.composite(lambda draw: raw_query(_Draws(draw)))(), min_size=QUERIES_PER_CORPUS, max_size=QUERIES_PER_CORPUS))
+@pytest.mark.slow
 @HYPOTHESIS
 def test_raw_syntax_matches_oracle(recs: list[dict[str, Any]], texts: list[str]) -> None:
     with_corpus(recs, lambda c: check_queries(c, texts))
@@ -514,11 +516,13 @@ def _fuzz(chunk: int, make_query: Callable[[random.Random], str], salt: str) -> 
             )
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("chunk", range(FUZZ_CHUNKS))
 def test_fuzz_trees_match_oracle(chunk: int) -> None:
     _fuzz(chunk, lambda r: printed_query(gen_tree(r)), "tree")
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("chunk", range(FUZZ_CHUNKS))
 def test_fuzz_raw_syntax_matches_oracle(chunk: int) -> None:
     _fuzz(chunk, raw_query, "raw")

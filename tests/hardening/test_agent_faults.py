@@ -102,6 +102,7 @@ run_all(questions(), agents({url!r}), lambda: make_tools(index, "sieve"), Path({
 """
 
 
+@pytest.mark.slow
 def test_faults_kill_and_resume(index_path: Path, tmp_path: Path) -> None:
     index = sieve.open_index(index_path)
     with LoopbackServer(FaultyResearcher()) as srv:

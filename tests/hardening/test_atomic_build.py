@@ -77,6 +77,7 @@ def _kill_points(steps: list[str]) -> list[int]:
     return sorted(set(spread(16, range(commit))) | set(range(commit, len(steps))))
 
 
+@pytest.mark.slow
 def test_kill_before_every_step_of_a_fresh_build(corpora: dict[str, Any], tmp_path: Path) -> None:
     target = tmp_path / "idx"
     steps = count_events(corpora["a"], tmp_path / "probe", force=False)
@@ -100,6 +101,7 @@ def test_kill_before_every_step_of_a_fresh_build(corpora: dict[str, Any], tmp_pa
     assert state(target, {"new": corpora["a?"]}) == "new"
 
 
+@pytest.mark.slow
 def test_kill_before_every_step_of_a_forced_rebuild(corpora: dict[str, Any], tmp_path: Path) -> None:
     target = tmp_path / "idx"
     sieve.build_index(corpora["a"], target, jobs=1)
@@ -126,6 +128,7 @@ def test_kill_before_every_step_of_a_forced_rebuild(corpora: dict[str, Any], tmp
 # ------------------------------------------------------------------ kills at random moments
 
 
+@pytest.mark.slow
 def test_random_kills_of_fresh_and_forced_builds(corpora: dict[str, Any], tmp_path: Path) -> None:
     rng = random.Random(2024)
     t0 = time.perf_counter()
@@ -155,6 +158,7 @@ def test_random_kills_of_fresh_and_forced_builds(corpora: dict[str, Any], tmp_pa
     assert state(fresh, known) == "A"
 
 
+@pytest.mark.slow
 def test_killing_the_sieve_index_command(corpora: dict[str, Any], tmp_path: Path) -> None:
     """The real CLI in a fresh interpreter, killed at a random moment of its run (imports included)."""
     rng = random.Random(7)

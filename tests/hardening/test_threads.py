@@ -51,6 +51,7 @@ def answer(index: sieve.Index, q: str) -> Any:
         return (type(e).__name__, str(e))
 
 
+@pytest.mark.slow
 def test_threads_sharing_one_index_agree_with_one_thread(index_path: Path, busy_switching: None) -> None:
     qs = queries(200, seed=11) + EXTRA
     index = sieve.open_index(index_path)
@@ -69,6 +70,7 @@ def test_threads_sharing_one_index_agree_with_one_thread(index_path: Path, busy_
     assert wrong == []
 
 
+@pytest.mark.slow
 def test_threads_opening_and_querying_at_once(index_path: Path, busy_switching: None) -> None:
     """Every thread opens its own Index while others query theirs."""
     qs = EXTRA + queries(16, seed=12)
