@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import functools
 from enum import IntEnum
 
 
@@ -48,6 +49,7 @@ FIELD_ALIASES: dict[str, frozenset[Field]] = {
 DATE_TAG = "date"
 
 
+@functools.lru_cache(maxsize=256)  # a query plan asks for every leaf's mask; there are few distinct field sets
 def mask_of(fields: frozenset[Field] | None) -> int:
     """The posting mask bits of a field set; None means every text field."""
     if fields is None:
