@@ -168,7 +168,7 @@ class Agent:
         text, n = result.text, result.tokens
         prompt = render(template("one_shot.md"), passages=text)
         ep = Episode(question_id, question, self.config(prompt))
-        ep.tool_calls.append({"name": "ranked_search", "arguments": {"query": question}, "result_tokens": n, "result": text})
+        ep.tool_calls.append({"name": "ranked_search", "arguments": {"query": question}, "result_tokens": n, "result": text, **result.facts})
         ep.messages = [{"role": "system", "content": prompt}, {"role": "user", "content": question}]
         try:
             c = self._complete(ep, ep.messages, None)

@@ -206,3 +206,36 @@ def test_runs_resume_and_lose_nothing(index: sieve.Index, tmp_path: Path) -> Non
     assert sorted(json.loads(x)["question_id"] for x in lines) == [f"q{i}" for i in range(6)]
     assert set(done) == {f"q{i}" for i in range(6)} and all(r["outcome"] == "answered" for r in done.values())
     assert recorded(out) == done
+
+
+@pytest.mark.parametrize("name", ["one-shot", "rag"])
+def test_one_shot_retrieves_once_then_answers_without_tools(index: sieve.Index, name: str) -> None:
+    def policy(body: dict[str, Any]) -> Say:
+        system = texts(body)[0]
+        assert "tools" not in body or not body["tools"]
+        # the passages are the ranked listing of the question's words: the json page is among them
+        return Say("<answer>JSON</answer>" if "[1] " in system and "json" in system else "<answer>none</answer>")
+
+    with LoopbackServer(policy) as srv:
+        agent = Agent(ChatClient(srv.url, "scripted", backoff=0.01, timeout=2), condition=name)
+        ep = agent.run(QUESTION, Toolset.for_condition(index, name), "q1")
+    assert ep.outcome == "answered" and ep.answer == "JSON"
+    assert [t["name"] for t in ep.tool_calls] == ["ranked_search"] and len(srv.requests) == 1
+    assert ep.tool_calls[0]["fallback"] is False and ep.tool_calls[0]["admitted"] > 0  # the search's facts are recorded
+    assert ep.record()["config"]["condition"] == name and "json" in ep.surfaced
+
+
+def test_search_facts_are_recorded_per_call(index: sieve.Index) -> None:
+    ep, _ = run(index, researcher(False))
+    search, fetch = ep.tool_calls
+    assert (search["fallback"], search["admitted"]) == (False, 1)
+    assert "fallback" not in fetch and "admitted" not in fetch
+
+
+def test_an_unknown_condition_is_refused_before_any_call(index: sieve.Index) -> None:
+    from sieve.errors import InvalidArgumentError
+
+    with LoopbackServer(lambda body: Say("<answer>x</answer>")) as srv:
+        with pytest.raises(InvalidArgumentError, match="unknown condition 'dci'; choose from sieve, search-fetch, search-visit, one-shot, rag"):
+            Agent(ChatClient(srv.url, "scripted", backoff=0.01, timeout=2), condition="dci")
+        assert not srv.requests or all(r.get("messages") is None for r in srv.requests)

@@ -1,0 +1,42 @@
+"""The conditions registry: one list that the Toolset, the loop, the CLI and the harness read."""
+
+from __future__ import annotations
+
+import pytest
+
+import sieve
+from sieve.cli import make_parser
+from sieve.errors import InvalidArgumentError
+from sieve.tools import CONDITIONS, TOOL_NAMES, Toolset, condition
+from sieve.tools.conditions import CONDITION_NAMES, check_tools
+
+
+def test_registry() -> None:
+    assert list(CONDITIONS) == ["sieve", "search-fetch", "search-visit", "one-shot"]
+    assert condition("rag") is condition("one-shot") and condition("one-shot").one_shot
+    assert not any(c.one_shot for name, c in CONDITIONS.items() if name != "one-shot")
+    assert all(set(c.tools) <= set(TOOL_NAMES) for c in CONDITIONS.values())
+    assert CONDITION_NAMES == ("sieve", "search-fetch", "search-visit", "one-shot", "rag")
+
+
+def test_unknown_names_are_sieve_errors(gold: sieve.Index) -> None:
+    with pytest.raises(InvalidArgumentError, match="unknown condition 'x'; choose from sieve, search-fetch, search-visit, one-shot, rag"):
+        Toolset.for_condition(gold, "x")
+    with pytest.raises(InvalidArgumentError, match=r"unknown tools \['grep'\]; choose from search, ranked_search, fetch, visit, show"):
+        Toolset(gold, ("search", "grep"))
+    with pytest.raises(InvalidArgumentError, match="no tools chosen"):
+        check_tools(())
+    with pytest.raises(InvalidArgumentError, match="a list of tool names"):
+        check_tools("search")
+
+
+def test_the_cli_offers_the_registry() -> None:
+    parser = make_parser()
+    for argv in (["ask", "IDX", "q", "--llm-url", "u", "--model", "m", "--condition"], ["eval", "run", "--collection", "c", "--out", "o", "--llm-url", "u", "--model", "m", "--condition"]):
+        for name in CONDITION_NAMES:
+            assert parser.parse_args(argv + [name]).condition == name
+        with pytest.raises(SystemExit):
+            parser.parse_args(argv + ["nope"])
+    for name in ("bm25", "dense", "hybrid"):
+        assert parser.parse_args(["search", "IDX", "q", "--ranker", name]).ranker == name
+        assert parser.parse_args(["serve", "IDX", "--ranker", name]).ranker == name
