@@ -60,7 +60,7 @@ class LeafPlan:
     def __post_init__(self) -> None:
         self.positional = self.kind in ("phrase", "near")
         self.cost = 2 if self.positional else 0
-        self.unknown = self.term_range[0] >= self.term_range[1] if self.kind == "prefix" else any(t < 0 for t in self.tids)
+        self.unknown = self.term_range[0] >= self.term_range[1] if self.kind == "prefix" else bool(self.tids) and min(self.tids) < 0
 
 
 @dataclass(slots=True, eq=False)
@@ -105,22 +105,40 @@ class Plan:
     positive: tuple[LeafPlan, ...]  # the text leaves not under a NOT, in query order
     clauses: tuple[PlanNode, ...]  # the top-level conjuncts (what the zero-hit report names)
     volume: int = 0
-    terms: tuple[str, ...] = field(init=False)  # positive analysed terms, each once, in query order: what BM25 scores
-    term_ids: tuple[int, ...] = field(init=False)  # their ids (-1: not in the index)
-    stems: tuple[str, ...] = field(init=False)  # positive prefix stems (snippets mark words that start with them)
-    text: str = field(init=False)  # the positive words as written: what a dense encoder reads
+    _derived: tuple[tuple[str, ...], tuple[int, ...], tuple[str, ...], str] | None = field(init=False, default=None, repr=False)
 
-    def __post_init__(self) -> None:
-        ids: dict[str, int] = {}
-        for leaf in self.positive:
-            if leaf.kind != "prefix":
-                for t, tid in zip(leaf.terms, leaf.tids):
-                    ids.setdefault(t, tid)
-        stems = dict.fromkeys(leaf.terms[0] for leaf in self.positive if leaf.kind == "prefix")
-        self.terms = tuple(ids)
-        self.term_ids = tuple(ids.values())
-        self.stems = tuple(stems)
-        self.text = " ".join(leaf.text for leaf in self.positive)
+    # What ranking, snippets and dense search need from the whole query: computed on first use
+    # (a `match` needs none of it).
+    @property
+    def terms(self) -> tuple[str, ...]:
+        """The positive analysed terms, each once, in query order: what BM25 scores."""
+        return self._derive()[0]
+
+    @property
+    def term_ids(self) -> tuple[int, ...]:
+        """The ids of `terms` (-1: not in the index)."""
+        return self._derive()[1]
+
+    @property
+    def stems(self) -> tuple[str, ...]:
+        """The positive prefix stems (snippets mark the words that start with them)."""
+        return self._derive()[2]
+
+    @property
+    def text(self) -> str:
+        """The positive words as written: what a dense encoder reads."""
+        return self._derive()[3]
+
+    def _derive(self) -> tuple[tuple[str, ...], tuple[int, ...], tuple[str, ...], str]:
+        if self._derived is None:
+            ids: dict[str, int] = {}
+            for leaf in self.positive:
+                if leaf.kind != "prefix":
+                    for t, tid in zip(leaf.terms, leaf.tids):
+                        ids.setdefault(t, tid)
+            stems = dict.fromkeys(leaf.terms[0] for leaf in self.positive if leaf.kind == "prefix")
+            self._derived = (tuple(ids), tuple(ids.values()), tuple(stems), " ".join(leaf.text for leaf in self.positive))
+        return self._derived
 
     @classmethod
     def of(cls, node: ast.Node, reader: IndexReader, limits: Limits = Limits()) -> "Plan":
@@ -149,13 +167,13 @@ class _Builder:
         self._resolved: dict[ast.Node, LeafPlan] = {}  # equal leaves are analysed and looked up once
 
     def build(self, node: ast.Node, positive: bool) -> PlanNode:
-        if isinstance(node, ast.And):
-            kids = [self.build(c, positive) for c in node.children]
-            return AndPlan(node, tuple(kids))
-        if isinstance(node, ast.Or):
-            return OrPlan(node, tuple(self.build(c, positive) for c in node.children))
-        if isinstance(node, ast.Not):
-            return NotPlan(node, self.build(node.child, False))
+        kind = type(node)
+        if kind is ast.And:
+            return AndPlan(node, tuple([self.build(c, positive) for c in node.children]))  # type: ignore[union-attr]
+        if kind is ast.Or:
+            return OrPlan(node, tuple([self.build(c, positive) for c in node.children]))  # type: ignore[union-attr]
+        if kind is ast.Not:
+            return NotPlan(node, self.build(node.child, False))  # type: ignore[union-attr]
         leaf = self._resolved.get(node)
         if leaf is None:
             leaf = self._resolved[node] = self._leaf(node)
@@ -165,7 +183,7 @@ class _Builder:
         return leaf
 
     def _ids(self, terms: list[str]) -> tuple[int, ...]:
-        return tuple(self.r.term_id(t) for t in terms)
+        return tuple(map(self.r.term_id, terms))
 
     def _positions(self, tid: int) -> int:
         return int(self.r.pos_ptr[tid + 1] - self.r.pos_ptr[tid]) if tid >= 0 else 0
