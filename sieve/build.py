@@ -130,4 +130,8 @@ def build(
             writer.add_batch(batch, key)
             if progress is not None:
                 progress(writer.documents, writer.bytes_in)
+    if not writer.documents:
+        # An index of nothing answers every query with nothing: almost always a wrong path or format.
+        what = f"every record was skipped ({report.skipped:,}; first: {report.errors[0]})" if report.skipped else "the corpus has no records"
+        raise CorpusError(f"nothing to index: {what}", report.source or None)
     return writer.finish({"source": report.source, "skipped": report.skipped})

@@ -5,6 +5,7 @@ from __future__ import annotations
 import gzip
 import json
 import os
+import zlib
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import IO, Any, Iterable, Iterator, Literal, Union
@@ -44,36 +45,56 @@ def corpus_file(path: str | os.PathLike) -> Path:
     return p
 
 
-def _open_text(path: Path) -> IO[str]:
-    if path.suffix == ".gz":
-        return gzip.open(path, "rt", encoding="utf-8")
-    return open(path, encoding="utf-8")
+def _open_bytes(path: Path) -> IO[bytes]:
+    return gzip.open(path, "rb") if path.suffix == ".gz" else open(path, "rb")
+
+
+_BOM = b"\xef\xbb\xbf"
+# What a damaged or cut-short gzip stream raises while it is read.
+_STREAM_ERRORS = (EOFError, OSError, zlib.error)
 
 
 def raw_lines(path: Path) -> Iterator[tuple[int, str | CorpusError]]:
-    """(1-based line number, text) of each non-blank line, or a CorpusError where decoding failed."""
+    """(1-based line number, text) of each non-blank line, or a CorpusError for a line that is not
+    UTF-8 (the lines after it are still read).
+
+    Lines end at `\n` only: a `\r` inside a record (raw, in a JSON string) does not split it. A
+    UTF-8 byte-order mark at the start of the file is dropped. A compressed file that ends early
+    or is damaged gives one CorpusError at the line where reading stopped."""
     name = str(path)
-    with _open_text(path) as fh:
+    with _open_bytes(path) as fh:
         lineno = 0
         while True:
             try:
-                line = fh.readline()
-            except UnicodeDecodeError as e:
-                yield lineno + 1, CorpusError(f"not UTF-8 text ({e.reason})", name, lineno + 1)
+                raw = fh.readline()
+            except _STREAM_ERRORS as e:
+                yield lineno + 1, CorpusError(f"the compressed file is cut short or damaged here ({e}); the records before this line were read", name, lineno + 1)
                 return
-            if not line:
+            if not raw:
                 return
             lineno += 1
+            if lineno == 1 and raw.startswith(_BOM):
+                raw = raw[len(_BOM):]
+            try:
+                line = raw.decode("utf-8")
+            except UnicodeDecodeError as e:
+                yield lineno, CorpusError(f"not UTF-8 text ({e.reason} at byte {e.start + 1} of the line)", name, lineno)
+                continue
             if line.strip():
                 yield lineno, line
 
 
 def parse_line(name: str, lineno: int, line: str) -> Any:
-    """The JSON record of one line, or a CorpusError naming the line."""
+    """The JSON record of one line, or a CorpusError naming the line. Raw control characters inside
+    strings (a tab, a lone `\r`) are accepted and kept: many crawls have them."""
     try:
-        return json.loads(line)
+        return json.loads(line, strict=False)
     except json.JSONDecodeError as e:
         return CorpusError(f"invalid JSON: {e.msg} (column {e.colno})", name, lineno)
+    except RecursionError:
+        return CorpusError("invalid JSON: nested too deeply", name, lineno)
+    except ValueError:  # Python refuses to read an integer of more than 4,300 digits
+        return CorpusError("invalid JSON: a number too long to read (more than 4,300 digits)", name, lineno)
 
 
 def _records(source: Source) -> Iterator[tuple[str | None, int, Any]]:

@@ -65,9 +65,16 @@ class Document:
         return rec
 
 
+_SURROGATE = re.compile("[\ud800-\udfff]")
+
+
 def _text(value: Any, what: str) -> str:
     if not isinstance(value, str):
         raise CorpusError(f"{what} must be a string, got {type(value).__name__}")
+    if not value.isascii():  # isascii is O(1); the search runs only on non-ASCII text
+        bad = _SURROGATE.search(value)
+        if bad:
+            raise CorpusError(f"{what} holds a lone surrogate U+{ord(bad.group()):04X} at character {bad.start()} (not valid Unicode text)")
     return value
 
 
@@ -75,19 +82,19 @@ def _author(value: Any) -> str | None:
     if value is None:
         return None
     if isinstance(value, str):
-        return value
+        return _text(value, "author")
     if isinstance(value, list) and all(isinstance(a, str) for a in value):
-        return "; ".join(value)
+        return _text("; ".join(value), "author")
     raise CorpusError(f"author must be a string or a list of strings, got {type(value).__name__}")
 
 
 def _infobox_value(key: str, value: Any) -> str:
     if isinstance(value, str):
-        return value
+        return _text(value, f"infobox value of {key!r}")
     if isinstance(value, (int, float)) and not isinstance(value, bool):
         return str(value)
     if isinstance(value, list) and all(isinstance(v, (str, int, float)) for v in value):
-        return "; ".join(str(v) for v in value)
+        return _text("; ".join(str(v) for v in value), f"infobox value of {key!r}")
     raise CorpusError(f"infobox value of {key!r} must be a string, number or list of them")
 
 
@@ -104,7 +111,7 @@ def _infobox(value: Any) -> dict[str, str]:
             if ":" not in part:
                 raise CorpusError(f"infobox item {part.strip()!r} has no 'key: value' colon")
             k, v = part.split(":", 1)
-            box[k.strip()] = v.strip()
+            box[_text(k.strip(), "infobox key")] = _text(v.strip(), f"infobox value of {k.strip()!r}")
         return box
     raise CorpusError(f"infobox must be an object or a 'k: v; k: v' string, got {type(value).__name__}")
 
@@ -144,31 +151,32 @@ def _sections(rec: Mapping[str, Any]) -> tuple[Section, ...]:
     return tuple(out)
 
 
-def document_from_record(rec: Any, from_json: bool = False) -> Document:
+def document_from_record(rec: Any) -> Document:
     """Validate one corpus record; raises CorpusError naming what is wrong (without a file or line).
 
-    `from_json` says the record was just decoded from JSON, so its metadata is serialisable.
     """
     if not isinstance(rec, dict):
         raise CorpusError(f"a record must be a JSON object, got {type(rec).__name__}")
-    ids = [rec[k] for k in ("id", "_id") if k in rec]
-    if not ids or ids[0] is None or ids[0] == "":
+    ids = [rec[k] for k in ("id", "_id") if rec.get(k) is not None and rec.get(k) != ""]  # a null id is no id
+    if not ids:
         raise CorpusError("missing id (give 'id' or '_id')")
     norm = []
     for v in ids:
         if isinstance(v, bool) or not isinstance(v, (str, int)):
             raise CorpusError(f"id must be a string or an integer, got {type(v).__name__}")
-        norm.append(str(v))
+        norm.append(_text(str(v), "id"))
     if len(set(norm)) > 1:
         raise CorpusError(f"'id' {norm[0]!r} and '_id' {norm[1]!r} disagree")
     title = rec.get("title")
     metadata = {k: v for k, v in rec.items() if k not in _KNOWN_KEYS}
     if "sections" in rec and rec.get("text") is not None:
         metadata["text"] = _text(rec["text"], "text")  # kept, not indexed: the sections carry the body
-    if metadata and not from_json:
-        try:
-            json.dumps(metadata)
-        except (TypeError, ValueError):
+    if metadata:
+        try:  # stored as UTF-8 JSON: every value must serialise and every string be valid Unicode
+            json.dumps(metadata, ensure_ascii=False).encode()
+        except UnicodeEncodeError as e:  # before ValueError, its base class
+            raise CorpusError(f"metadata holds a lone surrogate U+{ord(e.object[e.start]):04X} (not valid Unicode text)") from None
+        except (TypeError, ValueError, RecursionError):
             raise CorpusError("metadata must be JSON-serialisable") from None
     return Document(
         id=norm[0],
@@ -182,11 +190,8 @@ def document_from_record(rec: Any, from_json: bool = False) -> Document:
 
 
 def checked_document(rec: Any, file: str | None, line: int | None) -> Document:
-    """`document_from_record`, with the error turned into a CorpusError naming file and line.
-
-    A record with a file name was decoded from that file's JSON.
-    """
+    """`document_from_record`, with the error turned into a CorpusError naming file and line."""
     try:
-        return document_from_record(rec, from_json=file is not None)
+        return document_from_record(rec)
     except CorpusError as e:
         raise CorpusError(e.message, file, line) from None

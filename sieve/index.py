@@ -66,11 +66,17 @@ class Match:
         return [self._reader.doc_id(int(d)) for d in self.docs]
 
 
+def _as_path(value: object, what: str) -> Path:
+    if not isinstance(value, (str, os.PathLike)):
+        raise InvalidArgumentError(f"{what} must be a path (a string or os.PathLike), got {type(value).__name__}")
+    return Path(value)
+
+
 class Index:
     """An opened, read-only index. Safe to share between threads."""
 
     def __init__(self, path: str | os.PathLike, verify: bool = False, limits: Limits = Limits(), bm25: BM25Params = BM25Params()) -> None:
-        self.path = Path(path)
+        self.path = _as_path(path, "an index path")
         self.generation = storage.current_generation(self.path)
         self.reader = IndexReader(self.generation, verify=verify)
         self.limits = limits
@@ -203,7 +209,9 @@ def build_index(
     """
     from sieve.build import build
 
-    commit = storage.Commit(path, force=force)
+    if not isinstance(source, (str, os.PathLike)) and not hasattr(source, "__iter__"):
+        raise InvalidArgumentError(f"a corpus must be a path or an iterable of records, got {type(source).__name__}")
+    commit = storage.Commit(_as_path(path, "an index path"), force=force)
     try:
         build(source, commit.gen_dir, on_error=on_error, report=report, progress=progress, jobs=jobs)
         commit.commit()

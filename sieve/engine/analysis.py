@@ -64,11 +64,16 @@ SEPARATOR = "\x00"  # never part of a term, so it can mark where one text ends i
 _WORD_OR_SEP = re.compile(r"[^\W_]+|\x00")
 
 
+def _no_nul(text: str) -> str:
+    return text.replace(SEPARATOR, " ") if SEPARATOR in text else text
+
+
 def analyze_joined(texts: list[str]) -> list[str]:
     """The terms of many texts in one pass, each text's terms followed by SEPARATOR.
 
     Equal to concatenating `analyze(t) + [SEPARATOR]` for each text, but one regex call per batch
     instead of one per text: indexing spends most of its time here.
     """
-    joined = SEPARATOR.join(t.lower() if t.isascii() else fold(t) for t in texts) + SEPARATOR
+    # A NUL inside a text would read as the end of a unit: it separates words, like a space.
+    joined = SEPARATOR.join(_no_nul(t.lower() if t.isascii() else fold(t)) for t in texts) + SEPARATOR
     return _WORD_OR_SEP.findall(joined)

@@ -186,7 +186,7 @@ class IndexReader:
 
     def doc_number(self, doc_id: str) -> int:
         """Internal number of a document id, or -1."""
-        i = self.ids.find(doc_id.encode())
+        i = self.ids.find(doc_id.encode("utf-8", "surrogatepass"))  # ids are valid Unicode: a surrogate finds none
         return int(self.id_doc[i]) if i >= 0 else -1
 
     def doc_id(self, d: int) -> str:
