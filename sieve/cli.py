@@ -86,8 +86,10 @@ def cmd_match(args: argparse.Namespace) -> int:
         _print_json({"query": m.query, "count": m.count, "ids": ids, "ms": round(ms, 3)})
         return 0
     print(f"{m.count} documents match {m.query}  ({ms:.2f} ms)")
+    from sieve.tools.safe import inline
+
     for i in ids:
-        print(i)
+        print(inline(i))  # an id is document data: no escape sequence reaches the terminal
     if len(ids) < m.count:
         print(f"... {m.count - len(ids)} more (use --limit to show more)")
     return 0

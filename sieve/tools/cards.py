@@ -15,6 +15,7 @@ from typing import Any, Sequence
 
 from sieve.engine.search import Hit, Results
 from sieve.index import Index
+from sieve.tools.safe import inline
 from sieve.tools.snippets import Matcher, Snippet, best_snippet
 from sieve.tools.style import PLAIN, Style
 
@@ -79,16 +80,17 @@ def card(index: Index, hit: Hit, matcher: Matcher, config: CardConfig = CardConf
     """One hit as text. `structured=False` gives the plain baseline's card: title and snippet only."""
     meta = _meta(index, hit)
     headings: list[str] = meta["headings"]
-    head = f"[{hit.rank}] {style.id(hit.doc_id)} — {meta['title']}"
+    shown_headings = [inline(h) for h in headings]  # nothing from a document may start a line of its own
+    head = f"[{hit.rank}] {style.id(inline(hit.doc_id))} — {inline(meta['title'])}"
     lines = []
     if structured:
         if meta.get("date"):
-            head += f" · {meta['date']}"
+            head += f" · {inline(meta['date'])}"
         if meta.get("author"):
-            head += f" · by {_authors(meta['author'], config.max_authors)}"
+            head += f" · by {_authors(inline(meta['author']), config.max_authors)}"
         keep = set(hit.matched_sections(headings))
-        line = "§" + shortened(headings, keep, config.max_headings, style)
-        keys = list(meta.get("infobox", {}))
+        line = "§" + shortened(shown_headings, keep, config.max_headings, style)
+        keys = [inline(k) for k in meta.get("infobox", {})]
         if keys:
             line += " ib" + shortened(keys, set(), config.max_infobox_keys)
         if hit.fields:
@@ -96,7 +98,7 @@ def card(index: Index, hit: Hit, matcher: Matcher, config: CardConfig = CardConf
         lines.append(line)
     snip = hit_snippet(index, hit, headings, matcher, config, style)
     if snip is not None:
-        where = f"{style.section(headings[snip.section])}: " if structured else ""
+        where = f"{style.section(shown_headings[snip.section])}: " if structured else ""
         lines.append(f"» {where}{snip.text}")
     return "\n".join([head] + ["    " + ln for ln in lines])
 

@@ -11,6 +11,7 @@ from functools import lru_cache
 from typing import Callable
 
 from sieve.tools.parts import split_parts
+from sieve.tools.safe import inline, shown
 from sieve.tools.sections import Target, heading_labels, label, resolve
 from sieve.tools.tokens import TokenCounter, WhitespaceCounter
 from sieve.documents import Document
@@ -93,8 +94,9 @@ def contents_text(doc: Document, counter: TokenCounter) -> str:
 
 def outline_text(doc: Document, counter: TokenCounter) -> str:
     """What `show` prints: the document's facts, then its sections with their lengths."""
+    doc = shown(doc)  # nothing in a document can forge a line or reach a terminal as an escape
     n = len(doc.sections)
-    return f"{doc.id}\n{facts_text(doc)}\n{n} section{'s' if n != 1 else ''}:\n" + "\n".join(
+    return f"{inline(doc.id)}\n{facts_text(doc)}\n{n} section{'s' if n != 1 else ''}:\n" + "\n".join(
         "  " + line for line in contents_text(doc, counter).splitlines())
 
 
@@ -120,7 +122,7 @@ def _render(doc: Document, what: str, section: str | None, text: str, part: int,
     counter = config.counter
 
     def header(p: int, n: int) -> str:
-        base = f"[{doc.id}] {doc.title} {what}"
+        base = f"[{inline(doc.id)}] {doc.title} {what}"
         return base + (f" · part {p} of {n}" if n > 1 else "")
 
     def footer(p: int, n: int) -> str:
@@ -131,7 +133,7 @@ def _render(doc: Document, what: str, section: str | None, text: str, part: int,
     spans = _spans(text, max(config.cap - overhead, 1), counter)
     n = len(spans)
     if isinstance(part, bool) or not isinstance(part, int) or not 1 <= part <= n:
-        which = f"section {section!r} of {doc.id}" if section is not None else doc.id
+        which = f"section {section!r} of {inline(doc.id)}" if section is not None else inline(doc.id)
         raise InvalidArgumentError(f"{which} has {n} part{'s' if n > 1 else ''}, so there is no part {part}")
     a, b = spans[part - 1]
     body = text[a:b] if n == 1 else text[a:b].lstrip("\n").rstrip()
@@ -143,12 +145,14 @@ def _render(doc: Document, what: str, section: str | None, text: str, part: int,
 
 def read_section(doc: Document, name: str, part: int = 1, config: ReadConfig = ReadConfig()) -> Read:
     """`fetch` of one section or view; raises SectionNameError or InvalidArgumentError."""
+    doc = shown(doc)  # nothing in a document can forge a line or reach a terminal as an escape
     target = resolve(doc, name)
-    shown, section, text = _target_text(doc, target, config.counter)
-    return _render(doc, f"§ {shown}", section, text, part, config)
+    what, section, text = _target_text(doc, target, config.counter)
+    return _render(doc, f"§ {what}", section, text, part, config)
 
 
 def read_document(doc: Document, part: int = 1, config: ReadConfig = ReadConfig()) -> Read:
     """`visit`: the whole document, every section with its heading."""
+    doc = shown(doc)  # nothing in a document can forge a line or reach a terminal as an escape
     n = len(doc.sections)
     return _render(doc, f"· whole document, {n} section{'s' if n != 1 else ''}", None, document_text(doc), part, config)

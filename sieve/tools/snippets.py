@@ -16,6 +16,7 @@ import numpy as np
 
 from sieve.engine.analysis import analyze, fold
 from sieve.engine.search import Results
+from sieve.tools.safe import inline
 
 _WORD = re.compile(r"\S+")
 MAX_WORD_CHARS = 40  # a base64 blob or a URL is one "word" but floods a card
@@ -145,6 +146,7 @@ def best_window(hits: Hits, n: int, width: int) -> tuple[tuple[int, int], int]:
 
 
 def _short(word: str) -> str:
+    word = inline(word)  # a control character inside a word (ESC, NUL) never reaches the reader
     return word if len(word) <= MAX_WORD_CHARS else word[:MAX_WORD_CHARS] + "…"
 
 
