@@ -11,7 +11,7 @@ from functools import lru_cache
 from typing import Callable
 
 from sieve.tools.parts import split_parts
-from sieve.tools.safe import inline, shown
+from sieve.tools.safe import block, inline, shown
 from sieve.tools.sections import Target, heading_labels, label, resolve
 from sieve.tools.tokens import TokenCounter, WhitespaceCounter
 from sieve.documents import Document
@@ -94,7 +94,7 @@ def contents_text(doc: Document, counter: TokenCounter) -> str:
 
 def outline_text(doc: Document, counter: TokenCounter) -> str:
     """What `show` prints: the document's facts, then its sections with their lengths."""
-    doc = shown(doc)  # nothing in a document can forge a line or reach a terminal as an escape
+    doc = shown(doc, texts=False)  # nothing in a document can forge a line or reach a terminal as an escape
     n = len(doc.sections)
     return f"{inline(doc.id)}\n{facts_text(doc)}\n{n} section{'s' if n != 1 else ''}:\n" + "\n".join(
         "  " + line for line in contents_text(doc, counter).splitlines())
@@ -110,7 +110,7 @@ def document_text(doc: Document) -> str:
 def _target_text(doc: Document, target: Target, counter: TokenCounter) -> tuple[str, str, str]:
     """(name shown, name that selects it again, text) of a resolved target."""
     if isinstance(target, int):
-        return heading_labels(doc)[target], label(doc, target), doc.sections[target].text
+        return heading_labels(doc)[target], label(doc, target), block(doc.sections[target].text)
     if target == "facts":
         return "facts", "facts", facts_text(doc)
     if target == "infobox":
@@ -145,7 +145,7 @@ def _render(doc: Document, what: str, section: str | None, text: str, part: int,
 
 def read_section(doc: Document, name: str, part: int = 1, config: ReadConfig = ReadConfig()) -> Read:
     """`fetch` of one section or view; raises SectionNameError or InvalidArgumentError."""
-    doc = shown(doc)  # nothing in a document can forge a line or reach a terminal as an escape
+    doc = shown(doc, texts=False)  # the one section read is cleaned in _target_text
     target = resolve(doc, name)
     what, section, text = _target_text(doc, target, config.counter)
     return _render(doc, f"§ {what}", section, text, part, config)

@@ -34,8 +34,9 @@ def block(text: str) -> str:
     return text.translate(_BLOCK)
 
 
-def shown(doc: Document) -> Document:
-    """`doc` as the tools show it: one-line fields through `inline`, section texts through `block`.
+def shown(doc: Document, texts: bool = True) -> Document:
+    """`doc` as the tools show it: one-line fields through `inline`, section texts through `block`
+    (`texts=False` leaves the texts for the caller: a fetch shows one section, not all of them).
     The id is kept as it is (it names the document); renderers pass it through `inline`."""
     return replace(
         doc,
@@ -43,5 +44,5 @@ def shown(doc: Document) -> Document:
         author=None if doc.author is None else inline(doc.author),
         date=None if doc.date is None else inline(doc.date),
         infobox={inline(k): inline(v) for k, v in doc.infobox.items()},
-        sections=tuple(Section(inline(s.heading), block(s.text)) for s in doc.sections),
+        sections=tuple(Section(inline(s.heading), block(s.text) if texts else s.text) for s in doc.sections),
     )
