@@ -246,10 +246,10 @@ class DenseIndex:
 
     def exact(self, q: np.ndarray, docs: np.ndarray | None, k: int) -> tuple[np.ndarray, np.ndarray]:
         if docs is None:
-            sims = self.vectors @ q
+            sims = self.vectors.whole() @ q
             return top_k(np.arange(len(sims)), sims.astype(np.float64), k)
         # Gathering rows costs more than scoring them all once the set is a sizeable share.
-        sims = (self.vectors @ q)[docs] if len(docs) * 8 > len(self.vectors) else self.vectors[docs] @ q
+        sims = (self.vectors.whole() @ q)[docs] if len(docs) * 8 > len(self.vectors) else self.vectors[docs] @ q
         return top_k(docs, sims.astype(np.float64), k)
 
     def approximate(self, q: np.ndarray, bits: np.ndarray | None, k: int) -> tuple[np.ndarray, np.ndarray]:

@@ -81,7 +81,7 @@ class Evaluator:
         return bitset.from_ids(docs, self.n)
 
     def dates(self, lo: int | None, hi: int | None) -> np.ndarray:
-        col = self.r.dates
+        col = np.asarray(self.r.dates)
         keep = col != NO_DATE
         if lo is not None:
             keep &= col >= lo

@@ -24,13 +24,14 @@ FILES = (
 )
 
 
-def search_sorted(arr: np.ndarray, values: Any, side: str = "left") -> np.ndarray:
+def search_sorted(arr: Any, values: Any, side: str = "left") -> np.ndarray:
     """`np.searchsorted` with the values cast to the array's dtype first.
 
     numpy otherwise casts the (memory-mapped, possibly huge) array to the values' dtype on every
     call, turning a binary search into a full copy. Values must fit the array's dtype.
     """
-    return np.searchsorted(arr, np.asarray(values).astype(arr.dtype, copy=False), side=side)  # type: ignore[call-overload]
+    a = np.asarray(arr)  # an ArrayFile is verified whole first: a binary search reads anywhere in it
+    return np.searchsorted(a, np.asarray(values).astype(a.dtype, copy=False), side=side)  # type: ignore[call-overload]
 
 
 class StringTable(Sequence[bytes]):
@@ -94,14 +95,15 @@ class IndexReader:
         files = m.get("files")
         if not isinstance(files, dict):
             raise IndexDamagedError(storage.MANIFEST, "has no file list")
-        a: dict[str, np.ndarray] = {}
+        a: dict[str, storage.ArrayFile] = {}
         for name in FILES:
             entry = files.get(name)
             if not isinstance(entry, dict) or not {"size", "crc32"} <= entry.keys():
                 raise IndexDamagedError(name, "not listed in the manifest")
             a[name] = storage.open_array(gen_dir / name, name, entry, verify=verify)
         self.n_docs = int(m["stats"]["documents"])
-        self.terms = StringTable(a["terms.blob.sva"], a["terms.off.sva"])
+        # The tables sample every 64th entry when opened: verified whole, then read as plain arrays.
+        self.terms = StringTable(a["terms.blob.sva"].whole(), a["terms.off.sva"].whole())
         self.text_df = a["terms.df.sva"]  # documents with the term in title, headings or body
         self.post_ptr, self.post_doc, self.post_mask = a["post.ptr.sva"], a["post.doc.sva"], a["post.mask.sva"]
         self._tf = (a["post.tf.sva"], a["post.tf.big.idx.sva"], a["post.tf.big.val.sva"])
@@ -111,7 +113,7 @@ class IndexReader:
         self.doc_units, self.dates, self.field_len, self.doc_len = a["doc.units.sva"], a["doc.date.sva"], a["doc.flen.sva"], a["doc.len.sva"]
         self.meta_blob, self.meta_off = a["store.meta.sva"], a["store.meta.off.sva"]
         self.text_blob, self.text_off, self.doc_sections = a["store.text.sva"], a["store.text.off.sva"], a["store.sections.sva"]
-        self.ids = StringTable(a["ids.blob.sva"], a["ids.off.sva"])
+        self.ids = StringTable(a["ids.blob.sva"].whole(), a["ids.off.sva"].whole())
         self.id_doc, self.id_rank = a["ids.doc.sva"], a["ids.rank.sva"]
         self._check_shapes()
         # One query looks each term up three times (filter, scorer, explanation) and agents repeat

@@ -134,7 +134,7 @@ def test_check_finds_damage_in_big_files_that_open_does_not_read(built: Path, mo
     index = sieve.open_index(built)  # cheap open: header, sizes, footer only
     with pytest.raises(IndexDamagedError) as info:
         index.check()
-    assert str(info.value) == "index damaged: store.text.sva: checksum mismatch (the contents are damaged)"
+    assert str(info.value) == "index damaged: store.text.sva: checksum mismatch in bytes 0..85 of the payload (the contents are damaged)"
 
 
 def test_damaged_manifest(built: Path) -> None:
@@ -150,7 +150,7 @@ def test_damaged_manifest(built: Path) -> None:
     assert str(info.value) == "index damaged: manifest.json: not valid JSON (damaged or truncated)"
 
 
-@pytest.mark.parametrize("version, word", [(99, "newer"), (0, "older")])
+@pytest.mark.parametrize("version, word", [(99, "newer"), (1, "older")])
 def test_other_format_versions(built: Path, version: int, word: str) -> None:
     gen = _gen(built)
     body = json.loads((gen / storage.MANIFEST).read_text())
@@ -159,7 +159,7 @@ def test_other_format_versions(built: Path, version: int, word: str) -> None:
     storage.write_manifest(gen, body)
     with pytest.raises(IndexFormatError) as info:
         sieve.open_index(built)
-    assert f"index format version {version} at {gen} is {word} than this sieve supports (1)" in str(info.value)
+    assert f"index format version {version} at {gen} is {word} than this sieve supports (2)" in str(info.value)
     assert info.value.found == version
 
 
