@@ -11,6 +11,7 @@ from sieve.errors import (
     IndexDirectoryError,
     IndexExistsError,
     IndexFormatError,
+    IndexLockedError,
     IndexNotFoundError,
     InvalidArgumentError,
     SieveError,
@@ -23,6 +24,6 @@ __version__ = "0.1.0"
 
 __all__ = [
     "BQLError", "BQLLimitError", "BQLSyntaxError", "CorpusError", "CorpusReport", "Document", "Index",
-    "IndexDamagedError", "IndexDirectoryError", "IndexExistsError", "IndexFormatError", "IndexNotFoundError", "InvalidArgumentError", "Match", "Hit", "Results", "Section", "SieveError",
+    "IndexDamagedError", "IndexDirectoryError", "IndexExistsError", "IndexFormatError", "IndexLockedError", "IndexNotFoundError", "InvalidArgumentError", "Match", "Hit", "Results", "Section", "SieveError",
     "UnknownDocumentError", "build_index", "open_index", "read_documents",
 ]

@@ -100,6 +100,14 @@ class IndexExistsError(IndexDirectoryError, FileExistsError):
         return str(self.args[0])
 
 
+class IndexLockedError(IndexDirectoryError):
+    """Another process is writing this index (a build or an embed holds its lock)."""
+
+    def __init__(self, path: str, holder: str) -> None:
+        self.path = path
+        super().__init__(f"{path} is locked: another build or embed is writing it ({holder}); wait for it to finish")
+
+
 class InvalidArgumentError(SieveError, ValueError):
     """An API or tool argument has the wrong type or value; the message says which and why."""
 

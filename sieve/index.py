@@ -19,7 +19,7 @@ from sieve.engine.bm25 import BM25Params
 from sieve.engine.plan import Limits, Plan
 from sieve.engine.reader import FILES, IndexReader
 from sieve.engine.search import Results, Searcher, check_request
-from sieve.errors import IndexDamagedError, InvalidArgumentError, SieveError, UnknownDocumentError
+from sieve.errors import IndexDamagedError, IndexDirectoryError, InvalidArgumentError, SieveError, UnknownDocumentError
 
 
 @lru_cache(maxsize=4096)
@@ -77,8 +77,7 @@ class Index:
 
     def __init__(self, path: str | os.PathLike, verify: bool = False, limits: Limits = Limits(), bm25: BM25Params = BM25Params()) -> None:
         self.path = _as_path(path, "an index path")
-        self.generation = storage.current_generation(self.path)
-        self.reader = IndexReader(self.generation, verify=verify)
+        self.generation, self.reader = _open_current(self.path, verify)
         self.limits = limits
         self.searcher = Searcher(self.reader, bm25)
         self.manifest = self.reader.manifest
@@ -170,10 +169,25 @@ class Index:
             raise InvalidArgumentError(f"document {doc_id!r} has {len(headings)} section{'s' if len(headings) != 1 else ''}, numbered from 0; there is no section {j!r}")
         return Section(headings[j], self.reader.section_text(d, j))
 
+    @property
+    def retired(self) -> bool:
+        """True once a newer build has replaced the generation this Index reads (it keeps
+        answering from its open files; open the index again to see the new one)."""
+        try:
+            return storage.current_generation(self.path) != self.generation
+        except IndexDirectoryError:
+            return True
+
     def check(self) -> list[str]:
         """Verify every byte of every file; returns the names checked, raises IndexDamagedError.
 
-        CURRENT and the manifest are read again, so damage done since the index was opened is found too."""
+        CURRENT and the manifest are read again, so damage done since the index was opened is found
+        too. If a newer build has retired this Index's generation (see `retired`), the files it
+        still has open are verified instead: they are what it answers from."""
+        if self.retired and not self.generation.is_dir():
+            for name in FILES:
+                self.reader.files[name].verify(self.manifest["files"][name]["crc32"])
+            return list(FILES)
         storage.current_generation(self.path)
         if storage.read_manifest(self.generation) != self.manifest:
             raise IndexDamagedError(storage.MANIFEST, "changed since the index was opened")
@@ -183,6 +197,34 @@ class Index:
         from sieve.dense.store import verify_embeddings
 
         return list(FILES) + verify_embeddings(self.path)
+
+
+def _open_current(path: Path, verify: bool) -> tuple[Path, IndexReader]:
+    """The generation CURRENT names, opened. A `--force` build may switch CURRENT and remove the
+    old generation while this runs; then its files vanish under us, and the new one is opened.
+    Damage that stays put (the same error twice, or files missing from the current generation)
+    is raised."""
+    last: IndexDamagedError | None = None
+    for _ in range(8):
+        try:
+            gen = storage.current_generation(path)
+        except IndexDamagedError as e:
+            if last is not None and str(e) == str(last):
+                raise
+            last = e
+            continue
+        try:
+            return gen, IndexReader(gen, verify=verify)
+        except IndexDamagedError as e:
+            try:
+                again = storage.current_generation(path)
+            except IndexDamagedError:
+                again = None
+            if again == gen and gen.is_dir():
+                raise
+            last = e
+    assert last is not None
+    raise last
 
 
 def open_index(path: str | os.PathLike, verify: bool = False, limits: Limits = Limits()) -> Index:

@@ -1,36 +1,51 @@
 """A client for the OpenAI chat-completions protocol (vLLM's server, or any other), on the stdlib.
 
-Retries with exponential backoff on connection errors, timeouts, 429 and 5xx; a prompt over the
-context window is its own error (`ContextLengthError`) so the loop can end the episode through the
+Retries with exponential backoff on server faults: connection errors, 429 and 5xx, and replies that
+are cut short, too slow (`timeout` bounds a whole attempt, not just each read), too large
+(`max_reply_bytes`) or malformed (not the protocol's shape). Each fault is retried and, when the
+retries run out, raised as an `LLMError` with `fault=True` and its reason. A prompt over the context
+window is its own error (`ContextLengthError`) so the loop can end the episode through the
 final-answer path. Every call's server-reported token usage is kept.
 """
 
 from __future__ import annotations
 
+import http.client
 import json
+import math
 import random
 import socket
+import threading
 import time
-import urllib.error
-import urllib.request
+import urllib.parse
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, Callable, TypeVar
 
 from sieve.errors import SieveError
 
 RETRY_STATUS = {408, 409, 429, 500, 502, 503, 504}
+MAX_REPLY_BYTES = 32 << 20  # a chat completion is kilobytes; anything near this is a broken server
+T = TypeVar("T")
 
 
 class LLMError(SieveError):
-    """The model server could not give an answer (after retries), or refused the request."""
+    """The model server could not give an answer (after retries), or refused the request.
 
-    def __init__(self, message: str, status: int | None = None) -> None:
+    `fault` is True for server faults (unreachable, 5xx/429, cut short, too slow, too large,
+    malformed): worth running again later. False for refusals of the request itself (other 4xx)."""
+
+    def __init__(self, message: str, status: int | None = None, fault: bool = False) -> None:
         self.status = status
+        self.fault = fault
         super().__init__(message)
 
 
 class ContextLengthError(LLMError):
     """The prompt is longer than the model's context window (HTTP 400 from the server)."""
+
+
+class _Fault(Exception):
+    """One attempt failed in a way worth retrying; the message is the recorded reason."""
 
 
 @dataclass(frozen=True)
@@ -57,6 +72,64 @@ def _is_context_error(status: int, body: str) -> bool:
     return status == 400 and ("maximum context length" in text or "context length" in text or "too many tokens" in text)
 
 
+def _content(value: Any) -> str:
+    """Message content: a string, null, or a list of parts (the OpenAI form) whose text parts are joined."""
+    if value is None:
+        return ""
+    if isinstance(value, str):
+        return value
+    if isinstance(value, list):
+        texts = []
+        for part in value:
+            if isinstance(part, str):
+                texts.append(part)
+            elif isinstance(part, dict) and isinstance(part.get("text"), str):
+                texts.append(part["text"])
+            elif not (isinstance(part, dict) and isinstance(part.get("type"), str)):
+                raise _Fault(f"malformed reply: a content part is {type(part).__name__}")
+        return "".join(texts)
+    raise _Fault(f"malformed reply: message content is {type(value).__name__}")
+
+
+def _count(usage: dict[str, Any], key: str) -> int:
+    v = usage.get(key)
+    if v is None:
+        return 0
+    if isinstance(v, bool) or not isinstance(v, (int, float)) or not math.isfinite(v) or v < 0 or v != int(v) or v > 1 << 40:
+        raise _Fault(f"malformed reply: usage.{key} is {str(v)[:40]}")
+    return int(v)
+
+
+def parse_completion(data: Any) -> tuple[str, tuple[ToolCall, ...], str, int, int]:
+    """(content, tool calls, finish reason, prompt tokens, completion tokens) of a chat completion;
+    raises _Fault naming what is malformed."""
+    if not isinstance(data, dict):
+        raise _Fault(f"malformed reply: a JSON {type(data).__name__}, not an object")
+    choices = data.get("choices")
+    if not isinstance(choices, list) or not choices or not isinstance(choices[0], dict):
+        raise _Fault("malformed reply: no choices list")
+    choice = choices[0]
+    msg = choice.get("message") or {}
+    if not isinstance(msg, dict):
+        raise _Fault("malformed reply: message is not an object")
+    raw_calls = msg.get("tool_calls") or []
+    if not isinstance(raw_calls, list):
+        raise _Fault("malformed reply: tool_calls is not a list")
+    calls = []
+    for i, c in enumerate(raw_calls):
+        fn = c.get("function") if isinstance(c, dict) else None
+        if not isinstance(fn, dict) or not isinstance(fn.get("name"), str):
+            raise _Fault(f"malformed reply: tool call {i} has no function name")
+        args = fn.get("arguments")
+        args = args if isinstance(args, str) and args else json.dumps(args) if isinstance(args, dict) else "{}"
+        calls.append(ToolCall(str(c.get("id") or f"call_{i}"), fn["name"], args))
+    usage = data.get("usage") or {}
+    if not isinstance(usage, dict):
+        raise _Fault("malformed reply: usage is not an object")
+    finish = choice.get("finish_reason")
+    return _content(msg.get("content")), tuple(calls), finish if isinstance(finish, str) else "", _count(usage, "prompt_tokens"), _count(usage, "completion_tokens")
+
+
 class ChatClient:
     """`base_url` includes `/v1`, as the openai client's base_url does."""
 
@@ -69,65 +142,116 @@ class ChatClient:
         max_retries: int = 4,
         backoff: float = 0.5,
         max_backoff: float = 8.0,
+        max_reply_bytes: int = MAX_REPLY_BYTES,
     ) -> None:
         self.base_url = base_url.rstrip("/")
+        url = urllib.parse.urlsplit(self.base_url)
+        if url.scheme not in ("http", "https") or not url.hostname:
+            raise LLMError(f"model server URL must be http(s)://host[:port]/v1, not {base_url!r}")
+        self._url = url
         self.model = model
         self.api_key = api_key
-        self.timeout = timeout
+        self.timeout = timeout  # the longest one attempt may take, reply included
         self.max_retries = max_retries
         self.backoff = backoff
         self.max_backoff = max_backoff
+        self.max_reply_bytes = max_reply_bytes
         self._rng = random.Random(0)
 
-    def _request(self, method: str, path: str, body: dict[str, Any] | None = None) -> tuple[dict[str, Any], int]:
-        """(decoded JSON, attempts). Retries what is worth retrying; raises LLMError otherwise."""
+    def _exchange(self, method: str, path: str, data: bytes | None, headers: dict[str, str]) -> tuple[int, bytes]:
+        """One HTTP exchange: (status, body). A watchdog shuts the socket at the deadline, so a
+        server that dribbles its headers or body cannot hold the call longer than `timeout`."""
+        u = self._url
+        conn_type = http.client.HTTPSConnection if u.scheme == "https" else http.client.HTTPConnection
+        conn = conn_type(u.hostname or "", u.port, timeout=self.timeout)
+        expired = threading.Event()
+
+        def expire() -> None:
+            expired.set()
+            sock = conn.sock
+            if sock is not None:
+                try:
+                    sock.shutdown(socket.SHUT_RDWR)
+                except OSError:
+                    pass
+
+        watchdog = threading.Timer(self.timeout, expire)
+        watchdog.daemon = True
+        watchdog.start()
+        try:
+            conn.request(method, u.path + path, body=data, headers=headers)
+            resp = conn.getresponse()
+            chunks, size = [], 0
+            while chunk := resp.read(min(1 << 16, self.max_reply_bytes + 1 - size)):
+                chunks.append(chunk)
+                size += len(chunk)
+                if size > self.max_reply_bytes:
+                    raise _Fault(f"reply larger than {self.max_reply_bytes} bytes")
+            if resp.length:  # read(amt) returns short at EOF instead of raising
+                raise _Fault(f"IncompleteRead: the reply was cut short ({size} bytes, {resp.length} more announced)")
+            return resp.status, b"".join(chunks)
+        except (OSError, http.client.HTTPException) as e:
+            if expired.is_set():
+                raise _Fault(f"no complete reply within {self.timeout:g} s") from None
+            raise _Fault(f"{type(e).__name__}: {str(e)[:200]}") from None
+        finally:
+            watchdog.cancel()
+            conn.close()
+
+    def _request(self, method: str, path: str, body: dict[str, Any] | None = None, parse: Callable[[Any], T] = lambda d: d) -> tuple[T, int]:
+        """(parse(decoded JSON), attempts). Retries server faults (`parse` raising _Fault is one);
+        raises LLMError otherwise or when the retries run out."""
         data = json.dumps(body).encode() if body is not None else None
-        headers = {"Content-Type": "application/json"}
+        headers = {"Content-Type": "application/json", "Accept": "application/json"}
         if self.api_key:
             headers["Authorization"] = f"Bearer {self.api_key}"
         last = ""
+        status: int | None = None
         for attempt in range(1, self.max_retries + 2):
-            req = urllib.request.Request(self.base_url + path, data=data, headers=headers, method=method)
             try:
-                with urllib.request.urlopen(req, timeout=self.timeout) as resp:
-                    raw = resp.read()
+                status, raw = self._exchange(method, path, data, headers)
+                if not 200 <= status < 300:
+                    text = raw[:2000].decode("utf-8", "replace")
+                    if _is_context_error(status, text):
+                        raise ContextLengthError(f"prompt exceeds the model's context window: {text[:300]}", status)
+                    if status not in RETRY_STATUS:
+                        raise LLMError(f"HTTP {status} from {self.base_url}{path}: {text[:300]}", status)
+                    raise _Fault(f"HTTP {status}: {text[:200]}")
                 try:
-                    return json.loads(raw), attempt
-                except ValueError:
-                    last = f"the server sent a reply that is not JSON: {raw[:200]!r}"
-            except urllib.error.HTTPError as e:
-                text = e.read().decode("utf-8", "replace")
-                if _is_context_error(e.code, text):
-                    raise ContextLengthError(f"prompt exceeds the model's context window: {text[:300]}", e.code) from None
-                if e.code not in RETRY_STATUS:
-                    raise LLMError(f"HTTP {e.code} from {self.base_url}{path}: {text[:300]}", e.code) from None
-                last = f"HTTP {e.code}: {text[:200]}"
-            except (urllib.error.URLError, socket.timeout, TimeoutError, ConnectionError, OSError) as e:
-                reason = getattr(e, "reason", e)
-                last = f"{type(e).__name__}: {reason}"
+                    decoded = json.loads(raw)
+                except (ValueError, RecursionError):
+                    raise _Fault(f"the server sent a reply that is not JSON: {raw[:200]!r}") from None
+                return parse(decoded), attempt
+            except _Fault as f:
+                last = str(f)
             if attempt <= self.max_retries:
                 delay = min(self.max_backoff, self.backoff * 2 ** (attempt - 1))
                 time.sleep(delay * (0.5 + self._rng.random() / 2))
-        raise LLMError(f"no answer from {self.base_url}{path} after {self.max_retries + 1} attempts ({last})")
+        raise LLMError(f"no answer from {self.base_url}{path} after {self.max_retries + 1} attempts ({last})", status, fault=True)
 
-    def server_kind(self) -> str:
-        """"vllm" when /v1/models says its models are owned by vLLM, else "openai-compatible"."""
+    def _models(self) -> list[dict[str, Any]]:
+        """/v1/models' entries ([] when the server has none, or answers something else)."""
         try:
             data, _ = self._request("GET", "/models")
         except LLMError:
+            return []
+        entries = data.get("data") if isinstance(data, dict) else None
+        return [m for m in entries if isinstance(m, dict)] if isinstance(entries, list) else []
+
+    def server_kind(self) -> str:
+        """"vllm" when /v1/models says its models are owned by vLLM, else "openai-compatible"
+        ("unknown" when it answers nothing usable)."""
+        models = self._models()
+        if not models:
             return "unknown"
-        owners = {m.get("owned_by") for m in data.get("data", [])}
-        return "vllm" if "vllm" in owners else "openai-compatible"
+        return "vllm" if any(m.get("owned_by") == "vllm" for m in models) else "openai-compatible"
 
     def max_model_len(self) -> int | None:
         """The server's context window, if it reports one (vLLM does, in /v1/models)."""
-        try:
-            data, _ = self._request("GET", "/models")
-        except LLMError:
-            return None
-        for m in data.get("data", []):
-            if m.get("id") == self.model and isinstance(m.get("max_model_len"), int):
-                return int(m["max_model_len"])
+        for m in self._models():
+            n = m.get("max_model_len")
+            if m.get("id") == self.model and isinstance(n, int) and not isinstance(n, bool) and n > 0:
+                return n
         return None
 
     def complete(
@@ -149,25 +273,15 @@ class ChatClient:
             body["seed"] = seed
         body.update(extra or {})
         t0 = time.perf_counter()
-        data, attempts = self._request("POST", "/chat/completions", body)
-        seconds = time.perf_counter() - t0
-        try:
-            choice = data["choices"][0]
-            msg = choice.get("message") or {}
-            calls = tuple(
-                ToolCall(str(c.get("id", f"call_{i}")), str(c["function"]["name"]), str(c["function"].get("arguments") or "{}"))
-                for i, c in enumerate(msg.get("tool_calls") or [])
-            )
-            usage = data.get("usage") or {}
-            return Completion(
-                content=msg.get("content") or "",
-                tool_calls=calls,
-                finish_reason=str(choice.get("finish_reason") or ""),
-                prompt_tokens=int(usage.get("prompt_tokens") or 0),
-                completion_tokens=int(usage.get("completion_tokens") or 0),
-                seconds=seconds,
-                attempts=attempts,
-                raw=data,
-            )
-        except (KeyError, IndexError, TypeError, ValueError) as e:
-            raise LLMError(f"malformed chat completion from the server ({type(e).__name__}: {e})") from None
+        (parsed, data), attempts = self._request("POST", "/chat/completions", body, parse=lambda d: (parse_completion(d), d))
+        content, calls, finish, prompt_tokens, completion_tokens = parsed
+        return Completion(
+            content=content,
+            tool_calls=calls,
+            finish_reason=finish,
+            prompt_tokens=prompt_tokens,
+            completion_tokens=completion_tokens,
+            seconds=time.perf_counter() - t0,
+            attempts=attempts,
+            raw=data,
+        )

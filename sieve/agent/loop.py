@@ -64,6 +64,7 @@ class Episode:
     answer: str | None = None
     outcome: str = "failed"  # answered | recovered | failed
     reason: str = ""
+    server_fault: bool = False  # failed because the model server kept failing: a resumed run redoes it
     seconds: float = 0.0
     surfaced: list[str] = field(default_factory=list)
     opened: list[str] = field(default_factory=list)
@@ -158,7 +159,7 @@ class Agent:
         try:
             self._loop(ep, tools)
         except LLMError as e:
-            ep.outcome, ep.reason = "failed", f"model server: {e}"
+            ep.outcome, ep.reason, ep.server_fault = "failed", f"model server: {e}", e.fault
         return _finished(ep, tools, t0)
 
     def run_one_shot(self, question: str, tools: AgentTools, question_id: str = "") -> Episode:
@@ -177,7 +178,7 @@ class Agent:
             ep.answer = answer if answer is not None else c.content.strip()
             ep.outcome, ep.reason = "answered", "answer" if answer is not None else "untagged answer"
         except LLMError as e:
-            ep.outcome, ep.reason = "failed", f"model server: {e}"
+            ep.outcome, ep.reason, ep.server_fault = "failed", f"model server: {e}", e.fault
         return _finished(ep, tools, t0)
 
     def _loop(self, ep: Episode, tools: AgentTools) -> None:

@@ -1,7 +1,8 @@
 """Running many episodes: resumable JSON Lines of trajectories, several at once, none lost or doubled.
 
 Each finished episode is appended as one line (written whole, then fsynced) under a lock. On start,
-the ids already recorded are skipped; a last line cut short by a crash is dropped first.
+the ids already recorded are skipped, except episodes that failed on a model-server fault (they are
+run again, and the later line wins); a last line cut short by a crash is dropped first.
 """
 
 from __future__ import annotations
@@ -66,7 +67,8 @@ def run_all(
 ) -> dict[str, dict[str, Any]]:
     """Run every question not yet in `out`; `agents` (one per server URL) are used round-robin."""
     done = recorded(out)
-    todo = [q for q in questions if q.id not in done]
+    # An episode the model server failed is redone; its new line supersedes the old one.
+    todo = [q for q in questions if q.id not in done or done[q.id].get("server_fault")]
     writer = TrajectoryWriter(out)
 
     def one(i: int, q: Question) -> Episode:

@@ -60,8 +60,24 @@ def document_text(index: "Index", d: int) -> str:
 
 def _write_json(path: Path, obj: dict[str, Any]) -> None:
     tmp = path.with_suffix(".tmp")
-    tmp.write_text(json.dumps(obj, indent=1, sort_keys=True))
+    with open(tmp, "w", encoding="utf-8") as fh:
+        fh.write(json.dumps(obj, indent=1, sort_keys=True))
+        fh.flush()
+        os.fsync(fh.fileno())
     os.replace(tmp, path)
+    storage.fsync_dir(path.parent)
+
+
+def _complete(directory: Path, fp: str) -> bool:
+    """Whether `directory` holds finished embeddings of this generation whose every byte checks out."""
+    try:
+        meta = read_meta(directory)
+        if meta.get("fingerprint") != fp:
+            return False
+        storage.verify_array(directory / "vectors.sva", "vectors.sva", meta["files"]["vectors.sva"])
+        return _file_entry(directory / "hnsw.bin") == meta["files"]["hnsw.bin"]
+    except (IndexDamagedError, OSError):
+        return False
 
 
 def _meta_crc(meta: dict[str, Any]) -> int:
@@ -126,17 +142,26 @@ def embed(
     progress: Callable[[int, int], None] | None = None,
     text: Callable[["Index", int], str] = document_text,
 ) -> Path:
-    """Compute (or resume computing) the embeddings of every document; returns their directory."""
+    """Compute (or resume computing) the embeddings of every document; returns their directory.
+
+    Finished embeddings are left alone only if every byte checks out; anything incomplete or
+    damaged (a run killed while sealing, say) is computed again, resuming from the last chunk saved.
+    meta.json is written last and removed first, so it names only complete files. Holds the
+    index's write lock (IndexLockedError while a build or another embed writes it)."""
+    with storage.WriteLock(index.path):
+        return _embed(index, model, encoder, batch_size, force, progress, text)
+
+
+def _embed(index: "Index", model: str, encoder: Encoder | None, batch_size: int, force: bool, progress: Callable[[int, int], None] | None, text: Callable[["Index", int], str]) -> Path:
     out = index.path / "embeddings" / model_slug(model)
     out.mkdir(parents=True, exist_ok=True)
     fp = fingerprint(index)
     meta_path, prog_path, partial = out / "meta.json", out / "progress.json", out / "vectors.partial"
-    if meta_path.exists() and not force:
-        try:
-            if read_meta(out).get("fingerprint") == fp:
-                return out
-        except IndexDamagedError:
-            pass  # recompute over damaged metadata
+    if not force and _complete(out, fp):
+        return out
+    if meta_path.exists():
+        meta_path.unlink()  # the files below are about to change: nothing may vouch for them meanwhile
+        storage.fsync_dir(out)
     encoder = encoder or SentenceTransformerEncoder(model)
     dim, n = encoder.dim, len(index)
     done = 0
@@ -160,9 +185,13 @@ def embed(
             if progress is not None:
                 progress(done, n)
     vectors = np.fromfile(partial, dtype=np.float32).reshape(n, dim)
-    entries = {"vectors.sva": storage.write_array(out / "vectors.sva", vectors)}
-    _build_hnsw(vectors, out / "hnsw.bin")
-    entries["hnsw.bin"] = _file_entry(out / "hnsw.bin")
+    entries = {"vectors.sva": storage.write_array(out / "vectors.sva.tmp", vectors)}
+    _build_hnsw(vectors, out / "hnsw.bin.tmp")
+    entries["hnsw.bin"] = _file_entry(out / "hnsw.bin.tmp")
+    with open(out / "hnsw.bin.tmp", "rb") as fh:
+        os.fsync(fh.fileno())
+    os.replace(out / "vectors.sva.tmp", out / "vectors.sva")
+    os.replace(out / "hnsw.bin.tmp", out / "hnsw.bin")
     meta = {"model": model, "dim": dim, "rows": n, "fingerprint": fp, "files": entries}
     _write_json(meta_path, {**meta, "checksum": _meta_crc(meta)})
     partial.unlink()

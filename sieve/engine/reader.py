@@ -115,6 +115,7 @@ class IndexReader:
         self.text_blob, self.text_off, self.doc_sections = a["store.text.sva"], a["store.text.off.sva"], a["store.sections.sva"]
         self.ids = StringTable(a["ids.blob.sva"].whole(), a["ids.off.sva"].whole())
         self.id_doc, self.id_rank = a["ids.doc.sva"], a["ids.rank.sva"]
+        self.files = a
         self._check_shapes()
         # One query looks each term up three times (filter, scorer, explanation) and agents repeat
         # words across queries; the table is immutable, so a bounded cache is always right.

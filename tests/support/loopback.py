@@ -117,3 +117,85 @@ class LoopbackServer:
     def __exit__(self, *exc: Any) -> None:
         self.httpd.shutdown()
         self.httpd.server_close()
+
+
+class RawServer:
+    """A TCP server on 127.0.0.1 that answers every request with bytes a test chooses, including
+    ones no HTTP server should send: `reply(path)` returns the bytes (or an iterable of chunks,
+    each sent after `pace` seconds); the connection is closed after the last one."""
+
+    def __init__(self, reply: Callable[[str], "bytes | Any"], pace: float = 0.0) -> None:
+        import socket
+
+        self.reply = reply
+        self.pace = pace
+        self.requests = 0
+        self.sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+        self.sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        self.sock.bind(("127.0.0.1", 0))
+        self.sock.listen(16)
+        self._stop = threading.Event()
+        self.thread = threading.Thread(target=self._serve, daemon=True)
+
+    @property
+    def url(self) -> str:
+        return f"http://127.0.0.1:{self.sock.getsockname()[1]}/v1"
+
+    def _serve(self) -> None:
+        while not self._stop.is_set():
+            try:
+                conn, _ = self.sock.accept()
+            except OSError:
+                return
+            threading.Thread(target=self._answer, args=(conn,), daemon=True).start()
+
+    def _answer(self, conn: Any) -> None:
+        try:
+            head = b""
+            while b"\r\n\r\n" not in head:
+                chunk = conn.recv(65536)
+                if not chunk:
+                    return
+                head += chunk
+            length = 0
+            for line in head.split(b"\r\n"):
+                if line.lower().startswith(b"content-length:"):
+                    length = int(line.split(b":")[1])
+            rest = head.split(b"\r\n\r\n", 1)[1]
+            while len(rest) < length:
+                rest += conn.recv(65536)
+            self.requests += 1
+            path = head.split(b" ")[1].decode()
+            out = self.reply(path)
+            for chunk in [out] if isinstance(out, bytes) else out:
+                if self._stop.is_set():
+                    return
+                if self.pace:
+                    time.sleep(self.pace)
+                conn.sendall(chunk)
+        except OSError:
+            pass  # the client gave up (what several tests expect)
+        finally:
+            conn.close()
+
+    def __enter__(self) -> "RawServer":
+        self.thread.start()
+        return self
+
+    def __exit__(self, *exc: Any) -> None:
+        self._stop.set()
+        self.sock.close()
+
+
+def http_reply(body: bytes, status: str = "200 OK", headers: tuple[str, ...] = (), length: int | None = None) -> bytes:
+    """The bytes of one HTTP/1.1 response (Content-Length `length`, default the body's)."""
+    lines = [f"HTTP/1.1 {status}", "Content-Type: application/json", f"Content-Length: {len(body) if length is None else length}", "Connection: close", *headers]
+    return ("\r\n".join(lines) + "\r\n\r\n").encode() + body
+
+
+def completion(message: dict[str, Any], usage: Any = None) -> bytes:
+    """A chat completion's JSON with this message (and usage, if given)."""
+    data: dict[str, Any] = {"id": "c", "object": "chat.completion", "choices": [{"index": 0, "message": message, "finish_reason": "stop"}]}
+    if usage is not None:
+        data["usage"] = usage
+    return json.dumps(data).encode()
