@@ -10,8 +10,9 @@
 2. Damaged payloads (--trials): the payload of a random file of a 300-document index is damaged
    (bit flips, random bytes, runs of 0x00/0xff) behind an intact header and footer, the index is
    opened as if every file were large (nothing checksummed at open), and random match / search /
-   document / section calls run: each must return or raise a sieve error. Then check() must name
-   the file.
+   document / section calls run: each must give the undamaged index's answer or raise a sieve
+   error (a different answer counts as "WRONG ANSWER" and fails the run; blocks are verified on
+   first read, so none should occur). Then check() must name the file.
 3. The same on a copy of man-sections (--big, --big-trials), whose large files open unverified
    for real.
 
@@ -109,13 +110,14 @@ def payloads(work: Path, trials: int, seed: int, big: Path | None) -> dict[str, 
         idx = work / "payload"
         recs = records(300, seed=4)
         sieve.build_index(recs, idx, jobs=1)
+        truth = sieve.open_index(shutil.copytree(idx, work / "payload-truth"))
         ids, qs = [r["id"] for r in recs], queries(500, seed=8)
         names = [n for n in FILES if storage.current_generation(idx).joinpath(n).stat().st_size > storage.HEADER_SIZE + storage.FOOTER_SIZE]
         old_limit, storage.VERIFY_ON_OPEN_BYTES = storage.VERIFY_ON_OPEN_BYTES, 0
     else:
         idx = work / "big"
         shutil.copytree(big, idx)
-        index = sieve.open_index(idx)
+        index = truth = sieve.open_index(big)
         ids = [index.reader.doc_id(d) for d in rng.sample(range(len(index)), 500)]
         qs = queries(500, seed=8) + ["the NEAR/10 a", '"of the"', "s*", "open[title] file", "NOT the", "date[2010..2020] socket"]
         files = index.manifest["files"]
@@ -137,6 +139,7 @@ def payloads(work: Path, trials: int, seed: int, big: Path | None) -> dict[str, 
             fd = os.open(path, os.O_RDWR)
             original = os.pread(fd, hi - lo, lo)
             window = bytearray(b"\0" * storage.HEADER_SIZE + original + b"\0" * storage.FOOTER_SIZE)
+            window[40:48] = (hi - lo).to_bytes(8, "little")  # the payload-size field damage() reads
             kind = damage(window, rng)
             os.pwrite(fd, bytes(window[storage.HEADER_SIZE : storage.HEADER_SIZE + hi - lo]), lo)
             os.close(fd)
@@ -152,7 +155,7 @@ def payloads(work: Path, trials: int, seed: int, big: Path | None) -> dict[str, 
                     continue
                 with warnings.catch_warnings():
                     warnings.simplefilter("ignore", RuntimeWarning)
-                    seen = exercise(index, rng, 30, qs, ids, damaged=name, unexpected=unexpected)
+                    seen = exercise(index, rng, 30, qs, ids, damaged=name, unexpected=unexpected, truth=truth)
                 counts.update({f"op: {k}": v for k, v in seen.items()})
                 per_file[name] += seen["UNEXPECTED"]
                 try:

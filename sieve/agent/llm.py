@@ -182,11 +182,16 @@ class ChatClient:
             conn.request(method, u.path + path, body=data, headers=headers)
             resp = conn.getresponse()
             chunks, size = [], 0
-            while chunk := resp.read(min(1 << 16, self.max_reply_bytes + 1 - size)):
+            # read1: at most one receive per call (read(n) would wait for all n bytes of a dribble).
+            while chunk := resp.read1(min(1 << 16, self.max_reply_bytes + 1 - size)):
+                if expired.is_set():  # Linux keeps delivering data that arrives after the shutdown
+                    raise _Fault(f"no complete reply within {self.timeout:g} s")
                 chunks.append(chunk)
                 size += len(chunk)
                 if size > self.max_reply_bytes:
                     raise _Fault(f"reply larger than {self.max_reply_bytes} bytes")
+            if expired.is_set():  # the watchdog's shutdown reads as an end of file
+                raise _Fault(f"no complete reply within {self.timeout:g} s")
             if resp.length:  # read(amt) returns short at EOF instead of raising
                 raise _Fault(f"IncompleteRead: the reply was cut short ({size} bytes, {resp.length} more announced)")
             return resp.status, b"".join(chunks)

@@ -34,7 +34,11 @@ class Explainer:
 
     def __init__(self, r: IndexReader, plan: Plan) -> None:
         self.r = r
-        self.leaves = plan.positive
+        # Equal atoms match in the same places: `s*` written 1,024 times is explained once.
+        distinct: dict[tuple[object, ...], LeafPlan] = {}
+        for leaf in plan.positive:
+            distinct.setdefault((leaf.kind, leaf.terms, leaf.tids, leaf.term_range, leaf.mask, leaf.distance), leaf)
+        self.leaves = tuple(distinct.values())
 
     def _positions(self, leaf: LeafPlan, d: int) -> np.ndarray:
         r = self.r
@@ -75,15 +79,24 @@ class Explainer:
         arr = np.asarray(docs, dtype=np.int64)
         fields: list[set[int]] = [set() for _ in docs]
         sections: list[set[int]] = [set() for _ in docs]
+        ragged: dict[int, tuple[np.ndarray, np.ndarray]] = {}  # a phrase may repeat its words
+
+        def positions(tid: int) -> tuple[np.ndarray, np.ndarray]:
+            if tid not in ragged:
+                ragged[tid] = self._ragged(tid, arr)
+            return ragged[tid]
+
         for leaf in self.leaves:
             if leaf.kind in ("prefix", "near"):
                 for i, d in enumerate(docs):  # rare atoms: the per-document path
                     pos = self._positions(leaf, d)
                     self._collect(pos, np.full(len(pos), i), leaf.mask, fields, sections)
                 continue
-            pos, owner = self._ragged(leaf.tids[0], arr)
+            pos, owner = positions(leaf.tids[0])
             for i, tid in enumerate(leaf.tids[1:], 1):
-                nxt, _ = self._ragged(tid, arr)
+                if not len(pos):
+                    break
+                nxt, _ = positions(tid)
                 keep = np.isin(pos + i, nxt)
                 pos, owner = pos[keep], owner[keep]
             self._collect(pos, owner, leaf.mask, fields, sections)
@@ -123,11 +136,24 @@ class Explainer:
 
 
 def _near_positions(r: IndexReader, leaf: LeafPlan, d: int) -> np.ndarray:
-    a = positions_in_doc(r, leaf.tids[0], d)
-    b = positions_in_doc(r, leaf.tids[1], d)
+    """Positions of either NEAR operand with a position of the other within the distance, in the
+    same unit. Windowed binary searches: O((|a| + |b|) log), never an |a| x |b| matrix."""
+    a = positions_in_doc(r, leaf.tids[0], d).astype(np.int64)
+    b = positions_in_doc(r, leaf.tids[1], d).astype(np.int64)
     if not len(a) or not len(b):
         return np.zeros(0, dtype=np.int64)
-    ua, ub = r.units_of(a), r.units_of(b)
-    a, b = a.astype(np.int64), b.astype(np.int64)
-    close = (np.abs(a[:, None] - b[None, :]) <= leaf.distance) & (ua[:, None] == ub[None, :]) & (a[:, None] != b[None, :])
-    return np.concatenate([a[close.any(axis=1)], b[close.any(axis=0)]])
+    return np.concatenate([_close_to(r, a, b, leaf.distance), _close_to(r, b, a, leaf.distance)])
+
+
+def _close_to(r: IndexReader, x: np.ndarray, y: np.ndarray, distance: int) -> np.ndarray:
+    """The positions of x with a different position of y at most `distance` away in the same unit."""
+    units = r.units_of(x)
+    starts = np.asarray(r.unit_start)
+    first = starts[units].astype(np.int64)
+    nxt = units + 1
+    last = np.where(nxt < len(starts), starts[np.minimum(nxt, len(starts) - 1)].astype(np.int64) - 1, np.iinfo(np.int64).max)
+    lo, hi = np.maximum(x - distance, first), np.minimum(x + distance, last)
+    inside = np.searchsorted(y, hi, side="right") - np.searchsorted(y, lo, side="left")
+    at = np.searchsorted(y, x)  # x itself among y (NEAR of a word with itself) does not count
+    itself = (at < len(y)) & (y[np.minimum(at, len(y) - 1)] == x)
+    return x[inside - itself > 0]

@@ -377,8 +377,9 @@ class WriteLock:
 
     `flock` on a hidden file beside the index (`.NAME.lock`), so it covers a fresh build (the target
     does not exist yet) as well as a `--force` one, and the kernel releases it when the holder dies:
-    a killed build never leaves the index locked. The file itself is never removed (removing a lock
-    file races with the next process taking it).
+    a killed build never leaves the index locked (only, at worst, the stale file, which the next
+    writer takes over). The holder removes the file before it lets go; a process that locked the
+    file just as it was removed sees that the path no longer names its file and tries again.
     """
 
     def __init__(self, root: Path) -> None:
@@ -398,13 +399,21 @@ class WriteLock:
             return
         if not self.root.parent.is_dir():
             self.root.parent.mkdir(parents=True, exist_ok=True)
-        fd = os.open(self.path, os.O_RDWR | os.O_CREAT, 0o644)
-        try:
-            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
-        except BlockingIOError:
-            holder = os.pread(fd, 64, 0).decode("ascii", "replace").strip()
-            os.close(fd)
-            raise IndexLockedError(str(self.root), f"process {holder}" if holder.isdigit() else f"lock file {self.path}") from None
+        while True:
+            fd = os.open(self.path, os.O_RDWR | os.O_CREAT, 0o644)
+            try:
+                fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+            except BlockingIOError:
+                holder = os.pread(fd, 64, 0).decode("ascii", "replace").strip()
+                os.close(fd)
+                raise IndexLockedError(str(self.root), f"process {holder}" if holder.isdigit() else f"lock file {self.path}") from None
+            try:
+                same = os.stat(self.path).st_ino == os.fstat(fd).st_ino
+            except FileNotFoundError:
+                same = False
+            if same:
+                break
+            os.close(fd)  # locked a file its holder had just removed: take the new one
         os.ftruncate(fd, 0)
         os.pwrite(fd, f"{os.getpid()}\n".encode(), 0)
         self._fd = fd
@@ -412,6 +421,10 @@ class WriteLock:
     def release(self) -> None:
         if self._fd is not None:
             fd, self._fd = self._fd, None
+            try:
+                os.unlink(self.path)
+            except FileNotFoundError:
+                pass
             os.close(fd)  # closing drops the flock
 
 

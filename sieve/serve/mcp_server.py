@@ -6,6 +6,11 @@ state. In the 2026-07-28 era every request is its own exchange: over stdio the p
 to one client, so the Session is keyed by the pipe; over HTTP nothing ties two requests together,
 so each call gets a fresh Session that keeps no listing, and ranks are refused with a message
 that asks for document ids (every card shows them) rather than answered from a stranger's list.
+A streamable-HTTP session with no request for SESSION_IDLE_SECONDS (10 minutes) is closed.
+
+Client mistakes are JSON-RPC errors with their codes and leave no traceback in the log: an unknown
+resource is -32002 (the specification's "resource not found"), a request whose id is not a string,
+an integer or null is -32600 with HTTP 400 (the SDK would accept it with a 202 and never reply).
 
 Time. Each call runs in a worker thread (at most `limits.workers` at once) and the reply is an
 error text when it has not finished within `limits.call_seconds`, waiting for a worker included;
@@ -23,11 +28,16 @@ from typing import Any
 
 import mcp_types as types
 from mcp.server.lowlevel import Server
+from mcp.shared.exceptions import MCPError
 from mcp_types.version import MODERN_PROTOCOL_VERSIONS
 
 from sieve.serve.service import Service, Session
 
 MANUAL_URI = "sieve://{name}/manual"
+RESOURCE_NOT_FOUND = -32002  # the MCP specification's code for resources/read of an unknown URI
+INVALID_REQUEST = -32600
+# A streamable-HTTP session with no request for this long is closed and its memory freed.
+SESSION_IDLE_SECONDS = 600.0
 
 
 class Sessions:
@@ -100,10 +110,59 @@ def build_server(service: Service, version: str = "") -> Server[Any]:
             if uri == MANUAL_URI.format(name=name):
                 return types.ReadResourceResult(contents=[types.TextResourceContents(uri=uri, mime_type="text/markdown", text=service.manual(name))])
         known = ", ".join(MANUAL_URI.format(name=n) for n in service.indexes)
-        raise ValueError(f"no resource {uri!r}; this server has {known}")
+        # An MCPError is the client's mistake: a JSON-RPC error with its code, and no traceback in the log.
+        raise MCPError(RESOURCE_NOT_FOUND, f"no resource {uri!r}; this server has {known}", {"uri": uri})
 
     return Server("sieve", version=version, instructions=service.instructions(), on_list_tools=list_tools, on_call_tool=call_tool,
                   on_list_resources=list_resources, on_read_resource=read_resource)
+
+
+def _bad_id(message: Any) -> bool:
+    """JSON-RPC ids are strings, integers or null; a float, object, list or boolean is not one."""
+    if not isinstance(message, dict) or "id" not in message:
+        return False
+    rid = message["id"]
+    return not (rid is None or isinstance(rid, str) or (isinstance(rid, int) and not isinstance(rid, bool)))
+
+
+def checked_ids(app: Any) -> Any:
+    """ASGI middleware: a POST whose JSON-RPC message has an invalid id gets a JSON-RPC "Invalid
+    Request" error (HTTP 400) instead of the SDK's silent 202, which would leave a client waiting
+    for a reply that never comes. Everything else passes through unchanged."""
+    import json
+
+    async def wrapped(scope: dict[str, Any], receive: Any, send: Any) -> None:
+        if scope.get("type") != "http" or scope.get("method") != "POST":
+            return await app(scope, receive, send)
+        chunks, more = [], True
+        while more:
+            event = await receive()
+            if event["type"] != "http.request":
+                return await app(scope, receive, send)  # the client went away: let the SDK see it
+            chunks.append(event.get("body", b""))
+            more = event.get("more_body", False)
+        body = b"".join(chunks)
+        try:
+            message = json.loads(body)
+        except (ValueError, RecursionError):
+            message = None  # not our concern: the SDK answers a parse error
+        if any(_bad_id(m) for m in (message if isinstance(message, list) else [message])):
+            reply = json.dumps({"jsonrpc": "2.0", "id": None, "error": {"code": INVALID_REQUEST, "message": "invalid request: a JSON-RPC id must be a string, an integer or null"}}).encode()
+            await send({"type": "http.response.start", "status": 400, "headers": [(b"content-type", b"application/json"), (b"content-length", str(len(reply)).encode())]})
+            await send({"type": "http.response.body", "body": reply})
+            return
+        replayed = False
+
+        async def replay() -> dict[str, Any]:
+            nonlocal replayed
+            if not replayed:
+                replayed = True
+                return {"type": "http.request", "body": body, "more_body": False}
+            return await receive()
+
+        await app(scope, replay, send)
+
+    return wrapped
 
 
 async def serve_stdio(service: Service, version: str = "") -> None:
@@ -120,7 +179,7 @@ def serve_http(service: Service, host: str, port: int, version: str = "", ready:
 
     import uvicorn
 
-    app = build_server(service, version).streamable_http_app(host=host, json_response=True)
+    app = checked_ids(build_server(service, version).streamable_http_app(host=host, json_response=True, session_idle_timeout=SESSION_IDLE_SECONDS))
     # Try the address first, so that a port in use is an OSError naming it (exit 1), not uvicorn's
     # exit 3; then let uvicorn bind it as it tunes its own sockets.
     with socket.socket(socket.AF_INET6 if ":" in host else socket.AF_INET, socket.SOCK_STREAM) as probe:

@@ -92,12 +92,28 @@ def contents_text(doc: Document, counter: TokenCounter) -> str:
     return "\n".join(f"#{j + 1} {h} ({size(s.text)})" for j, (h, s) in enumerate(zip(doc.headings, doc.sections)))
 
 
-def outline_text(doc: Document, counter: TokenCounter) -> str:
-    """What `show` prints: the document's facts, then its sections with their lengths."""
+def outline_text(doc: Document, counter: TokenCounter, cap: int | None = None) -> str:
+    """What `show` prints: the document's facts, then its sections with their lengths; with `cap`,
+    as many section lines as fit in `cap` tokens, then how many more there are."""
     doc = shown(doc, texts=False)  # nothing in a document can forge a line or reach a terminal as an escape
     n = len(doc.sections)
-    return f"{inline(doc.id)}\n{facts_text(doc)}\n{n} section{'s' if n != 1 else ''}:\n" + "\n".join(
-        "  " + line for line in contents_text(doc, counter).splitlines())
+    head = f"{inline(doc.id)}\n{facts_text(doc)}\n{n} section{'s' if n != 1 else ''}:\n"
+    lines = ["  " + line for line in contents_text(doc, counter).splitlines()]
+    text = head + "\n".join(lines)
+    if cap is None or counter.count(text) <= cap:
+        return text
+
+    def cut(m: int) -> str:
+        return head + "\n".join(lines[:m] + [f"  … {len(lines) - m} more (fetch section \"contents\" lists them all, part by part)"])
+
+    lo, hi = 0, len(lines)  # the most lines that fit: a binary search, log(n) token counts
+    while lo < hi:
+        mid = (lo + hi + 1) // 2
+        if counter.count(cut(mid)) <= cap:
+            lo = mid
+        else:
+            hi = mid - 1
+    return cut(lo)
 
 
 def document_text(doc: Document) -> str:

@@ -78,14 +78,20 @@ _ADVICE = {
 }
 
 
-def _one(doc: Document, name: str, hits: list[int], how: str) -> int:
+def _listed(items: list[str], sep: str = ", ") -> str:
+    """At most MAX_LISTED items, then how many more: an error stays a few kilobytes."""
+    out = sep.join(items[:MAX_LISTED])
+    return out + (f"{sep}… +{len(items) - MAX_LISTED} more" if len(items) > MAX_LISTED else "")
+
+
+def _one(doc: Document, headings: list[str], name: str, hits: list[int], how: str) -> int:
     if len(hits) == 1:
         return hits[0]
-    if len({doc.headings[j] for j in hits}) == 1:
-        numbers = ", ".join(f"#{j + 1}" for j in hits)
+    if len({headings[j] for j in hits}) == 1:
+        numbers = _listed([f"#{j + 1}" for j in hits])
         raise _fail(doc, f'"{name}" names {len(hits)} sections of {doc.id}: {numbers}; pick one by number, e.g. "#{hits[0] + 1}"')
     where, advice = _ADVICE[how]
-    names = " · ".join(doc.headings[j] for j in hits)
+    names = _listed([headings[j] for j in hits], " · ")
     raise _fail(doc, f'"{name}" matches {len(hits)} sections of {doc.id} {where}: {names}; {advice}')
 
 
@@ -97,7 +103,7 @@ def resolve(doc: Document, name: str) -> Target:
         raise _fail(doc, f"empty section name for {doc.id}")
     exact = [j for j, h in enumerate(headings) if h == wanted]
     if exact:
-        return _one(doc, wanted, exact, "exact")
+        return _one(doc, headings, wanted, exact, "exact")
     m = _NUMBER.fullmatch(wanted)
     if m:
         j = int(m.group(1))
@@ -107,7 +113,7 @@ def resolve(doc: Document, name: str) -> Target:
     key = norm(wanted)
     loose = [j for j, h in enumerate(headings) if norm(h) == key]
     if loose:
-        return _one(doc, wanted, loose, "case")
+        return _one(doc, headings, wanted, loose, "case")
     if key in ("intro", norm(INTRO)):
         if INTRO not in headings:
             raise _fail(doc, f"{doc.id} has no intro (no text before its first heading)")
@@ -120,9 +126,9 @@ def resolve(doc: Document, name: str) -> Target:
         return "infobox"
     prefixed = [j for j, h in enumerate(headings) if norm(h).startswith(key)]
     if prefixed:
-        return _one(doc, wanted, prefixed, "prefix")
+        return _one(doc, headings, wanted, prefixed, "prefix")
     words = re.compile(r"(?<!\w)" + re.escape(key) + r"(?!\w)")
     inside = [j for j, h in enumerate(headings) if words.search(norm(h))]
     if inside:
-        return _one(doc, wanted, inside, "inside")
+        return _one(doc, headings, wanted, inside, "inside")
     raise _fail(doc, f'no section "{wanted}" in {doc.id}')

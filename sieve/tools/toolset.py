@@ -308,7 +308,7 @@ class Toolset:
         return read.text, True
 
     def _show(self, args: dict[str, Any], facts: dict[str, Any]) -> tuple[str, bool]:
-        return outline_text(self._document(args["doc"]), self.config.read.counter), True
+        return outline_text(self._document(args["doc"]), self.config.read.counter, self.config.read.cap), True
 
 
 def free_text_query(text: str) -> str | None:

@@ -113,15 +113,21 @@ def test_a_large_reply_with_a_length_is_refused_too() -> None:
     _fails(RawServer(lambda path: http_reply(body)), "reply larger than 1048576 bytes", max_reply_bytes=1 << 20)
 
 
-def test_a_dribbling_server_is_cut_at_the_deadline() -> None:
-    """One byte every 50 ms: every read succeeds, so only an overall deadline ends the attempt."""
-    data = GOOD
+@pytest.mark.parametrize("where", ["headers", "body"])
+def test_a_dribbling_server_is_cut_at_the_deadline(where: str) -> None:
+    """One byte at a time: every read succeeds, so only an overall deadline ends the attempt,
+    whether it runs out while the headers or the body are arriving."""
+    body = completion({"role": "assistant", "content": "fine"})
+    data = http_reply(body if where == "headers" else b" " * 2000 + body)  # leading spaces: still valid JSON
+    fast = 0 if where == "headers" else len(data) - len(body) - 2000
 
     def dribble(path: str) -> Any:
-        return (data[i : i + 1] for i in range(len(data)))
+        yield data[:fast]
+        for i in range(fast, len(data)):
+            yield data[i : i + 1]
 
     t0 = time.monotonic()
-    _fails(RawServer(dribble, pace=0.05), "no complete reply within 0.5 s", timeout=0.5)
+    _fails(RawServer(dribble, pace=0.05 if where == "headers" else 0.002), "no complete reply within 0.5 s", timeout=0.5)
     assert time.monotonic() - t0 < 3.0
 
 

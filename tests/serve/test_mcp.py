@@ -7,6 +7,7 @@ texts, so an MCP client sees exactly what our own agent sees.
 from __future__ import annotations
 
 import hashlib
+import json
 import sys
 from pathlib import Path
 from typing import Any
@@ -152,9 +153,41 @@ def test_manual_resources(http_url: str, lib: Path) -> None:
             assert [str(r.uri) for r in listed.resources] == ["sieve://lib/manual"]
             got = await client.read_resource("sieve://lib/manual")
             assert got.contents[0].text == oracle(lib).manual()  # type: ignore[union-attr]
-            with pytest.raises(MCPError, match="no resource 'sieve://nope/manual'"):
+            with pytest.raises(MCPError, match="no resource 'sieve://nope/manual'") as info:
                 await client.read_resource("sieve://nope/manual")
+            assert info.value.code == -32002  # the specification's "resource not found"
     run(main)
+
+
+def test_client_mistakes_get_json_rpc_errors_and_no_traceback(lib: Path) -> None:
+    """Invalid ids (an object, a float, 1e400, a boolean) are answered with -32600 at once, not a
+    silent 202; an unknown resource with -32002; the server logs no traceback for either."""
+    import urllib.error
+    import urllib.request
+
+    proc, url = start_http(f"lib={lib}")
+    try:
+        headers = {"Content-Type": "application/json", "Accept": "application/json, text/event-stream", "Mcp-Protocol-Version": "2025-11-25"}
+        for rid in ('{"a": 1}', "1.5", "1e400", "true", "[1]"):
+            body = ('{"jsonrpc": "2.0", "id": %s, "method": "ping"}' % rid).encode()
+            with pytest.raises(urllib.error.HTTPError) as info:
+                urllib.request.urlopen(urllib.request.Request(url, data=body, headers=headers), timeout=10)
+            assert info.value.code == 400, rid
+            reply = json.loads(info.value.read())
+            assert reply["error"]["code"] == -32600 and reply["id"] is None, reply
+
+        async def main() -> None:
+            async with Client(url, mode="legacy") as client:
+                for _ in range(3):
+                    with pytest.raises(MCPError) as info:
+                        await client.read_resource("sieve://nope/manual")
+                    assert info.value.code == -32002
+                assert (await client.call_tool("search", {"query": "json"})).is_error is False
+        run(main)
+    finally:
+        stop(proc)
+    err = proc.stderr.read().decode() if proc.stderr else ""
+    assert "Traceback" not in err, err
 
 
 def test_several_indexes_are_chosen_by_argument(lib: Path, lib2: Path) -> None:
