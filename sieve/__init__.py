@@ -7,6 +7,7 @@ from sieve.errors import (
     BQLLimitError,
     BQLSyntaxError,
     CorpusError,
+    DeadlineExceededError,
     IndexDamagedError,
     IndexDirectoryError,
     IndexExistsError,
@@ -23,7 +24,7 @@ from sieve.index import Index, Match, build_index, open_index
 __version__ = "0.1.0"
 
 __all__ = [
-    "BQLError", "BQLLimitError", "BQLSyntaxError", "CorpusError", "CorpusReport", "Document", "Index",
+    "BQLError", "BQLLimitError", "BQLSyntaxError", "CorpusError", "CorpusReport", "DeadlineExceededError", "Document", "Index",
     "IndexDamagedError", "IndexDirectoryError", "IndexExistsError", "IndexFormatError", "IndexLockedError", "IndexNotFoundError", "InvalidArgumentError", "Match", "Hit", "Results", "Section", "SieveError",
     "UnknownDocumentError", "build_index", "open_index", "read_documents",
 ]

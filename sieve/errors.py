@@ -108,6 +108,15 @@ class IndexLockedError(IndexDirectoryError):
         super().__init__(f"{path} is locked: another build or embed is writing it ({holder}); wait for it to finish")
 
 
+class DeadlineExceededError(SieveError):
+    """A call ran past the time its caller allowed it (`sieve.engine.deadline.within`)."""
+
+    def __init__(self, seconds: float) -> None:
+        self.seconds = seconds
+        super().__init__(f"stopped after {seconds:g} s (the time allowed for this call); narrow the query "
+                         "(fewer frequent words, fewer NEAR or prefix terms) or ask for fewer results")
+
+
 class InvalidArgumentError(SieveError, ValueError):
     """An API or tool argument has the wrong type or value; the message says which and why."""
 

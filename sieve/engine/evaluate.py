@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from sieve.engine import bitset
+from sieve.engine import bitset, deadline
 from sieve.engine.batch import NO_DATE
 from sieve.engine.fields import ALL_MASK
 from sieve.engine.plan import LeafPlan, NotPlan, OrPlan, Plan, PlanNode
@@ -31,6 +31,7 @@ class Evaluator:
         return self.eval(plan.root if isinstance(plan, Plan) else plan, None) & self.universe
 
     def eval(self, node: PlanNode, cands: np.ndarray | None) -> np.ndarray:
+        deadline.check()
         if isinstance(node, LeafPlan):
             return self.leaf(node, cands)
         if isinstance(node, NotPlan):

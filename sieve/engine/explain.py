@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from sieve.engine import deadline
 from sieve.engine.fields import Field
 from sieve.engine.plan import LeafPlan, Plan
 from sieve.engine.reader import IndexReader, search_sorted
@@ -87,8 +88,10 @@ class Explainer:
             return ragged[tid]
 
         for leaf in self.leaves:
+            deadline.check()
             if leaf.kind in ("prefix", "near"):
                 for i, d in enumerate(docs):  # rare atoms: the per-document path
+                    deadline.check()
                     pos = self._positions(leaf, d)
                     self._collect(pos, np.full(len(pos), i), leaf.mask, fields, sections)
                 continue

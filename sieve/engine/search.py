@@ -12,7 +12,7 @@ from typing import Protocol
 
 import numpy as np
 
-from sieve.engine import bitset
+from sieve.engine import bitset, deadline
 from sieve.engine.bm25 import BM25Params, idf, length_norm, term_scores
 from sieve.engine.evaluate import Evaluator
 from sieve.engine.explain import Explainer
@@ -126,6 +126,7 @@ class BM25Scorer:
         parts_d: list[np.ndarray] = []
         parts_s: list[np.ndarray] = []
         for p in postings:
+            deadline.check()
             if docs is not None and len(docs) * 16 < p.hi - p.lo:
                 # Few candidates, long postings: look the candidates up instead of scanning.
                 where, s = self._at(p, docs)
@@ -169,6 +170,7 @@ class BM25Scorer:
                     continue  # too few to set a bar: take in the next rarest term
                 acc = np.zeros(len(cand), dtype=np.float64)
                 for p in postings:
+                    deadline.check()
                     where, s = self._at(p, cand)
                     acc[where] += s
                 kth = float(np.partition(acc, len(acc) - k)[len(acc) - k])

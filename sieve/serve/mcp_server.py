@@ -14,7 +14,8 @@ an integer or null is -32600 with HTTP 400 (the SDK would accept it with a 202 a
 
 Time. Each call runs in a worker thread (at most `limits.workers` at once) and the reply is an
 error text when it has not finished within `limits.call_seconds`, waiting for a worker included;
-an abandoned computation finishes in its thread (the engine's own limits bound it) and is dropped.
+the computation runs under the engine's deadline (sieve.engine.deadline) for the same time, so an
+abandoned one stops at the engine's next check and frees its worker.
 The SDK's transports run on asyncio (anyio's default backend, and uvicorn's), which this uses.
 """
 
@@ -31,6 +32,7 @@ from mcp.server.lowlevel import Server
 from mcp.shared.exceptions import MCPError
 from mcp_types.version import MODERN_PROTOCOL_VERSIONS
 
+from sieve.engine import deadline
 from sieve.serve.service import Service, Session
 
 MANUAL_URI = "sieve://{name}/manual"
@@ -64,6 +66,13 @@ class Sessions:
         return store[key]
 
 
+def _within(seconds: float, fn: Callable[..., Any], *args: Any) -> Any:
+    """Run `fn` under the engine's deadline: a call abandoned at its time limit stops at the
+    engine's next check (each plan node, term, explained atom) instead of finishing unseen."""
+    with deadline.within(seconds):
+        return fn(*args)
+
+
 def _text(text: str, error: bool = False) -> types.CallToolResult:
     return types.CallToolResult(content=[types.TextContent(type="text", text=text)], is_error=error)
 
@@ -87,7 +96,7 @@ def build_server(service: Service, version: str = "") -> Server[Any]:
         if arguments is not None and not isinstance(arguments, dict):
             return _text(f"{params.name} error: the arguments must be a JSON object", True)
         seconds = service.limits.call_seconds
-        future = pool.submit(service.call, session, params.name, arguments)
+        future = pool.submit(_within, seconds, service.call, session, params.name, arguments)
         try:
             result = await asyncio.wait_for(asyncio.shield(asyncio.wrap_future(future)), seconds)
         except TimeoutError:

@@ -14,8 +14,9 @@ from mcp import Client
 from serving import run
 
 from sieve import open_index
+from sieve.engine import deadline
 from sieve.tools.toolset import ToolResult
-from sieve.errors import InvalidArgumentError
+from sieve.errors import DeadlineExceededError, InvalidArgumentError
 from sieve.serve.mcp_server import build_server
 from sieve.serve.service import ServeLimits, Service, Session, index_names
 
@@ -96,3 +97,47 @@ def test_time_limit_and_busy_workers_are_error_texts(lib: Path) -> None:
     assert texts[0].startswith("search error: the call took longer than 0.4 s (this server's limit per call) and was abandoned")
     assert texts[1] == "search error: the server is busy (1 calls running) and this call waited 0.4 s for its turn; try again"
     assert all(seconds < 1.2 for seconds, _ in results)  # answered at the limit, not when the work ended
+
+
+class EndlessService(Service):
+    """A call that would never end by itself: it stops only when the engine's deadline says so."""
+
+    def call(self, session: Session, name: str, arguments: Mapping[str, Any] | None) -> ToolResult:
+        if (arguments or {}).get("query") == "endless":
+            while True:
+                deadline.check()
+                time.sleep(0.01)
+        return super().call(session, name, arguments)
+
+
+def test_an_abandoned_call_is_stopped_and_frees_its_worker(lib: Path) -> None:
+    service = EndlessService({"lib": open_index(lib)}, limits=ServeLimits(call_seconds=0.3, workers=1))
+
+    async def main() -> None:
+        async with Client(build_server(service)) as client:
+            r = await client.call_tool("search", {"query": "endless"})
+            assert r.is_error and "took longer than 0.3 s" in r.content[0].text
+            await anyio.sleep(0.1)  # the deadline has passed: the worker's next check ends the call
+            r = await client.call_tool("search", {"query": "gzip"})
+            assert not r.is_error and "gzip" in r.content[0].text  # one worker, so it was freed
+
+    run(main)
+
+
+def test_the_engine_stops_at_its_deadline(lib: Path) -> None:
+    index = open_index(lib)
+    with deadline.within(60):
+        assert index.search("gzip OR json*", k=3).hits
+    with pytest.raises(DeadlineExceededError, match="stopped after 0 s"):
+        with deadline.within(0):
+            time.sleep(0.001)
+            index.search("gzip OR json*", k=3)
+    with pytest.raises(DeadlineExceededError):
+        with deadline.within(0):
+            time.sleep(0.001)
+            index.match("gzip")
+    with deadline.within(60), deadline.within(0):  # nested: the earlier end wins
+        time.sleep(0.001)
+        with pytest.raises(DeadlineExceededError):
+            index.match("gzip")
+    assert index.match("gzip").count  # outside any budget nothing is checked
