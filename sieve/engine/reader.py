@@ -116,6 +116,15 @@ class IndexReader:
         self.ids = StringTable(a["ids.blob.sva"].whole(), a["ids.off.sva"].whole())
         self.id_doc, self.id_rank = a["ids.doc.sva"], a["ids.rank.sva"]
         self.files = a
+        # Hot tables are read through their wrappers until every block is verified, then directly.
+        for attr, name in (("text_df", "terms.df.sva"), ("post_ptr", "post.ptr.sva"), ("pos_ptr", "pos.ptr.sva"),
+                           ("unit_start", "unit.start.sva"), ("unit_field", "unit.field.sva"), ("unit_section", "unit.section.sva"),
+                           ("doc_units", "doc.units.sva"), ("dates", "doc.date.sva"), ("doc_len", "doc.len.sva"),
+                           ("id_doc", "ids.doc.sva"), ("id_rank", "ids.rank.sva"), ("doc_sections", "store.sections.sva")):
+            if not a[name].verified:
+                a[name].on_verified = functools.partial(setattr, self, attr)
+            else:  # verified when opened (small, or verify=True)
+                setattr(self, attr, a[name].a)
         self._check_shapes()
         # One query looks each term up three times (filter, scorer, explanation) and agents repeat
         # words across queries; the table is immutable, so a bounded cache is always right.

@@ -19,7 +19,7 @@ import tempfile
 import zlib
 from array import array
 from pathlib import Path
-from typing import Any, BinaryIO
+from typing import Any, BinaryIO, Callable
 
 import numpy as np
 
@@ -150,7 +150,7 @@ class ArrayFile:
     is harmless).
     """
 
-    __slots__ = ("a", "name", "dtype", "shape", "ndim", "_raw", "_table", "_shift", "_row", "_ok", "_okv", "_left", "_straddle")
+    __slots__ = ("a", "name", "dtype", "shape", "ndim", "_raw", "_table", "_shift", "_row", "_ok", "_okv", "_left", "_straddle", "on_verified")
 
     def __init__(self, arr: np.ndarray, name: str, table: np.ndarray, shift: int) -> None:
         self.a, self.name, self.dtype, self.shape, self.ndim = arr, name, arr.dtype, arr.shape, arr.ndim
@@ -162,9 +162,17 @@ class ArrayFile:
         self._okv = np.frombuffer(self._ok, dtype=np.uint8)  # the same flags, for vector tests
         self._left = len(self._table)
         self._straddle = (1 << shift) % self._row != 0  # can one row span two blocks?
+        # Called with the plain array once every block is verified: a holder may then read it
+        # directly, without this wrapper's per-read test.
+        self.on_verified: Callable[[np.ndarray], None] | None = None
 
     def __len__(self) -> int:
         return self.shape[0]
+
+    @property
+    def verified(self) -> bool:
+        """Whether every block has been verified."""
+        return not self._left
 
     def _verify(self, b0: int, b1: int) -> None:
         """Verify blocks b0..b1 (inclusive) that are not yet verified."""
@@ -176,6 +184,8 @@ class ArrayFile:
             ok[b] = 1
             self._left -= 1
             b = ok.find(0, b + 1, b1 + 1)
+        if not self._left and self.on_verified is not None:
+            self.on_verified(self.a)
 
     def _rows(self, lo: int, hi: int) -> None:
         """Verify the blocks holding rows lo..hi (exclusive)."""
