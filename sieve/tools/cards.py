@@ -11,8 +11,9 @@ never from token overlap. Matched headings are starred and always shown, however
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any, Sequence
+from typing import Any, Iterator, Sequence
 
+from sieve.engine import deadline
 from sieve.engine.search import Hit, Results
 from sieve.index import Index
 from sieve.tools.safe import inline
@@ -23,6 +24,11 @@ from sieve.tools.style import PLAIN, Style
 @dataclass(frozen=True)
 class CardConfig:
     snippet_words: int = 25
+    # A snippet reads at most this many sections of a hit, and this many characters in all (a
+    # section's text past the rest of the budget is not read): a card's cost is bounded by these,
+    # not by the document (one of 100,000 sections, or a 9 MB body, took seconds per card).
+    snippet_sections: int = 64
+    snippet_chars: int = 1 << 18
     max_headings: int = 12  # the reference showed 8, though half of a big collection's pages have more
     max_infobox_keys: int = 12
     max_authors: int = 3
@@ -71,9 +77,20 @@ def hit_snippet(index: Index, hit: Hit, headings: list[str], matcher: Matcher, c
     # Where the query matched (its positive words under their own scopes: the other sections can
     # only hold words the query scoped elsewhere), else (a title-only or fallback match) every
     # section: its lead at worst.
-    order = matched or range(len(headings))
-    texts = ((j, index.section(hit.doc_id, j).text) for j in order)
-    return best_snippet(texts, matcher, config.snippet_words, style.match if style.colour else None, screen=not matched)
+    order = (matched or range(len(headings)))[: config.snippet_sections]
+    d = hit.doc if hit.doc >= 0 else index.reader.doc_number(hit.doc_id)
+
+    def texts() -> Iterator[tuple[int, str]]:
+        budget = config.snippet_chars
+        for j in order:
+            deadline.check()  # a server's per-call time covers the cards too
+            if budget <= 0:
+                return
+            text = index.reader.section_text(d, j)[:budget]
+            budget -= len(text)
+            yield j, text
+
+    return best_snippet(texts(), matcher, config.snippet_words, style.match if style.colour else None, screen=not matched)
 
 
 def card(index: Index, hit: Hit, matcher: Matcher, config: CardConfig = CardConfig(), style: Style = PLAIN, structured: bool = True) -> str:

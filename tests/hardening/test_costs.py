@@ -94,3 +94,28 @@ def test_a_phrase_repeating_its_words_reads_each_word_once(stdlib: sieve.Index, 
     q = '"the" OR "' + " ".join(["of", "the"] * 300) + '"'
     stdlib.search(q, k=5)
     assert len(seen) == len(set(seen)) <= 3
+
+
+def test_a_card_reads_a_bounded_part_of_its_document(sprawling: sieve.Index, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A query matching all 20,000 sections of a hit, and a hit whose one section is 9 MB: the
+    snippet reads at most `snippet_sections` sections and `snippet_chars` characters."""
+    from sieve.tools import snippets
+    from sieve.tools.cards import CardConfig
+
+    read: list[int] = []
+    real = snippets.word_hits
+
+    def counted(text: str, matcher: object) -> object:
+        read.append(len(text))
+        return real(text, matcher)
+
+    monkeypatch.setattr(snippets, "word_hits", counted)
+    result = make_tools(sprawling, "sieve").call("search", {"query": "entry"})
+    assert result.ok and "wide" in result.text
+    assert 0 < len(read) <= CardConfig.snippet_sections
+    body = " ".join(f"word{i % 5000} the river flows" for i in range(400_000))
+    huge = sieve.build_index([{"id": "huge", "title": "one long body", "sections": [{"heading": "Body", "text": body}]}], tmp_path / "huge")
+    read.clear()
+    result = make_tools(huge, "sieve").call("search", {"query": "river"})
+    assert result.ok and "river" in result.text
+    assert sum(read) <= CardConfig.snippet_chars < len(body)
