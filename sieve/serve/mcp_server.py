@@ -6,7 +6,8 @@ state. In the 2026-07-28 era every request is its own exchange: over stdio the p
 to one client, so the Session is keyed by the pipe; over HTTP nothing ties two requests together,
 so each call gets a fresh Session that keeps no listing, and ranks are refused with a message
 that asks for document ids (every card shows them) rather than answered from a stranger's list.
-A streamable-HTTP session with no request for SESSION_IDLE_SECONDS (10 minutes) is closed.
+A streamable-HTTP session with no request in flight for SESSION_IDLE_SECONDS (10 minutes) is
+closed; an open GET event stream counts as one in flight, so a client still connected keeps it.
 
 Client mistakes are JSON-RPC errors with their codes and leave no traceback in the log: an unknown
 resource is -32002 (the specification's "resource not found"), a request whose id is not a string,
