@@ -14,7 +14,7 @@ from typing import Any, Callable, Protocol
 
 from sieve.agent.llm import ChatClient, Completion, ContextLengthError, LLMError
 from sieve.agent.prompts import digest, render, template
-from sieve.agent.protocol import Reply, parse_native, parse_text
+from sieve.agent.protocol import Reply, parse_native, parse_text, without_thinking
 from sieve.tools.conditions import condition as find_condition
 from sieve.tools.toolset import ToolResult
 
@@ -175,7 +175,7 @@ class Agent:
             c = self._complete(ep, ep.messages, None)
             ep.messages.append({"role": "assistant", "content": c.content})
             answer = parse_text(c.content, set()).answer
-            ep.answer = answer if answer is not None else c.content.strip()
+            ep.answer = answer if answer is not None else without_thinking(c.content).strip()
             ep.outcome, ep.reason = "answered", "answer" if answer is not None else "untagged answer"
         except LLMError as e:
             ep.outcome, ep.reason, ep.server_fault = "failed", f"model server: {e}", e.fault
@@ -258,7 +258,8 @@ class Agent:
             if answer is not None:
                 ep.answer, ep.outcome = answer, "answered"
                 return
-            if self._is_vllm():
+            pre_opened = self._is_vllm()
+            if pre_opened:
                 opened = ep.messages + [{"role": "assistant", "content": "<answer>"}]
                 c = self._complete(ep, opened, None, {"continue_final_message": True, "add_generation_prompt": False})
                 text = "<answer>" + c.content
@@ -268,7 +269,7 @@ class Agent:
                 c = self._complete(ep, again, None)
                 text = c.content
                 ep.messages = again + [{"role": "assistant", "content": text}]
-            answer = parse_text(text, set()).answer
+            answer = parse_text(text, set(), open_answer=pre_opened).answer
             if answer is not None:
                 ep.answer, ep.outcome = answer, "recovered"
             else:

@@ -1,5 +1,12 @@
 """The text protocol deep-research models speak: `<tool_call>{json}</tool_call>` and `<answer>`.
 
+The answer contract (the paper's): the final answer is the last complete `<answer>...</answer>`
+once the thinking is removed: `<think>...</think>` blocks, an unterminated `<think>` (the rest is
+thought), and a leading text closed by `</think>` without an opening tag (chat templates that open
+the think block themselves). Answers and tool calls inside thinking never count. A reply cut off
+inside its answer has no answer (the loop's final-answer path asks again), except where the caller
+pre-opened the tag (`open_answer=True`, the recovery step).
+
 Parsing is tolerant where a model is sloppy (truncated JSON is repaired, `arguments` given as a
 JSON string is decoded) and strict where guessing would be wrong (an unknown tool or a call that
 cannot be read becomes a problem the loop reports back to the model).
@@ -13,7 +20,9 @@ from dataclasses import dataclass, field
 from typing import Any
 
 _CALL = re.compile(r"<tool_call>\s*(.*?)\s*(?:</tool_call>|$)", re.S)
-_ANSWER = re.compile(r"<answer>(.*?)(?:</answer>|$)", re.S)
+_ANSWER = re.compile(r"<answer>((?:(?!<answer>).)*?)</answer>", re.S)  # complete, innermost
+_OPEN_ANSWER = re.compile(r"<answer>((?:(?!<answer>).)*)$", re.S)  # the last one, left open
+_THINK = re.compile(r"<think>.*?(?:</think>|$)", re.S)
 _FENCE = re.compile(r"^```(?:json)?\s*|\s*```$")
 
 
@@ -85,9 +94,32 @@ def _call_from(obj: Any, known: set[str], call_id: str = "") -> ParsedCall | str
     return ParsedCall(name, args, call_id)
 
 
-def parse_text(content: str, known: set[str]) -> Reply:
-    """Tool calls and answer written in the text of a message."""
+def without_thinking(content: str) -> str:
+    """The reply with its thinking removed (see the module docstring)."""
+    head, closed, rest = content.partition("</think>")
+    if closed and "<think>" not in head:
+        content = rest  # the template opened the think block; the model only closed it
+    return _THINK.sub("", content)
+
+
+def final_answer(content: str, open_answer: bool = False) -> str | None:
+    """The answer the contract reads from a reply: the last complete `<answer>` outside thinking;
+    with `open_answer`, a last `<answer>` left open also counts."""
+    text = without_thinking(content)
+    found = [m.group(1) for m in _ANSWER.finditer(text)]
+    if found:
+        return found[-1].strip()
+    if open_answer:
+        m = _OPEN_ANSWER.search(text)
+        if m:
+            return m.group(1).strip()
+    return None
+
+
+def parse_text(content: str, known: set[str], open_answer: bool = False) -> Reply:
+    """Tool calls and answer written in the text of a message (thinking ignored)."""
     reply = Reply()
+    content = without_thinking(content)
     for m in _CALL.finditer(content):
         try:
             obj = repair_json(m.group(1))
@@ -97,9 +129,7 @@ def parse_text(content: str, known: set[str]) -> Reply:
         call = _call_from(obj, known)
         (reply.problems.append if isinstance(call, str) else reply.calls.append)(call)  # type: ignore[arg-type]
     if "<tool_call>" not in content:
-        m = _ANSWER.search(content)
-        if m:
-            reply.answer = m.group(1).strip()
+        reply.answer = final_answer(content, open_answer)
     return reply
 
 

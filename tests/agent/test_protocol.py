@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from sieve.agent.protocol import ParsedCall, parse_native, parse_text, repair_json
+from sieve.agent.protocol import ParsedCall, final_answer, parse_native, parse_text, repair_json, without_thinking
 
 TOOLS = {"search", "fetch", "answer"}
 
@@ -49,8 +49,35 @@ def test_problems_are_explained() -> None:
 
 def test_answers() -> None:
     assert parse_text("so <answer> Paris </answer>", TOOLS).answer == "Paris"
-    assert parse_text("<answer>Paris", TOOLS).answer == "Paris"  # cut off by max_tokens
+    assert parse_text("<answer>Paris", TOOLS).answer is None  # cut off by max_tokens: not complete
+    assert parse_text("<answer>Paris", TOOLS, open_answer=True).answer == "Paris"  # the recovery step pre-opened it
     assert parse_text("no answer here", TOOLS).answer is None
+
+
+# Realistic replies of thinking models, and what the answer contract reads from them.
+CONTRACT = [
+    ("I will write it inside <answer> tags. Thus: <answer>Galati</answer>", "Galati"),
+    ("<think>maybe <answer>Braila</answer>? no.</think>The port is <answer>Galati</answer>", "Galati"),
+    ("<think>the answer could be <answer>Braila</answer>", None),  # all thinking, cut off
+    ("let me think... <answer>Braila</answer> wait</think>\n<answer>Galati</answer>", "Galati"),  # template opened the think
+    ("First guess <answer>Braila</answer>, corrected: <answer>Galati</answer>", "Galati"),  # the last complete one
+    ("<answer>Galati</answer> and then <answer>Bra", "Galati"),  # a cut-off later one does not count
+    ("<think>a</think><think>b <answer>x</answer></think><answer> Galați </answer>", "Galați"),
+    ("<answer></answer>", ""),
+]
+
+
+@pytest.mark.parametrize("reply, want", CONTRACT)
+def test_the_answer_contract(reply: str, want: str | None) -> None:
+    assert final_answer(reply) == want
+    assert parse_text(reply, TOOLS).answer == want
+
+
+def test_tool_calls_inside_thinking_are_not_made() -> None:
+    r = parse_text('<think>try <tool_call>{"name": "search", "arguments": {"query": "a"}}</tool_call></think>'
+                   '<tool_call>{"name": "search", "arguments": {"query": "b"}}</tool_call>', TOOLS)
+    assert r.calls == [ParsedCall("search", {"query": "b"})]
+    assert without_thinking("x</think>y<think>z") == "y"
 
 
 def test_native_calls() -> None:
