@@ -51,7 +51,7 @@ def cmd_eval_run(args: argparse.Namespace) -> int:
     s = run_collection(
         Path(args.collection), Path(args.out), args.condition, args.ranker, args.llm_url, args.model, limit=args.limit, workers=args.workers,
         twin=args.twin, native=args.tool_style == "native", index_dir=Path(args.index_dir) if args.index_dir else None, budgets=_budgets(args),
-        k=args.k, read_cap=args.read_cap, api_key=args.api_key,
+        k=args.k, read_cap=args.read_cap, api_key=args.api_key, read_parts=args.read_parts,
     )
     keep = {k: v for k, v in s.items() if k != "per_question"}
     if args.json:
@@ -124,8 +124,9 @@ def add_commands(sub: Any) -> None:
     r.add_argument("--workers", type=int, default=1)
     r.add_argument("--twin", default="structured", choices=["structured", "flat"])
     r.add_argument("--index-dir", help="where the twins' indexes live (default COLLECTION/sieve-index)")
-    r.add_argument("-k", type=int, default=5)
-    r.add_argument("--read-cap", type=int, default=12_000)
+    r.add_argument("-k", type=int, default=5, help="results per search, and the most an agent may ask for (default 5, as the paper)")
+    r.add_argument("--read-cap", type=int, default=12_000, help="tokens per read; longer reads are truncated (default 12,000, as the paper)")
+    r.add_argument("--read-parts", action="store_true", help="continue long reads in numbered parts instead of truncating them")
     _agent_options(r)
     r.set_defaults(func=cmd_eval_run)
     p = esub.add_parser("report", help="comparison table and pictures for runs")

@@ -57,7 +57,10 @@ def run_collection(
     read_cap: int = 12_000,
     api_key: str | None = None,
     progress: bool = True,
+    read_parts: bool = False,
 ) -> dict[str, Any]:
+    """Run one condition over a collection. As the paper: `k` results per search is also the most an
+    agent may ask for, and a read stops at `read_cap` tokens (`read_parts=True`: numbered parts)."""
     c = load_beir(collection_dir)
     index = twin_index(c, index_dir or collection_dir / "sieve-index", twin, embed=False)
     if ranker != "bm25":
@@ -70,9 +73,11 @@ def run_collection(
     on_episode = _progress(len(questions), gold) if progress else None
     records = run_all(
         [Question(q.id, q.question) for q in questions], agents,
-        lambda: make_tools(index, condition, ranker, k=k, read_cap=read_cap), traj, workers=workers, on_episode=on_episode,
+        lambda: make_tools(index, condition, ranker, k=k, read_cap=read_cap, k_max=k, read_parts=read_parts), traj, workers=workers, on_episode=on_episode,
     )
-    summary = write_summary(out_dir, records, c, questions, {"name": out_dir.name, "condition": condition, "ranker": ranker, "twin": twin, "model": model, "collection": str(collection_dir)})
+    about = {"name": out_dir.name, "condition": condition, "ranker": ranker, "twin": twin, "model": model, "collection": str(collection_dir),
+             "k": k, "read_cap": read_cap, "read_parts": read_parts, "max_steps": budgets.max_steps}
+    summary = write_summary(out_dir, records, c, questions, about)
     return summary
 
 

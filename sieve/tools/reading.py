@@ -42,6 +42,9 @@ class ReadConfig:
     counter: TokenCounter = field(default_factory=WhitespaceCounter)
     hint: NextHint = tool_hint
     reserve: int = 48  # tokens every part leaves free, for the note a fetch of several sections may add
+    # Longer texts come in numbered parts; False: a read stops at the cap (the paper's ceiling),
+    # saying how much was left out, and only part 1 exists.
+    parts: bool = True
 
     def __post_init__(self) -> None:
         if isinstance(self.cap, bool) or not isinstance(self.cap, int) or self.cap < MIN_CAP:
@@ -142,18 +145,22 @@ def _render(doc: Document, what: str, section: str | None, text: str, part: int,
         return base + (f" · part {p} of {n}" if n > 1 else "")
 
     def footer(p: int, n: int) -> str:
+        if not config.parts:
+            return f"[truncated at the {config.cap:,}-token ceiling of one read: {n - 1:,} more read{'s' if n > 2 else ''}' worth not shown]"
         return f"[continued in part {p + 1} of {n}: {config.hint(doc.id, section, p + 1)}]"
 
     # Budget the content for the longest header and footer any part can have.
     overhead = counter.count(header(9999, 9999)) + counter.count(footer(9998, 9999)) + _SLACK + config.reserve
     spans = _spans(text, max(config.cap - overhead, 1), counter)
     n = len(spans)
+    if not config.parts and part != 1:
+        raise InvalidArgumentError(f"reads here stop at the {config.cap:,}-token ceiling: there is only part 1, not part {part}")
     if isinstance(part, bool) or not isinstance(part, int) or not 1 <= part <= n:
         which = f"section {section!r} of {inline(doc.id)}" if section is not None else inline(doc.id)
         raise InvalidArgumentError(f"{which} has {n} part{'s' if n > 1 else ''}, so there is no part {part}")
     a, b = spans[part - 1]
     body = text[a:b] if n == 1 else text[a:b].lstrip("\n").rstrip()
-    out = header(part, n) + "\n" + (body if body.strip() else "(empty)")
+    out = (header(part, n) if config.parts else header(1, 1)) + "\n" + (body if body.strip() else "(empty)")
     if part < n:
         out += "\n" + footer(part, n)
     return Read(doc.id, section or "", part, n, body, out)

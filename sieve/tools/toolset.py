@@ -323,6 +323,9 @@ def free_text_query(text: str) -> str | None:
     return "(" + " OR ".join(f'"{w}"' for w in seen.values()) + ")[tiab]"
 
 
-def make_tools(index: Index, condition_name: str, ranker: str = "bm25", k: int = 5, read_cap: int = 12_000) -> Toolset:
-    """A fresh tool session for one episode of the condition `condition_name`."""
-    return Toolset.for_condition(index, condition_name, ToolConfig(k=k, ranker=ranker, read=ReadConfig(cap=read_cap)))
+def make_tools(index: Index, condition_name: str, ranker: str = "bm25", k: int = 5, read_cap: int = 12_000,
+               k_max: int | None = None, read_parts: bool = True) -> Toolset:
+    """A fresh tool session for one episode of the condition `condition_name`. `k_max` caps what
+    an agent may ask a search for (default 50); `read_parts=False` truncates reads at the cap."""
+    config = ToolConfig(k=k, k_max=k_max if k_max is not None else ToolConfig.k_max, ranker=ranker, read=ReadConfig(cap=read_cap, parts=read_parts))
+    return Toolset.for_condition(index, condition_name, config)

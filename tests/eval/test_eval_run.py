@@ -72,3 +72,25 @@ def test_run_and_report(collection: Path, tmp_path: Path) -> None:
         again = run_collection(collection, tmp_path / "runA", "sieve", "bm25", [srv.url], "scripted", native=False, progress=False)
         assert srv.requests == []
     assert again["accuracy"] == s["accuracy"]
+
+
+def test_the_papers_budgets_hold_in_a_run(collection: Path, tmp_path: Path) -> None:
+    """k = 5 per search is also the most an agent may ask for, and reads stop at the ceiling."""
+    asked: list[str] = []
+
+    def greedy(body: dict[str, Any]) -> Say:
+        seen = "\n".join(str(m.get("content") or "") for m in body["messages"][2:])
+        asked.append(seen)
+        if len(asked) == 1:
+            return Say('<tool_call>{"name": "search", "arguments": {"query": "Manila OR Intramuros OR church", "k": 50}}</tool_call>')
+        if len(asked) == 2:
+            return Say('<tool_call>{"name": "fetch", "arguments": {"sections": [{"doc": "d1", "section": "History", "part": 2}]}}</tool_call>')
+        return Say("<answer>x</answer>")
+
+    with LoopbackServer(greedy) as srv:
+        s = run_collection(collection, tmp_path / "run", "sieve", "bm25", [srv.url], "scripted", native=False, progress=False, limit=1)
+    assert (s["k"], s["read_cap"], s["read_parts"]) == (5, 12_000, False)
+    rec = json.loads((tmp_path / "run" / "trajectories.jsonl").read_text().splitlines()[0])
+    search, fetch = rec["tool_calls"][0], rec["tool_calls"][1]
+    assert search["name"] == "search" and "k" in search["result"] and "at most 5" in search["result"], search["result"][:300]
+    assert fetch["name"] == "fetch" and "only part 1" in fetch["result"], fetch["result"][:300]

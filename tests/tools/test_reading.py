@@ -126,6 +126,22 @@ def test_parts_keep_line_breaks_and_say_how_to_go_on(gold: sieve.Index) -> None:
     assert visit.text.splitlines()[-1] == '[continued in part 3 of 14: visit {"doc": "river", "part": 3}]'
 
 
+def test_a_ceiling_truncates_and_says_so(gold: sieve.Index) -> None:
+    """The paper's reads: one ceiling, no parts; the cut is announced, never silent."""
+    river = gold.document("river")
+    config = ReadConfig(cap=200, parts=False)
+    read = read_section(river, "flood", 1, config)
+    lines = read.text.splitlines()
+    assert lines[0] == "[river] River notes § Flood log"
+    assert lines[-1] == "[truncated at the 200-token ceiling of one read: 13 more reads' worth not shown]"
+    assert read.body == read_section(river, "flood", 1, ReadConfig(cap=200)).body  # the same first part
+    assert WhitespaceCounter().count(read.text) <= 200
+    with pytest.raises(InvalidArgumentError, match="reads here stop at the 200-token ceiling: there is only part 1, not part 2"):
+        read_section(river, "flood", 2, config)
+    short = read_section(river, "Early history", 1, config)
+    assert "truncated" not in short.text  # what fits is shown whole, with no note
+
+
 def test_split_parts_is_exact_and_bounded(minilm: TokenizerCounter) -> None:
     text = ("word " * 7 + "\n") * 50 + "x" * 300 + " tail\n\nend"
     for counter in (WORDS, minilm):
