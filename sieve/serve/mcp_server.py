@@ -23,6 +23,7 @@ The SDK's transports run on asyncio (anyio's default backend, and uvicorn's), wh
 from __future__ import annotations
 
 import asyncio
+import json
 import weakref
 from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
@@ -139,7 +140,6 @@ def checked_ids(app: Any) -> Any:
     """ASGI middleware: a POST whose JSON-RPC message has an invalid id gets a JSON-RPC "Invalid
     Request" error (HTTP 400) instead of the SDK's silent 202, which would leave a client waiting
     for a reply that never comes. Everything else passes through unchanged."""
-    import json
 
     async def wrapped(scope: dict[str, Any], receive: Any, send: Any) -> None:
         if scope.get("type") != "http" or scope.get("method") != "POST":

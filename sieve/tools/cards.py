@@ -66,9 +66,12 @@ def _authors(author: str, limit: int) -> str:
     return "; ".join(names) if len(names) <= limit else "; ".join(names[:limit]) + f" +{len(names) - limit} more"
 
 
+def _doc_number(index: Index, hit: Hit) -> int:
+    return hit.doc if hit.doc >= 0 else index.reader.doc_number(hit.doc_id)
+
+
 def _meta(index: Index, hit: Hit) -> dict[str, Any]:
-    d = hit.doc if hit.doc >= 0 else index.reader.doc_number(hit.doc_id)
-    return index.reader.meta(d)
+    return index.reader.meta(_doc_number(index, hit))
 
 
 def hit_snippet(index: Index, hit: Hit, headings: list[str], matcher: Matcher, config: CardConfig = CardConfig(), style: Style = PLAIN) -> Snippet | None:
@@ -78,7 +81,7 @@ def hit_snippet(index: Index, hit: Hit, headings: list[str], matcher: Matcher, c
     # only hold words the query scoped elsewhere), else (a title-only or fallback match) every
     # section: its lead at worst.
     order = (matched or range(len(headings)))[: config.snippet_sections]
-    d = hit.doc if hit.doc >= 0 else index.reader.doc_number(hit.doc_id)
+    d = _doc_number(index, hit)
 
     def texts() -> Iterator[tuple[int, str]]:
         budget = config.snippet_chars

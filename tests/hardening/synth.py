@@ -95,3 +95,25 @@ def query(rng: random.Random, depth: int = 0) -> str:
 def queries(n: int, seed: int = 0) -> list[str]:
     rng = random.Random(seed)
     return [query(rng) for _ in range(n)]
+
+
+class HashEncoder:
+    """A cheap deterministic encoder (hashed bag of words) for embedding tests: the files it leads
+    to are the real ones. Its model name is `hash-DIM`."""
+
+    def __init__(self, dim: int = 64) -> None:
+        self.dim = dim
+        self.name = f"hash-{dim}"
+
+    def encode(self, texts: list[str], batch_size: int = 32) -> Any:
+        import zlib
+
+        import numpy as np
+
+        from sieve.engine.analysis import analyze
+
+        out = np.zeros((len(texts), self.dim), dtype=np.float32)
+        for i, t in enumerate(texts):
+            for w in analyze(t):
+                out[i, zlib.crc32(w.encode()) % self.dim] += 1
+        return out / np.maximum(np.linalg.norm(out, axis=1, keepdims=True), 1e-9)

@@ -19,7 +19,7 @@ from sieve.engine import storage
 from sieve.engine.reader import FILES
 from sieve.errors import IndexDamagedError, IndexLockedError
 
-from .synth import records
+from .synth import HashEncoder, records
 
 SMALL = records(40, seed=5)
 LARGE = records(90, seed=6)
@@ -115,22 +115,6 @@ def test_an_index_opened_before_a_rebuild_keeps_answering_and_verifying(tmp_path
 # ------------------------------------------------------------------ embeddings
 
 
-class HashEncoder:
-    """A cheap deterministic encoder (hashed bag of words): the files it leads to are the real ones."""
-
-    name = "hash-32"
-    dim = 32
-
-    def encode(self, texts: list[str], batch_size: int = 32) -> np.ndarray:
-        import zlib
-
-        from sieve.engine.analysis import analyze
-
-        out = np.zeros((len(texts), self.dim), dtype=np.float32)
-        for i, t in enumerate(texts):
-            for w in analyze(t):
-                out[i, zlib.crc32(w.encode()) % self.dim] += 1
-        return out / np.maximum(np.linalg.norm(out, axis=1, keepdims=True), 1e-9)
 
 
 class Killed(BaseException):
@@ -139,7 +123,7 @@ class Killed(BaseException):
 
 def _dense_ok(target: Path) -> list[str]:
     index = sieve.open_index(target)
-    index.use_dense(model="hash-32", encoder=HashEncoder())
+    index.use_dense(model="hash-32", encoder=HashEncoder(32))
     index.check()
     return [h.doc_id for h in index.search("heatwave", k=5, ranker="dense").hits]
 
@@ -151,7 +135,7 @@ def test_embed_killed_while_sealing_is_repaired_by_the_next_run(tmp_path: Path, 
 
     target = tmp_path / "idx"
     index = sieve.build_index(SMALL, target)
-    store.embed(index, model="hash-32", encoder=HashEncoder())
+    store.embed(index, model="hash-32", encoder=HashEncoder(32))
     want = _dense_ok(target)
     real_write, real_graph, real_json = storage.write_array, store._build_hnsw, store._write_json
 
@@ -180,12 +164,12 @@ def test_embed_killed_while_sealing_is_repaired_by_the_next_run(tmp_path: Path, 
         else:
             m.setattr(store, "_write_json", no_meta)
         with pytest.raises(Killed):
-            store.embed(sieve.open_index(target), model="hash-32", encoder=HashEncoder(), force=True)
+            store.embed(sieve.open_index(target), model="hash-32", encoder=HashEncoder(32), force=True)
     # Never "ready" while incomplete: ranking says so instead of reading damaged vectors ...
     with pytest.raises(sieve.SieveError):
         _dense_ok(target)
     # ... and a plain run (no --force) finishes the job.
-    store.embed(sieve.open_index(target), model="hash-32", encoder=HashEncoder())
+    store.embed(sieve.open_index(target), model="hash-32", encoder=HashEncoder(32))
     assert _dense_ok(target) == want
 
 
@@ -194,7 +178,7 @@ def test_embed_recomputes_damaged_finished_embeddings(tmp_path: Path) -> None:
     from sieve.dense import store
 
     target = tmp_path / "idx"
-    out = store.embed(sieve.build_index(SMALL, target), model="hash-32", encoder=HashEncoder())
+    out = store.embed(sieve.build_index(SMALL, target), model="hash-32", encoder=HashEncoder(32))
     want = _dense_ok(target)
     vectors = out / "vectors.sva"
     data = bytearray(vectors.read_bytes())
@@ -202,7 +186,7 @@ def test_embed_recomputes_damaged_finished_embeddings(tmp_path: Path) -> None:
     vectors.write_bytes(bytes(data))
     with pytest.raises(IndexDamagedError):
         sieve.open_index(target).check()
-    store.embed(sieve.open_index(target), model="hash-32", encoder=HashEncoder())
+    store.embed(sieve.open_index(target), model="hash-32", encoder=HashEncoder(32))
     assert _dense_ok(target) == want
 
 
@@ -214,5 +198,5 @@ def test_embed_holds_the_write_lock(tmp_path: Path) -> None:
     index = sieve.build_index(SMALL, target)
     with storage.WriteLock(target):
         with pytest.raises(IndexLockedError):
-            store.embed(index, model="hash-32", encoder=HashEncoder())
-    store.embed(index, model="hash-32", encoder=HashEncoder())
+            store.embed(index, model="hash-32", encoder=HashEncoder(32))
+    store.embed(index, model="hash-32", encoder=HashEncoder(32))

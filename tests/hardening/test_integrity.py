@@ -12,7 +12,6 @@ import random
 import re
 from pathlib import Path
 
-import numpy as np
 import pytest
 
 import sieve
@@ -22,7 +21,7 @@ from sieve.engine.reader import FILES
 from sieve.errors import IndexDamagedError, SieveError
 
 from .damage import damage, exercise, payload_end
-from .synth import queries, records
+from .synth import HashEncoder, queries, records
 
 HEADER_FIELDS = {"magic": 0, "version": 8, "header size": 10, "dtype": 12, "ndim": 20, "shape0": 24, "shape1": 32, "payload bytes": 40, "block shift": 48, "table crc": 52, "padding": 56, "header crc": 60}
 
@@ -273,22 +272,6 @@ def test_damaged_payloads_never_change_an_answer(pristine: Path, damaged_copy: P
 # ------------------------------------------------------------------ embeddings (meta.json, vectors.sva, hnsw.bin)
 
 
-class HashEncoder:
-    """A cheap deterministic encoder (hashed bag of words): the files it leads to are the real ones."""
-
-    name = "hash-64"
-    dim = 64
-
-    def encode(self, texts: list[str], batch_size: int = 32) -> np.ndarray:
-        import zlib
-
-        from sieve.engine.analysis import analyze
-
-        out = np.zeros((len(texts), self.dim), dtype=np.float32)
-        for i, t in enumerate(texts):
-            for w in analyze(t):
-                out[i, zlib.crc32(w.encode()) % self.dim] += 1
-        return out / np.maximum(np.linalg.norm(out, axis=1, keepdims=True), 1e-9)
 
 
 @pytest.fixture()
