@@ -30,7 +30,7 @@ import urllib.request
 from pathlib import Path
 
 import sieve
-from sieve.tools.toolset import make_tools
+from sieve.tools.episode import make_tools
 from sieve.agent.llm import ChatClient
 from sieve.agent.loop import Agent, Budgets
 from sieve.demo_corpus import stdlib_documents

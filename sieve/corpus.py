@@ -97,7 +97,7 @@ def parse_line(name: str, lineno: int, line: str) -> Any:
         return CorpusError("invalid JSON: a number too long to read (more than 4,300 digits)", name, lineno)
 
 
-def _records(source: Source) -> Iterator[tuple[str | None, int, Any]]:
+def records(source: Source) -> Iterator[tuple[str | None, int, Any]]:
     """(file, 1-based line or record number, parsed record or a CorpusError)."""
     if isinstance(source, (str, os.PathLike)):
         path = corpus_file(source)
@@ -129,7 +129,7 @@ def read_documents(source: Source, on_error: OnError = "raise", report: CorpusRe
     report = report if report is not None else CorpusReport()
     report.source = str(source) if isinstance(source, (str, os.PathLike)) else "<iterable>"
     ids = IdRegistry()
-    for name, line, rec in _records(source):
+    for name, line, rec in records(source):
         try:
             if isinstance(rec, CorpusError):
                 raise rec

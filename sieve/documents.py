@@ -116,7 +116,8 @@ def _infobox(value: Any) -> dict[str, str]:
     raise CorpusError(f"infobox must be an object or a 'k: v; k: v' string, got {type(value).__name__}")
 
 
-def _date(value: Any) -> str | None:
+def checked_date(value: Any) -> str | None:
+    """A record's date as stored (ISO, day precision at most), None for none; raises CorpusError."""
     if value is None or value == "":
         return None
     if isinstance(value, int) and not isinstance(value, bool):
@@ -183,7 +184,7 @@ def document_from_record(rec: Any) -> Document:
         title=_text(title if title is not None else "", "title"),
         sections=_sections(rec),
         author=_author(rec.get("author")),
-        date=_date(rec.get("date")),
+        date=checked_date(rec.get("date")),
         infobox=_infobox(rec.get("infobox")),
         metadata=metadata,
     )

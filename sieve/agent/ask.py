@@ -6,7 +6,7 @@ import json
 import sys
 from typing import Any, TextIO
 
-from sieve.tools.toolset import make_tools
+from sieve.tools.episode import make_tools
 from sieve.agent.llm import ChatClient
 from sieve.agent.loop import Agent, Budgets, Episode
 from sieve.index import Index

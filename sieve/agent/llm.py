@@ -157,6 +157,7 @@ class ChatClient:
         self.max_backoff = max_backoff
         self.max_reply_bytes = max_reply_bytes
         self._rng = random.Random(0)
+        self._no_tokenize = False
 
     def _exchange(self, method: str, path: str, data: bytes | None, headers: dict[str, str]) -> tuple[int, bytes]:
         """One HTTP exchange: (status, body). A watchdog shuts the socket at the deadline, so a
@@ -179,7 +180,7 @@ class ChatClient:
         watchdog.daemon = True
         watchdog.start()
         try:
-            conn.request(method, u.path + path, body=data, headers=headers)
+            conn.request(method, path, body=data, headers=headers)
             resp = conn.getresponse()
             chunks, size = [], 0
             # read1: at most one receive per call (read(n) would wait for all n bytes of a dribble).
@@ -203,9 +204,13 @@ class ChatClient:
             watchdog.cancel()
             conn.close()
 
-    def _request(self, method: str, path: str, body: dict[str, Any] | None = None, parse: Callable[[Any], T] = lambda d: d) -> tuple[T, int]:
+    def _request(self, method: str, path: str, body: dict[str, Any] | None = None, parse: Callable[[Any], T] = lambda d: d,
+                 at_root: bool = False) -> tuple[T, int]:
         """(parse(decoded JSON), attempts). Retries server faults (`parse` raising _Fault is one);
-        raises LLMError otherwise or when the retries run out."""
+        raises LLMError otherwise or when the retries run out. `path` is under the base URL, or
+        under the server's root with `at_root` (vLLM's /tokenize is not under /v1)."""
+        base = self._url.path
+        full = (base[: -len("/v1")] if base.endswith("/v1") else base) + path if at_root else base + path
         data = json.dumps(body).encode() if body is not None else None
         headers = {"Content-Type": "application/json", "Accept": "application/json"}
         if self.api_key:
@@ -214,7 +219,7 @@ class ChatClient:
         status: int | None = None
         for attempt in range(1, self.max_retries + 2):
             try:
-                status, raw = self._exchange(method, path, data, headers)
+                status, raw = self._exchange(method, full, data, headers)
                 if not 200 <= status < 300:
                     text = raw[:2000].decode("utf-8", "replace")
                     if _is_context_error(status, text):
@@ -258,6 +263,24 @@ class ChatClient:
             if m.get("id") == self.model and isinstance(n, int) and not isinstance(n, bool) and n > 0:
                 return n
         return None
+
+    def count_prompt(self, messages: list[dict[str, Any]], tools: list[dict[str, Any]] | None = None) -> int | None:
+        """The prompt's length in the model's tokens, chat template included, when the server can
+        say (vLLM's /tokenize); None otherwise (then remembered: the server is not asked again)."""
+        if self._no_tokenize:
+            return None
+        body: dict[str, Any] = {"model": self.model, "messages": messages, "add_generation_prompt": True}
+        if tools:
+            body["tools"] = tools
+        try:
+            data, _ = self._request("POST", "/tokenize", body, at_root=True)
+        except LLMError:
+            data = None
+        n = data.get("count") if isinstance(data, dict) else None
+        if not isinstance(n, int) or isinstance(n, bool) or n < 0:
+            self._no_tokenize = True
+            return None
+        return n
 
     def complete(
         self,

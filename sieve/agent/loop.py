@@ -31,10 +31,20 @@ ANSWER_TOOL = {
 }
 
 
+MESSAGE_ALLOWANCE = 8  # tokens a chat template adds per message, when the server cannot count
+CUT_MARK = "[… cut to fit the context window]"
+
+
+def _one_shot_prompt(texts: list[str]) -> str:
+    passages = "\n\n".join(f"[{j + 1}] {t}" for j, t in enumerate(texts) if t) or "(the search found no document)"
+    return render(template("one_shot.md"), passages=passages)
+
+
 class AgentTools(Protocol):
     surfaced: list[str]
     opened: list[str]
 
+    def begin(self, question: str) -> list[dict[str, Any]]: ...
     def schemas(self) -> list[dict[str, Any]]: ...
     def describe(self) -> str: ...
     def manual(self) -> str: ...
@@ -153,8 +163,10 @@ class Agent:
         if self.one_shot:
             return self.run_one_shot(question, tools, question_id)
         t0 = time.perf_counter()
+        before = tools.begin(question)  # what the condition does before the agent acts (bounded DCI's retrieval)
         prompt = system_prompt(tools, self.native, self.budgets)
         ep = Episode(question_id, question, self.config(prompt))
+        ep.tool_calls.extend(before)
         ep.messages = [{"role": "system", "content": prompt}, {"role": "user", "content": question}]
         try:
             self._loop(ep, tools)
@@ -163,13 +175,17 @@ class Agent:
         return _finished(ep, tools, t0)
 
     def run_one_shot(self, question: str, tools: AgentTools, question_id: str = "") -> Episode:
-        """Retrieve once with the question as free text, then answer in one call (no tools)."""
+        """Retrieve once with the question as free text, put the documents' whole text in one
+        answering prompt, trimmed until the tokenised prompt fits the window less the answer budget."""
         t0 = time.perf_counter()
-        result = tools.call("ranked_search", {"query": question})
-        text, n = result.text, result.tokens
-        prompt = render(template("one_shot.md"), passages=text)
-        ep = Episode(question_id, question, self.config(prompt))
-        ep.tool_calls.append({"name": "ranked_search", "arguments": {"query": question}, "result_tokens": n, "result": text, **result.facts})
+        passages, facts = tools.passages(question)  # type: ignore[attr-defined]
+        texts, fit = self._fit(question, [t for _, t in passages], tools)
+        prompt = _one_shot_prompt(texts)
+        ep = Episode(question_id, question, self.config(template("one_shot.md")))
+        shown = "\n\n".join(t for t in texts if t)
+        tokens = tools.config.read.counter.count(shown)  # type: ignore[attr-defined]
+        ep.tool_calls.append({"name": "ranked_search", "arguments": {"query": question}, "result_tokens": tokens, "result": shown,
+                              **facts, "fit": fit})
         ep.messages = [{"role": "system", "content": prompt}, {"role": "user", "content": question}]
         try:
             c = self._complete(ep, ep.messages, None)
@@ -180,6 +196,31 @@ class Agent:
         except LLMError as e:
             ep.outcome, ep.reason, ep.server_fault = "failed", f"model server: {e}", e.fault
         return _finished(ep, tools, t0)
+
+    def _fit(self, question: str, texts: list[str], tools: AgentTools) -> tuple[list[str], dict[str, Any]]:
+        """The fit loop: count the whole prompt (the server's /tokenize, chat template included,
+        else the read counter plus a per-message allowance), and cut words from the end of the
+        lowest-ranked text still present by the excess, until it fits or nothing is left."""
+        limit = self.window - self.budgets.max_tokens
+        counter = tools.config.read.counter  # type: ignore[attr-defined]
+        texts = list(texts)
+        dropped = rounds = 0
+        by = "server"
+        while True:
+            rounds += 1
+            messages = [{"role": "system", "content": _one_shot_prompt(texts)}, {"role": "user", "content": question}]
+            n = self.client.count_prompt(messages)
+            if n is None:
+                by = counter.name
+                n = sum(counter.count(m["content"]) + MESSAGE_ALLOWANCE for m in messages)
+            live = [j for j, t in enumerate(texts) if t]
+            if n <= limit or not live:
+                return texts, {"prompt_tokens": n, "limit": limit, "counted_by": by, "dropped_words": dropped, "rounds": rounds}
+            j = live[-1]
+            words = texts[j].split(" ")
+            cut = min(len(words), max(n - limit, 1))
+            dropped += cut
+            texts[j] = " ".join(words[: len(words) - cut]) + (f" {CUT_MARK}" if cut < len(words) else "")
 
     def _loop(self, ep: Episode, tools: AgentTools) -> None:
         schemas = tools.schemas() + [ANSWER_TOOL]

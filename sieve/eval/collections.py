@@ -13,8 +13,15 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Iterator
 
-from sieve.corpus import corpus_file, read_documents
-from sieve.errors import CorpusError
+from sieve.corpus import corpus_file, read_documents, records
+from sieve.documents import checked_date
+from sieve.errors import CorpusError, InvalidArgumentError
+from sieve.tools.reading import body_text
+from sieve.tools.safe import shown
+
+FORMATS = ("beir", "hotpotqa", "musique")
+DATE_POLICIES = ("strict", "keep")
+KEPT_DATE_KEY = "date_text"  # where an unparseable date goes under the "keep" policy
 
 
 @dataclass(frozen=True)
@@ -112,7 +119,43 @@ def load_musique(path: str | Path) -> Collection:
     return Collection(path.stem, questions, list(docs.values()), {"format": "musique"})
 
 
+def load_collection(path: str | Path, fmt: str = "beir", dates: str = "strict", split: str = "test") -> Collection:
+    """A collection in one of `FORMATS`. `dates="keep"` keeps a date the index cannot read as plain
+    metadata (`date_text`) instead of stopping the build; `Collection.meta["unparsed_dates"]` counts them."""
+    if fmt not in FORMATS:
+        raise InvalidArgumentError(f"unknown collection format {fmt!r}; choose from {', '.join(FORMATS)}")
+    if dates not in DATE_POLICIES:
+        raise InvalidArgumentError(f"unknown date policy {dates!r}; choose from {', '.join(DATE_POLICIES)}")
+    c = load_beir(path, split) if fmt == "beir" else load_hotpotqa(path) if fmt == "hotpotqa" else load_musique(path)
+    c.meta.update(dates=dates, unparsed_dates=0)
+    return c
+
+
+def corpus_records(c: Collection) -> Any:
+    """What the structured twin is built from: the corpus as it is, or (dates "keep") its records
+    with unreadable dates moved to metadata, counted in `c.meta["unparsed_dates"]` as they pass."""
+    if c.meta.get("dates", "strict") == "strict":
+        return c.corpus
+    return _kept_dates(c)
+
+
+def _kept_dates(c: Collection) -> Iterator[Any]:
+    c.meta["unparsed_dates"] = 0
+    for _, _, rec in records(c.corpus):
+        if isinstance(rec, CorpusError):
+            raise rec
+        if isinstance(rec, dict) and rec.get("date") not in (None, ""):
+            try:
+                checked_date(rec["date"])
+            except CorpusError:
+                rec = {k: v for k, v in rec.items() if k != "date"} | {KEPT_DATE_KEY: rec["date"]}
+                c.meta["unparsed_dates"] += 1
+        yield rec
+
+
 def flat_twin(records: Any) -> Iterator[dict[str, Any]]:
-    """The flat twin of a structured corpus: same ids and emitted text, only title and body."""
+    """The flat twin of a structured corpus: the same ids and titles, and as its only text exactly
+    what a visit to the structured document shows (facts and headings inline). Only the
+    addressable fields differ: no sections, author, date or infobox to search."""
     for doc in read_documents(records):
-        yield {"id": doc.id, "title": doc.title, "text": "\n\n".join(s.text for s in doc.sections)}
+        yield {"id": doc.id, "title": doc.title, "text": body_text(shown(doc))}

@@ -7,11 +7,12 @@ import sys
 from pathlib import Path
 from typing import Any, Callable
 
-from sieve.tools.toolset import make_tools
+from sieve.tools.episode import make_tools
 from sieve.agent.llm import ChatClient
 from sieve.agent.loop import Agent, Budgets, Episode
 from sieve.agent.runner import Question, run_all
-from sieve.eval.collections import Collection, flat_twin, load_beir
+from sieve.eval.collections import Collection, corpus_records, flat_twin, load_collection
+from sieve.tools.conditions import condition as find_condition
 from sieve.eval.summary import score, summarize
 from sieve.index import Index, build_index, open_index
 
@@ -26,8 +27,12 @@ def twin_index(collection: Collection, root: Path, twin: str, embed: bool = Fals
     if (path / "CURRENT").exists():
         index = open_index(path)
     else:
-        source: Any = collection.corpus if twin == "structured" else flat_twin(collection.corpus)
-        index = build_index(source, path)
+        records = corpus_records(collection)
+        index = build_index(records if twin == "structured" else flat_twin(records), path)
+        # What the build kept that a strict build would have refused, for every later run's summary.
+        note = {"format": collection.meta.get("format"), "dates": collection.meta.get("dates", "strict"),
+                "unparsed_dates": collection.meta.get("unparsed_dates", 0), "documents": len(index)}
+        (root / "collection.json").write_text(json.dumps(note, indent=1))
     if embed:
         from sieve.dense.store import embed as embed_index
 
@@ -35,9 +40,23 @@ def twin_index(collection: Collection, root: Path, twin: str, embed: bool = Fals
     return index
 
 
-def build_twins(collection_dir: Path, out: Path, embed: bool = False) -> dict[str, Index]:
-    c = load_beir(collection_dir)
+def default_index_dir(collection: Path) -> Path:
+    """Where a collection's twins live unless told: inside a BEIR folder, beside a single file."""
+    collection = Path(collection)
+    return collection / "sieve-index" if collection.is_dir() else collection.parent / f"{collection.stem}.sieve-index"
+
+
+def build_twins(collection_dir: Path, out: Path, embed: bool = False, fmt: str = "beir", dates: str = "strict") -> dict[str, Index]:
+    """Both twins' indexes under `out` (and embeddings with `embed`); `dates="keep"` keeps
+    unreadable dates as metadata (counted in `out/collection.json`, see `built_note`)."""
+    c = load_collection(collection_dir, fmt, dates)
     return {t: twin_index(c, out, t, embed) for t in TWINS}
+
+
+def built_note(root: Path) -> dict[str, Any]:
+    """What the twins' build recorded: format, date policy, unparseable dates kept, documents."""
+    path = Path(root) / "collection.json"
+    return json.loads(path.read_text()) if path.exists() else {}
 
 
 def run_collection(
@@ -58,12 +77,21 @@ def run_collection(
     api_key: str | None = None,
     progress: bool = True,
     read_parts: bool = False,
+    fmt: str = "beir",
+    dates: str = "strict",
+    fallback: bool = True,
+    snippet: str | None = None,
 ) -> dict[str, Any]:
     """Run one condition over a collection. As the paper: `k` results per search is also the most an
-    agent may ask for, and a read stops at `read_cap` tokens (`read_parts=True`: numbered parts)."""
-    c = load_beir(collection_dir)
-    index = twin_index(c, index_dir or collection_dir / "sieve-index", twin, embed=False)
-    if ranker != "bm25":
+    agent may ask for, and a read stops at `read_cap` tokens (`read_parts=True`: numbered parts).
+    Ablations: `fallback=False` (strict Boolean search), `snippet` ("none": cards without
+    snippets; "lead"/"query": what a card quotes), `twin="flat"`."""
+    cond = find_condition(condition)
+    c = load_collection(collection_dir, fmt, dates)
+    root = Path(index_dir) if index_dir else default_index_dir(Path(collection_dir))
+    index = twin_index(c, root, twin, embed=False)
+    ranker = ranker if cond.retriever else ("bm25" if cond.corpus == "bounded" else "none")
+    if ranker not in ("bm25", "none"):
         index.use_dense()
     questions = c.questions[:limit] if limit else c.questions
     gold = {q.id: list(q.answers) for q in questions}
@@ -71,12 +99,17 @@ def run_collection(
     out_dir.mkdir(parents=True, exist_ok=True)
     traj = out_dir / "trajectories.jsonl"
     on_episode = _progress(len(questions), gold) if progress else None
-    records = run_all(
-        [Question(q.id, q.question) for q in questions], agents,
-        lambda: make_tools(index, condition, ranker, k=k, read_cap=read_cap, k_max=k, read_parts=read_parts), traj, workers=workers, on_episode=on_episode,
-    )
-    about = {"name": out_dir.name, "condition": condition, "ranker": ranker, "twin": twin, "model": model, "collection": str(collection_dir),
-             "k": k, "read_cap": read_cap, "read_parts": read_parts, "max_steps": budgets.max_steps}
+
+    def tools() -> Any:
+        return make_tools(index, condition, ranker if ranker != "none" else "bm25", k=k, read_cap=read_cap, k_max=k, read_parts=read_parts,
+                          fallback=fallback, snippet=snippet, files=root / "dci")
+
+    tools()  # stages the DCI files once, before the workers start
+    records = run_all([Question(q.id, q.question) for q in questions], agents, tools, traj, workers=workers, on_episode=on_episode)
+    about = {"name": out_dir.name, "condition": cond.name, "family": cond.family, "ranker": ranker, "twin": twin, "model": model,
+             "collection": str(collection_dir), "format": fmt, "k": k, "read_cap": read_cap, "read_parts": read_parts,
+             "max_steps": budgets.max_steps, "fallback": fallback, "snippet": snippet or cond.snippet,
+             "unparsed_dates": built_note(root).get("unparsed_dates", 0)}
     summary = write_summary(out_dir, records, c, questions, about)
     return summary
 

@@ -15,6 +15,7 @@ from typing import Any, Iterator, Sequence
 
 from sieve.engine import deadline
 from sieve.engine.search import Hit, Results
+from sieve.errors import InvalidArgumentError
 from sieve.index import Index
 from sieve.tools.safe import inline
 from sieve.tools.snippets import Matcher, Snippet, best_snippet
@@ -32,6 +33,15 @@ class CardConfig:
     max_headings: int = 12  # the reference showed 8, though half of a big collection's pages have more
     max_infobox_keys: int = 12
     max_authors: int = 3
+    # What a card quotes (sieve.tools.conditions.SNIPPETS): a window around the query's words
+    # ("query"), the document's opening words ("lead", the paper's Search-Visit baseline), or nothing.
+    snippet: str = "query"
+
+    def __post_init__(self) -> None:
+        from sieve.tools.conditions import SNIPPETS
+
+        if self.snippet not in SNIPPETS:
+            raise InvalidArgumentError(f"snippet must be one of {', '.join(SNIPPETS)}, not {self.snippet!r}")
 
 
 def plural(n: int, word: str, many: str | None = None) -> str:
@@ -96,6 +106,24 @@ def hit_snippet(index: Index, hit: Hit, headings: list[str], matcher: Matcher, c
     return best_snippet(texts(), matcher, config.snippet_words, style.match if style.colour else None, screen=not matched)
 
 
+def lead(index: Index, hit: Hit, words: int) -> Snippet | None:
+    """The document's first `words` words, from its first sections with text."""
+    d = _doc_number(index, hit)
+    taken: list[str] = []
+    first = None
+    for j in range(len(_meta(index, hit)["headings"])):
+        deadline.check()
+        got = index.reader.section_text(d, j)[: 64 * words].split()
+        if got and first is None:
+            first = j
+        taken.extend(got[: words - len(taken)])
+        if len(taken) >= words:
+            break
+    if first is None:
+        return None
+    return Snippet(first, inline(" ".join(taken)) + ("…" if len(taken) >= words else ""), frozenset())
+
+
 def card(index: Index, hit: Hit, matcher: Matcher, config: CardConfig = CardConfig(), style: Style = PLAIN, structured: bool = True) -> str:
     """One hit as text. `structured=False` gives the plain baseline's card: title and snippet only."""
     meta = _meta(index, hit)
@@ -116,7 +144,12 @@ def card(index: Index, hit: Hit, matcher: Matcher, config: CardConfig = CardConf
         if hit.fields:
             line += " matched: " + ", ".join(hit.fields)
         lines.append(line)
-    snip = hit_snippet(index, hit, headings, matcher, config, style)
+    if config.snippet == "none":
+        snip = None
+    elif config.snippet == "lead":
+        snip = lead(index, hit, config.snippet_words)
+    else:
+        snip = hit_snippet(index, hit, headings, matcher, config, style)
     if snip is not None:
         where = f"{style.section(shown_headings[snip.section])}: " if structured else ""
         lines.append(f"» {where}{snip.text}")

@@ -13,25 +13,51 @@ from dataclasses import dataclass
 
 from sieve.errors import InvalidArgumentError
 
-TOOL_NAMES = ("search", "ranked_search", "fetch", "visit", "show")
+TOOL_NAMES = ("search", "ranked_search", "fetch", "visit", "show")  # tools over an index (the Toolset)
+FILE_TOOL_NAMES = ("bash", "read")  # tools over a folder of document files (sieve.tools.files)
+ALL_RANKERS = ("bm25", "dense", "hybrid")
+SNIPPETS = ("query", "lead", "none")  # what a result card quotes: a query-focused window, the opening words, nothing
+CORPORA = ("index", "files", "bounded")
 
 
 @dataclass(frozen=True)
 class Condition:
+    """One compared condition. `family` groups rows as the paper's Table 1 does; `rankers` are
+    the ones the paper runs it with (what a grid runs by default; a run may choose any)."""
+
     name: str
+    family: str
     tools: tuple[str, ...]
     one_shot: bool = False  # one retrieval with the question, then one answering call without tools
+    autoread: bool = False  # every search result carries the document's text (up to the read ceiling)
+    corpus: str = "index"  # what the tools act on: the index, the collection as files, or BM25's top documents as files
+    bound: int = 10  # bounded: how many documents BM25 puts in the folder
+    snippet: str = "query"
+    rankers: tuple[str, ...] = ALL_RANKERS
     description: str = ""
+
+    @property
+    def retriever(self) -> bool:
+        return self.corpus == "index"
 
 
 CONDITIONS: dict[str, Condition] = {c.name: c for c in (
-    Condition("sieve", ("search", "fetch"), description="BQL search, result cards, section fetch"),
-    Condition("search-fetch", ("ranked_search", "fetch"), description="plain ranked search, result cards, section fetch"),
-    Condition("search-visit", ("ranked_search", "visit"), description="plain ranked search, title and snippet, whole-document visit"),
-    Condition("one-shot", ("ranked_search",), one_shot=True, description="one ranked retrieval of the question, then one answering call"),
+    Condition("one-shot", "one-shot", ("ranked_search",), one_shot=True, rankers=("bm25", "dense"),
+              description="one ranked retrieval of the question, the documents' text in one answering call"),
+    Condition("autoread", "autoread", ("ranked_search",), autoread=True, rankers=("bm25", "dense"),
+              description="ranked search whose results carry each document's full text; no separate read"),
+    Condition("dci", "dci", FILE_TOOL_NAMES, corpus="files", rankers=(),
+              description="no retriever: a read-only shell and a file reader over the collection as files"),
+    Condition("bounded-dci", "dci", FILE_TOOL_NAMES, corpus="bounded", rankers=("bm25",),
+              description="BM25 puts the question's top 10 documents in a folder once; shell and reader over that folder"),
+    Condition("search-visit", "search-visit", ("ranked_search", "visit"), snippet="lead",
+              description="plain ranked search, title and opening words, whole-document visit"),
+    Condition("search-fetch", "search-fetch", ("ranked_search", "fetch"), description="plain ranked search, result cards, section fetch"),
+    Condition("sieve", "sieve", ("search", "fetch"), description="BQL search, result cards, section fetch"),
 )}
 ALIASES: dict[str, str] = {"rag": "one-shot"}
 CONDITION_NAMES: tuple[str, ...] = tuple(CONDITIONS) + tuple(ALIASES)  # what the CLI accepts
+FAMILIES: tuple[str, ...] = tuple(dict.fromkeys(c.family for c in CONDITIONS.values()))  # Table 1's order
 
 
 def condition(name: str) -> Condition:

@@ -83,10 +83,18 @@ def render_manual(toolset: "Toolset") -> str:
         "snippet_words": config.cards.snippet_words,
         "max_sections": config.max_sections, "cap": f"{config.read.cap:,}", "unit": toolset.unit,
         "facts_fields": _facts(has),
+        "longer_section": _longer("section", config.read.parts),
+        "longer_document": _longer("document", config.read.parts),
         "infobox_view": " `infobox` (its keys and values)," if has["infobox"] else "",
     }
     text = render(load("sieve.tools", "manual.md"), flags, **values)
     return re.sub(r"\n{3,}", "\n\n", text).strip() + "\n"
+
+
+def _longer(what: str, parts: bool) -> str:
+    if parts:
+        return f'A longer {what} comes in parts, and each part ends with the call that reads the next (`"part": 2`).'
+    return f"A longer {what} is cut at that ceiling, and the cut is marked: there is no second part."
 
 
 def _facts(has: Mapping[str, bool]) -> str:

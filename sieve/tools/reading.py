@@ -14,7 +14,7 @@ from sieve.tools.parts import split_parts
 from sieve.tools.safe import block, inline, shown
 from sieve.tools.sections import Target, heading_labels, label, resolve
 from sieve.tools.tokens import TokenCounter, WhitespaceCounter
-from sieve.documents import Document
+from sieve.documents import INTRO, Document
 from sieve.errors import InvalidArgumentError
 
 DEFAULT_CAP = 12_000
@@ -119,10 +119,13 @@ def outline_text(doc: Document, counter: TokenCounter, cap: int | None = None) -
     return cut(lo)
 
 
-def document_text(doc: Document) -> str:
-    """The whole document as one text: facts, then every section under its heading."""
-    parts = [facts_text(doc)]
-    parts.extend(f"## {s.heading}\n{s.text}" for s in doc.sections)
+def body_text(doc: Document) -> str:
+    """What a visit shows below its header line: the facts other than the title (which the header
+    names), then every section under its heading, the intro without one. The flat twin of a
+    collection stores exactly this as its text, so a visit reads the same in both twins."""
+    facts = facts_text(doc).split("\n", 1)[1:]  # all but the title line
+    parts = list(facts)
+    parts.extend(s.text if s.heading == INTRO and j == 0 else f"## {s.heading}\n{s.text}" for j, s in enumerate(doc.sections))
     return "\n\n".join(parts)
 
 
@@ -177,5 +180,4 @@ def read_section(doc: Document, name: str, part: int = 1, config: ReadConfig = R
 def read_document(doc: Document, part: int = 1, config: ReadConfig = ReadConfig()) -> Read:
     """`visit`: the whole document, every section with its heading."""
     doc = shown(doc)  # nothing in a document can forge a line or reach a terminal as an escape
-    n = len(doc.sections)
-    return _render(doc, f"· whole document, {n} section{'s' if n != 1 else ''}", None, document_text(doc), part, config)
+    return _render(doc, "· whole document", None, body_text(doc), part, config)

@@ -131,6 +131,12 @@ def _check_word(word: str) -> None:
         raise ShellRefusal(f"{word!r}: '..' is not allowed; everything is inside the folder")
 
 
+def check_path(root: str | os.PathLike[str], word: str) -> None:
+    """Raise ShellRefusal unless `word` is a relative path inside `root` (links followed)."""
+    _check_word(word)
+    _inside(Path(root).resolve(), word, "path")
+
+
 def _option_name(word: str) -> str:
     return word.split("=", 1)[0]
 

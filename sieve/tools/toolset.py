@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import json
 import re
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any, Callable, Iterator, Mapping, Sequence
 
 from sieve.documents import Document
@@ -38,6 +38,7 @@ class ToolConfig:
     max_query_chars: int = MAX_QUERY_CHARS  # a server may accept less than the language does
     ranker: str = "bm25"
     fallback: bool = True  # zero-hit recovery for `search`
+    autoread: bool = False  # `ranked_search` results carry each document's text, up to the read cap
     read: ReadConfig = field(default_factory=ReadConfig)
     cards: CardConfig = field(default_factory=CardConfig)
     # `ranked_search` shows full cards when the agent can fetch sections (it needs their names),
@@ -111,6 +112,10 @@ class Toolset:
 
     # ------------------------------------------------------------ the surface
 
+    def begin(self, question: str) -> list[dict[str, Any]]:
+        """Called once before an episode; returns the calls made for it (none: the agent searches)."""
+        return []
+
     def schemas(self) -> list[dict[str, Any]]:
         return [t.schema() for t in self.tools.values()]
 
@@ -173,7 +178,8 @@ class Toolset:
                 self._search, '{"query": "heatwave[title] \\"school closure\\"", "k": 5}'),
             "ranked_search": Tool(
                 "ranked_search",
-                "Rank the documents that contain words of a plain-text query (no operators, no fields).",
+                "Rank the documents that contain words of a plain-text query (no operators, no fields)"
+                + (f"; each result shows the document's whole text, up to {c.read.cap:,} {self.unit}." if c.autoread else "."),
                 {"type": "object", "properties": {"query": {**query, "description": "plain words"}, "k": k},
                  "required": ["query"], "additionalProperties": False},
                 self._ranked_search, '{"query": "school closures during the 2022 heatwave"}'),
@@ -191,7 +197,8 @@ class Toolset:
                 self._fetch, '{"sections": [{"doc": 1, "section": "Usage"}]}'),
             "visit": Tool(
                 "visit",
-                f"Read a whole document, every section ({c.read.cap:,} {self.unit} per call; longer documents come in parts).",
+                f"Read a whole document, every section ({c.read.cap:,} {self.unit} per call; "
+                + ("longer documents come in parts)." if c.read.parts else "longer documents are cut at that ceiling)."),
                 {"type": "object", "properties": {"doc": DOC, "part": PART}, "required": ["doc"], "additionalProperties": False},
                 self._visit, '{"doc": 1}'),
             "show": Tool(
@@ -205,12 +212,16 @@ class Toolset:
     def unit(self) -> str:
         return "words" if self.config.read.counter.name == "words" else "tokens"
 
-    def _list(self, r: Results, header: str, structured: bool, facts: dict[str, Any]) -> tuple[str, bool]:
+    def _remember(self, r: Results, facts: dict[str, Any]) -> None:
+        """A search's listing (what ranks mean next), its surfaced ids and its facts."""
         self.listing = [h.doc_id for h in r.hits]
         facts.update(fallback=r.fallback, admitted=r.count)
         for i in self.listing:
             if i not in self.surfaced:
                 self.surfaced.append(i)
+
+    def _list(self, r: Results, header: str, structured: bool, facts: dict[str, Any]) -> tuple[str, bool]:
+        self._remember(r, facts)
         text = cards.listing(self.index, r, header, Matcher.of(r), self.config.cards, structured=structured)
         if not self.keeps_listing and r.hits:
             text += "\n(this connection keeps no listing between calls: to read a result, give its document id, not its rank)"
@@ -230,7 +241,38 @@ class Toolset:
             raise ToolFailure("the query has no word to search for (letters or digits)")
         r = self.index.search(query, k=args.get("k", self.config.k), ranker=self.config.ranker, fallback=False)
         structured = self.config.ranked_cards if self.config.ranked_cards is not None else "fetch" in self.tools
+        if self.config.autoread:
+            return self._autoread(r, facts)
         return self._list(r, cards.ranked_header(r), structured, facts)
+
+    def _autoread(self, r: Results, facts: dict[str, Any]) -> tuple[str, bool]:
+        """Search-AutoRead: each hit's whole document, cut at the read ceiling, instead of a card."""
+        self._remember(r, facts)
+        read = replace(self.config.read, parts=False)
+        texts = [cards.ranked_header(r)]
+        for rank, doc_id in enumerate(self.listing or [], 1):
+            got = read_document(self.index.document(doc_id), 1, read)
+            self._opened(got)
+            texts.append(f"[{rank}] {got.text}")
+        return "\n\n".join(texts), True
+
+    def passages(self, question: str, k: int | None = None) -> tuple[list[tuple[str, str]], dict[str, Any]]:
+        """One-shot retrieval: the top `k` documents for `question` as free text, each as (id, the
+        whole text a visit shows, uncut), and the search's facts. They count as surfaced and opened."""
+        query = free_text_query(question)
+        facts: dict[str, Any] = {}
+        if query is None:
+            self._remember(Results([], 0, "", ranker=self.config.ranker), facts)
+            return [], facts
+        r = self.index.search(query, k=k or self.config.k, ranker=self.config.ranker, fallback=False)
+        self._remember(r, facts)
+        read = ReadConfig(cap=1 << 62, counter=self.config.read.counter, parts=False)
+        out = []
+        for doc_id in self.listing or []:
+            got = read_document(self.index.document(doc_id), 1, read)
+            self._opened(got)
+            out.append((doc_id, got.text))
+        return out, facts
 
     def _document(self, ref: int | str) -> Document:
         if isinstance(ref, int):
@@ -321,11 +363,3 @@ def free_text_query(text: str) -> str | None:
     if not seen:
         return None
     return "(" + " OR ".join(f'"{w}"' for w in seen.values()) + ")[tiab]"
-
-
-def make_tools(index: Index, condition_name: str, ranker: str = "bm25", k: int = 5, read_cap: int = 12_000,
-               k_max: int | None = None, read_parts: bool = True) -> Toolset:
-    """A fresh tool session for one episode of the condition `condition_name`. `k_max` caps what
-    an agent may ask a search for (default 50); `read_parts=False` truncates reads at the cap."""
-    config = ToolConfig(k=k, k_max=k_max if k_max is not None else ToolConfig.k_max, ranker=ranker, read=ReadConfig(cap=read_cap, parts=read_parts))
-    return Toolset.for_condition(index, condition_name, config)

@@ -2,10 +2,19 @@
 
 from __future__ import annotations
 
+import json
+import shutil
 from pathlib import Path
+from typing import Any
+
+import pytest
+from conftest import RECORDS
 
 import sieve
-from sieve.eval.collections import QAItem, flat_twin, load_beir, load_hotpotqa, load_musique
+from sieve.demo_corpus import stdlib_documents
+from sieve.errors import CorpusError, InvalidArgumentError
+from sieve.eval.collections import QAItem, corpus_records, flat_twin, load_beir, load_collection, load_hotpotqa, load_musique
+from sieve.tools.reading import ReadConfig, read_document
 
 FIX = Path(__file__).parent / "fixtures"
 
@@ -25,15 +34,40 @@ def test_flat_twin_has_the_same_ids_and_text(tmp_path: Path) -> None:
     c = load_beir(FIX / "beir")
     flat = list(flat_twin(c.corpus))
     assert [f["id"] for f in flat] == ["d1", "d2"]
-    assert flat[0] == {"id": "d1", "title": "Fort Santiago", "text": "A citadel in Manila.\n\nBuilt in 1571 by Miguel López de Legazpi."}
+    assert flat[0] == {"id": "d1", "title": "Fort Santiago", "text": (
+        "author: Wiki\ndate: 2019-03\ninfobox:\n  location: Intramuros, Manila\n\nA citadel in Manila.\n\n## History\nBuilt in 1571 by Miguel López de Legazpi.")}
     s = sieve.build_index(c.corpus, tmp_path / "s")
     f = sieve.build_index(flat, tmp_path / "f")
     # Same text in both; only the structured twin has headings and metadata to search.
     assert s.match('"1571 by miguel"').ids == f.match('"1571 by miguel"').ids == ["d1"]
     assert s.match("history[section]").ids == ["d1"] and f.match("history[section]").ids == []
-    assert f.match("intramuros[infobox]").ids == []
+    assert f.match("intramuros[infobox]").ids == [] and f.match("intramuros").ids == ["d1", "d2"]
+    assert f.match("date[2019]").ids == [] and s.match("date[2019]").ids == ["d1"]
 
 
+def _visits(index: sieve.Index, config: ReadConfig) -> dict[str, list[str]]:
+    out = {}
+    for doc_id in [index.reader.doc_id(d) for d in range(len(index))]:
+        doc = index.document(doc_id)
+        first = read_document(doc, 1, config)
+        out[doc_id] = [first.text] + [read_document(doc, p, config).text for p in range(2, (first.parts if config.parts else 1) + 1)]
+    return out
+
+
+@pytest.mark.parametrize("parts", [True, False])
+def test_every_visit_reads_the_same_in_both_twins(tmp_path: Path, parts: bool) -> None:
+    """The paper's twins emit identical text: every part of every visit, on hand-written documents
+    (sections, infobox, several authors, a duplicate heading, control characters) and real ones."""
+    records: list[Any] = RECORDS + list(stdlib_documents(limit=40)) + [
+        {"id": "odd", "title": "Odd\x1b[31m title", "author": "X\nY", "sections": [{"heading": "Intro?", "text": "a\r\nb\x00c"}, {"heading": "(intro)", "text": "late"}]},
+        {"id": "empty", "title": "Empty", "text": ""},
+    ]
+    s = sieve.build_index(records, tmp_path / "s")
+    f = sieve.build_index(flat_twin(records), tmp_path / "f")
+    assert len(s) == len(f) == len(records)
+    for config in (ReadConfig(parts=parts), ReadConfig(cap=150, parts=parts)):
+        assert _visits(s, config) == _visits(f, config)
+    assert all(s.document(i).title == f.document(i).title for i in (r["id"] for r in records))
 def test_hotpotqa() -> None:
     c = load_hotpotqa(FIX / "hotpot.json")
     assert [q.id for q in c.questions] == ["5a8b57f25542995d1e6f1371", "5a8c7595554299585d9e36b6"]
@@ -48,3 +82,29 @@ def test_musique_keeps_aliases_and_distinct_paragraphs() -> None:
     assert c.questions[0].gold_docs == ("Green (Steve Hillage album)", "Steve Hillage")
     assert c.questions[1].gold_docs == ("Green",)
     assert [d["id"] for d in c.corpus] == ["Green (Steve Hillage album)", "Steve Hillage", "Green", "Green (2)"]
+
+
+def test_load_collection_by_format_and_unknown_names() -> None:
+    assert load_collection(FIX / "beir").questions == load_beir(FIX / "beir").questions
+    assert load_collection(FIX / "hotpot.json", "hotpotqa").meta["format"] == "hotpotqa"
+    with pytest.raises(InvalidArgumentError, match="unknown collection format 'squad'; choose from beir, hotpotqa, musique"):
+        load_collection(FIX / "beir", "squad")
+    with pytest.raises(InvalidArgumentError, match="unknown date policy"):
+        load_collection(FIX / "beir", dates="loose")
+
+
+def test_unparseable_dates_stop_a_build_or_are_kept_as_metadata(tmp_path: Path) -> None:
+    shutil.copytree(FIX / "beir", tmp_path / "c")
+    lines = (tmp_path / "c" / "corpus.jsonl").read_text(encoding="utf-8").splitlines()
+    rec = json.loads(lines[1]) | {"date": "circa 1571"}
+    (tmp_path / "c" / "corpus.jsonl").write_text("\n".join([lines[0], json.dumps(rec)]) + "\n", encoding="utf-8")
+    strict = load_collection(tmp_path / "c")
+    with pytest.raises(CorpusError, match=r"corpus.jsonl:2: unparseable date 'circa 1571'"):
+        sieve.build_index(corpus_records(strict), tmp_path / "strict")
+    kept = load_collection(tmp_path / "c", dates="keep")
+    index = sieve.build_index(corpus_records(kept), tmp_path / "kept")
+    assert kept.meta["unparsed_dates"] == 1
+    assert index.document("d2").date is None and index.document("d2").metadata["date_text"] == "circa 1571"
+    assert index.document("d1").date == "2019-03"  # readable dates are untouched
+    flat = sieve.build_index(flat_twin(corpus_records(kept)), tmp_path / "flat")
+    assert len(flat) == 2

@@ -47,8 +47,13 @@ Policy = Callable[[dict[str, Any]], "Say | Fault"]
 
 
 class LoopbackServer:
-    def __init__(self, policy: Policy, model: str = "scripted", max_model_len: int | None = 131072, owned_by: str = "scripted") -> None:
+    def __init__(self, policy: Policy, model: str = "scripted", max_model_len: int | None = 131072, owned_by: str = "scripted",
+                 tokenize: bool = False) -> None:
+        """`tokenize=True` also serves vLLM's `/tokenize` (at the root, not under /v1): the prompt's
+        `count` by the same rule as the usage; the bodies it got are in `tokenized`."""
         self.policy = policy
+        self.tokenize = tokenize
+        self.tokenized: list[dict[str, Any]] = []
         self.owned_by = owned_by
         self.model = model
         self.max_model_len = max_model_len
@@ -78,6 +83,13 @@ class LoopbackServer:
 
             def do_POST(self) -> None:
                 body = json.loads(self.rfile.read(int(self.headers.get("Content-Length", 0))))
+                if self.path == "/tokenize":
+                    if not outer.tokenize:
+                        self._send(404, {"detail": "Not Found"})
+                        return
+                    outer.tokenized.append(body)
+                    self._send(200, {"count": count_tokens(body["messages"]), "max_model_len": outer.max_model_len, "tokens": []})
+                    return
                 outer.requests.append(body)
                 action = outer.policy(body)
                 if isinstance(action, Fault):

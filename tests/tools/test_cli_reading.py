@@ -46,7 +46,7 @@ def test_fetch_visit_show(gold_path: Path, capsys: pytest.CaptureFixture[str]) -
     data = json.loads(out)
     assert (data["part"], data["parts"], data["section"]) == (14, 14, "Flood log") and data["text"].endswith("at dawn.")
     code, out, _ = run(capsys, "visit", idx, "cold")
-    assert code == 0 and out.startswith("[cold] Cold snap in Zürich · whole document, 1 section\n")
+    assert code == 0 and out.startswith("[cold] Cold snap in Zürich · whole document\ndate: 2021\n\nSnow fell")
     code, out, _ = run(capsys, "show", idx, "river")
     assert out == "river\ntitle: River notes\n4 sections:\n  #1 Early history (6 words)\n  #2 Notes (2 words)\n  #3 Notes (2 words)\n  #4 Flood log (1,560 words)\n"
     code, out, _ = run(capsys, "show", idx, "cold", "--json")

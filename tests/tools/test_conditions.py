@@ -8,19 +8,28 @@ import sieve
 from sieve.cli import make_parser
 from sieve.errors import InvalidArgumentError
 from sieve.tools import CONDITIONS, TOOL_NAMES, Toolset, condition
-from sieve.tools.conditions import CONDITION_NAMES, check_tools
+from sieve.tools.conditions import CONDITION_NAMES, FAMILIES, FILE_TOOL_NAMES, check_tools
+
+
+NAMES = ["one-shot", "autoread", "dci", "bounded-dci", "search-visit", "search-fetch", "sieve"]
 
 
 def test_registry() -> None:
-    assert list(CONDITIONS) == ["sieve", "search-fetch", "search-visit", "one-shot"]
+    """The paper's Table 1 rows, in its order, each with its tools and the rankers it is run with."""
+    assert list(CONDITIONS) == NAMES
     assert condition("rag") is condition("one-shot") and condition("one-shot").one_shot
     assert not any(c.one_shot for name, c in CONDITIONS.items() if name != "one-shot")
-    assert all(set(c.tools) <= set(TOOL_NAMES) for c in CONDITIONS.values())
-    assert CONDITION_NAMES == ("sieve", "search-fetch", "search-visit", "one-shot", "rag")
+    assert [n for n, c in CONDITIONS.items() if c.autoread] == ["autoread"]
+    for c in CONDITIONS.values():
+        assert set(c.tools) <= set(TOOL_NAMES if c.retriever else FILE_TOOL_NAMES)
+    assert condition("dci").rankers == () and condition("bounded-dci").rankers == ("bm25",) and condition("bounded-dci").bound == 10
+    assert condition("search-visit").snippet == "lead" and condition("sieve").snippet == "query"
+    assert FAMILIES == ("one-shot", "autoread", "dci", "search-visit", "search-fetch", "sieve")
+    assert CONDITION_NAMES == (*NAMES, "rag")
 
 
 def test_unknown_names_are_sieve_errors(gold: sieve.Index) -> None:
-    with pytest.raises(InvalidArgumentError, match="unknown condition 'x'; choose from sieve, search-fetch, search-visit, one-shot, rag"):
+    with pytest.raises(InvalidArgumentError, match="unknown condition 'x'; choose from one-shot, autoread, dci, bounded-dci, search-visit, search-fetch, sieve, rag"):
         Toolset.for_condition(gold, "x")
     with pytest.raises(InvalidArgumentError, match=r"unknown tools \['grep'\]; choose from search, ranked_search, fetch, visit, show"):
         Toolset(gold, ("search", "grep"))

@@ -1,0 +1,70 @@
+"""The tools of one episode of a condition: a Toolset over the index, or file tools over a folder.
+
+`make_tools` is the one place a condition's name becomes tools (the CLI's `ask`, `eval run` and the
+grid all come here). A session is per episode: ranks, surfaced and opened documents are its own.
+"""
+
+from __future__ import annotations
+
+from dataclasses import replace
+from pathlib import Path
+from typing import Any
+
+from sieve.index import Index
+from sieve.tools.cards import CardConfig
+from sieve.tools.conditions import Condition, condition
+from sieve.tools.files import FileToolConfig, FileTools, Staged, stage_bounded, stage_collection
+from sieve.tools.reading import ReadConfig
+from sieve.tools.toolset import ToolConfig, Toolset, free_text_query
+
+
+def stage_root(index: Index) -> Path:
+    """Where a collection's DCI files live by default: beside its index (`NAME.dci`)."""
+    return index.path.parent / f"{index.path.name}.dci"
+
+
+class BoundedFiles(FileTools):
+    """BM25-bounded DCI (RISE-style): at the start of an episode BM25 retrieves `bound` documents for
+    the question, once; the shell and reader see a folder holding only those."""
+
+    def __init__(self, index: Index, whole: Staged, config: FileToolConfig, bound: int) -> None:
+        super().__init__(Staged(whole.root, {}), config)
+        self.index, self.whole, self.bound = index, whole, bound
+
+    def begin(self, question: str) -> list[dict[str, Any]]:
+        query = free_text_query(question)
+        hits = self.index.search(query, k=self.bound, ranker="bm25", fallback=False).hits if query else []
+        ids = [h.doc_id for h in hits]
+        self.staged = stage_bounded(self.index, self.whole, ids)
+        self.surfaced = list(ids)
+        return [{"name": "bm25_bound", "arguments": {"query": question, "k": self.bound}, "result_tokens": 0,
+                 "result": "\n".join(ids), "admitted": len(ids)}]
+
+
+def make_tools(
+    index: Index,
+    condition_name: str,
+    ranker: str = "bm25",
+    k: int = 5,
+    read_cap: int = 12_000,
+    k_max: int | None = None,
+    read_parts: bool = True,
+    fallback: bool = True,
+    snippet: str | None = None,
+    files: Path | None = None,
+) -> Toolset | FileTools:
+    """A fresh tool session for one episode of the condition `condition_name`.
+
+    `k_max` caps what an agent may ask a search for (default 50); `read_parts=False` truncates reads
+    at the cap; `fallback=False` is strict Boolean search (no zero-hit recovery); `snippet` overrides
+    the condition's card text (query, lead, none); `files` is the DCI staging folder (default beside
+    the index), built on first use."""
+    c: Condition = condition(condition_name)
+    read = ReadConfig(cap=read_cap, parts=read_parts)
+    if c.corpus != "index":
+        whole = stage_collection(index, files or stage_root(index))
+        config = FileToolConfig(read=replace(read, parts=False))
+        return FileTools(whole, config) if c.corpus == "files" else BoundedFiles(index, whole, config, c.bound)
+    config = ToolConfig(k=k, k_max=k_max if k_max is not None else ToolConfig.k_max, ranker=ranker, read=read, fallback=fallback,
+                        autoread=c.autoread, cards=CardConfig(snippet=snippet or c.snippet))
+    return Toolset(index, c.tools, config)

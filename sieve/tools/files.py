@@ -1,0 +1,252 @@
+"""Direct corpus interaction (the DCI conditions): the collection as plain files, and the `bash`
+and `read` tools an agent gets over them instead of a retriever.
+
+A staging folder holds one file per document (its title on the first line, a blank line, then
+exactly the text a visit shows: the flat twin's text). File names are derived from document ids and
+mapped back in `ids.json`, which sits beside the `files/` folder the shell sees, never inside it.
+The folder is built once, atomically (a temporary folder renamed into place), and reused.
+A bounded folder (BM25-bounded DCI) holds hard links to the files of a few documents.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import re
+import shutil
+import tempfile
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Iterable, Mapping
+
+from sieve.errors import InvalidArgumentError, SieveError
+from sieve.tools.conditions import FILE_TOOL_NAMES
+from sieve.index import Index
+from sieve.tools import shell
+from sieve.tools.reading import ReadConfig, body_text
+from sieve.tools.safe import inline, shown
+from sieve.tools.schema import describe_params, validate
+from sieve.tools.toolset import ToolResult
+from sieve.templates import load, render
+
+FILES = "files"
+IDS = "ids.json"
+_UNSAFE = re.compile(r"[^A-Za-z0-9._-]+")
+_MAX_NAME = 120
+_NAME_IN_OUTPUT = re.compile(r"[A-Za-z0-9._~-]+\.txt")
+
+
+def file_name(doc_id: str) -> str:
+    """A file name for a document id: the id itself when it is a plain name, else a readable
+    slug with a short hash of the id (two ids never share a name, none starts with `-` or `.`)."""
+    slug = _UNSAFE.sub("_", doc_id)[:_MAX_NAME].strip("_") or "doc"
+    if slug != doc_id or slug[0] in "-.":
+        slug = f"{slug.lstrip('-.') or 'doc'}~{hashlib.sha1(doc_id.encode('utf-8')).hexdigest()[:8]}"
+    return slug + ".txt"
+
+
+def file_text(index: Index, doc_id: str) -> str:
+    doc = shown(index.document(doc_id))
+    return f"{doc.title}\n\n{body_text(doc)}\n"
+
+
+@dataclass
+class Staged:
+    """A staged folder: `root/files` (what the shell sees) and the name -> document id map."""
+
+    root: Path
+    ids: dict[str, str]  # file name -> document id
+
+    @property
+    def files(self) -> Path:
+        return self.root / FILES
+
+
+def _write_stage(root: Path, index: Index, doc_ids: Iterable[str], link_from: "Staged | None" = None) -> Staged:
+    """Build `root` atomically: into a temporary sibling, then renamed into place."""
+    root.parent.mkdir(parents=True, exist_ok=True)
+    tmp = Path(tempfile.mkdtemp(prefix=f".{root.name}.", dir=root.parent))
+    try:
+        (tmp / FILES).mkdir()
+        ids: dict[str, str] = {}
+        for doc_id in doc_ids:
+            name = file_name(doc_id)
+            ids[name] = doc_id
+            target = tmp / FILES / name
+            source = link_from.files / name if link_from is not None else None
+            if source is not None and source.exists():
+                try:
+                    os.link(source, target)
+                    continue
+                except OSError:
+                    pass  # another file system: copy instead
+            target.write_text(file_text(index, doc_id), encoding="utf-8")
+        (tmp / IDS).write_text(json.dumps(ids, ensure_ascii=False), encoding="utf-8")
+        try:
+            os.rename(tmp, root)
+        except OSError:  # built meanwhile by another run: theirs is as good as ours
+            if not (root / IDS).exists():
+                raise
+            shutil.rmtree(tmp, ignore_errors=True)
+    except BaseException:
+        shutil.rmtree(tmp, ignore_errors=True)
+        raise
+    return open_stage(root)
+
+
+def open_stage(root: Path) -> Staged:
+    return Staged(root, json.loads((root / IDS).read_text(encoding="utf-8")))
+
+
+def stage_collection(index: Index, root: Path) -> Staged:
+    """The whole collection as files under `root` (built once; an incomplete build is never used)."""
+    if (root / IDS).exists():
+        staged = open_stage(root)
+        if len(staged.ids) == len(index):
+            return staged
+        shutil.rmtree(root)  # staged from another version of the collection
+    return _write_stage(root, index, (index.reader.doc_id(d) for d in range(len(index))))
+
+
+def stage_bounded(index: Index, whole: Staged, doc_ids: list[str]) -> Staged:
+    """A folder holding only `doc_ids` (hard links into the whole collection's folder), named by them."""
+    key = hashlib.sha1("\n".join(doc_ids).encode("utf-8")).hexdigest()[:16]
+    root = whole.root.parent / "bounded" / key
+    if (root / IDS).exists():
+        return open_stage(root)
+    return _write_stage(root, index, doc_ids, link_from=whole)
+
+
+@dataclass(frozen=True)
+class FileToolConfig:
+    read: ReadConfig = field(default_factory=ReadConfig)
+    limits: shell.ShellLimits = field(default_factory=shell.ShellLimits)
+
+
+@dataclass(frozen=True)
+class _Spec:
+    name: str
+    description: str
+    parameters: dict[str, Any]
+    example: str
+
+    def schema(self) -> dict[str, Any]:
+        return {"type": "function", "function": {"name": self.name, "description": self.description, "parameters": self.parameters}}
+
+
+class FileTools:
+    """`bash` and `read` over one staged folder, for one episode. Same surface as a Toolset."""
+
+    def __init__(self, staged: Staged, config: FileToolConfig = FileToolConfig(), tools: tuple[str, ...] = FILE_TOOL_NAMES) -> None:
+        unknown = [t for t in tools if t not in FILE_TOOL_NAMES]
+        if unknown or not tools:
+            raise InvalidArgumentError(f"file tools must be among {', '.join(FILE_TOOL_NAMES)}, got {list(tools)}")
+        self.staged = staged
+        self.config = config
+        self.surfaced: list[str] = []  # documents whose file name a command printed
+        self.opened: list[str] = []  # documents read (with `read`, or printed whole by cat/head/sed...)
+        self.tokens = 0
+        specs = {
+            "bash": _Spec("bash", "Run one read-only command line (a pipeline of grep, find, ls, head, tail, wc, sort, uniq, cut, cat, sed, tr, nl) "
+                          "in the folder of document files.",
+                          {"type": "object", "properties": {"command": {"type": "string", "minLength": 1, "description": "the command line, e.g. grep -il 'fort santiago' *.txt | head"}},
+                           "required": ["command"], "additionalProperties": False},
+                          '{"command": "grep -ril \\"fort santiago\\" . | head -20"}'),
+            "read": _Spec("read", f"Read one document file from a given line ({config.read.cap:,} {self.unit} per call).",
+                          {"type": "object", "properties": {
+                              "path": {"type": "string", "minLength": 1, "description": "a file name in the folder, as ls or grep -l print it"},
+                              "line": {"type": "integer", "minimum": 1, "description": "the first line to read (default 1)"}},
+                           "required": ["path"], "additionalProperties": False},
+                          '{"path": "Fort_Santiago.txt"}'),
+        }
+        self.tools = {t: specs[t] for t in tools}
+
+    @property
+    def unit(self) -> str:
+        return "words" if self.config.read.counter.name == "words" else "tokens"
+
+    def begin(self, question: str) -> list[dict[str, Any]]:
+        """Nothing to prepare: the folder is the whole collection. Returns the calls made (none)."""
+        return []
+
+    def schemas(self) -> list[dict[str, Any]]:
+        return [t.schema() for t in self.tools.values()]
+
+    def describe(self) -> str:
+        return "\n".join(f"- `{t.name}`: {t.description} Arguments: {describe_params(t.parameters)}. Example: {t.example}" for t in self.tools.values())
+
+    def manual(self) -> str:
+        flags = {"bash": "bash" in self.tools, "read": "read" in self.tools}
+        return render(load("sieve.tools", "files_manual.md"), flags, documents=f"{len(self.staged.ids):,}",
+                      programs=", ".join(f"`{p}`" for p in shell.PROGRAMS), cap=f"{self.config.read.cap:,}", unit=self.unit,
+                      seconds=f"{self.config.limits.wall_seconds:g}").strip() + "\n"
+
+    def call(self, name: str, arguments: str | Mapping[str, Any] | None) -> ToolResult:
+        spec = self.tools.get(name)
+        if spec is None:
+            return self._result(name, f"error: there is no tool named {json.dumps(name)}; the tools are {', '.join(self.tools)}", False)
+        if arguments is None or (isinstance(arguments, str) and not arguments.strip()):
+            arguments = {}
+        if isinstance(arguments, str):
+            try:
+                arguments = json.loads(arguments)
+            except ValueError as e:
+                return self._result(name, f"{name} error: the arguments are not valid JSON ({e}). Example: {spec.example}", False)
+        args = dict(arguments) if isinstance(arguments, Mapping) else arguments
+        problem = validate(spec.parameters, args)
+        if problem:
+            return self._result(name, f"{name} error: {problem}. Example: {spec.example}", False)
+        try:
+            text, ok = self._bash(args["command"]) if name == "bash" else self._read(args["path"], args.get("line", 1))  # type: ignore[index]
+        except SieveError as e:  # a refusal, a missing file: the agent's to read
+            text, ok = f"{name} error: {e}", False
+        return self._result(name, text, ok)
+
+    def _result(self, name: str, text: str, ok: bool) -> ToolResult:
+        tokens = self.config.read.counter.count(text)
+        self.tokens += tokens
+        return ToolResult(name, text, tokens, ok, {})
+
+    def _note(self, ids: list[str], into: list[str]) -> None:
+        for i in ids:
+            if i not in into:
+                into.append(i)
+
+    def _capped(self, text: str, what: str, more: str = "") -> tuple[str, int | None]:
+        """`text` within the read ceiling: (text, None), or (whole lines that fit + a note, how many)."""
+        counter, cap = self.config.read.counter, self.config.read.cap
+        if counter.count(text) <= cap:
+            return text, None
+        lines = text.split("\n")
+        lo, hi = 0, len(lines)
+        while lo < hi:  # the most whole lines that fit, leaving room for the note
+            mid = (lo + hi + 1) // 2
+            if counter.count("\n".join(lines[:mid])) <= cap - 40:
+                lo = mid
+            else:
+                hi = mid - 1
+        return "\n".join(lines[:lo]) + f"\n[{what} cut at the {cap:,}-{self.unit[:-1]} ceiling of one call after line {lo:,}{more}]", lo
+
+    def _bash(self, command: str) -> tuple[str, bool]:
+        result = shell.run(self.staged.files, command, self.config.limits)
+        self._note([self.staged.ids[n] for n in _NAME_IN_OUTPUT.findall(result.text) if n in self.staged.ids], self.surfaced)
+        text, _ = self._capped(result.text, "output")
+        return text, result.ok
+
+    def _read(self, path: str, line: int) -> tuple[str, bool]:
+        shell.check_path(self.staged.files, path)
+        name = Path(path).name if Path(path).parent in (Path("."), Path("")) else None
+        target = (self.staged.files / path).resolve()
+        if not target.is_file():
+            raise InvalidArgumentError(f"no file {inline(path)!r} in the folder (ls lists them)")
+        lines = target.read_text(encoding="utf-8", errors="replace").split("\n")
+        if line > len(lines):
+            raise InvalidArgumentError(f"{inline(path)} has {len(lines):,} lines, so there is no line {line:,}")
+        text, kept = self._capped("\n".join(lines[line - 1:]), "text")
+        if kept is not None:
+            text = text[:-1] + f": continue with line {line + kept:,}]"
+        if name in self.staged.ids:
+            self._note([self.staged.ids[name]], self.opened)
+            self._note([self.staged.ids[name]], self.surfaced)
+        return text, True
