@@ -63,17 +63,21 @@ def cmd_eval_run(args: argparse.Namespace) -> int:
 
 
 def cmd_eval_report(args: argparse.Namespace) -> int:
-    from sieve.eval.report import compare, load_run, plots, table
+    from sieve.eval.report import build, load_run, markdown, plots, resolve_baseline, write
 
     runs = [load_run(Path(d)) for d in args.runs]
-    rows = compare(runs, baseline=args.baseline)
+    baseline = resolve_baseline(runs, args.baseline)
+    report = build(runs, baseline)
+    out = Path(args.out) if args.out else Path(args.runs[0]) / "report"
+    pictures = plots(runs, out, baseline)
+    json_path, md_path = write(report, out, pictures)
     if args.json:
-        json.dump(rows, sys.stdout, indent=1, ensure_ascii=False, default=str)
+        json.dump({**report, "figures": [str(p) for p in pictures] if isinstance(pictures, list) else pictures}, sys.stdout, indent=1, ensure_ascii=False)
         print()
-        return 0
-    print(table(rows))
-    pics = plots(runs, Path(args.out) if args.out else Path(args.runs[0]) / "report")
-    print(pics if isinstance(pics, str) else "pictures: " + ", ".join(map(str, pics)))
+    else:
+        print(markdown(report, pictures), end="")
+    print(f"wrote {md_path} and {json_path}", file=sys.stderr)
+    print(pictures if isinstance(pictures, str) else "pictures: " + ", ".join(map(str, pictures)), file=sys.stderr)
     return 0
 
 
@@ -83,7 +87,8 @@ def cmd_eval_judge(args: argparse.Namespace) -> int:
 
     run_dir = Path(args.run_dir)
     cache = Path(args.cache) if args.cache else run_dir / "judge-cache.jsonl"
-    j = judge_run(run_dir, Path(args.collection), ChatClient(args.llm_url, args.model, api_key=args.api_key), cache_path=cache)
+    j = judge_run(run_dir, Path(args.collection), ChatClient(args.llm_url, args.model, api_key=args.api_key), cache_path=cache,
+                  collection_format=args.format, max_tokens=args.max_tokens)
     print(f"judged accuracy {j['accuracy']:.3f} by {j['model']} ({j['asked']} asked, {j['cached']} cached, {j['unparsed']} unparsed); wrote {run_dir / 'summary.json'}")
     return 0
 
@@ -129,17 +134,19 @@ def add_commands(sub: Any) -> None:
     r.add_argument("--read-parts", action="store_true", help="continue long reads in numbered parts instead of truncating them")
     _agent_options(r)
     r.set_defaults(func=cmd_eval_run)
-    p = esub.add_parser("report", help="comparison table and pictures for runs")
+    p = esub.add_parser("report", help="the paper's tables and figures for runs: Markdown (or JSON) on stdout, report.md/report.json and PNGs in --out")
     p.add_argument("runs", nargs="+")
-    p.add_argument("--baseline", type=int, default=0, help="which run the others are tested against (default the first)")
-    p.add_argument("--out", help="folder for the pictures (default RUN/report)")
-    p.add_argument("--json", action="store_true")
+    p.add_argument("--baseline", default="0", help="the run the others are tested against: its position among RUNS (from 0) or its name (default the first)")
+    p.add_argument("--out", help="folder for report.md, report.json and the figures (default FIRST_RUN/report)")
+    p.add_argument("--json", action="store_true", help="print the report as JSON instead of Markdown")
     p.set_defaults(func=cmd_eval_report)
-    j = esub.add_parser("judge", help="judge a run's answers with an LLM (cached); adds 'judged' to summary.json")
+    j = esub.add_parser("judge", help="grade a run's answers with an LLM (BrowseComp-style grader, cached); adds 'judged' to summary.json")
     j.add_argument("run_dir")
-    j.add_argument("--collection", required=True)
+    j.add_argument("--collection", required=True, help="the collection the run answered (its questions and reference answers)")
+    j.add_argument("--format", default="beir", choices=["beir", "hotpotqa", "musique"], help="the collection's format (default beir)")
     j.add_argument("--llm-url", required=True, help="OpenAI-compatible base URL including /v1")
     j.add_argument("--model", required=True)
     j.add_argument("--api-key")
-    j.add_argument("--cache", help="verdict cache, JSON Lines (default RUN_DIR/judge-cache.jsonl)")
+    j.add_argument("--max-tokens", type=int, default=512, help="most tokens per grade (default 512; raise it for models that think first)")
+    j.add_argument("--cache", help="grade cache, JSON Lines (default RUN_DIR/judge-cache.jsonl)")
     j.set_defaults(func=cmd_eval_judge)

@@ -1,10 +1,20 @@
-"""`sieve eval judge`: an optional LLM judge of answer correctness, through any OpenAI-compatible server.
+"""`sieve eval judge`: an LLM grader of answer correctness, through any OpenAI-compatible server.
 
-Exact match undercounts right answers phrased differently; the judge asks a model whether a
-prediction names the same thing as the gold answer. The prompt is `sieve/eval/prompts/judge.md`.
-Verdicts are cached in a JSON Lines file keyed by (model, prompt hash, question, sorted golds,
-prediction), so a rerun never asks again. An empty prediction is incorrect without asking; a reply
-with neither CORRECT nor INCORRECT is retried once, then counted incorrect and recorded "unparsed".
+Exact match undercounts right answers phrased differently. The grader follows the shape of the
+BrowseComp grading template (the paper judges BCP-S this way), in our own words
+(`sieve/eval/prompts/judge.md`): given the question, the reference answer(s) and the response, the
+model writes four lines,
+
+    extracted_final_answer: ...
+    reasoning: ...
+    correct: yes|no
+    confidence: NN%
+
+`parse_grade` reads them, forgiving case, spacing, markdown emphasis, bullets, thinking blocks and a
+missing confidence. Grades are cached in a JSON Lines file keyed by (model, prompt hash, question,
+sorted golds, response), so a rerun never asks again and a changed prompt asks afresh. An empty
+response is incorrect without asking; a reply without a readable `correct:` line is retried once,
+then counted incorrect and recorded "unparsed".
 """
 
 from __future__ import annotations
@@ -12,32 +22,90 @@ from __future__ import annotations
 import hashlib
 import json
 import re
+from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, Callable
 
 from sieve.agent.llm import ChatClient
 from sieve.agent.prompts import digest
+from sieve.agent.protocol import without_thinking
+from sieve.errors import InvalidArgumentError
+from sieve.eval.collections import Collection, load_beir, load_hotpotqa, load_musique
 from sieve.templates import load, render
-from sieve.eval.collections import load_beir
 
 PROMPT = "judge.md"
-_VERDICT = re.compile(r"\b(correct|incorrect)\b", re.IGNORECASE)
+MAX_TOKENS = 512
+FORMATS: dict[str, Callable[[Path], Collection]] = {"beir": load_beir, "hotpotqa": load_hotpotqa, "musique": load_musique}
 
 
-def parse_verdict(text: str) -> bool | None:
-    """True/False from the reply's first CORRECT or INCORRECT (any case); None when it has neither."""
-    m = _VERDICT.search(text or "")
-    return None if m is None else m.group(1).lower() == "correct"
+@dataclass(frozen=True)
+class Grade:
+    """One parsed grader reply. `confidence` is the grader's, in percent (None when it gave none)."""
+
+    correct: bool
+    extracted: str | None
+    reasoning: str
+    confidence: int | None
+
+
+# A field line: optional bullet, numbering, heading marks or emphasis, the field name, a colon.
+_FIELD = re.compile(
+    r"^[\s>#*_`-]*(?:\d+[.)]\s*)?[*_`]*\s*(extracted[\s_-]*final[\s_-]*answer|reasoning|correct|confidence)\s*[*_`]*\s*[:：]\s*(.*)$",
+    re.IGNORECASE,
+)
+_VERDICT = re.compile(r"(yes|no|true|false|correct|incorrect)\b")
+_PERCENT = re.compile(r"(\d+(?:\.\d+)?)\s*(%?)")
+_NONE = {"", "none", "n/a", "na", "null", "no answer"}
+
+
+def _clean(value: str) -> str:
+    return value.strip().strip("*_`").strip()
+
+
+def parse_grade(text: str) -> Grade | None:
+    """The grade in a grader's reply, or None when it has no `correct: yes|no` line.
+
+    Thinking is dropped first; where a field appears more than once the last one counts (a model
+    that drafts its grade and then commits to it); a value may continue on the following lines."""
+    fields: dict[str, list[str]] = {}
+    current: list[str] | None = None
+    for line in without_thinking(text or "").splitlines():
+        m = _FIELD.match(line)
+        if m:
+            name = re.sub(r"[\s_-]+", "_", m.group(1).lower())
+            current = fields[name] = [_clean(m.group(2))]
+        elif current is not None and line.strip():
+            current.append(_clean(line))
+    if "correct" not in fields:
+        return None
+    verdict = _VERDICT.match(" ".join(fields["correct"]).strip("*_`'\"[](). ").lower())
+    if verdict is None:
+        return None
+    extracted = " ".join(fields.get("extracted_final_answer", [])).strip()
+    confidence = None
+    pm = _PERCENT.search(" ".join(fields.get("confidence", [])))
+    if pm:
+        value = float(pm.group(1))
+        if not pm.group(2) and "." in pm.group(1) and value <= 1:
+            value *= 100  # "confidence: 0.9"
+        confidence = int(round(min(100.0, value)))
+    return Grade(
+        correct=verdict.group(1) in ("yes", "true", "correct"),
+        extracted=None if extracted.lower().strip(".\"'") in _NONE else extracted,
+        reasoning=" ".join(fields.get("reasoning", [])).strip(),
+        confidence=confidence,
+    )
 
 
 class Judge:
-    def __init__(self, client: ChatClient, cache_path: Path) -> None:
+    def __init__(self, client: ChatClient, cache_path: Path, max_tokens: int = MAX_TOKENS) -> None:
         self.client = client
         self.cache_path = Path(cache_path)
+        self.max_tokens = max_tokens
         self.prompt = load("sieve.eval", "prompts", PROMPT)
         self.prompt_hash = digest(self.prompt)
-        self.asked = 0  # verdicts obtained from the model by this instance
-        self.cached = 0  # verdicts read from the cache by this instance
+        self.asked = 0  # grades obtained from the model by this instance
+        self.cached = 0  # grades read from the cache by this instance
         self._cache: dict[str, dict[str, Any]] = {}
         if self.cache_path.exists():
             for line in self.cache_path.read_text(encoding="utf-8").splitlines():
@@ -54,54 +122,73 @@ class Judge:
     def lookup(self, question: str, golds: list[str], prediction: str) -> dict[str, Any] | None:
         return self._cache.get(self.key(question, golds, prediction))
 
-    def verdict(self, question: str, golds: list[str], prediction: str) -> bool:
+    def grade(self, question: str, golds: list[str], prediction: str) -> dict[str, Any]:
+        """The cache record of this grade (asking the model if it is not cached): verdict,
+        unparsed, extracted, reasoning, confidence, replies. An empty prediction is not asked."""
         if not prediction.strip():
-            return False
+            return {"verdict": False, "unparsed": False, "extracted": None, "reasoning": "empty response", "confidence": None, "replies": []}
         k = self.key(question, golds, prediction)
         hit = self._cache.get(k)
         if hit is not None:
             self.cached += 1
-            return bool(hit["verdict"])
-        text = render(self.prompt, question=question, gold=" | ".join(golds), prediction=prediction)
+            return hit
+        text = render(self.prompt, question=question, gold=" | ".join(golds), response=prediction)
         messages = [{"role": "user", "content": text}]
         replies: list[str] = []
-        parsed: bool | None = None
-        for _ in range(2):  # one retry on a reply with neither word
-            reply = self.client.complete(messages, max_tokens=16, temperature=0).content
+        parsed: Grade | None = None
+        for _ in range(2):  # one retry on a reply without a readable grade
+            reply = self.client.complete(messages, max_tokens=self.max_tokens, temperature=0).content
             replies.append(reply)
-            parsed = parse_verdict(reply)
+            parsed = parse_grade(reply)
             if parsed is not None:
                 break
         self.asked += 1
-        rec = {"key": k, "model": self.client.model, "prompt": self.prompt_hash, "verdict": bool(parsed), "unparsed": parsed is None, "replies": replies}
+        rec = {
+            "key": k, "model": self.client.model, "prompt": self.prompt_hash,
+            "verdict": bool(parsed and parsed.correct), "unparsed": parsed is None,
+            "extracted": parsed.extracted if parsed else None, "reasoning": parsed.reasoning if parsed else "",
+            "confidence": parsed.confidence if parsed else None, "replies": replies,
+        }
         self._cache[k] = rec
         self.cache_path.parent.mkdir(parents=True, exist_ok=True)
         with self.cache_path.open("a", encoding="utf-8") as f:
             f.write(json.dumps(rec, ensure_ascii=False) + "\n")
-        return bool(parsed)
+        return rec
+
+    def verdict(self, question: str, golds: list[str], prediction: str) -> bool:
+        return bool(self.grade(question, golds, prediction)["verdict"])
 
 
-def judge_run(run_dir: Path, collection_dir: Path, client: ChatClient, cache_path: Path | None = None) -> dict[str, Any]:
-    """Judge every episode of a run; write "judged" per question and a "judge" block into summary.json."""
+def load_questions(collection: Path, collection_format: str = "beir") -> Collection:
+    if collection_format not in FORMATS:
+        raise InvalidArgumentError(f"unknown collection format {collection_format!r}; choose from {', '.join(FORMATS)}")
+    return FORMATS[collection_format](Path(collection))
+
+
+def judge_run(
+    run_dir: Path, collection_dir: Path, client: ChatClient, cache_path: Path | None = None, collection_format: str = "beir", max_tokens: int = MAX_TOKENS,
+) -> dict[str, Any]:
+    """Grade every episode of a run; write "judged" per question and a "judge" block into summary.json."""
     run_dir = Path(run_dir)
-    questions = {q.id: q for q in load_beir(collection_dir).questions}
+    questions = {q.id: q for q in load_questions(collection_dir, collection_format).questions}
     records: dict[str, dict[str, Any]] = {}
     for line in (run_dir / "trajectories.jsonl").read_text(encoding="utf-8").splitlines():
         if line.strip():
             rec = json.loads(line)
             if rec.get("question_id") in questions:
                 records[rec["question_id"]] = rec
-    judge = Judge(client, cache_path or run_dir / "judge-cache.jsonl")
+    judge = Judge(client, cache_path or run_dir / "judge-cache.jsonl", max_tokens=max_tokens)
     judged: dict[str, bool] = {}
     unparsed = 0
     for qid, rec in records.items():
         q = questions[qid]
-        pred = str(rec.get("answer") or "")
-        judged[qid] = judge.verdict(q.question, list(q.answers), pred)
-        hit = judge.lookup(q.question, list(q.answers), pred) if pred.strip() else None
-        unparsed += int(bool(hit and hit.get("unparsed")))
+        g = judge.grade(q.question, list(q.answers), str(rec.get("answer") or ""))
+        judged[qid] = bool(g["verdict"])
+        unparsed += int(bool(g.get("unparsed")))
     block = {
         "model": client.model,
+        "prompt": judge.prompt_hash,
+        "questions": len(judged),
         "accuracy": round(sum(judged.values()) / len(judged), 4) if judged else 0.0,
         "unparsed": unparsed,
         "cached": judge.cached,

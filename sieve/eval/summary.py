@@ -6,20 +6,52 @@ from typing import Any, Iterable
 
 import numpy as np
 
-from sieve.engine.bql import CONSTRUCTS, constructs, parse
+from sieve.engine.bql import constructs, parse
+from sieve.engine.bql.lexer import tokenize
 from sieve.errors import SieveError
 from sieve.eval.metrics import exact_match, f1
 
-OPERATORS = CONSTRUCTS
 SEARCH_TOOLS = ("search", "ranked_search")
+# The rows of the paper's Table 3 (BQL usage): field restriction, Boolean operators (any, then each),
+# quoted phrases, prefix wildcards, date filters, NEAR.
+OPERATORS = ("field", "boolean", "and", "or", "not", "phrase", "wildcard", "date", "near")
+_EXPLICIT = {"AND": "and", "OR": "or", "NOT": "not", "MINUS": "not"}
 
 
 def bql_features(query: str) -> set[str]:
-    """Which BQL constructs a query uses (an unparseable query uses none)."""
+    """Which of OPERATORS a query uses; an unparseable query uses none.
+
+    Boolean operators count only when written (`AND`, `OR`, `NOT`, `-x`, any case): words side by
+    side are ANDed too, but that is how a plain query reads, not a Boolean combination the agent chose.
+    """
     try:
-        return constructs(parse(query))
+        found = constructs(parse(query)) - {"boolean"}
+        ops = {_EXPLICIT[t.type] for t in tokenize(query) if t.type in _EXPLICIT}
     except SieveError:
         return set()
+    return found | ops | ({"boolean"} if ops else set())
+
+
+def _query(call: dict[str, Any]) -> str:
+    args = call.get("arguments")
+    return str(args.get("query", "")) if isinstance(args, dict) else ""
+
+
+def bql_usage(records: list[dict[str, Any]]) -> tuple[dict[str, dict[str, float]], int]:
+    """Table 3: for each of OPERATORS, the share of questions whose `search` calls used it at least
+    once and the share of `search` calls that used it; and the number of `search` calls."""
+    per_call = [[bql_features(_query(t)) for t in r.get("tool_calls", []) if t["name"] == "search"] for r in records]
+    calls = [f for q in per_call for f in q]
+    per_q = [set().union(*q) if q else set() for q in per_call]
+    n = len(records)
+    usage = {
+        op: {
+            "questions": round(sum(1 for f in per_q if op in f) / n, 4) if n else 0.0,
+            "calls": round(sum(1 for f in calls if op in f) / len(calls), 4) if calls else 0.0,
+        }
+        for op in OPERATORS
+    }
+    return usage, len(calls)
 
 
 def score(rec: dict[str, Any], answers: list[str]) -> dict[str, float]:
@@ -41,6 +73,10 @@ def failure(rec: dict[str, Any], gold: list[str], correct: bool) -> str | None:
 
 
 def summarize(records: Iterable[dict[str, Any]], gold_answers: dict[str, list[str]], gold_docs: dict[str, list[str]]) -> dict[str, Any]:
+    """A run's numbers over the records of questions with gold answers: accuracy (exact match), F1,
+    means per question of distinct and step-summed tokens, LLM calls and tool calls by kind, the
+    fallback rate of searches, gold-document recall, the failure composition, outcomes (answered,
+    recovered, failed) and the recovered share, the number of `search` calls and their BQL usage."""
     recs = [r for r in records if r["question_id"] in gold_answers]
     n = len(recs)
     if n == 0:
@@ -48,7 +84,7 @@ def summarize(records: Iterable[dict[str, Any]], gold_answers: dict[str, list[st
     scores = [score(r, gold_answers[r["question_id"]]) for r in recs]
     em = np.array([s["em"] for s in scores])
     searches = [t for r in recs for t in r.get("tool_calls", []) if t["name"] in SEARCH_TOOLS]
-    per_q_ops = [set().union(*[bql_features(str(t["arguments"].get("query", ""))) for t in r.get("tool_calls", []) if t["name"] == "search"] or [set()]) for r in recs]
+    usage, search_calls = bql_usage(recs)
     fails = [failure(r, gold_docs.get(r["question_id"], []), bool(s["em"])) for r, s in zip(recs, scores)]
     with_gold = [r for r in recs if gold_docs.get(r["question_id"])]
     tools: dict[str, float] = {}
@@ -67,5 +103,7 @@ def summarize(records: Iterable[dict[str, Any]], gold_answers: dict[str, list[st
         "gold_recall": round(sum(1 for r in with_gold if set(gold_docs[r["question_id"]]) & set(r.get("surfaced", []))) / len(with_gold), 4) if with_gold else None,
         "failures": {k: sum(1 for f in fails if f == k) for k in ("retrieval", "selection", "synthesis")},
         "outcomes": {k: sum(1 for r in recs if r["outcome"] == k) for k in ("answered", "recovered", "failed")},
-        "bql_usage": {op: round(sum(1 for s in per_q_ops if op in s) / n, 4) for op in OPERATORS},
+        "recovered_share": round(sum(1 for r in recs if r["outcome"] == "recovered") / n, 4),
+        "search_calls": search_calls,
+        "bql_usage": usage,
     }

@@ -1,5 +1,6 @@
-"""The LLM judge against the real loopback OpenAI-protocol server: parsing, caching, the empty and
-unparsed cases, and `judge_run` end to end on a run made by `run_collection` on the fixture collection."""
+"""The LLM judge against the real loopback OpenAI-protocol server: parsing realistic grader replies,
+caching, the empty and unparsed cases, and `judge_run` end to end on a run made by `run_collection`
+on the fixture collection."""
 
 from __future__ import annotations
 
@@ -16,7 +17,7 @@ from test_eval_run import FIX, scripted
 
 from sieve.agent.llm import ChatClient
 from sieve.cli import main
-from sieve.eval.judge import Judge, judge_run, parse_verdict
+from sieve.eval.judge import Grade, Judge, judge_run, parse_grade
 from sieve.eval.run import run_collection
 
 
@@ -26,36 +27,111 @@ def field(body: dict[str, Any], name: str) -> str:
     return m.group(1)
 
 
+def grade(correct: bool, extracted: str = "x", confidence: str = "90%") -> str:
+    return f"extracted_final_answer: {extracted}\nreasoning: compared with the reference.\ncorrect: {'yes' if correct else 'no'}\nconfidence: {confidence}"
+
+
 def fair(body: dict[str, Any]) -> Say:
-    """CORRECT when the prediction appears in the reference line of the prompt."""
-    pred, gold = field(body, "Predicted answer"), field(body, "Reference answer")
-    return Say("CORRECT" if pred.lower() in gold.lower() else "INCORRECT")
+    """yes when the response appears in the reference line of the prompt."""
+    pred, gold = field(body, "Response"), field(body, "Reference answer")
+    return Say(grade(pred.lower() in gold.lower(), pred))
 
 
 def client(srv: LoopbackServer, model: str = "scripted") -> ChatClient:
     return ChatClient(srv.url, model, max_retries=0)
 
 
+CLEAN = """extracted_final_answer: Miguel López de Legazpi
+reasoning: The response names Legazpi, the reference answer's founder, with his full name.
+correct: yes
+confidence: 95%"""
+
+BOLD = """**extracted_final_answer:** Quezon City
+
+**reasoning:** The reference is Manila; Quezon City is a different city in Metro Manila.
+
+**correct:** no
+
+**confidence:** 98%"""
+
+BOLD_KEYS = """- **Extracted Final Answer**: 1,024
+- **Reasoning**: The reference gives 1024; the numbers are equal.
+- **Correct**: **Yes**
+- **Confidence**: 90 %"""
+
+THINKING = """<think>The response says Galati. The reference says Galați. Draft:
+correct: no
+Wait, that is only the diacritic, the same city.</think>
+extracted_final_answer: Galati
+reasoning: Same city; only the diacritic differs.
+correct: yes
+confidence: 0.85"""
+
+MULTILINE = """Extracted final answer: None
+Reasoning: The response hedges between Paris and Lyon
+and never commits to one of them.
+Correct: NO"""
+
+
 @pytest.mark.parametrize("reply,want", [
-    ("CORRECT", True), ("incorrect", False), ("Correct.", True), ("  InCorrect - it names a different city", False),
-    ("INCORRECT, though a correct answer exists", False), ("Verdict: correct (not incorrect)", True), ("yes", None), ("", None),
-    ("incorrectly formatted", None),
+    (CLEAN, Grade(True, "Miguel López de Legazpi", "The response names Legazpi, the reference answer's founder, with his full name.", 95)),
+    (BOLD, Grade(False, "Quezon City", "The reference is Manila; Quezon City is a different city in Metro Manila.", 98)),
+    (BOLD_KEYS, Grade(True, "1,024", "The reference gives 1024; the numbers are equal.", 90)),
+    (THINKING, Grade(True, "Galati", "Same city; only the diacritic differs.", 85)),
+    (MULTILINE, Grade(False, None, "The response hedges between Paris and Lyon and never commits to one of them.", None)),
+    ("correct: yes", Grade(True, None, "", None)),
+    ("  CORRECT :  no.\nconfidence: 100%", Grade(False, None, "", 100)),
+    ("1. extracted_final_answer: 42\n2. reasoning: matches\n3. correct: true\n4. confidence: 70", Grade(True, "42", "matches", 70)),
 ])
-def test_parse_verdict(reply: str, want: bool | None) -> None:
-    assert parse_verdict(reply) is want
+def test_parse_grade(reply: str, want: Grade) -> None:
+    assert parse_grade(reply) == want
+
+
+@pytest.mark.parametrize("reply", [
+    "", "CORRECT", "The answer is correct.", "correct: maybe", "Correct answer: Manila", "correctness: yes",
+    "reasoning: it is correct: yes", "<think>correct: yes</think>", "extracted_final_answer: Manila\nreasoning: same city",
+])
+def test_parse_grade_refuses(reply: str) -> None:
+    assert parse_grade(reply) is None
 
 
 def test_verdicts_sent_and_parsed(tmp_path: Path) -> None:
-    replies = iter(["Correct", "INCORRECT."])
+    replies = iter([CLEAN, BOLD])
     with LoopbackServer(lambda body: Say(next(replies))) as srv:
         j = Judge(client(srv), tmp_path / "cache.jsonl")
         assert j.verdict("Who founded Manila?", ["Legazpi"], "Miguel López de Legazpi") is True
         assert j.verdict("Capital?", ["Manila", "City of Manila"], "Quezon City") is False
     body = srv.requests[0]
-    assert body["temperature"] == 0 and body["max_tokens"] == 16 and body["model"] == "scripted"
+    assert body["temperature"] == 0 and body["max_tokens"] == 512 and body["model"] == "scripted"
     prompt = srv.requests[1]["messages"][-1]["content"]
-    assert "Capital?" in prompt and "Manila | City of Manila" in prompt and "Quezon City" in prompt and "{" not in prompt
+    assert field(srv.requests[1], "Question") == "Capital?" and field(srv.requests[1], "Reference answer") == "Manila | City of Manila"
+    assert field(srv.requests[1], "Response") == "Quezon City" and "{" not in prompt
+    assert all(f"\n{name}:" in prompt for name in ("extracted_final_answer", "reasoning", "correct", "confidence"))
     assert (j.asked, j.cached) == (2, 0)
+    first, second = (json.loads(x) for x in (tmp_path / "cache.jsonl").read_text().splitlines())
+    assert (first["verdict"], first["extracted"], first["confidence"], first["unparsed"]) == (True, "Miguel López de Legazpi", 95, False)
+    assert (second["verdict"], second["extracted"], second["confidence"]) == (False, "Quezon City", 98)
+    assert second["reasoning"].startswith("The reference is Manila") and second["replies"] == [BOLD] and second["prompt"] == j.prompt_hash
+
+
+def test_max_tokens_is_settable(tmp_path: Path) -> None:
+    with LoopbackServer(fair) as srv:
+        assert Judge(client(srv), tmp_path / "cache.jsonl", max_tokens=2048).verdict("Q", ["Manila"], "Manila") is True
+    assert srv.requests[0]["max_tokens"] == 2048
+
+
+def test_a_new_prompt_asks_again(tmp_path: Path) -> None:
+    """The prompt's hash is part of the key: grades cached under another prompt are not reused."""
+    cache = tmp_path / "cache.jsonl"
+    with LoopbackServer(fair) as srv:
+        j = Judge(client(srv), cache)
+        j.verdict("Q", ["Manila"], "Manila")
+        old = {**json.loads(cache.read_text()), "verdict": False}
+        j.prompt_hash = "an older prompt"
+        old["key"] = j.key("Q", ["Manila"], "Manila")
+        cache.write_text(json.dumps(old) + "\n")
+        again = Judge(client(srv), cache)
+        assert again.verdict("Q", ["Manila"], "Manila") is True and (again.asked, again.cached) == (1, 0) and len(srv.requests) == 2
 
 
 def test_cache_hit_sends_nothing(tmp_path: Path) -> None:
@@ -63,7 +139,7 @@ def test_cache_hit_sends_nothing(tmp_path: Path) -> None:
     with LoopbackServer(fair) as srv:
         assert Judge(client(srv), cache).verdict("Q", ["Manila"], "Manila") is True
         assert len(srv.requests) == 1
-    with LoopbackServer(lambda body: Say("INCORRECT")) as srv:
+    with LoopbackServer(lambda body: Say(grade(False))) as srv:
         j = Judge(client(srv), cache)  # a fresh instance reads the file
         assert j.verdict("Q", ["Manila"], "Manila") is True
         assert srv.requests == [] and (j.asked, j.cached) == (0, 1)
@@ -76,7 +152,7 @@ def test_cache_hit_sends_nothing(tmp_path: Path) -> None:
 
 
 def test_empty_prediction_not_sent(tmp_path: Path) -> None:
-    with LoopbackServer(lambda body: Say("CORRECT")) as srv:
+    with LoopbackServer(lambda body: Say(grade(True))) as srv:
         j = Judge(client(srv), tmp_path / "cache.jsonl")
         assert j.verdict("Q", ["Manila"], "") is False
         assert j.verdict("Q", ["Manila"], "   ") is False
@@ -90,7 +166,8 @@ def test_unparsed_retried_once_then_incorrect(tmp_path: Path) -> None:
         assert len(srv.requests) == 2
     rec = json.loads(cache.read_text())
     assert rec["unparsed"] is True and rec["verdict"] is False and rec["replies"] == ["I cannot say.", "I cannot say."]
-    replies = iter(["hmm", "correct"])
+    assert (rec["extracted"], rec["confidence"]) == (None, None)
+    replies = iter(["CORRECT", "**Correct:** yes"])  # a one-word reply is not a grade; the retry is
     with LoopbackServer(lambda body: Say(next(replies))) as srv:
         assert Judge(client(srv), tmp_path / "c2.jsonl").verdict("Q", ["Manila"], "Manila") is True
         assert len(srv.requests) == 2
@@ -106,15 +183,16 @@ def test_judge_run_end_to_end(tmp_path: Path, capsys: pytest.CaptureFixture[str]
     with LoopbackServer(fair, model="judge") as srv:
         block = judge_run(run, collection, client(srv, "judge"))
         assert len(srv.requests) == 2
-    assert block == {"model": "judge", "accuracy": 0.5, "unparsed": 0, "cached": 0, "asked": 2}
+    assert block == {"model": "judge", "prompt": Judge(client(srv, "judge"), tmp_path / "unused").prompt_hash, "questions": 2, "accuracy": 0.5,
+                     "unparsed": 0, "cached": 0, "asked": 2}
     on_disk = json.loads((run / "summary.json").read_text())
     assert on_disk["judge"] == block and on_disk["accuracy"] == 0.5
     assert on_disk["per_question"]["q1"] == {"em": 1.0, "f1": 1.0, "judged": True}
     assert on_disk["per_question"]["q2"]["judged"] is False and on_disk["per_question"]["q2"]["em"] == 0.0
     assert (run / "judge-cache.jsonl").exists()
     # The CLI on the same run: every verdict from the cache, nothing sent.
-    with LoopbackServer(lambda body: Say("CORRECT"), model="judge") as srv:
-        assert main(["eval", "judge", str(run), "--collection", str(collection), "--llm-url", srv.url, "--model", "judge"]) == 0
+    with LoopbackServer(lambda body: Say(grade(True)), model="judge") as srv:
+        assert main(["eval", "judge", str(run), "--collection", str(collection), "--format", "beir", "--llm-url", srv.url, "--model", "judge"]) == 0
         assert srv.requests == []
     assert "judged accuracy 0.500" in capsys.readouterr().out
     assert json.loads((run / "summary.json").read_text())["judge"] == {**block, "cached": 2, "asked": 0}

@@ -63,3 +63,81 @@ def test_paired_t_against_scipy() -> None:
 def test_bonferroni() -> None:
     assert bonferroni(0.01, 3) == pytest.approx(0.03)
     assert bonferroni(0.5, 3) == 1.0
+
+
+@pytest.mark.parametrize("only_a, only_b, both", [(0, 5, 3), (8, 0, 0), (3, 3, 4), (12, 4, 20), (1, 0, 0)])
+def test_mcnemar_exact_against_hand_binomials(only_a: int, only_b: int, both: int) -> None:
+    a = [True] * only_a + [False] * only_b + [True] * both + [False] * 2
+    b = [False] * only_a + [True] * only_b + [True] * both + [False] * 2
+    n, k = only_a + only_b, min(only_a, only_b)
+    expected = min(1.0, 2 * sum(math.comb(n, i) for i in range(k + 1)) / 2**n)
+    t = mcnemar_exact(a, b)
+    assert t.p == pytest.approx(expected) and t.statistic == only_a and t.n == len(a)
+    assert mcnemar_exact(b, a).p == pytest.approx(expected)  # two-sided: symmetric
+
+
+def test_paired_tests_refuse_unpaired_lists() -> None:
+    with pytest.raises(ValueError, match="same questions"):
+        mcnemar_exact([True], [True, False])
+    with pytest.raises(ValueError, match="same questions"):
+        paired_t([1.0, 2.0], [1.0])
+
+
+def test_bonferroni_edges() -> None:
+    assert bonferroni(0.02, 1) == 0.02 and bonferroni(0.02, 0) == 0.02  # one comparison, or none: unchanged
+    assert bonferroni(0.0125, 4) == pytest.approx(0.05) and bonferroni(0.3, 4) == 1.0
+
+
+def test_without_scipy_the_tests_name_the_extra(monkeypatch: pytest.MonkeyPatch) -> None:
+    import sys
+
+    from sieve.errors import SieveError
+
+    monkeypatch.setitem(sys.modules, "scipy", None)
+    with pytest.raises(SieveError, match=r"need scipy, which the eval extra installs: pip install 'sieve-search\[eval\]'"):
+        paired_t([1.0, 2.0, 4.0], [1.0, 1.0, 1.0])
+    assert mcnemar_exact([True], [True]).p == 1.0  # nothing to test: no scipy needed
+
+
+@pytest.mark.parametrize("query, features", [
+    ("Fort Santiago[title]", {"field"}),
+    ("a b c", set()),  # words side by side are ANDed, but no operator was written
+    ("a AND b", {"boolean", "and"}),
+    ("a and b", {"boolean", "and"}),  # operators are case-insensitive
+    ('"old walls" OR moat', {"boolean", "or", "phrase"}),
+    ("manila -province", {"boolean", "not"}),
+    ("NOT x[ti] y", {"boolean", "not", "field"}),
+    ("intram* date[1500..1600]", {"wildcard", "date"}),
+    ("a NEAR/3 b", {"near"}),
+    ("NEAR/2(a, b)[title]", {"near", "field"}),
+    ('"a and b"', {"phrase"}),  # inside a phrase, "and" is a word
+    ("bad ( query", set()),  # unparseable: counts as a call that used nothing
+])
+def test_bql_features(query: str, features: set[str]) -> None:
+    from sieve.eval.summary import bql_features
+
+    assert bql_features(query) == features
+
+
+def test_summary_by_hand() -> None:
+    from sieve.eval.summary import OPERATORS, summarize
+
+    def rec(qid: str, answer: str, outcome: str, queries: list[str], surfaced: list[str] = [], opened: list[str] = []) -> dict[str, object]:
+        return {"question_id": qid, "answer": answer, "outcome": outcome, "tokens": {"distinct": 10, "step_summed": 20}, "llm_calls": 2,
+                "tool_calls": [{"name": "search", "arguments": {"query": q}, "fallback": i == 0} for i, q in enumerate(queries)],
+                "surfaced": surfaced, "opened": opened}
+
+    recs = [
+        rec("q1", "Manila", "answered", ['"walled city"[title]', "intramuros OR manila"], ["d1"], ["d1"]),
+        rec("q2", "Cebu", "recovered", ["cebu -island"], ["d2"]),
+        rec("q3", "", "failed", []),
+        rec("q4", "Davao", "recovered", ["davao"], ["d9"], ["d9"]),
+    ]
+    s = summarize(recs, {"q1": ["Manila"], "q2": ["Manila"], "q3": ["Manila"], "q4": ["Manila"]}, {"q1": ["d1"], "q2": ["d2"], "q3": ["d3"], "q4": ["d4"]})
+    assert (s["accuracy"], s["recovered_share"], s["outcomes"]) == (0.25, 0.5, {"answered": 1, "recovered": 2, "failed": 1})
+    assert s["failures"] == {"retrieval": 2, "selection": 1, "synthesis": 0} and s["gold_recall"] == 0.5
+    assert s["search_calls"] == 4 and s["fallback_rate"] == 0.75  # the first search of each question fell back
+    assert list(s["bql_usage"]) == list(OPERATORS)
+    assert s["bql_usage"]["phrase"] == {"questions": 0.25, "calls": 0.25} and s["bql_usage"]["field"] == {"questions": 0.25, "calls": 0.25}
+    assert s["bql_usage"]["boolean"] == {"questions": 0.5, "calls": 0.5} and s["bql_usage"]["or"] == {"questions": 0.25, "calls": 0.25}
+    assert s["bql_usage"]["not"] == {"questions": 0.25, "calls": 0.25} and s["bql_usage"]["date"] == {"questions": 0.0, "calls": 0.0}
