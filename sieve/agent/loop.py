@@ -203,24 +203,26 @@ class Agent:
         lowest-ranked text still present by the excess, until it fits or nothing is left."""
         limit = self.window - self.budgets.max_tokens
         counter = tools.config.read.counter  # type: ignore[attr-defined]
-        texts = list(texts)
-        dropped = rounds = 0
+        words = [t.split(" ") for t in texts]
+        kept = [len(w) for w in words]
+        mark = len(CUT_MARK.split(" "))
+        rounds = 0
         by = "server"
         while True:
             rounds += 1
-            messages = [{"role": "system", "content": _one_shot_prompt(texts)}, {"role": "user", "content": question}]
+            shown = [" ".join(w[:n]) + (f" {CUT_MARK}" if 0 < n < len(w) else "") if n else "" for w, n in zip(words, kept)]
+            messages = [{"role": "system", "content": _one_shot_prompt(shown)}, {"role": "user", "content": question}]
             n = self.client.count_prompt(messages)
             if n is None:
                 by = counter.name
                 n = sum(counter.count(m["content"]) + MESSAGE_ALLOWANCE for m in messages)
-            live = [j for j, t in enumerate(texts) if t]
+            live = [j for j, k in enumerate(kept) if k]
             if n <= limit or not live:
-                return texts, {"prompt_tokens": n, "limit": limit, "counted_by": by, "dropped_words": dropped, "rounds": rounds}
+                dropped = sum(len(w) for w in words) - sum(kept)
+                return shown, {"prompt_tokens": n, "limit": limit, "counted_by": by, "dropped_words": dropped, "rounds": rounds}
             j = live[-1]
-            words = texts[j].split(" ")
-            cut = min(len(words), max(n - limit, 1))
-            dropped += cut
-            texts[j] = " ".join(words[: len(words) - cut]) + (f" {CUT_MARK}" if cut < len(words) else "")
+            # At least the excess in words (a word is at least one token), and the cut mark's words.
+            kept[j] = max(0, kept[j] - (n - limit) - mark)
 
     def _loop(self, ep: Episode, tools: AgentTools) -> None:
         schemas = tools.schemas() + [ANSWER_TOOL]
