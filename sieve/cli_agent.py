@@ -8,7 +8,8 @@ import sys
 from pathlib import Path
 from typing import Any
 from sieve.engine.rankers import RANKER_NAMES
-from sieve.tools.conditions import CONDITION_NAMES
+from sieve.eval.collections import DATE_POLICIES, FORMATS
+from sieve.tools.conditions import CONDITION_NAMES, SNIPPETS
 
 
 def _budgets(args: argparse.Namespace) -> Any:
@@ -37,11 +38,14 @@ def cmd_ask(args: argparse.Namespace) -> int:
 
 
 def cmd_eval_build(args: argparse.Namespace) -> int:
-    from sieve.eval.run import build_twins
+    from sieve.eval.run import build_twins, built_note
 
-    built = build_twins(Path(args.collection), Path(args.out), embed=args.embed)
+    built = build_twins(Path(args.collection), Path(args.out), embed=args.embed, fmt=args.format, dates=args.dates)
     for twin, index in built.items():
         print(f"{twin}: {len(index)} documents at {index.path}")
+    kept = built_note(Path(args.out)).get("unparsed_dates", 0)
+    if kept:
+        print(f"kept {kept:,} unparseable date{'s' if kept != 1 else ''} as metadata 'date_text' (not searchable with date[...])")
     return 0
 
 
@@ -51,7 +55,8 @@ def cmd_eval_run(args: argparse.Namespace) -> int:
     s = run_collection(
         Path(args.collection), Path(args.out), args.condition, args.ranker, args.llm_url, args.model, limit=args.limit, workers=args.workers,
         twin=args.twin, native=args.tool_style == "native", index_dir=Path(args.index_dir) if args.index_dir else None, budgets=_budgets(args),
-        k=args.k, read_cap=args.read_cap, api_key=args.api_key, read_parts=args.read_parts,
+        k=args.k, read_cap=args.read_cap, api_key=args.api_key, read_parts=args.read_parts, fmt=args.format, dates=args.dates,
+        fallback=not args.no_fallback, snippet="none" if args.no_snippets else args.snippet,
     )
     keep = {k: v for k, v in s.items() if k != "per_question"}
     if args.json:
@@ -94,11 +99,14 @@ def cmd_eval_judge(args: argparse.Namespace) -> int:
 
 
 def _agent_options(s: argparse.ArgumentParser) -> None:
-    s.add_argument("--llm-url", required=True, action="append" if s.prog.endswith("run") else "store", help="OpenAI-compatible base URL including /v1")
+    many = s.prog.endswith(("run", "grid"))
+    s.add_argument("--llm-url", required=True, action="append" if many else "store",
+                   help="OpenAI-compatible base URL including /v1" + ("; repeat it to spread episodes over several servers" if many else ""))
     s.add_argument("--model", required=True)
     s.add_argument("--api-key")
-    s.add_argument("--condition", default="sieve", choices=CONDITION_NAMES)
-    s.add_argument("--ranker", default="bm25", choices=RANKER_NAMES)
+    if not s.prog.endswith("grid"):
+        s.add_argument("--condition", default="sieve", choices=CONDITION_NAMES)
+        s.add_argument("--ranker", default="bm25", choices=RANKER_NAMES)
     s.add_argument("--tool-style", default="native", choices=["native", "text"], help="native tool_calls (vLLM with a tool-call parser) or <tool_call> text")
     s.add_argument("--max-steps", type=int, default=100)
     s.add_argument("--context-window", type=int, default=131_072, help="used when the server does not report max_model_len")
@@ -106,6 +114,33 @@ def _agent_options(s: argparse.ArgumentParser) -> None:
     s.add_argument("--temperature", type=float, default=0.6)
     s.add_argument("--seed", type=int, default=42)
     s.add_argument("--json", action="store_true")
+
+
+def cmd_eval_grid(args: argparse.Namespace) -> int:
+    from sieve.cli import main
+    from sieve.eval.grid import load_grid, plan, run_grid
+
+    def names(text: str | None) -> list[str] | None:
+        return [t.strip() for t in text.split(",") if t.strip()] if text else None
+
+    cells = load_grid(args.grid) if args.grid else plan(names(args.conditions), names(args.rankers), names(args.twins) or ("structured",), args.ablations)
+    out = Path(args.out)
+    print(f"{len(cells)} runs: {', '.join(c.name for c in cells)}", file=sys.stderr)
+    runs = run_grid(Path(args.collection), out, cells, args.llm_url, args.model, index_dir=Path(args.index_dir) if args.index_dir else None,
+                    fmt=args.format, dates=args.dates, on_cell=lambda c: print(f"run {c.name}", file=sys.stderr),
+                    limit=args.limit, workers=args.workers, native=args.tool_style == "native", budgets=_budgets(args), k=args.k,
+                    read_cap=args.read_cap, api_key=args.api_key, read_parts=args.read_parts, progress=not args.json)
+    if args.no_report:
+        return 0
+    baseline = args.baseline or next((r.name for r in runs if r.name == "search-visit-bm25"), "0")
+    report = ["eval", "report", *map(str, runs), "--baseline", baseline, "--out", str(out / "report")] + (["--json"] if args.json else [])
+    return main(report)
+
+
+def _collection_options(s: argparse.ArgumentParser) -> None:
+    s.add_argument("--format", default="beir", choices=FORMATS, help="the collection's layout (default beir: a folder of corpus.jsonl, queries.jsonl, qrels/)")
+    s.add_argument("--dates", default="strict", choices=DATE_POLICIES,
+                   help="strict: an unparseable date stops the build; keep: it is kept as metadata date_text, counted and reported")
 
 
 def add_commands(sub: Any) -> None:
@@ -121,6 +156,7 @@ def add_commands(sub: Any) -> None:
     b.add_argument("collection")
     b.add_argument("out")
     b.add_argument("--embed", action="store_true", help="also compute embeddings (dense extra)")
+    _collection_options(b)
     b.set_defaults(func=cmd_eval_build)
     r = esub.add_parser("run", help="run episodes of one condition (resumable)")
     r.add_argument("--collection", required=True)
@@ -128,12 +164,35 @@ def add_commands(sub: Any) -> None:
     r.add_argument("--limit", type=int)
     r.add_argument("--workers", type=int, default=1)
     r.add_argument("--twin", default="structured", choices=["structured", "flat"])
-    r.add_argument("--index-dir", help="where the twins' indexes live (default COLLECTION/sieve-index)")
+    r.add_argument("--index-dir", help="where the twins' indexes live (default COLLECTION/sieve-index; for a single-file collection, NAME.sieve-index beside it)")
     r.add_argument("-k", type=int, default=5, help="results per search, and the most an agent may ask for (default 5, as the paper)")
     r.add_argument("--read-cap", type=int, default=12_000, help="tokens per read; longer reads are truncated (default 12,000, as the paper)")
     r.add_argument("--read-parts", action="store_true", help="continue long reads in numbered parts instead of truncating them")
+    _collection_options(r)
+    r.add_argument("--no-fallback", action="store_true", help="ablation: strict Boolean search, no zero-hit fallback")
+    r.add_argument("--no-snippets", action="store_true", help="ablation: result cards without snippets")
+    r.add_argument("--snippet", choices=SNIPPETS, help="what a result card quotes (default: the condition's; search-visit: the opening words)")
     _agent_options(r)
     r.set_defaults(func=cmd_eval_run)
+    g = esub.add_parser("grid", help="the paper's grid in one command: conditions x rankers x twins (resumable), then the report")
+    g.add_argument("--collection", required=True)
+    g.add_argument("--out", required=True, help="one run folder per cell under it, and report/")
+    g.add_argument("--grid", help="a grid file (JSON: cells, or conditions/rankers/twins/ablations); overrides the next four")
+    g.add_argument("--conditions", help=f"comma-separated (default all: {', '.join(c for c in CONDITION_NAMES if c != 'rag')})")
+    g.add_argument("--rankers", help="comma-separated among bm25,dense,hybrid (default all; each condition runs with the paper's rankers among these)")
+    g.add_argument("--twins", help="comma-separated among structured,flat (default structured)")
+    g.add_argument("--ablations", action="store_true", help="add strict Boolean SIEVE, SIEVE without snippets, Search-Visit on the flat twin")
+    g.add_argument("--baseline", help="the run the report tests against (default search-visit-bm25 when in the grid, else the first)")
+    g.add_argument("--no-report", action="store_true")
+    g.add_argument("--limit", type=int)
+    g.add_argument("--workers", type=int, default=1)
+    g.add_argument("--index-dir", help="where the twins' indexes and the DCI files live (as eval run)")
+    g.add_argument("-k", type=int, default=5)
+    g.add_argument("--read-cap", type=int, default=12_000)
+    g.add_argument("--read-parts", action="store_true")
+    _collection_options(g)
+    _agent_options(g)
+    g.set_defaults(func=cmd_eval_grid)
     p = esub.add_parser("report", help="the paper's tables and figures for runs: Markdown (or JSON) on stdout, report.md/report.json and PNGs in --out")
     p.add_argument("runs", nargs="+")
     p.add_argument("--baseline", default="0", help="the run the others are tested against: its position among RUNS (from 0) or its name (default the first)")

@@ -56,7 +56,7 @@ def test_run_and_report(collection: Path, tmp_path: Path) -> None:
     assert s["llm_calls"] == sum(r["llm_calls"] for r in recs) / 2
     assert s["gold_recall"] == 0.5  # q1's gold surfaced; q2 never searched
     assert s["failures"] == {"retrieval": 1, "selection": 0, "synthesis": 0}
-    assert s["bql_usage"]["field"] == 0.5 and s["bql_usage"]["phrase"] == 0.0
+    assert s["bql_usage"]["field"] == {"questions": 0.5, "calls": 1.0} and s["bql_usage"]["phrase"] == {"questions": 0.0, "calls": 0.0}
     searches = [t for r in recs for t in r["tool_calls"] if t["name"] == "search"]
     assert [(t["fallback"], t["admitted"]) for t in searches] == [(False, 1)] and s["fallback_rate"] == 0.0
     on_disk = json.loads((tmp_path / "runA" / "summary.json").read_text())
@@ -65,7 +65,7 @@ def test_run_and_report(collection: Path, tmp_path: Path) -> None:
     text = table(rows)
     assert "runA" in text and "runB" in text and rows[1]["p"]["accuracy"] == 1.0
     pictures = plots([load_run(tmp_path / "runA"), load_run(tmp_path / "runB")], tmp_path / "report")
-    assert [p.name for p in pictures] == ["accuracy_vs_tokens.png", "token_change.png"]  # type: ignore[union-attr]
+    assert [p.name for p in pictures] == ["accuracy_vs_tokens.png", "token_change.png", "failures.png"]  # type: ignore[union-attr]
     assert all(p.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n" and p.stat().st_size > 2000 for p in pictures)  # type: ignore[union-attr]
     # Resuming a finished run redoes nothing.
     with LoopbackServer(scripted) as srv:

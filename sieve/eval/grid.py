@@ -1,0 +1,126 @@
+"""`sieve eval grid`: the paper's whole comparison over one collection in one command.
+
+A grid is a list of cells (condition x ranker x twin, and the ablation switches); each cell is one
+`eval run` into `OUT/<cell name>`, resumable like any run, and the grid ends with `eval report`
+over them. By default every condition runs with the rankers the paper ran it with (the registry
+says which), on the structured twin; `--twins structured,flat` adds the flat twin for the
+conditions that search an index, and `--ablations` adds the paper's ablations: strict Boolean
+search and SIEVE without snippets (BM25), and Search-Visit on the flat twin.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import asdict, dataclass
+from pathlib import Path
+from typing import Any, Iterable
+
+from sieve.errors import InvalidArgumentError
+from sieve.tools.conditions import ALL_RANKERS, CONDITIONS, SNIPPETS, condition
+
+TWINS = ("structured", "flat")
+
+
+@dataclass(frozen=True)
+class Cell:
+    condition: str
+    ranker: str  # "none" for a condition without a retriever
+    twin: str = "structured"
+    fallback: bool = True
+    snippet: str | None = None  # None: the condition's own
+
+    @property
+    def name(self) -> str:
+        parts = [self.condition, self.ranker]
+        if self.twin != "structured":
+            parts.append(self.twin)
+        if not self.fallback:
+            parts.append("strict")
+        if self.snippet is not None:
+            parts.append(f"snippet-{self.snippet}")
+        return "-".join(parts)
+
+    def check(self) -> "Cell":
+        c = condition(self.condition)
+        rankers = c.rankers or ("none",)
+        if c.retriever and self.ranker not in ALL_RANKERS:
+            raise InvalidArgumentError(f"grid cell {self.name}: ranker must be one of {', '.join(ALL_RANKERS)}")
+        if not c.retriever and self.ranker not in rankers:
+            raise InvalidArgumentError(f"grid cell {self.name}: {c.name} runs with ranker {rankers[0]!r} only")
+        if self.twin not in TWINS:
+            raise InvalidArgumentError(f"grid cell {self.name}: twin must be one of {', '.join(TWINS)}")
+        if self.snippet is not None and self.snippet not in SNIPPETS:
+            raise InvalidArgumentError(f"grid cell {self.name}: snippet must be one of {', '.join(SNIPPETS)}")
+        return Cell(c.name, self.ranker, self.twin, self.fallback, self.snippet)
+
+
+def plan(conditions: Iterable[str] | None = None, rankers: Iterable[str] | None = None,
+         twins: Iterable[str] = ("structured",), ablations: bool = False) -> list[Cell]:
+    """The cells: each condition with each of its paper rankers that is among `rankers` (default
+    all), on each twin where the twin matters (conditions that search an index), then ablations."""
+    names = [condition(n).name for n in (conditions or CONDITIONS)]
+    wanted = set(rankers or ALL_RANKERS)
+    unknown = wanted - set(ALL_RANKERS)
+    if unknown:
+        raise InvalidArgumentError(f"unknown rankers {sorted(unknown)}; choose from {', '.join(ALL_RANKERS)}")
+    cells: list[Cell] = []
+    for n in names:
+        c = CONDITIONS[n]
+        for r in c.rankers or ("none",):
+            if r != "none" and r not in wanted:
+                continue
+            for t in (twins if c.retriever else ("structured",)):
+                cells.append(Cell(n, r, t))
+    if ablations:
+        for extra in (Cell("sieve", "bm25", fallback=False), Cell("sieve", "bm25", snippet="none"), Cell("search-visit", "bm25", "flat")):
+            if extra.condition in names and extra not in cells:
+                cells.append(extra)
+    return [c.check() for c in cells]
+
+
+def load_grid(path: str | Path) -> list[Cell]:
+    """A grid file: JSON, either {"cells": [{condition, ranker, twin?, fallback?, snippet?}, ...]}
+    or the arguments of `plan` ({"conditions": [...], "rankers": [...], "twins": [...], "ablations": true})."""
+    path = Path(path)
+    try:
+        data = json.loads(path.read_text(encoding="utf-8"))
+    except (OSError, ValueError) as e:
+        raise InvalidArgumentError(f"cannot read the grid file {path}: {e}") from None
+    if not isinstance(data, dict):
+        raise InvalidArgumentError(f"{path}: a grid file is a JSON object")
+    if "cells" in data:
+        out = []
+        for i, raw in enumerate(data["cells"]):
+            try:
+                out.append(Cell(**raw).check())
+            except TypeError as e:
+                raise InvalidArgumentError(f"{path}: cell {i}: {e}") from None
+        return out
+    allowed = {"conditions", "rankers", "twins", "ablations"}
+    extra = set(data) - allowed
+    if extra:
+        raise InvalidArgumentError(f"{path}: unknown keys {sorted(extra)}; a grid file has cells, or {', '.join(sorted(allowed))}")
+    return plan(data.get("conditions"), data.get("rankers"), data.get("twins", ("structured",)), bool(data.get("ablations", False)))
+
+
+def run_grid(collection: Path, out: Path, cells: list[Cell], urls: list[str], model: str, index_dir: Path | None = None,
+             fmt: str = "beir", dates: str = "strict", on_cell: Any = None, **options: Any) -> list[Path]:
+    """Run every cell into `out/<cell name>` (a finished cell's episodes are not run again);
+    `options` go to each `run_collection`. Writes `out/grid.json` listing the cells and their runs."""
+    from sieve.eval.collections import load_collection
+    from sieve.eval.run import default_index_dir, run_collection, twin_index
+
+    out.mkdir(parents=True, exist_ok=True)
+    root = Path(index_dir) if index_dir else default_index_dir(Path(collection))
+    c = load_collection(collection, fmt, dates)
+    for twin in sorted({cell.twin for cell in cells}):  # build (and embed) each twin once, before any run
+        twin_index(c, root, twin, embed=any(cell.ranker in ("dense", "hybrid") and cell.twin == twin for cell in cells))
+    (out / "grid.json").write_text(json.dumps({"collection": str(collection), "model": model, "cells": [asdict(x) | {"run": x.name} for x in cells]}, indent=1))
+    runs = []
+    for cell in cells:
+        if on_cell is not None:
+            on_cell(cell)
+        run_collection(collection, out / cell.name, cell.condition, cell.ranker if cell.ranker != "none" else "bm25", urls, model,
+                       twin=cell.twin, index_dir=root, fmt=fmt, dates=dates, fallback=cell.fallback, snippet=cell.snippet, **options)
+        runs.append(out / cell.name)
+    return runs

@@ -1,0 +1,75 @@
+"""`sieve eval grid`: which cells a grid has, grid files and their errors, and the whole grid end to
+end through the CLI against the scripted loopback server (every run made, resumed, reported)."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from loopback import LoopbackServer
+from test_conditions_run import GOLD, collection, records, researcher  # noqa: F401  (a fixture)
+
+from sieve.cli import main
+from sieve.errors import InvalidArgumentError
+from sieve.eval.grid import Cell, load_grid, plan
+
+
+def test_the_default_grid_is_the_papers() -> None:
+    names = [c.name for c in plan()]
+    assert names == [
+        "one-shot-bm25", "one-shot-dense", "autoread-bm25", "autoread-dense", "dci-none", "bounded-dci-bm25",
+        "search-visit-bm25", "search-visit-dense", "search-visit-hybrid", "search-fetch-bm25", "search-fetch-dense", "search-fetch-hybrid",
+        "sieve-bm25", "sieve-dense", "sieve-hybrid",
+    ]
+    assert [c.name for c in plan(rankers=["bm25"])] == ["one-shot-bm25", "autoread-bm25", "dci-none", "bounded-dci-bm25", "search-visit-bm25",
+                                                       "search-fetch-bm25", "sieve-bm25"]
+    both = [c.name for c in plan(["search-visit", "dci"], ["bm25"], ["structured", "flat"])]
+    assert both == ["search-visit-bm25", "search-visit-bm25-flat", "dci-none"]  # a twin matters only where an index is searched
+    extra = [c.name for c in plan(rankers=["bm25"], ablations=True)][7:]
+    assert extra == ["sieve-bm25-strict", "sieve-bm25-snippet-none", "search-visit-bm25-flat"]
+    assert [c.name for c in plan(["rag"], ["bm25"])] == ["one-shot-bm25"]  # the alias resolves
+
+
+def test_grid_files_and_their_errors(tmp_path: Path) -> None:
+    f = tmp_path / "g.json"
+    f.write_text(json.dumps({"cells": [{"condition": "sieve", "ranker": "bm25", "fallback": False}, {"condition": "dci", "ranker": "none"}]}))
+    assert load_grid(f) == [Cell("sieve", "bm25", fallback=False), Cell("dci", "none")]
+    f.write_text(json.dumps({"conditions": ["sieve"], "rankers": ["bm25", "dense"]}))
+    assert [c.name for c in load_grid(f)] == ["sieve-bm25", "sieve-dense"]
+    for bad, msg in [
+        ({"cells": [{"condition": "dci", "ranker": "bm25"}]}, "dci runs with ranker 'none' only"),
+        ({"cells": [{"condition": "sieve", "ranker": "tfidf"}]}, "ranker must be one of bm25, dense, hybrid"),
+        ({"cells": [{"condition": "sieve", "ranker": "bm25", "colour": "red"}]}, "cell 0: .*colour"),
+        ({"cells": [{"condition": "nope", "ranker": "bm25"}]}, "unknown condition 'nope'"),
+        ({"rankers": ["bm26"]}, r"unknown rankers \['bm26'\]"),
+        ({"conditons": ["sieve"]}, r"unknown keys \['conditons'\]"),
+    ]:
+        f.write_text(json.dumps(bad))
+        with pytest.raises(InvalidArgumentError, match=msg):
+            load_grid(f)
+    f.write_text("{not json")
+    with pytest.raises(InvalidArgumentError, match="cannot read the grid file"):
+        load_grid(f)
+
+
+def test_the_whole_grid_through_the_cli(collection: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:  # noqa: F811
+    out = tmp_path / "grid"
+    argv = ["eval", "grid", "--collection", str(collection), "--out", str(out), "--index-dir", str(tmp_path / "ix"), "--rankers", "bm25",
+            "--ablations"]
+    with LoopbackServer(researcher) as srv:
+        assert main(argv + ["--llm-url", srv.url, "--model", "scripted"]) == 0
+        calls = len(srv.requests)
+        assert main(argv + ["--llm-url", srv.url, "--model", "scripted"]) == 0  # resumed: nothing left to run
+        assert len(srv.requests) == calls
+    cells = json.loads((out / "grid.json").read_text())["cells"]
+    assert len(cells) == 10
+    for cell in cells:
+        run = out / cell["run"]
+        summary = json.loads((run / "summary.json").read_text())
+        assert (summary["condition"], summary["twin"], summary["fallback"]) == (cell["condition"], cell["twin"], cell["fallback"])
+        assert {r["question_id"] for r in records(run)} == set(GOLD)
+    report = (out / "report" / "report.md").read_text()
+    assert all(cell["run"] in report for cell in cells)
+    assert "search-visit-bm25" in capsys.readouterr().out
