@@ -202,7 +202,7 @@ def add_commands(sub: Any) -> None:
     j = esub.add_parser("judge", help="grade a run's answers with an LLM (BrowseComp-style grader, cached); adds 'judged' to summary.json")
     j.add_argument("run_dir")
     j.add_argument("--collection", required=True, help="the collection the run answered (its questions and reference answers)")
-    j.add_argument("--format", default="beir", choices=["beir", "hotpotqa", "musique"], help="the collection's format (default beir)")
+    j.add_argument("--format", default="beir", choices=FORMATS, help="the collection's layout (default beir: a folder of corpus.jsonl, queries.jsonl, qrels/)")
     j.add_argument("--llm-url", required=True, help="OpenAI-compatible base URL including /v1")
     j.add_argument("--model", required=True)
     j.add_argument("--api-key")

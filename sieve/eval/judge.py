@@ -24,18 +24,16 @@ import json
 import re
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Callable
+from typing import Any
 
 from sieve.agent.llm import ChatClient
 from sieve.agent.prompts import digest
 from sieve.agent.protocol import without_thinking
-from sieve.errors import InvalidArgumentError
-from sieve.eval.collections import Collection, load_beir, load_hotpotqa, load_musique
+from sieve.eval.collections import load_collection
 from sieve.templates import load, render
 
 PROMPT = "judge.md"
 MAX_TOKENS = 512
-FORMATS: dict[str, Callable[[Path], Collection]] = {"beir": load_beir, "hotpotqa": load_hotpotqa, "musique": load_musique}
 
 
 @dataclass(frozen=True)
@@ -159,18 +157,13 @@ class Judge:
         return bool(self.grade(question, golds, prediction)["verdict"])
 
 
-def load_questions(collection: Path, collection_format: str = "beir") -> Collection:
-    if collection_format not in FORMATS:
-        raise InvalidArgumentError(f"unknown collection format {collection_format!r}; choose from {', '.join(FORMATS)}")
-    return FORMATS[collection_format](Path(collection))
-
-
 def judge_run(
     run_dir: Path, collection_dir: Path, client: ChatClient, cache_path: Path | None = None, collection_format: str = "beir", max_tokens: int = MAX_TOKENS,
 ) -> dict[str, Any]:
-    """Grade every episode of a run; write "judged" per question and a "judge" block into summary.json."""
+    """Grade every episode of a run against the questions of its collection (`collection_format`:
+    one of `sieve.eval.collections.FORMATS`); write "judged" per question and a "judge" block into summary.json."""
     run_dir = Path(run_dir)
-    questions = {q.id: q for q in load_questions(collection_dir, collection_format).questions}
+    questions = {q.id: q for q in load_collection(collection_dir, collection_format).questions}
     records: dict[str, dict[str, Any]] = {}
     for line in (run_dir / "trajectories.jsonl").read_text(encoding="utf-8").splitlines():
         if line.strip():

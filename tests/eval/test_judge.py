@@ -196,3 +196,20 @@ def test_judge_run_end_to_end(tmp_path: Path, capsys: pytest.CaptureFixture[str]
         assert srv.requests == []
     assert "judged accuracy 0.500" in capsys.readouterr().out
     assert json.loads((run / "summary.json").read_text())["judge"] == {**block, "cached": 2, "asked": 0}
+
+
+@pytest.mark.parametrize("fmt, path, answers", [
+    ("hotpotqa", "hotpot.json", {"5a8b57f25542995d1e6f1371": "yes", "5a8c7595554299585d9e36b6": "Ambassador"}),
+    ("musique", "musique.jsonl", {"2hop__1": "Miquette", "2hop__2": "blue"}),
+])
+def test_judge_run_reads_other_formats(tmp_path: Path, fmt: str, path: str, answers: dict[str, str]) -> None:
+    """`--format` picks the loader; the references sent are the collection's aliases."""
+    run = tmp_path / "run"
+    run.mkdir()
+    (run / "trajectories.jsonl").write_text("".join(json.dumps({"question_id": q, "answer": a}) + "\n" for q, a in answers.items()))
+    with LoopbackServer(fair, model="judge") as srv:
+        assert main(["eval", "judge", str(run), "--collection", str(FIX.parent / path), "--format", fmt, "--llm-url", srv.url, "--model", "judge"]) == 0
+    refs = sorted(field(b, "Reference answer") for b in srv.requests)
+    assert refs == (["Chief of Protocol", "yes"] if fmt == "hotpotqa" else ["Miquette Giraudy | Miquette", "green"])
+    summary = json.loads((run / "summary.json").read_text())
+    assert summary["judge"]["accuracy"] == 0.5 and sorted(v["judged"] for v in summary["per_question"].values()) == [False, True]
