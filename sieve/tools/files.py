@@ -99,14 +99,21 @@ def open_stage(root: Path) -> Staged:
     return Staged(root, json.loads((root / IDS).read_text(encoding="utf-8")))
 
 
+def _source(index: Index) -> str:
+    return f"{index.path.resolve()}\n{index.generation.name}\n{len(index)}"
+
+
 def stage_collection(index: Index, root: Path) -> Staged:
-    """The whole collection as files under `root` (built once; an incomplete build is never used)."""
+    """The whole collection as files under `root`, built once per index generation (a rebuilt
+    index is staged again; an incomplete staging is never used)."""
+    source = root / "source.txt"
     if (root / IDS).exists():
-        staged = open_stage(root)
-        if len(staged.ids) == len(index):
-            return staged
-        shutil.rmtree(root)  # staged from another version of the collection
-    return _write_stage(root, index, (index.reader.doc_id(d) for d in range(len(index))))
+        if source.exists() and source.read_text(encoding="utf-8") == _source(index):
+            return open_stage(root)
+        shutil.rmtree(root)  # staged from another build of the collection
+    staged = _write_stage(root, index, (index.reader.doc_id(d) for d in range(len(index))))
+    source.write_text(_source(index), encoding="utf-8")
+    return staged
 
 
 def stage_bounded(index: Index, whole: Staged, doc_ids: list[str]) -> Staged:

@@ -15,7 +15,7 @@ from typing import Any, Callable, Iterator, Mapping, Sequence
 from sieve.documents import Document
 from sieve.engine.analysis import fold
 from sieve.engine.bql.parser import MAX_QUERY_CHARS
-from sieve.errors import BQLSyntaxError, SieveError, UnknownDocumentError
+from sieve.errors import BQLSyntaxError, InvalidArgumentError, SieveError, UnknownDocumentError
 from sieve.index import Index
 from sieve.engine.search import Results
 from sieve.tools import cards
@@ -107,8 +107,13 @@ class Toolset:
 
     @classmethod
     def for_condition(cls, index: Index, name: str, config: ToolConfig = ToolConfig()) -> "Toolset":
-        """The tools of the condition `name` (sieve.tools.conditions); InvalidArgumentError if unknown."""
-        return cls(index, condition(name).tools, config)
+        """The tools of the condition `name` (sieve.tools.conditions); InvalidArgumentError if unknown
+        or if the condition's tools act on files, not on an index (`sieve.tools.episode.make_tools`)."""
+        c = condition(name)
+        if not c.retriever:
+            raise InvalidArgumentError(f"condition {c.name!r} works on the collection as files, not through a Toolset; "
+                                       "use sieve.tools.episode.make_tools")
+        return cls(index, c.tools, config)
 
     # ------------------------------------------------------------ the surface
 
