@@ -58,6 +58,12 @@ RECORDS: list[dict[str, Any]] = [
 ]
 
 
+@pytest.fixture()
+def gold_records() -> list[dict[str, Any]]:
+    """The hand-written corpus as records (a fresh list: a test may add to it)."""
+    return list(RECORDS)
+
+
 @pytest.fixture(scope="session")
 def gold(tmp_path_factory: pytest.TempPathFactory) -> sieve.Index:
     return sieve.build_index(RECORDS, tmp_path_factory.mktemp("gold") / "idx")

@@ -8,7 +8,6 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from conftest import RECORDS
 
 import sieve
 from sieve.demo_corpus import stdlib_documents
@@ -55,10 +54,10 @@ def _visits(index: sieve.Index, config: ReadConfig) -> dict[str, list[str]]:
 
 
 @pytest.mark.parametrize("parts", [True, False])
-def test_every_visit_reads_the_same_in_both_twins(tmp_path: Path, parts: bool) -> None:
+def test_every_visit_reads_the_same_in_both_twins(tmp_path: Path, gold_records: list[dict[str, Any]], parts: bool) -> None:
     """The paper's twins emit identical text: every part of every visit, on hand-written documents
     (sections, infobox, several authors, a duplicate heading, control characters) and real ones."""
-    records: list[Any] = RECORDS + list(stdlib_documents(limit=40)) + [
+    records: list[Any] = gold_records + list(stdlib_documents(limit=40)) + [
         {"id": "odd", "title": "Odd\x1b[31m title", "author": "X\nY", "sections": [{"heading": "Intro?", "text": "a\r\nb\x00c"}, {"heading": "(intro)", "text": "late"}]},
         {"id": "empty", "title": "Empty", "text": ""},
     ]

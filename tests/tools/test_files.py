@@ -6,9 +6,9 @@ from __future__ import annotations
 import json
 import os
 from pathlib import Path
+from typing import Any
 
 import pytest
-from conftest import RECORDS
 
 import sieve
 from sieve.errors import InvalidArgumentError
@@ -19,10 +19,10 @@ from sieve.tools.reading import ReadConfig, read_document
 
 
 @pytest.fixture()
-def index(tmp_path: Path) -> sieve.Index:
+def index(tmp_path: Path, gold_records: list[dict[str, Any]]) -> sieve.Index:
     odd = [{"id": "a/b c", "title": "Slash", "text": "x"}, {"id": "a_b_c", "title": "Plain", "text": "y"},
            {"id": "-rf", "title": "Dash", "text": "z"}, {"id": "Zürich", "title": "Umlaut", "text": "w"}]
-    return sieve.build_index(RECORDS + odd, tmp_path / "idx")
+    return sieve.build_index(gold_records + odd, tmp_path / "idx")
 
 
 def test_file_names_are_plain_distinct_and_never_options(index: sieve.Index) -> None:
@@ -34,7 +34,7 @@ def test_file_names_are_plain_distinct_and_never_options(index: sieve.Index) -> 
     assert file_name("a/b c").startswith("a_b_c~") and file_name("-rf").startswith("rf~")
 
 
-def test_staging_writes_each_document_once_and_reuses_it(index: sieve.Index, tmp_path: Path) -> None:
+def test_staging_writes_each_document_once_and_reuses_it(index: sieve.Index, tmp_path: Path, gold_records: list[dict[str, Any]]) -> None:
     staged = stage_collection(index, tmp_path / "dci")
     assert sorted(staged.ids.values()) == sorted(index.reader.doc_id(d) for d in range(len(index)))
     cold = (staged.files / "cold.txt").read_text(encoding="utf-8")
@@ -44,7 +44,7 @@ def test_staging_writes_each_document_once_and_reuses_it(index: sieve.Index, tmp
     os.utime(staged.files / "cold.txt", (1, 1))
     assert stage_collection(index, tmp_path / "dci").ids == staged.ids
     assert (staged.files / "cold.txt").stat().st_mtime == 1  # reused, not rewritten
-    rebuilt = sieve.build_index(RECORDS[:2], index.path, force=True)
+    rebuilt = sieve.build_index(gold_records[:2], index.path, force=True)
     again = stage_collection(rebuilt, tmp_path / "dci")
     assert sorted(again.ids.values()) == ["cold", "heat-2022"]  # a new build is staged again
     assert not list((tmp_path).glob(".dci.*"))  # no temporary folder left behind
