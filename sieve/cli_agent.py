@@ -15,7 +15,8 @@ from sieve.tools.conditions import CONDITION_NAMES, SNIPPETS
 def _budgets(args: argparse.Namespace) -> Any:
     from sieve.agent.loop import Budgets
 
-    return Budgets(max_steps=args.max_steps, context_window=args.context_window, max_tokens=args.max_tokens, temperature=args.temperature, seed=args.seed)
+    return Budgets(max_steps=args.max_steps, context_window=args.context_window, early_stop=args.early_stop, max_tokens=args.max_tokens,
+                   temperature=args.temperature, seed=args.seed)
 
 
 def cmd_ask(args: argparse.Namespace) -> int:
@@ -110,6 +111,7 @@ def _agent_options(s: argparse.ArgumentParser) -> None:
     s.add_argument("--tool-style", default="native", choices=["native", "text"], help="native tool_calls (vLLM with a tool-call parser) or <tool_call> text")
     s.add_argument("--max-steps", type=int, default=100)
     s.add_argument("--context-window", type=int, default=131_072, help="used when the server does not report max_model_len")
+    s.add_argument("--early-stop", type=float, default=0.9, help="ask for the answer once the context is this full (default 0.9, as the paper)")
     s.add_argument("--max-tokens", type=int, default=4096)
     s.add_argument("--temperature", type=float, default=0.6)
     s.add_argument("--seed", type=int, default=42)

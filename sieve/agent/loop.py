@@ -15,6 +15,7 @@ from typing import Any, Callable, Protocol
 from sieve.agent.llm import ChatClient, Completion, ContextLengthError, LLMError
 from sieve.agent.prompts import digest, render, template
 from sieve.agent.protocol import Reply, parse_native, parse_text, without_thinking
+from sieve.errors import InvalidArgumentError
 from sieve.tools.conditions import condition as find_condition
 from sieve.tools.toolset import ToolResult
 
@@ -61,6 +62,16 @@ class Budgets:
     max_tokens: int = 4096
     temperature: float | None = 0.6
     seed: int | None = 42
+
+    def __post_init__(self) -> None:
+        for name in ("max_steps", "max_tokens"):
+            v = getattr(self, name)
+            if isinstance(v, bool) or not isinstance(v, int) or v < 1:
+                raise InvalidArgumentError(f"{name} must be a positive integer, got {v!r}")
+        if isinstance(self.context_window, bool) or not isinstance(self.context_window, int) or self.context_window < 0:
+            raise InvalidArgumentError(f"context_window must be a whole number of tokens, got {self.context_window!r}")
+        if not isinstance(self.early_stop, (int, float)) or not 0 < self.early_stop <= 1:
+            raise InvalidArgumentError(f"early_stop must be a share of the window in (0, 1], got {self.early_stop!r}")
 
 
 @dataclass

@@ -239,3 +239,12 @@ def test_an_unknown_condition_is_refused_before_any_call(index: sieve.Index) -> 
         with pytest.raises(InvalidArgumentError, match="unknown condition 'grep-agent'; choose from one-shot, autoread, dci, bounded-dci, search-visit, search-fetch, sieve, rag"):
             Agent(ChatClient(srv.url, "scripted", backoff=0.01, timeout=2), condition="grep-agent")
         assert not srv.requests or all(r.get("messages") is None for r in srv.requests)
+
+
+@pytest.mark.parametrize("field,value", [("max_steps", 0), ("max_tokens", -1), ("early_stop", 0), ("early_stop", 1.5), ("context_window", -5), ("max_steps", True)])
+def test_budgets_refuse_nonsense(field: str, value: object) -> None:
+    from sieve.agent.loop import Budgets
+    from sieve.errors import InvalidArgumentError
+
+    with pytest.raises(InvalidArgumentError, match=field):
+        Budgets(**{field: value})  # type: ignore[arg-type]
