@@ -151,7 +151,8 @@ def cmd_search(args: argparse.Namespace) -> int:
             snip = cards.hit_snippet(index, h, meta["headings"], matcher)
             hits.append({"rank": h.rank, "id": h.doc_id, "score": h.score, "title": meta["title"], "fields": list(h.fields), "sections": list(h.sections),
                          "snippet": None if snip is None else {"section": meta["headings"][snip.section], "text": snip.text}})
-        _print_json({"query": r.query, "count": r.count, "fallback": r.fallback, "missing": r.missing, "ranker": r.ranker, "ms": round(ms, 3), "hits": hits})
+        _print_json({"query": r.query, "count": r.count, "fallback": r.fallback, "missing": r.missing,
+                     "diagnosis": None if r.diagnosis is None else r.diagnosis.to_dict(), "ranker": r.ranker, "ms": round(ms, 3), "hits": hits})
         return 0
     style = terminal_style(sys.stdout)
     print(cards.listing(index, r, cards.search_header(r), Matcher.of(r), style=style))

@@ -57,7 +57,7 @@ def cmd_eval_run(args: argparse.Namespace) -> int:
         Path(args.collection), Path(args.out), args.condition, args.ranker, args.llm_url, args.model, limit=args.limit, workers=args.workers,
         twin=args.twin, native=args.tool_style == "native", index_dir=Path(args.index_dir) if args.index_dir else None, budgets=_budgets(args),
         k=args.k, read_cap=args.read_cap, api_key=args.api_key, read_parts=args.read_parts, fmt=args.format, dates=args.dates,
-        fallback=not args.no_fallback, snippet="none" if args.no_snippets else args.snippet,
+        fallback=not args.no_fallback, snippet="none" if args.no_snippets else args.snippet, diagnose=not args.no_diagnosis,
     )
     keep = {k: v for k, v in s.items() if k != "per_question"}
     if args.json:
@@ -173,6 +173,7 @@ def add_commands(sub: Any) -> None:
     _collection_options(r)
     r.add_argument("--no-fallback", action="store_true", help="ablation: strict Boolean search, no zero-hit fallback")
     r.add_argument("--no-snippets", action="store_true", help="ablation: result cards without snippets")
+    r.add_argument("--no-diagnosis", action="store_true", help="ablation: a zero-hit search does not name the relaxations that would admit documents")
     r.add_argument("--snippet", choices=SNIPPETS, help="what a result card quotes (default: the condition's; search-visit: the opening words)")
     _agent_options(r)
     r.set_defaults(func=cmd_eval_run)
@@ -183,7 +184,7 @@ def add_commands(sub: Any) -> None:
     g.add_argument("--conditions", help=f"comma-separated (default all: {', '.join(c for c in CONDITION_NAMES if c != 'rag')})")
     g.add_argument("--rankers", help="comma-separated among bm25,dense,hybrid (default all; each condition runs with the paper's rankers among these)")
     g.add_argument("--twins", help="comma-separated among structured,flat (default structured)")
-    g.add_argument("--ablations", action="store_true", help="add strict Boolean SIEVE, SIEVE without snippets, Search-Visit on the flat twin")
+    g.add_argument("--ablations", action="store_true", help="add strict Boolean SIEVE, SIEVE without snippets, SIEVE without the zero-hit diagnosis, Search-Visit on the flat twin")
     g.add_argument("--baseline", help="the run the report tests against (default search-visit-bm25 when in the grid, else the first)")
     g.add_argument("--no-report", action="store_true")
     g.add_argument("--limit", type=int)

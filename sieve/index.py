@@ -111,12 +111,16 @@ class Index:
         return Match(query=plan.query, count=len(docs), docs=docs, _reader=self.reader)
 
     @_damage_guard
-    def search(self, query: str, k: int = 5, ranker: str = "bm25", fallback: bool = True, explain: bool = True) -> Results:
+    def search(self, query: str, k: int = 5, ranker: str = "bm25", fallback: bool = True, explain: bool = True,
+               diagnose: bool = True) -> Results:
         """Rank the documents `query` admits by its positive terms; best `k` first.
 
         If the filter admits nothing and `fallback` is on, the whole collection is ranked by the
         positive terms instead (`Results.fallback` is True and `Results.missing` lists the top-level
-        clauses that match no document). A non-empty admitted set is never broadened.
+        clauses that match no document). A non-empty admitted set is never broadened. For a query
+        that admits nothing, `Results.diagnosis` (unless `diagnose=False`) gives each top-level
+        clause's count alone and the one-step relaxations that would admit documents, smallest
+        change first, each with its canonical BQL and exact count.
         `explain=False` leaves each hit's `fields` and `sections` empty: ids and scores only, for
         callers that show no cards (it saves reading the hits' positions, about half the time).
         """
@@ -124,7 +128,7 @@ class Index:
         plan = self.plan(query)
         if ranker != "bm25":
             self._attach_dense()
-        return self.searcher.search(plan, k, ranker, fallback, explain)
+        return self.searcher.search(plan, k, ranker, fallback, explain, diagnose, self.limits)
 
     def _attach_dense(self) -> None:
         if self.searcher.dense is None:

@@ -16,7 +16,9 @@ from sieve.engine import bitset, deadline
 from sieve.engine.bm25 import BM25Params, idf, length_norm, term_scores
 from sieve.engine.evaluate import Evaluator
 from sieve.engine.explain import Explainer
-from sieve.engine.plan import Plan
+from sieve.engine.diagnose import Diagnosis
+from sieve.engine.diagnose import diagnose as diagnose_plan
+from sieve.engine.plan import Limits, Plan
 from sieve.engine.rankers import RANKER_NAMES
 from sieve.engine.reader import IndexReader, search_sorted
 from sieve.errors import InvalidArgumentError
@@ -58,6 +60,9 @@ class Results:
     terms: tuple[str, ...] = ()  # the positive analysed terms, each once, in query order
     stems: tuple[str, ...] = ()  # the positive prefix stems
     text: str = ""  # the positive words as written (what a dense ranker read)
+    # For a query that admits nothing: each clause's count alone and the one-step relaxations that
+    # would admit documents (sieve.engine.diagnose); None when it admits something or was not asked.
+    diagnosis: Diagnosis | None = None
 
     @property
     def ranked(self) -> bool:
@@ -196,22 +201,26 @@ class Searcher:
         self.bm25 = BM25Scorer(reader, params)
         self.dense: DenseScorer | None = None
 
-    def search(self, plan: Plan, k: int, ranker: str, fallback: bool = True, explain: bool = True) -> Results:
+    def search(self, plan: Plan, k: int, ranker: str, fallback: bool = True, explain: bool = True, diagnose: bool = True,
+               limits: Limits = Limits()) -> Results:
         """The best `k` of what `plan` admits, by `ranker`. If it admits nothing and `fallback` is on,
         the whole collection is ranked by the positive terms instead (`Results.fallback`), and
-        `Results.missing` lists the top-level clauses that match no document. A non-empty admitted
-        set is never broadened."""
+        `Results.missing` lists the top-level clauses that match no document; with `diagnose`,
+        `Results.diagnosis` says which one-step relaxations would admit documents. A non-empty
+        admitted set is never broadened."""
         check_request(k, ranker)
         bits = self.evaluator.run(plan)
         docs = bitset.to_ids(bits, self.r.n_docs)
         if len(docs):
             top, scores = self.rank(plan, ranker, docs, bits, k)
             return self._results(plan, ranker, top, scores, explain, count=len(docs))
-        missing = [str(c.node) for c in plan.clauses if not self.evaluator.run(c).any()]
+        clause_bits = [self.evaluator.run(c) for c in plan.clauses]
+        missing = [str(c.node) for c, b in zip(plan.clauses, clause_bits) if not b.any()]
+        why = diagnose_plan(plan, self.r, self.evaluator, limits, clause_bits) if diagnose else None
         if not fallback or not (plan.terms or plan.text):
-            return self._results(plan, ranker, None, None, explain, missing=missing)
+            return self._results(plan, ranker, None, None, explain, missing=missing, diagnosis=why)
         top, scores = self.rank(plan, ranker, None, None, k)
-        return self._results(plan, ranker, top, scores, explain, fallback=True, missing=missing)
+        return self._results(plan, ranker, top, scores, explain, fallback=True, missing=missing, diagnosis=why)
 
     def rank(self, plan: Plan, ranker: str, docs: np.ndarray | None, bits: np.ndarray | None, k: int) -> tuple[np.ndarray, np.ndarray]:
         if ranker == "bm25":
@@ -227,9 +236,9 @@ class Searcher:
         return rrf([self.bm25.top(plan.term_ids, docs, bits, pool)[0], self.dense.top(plan.text, docs, bits, pool)[0]], k)
 
     def _results(self, plan: Plan, ranker: str, docs: np.ndarray | None, scores: np.ndarray | None, explain: bool, count: int = 0,
-                 fallback: bool = False, missing: list[str] | None = None) -> Results:
+                 fallback: bool = False, missing: list[str] | None = None, diagnosis: Diagnosis | None = None) -> Results:
         hits = [] if docs is None or scores is None else self._hits(plan, docs, scores, explain)
-        return Results(hits, count, plan.query, fallback, missing or [], ranker, plan.terms, plan.stems, plan.text)
+        return Results(hits, count, plan.query, fallback, missing or [], ranker, plan.terms, plan.stems, plan.text, diagnosis)
 
     def _hits(self, plan: Plan, docs: np.ndarray, scores: np.ndarray, explain: bool) -> list[Hit]:
         r = self.r

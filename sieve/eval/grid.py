@@ -5,7 +5,8 @@ A grid is a list of cells (condition x ranker x twin, and the ablation switches)
 over them. By default every condition runs with the rankers the paper ran it with (the registry
 says which), on the structured twin; `--twins structured,flat` adds the flat twin for the
 conditions that search an index, and `--ablations` adds the paper's ablations: strict Boolean
-search and SIEVE without snippets (BM25), and Search-Visit on the flat twin.
+search and SIEVE without snippets (BM25), and Search-Visit on the flat twin; and SIEVE without the
+zero-hit diagnosis line (sieve's addition, which the paper's tool did not have).
 """
 
 from __future__ import annotations
@@ -28,6 +29,7 @@ class Cell:
     twin: str = "structured"
     fallback: bool = True
     snippet: str | None = None  # None: the condition's own
+    diagnose: bool = True  # a zero-hit search names the relaxations that would admit documents
 
     @property
     def name(self) -> str:
@@ -38,6 +40,8 @@ class Cell:
             parts.append("strict")
         if self.snippet is not None:
             parts.append(f"snippet-{self.snippet}")
+        if not self.diagnose:
+            parts.append("no-diagnosis")
         return "-".join(parts)
 
     def check(self) -> "Cell":
@@ -51,7 +55,7 @@ class Cell:
             raise InvalidArgumentError(f"grid cell {self.name}: twin must be one of {', '.join(TWINS)}")
         if self.snippet is not None and self.snippet not in SNIPPETS:
             raise InvalidArgumentError(f"grid cell {self.name}: snippet must be one of {', '.join(SNIPPETS)}")
-        return Cell(c.name, self.ranker, self.twin, self.fallback, self.snippet)
+        return Cell(c.name, self.ranker, self.twin, self.fallback, self.snippet, self.diagnose)
 
 
 def plan(conditions: Iterable[str] | None = None, rankers: Iterable[str] | None = None,
@@ -72,7 +76,8 @@ def plan(conditions: Iterable[str] | None = None, rankers: Iterable[str] | None 
             for t in (twins if c.retriever else ("structured",)):
                 cells.append(Cell(n, r, t))
     if ablations:
-        for extra in (Cell("sieve", "bm25", fallback=False), Cell("sieve", "bm25", snippet="none"), Cell("search-visit", "bm25", "flat")):
+        for extra in (Cell("sieve", "bm25", fallback=False), Cell("sieve", "bm25", snippet="none"), Cell("sieve", "bm25", diagnose=False),
+                      Cell("search-visit", "bm25", "flat")):
             if extra.condition in names and extra not in cells:
                 cells.append(extra)
     return [c.check() for c in cells]
@@ -121,6 +126,7 @@ def run_grid(collection: Path, out: Path, cells: list[Cell], urls: list[str], mo
         if on_cell is not None:
             on_cell(cell)
         run_collection(collection, out / cell.name, cell.condition, cell.ranker if cell.ranker != "none" else "bm25", urls, model,
-                       twin=cell.twin, index_dir=root, fmt=fmt, dates=dates, fallback=cell.fallback, snippet=cell.snippet, **options)
+                       twin=cell.twin, index_dir=root, fmt=fmt, dates=dates, fallback=cell.fallback, snippet=cell.snippet,
+                       diagnose=cell.diagnose, **options)
         runs.append(out / cell.name)
     return runs

@@ -156,15 +156,29 @@ def card(index: Index, hit: Hit, matcher: Matcher, config: CardConfig = CardConf
     return "\n".join([head] + ["    " + ln for ln in lines])
 
 
+RELAXATIONS_SHOWN = 3
+
+
+def relaxations_line(r: Results) -> str:
+    """` It would admit documents: 14 without date[2020-01-01..]; 3 with "heat plan"[section] in any field.`
+    (empty when there is no diagnosis or no relaxation admits anything)."""
+    d = r.diagnosis
+    if d is None or not d.relaxations:
+        return ""
+    shown = "; ".join(x.describe() for x in d.relaxations[:RELAXATIONS_SHOWN])
+    return f"\nOne change would admit documents: {shown}."
+
+
 def search_header(r: Results) -> str:
     """The first line of a BQL listing: canonical query, exact count, and what a fallback means."""
     missing = "; ".join(f"no document has {m}" for m in r.missing)
+    relax = relaxations_line(r)
     if r.fallback:
         why = f"; {missing}" if missing else " (each part matches some document, but no document matches them all)"
-        head = f"0 exact matches for {r.query}{why}. Ranked by the query's terms instead ({r.ranker}):"
+        head = f"0 exact matches for {r.query}{why}.{relax}" + ("\n" if relax else " ") + f"Ranked by the query's terms instead ({r.ranker}):"
         return head if r.hits else head + "\nNo document contains any of the query's words."
     if r.count == 0:
-        return f"0 documents match {r.query}" + (f"; {missing}." if missing else ".")
+        return f"0 documents match {r.query}" + (f"; {missing}." if missing else ".") + relax
     verb = "matches" if r.count == 1 else "match"
     if not r.ranked:
         return f"{plural(r.count, 'document')} {verb} {r.query}; the first {len(r.hits)} in index order (no word to rank by):"

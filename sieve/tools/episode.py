@@ -51,12 +51,14 @@ def make_tools(
     read_parts: bool = True,
     fallback: bool = True,
     snippet: str | None = None,
+    diagnose: bool = True,
     files: Path | None = None,
 ) -> Toolset | FileTools:
     """A fresh tool session for one episode of the condition `condition_name`.
 
     `k_max` caps what an agent may ask a search for (default 50); `read_parts=False` truncates reads
-    at the cap; `fallback=False` is strict Boolean search (no zero-hit recovery); `snippet` overrides
+    at the cap; `fallback=False` is strict Boolean search (no zero-hit recovery); `diagnose=False`
+    leaves out the relaxations a zero-hit search would name; `snippet` overrides
     the condition's card text (query, lead, none); `files` is the DCI staging folder (default beside
     the index), built on first use."""
     c: Condition = condition(condition_name)
@@ -65,6 +67,6 @@ def make_tools(
         whole = stage_collection(index, files or stage_root(index))
         config = FileToolConfig(read=replace(read, parts=False))
         return FileTools(whole, config) if c.corpus == "files" else BoundedFiles(index, whole, config, c.bound)
-    config = ToolConfig(k=k, k_max=k_max if k_max is not None else ToolConfig.k_max, ranker=ranker, read=read, fallback=fallback,
+    config = ToolConfig(k=k, k_max=k_max if k_max is not None else ToolConfig.k_max, ranker=ranker, read=read, fallback=fallback, diagnose=diagnose,
                         autoread=c.autoread, cards=CardConfig(snippet=snippet or c.snippet))
     return Toolset(index, c.tools, config)

@@ -38,6 +38,7 @@ class ToolConfig:
     max_query_chars: int = MAX_QUERY_CHARS  # a server may accept less than the language does
     ranker: str = "bm25"
     fallback: bool = True  # zero-hit recovery for `search`
+    diagnose: bool = True  # a zero-hit `search` names the one-step relaxations that would admit documents
     autoread: bool = False  # `ranked_search` results carry each document's text, up to the read cap
     read: ReadConfig = field(default_factory=ReadConfig)
     cards: CardConfig = field(default_factory=CardConfig)
@@ -235,7 +236,8 @@ class Toolset:
     def _search(self, args: dict[str, Any], facts: dict[str, Any]) -> tuple[str, bool]:
         query: str = args["query"]
         try:
-            r = self.index.search(query, k=args.get("k", self.config.k), ranker=self.config.ranker, fallback=self.config.fallback)
+            r = self.index.search(query, k=args.get("k", self.config.k), ranker=self.config.ranker, fallback=self.config.fallback,
+                                  diagnose=self.config.diagnose)
         except BQLSyntaxError as e:
             raise ToolFailure(f"{e}\n{_caret(query, e.pos)}") from None
         return self._list(r, cards.search_header(r), True, facts)

@@ -28,7 +28,7 @@ def test_the_default_grid_is_the_papers() -> None:
     both = [c.name for c in plan(["search-visit", "dci"], ["bm25"], ["structured", "flat"])]
     assert both == ["search-visit-bm25", "search-visit-bm25-flat", "dci-none"]  # a twin matters only where an index is searched
     extra = [c.name for c in plan(rankers=["bm25"], ablations=True)][7:]
-    assert extra == ["sieve-bm25-strict", "sieve-bm25-snippet-none", "search-visit-bm25-flat"]
+    assert extra == ["sieve-bm25-strict", "sieve-bm25-snippet-none", "sieve-bm25-no-diagnosis", "search-visit-bm25-flat"]
     assert [c.name for c in plan(["rag"], ["bm25"])] == ["one-shot-bm25"]  # the alias resolves
 
 
@@ -64,7 +64,7 @@ def test_the_whole_grid_through_the_cli(collection: Path, tmp_path: Path, capsys
         assert main(argv + ["--llm-url", srv.url, "--model", "scripted"]) == 0  # resumed: nothing left to run
         assert len(srv.requests) == calls
     cells = json.loads((out / "grid.json").read_text())["cells"]
-    assert len(cells) == 10
+    assert len(cells) == 11
     for cell in cells:
         run = out / cell["run"]
         summary = json.loads((run / "summary.json").read_text())

@@ -44,14 +44,18 @@ def test_matched_fields_follow_the_query_scopes(gold: sieve.Index) -> None:
 
 def test_fallback_header_names_the_empty_clauses(gold: sieve.Index) -> None:
     text = search(gold, "nothing[title] snow")
-    assert text.splitlines()[0] == "0 exact matches for nothing[title] AND snow; no document has nothing[title]. Ranked by the query's terms instead (bm25):"
-    assert text.splitlines()[1].startswith("[1] cold — ")
+    assert text.splitlines()[:3] == ["0 exact matches for nothing[title] AND snow; no document has nothing[title].",
+                                     "One change would admit documents: 1 without nothing[title].",
+                                     "Ranked by the query's terms instead (bm25):"]
+    assert text.splitlines()[3].startswith("[1] cold — ")
     text = search(gold, "snow heatwave")  # each word exists, never together
-    assert text.splitlines()[0] == (
-        "0 exact matches for snow AND heatwave (each part matches some document, but no document matches them all)."
-        " Ranked by the query's terms instead (bm25):"
-    )
+    assert text.splitlines()[:2] == [
+        "0 exact matches for snow AND heatwave (each part matches some document, but no document matches them all).",
+        "One change would admit documents: 1 without snow; 1 without heatwave.",  # heatwave: heat-2022; snow: cold
+    ]
     r = gold.search("nothing[title] snow", fallback=False)
+    assert search_header(r) == "0 documents match nothing[title] AND snow; no document has nothing[title].\nOne change would admit documents: 1 without nothing[title]."
+    r = gold.search("nothing[title] snow", fallback=False, diagnose=False)
     assert search_header(r) == "0 documents match nothing[title] AND snow; no document has nothing[title]."
 
 
