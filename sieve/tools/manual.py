@@ -58,7 +58,7 @@ def render_manual(toolset: "Toolset") -> str:
     cards = "search" in tools or ("ranked_search" in tools and ranked_cards)
     flags = {
         **{t: t in tools for t in ("search", "ranked_search", "fetch", "visit", "show")},
-        "dates": has["date"], "fallback": config.fallback, "infobox": has["infobox"],
+        "dates": has["date"], "fallback": config.fallback, "diagnose": config.diagnose, "infobox": has["infobox"],
         "cards": cards, "snippets": "ranked_search" in tools and not ranked_cards,
     }
     meta = [w for w, ok in (("the date", has["date"]), ("the author", has["author"])) if ok]
