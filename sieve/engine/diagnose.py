@@ -144,11 +144,14 @@ def diagnose(plan: Plan, reader: IndexReader, evaluator: Evaluator, limits: Limi
             looser = _flatten(_rewrite(node, loosen))
             if looser == node:
                 continue
+            rest = others(i)
+            if rest is not None and not rest.any():
+                continue  # the other clauses admit nothing together: no change to this one can help
             try:
-                loose_bits = evaluator.run(Plan.of(looser, reader, limits))
+                # Positional checks run only on what the other clauses admit (exact there, as `eval` promises).
+                loose_bits = evaluator.eval(Plan.of(looser, reader, limits).root, rest) & evaluator.universe
             except BQLLimitError:
                 continue  # a looser form too costly to run is not offered
-            rest = others(i)
             got = bitset.count(loose_bits if rest is None else loose_bits & rest)
             if got:
                 found.append(Relaxation(kind, str(node), str(looser), _query(nodes[:i] + [looser] + nodes[i + 1:]), got))
