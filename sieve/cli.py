@@ -193,6 +193,35 @@ def cmd_fetch(args: argparse.Namespace) -> int:
     return 0
 
 
+def cmd_explain(args: argparse.Namespace) -> int:
+    from sieve.index import open_index
+
+    index = open_index(args.index)
+    e = index.explain(args.query, args.doc_id)
+    if args.json:
+        _print_json({"doc_id": args.doc_id, **e.to_dict()})
+    else:
+        print(f"{'admitted' if e.admits else 'rejected'}: {args.doc_id}")
+        print(e.render())
+    return 0
+
+
+def cmd_test(args: argparse.Namespace) -> int:
+    from sieve.index import open_index
+    from sieve.testing import load_cases, run_cases
+
+    index = open_index(args.index)
+    results = run_cases(index, load_cases(args.cases))
+    failed = [r for r in results if not r.passed]
+    if args.json:
+        _print_json({"cases": len(results), "failed": len(failed), "results": [r.to_dict() for r in results]})
+    else:
+        for r in failed:
+            print(r.report())
+        print(f"{len(results) - len(failed)} passed, {len(failed)} failed ({len(results)} cases)")
+    return 1 if failed else 0
+
+
 def cmd_visit(args: argparse.Namespace) -> int:
     from sieve.tools.reading import read_document
     from sieve.index import open_index
@@ -287,6 +316,19 @@ def make_parser() -> argparse.ArgumentParser:
     s.add_argument("--all", dest="limit", action="store_const", const=None, help="print every id")
     s.add_argument("--json", action="store_true")
     s.set_defaults(func=cmd_match)
+
+    s = sub.add_parser("explain", help="why a document is admitted or rejected by a query, clause by clause")
+    s.add_argument("index")
+    s.add_argument("query")
+    s.add_argument("doc_id")
+    s.add_argument("--json", action="store_true")
+    s.set_defaults(func=cmd_explain)
+
+    s = sub.add_parser("test", help="run query regression cases (JSON Lines: query, admits, rejects, top, count); exit 1 if any fails")
+    s.add_argument("cases")
+    s.add_argument("index")
+    s.add_argument("--json", action="store_true")
+    s.set_defaults(func=cmd_test)
 
     s = sub.add_parser("search", help="rank the documents a BQL query admits and show their result cards")
     s.add_argument("index")

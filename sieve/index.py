@@ -4,6 +4,9 @@ from __future__ import annotations
 
 import functools
 import os
+import shutil
+import tempfile
+import weakref
 from dataclasses import dataclass, field
 from functools import lru_cache
 from pathlib import Path
@@ -16,6 +19,7 @@ from sieve.documents import Document, Section
 from sieve.engine import bitset, storage
 from sieve.engine.bql import Node, parse
 from sieve.engine.bm25 import BM25Params
+from sieve.engine.decision import Decider, Explanation
 from sieve.engine.plan import Limits, Plan
 from sieve.engine.reader import FILES, IndexReader
 from sieve.engine.search import Results, Searcher, check_request
@@ -81,11 +85,34 @@ class Index:
         self.limits = limits
         self.searcher = Searcher(self.reader, bm25)
         self.manifest = self.reader.manifest
+        self._cleanup: weakref.finalize | None = None  # set for a temporary index (build_index without a path)
         # Agents repeat queries; a plan is immutable and belongs to this reader, so caching is always right.
         self._plans = functools.lru_cache(maxsize=1024)(self._plan_of)
 
     def __len__(self) -> int:
         return self.reader.n_docs
+
+    @classmethod
+    def from_documents(cls, source: "Source") -> "Index":
+        """A temporary index of `source` (records, documents, or a corpus path): `build_index(source)`."""
+        return build_index(source)
+
+    @property
+    def temporary(self) -> bool:
+        """Whether this index lives only as long as this object (built without a path)."""
+        return self._cleanup is not None and self._cleanup.alive
+
+    def close(self) -> None:
+        """Remove a temporary index's folder now (an index on disk is left as it is). The object
+        must not be used afterwards."""
+        if self._cleanup is not None:
+            self._cleanup()
+
+    def __enter__(self) -> "Index":
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
 
     def __repr__(self) -> str:
         return f"Index({str(self.path)!r}, documents={len(self)})"
@@ -109,6 +136,16 @@ class Index:
         plan = self.plan(query)
         docs = bitset.to_ids(self.searcher.evaluator.run(plan), len(self))
         return Match(query=plan.query, count=len(docs), docs=docs, _reader=self.reader)
+
+    @_damage_guard
+    def explain(self, query: str, doc_id: str) -> "Explanation":
+        """Why the document `doc_id` is admitted or rejected by `query`: the query's canonical
+        tree, each node judged for this document, each leaf with where it matched or why not.
+        Raises UnknownDocumentError, BQLSyntaxError, BQLLimitError."""
+        d = self.reader.doc_number(doc_id) if isinstance(doc_id, str) else -1
+        if d < 0:
+            raise UnknownDocumentError(str(doc_id))
+        return Decider(self.reader, self.searcher.evaluator, self.plan(query)).explain(d)
 
     @_damage_guard
     def search(self, query: str, k: int = 5, ranker: str = "bm25", fallback: bool = True, explain: bool = True,
@@ -238,7 +275,7 @@ def open_index(path: str | os.PathLike, verify: bool = False, limits: Limits = L
 
 def build_index(
     source: Source,
-    path: str | os.PathLike,
+    path: str | os.PathLike | None = None,
     *,
     force: bool = False,
     on_error: OnError = "raise",
@@ -252,11 +289,17 @@ def build_index(
     A bad record raises CorpusError naming its line, or with `on_error="skip"` is skipped and
     counted in `report` (and in the manifest). `jobs` worker processes analyse a large JSONL
     file in parallel (default: the CPU count, at most 4).
+
+    Without `path`, the index is temporary: built by the same code in a private folder (in
+    memory, /dev/shm, where the system has it) that is removed when the Index is closed or
+    garbage-collected, or when the interpreter exits. For tests and small throwaway collections.
     """
     from sieve.build import build
 
     if not isinstance(source, (str, os.PathLike)) and not hasattr(source, "__iter__"):
         raise InvalidArgumentError(f"a corpus must be a path or an iterable of records, got {type(source).__name__}")
+    if path is None:
+        return _temporary_index(source, on_error=on_error, progress=progress, report=report, jobs=jobs)
     commit = storage.Commit(_as_path(path, "an index path"), force=force)
     try:
         build(source, commit.gen_dir, on_error=on_error, report=report, progress=progress, jobs=jobs)
@@ -265,3 +308,16 @@ def build_index(
         commit.abort()
         raise
     return Index(path)
+
+
+def _temporary_index(source: Source, **options: Any) -> Index:
+    shm = Path("/dev/shm")
+    root = Path(tempfile.mkdtemp(prefix="sieve-", dir=shm if shm.is_dir() and os.access(shm, os.W_OK) else None))
+    try:
+        built = build_index(source, root / "index", **options)
+    except BaseException:
+        shutil.rmtree(root, ignore_errors=True)
+        raise
+    # The folder goes with the object: closed, collected, or at exit, whichever comes first.
+    built._cleanup = weakref.finalize(built, shutil.rmtree, str(root), True)
+    return built

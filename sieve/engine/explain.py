@@ -30,6 +30,26 @@ def positions_in_doc(r: IndexReader, tid: int, d: int) -> np.ndarray:
     return pos[a:b]
 
 
+def leaf_positions(r: IndexReader, leaf: LeafPlan, d: int) -> np.ndarray:
+    """Where a term, phrase (its first word), prefix or NEAR leaf matches in document d, in any field."""
+    if leaf.kind == "prefix":
+        lo, hi = leaf.term_range
+        a, b = int(r.post_ptr[lo]), int(r.post_ptr[hi])
+        hits = np.flatnonzero(np.asarray(r.post_doc[a:b]) == d) + a
+        if not len(hits):
+            return np.zeros(0, dtype=np.int64)
+        tids = search_sorted(r.post_ptr, hits, side="right") - 1
+        return np.concatenate([positions_in_doc(r, int(t), d).astype(np.int64) for t in tids])
+    if leaf.kind == "near":
+        return _near_positions(r, leaf, d)
+    if leaf.kind == "term":
+        return positions_in_doc(r, leaf.tids[0], d)
+    start = positions_in_doc(r, leaf.tids[0], d).astype(np.int64)
+    for i, tid in enumerate(leaf.tids[1:], 1):
+        start = start[np.isin(start + i, positions_in_doc(r, tid, d).astype(np.int64))]
+    return start
+
+
 class Explainer:
     """Where one query's positive atoms match, document by document (from its plan: no lookups)."""
 
@@ -42,23 +62,7 @@ class Explainer:
         self.leaves = tuple(distinct.values())
 
     def _positions(self, leaf: LeafPlan, d: int) -> np.ndarray:
-        r = self.r
-        if leaf.kind == "prefix":
-            lo, hi = leaf.term_range
-            a, b = int(r.post_ptr[lo]), int(r.post_ptr[hi])
-            hits = np.flatnonzero(np.asarray(r.post_doc[a:b]) == d) + a
-            if not len(hits):
-                return np.zeros(0, dtype=np.int64)
-            tids = search_sorted(r.post_ptr, hits, side="right") - 1
-            return np.concatenate([positions_in_doc(r, int(t), d).astype(np.int64) for t in tids])
-        if leaf.kind == "near":
-            return _near_positions(r, leaf, d)
-        if leaf.kind == "term":
-            return positions_in_doc(r, leaf.tids[0], d)
-        start = positions_in_doc(r, leaf.tids[0], d).astype(np.int64)
-        for i, tid in enumerate(leaf.tids[1:], 1):
-            start = start[np.isin(start + i, positions_in_doc(r, tid, d).astype(np.int64))]
-        return start
+        return leaf_positions(self.r, leaf, d)
 
     def _ragged(self, tid: int, docs: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
         """(positions of a term inside any of `docs`, index into `docs` of each), one binary search per end."""
