@@ -7,7 +7,7 @@ import json
 import sys
 from pathlib import Path
 from typing import Any
-from sieve.engine.rankers import RANKER_NAMES
+from sieve.engine.rankers import DENSE_RANKERS, RANKER_NAMES
 from sieve.eval.collections import DATE_POLICIES, FORMATS
 from sieve.tools.conditions import CONDITION_NAMES, SNIPPETS
 
@@ -25,7 +25,7 @@ def cmd_ask(args: argparse.Namespace) -> int:
     from sieve.index import open_index
 
     index = open_index(args.index)
-    if args.ranker != "bm25":
+    if args.ranker in DENSE_RANKERS:
         index.use_dense()
     ep = ask(index, args.question, args.llm_url, args.model, args.condition, args.ranker, native=args.tool_style == "native", budgets=_budgets(args), api_key=args.api_key,
              out=sys.stderr if args.json else sys.stdout)
@@ -125,7 +125,8 @@ def cmd_eval_grid(args: argparse.Namespace) -> int:
     def names(text: str | None) -> list[str] | None:
         return [t.strip() for t in text.split(",") if t.strip()] if text else None
 
-    cells = load_grid(args.grid) if args.grid else plan(names(args.conditions), names(args.rankers), names(args.twins) or ("structured",), args.ablations)
+    cells = load_grid(args.grid) if args.grid else plan(names(args.conditions), names(args.rankers), names(args.twins) or ("structured",), args.ablations,
+                                                        args.controls)
     out = Path(args.out)
     print(f"{len(cells)} runs: {', '.join(c.name for c in cells)}", file=sys.stderr)
     runs = run_grid(Path(args.collection), out, cells, args.llm_url, args.model, index_dir=Path(args.index_dir) if args.index_dir else None,
@@ -185,6 +186,7 @@ def add_commands(sub: Any) -> None:
     g.add_argument("--rankers", help="comma-separated among bm25,dense,hybrid (default all; each condition runs with the paper's rankers among these)")
     g.add_argument("--twins", help="comma-separated among structured,flat (default structured)")
     g.add_argument("--ablations", action="store_true", help="add strict Boolean SIEVE, SIEVE without snippets, SIEVE without the zero-hit diagnosis, Search-Visit on the flat twin")
+    g.add_argument("--controls", action="store_true", help="add the paper's Table 6: SIEVE with the Indri-style rankers (indri, indri+dense)")
     g.add_argument("--baseline", help="the run the report tests against (default search-visit-bm25 when in the grid, else the first)")
     g.add_argument("--no-report", action="store_true")
     g.add_argument("--limit", type=int)

@@ -21,6 +21,7 @@ from sieve.engine.bql import Node, parse
 from sieve.engine.bm25 import BM25Params
 from sieve.engine.decision import Decider, Explanation
 from sieve.engine.plan import Limits, Plan
+from sieve.engine.rankers import DENSE_RANKERS
 from sieve.engine.reader import FILES, IndexReader
 from sieve.engine.search import Results, Searcher, check_request
 from sieve.errors import IndexDamagedError, IndexDirectoryError, InvalidArgumentError, SieveError, UnknownDocumentError
@@ -163,7 +164,7 @@ class Index:
         """
         check_request(k, ranker)
         plan = self.plan(query)
-        if ranker != "bm25":
+        if ranker in DENSE_RANKERS:
             self._attach_dense()
         return self.searcher.search(plan, k, ranker, fallback, explain, diagnose, self.limits)
 

@@ -219,6 +219,7 @@ class DenseIndex:
         self.vectors = storage.open_array(directory / "vectors.sva", "vectors.sva", meta["files"]["vectors.sva"])
         self._encoder = encoder
         self._graph: Any = None
+        self._last_query: tuple[str, np.ndarray] | None = None
         self.exact_max = EXACT_MAX
 
     @classmethod
@@ -271,7 +272,13 @@ class DenseIndex:
         return self._graph
 
     def query_vector(self, text: str) -> np.ndarray:
-        return self.encoder.encode([text])[0]
+        # One search may ask twice for the same text (indri+dense: the top list, then similarities).
+        last = self._last_query
+        if last is not None and last[0] == text:
+            return last[1]
+        q = self.encoder.encode([text])[0]
+        self._last_query = (text, q)
+        return q
 
     def exact(self, q: np.ndarray, docs: np.ndarray | None, k: int) -> tuple[np.ndarray, np.ndarray]:
         if docs is None:
@@ -291,6 +298,10 @@ class DenseIndex:
             k = min(k, bitset.count(bits))
             labels, dist = self.graph.knn_query(q[None, :], k=k, num_threads=1, filter=flags.__getitem__)
         return top_k(labels[0].astype(np.int64), 1.0 - dist[0].astype(np.float64), k)
+
+    def similarity(self, text: str, docs: np.ndarray) -> np.ndarray:
+        """Cosine similarity of `text` to each of `docs` (exact)."""
+        return (self.vectors[np.asarray(docs, dtype=np.int64)] @ self.query_vector(text)).astype(np.float64)
 
     def top(self, text: str, docs: np.ndarray | None, bits: np.ndarray | None, k: int) -> tuple[np.ndarray, np.ndarray]:
         """The k documents (of `docs`, or of all) most similar to `text`, with cosine similarity."""

@@ -19,7 +19,8 @@ from sieve.engine.explain import Explainer
 from sieve.engine.diagnose import Diagnosis
 from sieve.engine.diagnose import diagnose as diagnose_plan
 from sieve.engine.plan import Limits, Plan
-from sieve.engine.rankers import RANKER_NAMES
+from sieve.engine.indri import IndriParams, IndriScorer
+from sieve.engine.rankers import RANKER_NAMES, SOFT_RANKERS
 from sieve.engine.reader import IndexReader, search_sorted
 from sieve.errors import InvalidArgumentError
 
@@ -73,6 +74,10 @@ class Results:
 class DenseScorer(Protocol):
     def top(self, text: str, docs: np.ndarray | None, bits: np.ndarray | None, k: int) -> tuple[np.ndarray, np.ndarray]:
         """The k (documents, similarity) best for `text` among `docs` (None: the whole collection)."""
+        ...
+
+    def similarity(self, text: str, docs: np.ndarray) -> np.ndarray:
+        """Cosine similarity of `text` to each of `docs`."""
         ...
 
 
@@ -195,10 +200,11 @@ def check_request(k: int, ranker: str) -> None:
 class Searcher:
     """Search = match, then rank the admitted set (or, on zero hits, the whole collection)."""
 
-    def __init__(self, reader: IndexReader, params: BM25Params = BM25Params()) -> None:
+    def __init__(self, reader: IndexReader, params: BM25Params = BM25Params(), indri: IndriParams = IndriParams()) -> None:
         self.r = reader
         self.evaluator = Evaluator(reader)
         self.bm25 = BM25Scorer(reader, params)
+        self.indri = IndriScorer(reader, indri)
         self.dense: DenseScorer | None = None
 
     def search(self, plan: Plan, k: int, ranker: str, fallback: bool = True, explain: bool = True, diagnose: bool = True,
@@ -211,6 +217,12 @@ class Searcher:
         check_request(k, ranker)
         bits = self.evaluator.run(plan)
         docs = bitset.to_ids(bits, self.r.n_docs)
+        if ranker in SOFT_RANKERS:  # the whole collection, softly; the filter only counts
+            top, scores = self.soft(plan, ranker, k)
+            why = None
+            if not len(docs) and diagnose:
+                why = diagnose_plan(plan, self.r, self.evaluator, limits)
+            return self._results(plan, ranker, top, scores, explain, count=len(docs), diagnosis=why)
         if len(docs):
             top, scores = self.rank(plan, ranker, docs, bits, k)
             return self._results(plan, ranker, top, scores, explain, count=len(docs))
@@ -221,6 +233,24 @@ class Searcher:
             return self._results(plan, ranker, None, None, explain, missing=missing, diagnosis=why)
         top, scores = self.rank(plan, ranker, None, None, k)
         return self._results(plan, ranker, top, scores, explain, fallback=True, missing=missing, diagnosis=why)
+
+    def soft(self, plan: Plan, ranker: str, k: int) -> tuple[np.ndarray, np.ndarray]:
+        """The Indri-style rankers: every document scored by the plan as an inference network
+        (indri.py); `indri+dense` adds the dense similarity as one more belief, log((1 + cos) / 2),
+        combined with the query's belief as #combine does (the mean of the two), over the union of
+        each one's best FUSION_POOL documents. Documents a date excludes never appear."""
+        scores = self.indri.scores(plan)
+        alive = np.flatnonzero(np.isfinite(scores))
+        if ranker == "indri" or not plan.text or not len(alive):
+            return top_k(alive, scores[alive], k)
+        if self.dense is None:
+            raise InvalidArgumentError(f"the {ranker} ranker needs embeddings attached (Index.use_dense)")
+        pool = max(k, FUSION_POOL)
+        best, _ = top_k(alive, scores[alive], pool)
+        near, _ = self.dense.top(plan.text, None, None, pool)
+        cand = np.union1d(best, near[np.isfinite(scores[near])])
+        dense = np.log((1.0 + np.clip(self.dense.similarity(plan.text, cand), -1.0, 1.0)) / 2.0)
+        return top_k(cand, (scores[cand] + dense) / 2.0, k)
 
     def rank(self, plan: Plan, ranker: str, docs: np.ndarray | None, bits: np.ndarray | None, k: int) -> tuple[np.ndarray, np.ndarray]:
         if ranker == "bm25":

@@ -6,7 +6,8 @@ over them. By default every condition runs with the rankers the paper ran it wit
 says which), on the structured twin; `--twins structured,flat` adds the flat twin for the
 conditions that search an index, and `--ablations` adds the paper's ablations: strict Boolean
 search and SIEVE without snippets (BM25), and Search-Visit on the flat twin; and SIEVE without the
-zero-hit diagnosis line (sieve's addition, which the paper's tool did not have).
+zero-hit diagnosis line (sieve's addition, which the paper's tool did not have). `--controls` adds
+the paper's Table 6: SIEVE's tools with the Indri-style rankers (indri, indri+dense).
 """
 
 from __future__ import annotations
@@ -16,6 +17,7 @@ from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any, Iterable
 
+from sieve.engine.rankers import DENSE_RANKERS, RANKER_NAMES
 from sieve.errors import InvalidArgumentError
 from sieve.tools.conditions import ALL_RANKERS, CONDITIONS, SNIPPETS, condition
 
@@ -47,8 +49,8 @@ class Cell:
     def check(self) -> "Cell":
         c = condition(self.condition)
         rankers = c.rankers or ("none",)
-        if c.retriever and self.ranker not in ALL_RANKERS:
-            raise InvalidArgumentError(f"grid cell {self.name}: ranker must be one of {', '.join(ALL_RANKERS)}")
+        if c.retriever and self.ranker not in RANKER_NAMES:
+            raise InvalidArgumentError(f"grid cell {self.name}: ranker must be one of {', '.join(RANKER_NAMES)}")
         if not c.retriever and self.ranker not in rankers:
             raise InvalidArgumentError(f"grid cell {self.name}: {c.name} runs with ranker {rankers[0]!r} only")
         if self.twin not in TWINS:
@@ -59,9 +61,10 @@ class Cell:
 
 
 def plan(conditions: Iterable[str] | None = None, rankers: Iterable[str] | None = None,
-         twins: Iterable[str] = ("structured",), ablations: bool = False) -> list[Cell]:
+         twins: Iterable[str] = ("structured",), ablations: bool = False, controls: bool = False) -> list[Cell]:
     """The cells: each condition with each of its paper rankers that is among `rankers` (default
-    all), on each twin where the twin matters (conditions that search an index), then ablations."""
+    all), on each twin where the twin matters (conditions that search an index), then ablations,
+    then (`controls`) the paper's Table 6: SIEVE's tools with the Indri-style rankers."""
     names = [condition(n).name for n in (conditions or CONDITIONS)]
     wanted = set(rankers or ALL_RANKERS)
     unknown = wanted - set(ALL_RANKERS)
@@ -80,6 +83,8 @@ def plan(conditions: Iterable[str] | None = None, rankers: Iterable[str] | None 
                       Cell("search-visit", "bm25", "flat")):
             if extra.condition in names and extra not in cells:
                 cells.append(extra)
+    if controls and "sieve" in names:
+        cells.extend(Cell("sieve", r) for r in ("indri", "indri+dense") if Cell("sieve", r) not in cells)
     return [c.check() for c in cells]
 
 
@@ -101,11 +106,12 @@ def load_grid(path: str | Path) -> list[Cell]:
             except TypeError as e:
                 raise InvalidArgumentError(f"{path}: cell {i}: {e}") from None
         return out
-    allowed = {"conditions", "rankers", "twins", "ablations"}
+    allowed = {"conditions", "rankers", "twins", "ablations", "controls"}
     extra = set(data) - allowed
     if extra:
         raise InvalidArgumentError(f"{path}: unknown keys {sorted(extra)}; a grid file has cells, or {', '.join(sorted(allowed))}")
-    return plan(data.get("conditions"), data.get("rankers"), data.get("twins", ("structured",)), bool(data.get("ablations", False)))
+    return plan(data.get("conditions"), data.get("rankers"), data.get("twins", ("structured",)), bool(data.get("ablations", False)),
+                bool(data.get("controls", False)))
 
 
 def run_grid(collection: Path, out: Path, cells: list[Cell], urls: list[str], model: str, index_dir: Path | None = None,
@@ -119,7 +125,7 @@ def run_grid(collection: Path, out: Path, cells: list[Cell], urls: list[str], mo
     root = Path(index_dir) if index_dir else default_index_dir(Path(collection))
     c = load_collection(collection, fmt, dates)
     for twin in sorted({cell.twin for cell in cells}):  # build (and embed) each twin once, before any run
-        twin_index(c, root, twin, embed=any(cell.ranker in ("dense", "hybrid") and cell.twin == twin for cell in cells))
+        twin_index(c, root, twin, embed=any(cell.ranker in DENSE_RANKERS and cell.twin == twin for cell in cells))
     (out / "grid.json").write_text(json.dumps({"collection": str(collection), "model": model, "cells": [asdict(x) | {"run": x.name} for x in cells]}, indent=1))
     runs = []
     for cell in cells:

@@ -39,7 +39,7 @@ FAMILIES: tuple[tuple[str, str, tuple[str, ...]], ...] = (
     ("search-fetch", "Search–Fetch", ("search-fetch",)),
     ("sieve", "SIEVE", ("sieve",)),
 )
-RANKERS = ("bm25", "dense", "hybrid")
+RANKERS = ("bm25", "dense", "hybrid", "indri", "indri+dense")
 TWINS = ("structured", "flat")
 ALIASES = {"rag": "one-shot"}
 TESTED = ("accuracy", "judged", "distinct_tokens", "step_summed_tokens", "llm_calls")

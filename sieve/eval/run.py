@@ -12,6 +12,7 @@ from sieve.agent.llm import ChatClient
 from sieve.agent.loop import Agent, Budgets, Episode
 from sieve.agent.runner import Question, run_all
 from sieve.eval.collections import Collection, corpus_records, flat_twin, load_collection
+from sieve.engine.rankers import DENSE_RANKERS
 from sieve.tools.conditions import condition as find_condition
 from sieve.eval.summary import score, summarize
 from sieve.index import Index, build_index, open_index
@@ -93,7 +94,7 @@ def run_collection(
     root = Path(index_dir) if index_dir else default_index_dir(Path(collection_dir))
     index = twin_index(c, root, twin, embed=False)
     ranker = ranker if cond.retriever else ("bm25" if cond.corpus == "bounded" else "none")
-    if ranker not in ("bm25", "none"):
+    if ranker in DENSE_RANKERS:
         index.use_dense()
     questions = c.questions[:limit] if limit else c.questions
     gold = {q.id: list(q.answers) for q in questions}

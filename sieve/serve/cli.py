@@ -7,7 +7,7 @@ import json
 import sys
 
 from sieve.serve.service import SERVED_TOOLS, ServeLimits
-from sieve.engine.rankers import RANKER_NAMES
+from sieve.engine.rankers import DENSE_RANKERS, RANKER_NAMES
 
 _LIMITS = ServeLimits()
 
@@ -21,7 +21,7 @@ def cmd_serve(args: argparse.Namespace) -> int:
                          call_seconds=args.call_seconds, workers=args.workers)
     tools = [t.strip() for t in args.tools.split(",") if t.strip()]
     service = Service.open(args.indexes, tools=tools, limits=limits, config=ToolConfig(ranker=args.ranker))
-    if args.ranker != "bm25":
+    if args.ranker in DENSE_RANKERS:
         for index in service.indexes.values():
             index.use_dense()
     try:  # after the arguments are known good: the SDK takes a second to import

@@ -14,6 +14,7 @@ from dataclasses import dataclass
 from typing import Any, Iterator, Sequence
 
 from sieve.engine import deadline
+from sieve.engine.rankers import SOFT_RANKERS
 from sieve.engine.search import Hit, Results
 from sieve.errors import InvalidArgumentError
 from sieve.index import Index
@@ -173,6 +174,12 @@ def search_header(r: Results) -> str:
     """The first line of a BQL listing: canonical query, exact count, and what a fallback means."""
     missing = "; ".join(f"no document has {m}" for m in r.missing)
     relax = relaxations_line(r)
+    if r.ranker in SOFT_RANKERS:
+        exact = f"{plural(r.count, 'document')} {'matches' if r.count == 1 else 'match'} {r.query} exactly{';' if r.count else '.'}"
+        if not r.count:
+            exact = exact[:-1] + (f"; {missing}." if missing else ".") + relax
+        soft = f"top {len(r.hits)} of the whole collection by {r.ranker} (a soft match: a result need not satisfy the query):"
+        return exact + ("\n" if relax or not r.count else " ") + (soft[0].upper() + soft[1:] if not r.count or relax else soft)
     if r.fallback:
         why = f"; {missing}" if missing else " (each part matches some document, but no document matches them all)"
         head = f"0 exact matches for {r.query}{why}.{relax}" + ("\n" if relax else " ") + f"Ranked by the query's terms instead ({r.ranker}):"

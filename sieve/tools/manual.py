@@ -13,7 +13,7 @@ from typing import TYPE_CHECKING, Mapping
 import numpy as np
 
 from sieve.engine.fields import FIELD_ALIASES, Field
-from sieve.engine.rankers import RANKERS
+from sieve.engine.rankers import RANKERS, SOFT_RANKERS
 from sieve.templates import load, render
 
 if TYPE_CHECKING:
@@ -69,7 +69,13 @@ def render_manual(toolset: "Toolset") -> str:
         "k": config.k, "k_max": config.k_max, "ranker": RANKERS[config.ranker],
         "rank_note": " Only words outside a NOT count for the ranking; `word*` and dates only filter (a query with nothing else lists its"
                      " matches in index order)." if config.ranker == "bm25" else "",
-        "fallback_except": " (except after zero hits, see below)" if config.fallback else "",
+        "filter_sentence": (
+            f"The query is read softly: every document is scored by {RANKERS[config.ranker]}, so documents that satisfy the"
+            " whole query usually come first, but a result need not satisfy it; the first line says how many satisfy it"
+            " exactly. Only a date range excludes documents." if config.ranker in SOFT_RANKERS else
+            f"The query is a filter: it decides exactly which documents are eligible, and only those are ranked (by"
+            f" {RANKERS[config.ranker]}). A document the query rejects is never shown"
+            + (" (except after zero hits, see below)." if config.fallback else ".")),
         "anywhere": _join(["title", "headings", "section texts"] + ["author names"] * has["author"] + ["infobox values"] * has["infobox"]),
         "units": _join(["section text", "heading", "title"] + ["author name"] * has["author"] + ["infobox value"] * has["infobox"], "or"),
         "fields_table": fields_table(counts),

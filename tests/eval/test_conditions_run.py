@@ -180,3 +180,14 @@ def test_ablations_reach_the_tools(collection: Path, tmp_path: Path) -> None:
     assert records(tmp_path / "strict")[0]["answer"] == "strict" and records(tmp_path / "normal")[0]["answer"] == "fallback"
     assert (a["fallback"], a["snippet"], b["fallback"], b["snippet"]) == (False, "none", True, "query")
     assert a["fallback_rate"] == 0.0 and b["fallback_rate"] == 1.0
+
+
+def test_sieve_tools_with_the_indri_control(collection: Path, tmp_path: Path) -> None:
+    """Table 6's control: the same tools, cards and budgets; the ranker scores the whole collection softly."""
+    with LoopbackServer(researcher) as srv:
+        s = run_collection(collection, tmp_path / "indri", "sieve", "indri", [srv.url], "scripted", progress=False, index_dir=tmp_path / "ix")
+    recs = records(tmp_path / "indri")
+    assert s["ranker"] == "indri" and s["questions"] == 2
+    first = recs[0]["tool_calls"][0]["result"]
+    assert "of the whole collection by indri (a soft match" in first.splitlines()[0]
+    assert len([ln for ln in first.splitlines() if re.match(r"^\[\d+\] ", ln)]) == 5  # k = 5, though the query admits 1

@@ -73,3 +73,11 @@ def test_the_whole_grid_through_the_cli(collection: Path, tmp_path: Path, capsys
     report = (out / "report" / "report.md").read_text()
     assert all(cell["run"] in report for cell in cells)
     assert "search-visit-bm25" in capsys.readouterr().out
+
+
+def test_controls_add_table_6() -> None:
+    names = [c.name for c in plan(["sieve"], ["bm25"], controls=True)]
+    assert names == ["sieve-bm25", "sieve-indri", "sieve-indri+dense"]
+    assert Cell("sieve", "indri").check().ranker == "indri"
+    with pytest.raises(InvalidArgumentError, match="ranker must be one of bm25, dense, hybrid, indri, indri\\+dense"):
+        Cell("sieve", "lucene").check()

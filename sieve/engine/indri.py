@@ -1,0 +1,154 @@
+"""The Indri-style control ranker: the BQL tree read as an inference network, scored over the whole
+collection (no Boolean filter), as the paper's structured-executor control (its Table 6).
+
+Every leaf is a belief per document, in log space, by Dirichlet-smoothed query likelihood over the
+field extents the leaf is scoped to:
+
+    log P = log((tf_F(d) + mu * P(F)) / (|d_F| + mu)),   P(F) = ctf_F / |C_F|
+
+where tf_F(d) counts the leaf's occurrences in the fields F of d (an unscoped leaf: every field),
+|d_F| is the length of those fields, and a leaf that occurs nowhere in F gets P(F) = 0.5 / |C_F|
+(so no belief is zero). The operators, as Indri's query language names them:
+
+| BQL | Indri | here |
+|---|---|---|
+| `a AND b` | `#combine(a b)` | mean of the children's log beliefs |
+| `a OR b` | `#or(a b)` | 1 - prod(1 - P) |
+| `NOT a` | `#not(a)` | 1 - P |
+| `"a b"` (and a word the analyzer splits, `O_RDONLY`) | `#od1(a b)` | occurrences of the ordered window as the leaf's tf |
+| `NEAR/n(a, b)` | `#uw(n+1)(a b)` | occurrences of either word with the other at most n positions away in the same field value or section |
+| `stem*` | `#syn(...)` of the expansions | the expansions' occurrences summed |
+| `date[..]` | `#filreq` | a filter: P = 1 inside the range, 0 outside (an AND's dates filter it and are left out of its mean) |
+
+Where sieve's Boolean semantics differ: a document that misses a word of an AND still gets a
+belief (a smoothed one), so it can rank above documents that satisfy the whole query; NOT lowers a
+document's belief instead of excluding it. Only dates exclude.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+
+from sieve.engine import deadline
+from sieve.engine.batch import NO_DATE
+from sieve.engine.explain import _close_to
+from sieve.engine.fields import ALL_MASK, Field
+from sieve.engine.plan import AndPlan, LeafPlan, NotPlan, OrPlan, Plan, PlanNode
+from sieve.engine.reader import IndexReader, search_sorted
+
+NEG_INF = -np.inf
+
+
+@dataclass(frozen=True)
+class IndriParams:
+    mu: float = 2500.0  # Dirichlet prior, Indri's default
+
+
+class IndriScorer:
+    """Scores every document of one index for a plan."""
+
+    def __init__(self, reader: IndexReader, params: IndriParams = IndriParams()) -> None:
+        self.r = reader
+        self.params = params
+        self.flen = np.asarray(reader.field_len, dtype=np.float64).reshape(reader.n_docs, len(Field))
+        self._lengths: dict[int, tuple[np.ndarray, float]] = {}
+
+    def lengths(self, mask: int) -> tuple[np.ndarray, float]:
+        """(|d_F| for every document, |C_F|) of the fields in `mask`."""
+        got = self._lengths.get(mask)
+        if got is None:
+            cols = [int(f) for f in Field if mask & f.bit]
+            per_doc = self.flen[:, cols].sum(axis=1)
+            got = self._lengths[mask] = (per_doc, float(per_doc.sum()))
+        return got
+
+    def scores(self, plan: Plan) -> np.ndarray:
+        """The root's log belief for every document (-inf: excluded by a date)."""
+        with np.errstate(divide="ignore", invalid="ignore", over="ignore"):
+            return self._node(plan.root)
+
+    # ------------------------------------------------------------ operators
+
+    def _node(self, node: PlanNode) -> np.ndarray:
+        deadline.check()
+        if isinstance(node, LeafPlan):
+            return self._leaf(node)
+        if isinstance(node, NotPlan):
+            return np.log1p(-np.exp(self._node(node.child)))
+        if isinstance(node, OrPlan):
+            miss = np.ones(self.r.n_docs)
+            for c in node.children:
+                miss *= -np.expm1(self._node(c))  # 1 - P
+            return np.log1p(-miss)
+        assert isinstance(node, AndPlan)
+        n = self.r.n_docs
+        total = np.zeros(n)
+        beliefs = 0
+        allowed = np.ones(n, dtype=bool)
+        for c in node.children:
+            if isinstance(c, LeafPlan) and c.kind == "date":
+                allowed &= self._in_range(c)
+                continue
+            total += self._node(c)
+            beliefs += 1
+        mean = total / beliefs if beliefs else total
+        return np.where(allowed, mean, NEG_INF)
+
+    # ------------------------------------------------------------ leaves
+
+    def _leaf(self, leaf: LeafPlan) -> np.ndarray:
+        if leaf.kind == "date":
+            return np.where(self._in_range(leaf), 0.0, NEG_INF)
+        return self.belief(self._occurrences(leaf), leaf.mask)
+
+    def belief(self, positions: np.ndarray, mask: int) -> np.ndarray:
+        """Dirichlet-smoothed log likelihood of the occurrences at `positions` inside fields `mask`."""
+        r, n = self.r, self.r.n_docs
+        tf = np.zeros(n)
+        if len(positions):
+            units = r.units_of(positions)
+            if mask != ALL_MASK:
+                fields = np.asarray(r.unit_field)[units].astype(np.int64)
+                units = units[((np.int64(1) << fields) & mask) != 0]
+            tf = np.bincount(r.docs_of_units(units), minlength=n).astype(np.float64)
+        dl, cl = self.lengths(mask)
+        cl = cl or 1.0
+        ctf = float(tf.sum())
+        pc = ctf / cl if ctf > 0 else 0.5 / cl
+        mu = self.params.mu
+        return np.log((tf + mu * pc) / (dl + mu))
+
+    def _occurrences(self, leaf: LeafPlan) -> np.ndarray:
+        """Global positions at which the leaf occurs (a phrase: its first word; NEAR: either word)."""
+        r = self.r
+        if leaf.unknown:
+            return np.zeros(0, dtype=np.int64)
+        if leaf.kind == "prefix":
+            lo, hi = leaf.term_range
+            return np.asarray(r.pos[int(r.pos_ptr[lo]) : int(r.pos_ptr[hi])]).astype(np.int64)
+        if leaf.kind == "term":
+            return np.asarray(r.positions(leaf.tids[0])).astype(np.int64)
+        if leaf.kind == "near":
+            a = np.asarray(r.positions(leaf.tids[0])).astype(np.int64)
+            b = np.asarray(r.positions(leaf.tids[1])).astype(np.int64)
+            return np.concatenate([_close_to(r, a, b, leaf.distance), _close_to(r, b, a, leaf.distance)])
+        start = np.asarray(r.positions(leaf.tids[0])).astype(np.int64)
+        for i, tid in enumerate(leaf.tids[1:], 1):
+            nxt = np.asarray(r.positions(tid)).astype(np.int64)
+            at = search_sorted(nxt, start + i)
+            ok = at < len(nxt)
+            ok[ok] = nxt[at[ok]] == start[ok] + i
+            start = start[ok]
+        return start
+
+    def _in_range(self, leaf: LeafPlan) -> np.ndarray:
+        col = np.asarray(self.r.dates)
+        keep = col != NO_DATE
+        lo, hi = leaf.dates
+        if lo is not None:
+            keep &= col >= lo
+        if hi is not None:
+            keep &= col <= hi
+        return keep
