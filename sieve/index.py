@@ -166,7 +166,7 @@ class Index:
         plan = self.plan(query)
         if ranker in DENSE_RANKERS:
             self._attach_dense()
-        return self.searcher.search(plan, k, ranker, fallback, explain, diagnose, self.limits)
+        return self.searcher.search(plan, k, ranker, fallback, explain, diagnose)
 
     def _attach_dense(self) -> None:
         if self.searcher.dense is None:

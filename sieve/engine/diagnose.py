@@ -20,12 +20,10 @@ from typing import Callable
 import numpy as np
 
 from sieve.engine import bitset
-from sieve.engine.analysis import analyze
 from sieve.engine.bql import ast
 from sieve.engine.evaluate import Evaluator
-from sieve.engine.plan import Limits, Plan, PlanNode
-from sieve.engine.reader import IndexReader
-from sieve.errors import BQLLimitError
+from sieve.engine.fields import ALL_MASK
+from sieve.engine.plan import AndPlan, LeafPlan, OrPlan, Plan, PlanNode
 
 # Kinds, smallest change first.
 KINDS = ("near-to-and", "phrase-to-words", "widen", "drop")
@@ -62,38 +60,54 @@ class Diagnosis:
                                 for r in self.relaxations]}
 
 
-def _rewrite(node: ast.Node, leaf: Callable[[ast.Node], ast.Node]) -> ast.Node:
-    """`node` with every leaf outside a NOT passed through `leaf` (under a NOT, kept as it is)."""
-    if isinstance(node, ast.And):
-        return ast.And(tuple(_rewrite(c, leaf) for c in node.children))
-    if isinstance(node, ast.Or):
-        return ast.Or(tuple(_rewrite(c, leaf) for c in node.children))
-    if isinstance(node, ast.Not):
-        return node
-    return leaf(node)
+# Loosening works on the plan, reusing every resolved leaf (its terms and term ids): the query's
+# words are analysed once, by the planner, and never again (tests/engine/test_plan.py).
+Loosen = Callable[[LeafPlan], "PlanNode | None"]
 
 
-def _widen(n: ast.Node) -> ast.Node:
-    if isinstance(n, (ast.Term, ast.Prefix, ast.Phrase, ast.Near)) and n.fields is not None:
-        return replace(n, fields=None)
-    return n
+def _rewrite(node: PlanNode, loosen: Loosen) -> PlanNode | None:
+    """`node` with every leaf outside a NOT loosened (None: nothing changed)."""
+    if isinstance(node, LeafPlan):
+        return loosen(node)
+    if isinstance(node, (AndPlan, OrPlan)):
+        kids = [_rewrite(c, loosen) for c in node.children]
+        if all(k is None for k in kids):
+            return None
+        new = tuple(k if k is not None else c for k, c in zip(kids, node.children))
+        cls, ast_cls = (AndPlan, ast.And) if isinstance(node, AndPlan) else (OrPlan, ast.Or)
+        return cls(ast_cls(tuple(c.node for c in new)), new)
+    return None  # under a NOT, loosening would tighten
 
 
-def _words(n: ast.Node) -> ast.Node:
-    if isinstance(n, ast.Phrase):
-        words = analyze(n.text)  # analysed terms: plain words that print and parse back as themselves
-        if len(words) > 1:
-            return ast.And(tuple(ast.Term(w, n.fields) for w in dict.fromkeys(words)))
-    return n
+def _term(leaf: LeafPlan, i: int) -> LeafPlan:
+    """The i-th analysed term of a leaf as a term leaf of the same scope (resolved already)."""
+    fields = getattr(leaf.node, "fields", None)
+    return LeafPlan(ast.Term(leaf.terms[i], fields), "term", (leaf.terms[i],), (leaf.tids[i],), mask=leaf.mask, text=leaf.terms[i])
 
 
-def _near_to_and(n: ast.Node) -> ast.Node:
-    if isinstance(n, ast.Near):
-        return ast.And((ast.Term(n.left, n.fields), ast.Term(n.right, n.fields)))
-    return n
+def _words(leaf: LeafPlan) -> PlanNode | None:
+    if leaf.kind != "phrase" or not isinstance(leaf.node, ast.Phrase):
+        return None
+    firsts = {t: i for i, t in reversed(list(enumerate(leaf.terms)))}  # each word once, first place
+    kids = tuple(_term(leaf, i) for i in sorted(firsts.values()))
+    return AndPlan(ast.And(tuple(k.node for k in kids)), kids) if len(kids) > 1 else kids[0]
 
 
-_LOOSEN: tuple[tuple[str, Callable[[ast.Node], ast.Node]], ...] = (("near-to-and", _near_to_and), ("phrase-to-words", _words), ("widen", _widen))
+def _near_to_and(leaf: LeafPlan) -> PlanNode | None:
+    if leaf.kind != "near":
+        return None
+    kids = (_term(leaf, 0), _term(leaf, 1)) if leaf.terms[0] != leaf.terms[1] else (_term(leaf, 0),)
+    return AndPlan(ast.And(tuple(k.node for k in kids)), kids) if len(kids) > 1 else kids[0]
+
+
+def _widen(leaf: LeafPlan) -> PlanNode | None:
+    if leaf.kind == "date" or getattr(leaf.node, "fields", None) is None:
+        return None
+    return LeafPlan(replace(leaf.node, fields=None), leaf.kind, leaf.terms, leaf.tids, leaf.term_range, ALL_MASK,
+                    leaf.distance, leaf.dates, leaf.volume, leaf.text)
+
+
+_LOOSEN: tuple[tuple[str, Loosen], ...] = (("near-to-and", _near_to_and), ("phrase-to-words", _words), ("widen", _widen))
 
 
 def _flatten(node: ast.Node) -> ast.Node:
@@ -113,8 +127,7 @@ def _query(clauses: list[ast.Node]) -> str:
     return str(_flatten(ast.And(tuple(clauses)) if len(clauses) > 1 else clauses[0]))
 
 
-def diagnose(plan: Plan, reader: IndexReader, evaluator: Evaluator, limits: Limits = Limits(),
-             clause_bits: list[np.ndarray] | None = None, most: int = 8) -> Diagnosis:
+def diagnose(plan: Plan, evaluator: Evaluator, clause_bits: list[np.ndarray] | None = None, most: int = 8) -> Diagnosis:
     """The diagnosis of a plan that admits nothing (`clause_bits`: its clauses' sets, if already
     evaluated). At most `most` relaxations are kept, smallest change first."""
     clauses: list[PlanNode] = list(plan.clauses)
@@ -140,21 +153,19 @@ def diagnose(plan: Plan, reader: IndexReader, evaluator: Evaluator, limits: Limi
     nodes = [c.node for c in clauses]
     found: list[Relaxation] = []
     for kind, loosen in _LOOSEN:
-        for i, node in enumerate(nodes):
-            looser = _flatten(_rewrite(node, loosen))
-            if looser == node:
+        for i, clause in enumerate(clauses):
+            looser = _rewrite(clause, loosen)
+            if looser is None:
                 continue
             rest = others(i)
             if rest is not None and not rest.any():
                 continue  # the other clauses admit nothing together: no change to this one can help
-            try:
-                # Positional checks run only on what the other clauses admit (exact there, as `eval` promises).
-                loose_bits = evaluator.eval(Plan.of(looser, reader, limits).root, rest) & evaluator.universe
-            except BQLLimitError:
-                continue  # a looser form too costly to run is not offered
+            # Positional checks run only on what the other clauses admit (exact there, as `eval` promises).
+            loose_bits = evaluator.eval(looser, rest) & evaluator.universe
             got = bitset.count(loose_bits if rest is None else loose_bits & rest)
             if got:
-                found.append(Relaxation(kind, str(node), str(looser), _query(nodes[:i] + [looser] + nodes[i + 1:]), got))
+                changed = _flatten(looser.node)
+                found.append(Relaxation(kind, str(clause.node), str(changed), _query(nodes[:i] + [changed] + nodes[i + 1:]), got))
     if n > 1:
         for i, node in enumerate(nodes):
             if all(isinstance(m, ast.Not) for j, m in enumerate(nodes) if j != i):

@@ -18,7 +18,7 @@ from sieve.engine.evaluate import Evaluator
 from sieve.engine.explain import Explainer
 from sieve.engine.diagnose import Diagnosis
 from sieve.engine.diagnose import diagnose as diagnose_plan
-from sieve.engine.plan import Limits, Plan
+from sieve.engine.plan import Plan
 from sieve.engine.indri import IndriParams, IndriScorer
 from sieve.engine.rankers import RANKER_NAMES, SOFT_RANKERS
 from sieve.engine.reader import IndexReader, search_sorted
@@ -207,8 +207,7 @@ class Searcher:
         self.indri = IndriScorer(reader, indri)
         self.dense: DenseScorer | None = None
 
-    def search(self, plan: Plan, k: int, ranker: str, fallback: bool = True, explain: bool = True, diagnose: bool = True,
-               limits: Limits = Limits()) -> Results:
+    def search(self, plan: Plan, k: int, ranker: str, fallback: bool = True, explain: bool = True, diagnose: bool = True) -> Results:
         """The best `k` of what `plan` admits, by `ranker`. If it admits nothing and `fallback` is on,
         the whole collection is ranked by the positive terms instead (`Results.fallback`), and
         `Results.missing` lists the top-level clauses that match no document; with `diagnose`,
@@ -221,14 +220,14 @@ class Searcher:
             top, scores = self.soft(plan, ranker, k)
             why = None
             if not len(docs) and diagnose:
-                why = diagnose_plan(plan, self.r, self.evaluator, limits)
+                why = diagnose_plan(plan, self.evaluator)
             return self._results(plan, ranker, top, scores, explain, count=len(docs), diagnosis=why)
         if len(docs):
             top, scores = self.rank(plan, ranker, docs, bits, k)
             return self._results(plan, ranker, top, scores, explain, count=len(docs))
         clause_bits = [self.evaluator.run(c) for c in plan.clauses]
         missing = [str(c.node) for c, b in zip(plan.clauses, clause_bits) if not b.any()]
-        why = diagnose_plan(plan, self.r, self.evaluator, limits, clause_bits) if diagnose else None
+        why = diagnose_plan(plan, self.evaluator, clause_bits) if diagnose else None
         if not fallback or not (plan.terms or plan.text):
             return self._results(plan, ranker, None, None, explain, missing=missing, diagnosis=why)
         top, scores = self.rank(plan, ranker, None, None, k)

@@ -34,7 +34,7 @@ def zero_hit_conjunctions(r: Any, c: Corpus, want: int) -> list[str]:
 def check(c: Corpus, query: str) -> None:
     ix = c.index
     plan = ix.plan(query)
-    d = diagnose(plan, ix.reader, ix.searcher.evaluator, ix.limits, most=1000)
+    d = diagnose(plan, ix.searcher.evaluator, most=1000)
     for clause, count in d.clauses:
         assert count == len(oracle.evaluate(parse_query(clause), c.docs)), (query, clause)
     for x in d.relaxations:
