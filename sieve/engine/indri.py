@@ -52,8 +52,14 @@ class IndriScorer:
     def __init__(self, reader: IndexReader, params: IndriParams = IndriParams()) -> None:
         self.r = reader
         self.params = params
-        self.flen = np.asarray(reader.field_len, dtype=np.float64).reshape(reader.n_docs, len(Field))
+        self._flen: np.ndarray | None = None  # read on first use: opening an index reads no column it may never need
         self._lengths: dict[int, tuple[np.ndarray, float]] = {}
+
+    @property
+    def flen(self) -> np.ndarray:
+        if self._flen is None:
+            self._flen = np.asarray(self.r.field_len, dtype=np.float64).reshape(self.r.n_docs, len(Field))
+        return self._flen
 
     def lengths(self, mask: int) -> tuple[np.ndarray, float]:
         """(|d_F| for every document, |C_F|) of the fields in `mask`."""
