@@ -146,7 +146,8 @@ def test_a_truncated_gzip_keeps_what_came_before(tmp_path: Path) -> None:
 @pytest.mark.parametrize("call, message", [
     (lambda tmp: sieve.open_index(None), "an index path must be a path (a string or os.PathLike), got NoneType"),
     (lambda tmp: sieve.build_index(None, tmp / "i"), "a corpus must be a path or an iterable of records, got NoneType"),
-    (lambda tmp: sieve.build_index([{"id": "a"}], None), "an index path must be a path (a string or os.PathLike), got NoneType"),
+    # (no path at all is a temporary index: tests/engine/test_decision.py)
+    (lambda tmp: sieve.build_index([{"id": "a"}], 123), "an index path must be a path (a string or os.PathLike), got int"),
     (lambda tmp: sieve.build_index([{"id": "a"}], tmp / "i", on_error="x"), "on_error must be 'raise' or 'skip', not 'x'"),
 ])
 def test_bad_api_arguments(tmp_path: Path, call, message: str) -> None:  # type: ignore[no-untyped-def]
