@@ -65,6 +65,20 @@ def cmd_eval_run(args: argparse.Namespace) -> int:
         print()
     else:
         print(f"{s['questions']} questions: accuracy {s.get('accuracy', 0):.3f}, {s.get('distinct_tokens', 0):.0f} distinct tokens and {s.get('llm_calls', 0):.1f} LLM calls per question; wrote {Path(args.out) / 'summary.json'}")
+    return _crashes([Path(args.out)])
+
+
+def _crashes(runs: list[Path]) -> int:
+    """1 (and a message) when an exception inside sieve ended any episode of these runs, else 0."""
+    bad = []
+    for run in runs:
+        n = json.loads((run / "summary.json").read_text()).get("crashed", 0) if (run / "summary.json").exists() else 0
+        if n:
+            bad.append(f"{run.name}: {n}")
+    if bad:
+        print(f"sieve: episodes ended by an error inside sieve ({'; '.join(bad)}); their reason is in trajectories.jsonl, "
+              "and running the same command again redoes them", file=sys.stderr)
+        return 1
     return 0
 
 
@@ -133,11 +147,13 @@ def cmd_eval_grid(args: argparse.Namespace) -> int:
                     fmt=args.format, dates=args.dates, on_cell=lambda c: print(f"run {c.name}", file=sys.stderr),
                     limit=args.limit, workers=args.workers, native=args.tool_style == "native", budgets=_budgets(args), k=args.k,
                     read_cap=args.read_cap, api_key=args.api_key, read_parts=args.read_parts, progress=not args.json)
-    if args.no_report:
-        return 0
-    baseline = args.baseline or next((r.name for r in runs if r.name == "search-visit-bm25"), "0")
-    report = ["eval", "report", *map(str, runs), "--baseline", baseline, "--out", str(out / "report")] + (["--json"] if args.json else [])
-    return main(report)
+    if not args.no_report:
+        baseline = args.baseline or next((r.name for r in runs if r.name == "search-visit-bm25"), "0")
+        report = ["eval", "report", *map(str, runs), "--baseline", baseline, "--out", str(out / "report")] + (["--json"] if args.json else [])
+        code = main(report)
+        if code:
+            return code
+    return _crashes(runs)
 
 
 def _collection_options(s: argparse.ArgumentParser) -> None:

@@ -8,6 +8,7 @@ always returns a record, whatever the model or server did.
 from __future__ import annotations
 
 import json
+import re
 import time
 from dataclasses import asdict, dataclass, field
 from typing import Any, Callable, Protocol
@@ -33,6 +34,21 @@ ANSWER_TOOL = {
 
 
 MESSAGE_ALLOWANCE = 8  # tokens a chat template adds per message, when the server cannot count
+ONE_SHOT_RETRIES = 3  # one-shot calls made again after a context-length refusal, each with a smaller budget
+_SENT = re.compile(r"(\d[\d,]*) (?:tokens )?in the messages|you requested (\d[\d,]*) tokens", re.IGNORECASE)
+
+
+def _prompt_tokens_in(message: str, max_tokens: int) -> int | None:
+    """The prompt's size by the server's count, from its context-length refusal (vLLM and
+    llama.cpp: `you requested N tokens (M in the messages, ...)`), or None."""
+    found = _SENT.findall(message)
+    for in_messages, _ in found:
+        if in_messages:
+            return int(in_messages.replace(",", ""))
+    for _, requested in found:
+        if requested:
+            return max(0, int(requested.replace(",", "")) - max_tokens)
+    return None
 CUT_MARK = "[… cut to fit the context window]"
 
 
@@ -86,6 +102,7 @@ class Episode:
     outcome: str = "failed"  # answered | recovered | failed
     reason: str = ""
     server_fault: bool = False  # failed because the model server kept failing: a resumed run redoes it
+    crashed: bool = False  # ended by an exception inside sieve (a bug): a resumed run redoes it
     seconds: float = 0.0
     surfaced: list[str] = field(default_factory=list)
     opened: list[str] = field(default_factory=list)
@@ -187,19 +204,30 @@ class Agent:
 
     def run_one_shot(self, question: str, tools: AgentTools, question_id: str = "") -> Episode:
         """Retrieve once with the question as free text, put the documents' whole text in one
-        answering prompt, trimmed until the tokenised prompt fits the window less the answer budget."""
+        answering prompt, trimmed until the tokenised prompt fits the window less the answer budget.
+        Counted locally (no /tokenize), the count may fall short of the model's; a context-length
+        refusal then shrinks the budget by the shortfall the server reports, and the call is made
+        again (at most ONE_SHOT_RETRIES times)."""
         t0 = time.perf_counter()
         passages, facts = tools.passages(question)  # type: ignore[attr-defined]
-        texts, fit = self._fit(question, [t for _, t in passages], tools)
-        prompt = _one_shot_prompt(texts)
         ep = Episode(question_id, question, self.config(template("one_shot.md")))
-        shown = "\n\n".join(t for t in texts if t)
-        tokens = tools.config.read.counter.count(shown)  # type: ignore[attr-defined]
-        ep.tool_calls.append({"name": "ranked_search", "arguments": {"query": question}, "result_tokens": tokens, "result": shown,
-                              **facts, "fit": fit})
-        ep.messages = [{"role": "system", "content": prompt}, {"role": "user", "content": question}]
+        scale = 1.0
         try:
-            c = self._complete(ep, ep.messages, None)
+            for attempt in range(ONE_SHOT_RETRIES + 1):
+                texts, fit = self._fit(question, [t for _, t in passages], tools, scale)
+                shown = "\n\n".join(t for t in texts if t)
+                tokens = tools.config.read.counter.count(shown)  # type: ignore[attr-defined]
+                ep.tool_calls = [{"name": "ranked_search", "arguments": {"query": question}, "result_tokens": tokens, "result": shown,
+                                  **facts, "fit": {**fit, "retries": attempt}}]
+                ep.messages = [{"role": "system", "content": _one_shot_prompt(texts)}, {"role": "user", "content": question}]
+                try:
+                    c = self._complete(ep, ep.messages, None)
+                    break
+                except ContextLengthError as e:
+                    if attempt == ONE_SHOT_RETRIES or fit["counted_by"] == "server":
+                        raise
+                    sent = _prompt_tokens_in(str(e), self.budgets.max_tokens)
+                    scale *= max(1.1, 1.05 * sent / max(1, fit["prompt_tokens"])) if sent else 1.5
             ep.messages.append({"role": "assistant", "content": c.content})
             answer = parse_text(c.content, set()).answer
             ep.answer = answer if answer is not None else without_thinking(c.content).strip()
@@ -208,10 +236,10 @@ class Agent:
             ep.outcome, ep.reason, ep.server_fault = "failed", f"model server: {e}", e.fault
         return _finished(ep, tools, t0)
 
-    def _fit(self, question: str, texts: list[str], tools: AgentTools) -> tuple[list[str], dict[str, Any]]:
+    def _fit(self, question: str, texts: list[str], tools: AgentTools, scale: float = 1.0) -> tuple[list[str], dict[str, Any]]:
         """The fit loop: count the whole prompt (the server's /tokenize, chat template included,
-        else the read counter plus a per-message allowance), and cut words from the end of the
-        lowest-ranked text still present by the excess, until it fits or nothing is left."""
+        else the read counter plus a per-message allowance, times `scale`), and cut words from the
+        end of the lowest-ranked text still present by the excess, until it fits or nothing is left."""
         limit = self.window - self.budgets.max_tokens
         counter = tools.config.read.counter  # type: ignore[attr-defined]
         words = [t.split(" ") for t in texts]
@@ -226,11 +254,12 @@ class Agent:
             n = self.client.count_prompt(messages)
             if n is None:
                 by = counter.name
-                n = sum(counter.count(m["content"]) + MESSAGE_ALLOWANCE for m in messages)
+                n = int(scale * sum(counter.count(m["content"]) + MESSAGE_ALLOWANCE for m in messages))
             live = [j for j, k in enumerate(kept) if k]
             if n <= limit or not live:
                 dropped = sum(len(w) for w in words) - sum(kept)
-                return shown, {"prompt_tokens": n, "limit": limit, "counted_by": by, "dropped_words": dropped, "rounds": rounds}
+                return shown, {"prompt_tokens": n, "limit": limit, "counted_by": by, "dropped_words": dropped, "rounds": rounds,
+                               "scale": round(scale, 4)}
             j = live[-1]
             # At least the excess in words (a word is at least one token), and the cut mark's words.
             kept[j] = max(0, kept[j] - (n - limit) - mark)

@@ -1,8 +1,9 @@
 """Running many episodes: resumable JSON Lines of trajectories, several at once, none lost or doubled.
 
 Each finished episode is appended as one line (written whole, then fsynced) under a lock. On start,
-the ids already recorded are skipped, except episodes that failed on a model-server fault (they are
-run again, and the later line wins); a last line cut short by a crash is dropped first.
+the ids already recorded are skipped, except episodes that failed on a model-server fault or were
+ended by an exception inside sieve (`crashed`: they are run again, and the later line wins); a last
+line cut short by a crash is dropped first.
 """
 
 from __future__ import annotations
@@ -10,6 +11,7 @@ from __future__ import annotations
 import json
 import os
 import threading
+import traceback
 from concurrent.futures import ThreadPoolExecutor, as_completed
 from dataclasses import dataclass
 from pathlib import Path
@@ -68,7 +70,7 @@ def run_all(
     """Run every question not yet in `out`; `agents` (one per server URL) are used round-robin."""
     done = recorded(out)
     # An episode the model server failed is redone; its new line supersedes the old one.
-    todo = [q for q in questions if q.id not in done or done[q.id].get("server_fault")]
+    todo = [q for q in questions if q.id not in done or done[q.id].get("server_fault") or done[q.id].get("crashed")]
     writer = TrajectoryWriter(out)
 
     def one(i: int, q: Question) -> Episode:
@@ -76,8 +78,10 @@ def run_all(
         tools = make_tools()  # session state is per episode
         try:
             ep = agent.run(q.text, tools, q.id)
-        except Exception as e:  # recorded, never lost: the run goes on
-            ep = Episode(q.id, q.text, {"model": agent.client.model, "condition": agent.condition}, outcome="failed", reason=f"{type(e).__name__}: {e}")
+        except Exception as e:  # recorded, never lost: the run goes on, and says so at the end
+            where = traceback.extract_tb(e.__traceback__)[-1]
+            ep = Episode(q.id, q.text, {"model": agent.client.model, "condition": agent.condition}, outcome="failed",
+                         reason=f"{type(e).__name__}: {e} (at {Path(where.filename).name}:{where.lineno})", crashed=True)
         writer.write(ep)
         return ep
 

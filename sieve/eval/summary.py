@@ -104,6 +104,8 @@ def summarize(records: Iterable[dict[str, Any]], gold_answers: dict[str, list[st
         "failures": {k: sum(1 for f in fails if f == k) for k in ("retrieval", "selection", "synthesis")},
         "outcomes": {k: sum(1 for r in recs if r["outcome"] == k) for k in ("answered", "recovered", "failed")},
         "recovered_share": round(sum(1 for r in recs if r["outcome"] == "recovered") / n, 4),
+        # Episodes an exception inside sieve ended (a bug, not the model): a resumed run redoes them.
+        "crashed": sum(1 for r in recs if r.get("crashed")),
         "search_calls": search_calls,
         "bql_usage": usage,
     }

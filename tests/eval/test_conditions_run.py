@@ -191,3 +191,28 @@ def test_sieve_tools_with_the_indri_control(collection: Path, tmp_path: Path) ->
     first = recs[0]["tool_calls"][0]["result"]
     assert "of the whole collection by indri (a soft match" in first.splitlines()[0]
     assert len([ln for ln in first.splitlines() if re.match(r"^\[\d+\] ", ln)]) == 5  # k = 5, though the query admits 1
+
+
+def test_one_shot_recovers_when_the_local_count_falls_short(collection: Path, tmp_path: Path) -> None:
+    """Counted by words (no /tokenize), a prompt can be longer in the model's tokens: the server's
+    refusal says by how much, the budget shrinks by that, and the call is made again."""
+    window, answer_budget = 800, 200
+
+    def twice_the_words(body: dict[str, Any]) -> Any:
+        from loopback import Fault
+
+        real = 2 * count_tokens(body["messages"])  # this "model" has two tokens per word
+        if real + answer_budget > window:
+            return Fault(400, json.dumps({"error": {"message": f"This model's maximum context length is {window} tokens. However, you "
+                                                               f"requested {real + answer_budget} tokens ({real} in the messages, "
+                                                               f"{answer_budget} in the completion)."}}))
+        return researcher(body)
+
+    with LoopbackServer(twice_the_words, max_model_len=window) as srv:
+        run_collection(collection, tmp_path / "run", "one-shot", "bm25", [srv.url], "scripted", progress=False,
+                       index_dir=tmp_path / "ix", budgets=Budgets(max_tokens=answer_budget), limit=1)
+    (rec,) = records(tmp_path / "run")
+    fit = rec["tool_calls"][0]["fit"]
+    assert rec["outcome"] == "answered" and rec["answer"] == "Miguel López de Legazpi"
+    assert fit["retries"] >= 1 and fit["scale"] >= 2.0 and len(rec["calls"]) == 1  # refused calls cost no tokens
+    assert 2 * count_tokens(srv.requests[-1]["messages"]) + answer_budget <= window

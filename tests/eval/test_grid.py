@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -81,3 +82,32 @@ def test_controls_add_table_6() -> None:
     assert Cell("sieve", "indri").check().ranker == "indri"
     with pytest.raises(InvalidArgumentError, match="ranker must be one of bm25, dense, hybrid, indri, indri\\+dense"):
         Cell("sieve", "lucene").check()
+
+
+def test_an_episode_that_crashes_fails_the_command_and_is_redone(collection: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str],  # noqa: F811
+                                                                 monkeypatch: pytest.MonkeyPatch) -> None:
+    """An exception inside sieve is recorded (the run goes on), counted, makes `eval run` exit 1,
+    and a second run redoes exactly those episodes."""
+    from sieve.tools import toolset
+
+    real = toolset.Toolset._search
+    calls = {"n": 0}
+
+    def broken_once(self: Any, args: dict[str, Any], facts: dict[str, Any]) -> Any:
+        calls["n"] += 1
+        if calls["n"] == 1:
+            raise RuntimeError("a bug in sieve")
+        return real(self, args, facts)
+
+    monkeypatch.setattr(toolset.Toolset, "_search", broken_once)
+    argv = ["eval", "run", "--collection", str(collection), "--out", str(tmp_path / "run"), "--index-dir", str(tmp_path / "ix"),
+            "--condition", "sieve", "--tool-style", "native"]
+    with LoopbackServer(researcher) as srv:
+        assert main(argv + ["--llm-url", srv.url, "--model", "scripted"]) == 1
+        err = capsys.readouterr().err
+        assert "episodes ended by an error inside sieve (run: 1)" in err
+        (crashed,) = [r for r in records(tmp_path / "run") if r.get("crashed")]
+        assert crashed["reason"].startswith("RuntimeError: a bug in sieve (at test_grid.py:")
+        assert main(argv + ["--llm-url", srv.url, "--model", "scripted"]) == 0  # the crashed episode is redone
+    summary = json.loads((tmp_path / "run" / "summary.json").read_text())
+    assert summary["crashed"] == 0 and summary["accuracy"] == 1.0
