@@ -8,6 +8,7 @@ from sieve.errors import (
     BQLSyntaxError,
     CorpusError,
     DeadlineExceededError,
+    DuplicateIdError,
     IndexDamagedError,
     IndexDirectoryError,
     IndexExistsError,
@@ -24,7 +25,7 @@ from sieve.index import Index, Match, build_index, open_index
 __version__ = "0.1.0"
 
 __all__ = [
-    "BQLError", "BQLLimitError", "BQLSyntaxError", "CorpusError", "CorpusReport", "DeadlineExceededError", "Document", "Index",
+    "BQLError", "BQLLimitError", "BQLSyntaxError", "CorpusError", "CorpusReport", "DeadlineExceededError", "Document", "DuplicateIdError", "Index",
     "IndexDamagedError", "IndexDirectoryError", "IndexExistsError", "IndexFormatError", "IndexLockedError", "IndexNotFoundError", "InvalidArgumentError", "Match", "Hit", "Results", "Section", "SieveError",
     "UnknownDocumentError", "build_index", "open_index", "read_documents",
 ]

@@ -110,8 +110,11 @@ def build(
     report: CorpusReport | None = None,
     progress: Callable[[int, int], None] | None = None,
     jobs: int | None = None,
+    allow_empty: bool = False,
 ) -> dict[str, Any]:
-    """Index `source` into `gen_dir`; returns the manifest. `progress(documents, bytes)` after each batch."""
+    """Index `source` into `gen_dir`; returns the manifest. `progress(documents, bytes)` after each
+    batch. An empty source is an error (a wrong path or format, almost always) unless `allow_empty`
+    (a writer that deleted every document)."""
     if on_error not in ("raise", "skip"):
         raise InvalidArgumentError(f"on_error must be 'raise' or 'skip', not {on_error!r}")
     report = report if report is not None else CorpusReport()
@@ -130,7 +133,7 @@ def build(
             writer.add_batch(batch, key)
             if progress is not None:
                 progress(writer.documents, writer.bytes_in)
-    if not writer.documents:
+    if not writer.documents and not allow_empty:
         # An index of nothing answers every query with nothing: almost always a wrong path or format.
         what = f"every record was skipped ({report.skipped:,}; first: {report.errors[0]})" if report.skipped else "the corpus has no records"
         raise CorpusError(f"nothing to index: {what}", report.source or None)

@@ -74,6 +74,50 @@ def cmd_index(args: argparse.Namespace) -> int:
     return 0
 
 
+def cmd_add(args: argparse.Namespace) -> int:
+    from sieve.corpus import CorpusReport
+    from sieve.index import open_index
+
+    path = Path(args.index)
+    if not (path / "CURRENT").exists():  # `add` into nothing is a build
+        _, built = _build(args.corpus, path, False, args.skip_bad, True, None)
+        s = {"added": built["documents"], "replaced": 0, "deleted": 0, "not_found": [], "skipped": built["skipped"], "documents": built["documents"]}
+    else:
+        report = CorpusReport()
+        with open_index(path).writer(replace=not args.no_replace) as w:
+            w.add_from(args.corpus, on_error="skip" if args.skip_bad else "raise", report=report)
+        s = w.summary.to_dict()
+    if args.json:
+        _print_json(s)
+    else:
+        print(f"added {s['added']:,} and replaced {s['replaced']:,} documents; {path} now holds {s['documents']:,}"
+              + (f" (skipped {s['skipped']:,} bad records)" if s["skipped"] else ""))
+    return 0
+
+
+def cmd_delete(args: argparse.Namespace) -> int:
+    from sieve.index import open_index
+
+    ids = list(args.ids)
+    if args.ids_file:
+        with open(args.ids_file, encoding="utf-8") as fh:
+            ids.extend(line.strip() for line in fh if line.strip())
+    if not ids:
+        raise SieveError("no ids to delete: give them as arguments or with --ids-file")
+    with open_index(args.index).writer() as w:
+        for i in ids:
+            w.delete(i)
+    s = w.summary.to_dict()
+    if args.json:
+        _print_json(s)
+    else:
+        print(f"deleted {s['deleted']:,} documents; {args.index} now holds {s['documents']:,}")
+        if s["not_found"]:
+            shown = ", ".join(repr(i) for i in s["not_found"][:10]) + (" ..." if len(s["not_found"]) > 10 else "")
+            print(f"  {len(s['not_found']):,} ids were not in the index: {shown}")
+    return 0
+
+
 def cmd_match(args: argparse.Namespace) -> int:
     from sieve.index import open_index
 
@@ -308,6 +352,21 @@ def make_parser() -> argparse.ArgumentParser:
     s.add_argument("--quiet", action="store_true", help="no progress bar")
     s.add_argument("--json", action="store_true")
     s.set_defaults(func=cmd_index)
+
+    s = sub.add_parser("add", help="add documents to an index; a known id replaces its document (creates the index if it is missing)")
+    s.add_argument("index")
+    s.add_argument("corpus")
+    s.add_argument("--no-replace", action="store_true", help="a document whose id is already in the index is an error")
+    s.add_argument("--skip-bad", action="store_true", help="skip malformed records (counted) instead of stopping")
+    s.add_argument("--json", action="store_true")
+    s.set_defaults(func=cmd_add)
+
+    s = sub.add_parser("delete", help="delete documents by id (ids not in the index are reported, not errors)")
+    s.add_argument("index")
+    s.add_argument("ids", nargs="*")
+    s.add_argument("--ids-file", help="a file of ids, one per line")
+    s.add_argument("--json", action="store_true")
+    s.set_defaults(func=cmd_delete)
 
     s = sub.add_parser("match", help="the exact set of documents a BQL query admits")
     s.add_argument("index")

@@ -105,7 +105,7 @@ class IndexLockedError(IndexDirectoryError):
 
     def __init__(self, path: str, holder: str) -> None:
         self.path = path
-        super().__init__(f"{path} is locked: another build or embed is writing it ({holder}); wait for it to finish")
+        super().__init__(f"{path} is locked: another build, embed or writer is writing it ({holder}); wait for it to finish")
 
 
 class DeadlineExceededError(SieveError):
@@ -130,3 +130,7 @@ class UnknownDocumentError(SieveError, KeyError):
 
     def __str__(self) -> str:
         return f"no document with id {self.doc_id!r}"
+
+
+class DuplicateIdError(InvalidArgumentError):
+    """Adding a document whose id the index already has, to a writer that does not replace."""

@@ -10,7 +10,7 @@ import weakref
 from dataclasses import dataclass, field
 from functools import lru_cache
 from pathlib import Path
-from typing import Any, Callable
+from typing import TYPE_CHECKING, Any, Callable
 
 import numpy as np
 
@@ -24,6 +24,8 @@ from sieve.engine.plan import Limits, Plan
 from sieve.engine.rankers import DENSE_RANKERS
 from sieve.engine.reader import FILES, IndexReader
 from sieve.engine.search import Results, Searcher, check_request
+if TYPE_CHECKING:
+    from sieve.writes import IndexWriter
 from sieve.errors import IndexDamagedError, IndexDirectoryError, InvalidArgumentError, SieveError, UnknownDocumentError
 
 
@@ -92,6 +94,18 @@ class Index:
 
     def __len__(self) -> int:
         return self.reader.n_docs
+
+    def writer(self, replace: bool = True) -> "IndexWriter":
+        """A writing session (add, replace, delete; see sieve.writes), committed when its `with`
+        block ends. Holds the index's write lock until then: IndexLockedError if another has it.
+        `replace=False` makes adding a known id an error instead of a replacement."""
+        from sieve.writes import IndexWriter
+
+        return IndexWriter(self, replace=replace)
+
+    def reopen(self) -> "Index":
+        """This index at its newest commit (self if nothing was committed since it was opened)."""
+        return Index(self.path, limits=self.limits, bm25=self.searcher.bm25.params) if self.retired else self
 
     @classmethod
     def from_documents(cls, source: "Source") -> "Index":

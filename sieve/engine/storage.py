@@ -82,7 +82,8 @@ class ArrayWriter:
 
     def append(self, data: Any) -> None:
         arr = np.ascontiguousarray(data, dtype=self.dtype)
-        self._write(memoryview(arr).cast("B"))
+        if arr.size:  # an empty array (an index of no documents) has no bytes, and no view to cast
+            self._write(memoryview(arr).cast("B"))
         self.rows += arr.shape[0] if arr.ndim else 1
 
     def append_bytes(self, raw: bytes) -> None:
@@ -451,15 +452,23 @@ class Commit:
     complete generation or the new one, never neither (Lucene's segments_N idea).
     """
 
-    def __init__(self, root: str | os.PathLike, force: bool = False) -> None:
+    def __init__(self, root: str | os.PathLike, force: bool = False, lock: "WriteLock | None" = None) -> None:
+        """`lock`: the index's write lock, already held by the caller (a writer session), who
+        releases it; otherwise the commit takes it and lets it go when it commits or aborts."""
         self.root = Path(root)
-        self.lock = WriteLock(self.root)
-        self.lock.acquire()  # before looking: a concurrent build would delete this one's stage
+        self._owns_lock = lock is None
+        self.lock = lock if lock is not None else WriteLock(self.root)
+        if self._owns_lock:
+            self.lock.acquire()  # before looking: a concurrent build would delete this one's stage
         try:
             self._prepare(force)
         except BaseException:
-            self.lock.release()
+            self._release()
             raise
+
+    def _release(self) -> None:
+        if self._owns_lock:
+            self.lock.release()
 
     def _prepare(self, force: bool) -> None:
         self.fresh = not self.root.exists()
@@ -491,13 +500,13 @@ class Commit:
 
     def abort(self) -> None:
         shutil.rmtree(self.stage, ignore_errors=True)
-        self.lock.release()
+        self._release()
 
     def commit(self) -> Path:
         try:
             return self._commit()
         finally:
-            self.lock.release()
+            self._release()
 
     def _commit(self) -> Path:
         fsync_dir(self.gen_dir)

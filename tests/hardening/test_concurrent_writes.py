@@ -32,12 +32,12 @@ def test_a_second_writer_is_told_the_index_is_locked(tmp_path: Path, capsys: pyt
     try:
         with pytest.raises(IndexLockedError) as info:
             sieve.build_index(LARGE, target, force=True)
-        assert str(info.value) == f"{target} is locked: another build or embed is writing it (process {os.getpid()}); wait for it to finish"
+        assert str(info.value) == f"{target} is locked: another build, embed or writer is writing it (process {os.getpid()}); wait for it to finish"
         corpus = tmp_path / "c.jsonl"
         corpus.write_text("".join(json.dumps(r) + "\n" for r in LARGE))
         assert main(["index", str(corpus), str(target), "--force"]) == 1
         err = capsys.readouterr().err
-        assert "is locked: another build or embed is writing it" in err and "Traceback" not in err
+        assert "is locked: another build, embed or writer is writing it" in err and "Traceback" not in err
         # The holder's stage is untouched by the refused writer, and its commit still lands.
         build(LARGE, holder.gen_dir)
         holder.commit()

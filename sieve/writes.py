@@ -1,0 +1,169 @@
+"""Changing an index: add (upsert), replace and delete documents, committed atomically.
+
+    with index.writer() as w:        # one writer at a time (IndexLockedError for a second)
+        w.add({"id": "a", "title": "...", "text": "..."})   # a new id is added, a known id replaced
+        w.delete("b")                                        # an unknown id is reported, not an error
+    # committed on leaving the block (rolled back if it raised); `index` still reads its snapshot:
+    index = index.reopen()
+
+Semantics, which later storage (segments) keeps: the committed index holds the documents of the
+snapshot the writer started from, minus those deleted or replaced, in their order, then the
+documents added, in the order of their last `add`. A replaced document therefore moves to the end,
+as a delete plus an add. BM25 statistics are those of the live documents, so every score equals a
+fresh build of the same documents in the same order.
+
+This commit strategy writes a whole new generation (the documents of the snapshot are streamed from
+its document store, not kept in memory), through the same atomic switch as a build: a crash at any
+point leaves the last committed state. Its cost grows with the index, not with the change.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any, Iterator
+
+from sieve.corpus import CorpusReport, OnError, Source, read_documents
+from sieve.documents import Document, checked_document
+from sieve.engine import storage
+from sieve.errors import DuplicateIdError, InvalidArgumentError
+
+
+@dataclass
+class WriteSummary:
+    """What a commit changed."""
+
+    added: int = 0  # documents with a new id
+    replaced: int = 0  # documents whose id was already there (the old one is gone)
+    deleted: int = 0
+    not_found: list[str] = field(default_factory=list)  # ids asked to delete that were not there
+    skipped: int = 0  # bad records skipped (add_from with on_error="skip")
+    documents: int = 0  # in the index after the commit
+    generation: str = ""
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"added": self.added, "replaced": self.replaced, "deleted": self.deleted, "not_found": self.not_found,
+                "skipped": self.skipped, "documents": self.documents, "generation": self.generation}
+
+
+class IndexWriter:
+    """One writing session on an index: holds the index's write lock from creation to commit."""
+
+    def __init__(self, index: Any, replace: bool = True) -> None:
+        from sieve.index import open_index
+
+        self.path = index.path
+        self.lock = storage.WriteLock(self.path)
+        self.lock.acquire()
+        try:
+            # Start from the newest commit, whatever generation `index` reads.
+            self.base = open_index(self.path) if index.retired else index
+        except BaseException:
+            self.lock.release()
+            raise
+        self.replace = replace
+        self._added: dict[str, Document] = {}
+        self._gone: set[str] = set()  # ids of the snapshot deleted or replaced
+        self.summary = WriteSummary()
+        self._open = True
+
+    # ------------------------------------------------------------ changes
+
+    def _check_open(self) -> None:
+        if not self._open:
+            raise InvalidArgumentError("this writer has committed or rolled back; open another with index.writer()")
+
+    def _exists(self, doc_id: str) -> bool:
+        return doc_id in self._added or (doc_id not in self._gone and self.base.reader.doc_number(doc_id) >= 0)
+
+    def add(self, record: dict[str, Any] | Document) -> bool:
+        """Add a document, or replace the one with its id (unless the writer was opened with
+        `replace=False`: then DuplicateIdError). Returns whether it replaced one. A bad record
+        raises CorpusError before anything changes."""
+        self._check_open()
+        doc = record if isinstance(record, Document) else checked_document(record, None, None)
+        known = self._exists(doc.id)
+        if known and not self.replace:
+            raise DuplicateIdError(f"a document with id {doc.id!r} is already in the index, and this writer does not replace documents")
+        if doc.id in self._added:
+            del self._added[doc.id]  # re-added in this session: the last version, at the end
+        elif known:
+            self._gone.add(doc.id)
+        self._added[doc.id] = doc
+        return known
+
+    def add_from(self, source: Source, on_error: OnError = "raise", report: CorpusReport | None = None) -> tuple[int, int]:
+        """Add every document of a corpus (a path or an iterable of records); (added, replaced)."""
+        added = replaced = 0
+        report = report if report is not None else CorpusReport()
+        for doc in read_documents(source, on_error=on_error, report=report):
+            if self.add(doc):
+                replaced += 1
+            else:
+                added += 1
+        self.summary.skipped += report.skipped
+        return added, replaced
+
+    def delete(self, doc_id: str) -> bool:
+        """Delete the document with this id; False (and noted in the summary) when there is none."""
+        self._check_open()
+        doc_id = str(doc_id)
+        if doc_id in self._added:
+            del self._added[doc_id]
+            return True
+        if doc_id not in self._gone and self.base.reader.doc_number(doc_id) >= 0:
+            self._gone.add(doc_id)
+            return True
+        self.summary.not_found.append(doc_id)
+        return False
+
+    # ------------------------------------------------------------ commit
+
+    def _live(self) -> Iterator[Document]:
+        base = self.base
+        for d in range(len(base)):
+            if base.reader.doc_id(d) not in self._gone:
+                yield base._document(d)
+        yield from self._added.values()
+
+    def commit(self) -> WriteSummary:
+        """Write the changes as a new generation and switch to it atomically; releases the lock."""
+        self._check_open()
+        from sieve.build import build
+
+        summary = self.summary
+        kept = len(self.base) - len(self._gone)
+        summary.replaced = sum(1 for i in self._added if self.base.reader.doc_number(i) >= 0 and i in self._gone)
+        summary.added = len(self._added) - summary.replaced
+        summary.deleted = len(self._gone) - summary.replaced
+        summary.documents = kept + len(self._added)
+        try:
+            if not self._added and not self._gone:
+                summary.generation = self.base.generation.name
+                return summary
+            commit = storage.Commit(self.path, force=True, lock=self.lock)
+            try:
+                build(self._live(), commit.gen_dir, on_error="raise", report=CorpusReport(), progress=None, jobs=1, allow_empty=True)
+                summary.generation = commit.commit().name
+            except BaseException:
+                commit.abort()
+                raise
+            return summary
+        finally:
+            self._open = False
+            self.lock.release()
+
+    def rollback(self) -> None:
+        """Forget the changes and release the lock."""
+        if self._open:
+            self._open = False
+            self.lock.release()
+
+    def __enter__(self) -> "IndexWriter":
+        return self
+
+    def __exit__(self, exc_type: object, *rest: object) -> None:
+        if exc_type is None:
+            self.commit()
+        else:
+            self.rollback()
+

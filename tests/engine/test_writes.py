@@ -1,0 +1,186 @@
+"""Changing an index (sieve.writes): after any sequence of adds, replacements and deletes, the index
+answers exactly as a fresh build of its live documents in the defined order (upserts at the end);
+one writer at a time; a failed commit leaves the last state; readers keep their snapshot."""
+
+from __future__ import annotations
+
+import json
+import os
+import random
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+from typing import Any
+
+import pytest
+from hypothesis import given
+from hypothesis import strategies as st
+from test_match_oracle import HYPOTHESIS, gen_record, gen_tree
+
+import sieve
+from sieve.cli import main
+from sieve.errors import DuplicateIdError, IndexLockedError, InvalidArgumentError
+
+
+def same_answers(index: sieve.Index, live: list[dict[str, Any]], tmp: Path, r: random.Random) -> None:
+    """The index equals a fresh build of `live` (in this order): ids, matches, BM25 scores."""
+    fresh = sieve.build_index(live) if live else None
+    ids = [index.reader.doc_id(d) for d in range(len(index))]
+    assert ids == [rec["id"] for rec in live]
+    if fresh is None:
+        return
+    for _ in range(6):
+        q = str(gen_tree(r, 2))
+        assert index.match(q).ids == fresh.match(q).ids, q
+        a, b = index.search(q, k=len(live), fallback=False, explain=False), fresh.search(q, k=len(live), fallback=False, explain=False)
+        assert [h.doc_id for h in a.hits] == [h.doc_id for h in b.hits], q
+        assert [h.score for h in a.hits] == pytest.approx([h.score for h in b.hits], rel=1e-9), q
+    for rec in live:
+        assert index.document(rec["id"]) == fresh.document(rec["id"])
+    fresh.close()
+
+
+@given(seed=st.integers(0, 2**32))
+@HYPOTHESIS
+def test_any_sequence_of_writes_equals_a_fresh_build(seed: int, tmp_path_factory: pytest.TempPathFactory) -> None:
+    r = random.Random(seed)
+    tmp = tmp_path_factory.mktemp("writes")
+    live = [gen_record(r, i) for i in range(r.randint(1, 8))]
+    index = sieve.build_index(live, tmp / "ix")
+    next_id = len(live)
+    for _ in range(r.randint(1, 4)):  # commits
+        with index.writer() as w:
+            for _ in range(r.randint(0, 5)):
+                op = r.choice(["add", "add", "replace", "delete", "delete-unknown"])
+                if op == "add":
+                    rec = gen_record(r, next_id)
+                    next_id += 1
+                    assert w.add(rec) is False
+                    live.append(rec)
+                elif op == "replace" and live:
+                    old = r.choice(live)
+                    rec = {**gen_record(r, next_id), "id": old["id"]}
+                    next_id += 1
+                    assert w.add(rec) is True
+                    live = [x for x in live if x["id"] != old["id"]] + [rec]  # a replacement moves to the end
+                elif op == "delete" and live:
+                    gone = r.choice(live)
+                    assert w.delete(gone["id"]) is True
+                    live = [x for x in live if x["id"] != gone["id"]]
+                else:
+                    assert w.delete("no-such-id") is False
+        index = index.reopen() if r.random() < 0.7 else sieve.open_index(tmp / "ix")
+        same_answers(index, live, tmp, r)
+
+
+@pytest.fixture()
+def index(tmp_path: Path) -> sieve.Index:
+    return sieve.build_index([{"id": str(i), "title": f"doc {i}", "text": f"word{i} common"} for i in range(5)], tmp_path / "ix")
+
+
+def test_summary_and_snapshots(index: sieve.Index) -> None:
+    with index.writer() as w:
+        w.add({"id": "new", "title": "new", "text": "common fresh"})
+        w.add({"id": "1", "title": "one again", "text": "common"})
+        w.add({"id": "new", "title": "newer", "text": "common fresher"})  # twice in one session: the last wins
+        w.delete("2")
+        w.delete("nope")
+    assert w.summary.to_dict() == {"added": 1, "replaced": 1, "deleted": 1, "not_found": ["nope"], "skipped": 0, "documents": 5,
+                                   "generation": "gen-000002"}
+    assert index.match("common").count == 5 and index.retired  # the old snapshot still answers
+    now = index.reopen()
+    assert now.match("common").ids == ["0", "3", "4", "1", "new"] and now.document("new").title == "newer"
+    assert now.reopen() is now
+    with now.writer() as w:
+        pass  # nothing changed: no new generation
+    assert w.summary.generation == "gen-000002" and not now.retired
+
+
+def test_one_writer_at_a_time_and_no_reuse(index: sieve.Index) -> None:
+    w = index.writer()
+    with pytest.raises(IndexLockedError, match="another build, embed or writer"):
+        index.writer()
+    w.rollback()
+    assert len(index.reopen()) == 5
+    strict = index.writer(replace=False)
+    with pytest.raises(DuplicateIdError, match="'3' is already in the index"):
+        strict.add({"id": "3", "title": "x"})
+    strict.commit()
+    with pytest.raises(InvalidArgumentError, match="has committed or rolled back"):
+        strict.add({"id": "9", "title": "x"})
+
+
+def test_a_failed_commit_leaves_the_last_state(index: sieve.Index, monkeypatch: pytest.MonkeyPatch) -> None:
+    before = sorted(p.name for p in index.path.iterdir())
+    w = index.writer()
+    w.add({"id": "x", "title": "x", "text": "common"})
+    calls = {"n": 0}
+    real = sieve.Index._document
+
+    def failing(self: sieve.Index, d: int) -> Any:
+        calls["n"] += 1
+        if calls["n"] == 3:
+            raise OSError("disk gone")
+        return real(self, d)
+
+    monkeypatch.setattr(sieve.Index, "_document", failing)
+    with pytest.raises(OSError, match="disk gone"):
+        w.commit()
+    monkeypatch.undo()
+    assert sorted(p.name for p in index.path.iterdir()) == before  # no stage, no new generation
+    again = sieve.open_index(index.path)
+    assert again.match("common").count == 5 and not again.retired
+    with again.writer() as w2:  # the lock was released
+        w2.delete("0")
+    assert len(again.reopen()) == 4
+
+
+def test_an_exception_in_the_block_rolls_back(index: sieve.Index) -> None:
+    with pytest.raises(RuntimeError):
+        with index.writer() as w:
+            w.delete("0")
+            raise RuntimeError("changed my mind")
+    assert not index.retired and len(index.reopen()) == 5
+
+
+def test_a_killed_writer_leaves_no_lock(index: sieve.Index) -> None:
+    code = f"import sieve, time; w = sieve.open_index({str(index.path)!r}).writer(); print('locked', flush=True); time.sleep(60)"
+    p = subprocess.Popen([sys.executable, "-c", code], stdout=subprocess.PIPE, text=True)
+    assert p.stdout is not None and p.stdout.readline().strip() == "locked"
+    with pytest.raises(IndexLockedError, match=f"process {p.pid}"):
+        index.writer()
+    os.kill(p.pid, signal.SIGKILL)
+    p.wait()
+    deadline = time.time() + 5
+    while True:
+        try:
+            w = index.writer()
+            break
+        except IndexLockedError:
+            assert time.time() < deadline
+            time.sleep(0.05)
+    w.delete("4")
+    assert w.commit().documents == 4
+
+
+def test_cli_add_and_delete(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    corpus = tmp_path / "a.jsonl"
+    corpus.write_text("\n".join(json.dumps({"id": f"a{i}", "title": f"alpha {i}"}) for i in range(3)) + "\n")
+    ix = str(tmp_path / "ix")
+    assert main(["add", ix, str(corpus)]) == 0  # into nothing: a build
+    assert capsys.readouterr().out == f"added 3 and replaced 0 documents; {ix} now holds 3\n"
+    more = tmp_path / "b.jsonl"
+    more.write_text(json.dumps({"id": "a1", "title": "alpha one"}) + "\n" + json.dumps({"id": "b1", "title": "beta"}) + "\n{bad\n")
+    assert main(["add", ix, str(more), "--skip-bad", "--json"]) == 0
+    assert json.loads(capsys.readouterr().out) | {"generation": ""} == {"added": 1, "replaced": 1, "deleted": 0, "not_found": [], "skipped": 1,
+                                                                         "documents": 4, "generation": ""}
+    assert main(["add", ix, str(more), "--no-replace"]) == 1
+    assert "sieve: " in capsys.readouterr().err
+    ids = tmp_path / "ids.txt"
+    ids.write_text("a0\nzzz\n")
+    assert main(["delete", ix, "a2", "--ids-file", str(ids)]) == 0
+    assert capsys.readouterr().out == f"deleted 2 documents; {ix} now holds 2\n  1 ids were not in the index: 'zzz'\n"
+    assert [sieve.open_index(ix).reader.doc_id(d) for d in range(2)] == ["a1", "b1"]
+    assert main(["delete", ix]) == 1
