@@ -111,6 +111,7 @@ def build(
     progress: Callable[[int, int], None] | None = None,
     jobs: int | None = None,
     allow_empty: bool = False,
+    memory_mb: int | None = None,
 ) -> dict[str, Any]:
     """Index `source` into `gen_dir`; returns the manifest. `progress(documents, bytes)` after each
     batch. An empty source is an error (a wrong path or format, almost always) unless `allow_empty`
@@ -118,7 +119,7 @@ def build(
     if on_error not in ("raise", "skip"):
         raise InvalidArgumentError(f"on_error must be 'raise' or 'skip', not {on_error!r}")
     report = report if report is not None else CorpusReport()
-    writer = IndexWriter(gen_dir)
+    writer = IndexWriter(gen_dir) if memory_mb is None else IndexWriter(gen_dir, memory_mb)
     jobs = jobs if jobs is not None else min(os.cpu_count() or 1, 4)
     path = corpus_file(source) if isinstance(source, (str, os.PathLike)) else None
     if path is not None and jobs > 1 and path.stat().st_size >= PARALLEL_MIN_BYTES and path.suffix != ".gz":

@@ -20,7 +20,8 @@ def _print_json(obj: Any) -> None:
     sys.stdout.write("\n")
 
 
-def _build(corpus: Any, out: Path, force: bool, skip: bool, quiet: bool, jobs: int | None = None) -> tuple[Any, dict[str, Any]]:
+def _build(corpus: Any, out: Path, force: bool, skip: bool, quiet: bool, jobs: int | None = None,
+           memory_mb: int | None = None) -> tuple[Any, dict[str, Any]]:
     from tqdm import tqdm
 
     from sieve.corpus import CorpusReport
@@ -36,7 +37,8 @@ def _build(corpus: Any, out: Path, force: bool, skip: bool, quiet: bool, jobs: i
 
     t0 = time.perf_counter()
     try:
-        index = build_index(corpus, out, force=force, on_error="skip" if skip else "raise", progress=progress, report=report, jobs=jobs)
+        index = build_index(corpus, out, force=force, on_error="skip" if skip else "raise", progress=progress, report=report, jobs=jobs,
+                            memory_mb=memory_mb)
     finally:
         bar.close()
     seconds = time.perf_counter() - t0
@@ -61,7 +63,7 @@ def _build(corpus: Any, out: Path, force: bool, skip: bool, quiet: bool, jobs: i
 
 
 def cmd_index(args: argparse.Namespace) -> int:
-    _, s = _build(args.corpus, Path(args.out), args.force, args.skip_bad, args.quiet or args.json, args.jobs)
+    _, s = _build(args.corpus, Path(args.out), args.force, args.skip_bad, args.quiet or args.json, args.jobs, args.memory_mb)
     if args.json:
         _print_json(s)
         return 0
@@ -349,6 +351,7 @@ def make_parser() -> argparse.ArgumentParser:
     s.add_argument("--force", action="store_true", help="replace an existing index (atomically)")
     s.add_argument("--skip-bad", action="store_true", help="skip and count bad records instead of stopping at the first")
     s.add_argument("--jobs", type=int, help="worker processes for a large JSONL file (default: CPU count, at most 4)")
+    s.add_argument("--memory-mb", type=int, help="memory the build may use to sort the token stream before it sorts in runs on disk (default 1024)")
     s.add_argument("--quiet", action="store_true", help="no progress bar")
     s.add_argument("--json", action="store_true")
     s.set_defaults(func=cmd_index)

@@ -297,13 +297,16 @@ def build_index(
     progress: Callable[[int, int], None] | None = None,
     report: CorpusReport | None = None,
     jobs: int | None = None,
+    memory_mb: int | None = None,
 ) -> Index:
     """Build an index at `path` from a JSONL file, a BEIR folder, or an iterable of records.
 
     Refuses an existing `path` unless `force`; then the new index replaces the old one atomically.
     A bad record raises CorpusError naming its line, or with `on_error="skip"` is skipped and
     counted in `report` (and in the manifest). `jobs` worker processes analyse a large JSONL
-    file in parallel (default: the CPU count, at most 4).
+    file in parallel (default: the CPU count, at most 4). `memory_mb` bounds the memory the
+    token stream may take to sort (default 1,024): past it, the stream is sorted in runs on disk
+    and merged; the files are the same.
 
     Without `path`, the index is temporary: built by the same code in a private folder (in
     memory, /dev/shm, where the system has it) that is removed when the Index is closed or
@@ -314,10 +317,10 @@ def build_index(
     if not isinstance(source, (str, os.PathLike)) and not hasattr(source, "__iter__"):
         raise InvalidArgumentError(f"a corpus must be a path or an iterable of records, got {type(source).__name__}")
     if path is None:
-        return _temporary_index(source, on_error=on_error, progress=progress, report=report, jobs=jobs)
+        return _temporary_index(source, on_error=on_error, progress=progress, report=report, jobs=jobs, memory_mb=memory_mb)
     commit = storage.Commit(_as_path(path, "an index path"), force=force)
     try:
-        build(source, commit.gen_dir, on_error=on_error, report=report, progress=progress, jobs=jobs)
+        build(source, commit.gen_dir, on_error=on_error, report=report, progress=progress, jobs=jobs, memory_mb=memory_mb)
         commit.commit()
     except BaseException:
         commit.abort()

@@ -7,6 +7,7 @@ positions never straddle two units and a phrase can never span two sections.
 
 from __future__ import annotations
 
+import shutil
 from array import array
 from pathlib import Path
 from typing import Any
@@ -17,15 +18,31 @@ from sieve.engine import storage
 from sieve.engine.analysis import ANALYZER_ID
 from sieve.engine.batch import NO_DATE, AnalyzedBatch, Vocabulary
 from sieve.engine.fields import Field
+from sieve.engine.runs import Runs, sort_tokens
 
 N_FIELDS = len(Field)
 
 
-class IndexWriter:
-    """Assembles analysed batches in document order, then `finish()` writes one generation."""
+DEFAULT_MEMORY_MB = 1024
+# Bytes the sort of one buffered token needs at its peak (the stream, the sort order, positions,
+# units, and the sorted copies): the buffer is spilled as a run before the sort would pass the budget.
+BYTES_PER_TOKEN = 48
 
-    def __init__(self, gen_dir: Path) -> None:
+
+class IndexWriter:
+    """Assembles analysed batches in document order, then `finish()` writes one generation.
+
+    The token stream is buffered until it would need more than `memory_mb` to sort; then it is
+    sorted into a run on disk (sieve.engine.runs) and the buffer starts again. `finish()` sorts a
+    build that never spilled in memory, and merges the runs of one that did: the files are the same.
+    """
+
+    def __init__(self, gen_dir: Path, memory_mb: int = DEFAULT_MEMORY_MB) -> None:
         self.dir = gen_dir
+        self.max_tokens = max(1, memory_mb * (1 << 20) // BYTES_PER_TOKEN)
+        self.runs = Runs(gen_dir / ".runs")
+        self.spilled_tokens = 0  # tokens already sorted into runs
+        self.spilled_units = 0  # units whose tokens are all in runs
         self.vocab = Vocabulary()
         self._remaps: dict[Any, array] = {}  # analyser -> its local term id -> our term id
         self.tokens = array("i")  # term ids (first-seen numbering), in stream order
@@ -66,6 +83,33 @@ class IndexWriter:
         self.text_off.frombytes((self.text_off[-1] + np.cumsum(batch.text_len)).astype(np.int64).tobytes())
         self.doc_sections.frombytes((self.doc_sections[-1] + np.cumsum(batch.sections)).astype(np.int64).tobytes())
         self.bytes_in += len(batch.meta) + len(batch.text)
+        if len(self.tokens) >= self.max_tokens:
+            self._spill()
+
+    def _unit_tables(self) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        """(unit_len, unit_doc, unit_field) of every unit so far."""
+        unit_len = np.frombuffer(self.unit_len, dtype=np.int32)
+        doc_units = np.frombuffer(self.doc_units, dtype=np.int64)
+        unit_doc = np.repeat(np.arange(len(doc_units) - 1, dtype=np.int32), np.diff(doc_units))
+        return unit_len, unit_doc, np.frombuffer(self.unit_field, dtype=np.int8).astype(np.uint8)
+
+    def _buffered(self, unit_len: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        """(term ids, unit, position) of the buffered tokens."""
+        units = np.arange(self.spilled_units, len(unit_len), dtype=np.int32)
+        tok_unit = np.repeat(units, unit_len[self.spilled_units:])
+        tokens = np.frombuffer(self.tokens, dtype=np.int32)
+        # position = index in the whole token stream + number of units before (one gap each)
+        tok_pos = np.arange(self.spilled_tokens, self.spilled_tokens + len(tokens), dtype=np.int64) + tok_unit
+        return tokens, tok_unit, tok_pos
+
+    def _spill(self) -> None:
+        unit_len, unit_doc, unit_field = self._unit_tables()
+        tokens, tok_unit, tok_pos = self._buffered(unit_len)
+        terms = list(self.vocab.ids)
+        self.runs.spill(tokens, tok_unit, tok_pos, unit_doc, unit_field, terms.__getitem__)
+        self.spilled_tokens += len(tokens)
+        self.spilled_units = len(unit_len)
+        self.tokens = array("i")
 
     def _put(self, name: str, data: Any, dtype: Any = None) -> None:
         self.entries[name] = storage.write_array(self.dir / name, data, dtype)
@@ -87,16 +131,21 @@ class IndexWriter:
         self.entries["store.meta.sva"] = self.meta.close()
         self.entries["store.text.sva"] = self.text.close()
         n_docs = len(self.ids)
+        if self.runs.count:
+            self._spill()  # the rest of the buffer, as the last run
         terms = list(self.vocab.ids)  # first-seen order = id order; id 0 is SEPARATOR, never stored
         # Only terms that occur: a worker may have analysed a record later dropped as a duplicate.
-        used = np.bincount(np.frombuffer(self.tokens, dtype=np.int32), minlength=len(terms)) > 0
-        order = sorted(np.flatnonzero(used).tolist(), key=terms.__getitem__)
+        if self.runs.count:
+            used_ids = self.runs.used_terms().tolist()
+        else:
+            used_ids = np.flatnonzero(np.bincount(np.frombuffer(self.tokens, dtype=np.int32), minlength=len(terms)) > 0).tolist()
+        order = sorted(used_ids, key=terms.__getitem__)
         rank = np.zeros(len(terms), dtype=np.int32)
         rank[np.asarray(order, dtype=np.int64)] = np.arange(len(order), dtype=np.int32)
         sorted_terms = [terms[i].encode() for i in order]
-        del terms, order
+        del terms, order, used_ids
 
-        unit_len = np.frombuffer(self.unit_len, dtype=np.int32)
+        unit_len, unit_doc, unit_field = self._unit_tables()
         n_units = len(unit_len)
         n_tokens = int(unit_len.sum())
         unit_start = np.zeros(n_units, dtype=np.int64)
@@ -105,61 +154,39 @@ class IndexWriter:
         total_positions = int(unit_start[-1] + unit_len[-1]) if n_units else 0
         pos_dtype = np.uint32 if total_positions < 2**32 else np.uint64
         doc_units = np.frombuffer(self.doc_units, dtype=np.int64)
-        unit_doc = np.repeat(np.arange(n_docs, dtype=np.int32), np.diff(doc_units))
-        unit_field = np.frombuffer(self.unit_field, dtype=np.int8).astype(np.uint8)
-
-        tok_rank = rank[np.frombuffer(self.tokens, dtype=np.int32)]
-        tok_unit = np.repeat(np.arange(n_units, dtype=np.int32), unit_len)
-        # position = index in the token stream + number of units before (one gap each)
-        tok_pos = np.arange(n_tokens, dtype=np.int64) + tok_unit
-        order_tok = _stable_argsort(tok_rank)
-        s_rank = tok_rank[order_tok]
-        s_unit = tok_unit[order_tok]
-        del tok_rank
-        s_pos = tok_pos[order_tok].astype(pos_dtype)
-        del tok_pos, order_tok, tok_unit
-        s_doc = unit_doc[s_unit]
-        s_bit = (np.uint8(1) << unit_field[s_unit]).astype(np.uint8)
-        del s_unit
-
         n_terms = len(sorted_terms)
-        if n_tokens:
-            new = np.empty(n_tokens, dtype=bool)
-            new[0] = True
-            np.not_equal(s_rank[1:], s_rank[:-1], out=new[1:])
-            new[1:] |= s_doc[1:] != s_doc[:-1]
-            starts = np.flatnonzero(new)
-        else:
-            starts = np.zeros(0, dtype=np.int64)
-        post_doc = s_doc[starts]
-        post_tf = np.diff(np.append(starts, n_tokens)).astype(np.uint32)
-        post_mask = np.bitwise_or.reduceat(s_bit, starts) if n_tokens else np.zeros(0, np.uint8)
-        # BM25 counts only title, headings and body; author and infobox occurrences are left out.
-        text_bits = np.uint8(Field.TITLE.bit | Field.SECTION.bit | Field.BODY.bit)
-        if n_tokens:
-            post_ttf = np.add.reduceat(((s_bit & text_bits) != 0).astype(np.uint32), starts)
-        else:
-            post_ttf = np.zeros(0, np.uint32)
-        post_term = s_rank[starts]
-        text_df = np.bincount(post_term[post_ttf > 0], minlength=n_terms).astype(np.int32)
-        post_ptr = np.zeros(n_terms + 1, dtype=np.int64)
-        post_ptr[1:] = np.cumsum(np.bincount(post_term, minlength=n_terms))
-        pos_ptr = np.zeros(n_terms + 1, dtype=np.int64)
-        pos_ptr[1:] = np.cumsum(np.bincount(s_rank, minlength=n_terms))
-        del s_rank, s_doc, s_bit
 
         term_off = np.zeros(n_terms + 1, dtype=np.int64)
         term_off[1:] = np.cumsum([len(t) for t in sorted_terms])
         self._put("terms.blob.sva", np.frombuffer(b"".join(sorted_terms), dtype=np.uint8))
         self._put_offsets("terms.off.sva", term_off)
-        self._put_offsets("post.ptr.sva", post_ptr)
-        self._put("terms.df.sva", text_df)
-        self._put("post.doc.sva", post_doc, np.int32)
-        self._put_counts("post.tf", post_tf)
-        self._put_counts("post.ttf", post_ttf)
-        self._put("post.mask.sva", post_mask, np.uint8)
-        self._put_offsets("pos.ptr.sva", pos_ptr)
-        self._put("pos.data.sva", s_pos)
+        if self.runs.count:
+            merged = self.runs.merge(rank, n_terms, self.dir, pos_dtype)
+            shutil.rmtree(self.runs.dir, ignore_errors=True)
+            post_ptr, pos_ptr, text_df, n_postings = merged["post_ptr"], merged["pos_ptr"], merged["text_df"], merged["postings"]
+            self._put_offsets("post.ptr.sva", post_ptr)
+            self._put("terms.df.sva", text_df)
+            self.entries.update(merged["entries"])
+            self._put_offsets("pos.ptr.sva", pos_ptr)
+        else:
+            tokens, tok_unit, tok_pos = self._buffered(unit_len)
+            p = sort_tokens(rank[tokens], tok_unit, tok_pos, unit_doc, unit_field)
+            del tokens, tok_unit, tok_pos
+            text_df = np.bincount(p.term[p.ttf > 0], minlength=n_terms).astype(np.int32)
+            post_ptr = np.zeros(n_terms + 1, dtype=np.int64)
+            post_ptr[1:] = np.cumsum(np.bincount(p.term, minlength=n_terms))
+            pos_ptr = np.zeros(n_terms + 1, dtype=np.int64)
+            pos_ptr[1:] = np.cumsum(np.bincount(p.term, weights=p.tf, minlength=n_terms)).astype(np.int64)
+            n_postings = len(p.doc)
+            self._put_offsets("post.ptr.sva", post_ptr)
+            self._put("terms.df.sva", text_df)
+            self._put("post.doc.sva", p.doc, np.int32)
+            self._put_counts("post.tf", p.tf)
+            self._put_counts("post.ttf", p.ttf)
+            self._put("post.mask.sva", p.mask, np.uint8)
+            self._put_offsets("pos.ptr.sva", pos_ptr)
+            self._put("pos.data.sva", p.pos.astype(pos_dtype))
+            del p
         self._put("unit.start.sva", unit_start.astype(pos_dtype))
         self._put("unit.field.sva", unit_field)
         unit_section = np.frombuffer(self.unit_section, dtype=np.int32)
@@ -190,7 +217,7 @@ class IndexWriter:
             "documents": n_docs,
             "terms": n_terms,
             "tokens": n_tokens,
-            "postings": int(len(post_doc)),
+            "postings": int(n_postings),
             "units": n_units,
             "sections": len(self.text_off) - 1,
             "dated": int(np.count_nonzero(np.frombuffer(self.dates, dtype=np.int32) != NO_DATE)),
@@ -205,12 +232,3 @@ class IndexWriter:
         }
         storage.write_manifest(self.dir, body)
         return body
-
-
-def _stable_argsort(keys: np.ndarray) -> np.ndarray:
-    """Stable argsort of non-negative int32 keys as two 16-bit radix passes (about 2x numpy's
-    stable sort of int32, which is a merge sort)."""
-    if len(keys) == 0 or int(keys.max()) < 2**16:
-        return np.argsort(keys.astype(np.uint16), kind="stable")
-    first = np.argsort((keys & 0xFFFF).astype(np.uint16), kind="stable")
-    return first[np.argsort((keys[first] >> 16).astype(np.uint16), kind="stable")]

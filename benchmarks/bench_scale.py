@@ -1,0 +1,141 @@
+"""Builds at scale: peak memory, throughput, size, open cost and query latency at N documents.
+
+    python benchmarks/bench_scale.py --corpus /work/benchwork/data/man-sections.jsonl --sizes 1000000 [--memory-mb 1024] [--jobs 2]
+
+The corpus of N documents is the given corpus repeated with new ids (`ID~k` for the k-th copy) and
+its first N records, written once to --work. Each build is `sieve index` in a child process under
+/usr/bin/time -v (peak RSS of the whole process tree's largest member, as the kernel reports it).
+Then: open time, RSS after open (a fresh process), Boolean match and BM25 top-10 p50/p95 on
+queries sampled as bench_engine does (two words of a random document, AND, and OR), and the time to
+add 1,000 and delete 1,000 documents (`sieve add`, `sieve delete`: today a whole new generation).
+Prints a table and writes JSON (default benchmarks/results/scale.json).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import random
+import re
+import subprocess
+import sys
+import time
+from pathlib import Path
+from typing import Any
+
+HERE = Path(__file__).resolve().parent
+
+
+def make_corpus(src: Path, n: int, out: Path) -> Path:
+    if out.exists():
+        return out
+    tmp = out.with_suffix(".tmp")
+    written = 0
+    with open(tmp, "w", encoding="utf-8") as fh:
+        copy = 0
+        while written < n:
+            with open(src, encoding="utf-8") as f:
+                for line in f:
+                    rec = json.loads(line)
+                    if copy:
+                        rec["id"] = f"{rec['id']}~{copy}"
+                    fh.write(json.dumps(rec, ensure_ascii=False) + "\n")
+                    written += 1
+                    if written >= n:
+                        break
+            copy += 1
+    os.replace(tmp, out)
+    return out
+
+
+def timed_child(cmd: list[str]) -> tuple[float, int, str]:
+    """(seconds, peak RSS in MB, stdout) of a command run under /usr/bin/time -v."""
+    t0 = time.perf_counter()
+    p = subprocess.run(["/usr/bin/time", "-v", *cmd], capture_output=True, text=True)
+    seconds = time.perf_counter() - t0
+    if p.returncode:
+        raise SystemExit(f"{' '.join(cmd)} failed: {p.stderr[-2000:]}")
+    rss = int(re.search(r"Maximum resident set size \(kbytes\): (\d+)", p.stderr).group(1)) // 1024  # type: ignore[union-attr]
+    return seconds, rss, p.stdout
+
+
+PROBE = r"""
+import json, random, resource, sys, time
+t0 = time.perf_counter()
+import sieve
+ix = sieve.open_index(sys.argv[1])
+opened = time.perf_counter() - t0
+rss_open = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss // 1024
+from sieve.engine.analysis import analyze
+r = random.Random(3)
+qs = []
+while len(qs) < 200:
+    d = ix.document(ix.reader.doc_id(r.randrange(len(ix))))
+    w = [x for x in analyze(" ".join(s.text for s in d.sections)) if x.isalpha() and x not in ("and", "or", "not", "near", "date", "all")]
+    if len(w) >= 2:
+        a, b = r.sample(w, 2)
+        qs.append(f"{a} AND {b}" if len(qs) % 2 else f"{a} OR {b}")
+def pct(xs, q):
+    xs = sorted(xs); return round(xs[min(len(xs) - 1, int(q * len(xs)))], 3)
+m, s = [], []
+for q in qs:
+    t = time.perf_counter(); ix.match(q); m.append((time.perf_counter() - t) * 1e3)
+    t = time.perf_counter(); ix.search(q, k=10, explain=False); s.append((time.perf_counter() - t) * 1e3)
+print(json.dumps({"open_ms": round(opened * 1e3, 1), "rss_after_open_mb": rss_open, "documents": len(ix),
+                  "match_p50_ms": pct(m, .5), "match_p95_ms": pct(m, .95), "bm25_p50_ms": pct(s, .5), "bm25_p95_ms": pct(s, .95)}))
+"""
+
+
+def main() -> int:
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--corpus", type=Path, required=True)
+    ap.add_argument("--sizes", default="1000000")
+    ap.add_argument("--memory-mb", type=int, default=1024)
+    ap.add_argument("--jobs", type=int, default=2)
+    ap.add_argument("--work", type=Path, default=Path("/work/benchwork/scale"))
+    ap.add_argument("--skip-writes", action="store_true")
+    ap.add_argument("--out", type=Path, default=HERE / "results" / "scale.json")
+    args = ap.parse_args()
+    args.work.mkdir(parents=True, exist_ok=True)
+    rows: list[dict[str, Any]] = []
+    for n in [int(x) for x in args.sizes.split(",")]:
+        corpus = make_corpus(args.corpus, n, args.work / f"corpus-{n}.jsonl")
+        ix = args.work / f"index-{n}"
+        seconds, rss, _ = timed_child([sys.executable, "-m", "sieve", "index", str(corpus), str(ix), "--force", "--quiet",
+                                       "--jobs", str(args.jobs), "--memory-mb", str(args.memory_mb)])
+        probe = json.loads(subprocess.run([sys.executable, "-c", PROBE, str(ix)], capture_output=True, text=True, check=True).stdout)
+        gen = ix / (ix / "CURRENT").read_text().strip()
+        sizes = {p.name: p.stat().st_size for p in gen.iterdir() if p.is_file()}
+        row = {"documents": n, "memory_mb": args.memory_mb, "jobs": args.jobs, "build_seconds": round(seconds, 1),
+               "docs_per_second": round(n / seconds), "peak_rss_mb": rss,
+               "index_mb": round(sum(v for k, v in sizes.items() if not k.startswith("store.")) / 1e6, 1),
+               "store_mb": round(sum(v for k, v in sizes.items() if k.startswith("store.")) / 1e6, 1), **probe}
+        if not args.skip_writes:
+            batch = args.work / "add-1000.jsonl"
+            with open(batch, "w", encoding="utf-8") as fh, open(args.corpus, encoding="utf-8") as src:
+                for i, line in zip(range(1000), src):
+                    rec = json.loads(line)
+                    rec["id"] = f"added-{i}"
+                    fh.write(json.dumps(rec) + "\n")
+            row["add_1000_seconds"], row["add_peak_rss_mb"], _ = timed_child([sys.executable, "-m", "sieve", "add", str(ix), str(batch)])
+            ids = args.work / "delete-1000.txt"
+            ids.write_text("\n".join(f"added-{i}" for i in range(1000)) + "\n")
+            row["delete_1000_seconds"], _, _ = timed_child([sys.executable, "-m", "sieve", "delete", str(ix), "--ids-file", str(ids)])
+            for k in ("add_1000_seconds", "delete_1000_seconds"):
+                row[k] = round(row[k], 1)
+        rows.append(row)
+        print(json.dumps(row), flush=True)
+    args.out.parent.mkdir(parents=True, exist_ok=True)
+    args.out.write_text(json.dumps({"corpus": str(args.corpus), "rows": rows}, indent=1))
+    keys = ["documents", "build_seconds", "docs_per_second", "peak_rss_mb", "index_mb", "store_mb", "open_ms", "rss_after_open_mb",
+            "match_p50_ms", "match_p95_ms", "bm25_p50_ms", "bm25_p95_ms", "add_1000_seconds", "delete_1000_seconds"]
+    print(" | ".join(keys))
+    for r in rows:
+        print(" | ".join(str(r.get(k, "")) for k in keys))
+    print(f"wrote {args.out}")
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

@@ -1,0 +1,165 @@
+"""Building in bounded memory: the token stream sorted in runs that are spilled to disk, then merged.
+
+A build keeps its per-document and per-unit tables in memory (a few bytes per unit), but the token
+stream (one entry per word) is what grows with the corpus. When the buffered tokens pass the
+writer's budget, they are sorted into postings now (a run) and written to a temporary folder. Each
+run is ordered by term *string*, not by term id, so every run agrees with the final dictionary
+order and the merge takes, for each range of final terms, one contiguous slice from each run. Runs
+cover consecutive documents, so concatenating their slices in run order keeps each term's
+postings in document order. The merged arrays are byte for byte those of a build in one pass
+(tests/engine/test_runs.py).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Callable
+
+import numpy as np
+
+from sieve.engine import storage
+from sieve.engine.fields import Field
+
+TEXT_BITS = np.uint8(Field.TITLE.bit | Field.SECTION.bit | Field.BODY.bit)  # what BM25 counts
+CHUNK_POSTINGS = 1 << 22  # postings merged at a time (bounds the merge's memory)
+
+
+def stable_argsort(keys: np.ndarray) -> np.ndarray:
+    """Stable argsort of non-negative int32 keys as two 16-bit radix passes (about 2x numpy's
+    stable sort of int32, which is a merge sort)."""
+    if len(keys) == 0 or int(keys.max()) < 2**16:
+        return np.argsort(keys.astype(np.uint16), kind="stable")
+    first = np.argsort((keys & 0xFFFF).astype(np.uint16), kind="stable")
+    return first[np.argsort((keys[first] >> 16).astype(np.uint16), kind="stable")]
+
+
+@dataclass
+class Postings:
+    """Postings of a sorted token stream: one entry per (term, document), and the positions."""
+
+    term: np.ndarray  # the entry's term (a key whose order is the dictionary's)
+    doc: np.ndarray  # int32
+    tf: np.ndarray  # uint32: occurrences in any field
+    mask: np.ndarray  # uint8: fields it occurs in
+    ttf: np.ndarray  # uint32: occurrences in title, headings and body
+    pos: np.ndarray  # int64, grouped by entry
+
+
+def sort_tokens(keys: np.ndarray, tok_unit: np.ndarray, tok_pos: np.ndarray, unit_doc: np.ndarray, unit_field: np.ndarray) -> Postings:
+    """Postings of tokens with sort `keys` (stable: stream order within a key), each in unit
+    `tok_unit` at position `tok_pos`; `unit_doc`/`unit_field` index by unit."""
+    order = stable_argsort(keys)
+    s_key = keys[order]
+    s_unit = tok_unit[order]
+    s_pos = tok_pos[order]
+    del order
+    s_doc = unit_doc[s_unit]
+    s_bit = (np.uint8(1) << unit_field[s_unit]).astype(np.uint8)
+    del s_unit
+    n = len(s_key)
+    if n:
+        new = np.empty(n, dtype=bool)
+        new[0] = True
+        np.not_equal(s_key[1:], s_key[:-1], out=new[1:])
+        new[1:] |= s_doc[1:] != s_doc[:-1]
+        starts = np.flatnonzero(new)
+        mask = np.bitwise_or.reduceat(s_bit, starts)
+        ttf = np.add.reduceat(((s_bit & TEXT_BITS) != 0).astype(np.uint32), starts)
+    else:
+        starts = np.zeros(0, dtype=np.int64)
+        mask, ttf = np.zeros(0, np.uint8), np.zeros(0, np.uint32)
+    tf = np.diff(np.append(starts, n)).astype(np.uint32)
+    return Postings(s_key[starts], s_doc[starts].astype(np.int32), tf, mask, ttf, s_pos)
+
+
+class Runs:
+    """Spilled runs in a temporary folder, and their merge into the final posting files."""
+
+    def __init__(self, folder: Path) -> None:
+        self.dir = folder
+        self.count = 0
+
+    def spill(self, tokens: np.ndarray, tok_unit: np.ndarray, tok_pos: np.ndarray, unit_doc: np.ndarray, unit_field: np.ndarray,
+              term_of: Callable[[int], str]) -> None:
+        """Sort the buffered tokens (term ids) into a run ordered by term string, and write it."""
+        ids = np.unique(tokens)
+        by_string = sorted(ids.tolist(), key=term_of)
+        local = np.zeros(int(ids[-1]) + 1 if len(ids) else 1, dtype=np.int32)
+        local[np.asarray(by_string, dtype=np.int64)] = np.arange(len(by_string), dtype=np.int32)
+        p = sort_tokens(local[tokens], tok_unit, tok_pos, unit_doc, unit_field)
+        term_ids = np.asarray(by_string, dtype=np.int32)[p.term]
+        self.dir.mkdir(parents=True, exist_ok=True)
+        for name, arr in (("term", term_ids), ("doc", p.doc), ("tf", p.tf), ("mask", p.mask), ("ttf", p.ttf), ("pos", p.pos)):
+            np.save(self.dir / f"run{self.count}.{name}.npy", arr)
+        self.count += 1
+
+    def _load(self, i: int, name: str) -> np.ndarray:
+        return np.load(self.dir / f"run{i}.{name}.npy", mmap_mode="r")
+
+    def used_terms(self) -> np.ndarray:
+        return np.unique(np.concatenate([np.unique(self._load(i, "term")) for i in range(self.count)]))
+
+    def merge(self, rank: np.ndarray, n_terms: int, gen_dir: Path, pos_dtype: Any) -> dict[str, Any]:
+        """Write the posting files (post.*, pos.data) for final term `rank[term id]`; returns their
+        entries, post/pos pointers, text document frequencies and the number of postings."""
+        runs = []
+        for i in range(self.count):
+            term = self._load(i, "term")
+            tf = self._load(i, "tf")
+            ptr = np.zeros(len(tf) + 1, dtype=np.int64)
+            np.cumsum(tf, out=ptr[1:])
+            runs.append((rank[term], ptr, i))
+        total = sum(len(r[0]) for r in runs)
+        post_count = np.zeros(n_terms, dtype=np.int64)
+        pos_count = np.zeros(n_terms, dtype=np.int64)
+        text_df = np.zeros(n_terms, dtype=np.int64)
+        writers = {name: storage.ArrayWriter(gen_dir / f"{name}.sva", dtype) for name, dtype in
+                   (("post.doc", np.int32), ("post.mask", np.uint8), ("pos.data", pos_dtype), ("post.tf", np.uint8), ("post.ttf", np.uint8))}
+        big: dict[str, tuple[list[np.ndarray], list[np.ndarray]]] = {"post.tf": ([], []), "post.ttf": ([], [])}
+        done = 0  # postings written so far (the big counts' indices are global)
+        step = max(1, int(n_terms * CHUNK_POSTINGS / max(total, 1)))
+        for a in range(0, n_terms, step):
+            b = min(n_terms, a + step)
+            parts: dict[str, list[np.ndarray]] = {k: [] for k in ("rank", "doc", "tf", "mask", "ttf", "pos")}
+            for r_rank, ptr, i in runs:
+                lo, hi = np.searchsorted(r_rank, [a, b])
+                if lo == hi:
+                    continue
+                parts["rank"].append(np.asarray(r_rank[lo:hi]) - a)
+                for name in ("doc", "tf", "mask", "ttf"):
+                    parts[name].append(np.asarray(self._load(i, name)[lo:hi]))
+                parts["pos"].append(np.asarray(self._load(i, "pos")[ptr[lo]:ptr[hi]]))
+            if not parts["rank"]:
+                continue
+            key = np.concatenate(parts["rank"]).astype(np.int32)
+            perm = stable_argsort(key)
+            tf = np.concatenate(parts["tf"])
+            starts = np.zeros(len(tf), dtype=np.int64)
+            np.cumsum(tf[:-1], out=starts[1:])
+            lens = tf[perm].astype(np.int64)
+            idx = np.repeat(starts[perm] - np.concatenate(([0], np.cumsum(lens)[:-1])), lens) + np.arange(int(lens.sum()))
+            writers["post.doc"].append(np.concatenate(parts["doc"])[perm])
+            writers["post.mask"].append(np.concatenate(parts["mask"])[perm])
+            writers["pos.data"].append(np.concatenate(parts["pos"])[idx].astype(pos_dtype))
+            ttf = np.concatenate(parts["ttf"])[perm]
+            for name, counts in (("post.tf", tf[perm]), ("post.ttf", ttf)):
+                # As IndexWriter._put_counts: one byte each, the few of 255 or more kept exactly aside.
+                writers[name].append(np.minimum(counts, 255))
+                at = np.flatnonzero(counts >= 255)
+                big[name][0].append(at + done)
+                big[name][1].append(counts[at])
+            done += len(perm)
+            k = key[perm]
+            post_count[a:b] += np.bincount(k, minlength=b - a)
+            pos_count[a:b] += np.bincount(k, weights=lens, minlength=b - a).astype(np.int64)
+            text_df[a:b] += np.bincount(k[ttf > 0], minlength=b - a)
+        entries = {f"{name}.sva": w.close() for name, w in writers.items()}
+        for name, (where, values) in big.items():
+            entries[f"{name}.big.idx.sva"] = storage.write_array(gen_dir / f"{name}.big.idx.sva", np.concatenate(where or [np.zeros(0, np.int64)]), np.int64)
+            entries[f"{name}.big.val.sva"] = storage.write_array(gen_dir / f"{name}.big.val.sva", np.concatenate(values or [np.zeros(0, np.uint32)]), np.uint32)
+        post_ptr = np.zeros(n_terms + 1, dtype=np.int64)
+        np.cumsum(post_count, out=post_ptr[1:])
+        pos_ptr = np.zeros(n_terms + 1, dtype=np.int64)
+        np.cumsum(pos_count, out=pos_ptr[1:])
+        return {"entries": entries, "post_ptr": post_ptr, "pos_ptr": pos_ptr, "text_df": text_df.astype(np.int32), "postings": total}
