@@ -103,14 +103,18 @@ class Runs:
     def merge(self, rank: np.ndarray, n_terms: int, gen_dir: Path, pos_dtype: Any) -> dict[str, Any]:
         """Write the posting files (post.*, pos.data) for final term `rank[term id]`; returns their
         entries, post/pos pointers, text document frequencies and the number of postings."""
+        # Per run, only where each chunk of final terms starts (in postings and in positions): a
+        # per-posting table for every run at once would grow with the corpus.
+        total = sum(len(self._load(i, "tf")) for i in range(self.count))
+        step = max(1, int(n_terms * CHUNK_POSTINGS / max(total, 1)))
+        edges = np.append(np.arange(0, n_terms, step, dtype=np.int64), n_terms)
         runs = []
         for i in range(self.count):
-            term = self._load(i, "term")
-            tf = self._load(i, "tf")
-            ptr = np.zeros(len(tf) + 1, dtype=np.int64)
-            np.cumsum(tf, out=ptr[1:])
-            runs.append((rank[term], ptr, i))
-        total = sum(len(r[0]) for r in runs)
+            cut = np.searchsorted(rank[self._load(i, "term")], edges)
+            pos_at = np.zeros(len(self._load(i, "tf")) + 1, dtype=np.int64)
+            np.cumsum(self._load(i, "tf"), out=pos_at[1:])
+            runs.append((cut, pos_at[cut], i))
+            del pos_at
         post_count = np.zeros(n_terms, dtype=np.int64)
         pos_count = np.zeros(n_terms, dtype=np.int64)
         text_df = np.zeros(n_terms, dtype=np.int64)
@@ -118,18 +122,17 @@ class Runs:
                    (("post.doc", np.int32), ("post.mask", np.uint8), ("pos.data", pos_dtype), ("post.tf", np.uint8), ("post.ttf", np.uint8))}
         big: dict[str, tuple[list[np.ndarray], list[np.ndarray]]] = {"post.tf": ([], []), "post.ttf": ([], [])}
         done = 0  # postings written so far (the big counts' indices are global)
-        step = max(1, int(n_terms * CHUNK_POSTINGS / max(total, 1)))
-        for a in range(0, n_terms, step):
-            b = min(n_terms, a + step)
+        for j in range(len(edges) - 1):
+            a, b = int(edges[j]), int(edges[j + 1])
             parts: dict[str, list[np.ndarray]] = {k: [] for k in ("rank", "doc", "tf", "mask", "ttf", "pos")}
-            for r_rank, ptr, i in runs:
-                lo, hi = np.searchsorted(r_rank, [a, b])
+            for cut, pos_cut, i in runs:
+                lo, hi = int(cut[j]), int(cut[j + 1])
                 if lo == hi:
                     continue
-                parts["rank"].append(np.asarray(r_rank[lo:hi]) - a)
+                parts["rank"].append(rank[np.asarray(self._load(i, "term")[lo:hi])] - a)
                 for name in ("doc", "tf", "mask", "ttf"):
                     parts[name].append(np.asarray(self._load(i, name)[lo:hi]))
-                parts["pos"].append(np.asarray(self._load(i, "pos")[ptr[lo]:ptr[hi]]))
+                parts["pos"].append(np.asarray(self._load(i, "pos")[pos_cut[j]:pos_cut[j + 1]]))
             if not parts["rank"]:
                 continue
             key = np.concatenate(parts["rank"]).astype(np.int32)
