@@ -9,6 +9,7 @@ progress.json record what is done, so an interrupted run resumes where it stoppe
 
 from __future__ import annotations
 
+import hashlib
 import json
 import os
 import re
@@ -56,6 +57,30 @@ def document_text(index: "Index", d: int) -> str:
         parts.append(text)
         size += len(text)
     return "\n".join(parts)[:DOC_CHARS]
+
+
+def _keys(index: "Index", text: Callable[["Index", int], str], rows: range) -> np.ndarray:
+    """One 64-bit key per document: its id and the text the encoder reads. A vector computed for
+    a key can be reused by any later generation that has a document with the same key."""
+    out = np.empty(len(rows), dtype=np.uint64)
+    for i, d in enumerate(rows):
+        h = hashlib.blake2b(index.reader.doc_id(d).encode() + b"\0" + text(index, d).encode(), digest_size=8)
+        out[i] = int.from_bytes(h.digest(), "little")
+    return out
+
+
+def _reusable(directory: Path, dim: int, model: str) -> tuple[dict[int, int], Any] | None:
+    """(key -> row, vectors) of finished embeddings of an earlier generation, if they check out
+    and recorded their keys; None otherwise (then every vector is computed)."""
+    try:
+        meta = read_meta(directory)
+        if meta.get("dim") != dim or meta.get("model") != model or "keys.sva" not in meta["files"]:
+            return None
+        keys = storage.open_array(directory / "keys.sva", "keys.sva", meta["files"]["keys.sva"], verify=True)
+        vectors = storage.open_array(directory / "vectors.sva", "vectors.sva", meta["files"]["vectors.sva"], verify=True)
+        return {int(k): i for i, k in enumerate(np.asarray(keys).tolist())}, vectors
+    except (IndexDamagedError, OSError, KeyError):
+        return None
 
 
 def _write_json(path: Path, obj: dict[str, Any]) -> None:
@@ -122,6 +147,9 @@ def verify_embeddings(root: Path) -> list[str]:
         if entry != meta["files"]["hnsw.bin"]:
             raise IndexDamagedError(prefix + "hnsw.bin", "size or checksum does not match meta.json")
         checked += [prefix + n for n in ("meta.json", "vectors.sva", "hnsw.bin")]
+        if "keys.sva" in meta["files"]:  # written since embeddings are reused across changes
+            storage.verify_array(directory / "keys.sva", prefix + "keys.sva", meta["files"]["keys.sva"])
+            checked.append(prefix + "keys.sva")
     return checked
 
 
@@ -159,12 +187,15 @@ def _embed(index: "Index", model: str, encoder: Encoder | None, batch_size: int,
     meta_path, prog_path, partial = out / "meta.json", out / "progress.json", out / "vectors.partial"
     if not force and _complete(out, fp):
         return out
+    encoder = encoder or SentenceTransformerEncoder(model)
+    dim, n = encoder.dim, len(index)
+    # After a change (sieve add/delete), the documents kept have the vectors they had: read them
+    # before anything here changes. A forced embed computes everything.
+    earlier = None if force or not meta_path.exists() else _reusable(out, dim, model)
     if meta_path.exists():
         meta_path.unlink()  # the files below are about to change: nothing may vouch for them meanwhile
         storage.fsync_dir(out)
-    encoder = encoder or SentenceTransformerEncoder(model)
-    dim, n = encoder.dim, len(index)
-    done = 0
+    done = reused = 0
     if prog_path.exists() and partial.exists() and not force:
         prog = json.loads(prog_path.read_text())
         if prog.get("fingerprint") == fp and prog.get("model") == model and prog.get("dim") == dim:
@@ -176,7 +207,18 @@ def _embed(index: "Index", model: str, encoder: Encoder | None, batch_size: int,
             progress(done, n)
         while done < n:
             rows = range(done, min(done + CHUNK, n))
-            vecs = encoder.encode([text(index, d) for d in rows], batch_size=batch_size)
+            vecs = np.zeros((len(rows), dim), dtype=np.float32)
+            todo = list(range(len(rows)))
+            if earlier is not None:
+                known, old = earlier
+                found = [(i, known.get(int(k))) for i, k in enumerate(_keys(index, text, rows).tolist())]
+                hit = [(i, j) for i, j in found if j is not None]
+                if hit:
+                    vecs[[i for i, _ in hit]] = old[np.asarray([j for _, j in hit], dtype=np.int64)]
+                todo = [i for i, j in found if j is None]
+                reused += len(hit)
+            if todo:
+                vecs[todo] = encoder.encode([text(index, rows[i]) for i in todo], batch_size=batch_size)
             fh.write(np.ascontiguousarray(vecs, dtype=np.float32).tobytes())
             fh.flush()
             os.fsync(fh.fileno())
@@ -185,14 +227,16 @@ def _embed(index: "Index", model: str, encoder: Encoder | None, batch_size: int,
             if progress is not None:
                 progress(done, n)
     vectors = np.fromfile(partial, dtype=np.float32).reshape(n, dim)
-    entries = {"vectors.sva": storage.write_array(out / "vectors.sva.tmp", vectors)}
+    entries = {"vectors.sva": storage.write_array(out / "vectors.sva.tmp", vectors),
+               "keys.sva": storage.write_array(out / "keys.sva.tmp", _keys(index, text, range(n)))}
     _build_hnsw(vectors, out / "hnsw.bin.tmp")
     entries["hnsw.bin"] = _file_entry(out / "hnsw.bin.tmp")
     with open(out / "hnsw.bin.tmp", "rb") as fh:
         os.fsync(fh.fileno())
     os.replace(out / "vectors.sva.tmp", out / "vectors.sva")
+    os.replace(out / "keys.sva.tmp", out / "keys.sva")
     os.replace(out / "hnsw.bin.tmp", out / "hnsw.bin")
-    meta = {"model": model, "dim": dim, "rows": n, "fingerprint": fp, "files": entries}
+    meta = {"model": model, "dim": dim, "rows": n, "fingerprint": fp, "files": entries, "reused": reused}
     _write_json(meta_path, {**meta, "checksum": _meta_crc(meta)})
     partial.unlink()
     prog_path.unlink()
