@@ -26,7 +26,7 @@ from sieve.index import Index
 from sieve.tools import shell
 from sieve.tools.reading import ReadConfig, body_text
 from sieve.tools.safe import inline, shown
-from sieve.tools.schema import describe_params, validate
+from sieve.tools.schema import decode_arguments, describe_params
 from sieve.tools.toolset import ToolResult
 from sieve.templates import load, render
 
@@ -193,17 +193,9 @@ class FileTools:
         spec = self.tools.get(name)
         if spec is None:
             return self._result(name, f"error: there is no tool named {json.dumps(name)}; the tools are {', '.join(self.tools)}", False)
-        if arguments is None or (isinstance(arguments, str) and not arguments.strip()):
-            arguments = {}
-        if isinstance(arguments, str):
-            try:
-                arguments = json.loads(arguments)
-            except ValueError as e:
-                return self._result(name, f"{name} error: the arguments are not valid JSON ({e}). Example: {spec.example}", False)
-        args = dict(arguments) if isinstance(arguments, Mapping) else arguments
-        problem = validate(spec.parameters, args)
-        if problem:
-            return self._result(name, f"{name} error: {problem}. Example: {spec.example}", False)
+        args, problem = decode_arguments(spec.parameters, arguments, spec.example)
+        if problem is not None or args is None:
+            return self._result(name, f"{name} error: {problem}", False)
         try:
             text, ok = self._bash(args["command"]) if name == "bash" else self._read(args["path"], args.get("line", 1))  # type: ignore[index]
         except SieveError as e:  # a refusal, a missing file: the agent's to read

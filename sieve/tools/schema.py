@@ -9,6 +9,7 @@ here, so a schema can never promise a check that does not run.
 from __future__ import annotations
 
 import json
+from collections.abc import Mapping
 from typing import Any
 
 _KNOWN = {"type", "description", "properties", "required", "additionalProperties", "items", "minItems", "maxItems", "minimum", "maximum", "minLength", "maxLength", "enum", "default"}
@@ -89,6 +90,23 @@ def validate(schema: dict[str, Any], value: Any, path: str = "") -> str | None:
                 if problem:
                     return problem
     return None
+
+
+def decode_arguments(schema: dict[str, Any], raw: Any, example: str) -> tuple[dict[str, Any] | None, str | None]:
+    """A tool call's arguments (a JSON string, as models send them, a mapping, or nothing) checked
+    against `schema`: (arguments, None), or (None, what is wrong, with the `example` call)."""
+    if raw is None or (isinstance(raw, str) and not raw.strip()):
+        raw = {}
+    if isinstance(raw, str):
+        try:
+            raw = json.loads(raw)
+        except ValueError as e:
+            return None, f"the arguments are not valid JSON ({e}). Example: {example}"
+    args = dict(raw) if isinstance(raw, Mapping) else raw
+    problem = validate(schema, args)
+    if problem:
+        return None, f"{problem}. Example: {example}"
+    return args, None
 
 
 def describe_params(schema: dict[str, Any]) -> str:

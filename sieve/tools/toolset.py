@@ -22,7 +22,7 @@ from sieve.tools import cards
 from sieve.tools.cards import CardConfig, plural
 from sieve.tools.conditions import CONDITIONS, check_tools, condition
 from sieve.tools.reading import Read, ReadConfig, outline_text, read_document, read_section
-from sieve.tools.schema import describe_params, validate
+from sieve.tools.schema import decode_arguments, describe_params
 from sieve.tools.snippets import Matcher
 
 
@@ -155,17 +155,9 @@ class Toolset:
         return ToolResult(name, text, tokens, ok, facts or {})
 
     def _arguments(self, tool: Tool, arguments: str | Mapping[str, Any] | None) -> dict[str, Any]:
-        if arguments is None or (isinstance(arguments, str) and not arguments.strip()):
-            arguments = {}
-        if isinstance(arguments, str):
-            try:
-                arguments = json.loads(arguments)
-            except ValueError as e:
-                raise ToolFailure(f"the arguments are not valid JSON ({e}). Example: {tool.example}") from None
-        args = dict(arguments) if isinstance(arguments, Mapping) else arguments
-        problem = validate(tool.parameters, args)
-        if problem:
-            raise ToolFailure(f"{problem}. Example: {tool.example}")
+        args, problem = decode_arguments(tool.parameters, arguments, tool.example)
+        if problem is not None:
+            raise ToolFailure(problem)
         return args  # type: ignore[return-value]
 
     # ------------------------------------------------------------ the tools
