@@ -57,7 +57,7 @@ def cmd_eval_run(args: argparse.Namespace) -> int:
         Path(args.collection), Path(args.out), args.condition, args.ranker, args.llm_url, args.model, limit=args.limit, workers=args.workers,
         twin=args.twin, native=args.tool_style == "native", index_dir=Path(args.index_dir) if args.index_dir else None, budgets=_budgets(args),
         k=args.k, read_cap=args.read_cap, api_key=args.api_key, read_parts=args.read_parts, fmt=args.format, dates=args.dates,
-        fallback=not args.no_fallback, snippet="none" if args.no_snippets else args.snippet, diagnose=not args.no_diagnosis,
+        fallback=not args.no_fallback, snippet="none" if args.no_snippets else args.snippet, diagnose=not args.no_diagnosis, k_max=args.k_max,
     )
     keep = {k: v for k, v in s.items() if k != "per_question"}
     if args.json:
@@ -146,7 +146,7 @@ def cmd_eval_grid(args: argparse.Namespace) -> int:
     runs = run_grid(Path(args.collection), out, cells, args.llm_url, args.model, index_dir=Path(args.index_dir) if args.index_dir else None,
                     fmt=args.format, dates=args.dates, on_cell=lambda c: print(f"run {c.name}", file=sys.stderr),
                     limit=args.limit, workers=args.workers, native=args.tool_style == "native", budgets=_budgets(args), k=args.k,
-                    read_cap=args.read_cap, api_key=args.api_key, read_parts=args.read_parts, progress=not args.json)
+                    read_cap=args.read_cap, api_key=args.api_key, read_parts=args.read_parts, progress=not args.json, k_max=args.k_max)
     if not args.no_report:
         baseline = args.baseline or next((r.name for r in runs if r.name == "search-visit-bm25"), "0")
         report = ["eval", "report", *map(str, runs), "--baseline", baseline, "--out", str(out / "report")] + (["--json"] if args.json else [])
@@ -185,6 +185,7 @@ def add_commands(sub: Any) -> None:
     r.add_argument("--twin", default="structured", choices=["structured", "flat"])
     r.add_argument("--index-dir", help="where the twins' indexes live (default COLLECTION/sieve-index; for a single-file collection, NAME.sieve-index beside it)")
     r.add_argument("-k", type=int, default=5, help="results per search, and the most an agent may ask for (default 5, as the paper)")
+    r.add_argument("--k-max", type=int, help="the most results an agent may ask a search for (default: k)")
     r.add_argument("--read-cap", type=int, default=12_000, help="tokens per read; longer reads are truncated (default 12,000, as the paper)")
     r.add_argument("--read-parts", action="store_true", help="continue long reads in numbered parts instead of truncating them")
     _collection_options(r)
@@ -209,6 +210,7 @@ def add_commands(sub: Any) -> None:
     g.add_argument("--workers", type=int, default=1)
     g.add_argument("--index-dir", help="where the twins' indexes and the DCI files live (as eval run)")
     g.add_argument("-k", type=int, default=5)
+    g.add_argument("--k-max", type=int, help="the most results an agent may ask a search for (default: k)")
     g.add_argument("--read-cap", type=int, default=12_000)
     g.add_argument("--read-parts", action="store_true")
     _collection_options(g)

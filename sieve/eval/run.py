@@ -83,6 +83,7 @@ def run_collection(
     fallback: bool = True,
     snippet: str | None = None,
     diagnose: bool = True,
+    k_max: int | None = None,
 ) -> dict[str, Any]:
     """Run one condition over a collection. As the paper: `k` results per search is also the most an
     agent may ask for, and a read stops at `read_cap` tokens (`read_parts=True`: numbered parts).
@@ -104,13 +105,13 @@ def run_collection(
     on_episode = _progress(len(questions), gold) if progress else None
 
     def tools() -> Any:
-        return make_tools(index, condition, ranker if ranker != "none" else "bm25", k=k, read_cap=read_cap, k_max=k, read_parts=read_parts,
+        return make_tools(index, condition, ranker if ranker != "none" else "bm25", k=k, read_cap=read_cap, k_max=k_max or k, read_parts=read_parts,
                           fallback=fallback, snippet=snippet, diagnose=diagnose, files=root / "dci")
 
     tools()  # stages the DCI files once, before the workers start
     records = run_all([Question(q.id, q.question) for q in questions], agents, tools, traj, workers=workers, on_episode=on_episode)
     about = {"name": out_dir.name, "condition": cond.name, "family": cond.family, "ranker": ranker, "twin": twin, "model": model,
-             "collection": str(collection_dir), "format": fmt, "k": k, "read_cap": read_cap, "read_parts": read_parts,
+             "collection": str(collection_dir), "format": fmt, "k": k, "k_max": k_max or k, "read_cap": read_cap, "read_parts": read_parts,
              "max_steps": budgets.max_steps, "fallback": fallback, "diagnose": diagnose, "snippet": snippet or cond.snippet,
              "unparsed_dates": built_note(root).get("unparsed_dates", 0)}
     summary = write_summary(out_dir, records, c, questions, about)

@@ -216,3 +216,11 @@ def test_one_shot_recovers_when_the_local_count_falls_short(collection: Path, tm
     assert rec["outcome"] == "answered" and rec["answer"] == "Miguel López de Legazpi"
     assert fit["retries"] >= 1 and fit["scale"] >= 2.0 and len(rec["calls"]) == 1  # refused calls cost no tokens
     assert 2 * count_tokens(srv.requests[-1]["messages"]) + answer_budget <= window
+
+
+def test_k_max_lifts_the_cap_an_agent_may_ask_for(collection: Path, tmp_path: Path) -> None:
+    with LoopbackServer(researcher) as srv:
+        s = run_collection(collection, tmp_path / "run", "search-visit", "bm25", [srv.url], "scripted", progress=False,
+                           index_dir=tmp_path / "ix", k_max=50, limit=1)
+    first = records(tmp_path / "run")[0]["tool_calls"][0]
+    assert (s["k"], s["k_max"]) == (5, 50) and not first["result"].startswith("ranked_search error")
