@@ -103,10 +103,16 @@ class IndexWriter:
         return tokens, tok_unit, tok_pos
 
     def _spill(self) -> None:
-        unit_len, unit_doc, unit_field = self._unit_tables()
+        # Only the buffered units' tables: building them for every unit so far would make each
+        # spill cost (and hold) as much as the whole build's tables.
+        unit_len = np.frombuffer(self.unit_len, dtype=np.int32)
+        first = self.spilled_units
+        doc_units = np.frombuffer(self.doc_units, dtype=np.int64)
+        unit_doc = (np.searchsorted(doc_units, np.arange(first, len(unit_len), dtype=np.int64), side="right") - 1).astype(np.int32)
+        unit_field = np.frombuffer(self.unit_field, dtype=np.int8)[first:].astype(np.uint8)
         tokens, tok_unit, tok_pos = self._buffered(unit_len)
         terms = list(self.vocab.ids)
-        self.runs.spill(tokens, tok_unit, tok_pos, unit_doc, unit_field, terms.__getitem__)
+        self.runs.spill(tokens, tok_unit - first, tok_pos, unit_doc, unit_field, terms.__getitem__)
         self.spilled_tokens += len(tokens)
         self.spilled_units = len(unit_len)
         self.tokens = array("i")
