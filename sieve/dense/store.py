@@ -196,6 +196,7 @@ def _embed(index: "Index", model: str, encoder: Encoder | None, batch_size: int,
         meta_path.unlink()  # the files below are about to change: nothing may vouch for them meanwhile
         storage.fsync_dir(out)
     done = reused = 0
+    keys = _keys(index, text, range(n))  # once: matched against the earlier vectors, then stored with these
     if prog_path.exists() and partial.exists() and not force:
         prog = json.loads(prog_path.read_text())
         if prog.get("fingerprint") == fp and prog.get("model") == model and prog.get("dim") == dim:
@@ -211,7 +212,7 @@ def _embed(index: "Index", model: str, encoder: Encoder | None, batch_size: int,
             todo = list(range(len(rows)))
             if earlier is not None:
                 known, old = earlier
-                found = [(i, known.get(int(k))) for i, k in enumerate(_keys(index, text, rows).tolist())]
+                found = [(i, known.get(int(k))) for i, k in enumerate(keys[rows.start:rows.stop].tolist())]
                 hit = [(i, j) for i, j in found if j is not None]
                 if hit:
                     vecs[[i for i, _ in hit]] = old[np.asarray([j for _, j in hit], dtype=np.int64)]
@@ -228,7 +229,7 @@ def _embed(index: "Index", model: str, encoder: Encoder | None, batch_size: int,
                 progress(done, n)
     vectors = np.fromfile(partial, dtype=np.float32).reshape(n, dim)
     entries = {"vectors.sva": storage.write_array(out / "vectors.sva.tmp", vectors),
-               "keys.sva": storage.write_array(out / "keys.sva.tmp", _keys(index, text, range(n)))}
+               "keys.sva": storage.write_array(out / "keys.sva.tmp", keys)}
     _build_hnsw(vectors, out / "hnsw.bin.tmp")
     entries["hnsw.bin"] = _file_entry(out / "hnsw.bin.tmp")
     with open(out / "hnsw.bin.tmp", "rb") as fh:

@@ -27,7 +27,7 @@ from sieve.tools import shell
 from sieve.tools.reading import ReadConfig, body_text
 from sieve.tools.safe import inline, shown
 from sieve.tools.schema import decode_arguments, describe_params
-from sieve.tools.toolset import ToolResult
+from sieve.tools.toolset import Tool, ToolResult
 from sieve.templates import load, render
 
 FILES = "files"
@@ -131,17 +131,6 @@ class FileToolConfig:
     limits: shell.ShellLimits = field(default_factory=shell.ShellLimits)
 
 
-@dataclass(frozen=True)
-class _Spec:
-    name: str
-    description: str
-    parameters: dict[str, Any]
-    example: str
-
-    def schema(self) -> dict[str, Any]:
-        return {"type": "function", "function": {"name": self.name, "description": self.description, "parameters": self.parameters}}
-
-
 class FileTools:
     """`bash` and `read` over one staged folder, for one episode. Same surface as a Toolset."""
 
@@ -155,17 +144,19 @@ class FileTools:
         self.opened: list[str] = []  # documents read (with `read`, or printed whole by cat/head/sed...)
         self.tokens = 0
         specs = {
-            "bash": _Spec("bash", "Run one read-only command line (a pipeline of grep, find, ls, head, tail, wc, sort, uniq, cut, cat, sed, tr, nl) "
+            "bash": Tool("bash", "Run one read-only command line (a pipeline of grep, find, ls, head, tail, wc, sort, uniq, cut, cat, sed, tr, nl) "
                           "in the folder of document files.",
                           {"type": "object", "properties": {"command": {"type": "string", "minLength": 1, "description": "the command line, e.g. grep -il 'fort santiago' *.txt | head"}},
                            "required": ["command"], "additionalProperties": False},
-                          '{"command": "grep -ril \\"fort santiago\\" . | head -20"}'),
-            "read": _Spec("read", f"Read one document file from a given line ({config.read.cap:,} {self.unit} per call).",
+                          run=lambda args, facts: self._bash(args["command"]),
+                          example='{"command": "grep -ril \\"fort santiago\\" . | head -20"}'),
+            "read": Tool("read", f"Read one document file from a given line ({config.read.cap:,} {self.unit} per call).",
                           {"type": "object", "properties": {
                               "path": {"type": "string", "minLength": 1, "description": "a file name in the folder, as ls or grep -l print it"},
                               "line": {"type": "integer", "minimum": 1, "description": "the first line to read (default 1)"}},
                            "required": ["path"], "additionalProperties": False},
-                          '{"path": "Fort_Santiago.txt"}'),
+                          run=lambda args, facts: self._read(args["path"], args.get("line", 1)),
+                          example='{"path": "Fort_Santiago.txt"}'),
         }
         self.tools = {t: specs[t] for t in tools}
 
@@ -197,7 +188,7 @@ class FileTools:
         if problem is not None or args is None:
             return self._result(name, f"{name} error: {problem}", False)
         try:
-            text, ok = self._bash(args["command"]) if name == "bash" else self._read(args["path"], args.get("line", 1))  # type: ignore[index]
+            text, ok = spec.run(args, {})
         except SieveError as e:  # a refusal, a missing file: the agent's to read
             text, ok = f"{name} error: {e}", False
         return self._result(name, text, ok)
