@@ -19,6 +19,7 @@ code at vLLM is a matter of --llm-url and --model (see the README's agent sectio
 from __future__ import annotations
 
 import argparse
+import contextlib
 import json
 import os
 import socket
@@ -28,6 +29,7 @@ import tempfile
 import time
 import urllib.request
 from pathlib import Path
+from typing import Iterator
 
 import sieve
 from sieve.tools.episode import make_tools
@@ -67,6 +69,39 @@ def free_port() -> int:
         return int(s.getsockname()[1])
 
 
+@contextlib.contextmanager
+def llama_server(python: str, threads: int, n_ctx: int, log: Path, extra: list[str] | None = None) -> Iterator[tuple[str, subprocess.Popen]]:
+    """llama.cpp's OpenAI-compatible server on loopback; yields (base URL, process). `extra`: more server options."""
+    port = free_port()
+    env = {**os.environ, "OMP_WAIT_POLICY": "PASSIVE"}
+    cmd = [python, "-m", "llama_cpp.server", "--model", str(model_path()), "--host", "127.0.0.1", "--port", str(port),
+           "--n_threads", str(threads), "--n_ctx", str(n_ctx)] + (extra or [])
+    with open(log, "w") as fh:
+        server = subprocess.Popen(cmd, env=env, stdout=fh, stderr=subprocess.STDOUT)
+    url = f"http://127.0.0.1:{port}/v1"
+    try:
+        for _ in range(600):
+            if server.poll() is not None:
+                raise SystemExit(f"the llama.cpp server exited with {server.returncode} at start; see {log}")
+            try:
+                urllib.request.urlopen(url + "/models", timeout=1).read()
+                break
+            except OSError:
+                time.sleep(0.2)
+        else:
+            raise SystemExit(f"the llama.cpp server did not start; see {log}")
+        yield url, server
+    finally:
+        if server.poll() is None:
+            server.terminate()
+            try:
+                server.wait(timeout=10)
+            except subprocess.TimeoutExpired:
+                server.kill()
+                server.wait()
+
+
+
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--questions", type=int, default=6)
@@ -79,21 +114,8 @@ def main() -> int:
     ap.add_argument("--python", default=sys.executable, help="interpreter with llama-cpp-python[server] installed (default: this one)")
     args = ap.parse_args()
 
-    port = free_port()
-    env = {**os.environ, "OMP_WAIT_POLICY": "PASSIVE"}
-    cmd = [args.python, "-m", "llama_cpp.server", "--model", str(model_path()), "--host", "127.0.0.1", "--port", str(port),
-           "--n_threads", "1", "--n_ctx", "8192"] + (["--chat_format", args.chat_format] if args.chat_format else [])
-    server = subprocess.Popen(cmd, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
-    url = f"http://127.0.0.1:{port}/v1"
-    try:
-        for _ in range(300):
-            try:
-                urllib.request.urlopen(url + "/models", timeout=1).read()
-                break
-            except OSError:
-                time.sleep(0.2)
-        else:
-            raise SystemExit("the llama.cpp server did not start")
+    log = Path(tempfile.gettempdir()) / "bench-agent-llamacpp.server.log"
+    with llama_server(args.python, 1, 8192, log, ["--chat_format", args.chat_format] if args.chat_format else []) as (url, server):
         with tempfile.TemporaryDirectory() as tmp:
             wanted = {"gzip", "argparse", "smtplib", "random", "uuid", "csv", "json", "wave"}
             index = sieve.build_index([d for d in stdlib_documents() if d["id"] in wanted], Path(tmp) / "idx")
@@ -107,9 +129,6 @@ def main() -> int:
                              "tool_calls": rec["tool_calls_by_kind"], "tokens": rec["tokens"], "seconds": ep.seconds,
                              "requests_ok": sum(1 for c in ep.calls if c["attempts"] == 1)})
         crashed = server.poll()  # None while it is still serving; a negative code is the signal that killed it
-    finally:
-        server.terminate()
-        server.wait(timeout=10)
     if crashed is not None:
         print(f"warning: the llama.cpp server died during the run (exit code {crashed})", file=sys.stderr)
     result = {"model": "SmolLM2-135M-Instruct Q4_1 (llama.cpp, 1 thread)", "tool_style": args.tool_style,

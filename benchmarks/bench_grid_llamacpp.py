@@ -38,21 +38,19 @@ from __future__ import annotations
 import argparse
 import contextlib
 import json
-import os
 import random
 import re
 import shutil
 import subprocess
 import sys
 import time
-import urllib.request
 from pathlib import Path
-from typing import Any, Iterator
+from typing import Any
 
 HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE))
 
-from bench_agent_llamacpp import free_port, model_path  # noqa: E402  (the same model, found the same way)
+from bench_agent_llamacpp import llama_server  # noqa: E402  (the same model and server, started the same way)
 
 from sieve.demo_corpus import stdlib_documents  # noqa: E402
 
@@ -100,38 +98,6 @@ def build_collection(folder: Path, n_questions: int, n_docs: int, seed: int = 0)
         for n, (_, m, _) in enumerate(asked):
             f.write(f"q{n}\t{m}\t1\n")
     return {"documents": len(chosen), "questions": len(asked), "stdlib_documents": len(docs)}
-
-
-@contextlib.contextmanager
-def llama_server(python: str, threads: int, n_ctx: int, log: Path) -> Iterator[tuple[str, subprocess.Popen]]:
-    """llama.cpp's OpenAI-compatible server on loopback (as bench_agent_llamacpp starts it); yields (base URL, process)."""
-    port = free_port()
-    env = {**os.environ, "OMP_WAIT_POLICY": "PASSIVE"}
-    cmd = [python, "-m", "llama_cpp.server", "--model", str(model_path()), "--host", "127.0.0.1", "--port", str(port),
-           "--n_threads", str(threads), "--n_ctx", str(n_ctx)]
-    with open(log, "w") as fh:
-        server = subprocess.Popen(cmd, env=env, stdout=fh, stderr=subprocess.STDOUT)
-    url = f"http://127.0.0.1:{port}/v1"
-    try:
-        for _ in range(600):
-            if server.poll() is not None:
-                raise SystemExit(f"the llama.cpp server exited with {server.returncode} at start; see {log}")
-            try:
-                urllib.request.urlopen(url + "/models", timeout=1).read()
-                break
-            except OSError:
-                time.sleep(0.2)
-        else:
-            raise SystemExit(f"the llama.cpp server did not start; see {log}")
-        yield url, server
-    finally:
-        if server.poll() is None:
-            server.terminate()
-            try:
-                server.wait(timeout=10)
-            except subprocess.TimeoutExpired:
-                server.kill()
-                server.wait()
 
 
 def run_cli(argv: list[str], log: Path) -> int:
