@@ -6,9 +6,11 @@ The corpus of N documents is the given corpus repeated with new ids (`ID~k` for 
 its first N records, written once to --work. Each build is `sieve index` in a child process under
 /usr/bin/time -v (peak RSS of the whole process tree's largest member, as the kernel reports it).
 Then: open time, RSS after open (a fresh process), Boolean match and BM25 top-10 p50/p95 on
-queries sampled as bench_engine does (two words of a random document, AND, and OR), and the time to
-add 1,000 and delete 1,000 documents (`sieve add`, `sieve delete`: today a whole new generation).
-Prints a table and writes JSON (default benchmarks/results/scale.json).
+queries sampled as bench_engine does (two words of a random document, AND, and OR); then the writes:
+add 1,000 new documents (`sieve add`: one new segment), delete 1,000 of the built ones (`sieve
+delete`: a deletion bitset on the big segment), replace 1,000 (`sieve add` of known ids), the same
+query latencies over the resulting segments and deletions, and `sieve merge` back to one segment
+(with --merge). Prints a table and writes JSON (default benchmarks/results/scale.json).
 """
 
 from __future__ import annotations
@@ -71,7 +73,7 @@ from sieve.engine.analysis import analyze
 r = random.Random(3)
 qs = []
 while len(qs) < 200:
-    d = ix.document(ix.reader.doc_id(r.randrange(len(ix))))
+    d = ix.document(ix.reader.doc_id(int(r.choice(ix.doc_numbers()))))
     w = [x for x in analyze(" ".join(s.text for s in d.sections)) if x.isalpha() and x not in ("and", "or", "not", "near", "date", "all")]
     if len(w) >= 2:
         a, b = r.sample(w, 2)
@@ -82,7 +84,10 @@ m, s = [], []
 for q in qs:
     t = time.perf_counter(); ix.match(q); m.append((time.perf_counter() - t) * 1e3)
     t = time.perf_counter(); ix.search(q, k=10, explain=False); s.append((time.perf_counter() - t) * 1e3)
-print(json.dumps({"open_ms": round(opened * 1e3, 1), "rss_after_open_mb": rss_open, "documents": len(ix),
+files = ix.snapshot.files()
+print(json.dumps({"open_ms": round(opened * 1e3, 1), "rss_after_open_mb": rss_open, "documents": len(ix), "segments": len(ix.segments),
+                  "index_mb": round(sum(e["size"] for _, n, e in files if "store." not in n) / 1e6, 1),
+                  "store_mb": round(sum(e["size"] for _, n, e in files if "store." in n) / 1e6, 1),
                   "match_p50_ms": pct(m, .5), "match_p95_ms": pct(m, .95), "bm25_p50_ms": pct(s, .5), "bm25_p95_ms": pct(s, .95)}))
 """
 
@@ -95,6 +100,7 @@ def main() -> int:
     ap.add_argument("--jobs", type=int, default=2)
     ap.add_argument("--work", type=Path, default=Path("/work/benchwork/scale"))
     ap.add_argument("--skip-writes", action="store_true")
+    ap.add_argument("--merge", action="store_true", help="after the writes, time `sieve merge` back to one segment")
     ap.add_argument("--out", type=Path, default=HERE / "results" / "scale.json")
     args = ap.parse_args()
     args.work.mkdir(parents=True, exist_ok=True)
@@ -105,31 +111,34 @@ def main() -> int:
         seconds, rss, _ = timed_child([sys.executable, "-m", "sieve", "index", str(corpus), str(ix), "--force", "--quiet",
                                        "--jobs", str(args.jobs), "--memory-mb", str(args.memory_mb)])
         probe = json.loads(subprocess.run([sys.executable, "-c", PROBE, str(ix)], capture_output=True, text=True, check=True).stdout)
-        gen = ix / (ix / "CURRENT").read_text().strip()
-        sizes = {p.name: p.stat().st_size for p in gen.iterdir() if p.is_file()}
         row = {"documents": n, "memory_mb": args.memory_mb, "jobs": args.jobs, "build_seconds": round(seconds, 1),
-               "docs_per_second": round(n / seconds), "peak_rss_mb": rss,
-               "index_mb": round(sum(v for k, v in sizes.items() if not k.startswith("store.")) / 1e6, 1),
-               "store_mb": round(sum(v for k, v in sizes.items() if k.startswith("store.")) / 1e6, 1), **probe}
+               "docs_per_second": round(n / seconds), "peak_rss_mb": rss, **probe}
         if not args.skip_writes:
+            with open(args.corpus, encoding="utf-8") as src:
+                first = [json.loads(line) for line, _ in zip(src, range(3000))]
             batch = args.work / "add-1000.jsonl"
-            with open(batch, "w", encoding="utf-8") as fh, open(args.corpus, encoding="utf-8") as src:
-                for i, line in zip(range(1000), src):
-                    rec = json.loads(line)
-                    rec["id"] = f"added-{i}"
-                    fh.write(json.dumps(rec) + "\n")
+            batch.write_text("".join(json.dumps({**rec, "id": f"added-{i}"}) + "\n" for i, rec in enumerate(first[:1000])))
             row["add_1000_seconds"], row["add_peak_rss_mb"], _ = timed_child([sys.executable, "-m", "sieve", "add", str(ix), str(batch)])
-            ids = args.work / "delete-1000.txt"
-            ids.write_text("\n".join(f"added-{i}" for i in range(1000)) + "\n")
+            ids = args.work / "delete-1000.txt"  # documents of the built segment: a deletion bitset there
+            ids.write_text("".join(rec["id"] + "\n" for rec in first[1000:2000]))
             row["delete_1000_seconds"], _, _ = timed_child([sys.executable, "-m", "sieve", "delete", str(ix), "--ids-file", str(ids)])
-            for k in ("add_1000_seconds", "delete_1000_seconds"):
-                row[k] = round(row[k], 1)
+            again = args.work / "replace-1000.jsonl"  # known ids: deleted where they were, added as a new segment
+            again.write_text("".join(json.dumps({**rec, "title": rec["title"] + " (revised)"}) + "\n" for rec in first[2000:3000]))
+            row["replace_1000_seconds"], _, _ = timed_child([sys.executable, "-m", "sieve", "add", str(ix), str(again)])
+            after = json.loads(subprocess.run([sys.executable, "-c", PROBE, str(ix)], capture_output=True, text=True, check=True).stdout)
+            row.update({f"after_writes_{k}": after[k] for k in ("segments", "documents", "match_p50_ms", "bm25_p50_ms", "open_ms")})
+            if args.merge:
+                row["merge_seconds"], row["merge_peak_rss_mb"], _ = timed_child([sys.executable, "-m", "sieve", "merge", str(ix)])
+            for k in ("add_1000_seconds", "delete_1000_seconds", "replace_1000_seconds", "merge_seconds"):
+                if k in row:
+                    row[k] = round(row[k], 2)
         rows.append(row)
         print(json.dumps(row), flush=True)
     args.out.parent.mkdir(parents=True, exist_ok=True)
     args.out.write_text(json.dumps({"corpus": str(args.corpus), "rows": rows}, indent=1))
     keys = ["documents", "build_seconds", "docs_per_second", "peak_rss_mb", "index_mb", "store_mb", "open_ms", "rss_after_open_mb",
-            "match_p50_ms", "match_p95_ms", "bm25_p50_ms", "bm25_p95_ms", "add_1000_seconds", "delete_1000_seconds"]
+            "match_p50_ms", "match_p95_ms", "bm25_p50_ms", "bm25_p95_ms", "add_1000_seconds", "delete_1000_seconds",
+            "replace_1000_seconds", "after_writes_segments", "after_writes_match_p50_ms", "after_writes_bm25_p50_ms", "merge_seconds"]
     print(" | ".join(keys))
     for r in rows:
         print(" | ".join(str(r.get(k, "")) for k in keys))

@@ -42,9 +42,9 @@ def _build(corpus: Any, out: Path, force: bool, skip: bool, quiet: bool, jobs: i
     finally:
         bar.close()
     seconds = time.perf_counter() - t0
-    files = index.manifest["files"]
-    store = sum(v["size"] for k, v in files.items() if k.startswith("store."))
-    total = sum(v["size"] for v in files.values())
+    files = [(name.rsplit("/", 1)[-1], entry) for _, name, entry in index.snapshot.files()]
+    store = sum(v["size"] for k, v in files if k.startswith("store."))
+    total = sum(v["size"] for _, v in files)
     stats = index.stats
     summary = {
         "index": str(out),
@@ -117,6 +117,19 @@ def cmd_delete(args: argparse.Namespace) -> int:
         if s["not_found"]:
             shown = ", ".join(repr(i) for i in s["not_found"][:10]) + (" ..." if len(s["not_found"]) > 10 else "")
             print(f"  {len(s['not_found']):,} ids were not in the index: {shown}")
+    return 0
+
+
+def cmd_merge(args: argparse.Namespace) -> int:
+    from sieve.merges import merge_index
+
+    s = merge_index(args.index, max_segments=args.max_segments, memory_mb=args.memory_mb)
+    if args.json:
+        _print_json(s)
+    elif s["before"] == s["after"] and s["generation"]:
+        print(f"{args.index}: {s['after']} segment{'s' if s['after'] != 1 else ''}, nothing to merge")
+    else:
+        print(f"merged {s['before']} segments into {s['after']}; {args.index} holds {s['documents']:,} documents")
     return 0
 
 
@@ -370,6 +383,13 @@ def make_parser() -> argparse.ArgumentParser:
     s.add_argument("--ids-file", help="a file of ids, one per line")
     s.add_argument("--json", action="store_true")
     s.set_defaults(func=cmd_delete)
+
+    s = sub.add_parser("merge", help="merge an index's segments (and drop deleted documents from those rewritten)")
+    s.add_argument("index")
+    s.add_argument("--max-segments", type=int, default=1, help="merge down to at most this many segments (default 1)")
+    s.add_argument("--memory-mb", type=int, default=None, help="memory budget of each merge's sort, as for `sieve index`")
+    s.add_argument("--json", action="store_true")
+    s.set_defaults(func=cmd_merge)
 
     s = sub.add_parser("match", help="the exact set of documents a BQL query admits")
     s.add_argument("index")

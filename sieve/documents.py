@@ -53,6 +53,20 @@ class Document:
             out["infobox"] = dict(self.infobox)
         return out
 
+    @classmethod
+    def stored(cls, store: Any, d: int) -> "Document":
+        """Document `d` read back from an index's store (anything with `meta(d)` and `section_text(d, j)`)."""
+        meta = store.meta(d)
+        return cls(
+            id=meta["id"],
+            title=meta["title"],
+            sections=tuple(Section(h, store.section_text(d, j)) for j, h in enumerate(meta["headings"])),
+            author=meta.get("author"),
+            date=meta.get("date"),
+            infobox=meta.get("infobox", {}),
+            metadata=meta.get("metadata", {}),
+        )
+
     def to_record(self) -> dict[str, Any]:
         """The document as a corpus record (what `document_from_record` reads back)."""
         rec: dict[str, Any] = {

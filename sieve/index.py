@@ -20,11 +20,13 @@ from sieve.engine import bitset, storage
 from sieve.engine.bql import Node, parse
 from sieve.engine.bm25 import BM25Params
 from sieve.engine.decision import Decider, Explanation
-from sieve.engine.plan import Limits, Plan
+from sieve.engine.plan import Limits, Plans
 from sieve.engine.rankers import DENSE_RANKERS
-from sieve.engine.reader import FILES, IndexReader
+from sieve.engine.reader import FILES
 from sieve.engine.search import Results, Searcher, check_request
+from sieve.engine.segments import CommitEntry, Segment, Snapshot, write_commit
 if TYPE_CHECKING:
+    from sieve.merges import MergePolicy
     from sieve.writes import IndexWriter
 from sieve.errors import IndexDamagedError, IndexDirectoryError, InvalidArgumentError, SieveError, UnknownDocumentError
 
@@ -64,7 +66,7 @@ class Match:
     query: str
     count: int
     docs: np.ndarray = field(repr=False)  # internal document numbers, ascending
-    _reader: IndexReader = field(repr=False, compare=False)
+    _reader: Snapshot = field(repr=False, compare=False)
 
     @property
     def ids(self) -> list[str]:
@@ -84,28 +86,49 @@ class Index:
 
     def __init__(self, path: str | os.PathLike, verify: bool = False, limits: Limits = Limits(), bm25: BM25Params = BM25Params()) -> None:
         self.path = _as_path(path, "an index path")
-        self.generation, self.reader = _open_current(self.path, verify)
+        self.generation, self.snapshot = _open_current(self.path, verify)
+        # Document-level reads by internal number (ids, records, sections) across every segment.
+        self.reader = self.snapshot
         self.limits = limits
-        self.searcher = Searcher(self.reader, bm25)
-        self.manifest = self.reader.manifest
+        self.searcher = Searcher(self.snapshot, bm25)
+        self.manifest = self.snapshot.manifest
         self._cleanup: weakref.finalize | None = None  # set for a temporary index (build_index without a path)
         # Agents repeat queries; a plan is immutable and belongs to this reader, so caching is always right.
         self._plans = functools.lru_cache(maxsize=1024)(self._plan_of)
 
     def __len__(self) -> int:
-        return self.reader.n_docs
+        return self.snapshot.n_live
 
-    def writer(self, replace: bool = True) -> "IndexWriter":
+    @property
+    def segments(self) -> list[Segment]:
+        """The segments of the commit this Index reads, in index order."""
+        return self.snapshot.segments
+
+    def doc_numbers(self) -> np.ndarray:
+        """Every document's internal number, ascending (index order). After deletions the numbers
+        have gaps: they are positions in the index, not a count."""
+        return self.snapshot.live_ids
+
+    def writer(self, replace: bool = True, policy: "MergePolicy | None" = None) -> "IndexWriter":
         """A writing session (add, replace, delete; see sieve.writes), committed when its `with`
         block ends. Holds the index's write lock until then: IndexLockedError if another has it.
-        `replace=False` makes adding a known id an error instead of a replacement."""
+        `replace=False` makes adding a known id an error instead of a replacement. `policy`:
+        when to merge segments (sieve.merges.MergePolicy; the default suits most indexes)."""
         from sieve.writes import IndexWriter
 
-        return IndexWriter(self, replace=replace)
+        return IndexWriter(self, replace=replace, policy=policy)
+
+    def merge(self, max_segments: int = 1) -> dict[str, int]:
+        """Merge this index's segments down to `max_segments`, dropping deleted documents from
+        those rewritten, in one atomic commit (`sieve merge`). This Index keeps reading its
+        snapshot; `reopen()` sees the result."""
+        from sieve.merges import merge_index
+
+        return merge_index(self.path, max_segments)
 
     def reopen(self) -> "Index":
         """This index at its newest commit (self if nothing was committed since it was opened)."""
-        return Index(self.path, limits=self.limits, bm25=self.searcher.bm25.params) if self.retired else self
+        return Index(self.path, limits=self.limits, bm25=self.searcher.params) if self.retired else self
 
     @classmethod
     def from_documents(cls, source: "Source") -> "Index":
@@ -134,33 +157,39 @@ class Index:
 
     @property
     def stats(self) -> dict[str, int]:
+        """documents (live), dated, segments, deleted (not yet merged away), and the segments'
+        terms, tokens, postings, units and sections (summed; deleted documents count until merged)."""
         return dict(self.manifest["stats"])
 
-    def plan(self, query: str) -> Plan:
-        """The BQL `query` parsed and resolved against this index (cached). Raises BQLSyntaxError / BQLLimitError."""
+    def plan(self, query: str) -> Plans:
+        """The BQL `query` parsed and resolved against this index's segments (cached). Raises BQLSyntaxError / BQLLimitError."""
         if not isinstance(query, str):
             parse(query)  # refuses a non-string with a BQLSyntaxError; the cache cannot hash a list
         return self._plans(query)
 
-    def _plan_of(self, query: str) -> Plan:
-        return Plan.of(parse_query(query), self.reader, self.limits)
+    def _plan_of(self, query: str) -> Plans:
+        return Plans.of(parse_query(query), [s.reader for s in self.segments], self.limits)
 
     @_damage_guard
     def match(self, query: str) -> Match:
         """Documents that satisfy the BQL `query` exactly. Raises BQLSyntaxError / BQLLimitError."""
-        plan = self.plan(query)
-        docs = bitset.to_ids(self.searcher.evaluator.run(plan), len(self))
-        return Match(query=plan.query, count=len(docs), docs=docs, _reader=self.reader)
+        plans = self.plan(query)
+        docs = bitset.to_ids(self.searcher.run(plans), self.snapshot.capacity)
+        return Match(query=plans.query, count=len(docs), docs=docs, _reader=self.snapshot)
 
     @_damage_guard
     def explain(self, query: str, doc_id: str) -> "Explanation":
         """Why the document `doc_id` is admitted or rejected by `query`: the query's canonical
         tree, each node judged for this document, each leaf with where it matched or why not.
         Raises UnknownDocumentError, BQLSyntaxError, BQLLimitError."""
-        d = self.reader.doc_number(doc_id) if isinstance(doc_id, str) else -1
-        if d < 0:
+        g = self.snapshot.doc_number(doc_id) if isinstance(doc_id, str) else -1
+        if g < 0:
             raise UnknownDocumentError(str(doc_id))
-        return Decider(self.reader, self.searcher.evaluator, self.plan(query)).explain(d)
+        plans = self.plan(query)
+        seg, d = self.snapshot.locate(g)
+        j = self.segments.index(seg)
+        missing = None if self.snapshot.dense else self.snapshot.missing
+        return Decider(seg.reader, self.searcher.parts[j].evaluator, plans.parts[j], missing).explain(d)
 
     @_damage_guard
     def search(self, query: str, k: int = 5, ranker: str = "bm25", fallback: bool = True, explain: bool = True,
@@ -202,17 +231,7 @@ class Index:
         return self._document(d)
 
     def _document(self, d: int) -> Document:
-        meta = self.reader.meta(d)
-        sections = tuple(Section(h, self.reader.section_text(d, j)) for j, h in enumerate(meta["headings"]))
-        return Document(
-            id=meta["id"],
-            title=meta["title"],
-            sections=sections,
-            author=meta.get("author"),
-            date=meta.get("date"),
-            infobox=meta.get("infobox", {}),
-            metadata=meta.get("metadata", {}),
-        )
+        return Document.stored(self.snapshot, d)
 
     @_damage_guard
     def section(self, doc_id: str, j: int) -> Section:
@@ -237,25 +256,33 @@ class Index:
     def check(self) -> list[str]:
         """Verify every byte of every file; returns the names checked, raises IndexDamagedError.
 
-        CURRENT and the manifest are read again, so damage done since the index was opened is found
-        too. If a newer build has retired this Index's generation (see `retired`), the files it
-        still has open are verified instead: they are what it answers from."""
+        CURRENT and the manifests are read again, so damage done since the index was opened is
+        found too. If a newer commit has retired this Index's (see `retired`), the files it still
+        has open are verified instead: they are what it answers from."""
+        snap = self.snapshot
         if self.retired and not self.generation.is_dir():
-            for name in FILES:
-                self.reader.files[name].verify(self.manifest["files"][name]["crc32"])
-            return list(FILES)
+            names = []
+            for seg in snap.segments:
+                for name in FILES:
+                    seg.reader.files[name].verify(seg.reader.manifest["files"][name]["crc32"])
+                    names.append(name if len(snap.segments) == 1 else f"{seg.name}/{name}")
+            return names
         storage.current_generation(self.path)
         if storage.read_manifest(self.generation) != self.manifest:
             raise IndexDamagedError(storage.MANIFEST, "changed since the index was opened")
-        files = self.manifest["files"]
-        for name in FILES:
-            storage.verify_array(self.generation / name, name, files[name])
+        for seg in snap.segments:
+            if storage.read_manifest(seg.reader.dir) != seg.reader.manifest:
+                raise IndexDamagedError(f"{seg.name}/{storage.MANIFEST}", "changed since the index was opened")
+        names = []
+        for path, name, entry in snap.files():
+            storage.verify_array(path, name, entry)
+            names.append(name)
         from sieve.dense.store import verify_embeddings
 
-        return list(FILES) + verify_embeddings(self.path)
+        return names + verify_embeddings(self.path)
 
 
-def _open_current(path: Path, verify: bool) -> tuple[Path, IndexReader]:
+def _open_current(path: Path, verify: bool) -> tuple[Path, Snapshot]:
     """The generation CURRENT names, opened. A `--force` build may switch CURRENT and remove the
     old generation while this runs; then its files vanish under us, and the new one is opened.
     Damage that stays put (the same error twice, or files missing from the current generation)
@@ -270,7 +297,7 @@ def _open_current(path: Path, verify: bool) -> tuple[Path, IndexReader]:
             last = e
             continue
         try:
-            return gen, IndexReader(gen, verify=verify)
+            return gen, Snapshot(path, gen, verify=verify)
         except IndexDamagedError as e:
             try:
                 again = storage.current_generation(path)
@@ -320,11 +347,14 @@ def build_index(
         return _temporary_index(source, on_error=on_error, progress=progress, report=report, jobs=jobs, memory_mb=memory_mb)
     commit = storage.Commit(_as_path(path, "an index path"), force=force)
     try:
-        build(source, commit.gen_dir, on_error=on_error, report=report, progress=progress, jobs=jobs, memory_mb=memory_mb)
-        commit.commit()
+        where, name = commit.new_segment()
+        manifest = build(source, where, on_error=on_error, report=report, progress=progress, jobs=jobs, memory_mb=memory_mb)
+        write_commit(commit.gen_dir, [CommitEntry(name, where, manifest, new=True)],
+                     {"source": manifest.get("source"), "skipped": manifest.get("skipped", 0)})
     except BaseException:
         commit.abort()
         raise
+    commit.commit()
     return Index(path)
 
 

@@ -22,9 +22,14 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any, Iterator
 
+import numpy as np
+
+from sieve import merges
+from sieve.build import build
 from sieve.corpus import CorpusReport, OnError, Source, read_documents
 from sieve.documents import Document, checked_document
-from sieve.engine import storage
+from sieve.engine import bitset, storage
+from sieve.engine.segments import CommitEntry, write_commit
 from sieve.errors import DuplicateIdError, InvalidArgumentError
 
 
@@ -39,16 +44,17 @@ class WriteSummary:
     skipped: int = 0  # bad records skipped (add_from with on_error="skip")
     documents: int = 0  # in the index after the commit
     generation: str = ""
+    segments: int = 0  # in the index after the commit
 
     def to_dict(self) -> dict[str, Any]:
         return {"added": self.added, "replaced": self.replaced, "deleted": self.deleted, "not_found": self.not_found,
-                "skipped": self.skipped, "documents": self.documents, "generation": self.generation}
+                "skipped": self.skipped, "documents": self.documents, "generation": self.generation, "segments": self.segments}
 
 
 class IndexWriter:
     """One writing session on an index: holds the index's write lock from creation to commit."""
 
-    def __init__(self, index: Any, replace: bool = True) -> None:
+    def __init__(self, index: Any, replace: bool = True, policy: "merges.MergePolicy | None" = None) -> None:
         from sieve.index import open_index
 
         self.path = index.path
@@ -61,6 +67,7 @@ class IndexWriter:
             self.lock.release()
             raise
         self.replace = replace
+        self.policy = policy if policy is not None else merges.MergePolicy()
         self._added: dict[str, Document] = {}
         self._gone: set[str] = set()  # ids of the snapshot deleted or replaced
         self.summary = WriteSummary()
@@ -118,35 +125,47 @@ class IndexWriter:
 
     # ------------------------------------------------------------ commit
 
-    def _live(self) -> Iterator[Document]:
-        base = self.base
-        for d in range(len(base)):
-            if base.reader.doc_id(d) not in self._gone:
-                yield base._document(d)
-        yield from self._added.values()
-
     def commit(self) -> WriteSummary:
-        """Write the changes as a new generation and switch to it atomically; releases the lock."""
-        self._check_open()
-        from sieve.build import build
+        """Write the changes as a new commit and switch to it atomically; releases the lock.
 
+        The documents added become one new segment; deletions (and replacements) become new
+        deletion bitsets of the segments that held them; no existing segment is rewritten unless
+        the merge policy (sieve.merges) merges it."""
+        self._check_open()
         summary = self.summary
+        snap = self.base.snapshot
         kept = len(self.base) - len(self._gone)
-        summary.replaced = sum(1 for i in self._added if self.base.reader.doc_number(i) >= 0 and i in self._gone)
+        summary.replaced = sum(1 for i in self._added if i in self._gone)
         summary.added = len(self._added) - summary.replaced
         summary.deleted = len(self._gone) - summary.replaced
         summary.documents = kept + len(self._added)
         try:
             if not self._added and not self._gone:
                 summary.generation = self.base.generation.name
+                summary.segments = len(snap.segments)
                 return summary
+            deleted = [None if seg.deleted is None else seg.deleted.copy() for seg in snap.segments]
+            for doc_id in self._gone:
+                seg, d = snap.locate(snap.doc_number(doc_id))
+                j = snap.segments.index(seg)
+                if deleted[j] is None:
+                    deleted[j] = bitset.empty(seg.n)
+                deleted[j][d >> 6] |= np.uint64(1) << np.uint64(d & 63)
             commit = storage.Commit(self.path, force=True, lock=self.lock)
             try:
-                build(self._live(), commit.gen_dir, on_error="raise", report=CorpusReport(), progress=None, jobs=1, allow_empty=True)
-                summary.generation = commit.commit().name
+                entries = [CommitEntry(seg.name, seg.reader.dir, seg.reader.manifest, deleted[j], seg.reader)
+                           for j, seg in enumerate(snap.segments)]
+                if self._added:
+                    where, name = commit.new_segment()
+                    manifest = build(self._added.values(), where, on_error="raise", report=CorpusReport(), progress=None, jobs=1)
+                    entries.append(CommitEntry(name, where, manifest, new=True))
+                entries = merges.settle(entries, commit, self.policy)
+                write_commit(commit.gen_dir, entries)
             except BaseException:
                 commit.abort()
                 raise
+            summary.generation = commit.commit(keep={e.name for e in entries if not e.new}).name
+            summary.segments = len(entries)
             return summary
         finally:
             self._open = False

@@ -14,7 +14,7 @@ FOUNDATION = {"sieve.errors", "sieve.isodate", "sieve.templates"}
 DATA = FOUNDATION | {"sieve.documents", "sieve.corpus", "sieve.demo_corpus"}
 ENGINE = DATA | {"sieve.engine"}
 DENSE = ENGINE | {"sieve.dense", "sieve.index"}
-API = DENSE | {"sieve", "sieve.index", "sieve.build", "sieve.writes", "sieve.testing"}
+API = DENSE | {"sieve", "sieve.index", "sieve.build", "sieve.writes", "sieve.merges", "sieve.testing"}
 ENGINE_PUBLIC = {f"sieve.engine.{m}" for m in ("analysis", "fields", "bql", "deadline", "rankers", "search")}
 TOOLS = (API - {"sieve.engine", "sieve.dense"}) | ENGINE_PUBLIC | {"sieve.tools"}
 AGENT = TOOLS | {"sieve.agent"}
@@ -34,6 +34,7 @@ RULES: list[tuple[str, set[str]]] = [
     ("sieve.index", API),
     ("sieve.build", API),
     ("sieve.writes", API),
+    ("sieve.merges", API),
     ("sieve.testing", API),
     ("sieve.tools", TOOLS),
     ("sieve.agent", AGENT),

@@ -59,7 +59,7 @@ def document_text(index: "Index", d: int) -> str:
     return "\n".join(parts)[:DOC_CHARS]
 
 
-def _keys(index: "Index", text: Callable[["Index", int], str], rows: range) -> np.ndarray:
+def _keys(index: "Index", text: Callable[["Index", int], str], rows: list[int]) -> np.ndarray:
     """One 64-bit key per document: its id and the text the encoder reads. A vector computed for
     a key can be reused by any later generation that has a document with the same key."""
     out = np.empty(len(rows), dtype=np.uint64)
@@ -188,7 +188,8 @@ def _embed(index: "Index", model: str, encoder: Encoder | None, batch_size: int,
     if not force and _complete(out, fp):
         return out
     encoder = encoder or SentenceTransformerEncoder(model)
-    dim, n = encoder.dim, len(index)
+    docs = index.doc_numbers()  # one row per live document, in index order
+    dim, n = encoder.dim, len(docs)
     # After a change (sieve add/delete), the documents kept have the vectors they had: read them
     # before anything here changes. A forced embed computes everything.
     earlier = None if force or not meta_path.exists() else _reusable(out, dim, model)
@@ -196,7 +197,7 @@ def _embed(index: "Index", model: str, encoder: Encoder | None, batch_size: int,
         meta_path.unlink()  # the files below are about to change: nothing may vouch for them meanwhile
         storage.fsync_dir(out)
     done = reused = 0
-    keys = _keys(index, text, range(n))  # once: matched against the earlier vectors, then stored with these
+    keys = _keys(index, text, docs.tolist())  # once: matched against the earlier vectors, then stored with these
     if prog_path.exists() and partial.exists() and not force:
         prog = json.loads(prog_path.read_text())
         if prog.get("fingerprint") == fp and prog.get("model") == model and prog.get("dim") == dim:
@@ -219,7 +220,7 @@ def _embed(index: "Index", model: str, encoder: Encoder | None, batch_size: int,
                 todo = [i for i, j in found if j is None]
                 reused += len(hit)
             if todo:
-                vecs[todo] = encoder.encode([text(index, rows[i]) for i in todo], batch_size=batch_size)
+                vecs[todo] = encoder.encode([text(index, int(docs[rows[i]])) for i in todo], batch_size=batch_size)
             fh.write(np.ascontiguousarray(vecs, dtype=np.float32).tobytes())
             fh.flush()
             os.fsync(fh.fileno())
@@ -255,7 +256,11 @@ def _build_hnsw(vectors: np.ndarray, path: Path) -> None:
 
 
 class DenseIndex:
-    """Opened embeddings of one index; `top` ranks documents by cosine similarity to a text."""
+    """Opened embeddings of one index; `top` ranks documents by cosine similarity to a text.
+
+    Row r holds the r-th live document in index order (`docs[r]` is its internal number): after
+    deletions the internal numbers have gaps, the rows none. Arguments and results are internal
+    numbers; None as `docs` means every document."""
 
     def __init__(self, index: "Index", directory: Path, meta: dict[str, Any], encoder: Encoder | None = None) -> None:
         self.index = index
@@ -266,6 +271,11 @@ class DenseIndex:
         self._graph: Any = None
         self._last_query: tuple[str, np.ndarray] | None = None
         self.exact_max = EXACT_MAX
+        self.docs = index.doc_numbers()
+        self._identity = bool(index.snapshot.dense)  # internal number == row
+
+    def rows(self, docs: np.ndarray) -> np.ndarray:
+        return docs if self._identity else np.searchsorted(self.docs, docs)
 
     @classmethod
     def open(cls, index: "Index", model: str | None = None, encoder: Encoder | None = None) -> "DenseIndex":
@@ -311,7 +321,7 @@ class DenseIndex:
             if found != entry:
                 raise IndexDamagedError("embeddings/hnsw.bin", "size or checksum does not match meta.json")
             graph = hnswlib.Index(space="ip", dim=int(self.meta["dim"]))
-            graph.load_index(str(path), max_elements=max(1, len(self.index)))
+            graph.load_index(str(path), max_elements=max(1, len(self.docs)))
             graph.set_ef(HNSW_EF_SEARCH)
             self._graph = graph
         return self._graph
@@ -328,30 +338,34 @@ class DenseIndex:
     def exact(self, q: np.ndarray, docs: np.ndarray | None, k: int) -> tuple[np.ndarray, np.ndarray]:
         if docs is None:
             sims = self.vectors.whole() @ q
-            return top_k(np.arange(len(sims)), sims.astype(np.float64), k)
+            return top_k(self.docs, sims.astype(np.float64), k)
+        rows = self.rows(docs)
         # Gathering rows costs more than scoring them all once the set is a sizeable share.
-        sims = (self.vectors.whole() @ q)[docs] if len(docs) * 8 > len(self.vectors) else self.vectors[docs] @ q
+        sims = (self.vectors.whole() @ q)[rows] if len(rows) * 8 > len(self.vectors) else self.vectors[rows] @ q
         return top_k(docs, sims.astype(np.float64), k)
 
     def approximate(self, q: np.ndarray, bits: np.ndarray | None, k: int) -> tuple[np.ndarray, np.ndarray]:
-        n = len(self.index)
+        n = len(self.docs)
         k = min(k, n)
         if bits is None:
             labels, dist = self.graph.knn_query(q[None, :], k=k, num_threads=1)
         else:
-            flags = np.unpackbits(bits.view(np.uint8), bitorder="little")[:n].tobytes()
+            if self._identity:
+                flags = np.unpackbits(bits.view(np.uint8), bitorder="little")[:n].tobytes()
+            else:
+                flags = bitset.contains(bits, self.docs).view(np.uint8).tobytes()
             k = min(k, bitset.count(bits))
             labels, dist = self.graph.knn_query(q[None, :], k=k, num_threads=1, filter=flags.__getitem__)
-        return top_k(labels[0].astype(np.int64), 1.0 - dist[0].astype(np.float64), k)
+        return top_k(self.docs[labels[0].astype(np.int64)], 1.0 - dist[0].astype(np.float64), k)
 
     def similarity(self, text: str, docs: np.ndarray) -> np.ndarray:
         """Cosine similarity of `text` to each of `docs` (exact)."""
-        return (self.vectors[np.asarray(docs, dtype=np.int64)] @ self.query_vector(text)).astype(np.float64)
+        return (self.vectors[self.rows(np.asarray(docs, dtype=np.int64))] @ self.query_vector(text)).astype(np.float64)
 
     def top(self, text: str, docs: np.ndarray | None, bits: np.ndarray | None, k: int) -> tuple[np.ndarray, np.ndarray]:
         """The k documents (of `docs`, or of all) most similar to `text`, with cosine similarity."""
         q = self.query_vector(text)
-        size = len(self.index) if docs is None else len(docs)
+        size = len(self.docs) if docs is None else len(docs)
         if size <= self.exact_max:
             return self.exact(q, docs, k)
         return self.approximate(q, bits, k)

@@ -11,7 +11,7 @@ an explanation can never disagree with `match`.
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, Callable
 
 import numpy as np
 
@@ -75,13 +75,23 @@ def _scope(mask: int) -> str:
     return "any field" if mask == ALL_MASK else " or ".join(_fields_of(mask))
 
 
+def _missing_here(leaf: LeafPlan) -> list[str]:
+    if not leaf.unknown:
+        return []
+    return [t for t, tid in zip(leaf.terms, leaf.tids) if tid < 0] if leaf.kind != "prefix" else [leaf.terms[0] + "*"]
+
+
 class Decider:
     """Explains the decisions of one plan, document by document."""
 
-    def __init__(self, reader: IndexReader, evaluator: Evaluator, plan: Plan) -> None:
+    def __init__(self, reader: IndexReader, evaluator: Evaluator, plan: Plan,
+                 missing: Callable[[LeafPlan], list[str]] | None = None) -> None:
+        """`missing(leaf)`: the leaf's words (a prefix as `stem*`) no document of the whole index
+        has, when `reader` is one segment of several (default: those this reader lacks)."""
         self.r = reader
         self.ev = evaluator
         self.plan = plan
+        self.missing = missing if missing is not None else _missing_here
 
     def explain(self, d: int) -> Explanation:
         one = bitset.from_ids(np.array([d], dtype=np.int64), self.r.n_docs)
@@ -137,8 +147,8 @@ class Decider:
         if kind == "date":
             return self._date(leaf, d, one, q)
         admits = self._truth(leaf, d, one)
-        if leaf.unknown:
-            missing = [t for t, tid in zip(leaf.terms, leaf.tids) if tid < 0] if kind != "prefix" else [leaf.terms[0] + "*"]
+        missing = self.missing(leaf) if leaf.unknown or self.missing is not _missing_here else []
+        if missing:
             return Explanation(q, kind, admits, f"no document in the index has {', '.join(repr(m) for m in missing)}")
         pos = leaf_positions(self.r, leaf, d)
         places, n, every = self._places(pos, d, leaf.mask)

@@ -15,7 +15,7 @@ clause is a drop like any other, but a drop that would leave only NOT clauses is
 from __future__ import annotations
 
 from dataclasses import dataclass, replace
-from typing import Callable
+from typing import Callable, Sequence
 
 import numpy as np
 
@@ -130,48 +130,76 @@ def _query(clauses: list[ast.Node]) -> str:
 def diagnose(plan: Plan, evaluator: Evaluator, clause_bits: list[np.ndarray] | None = None, most: int = 8) -> Diagnosis:
     """The diagnosis of a plan that admits nothing (`clause_bits`: its clauses' sets, if already
     evaluated). At most `most` relaxations are kept, smallest change first."""
-    clauses: list[PlanNode] = list(plan.clauses)
-    n = len(clauses)
-    bits = clause_bits if clause_bits is not None else [evaluator.run(c) for c in clauses]
-    counts = tuple((str(c.node), bitset.count(b)) for c, b in zip(clauses, bits))
-    # before[i] = AND of clauses < i; after[i] = AND of clauses > i (None: nothing, the universe)
-    before: list[np.ndarray | None] = [None] * n
-    after: list[np.ndarray | None] = [None] * n
-    for i in range(1, n):
-        prev = before[i - 1]
-        before[i] = bits[i - 1] if prev is None else prev & bits[i - 1]
-    for i in range(n - 2, -1, -1):
-        nxt = after[i + 1]
-        after[i] = bits[i + 1] if nxt is None else nxt & bits[i + 1]
+    return diagnose_parts([(plan, evaluator)], None if clause_bits is None else [clause_bits], most)
 
-    def others(i: int) -> np.ndarray | None:
-        b, a = before[i], after[i]
+
+class _Part:
+    """One segment's share of a diagnosis: its clauses' sets and their running intersections."""
+
+    def __init__(self, plan: Plan, evaluator: Evaluator, bits: list[np.ndarray]) -> None:
+        self.plan, self.evaluator, self.bits = plan, evaluator, bits
+        n = len(bits)
+        # before[i] = AND of clauses < i; after[i] = AND of clauses > i (None: nothing, the universe)
+        self.before: list[np.ndarray | None] = [None] * n
+        self.after: list[np.ndarray | None] = [None] * n
+        for i in range(1, n):
+            prev = self.before[i - 1]
+            self.before[i] = bits[i - 1] if prev is None else prev & bits[i - 1]
+        for i in range(n - 2, -1, -1):
+            nxt = self.after[i + 1]
+            self.after[i] = bits[i + 1] if nxt is None else nxt & bits[i + 1]
+
+    def others(self, i: int) -> np.ndarray | None:
+        b, a = self.before[i], self.after[i]
         if b is None:
             return a
         return b if a is None else b & a
 
+    def loosened(self, i: int, loosen: Loosen) -> tuple[PlanNode | None, int]:
+        """(clause i loosened, documents it admits together with the other clauses)."""
+        looser = _rewrite(self.plan.clauses[i], loosen)
+        if looser is None:
+            return None, 0
+        rest = self.others(i)
+        if rest is not None and not rest.any():
+            return looser, 0  # the other clauses admit nothing together: no change to this one can help
+        # Positional checks run only on what the other clauses admit (exact there, as `eval` promises).
+        ev = self.evaluator
+        loose_bits = ev.eval(looser, rest) & ev.universe
+        return looser, bitset.count(loose_bits if rest is None else loose_bits & rest)
+
+
+def diagnose_parts(parts: Sequence[tuple[Plan, Evaluator]], clause_bits: list[list[np.ndarray]] | None = None, most: int = 8) -> Diagnosis:
+    """`diagnose` over an index of several segments: one (plan, evaluator) per segment, the same
+    query resolved in each; every count is the sum over the segments."""
+    split = [_Part(p, ev, clause_bits[j] if clause_bits is not None else [ev.run(c) for c in p.clauses])
+             for j, (p, ev) in enumerate(parts)]
+    first = split[0].plan
+    clauses: list[PlanNode] = list(first.clauses)
+    n = len(clauses)
+    counts = tuple((str(c.node), sum(bitset.count(part.bits[i]) for part in split)) for i, c in enumerate(clauses))
     nodes = [c.node for c in clauses]
     found: list[Relaxation] = []
     for kind, loosen in _LOOSEN:
         for i, clause in enumerate(clauses):
-            looser = _rewrite(clause, loosen)
-            if looser is None:
-                continue
-            rest = others(i)
-            if rest is not None and not rest.any():
-                continue  # the other clauses admit nothing together: no change to this one can help
-            # Positional checks run only on what the other clauses admit (exact there, as `eval` promises).
-            loose_bits = evaluator.eval(looser, rest) & evaluator.universe
-            got = bitset.count(loose_bits if rest is None else loose_bits & rest)
-            if got:
-                changed = _flatten(looser.node)
+            got, changed_node = 0, None
+            for part in split:
+                looser, c = part.loosened(i, loosen)
+                if looser is None:
+                    break  # the same tree in every segment: none loosens this way
+                changed_node = looser.node
+                got += c
+            if got and changed_node is not None:
+                changed = _flatten(changed_node)
                 found.append(Relaxation(kind, str(clause.node), str(changed), _query(nodes[:i] + [changed] + nodes[i + 1:]), got))
     if n > 1:
         for i, node in enumerate(nodes):
             if all(isinstance(m, ast.Not) for j, m in enumerate(nodes) if j != i):
                 continue  # what is left only excludes: no use to a searcher
-            rest = others(i)
-            got = bitset.count(rest) if rest is not None else 0
+            got = 0
+            for part in split:
+                rest = part.others(i)
+                got += bitset.count(rest) if rest is not None else 0
             if got:
                 found.append(Relaxation("drop", str(node), None, _query(nodes[:i] + nodes[i + 1:]), got))
     return Diagnosis(counts, tuple(found[:most]))

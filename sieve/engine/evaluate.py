@@ -21,10 +21,11 @@ _FILTER_MIN_POSITIONS = 4096
 class Evaluator:
     """Bitset algebra over one index; reads a `Plan` (the limits were checked when it was made)."""
 
-    def __init__(self, reader: IndexReader) -> None:
+    def __init__(self, reader: IndexReader, live: np.ndarray | None = None) -> None:
+        """`live`: the documents that exist (a segment's, without its deleted ones); default all."""
         self.r = reader
         self.n = reader.n_docs
-        self.universe = bitset.full(self.n)
+        self.universe = bitset.full(self.n) if live is None else live
 
     def run(self, plan: Plan | PlanNode) -> np.ndarray:
         """The exact admitted set of a plan, or of one of its nodes."""

@@ -46,12 +46,29 @@ class IndriParams:
     mu: float = 2500.0  # Dirichlet prior, Indri's default
 
 
+@dataclass(frozen=True)
+class IndriCollection:
+    """Collection counts over the live documents of every segment, for one plan."""
+
+    occurrences: dict[int, float]  # each text leaf's occurrences, by its place in plan.leaves
+    lengths: dict[int, float]  # |C_F| of each field mask
+
+
+@dataclass(frozen=True)
+class _Context:
+    collection: IndriCollection | None
+    leaf_at: dict[int, int]  # id(leaf) -> its place in plan.leaves
+
+
 class IndriScorer:
     """Scores every document of one index for a plan."""
 
-    def __init__(self, reader: IndexReader, params: IndriParams = IndriParams()) -> None:
+    def __init__(self, reader: IndexReader, params: IndriParams = IndriParams(), live: np.ndarray | None = None) -> None:
+        """`live`: boolean flags of the documents that exist (a segment's, without its deleted
+        ones; default all): only they count in `counts`."""
         self.r = reader
         self.params = params
+        self._live = slice(None) if live is None else live
         self._flen: np.ndarray | None = None  # read on first use: opening an index reads no column it may never need
         self._lengths: dict[int, tuple[np.ndarray, float]] = {}
 
@@ -70,23 +87,38 @@ class IndriScorer:
             got = self._lengths[mask] = (per_doc, float(per_doc.sum()))
         return got
 
-    def scores(self, plan: Plan) -> np.ndarray:
-        """The root's log belief for every document (-inf: excluded by a date)."""
+    def scores(self, plan: Plan, collection: "IndriCollection | None" = None) -> np.ndarray:
+        """The root's log belief for every document (-inf: excluded by a date). `collection`: the
+        collection counts when this reader is one segment of several (default: its own)."""
+        # Per call, not on self: one scorer serves every thread searching the index.
+        ctx = _Context(collection, {id(leaf): i for i, leaf in enumerate(plan.leaves)})
         with np.errstate(divide="ignore", invalid="ignore", over="ignore"):
-            return self._node(plan.root)
+            return self._node(plan.root, ctx)
+
+    def counts(self, plan: Plan) -> tuple[dict[int, float], dict[int, float]]:
+        """This reader's share of the collection counts of `plan`: (occurrences of each text leaf,
+        by its place in `plan.leaves`; |C_F| of each field mask), over documents in `live`."""
+        occurrences: dict[int, float] = {}
+        lengths: dict[int, float] = {}
+        for i, leaf in enumerate(plan.leaves):
+            if leaf.kind != "date":
+                occurrences[i] = float(self.tf(leaf)[self._live].sum())
+                if leaf.mask not in lengths:
+                    lengths[leaf.mask] = float(self.lengths(leaf.mask)[0][self._live].sum())
+        return occurrences, lengths
 
     # ------------------------------------------------------------ operators
 
-    def _node(self, node: PlanNode) -> np.ndarray:
+    def _node(self, node: PlanNode, ctx: "_Context") -> np.ndarray:
         deadline.check()
         if isinstance(node, LeafPlan):
-            return self._leaf(node)
+            return self._leaf(node, ctx)
         if isinstance(node, NotPlan):
-            return np.log1p(-np.exp(self._node(node.child)))
+            return np.log1p(-np.exp(self._node(node.child, ctx)))
         if isinstance(node, OrPlan):
             miss = np.ones(self.r.n_docs)
             for c in node.children:
-                miss *= -np.expm1(self._node(c))  # 1 - P
+                miss *= -np.expm1(self._node(c, ctx))  # 1 - P
             return np.log1p(-miss)
         assert isinstance(node, AndPlan)
         n = self.r.n_docs
@@ -97,34 +129,37 @@ class IndriScorer:
             if isinstance(c, LeafPlan) and c.kind == "date":
                 allowed &= self._in_range(c)
                 continue
-            total += self._node(c)
+            total += self._node(c, ctx)
             beliefs += 1
         mean = total / beliefs if beliefs else total
         return np.where(allowed, mean, NEG_INF)
 
     # ------------------------------------------------------------ leaves
 
-    def _leaf(self, leaf: LeafPlan) -> np.ndarray:
+    def _leaf(self, leaf: LeafPlan, ctx: "_Context") -> np.ndarray:
         if leaf.kind == "date":
             return np.where(self._in_range(leaf), 0.0, NEG_INF)
-        return self.belief(self._occurrences(leaf), leaf.mask)
-
-    def belief(self, positions: np.ndarray, mask: int) -> np.ndarray:
-        """Dirichlet-smoothed log likelihood of the occurrences at `positions` inside fields `mask`."""
-        r, n = self.r, self.r.n_docs
-        tf = np.zeros(n)
-        if len(positions):
-            units = r.units_of(positions)
-            if mask != ALL_MASK:
-                fields = np.asarray(r.unit_field)[units].astype(np.int64)
-                units = units[((np.int64(1) << fields) & mask) != 0]
-            tf = np.bincount(r.docs_of_units(units), minlength=n).astype(np.float64)
-        dl, cl = self.lengths(mask)
-        cl = cl or 1.0
+        tf = self.tf(leaf)
+        dl, cl = self.lengths(leaf.mask)
         ctf = float(tf.sum())
+        if ctx.collection is not None:
+            cl, ctf = ctx.collection.lengths[leaf.mask], ctx.collection.occurrences[ctx.leaf_at[id(leaf)]]
+        cl = cl or 1.0
         pc = ctf / cl if ctf > 0 else 0.5 / cl
         mu = self.params.mu
         return np.log((tf + mu * pc) / (dl + mu))
+
+    def tf(self, leaf: LeafPlan) -> np.ndarray:
+        """Occurrences of a text leaf in each document (float64), inside its fields."""
+        r, n = self.r, self.r.n_docs
+        positions = self._occurrences(leaf)
+        if not len(positions):
+            return np.zeros(n)
+        units = r.units_of(positions)
+        if leaf.mask != ALL_MASK:
+            fields = np.asarray(r.unit_field)[units].astype(np.int64)
+            units = units[((np.int64(1) << fields) & leaf.mask) != 0]
+        return np.bincount(r.docs_of_units(units), minlength=n).astype(np.float64)
 
     def _occurrences(self, leaf: LeafPlan) -> np.ndarray:
         """Global positions at which the leaf occurs (a phrase: its first word; NEAR: either word)."""

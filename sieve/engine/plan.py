@@ -158,6 +158,58 @@ class Plan:
         return plan
 
 
+@dataclass(frozen=True, eq=False)
+class Plans:
+    """A query resolved against each segment of an index: the same tree, one `Plan` per segment
+    (term ids and prefix ranges are a segment's own). What does not depend on a segment (the
+    canonical query, its terms, clauses and leaves as written) is read from the first."""
+
+    parts: tuple[Plan, ...]
+
+    @classmethod
+    def of(cls, node: ast.Node, readers: "list[IndexReader]", limits: Limits = Limits()) -> "Plans":
+        """Resolve `node` against every segment's reader. The positions cap holds for the whole
+        query over all segments; the prefix cap for each segment's dictionary."""
+        parts = tuple(Plan.of(node, r, limits) for r in readers)
+        if len(parts) > 1:
+            whole = Plan(parts[0].root, parts[0].query, parts[0].leaves, parts[0].positive, parts[0].clauses,
+                         volume=sum(p.volume for p in parts))
+            _check_volume(whole, limits)
+        return cls(parts)
+
+    @property
+    def first(self) -> Plan:
+        return self.parts[0]
+
+    @property
+    def query(self) -> str:
+        return self.parts[0].query
+
+    @property
+    def terms(self) -> tuple[str, ...]:
+        return self.parts[0].terms
+
+    @property
+    def stems(self) -> tuple[str, ...]:
+        return self.parts[0].stems
+
+    @property
+    def text(self) -> str:
+        return self.parts[0].text
+
+    @property
+    def clauses(self) -> tuple[PlanNode, ...]:
+        return self.parts[0].clauses
+
+    @property
+    def leaves(self) -> tuple[LeafPlan, ...]:
+        return self.parts[0].leaves
+
+    @property
+    def positive(self) -> tuple[LeafPlan, ...]:
+        return self.parts[0].positive
+
+
 class _Builder:
     def __init__(self, reader: IndexReader, limits: Limits) -> None:
         self.r = reader

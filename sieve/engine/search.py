@@ -14,14 +14,14 @@ import numpy as np
 
 from sieve.engine import bitset, deadline
 from sieve.engine.bm25 import BM25Params, idf, length_norm, term_scores
+from sieve.engine.diagnose import Diagnosis, diagnose_parts
 from sieve.engine.evaluate import Evaluator
 from sieve.engine.explain import Explainer
-from sieve.engine.diagnose import Diagnosis
-from sieve.engine.diagnose import diagnose as diagnose_plan
-from sieve.engine.plan import Plan
-from sieve.engine.indri import IndriParams, IndriScorer
+from sieve.engine.indri import IndriCollection, IndriParams, IndriScorer
+from sieve.engine.plan import Plan, Plans
 from sieve.engine.rankers import RANKER_NAMES, SOFT_RANKERS
 from sieve.engine.reader import IndexReader, search_sorted
+from sieve.engine.segments import Segment, Snapshot
 from sieve.errors import InvalidArgumentError
 
 RRF_K = 60
@@ -101,19 +101,24 @@ class _Posting:
 class BM25Scorer:
     """Vectorised BM25 over postings restricted to a candidate set."""
 
-    def __init__(self, reader: IndexReader, params: BM25Params = BM25Params()) -> None:
+    def __init__(self, reader: IndexReader, params: BM25Params = BM25Params(), avgdl: float | None = None) -> None:
+        """`avgdl`: the collection's average length, when `reader` is one segment of several
+        (default: this reader's own)."""
         self.r = reader
         self.params = params
         n = reader.n_docs
-        self.avgdl = float(np.asarray(reader.doc_len, dtype=np.float64).mean()) if n else 1.0
-        self.avgdl = self.avgdl or 1.0
+        if avgdl is None:
+            avgdl = float(np.asarray(reader.doc_len, dtype=np.float64).mean()) if n else 1.0
+        self.avgdl = avgdl or 1.0
         self.norm = length_norm(reader.doc_len, self.avgdl, params)
 
-    def _postings(self, tids: tuple[int, ...]) -> list[_Posting]:
+    def _postings(self, tids: tuple[int, ...], idfs: tuple[float, ...] | None = None) -> list[_Posting]:
+        """`idfs`: each term's idf over the whole collection (default: from this reader's statistics)."""
         r, out = self.r, []
-        for tid in tids:
+        for i, tid in enumerate(tids):
             if tid >= 0:
-                out.append(_Posting(int(r.post_ptr[tid]), int(r.post_ptr[tid + 1]), float(idf(r.n_docs, int(r.text_df[tid])))))
+                w = idfs[i] if idfs is not None else float(idf(r.n_docs, int(r.text_df[tid])))
+                out.append(_Posting(int(r.post_ptr[tid]), int(r.post_ptr[tid + 1]), w))
         return out
 
     def _at(self, p: _Posting, docs: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
@@ -125,10 +130,10 @@ class BM25Scorer:
         where = np.flatnonzero(ok)
         return where, term_scores(self.r.text_tf(p.lo, p.hi, at[where]), self.norm[docs[where]], p.idf)
 
-    def scores(self, tids: tuple[int, ...], docs: np.ndarray | None) -> tuple[np.ndarray, np.ndarray]:
+    def scores(self, tids: tuple[int, ...], docs: np.ndarray | None, idfs: tuple[float, ...] | None = None) -> tuple[np.ndarray, np.ndarray]:
         """(documents, BM25 score) of the terms `tids` (-1: absent). `docs`: the candidate set, or
         None for every document (then only documents containing a term are returned)."""
-        return self._scores(self._postings(tids), docs)
+        return self._scores(self._postings(tids, idfs), docs)
 
     def _scores(self, postings: list[_Posting], docs: np.ndarray | None) -> tuple[np.ndarray, np.ndarray]:
         r = self.r
@@ -157,7 +162,8 @@ class BM25Scorer:
             docs = np.flatnonzero(acc > 0)
         return docs, acc[docs]
 
-    def top(self, tids: tuple[int, ...], docs: np.ndarray | None, bits: np.ndarray | None, k: int) -> tuple[np.ndarray, np.ndarray]:
+    def top(self, tids: tuple[int, ...], docs: np.ndarray | None, bits: np.ndarray | None, k: int,
+            idfs: tuple[float, ...] | None = None) -> tuple[np.ndarray, np.ndarray]:
         """`top_k(*scores(tids, docs), k)` (`bits`: `docs` as a bitset), the same documents and the same scores, without
         scanning every posting of frequent terms when that provably cannot change the top k.
 
@@ -165,7 +171,7 @@ class BM25Scorer:
         terms; if the k-th best of those is at least the sum of the other terms' upper bounds (their
         idf), a document holding only those other terms scores strictly less and cannot enter.
         Contributions are added in query order, as `scores` adds them, so sums agree to the bit."""
-        postings = self._postings(tids)
+        postings = self._postings(tids, idfs)
         if len(postings) > 1:
             by_rarity = sorted(postings, key=lambda p: -p.idf)
             for split in range(1, len(by_rarity)):
@@ -197,87 +203,183 @@ def check_request(k: int, ranker: str) -> None:
         raise InvalidArgumentError(f"unknown ranker {ranker!r}; choose one of {', '.join(RANKER_NAMES)}")
 
 
-class Searcher:
-    """Search = match, then rank the admitted set (or, on zero hits, the whole collection)."""
+class SegmentSearch:
+    """One segment's share of every search: its filter, its BM25 and Indri scorers, all over its
+    live documents and with the whole collection's statistics."""
 
-    def __init__(self, reader: IndexReader, params: BM25Params = BM25Params(), indri: IndriParams = IndriParams()) -> None:
-        self.r = reader
-        self.evaluator = Evaluator(reader)
-        self.bm25 = BM25Scorer(reader, params)
-        self.indri = IndriScorer(reader, indri)
+    def __init__(self, seg: Segment, snapshot: Snapshot, params: BM25Params, indri: IndriParams) -> None:
+        self.seg = seg
+        self.reader = seg.reader
+        deleted = seg.deleted is not None
+        self.evaluator = Evaluator(seg.reader, seg.live if deleted else None)
+        # One segment with nothing deleted is its own collection: today's numbers, computed as a fresh build does.
+        self.bm25 = BM25Scorer(seg.reader, params, None if snapshot.dense else snapshot.avgdl)
+        self.indri = IndriScorer(seg.reader, indri, seg.live_flags if deleted else None)
+
+
+class Searcher:
+    """Search = match, then rank the admitted set (or, on zero hits, the whole collection), over
+    every segment of a snapshot: each segment filters and scores its own documents with the
+    collection's statistics, and the best of each are merged (equal scores in index order)."""
+
+    def __init__(self, snapshot: Snapshot, params: BM25Params = BM25Params(), indri: IndriParams = IndriParams()) -> None:
+        self.snapshot = snapshot
+        self.params = params
+        self.parts = [SegmentSearch(seg, snapshot, params, indri) for seg in snapshot.segments]
         self.dense: DenseScorer | None = None
 
-    def search(self, plan: Plan, k: int, ranker: str, fallback: bool = True, explain: bool = True, diagnose: bool = True) -> Results:
-        """The best `k` of what `plan` admits, by `ranker`. If it admits nothing and `fallback` is on,
+    # ------------------------------------------------------------ filtering
+
+    def segment_bits(self, plans: Plans) -> list[np.ndarray]:
+        """Each segment's admitted set (local numbers, live documents only)."""
+        return [part.evaluator.run(plan) for part, plan in zip(self.parts, plans.parts)]
+
+    def run(self, plans: Plans) -> np.ndarray:
+        """The exact admitted set over the snapshot's internal numbers."""
+        return self.snapshot.join(self.segment_bits(plans))
+
+    def pairs(self, plans: Plans) -> list[tuple[Plan, Evaluator]]:
+        return [(plan, part.evaluator) for part, plan in zip(self.parts, plans.parts)]
+
+    # ------------------------------------------------------------ search
+
+    def search(self, plans: Plans, k: int, ranker: str, fallback: bool = True, explain: bool = True, diagnose: bool = True) -> Results:
+        """The best `k` of what `plans` admits, by `ranker`. If it admits nothing and `fallback` is on,
         the whole collection is ranked by the positive terms instead (`Results.fallback`), and
         `Results.missing` lists the top-level clauses that match no document; with `diagnose`,
         `Results.diagnosis` says which one-step relaxations would admit documents. A non-empty
         admitted set is never broadened."""
         check_request(k, ranker)
-        bits = self.evaluator.run(plan)
-        docs = bitset.to_ids(bits, self.r.n_docs)
+        bits = self.segment_bits(plans)
+        count = sum(bitset.count(b) for b in bits)
         if ranker in SOFT_RANKERS:  # the whole collection, softly; the filter only counts
-            top, scores = self.soft(plan, ranker, k)
-            why = None
-            if not len(docs) and diagnose:
-                why = diagnose_plan(plan, self.evaluator)
-            return self._results(plan, ranker, top, scores, explain, count=len(docs), diagnosis=why)
-        if len(docs):
-            top, scores = self.rank(plan, ranker, docs, bits, k)
-            return self._results(plan, ranker, top, scores, explain, count=len(docs))
-        clause_bits = [self.evaluator.run(c) for c in plan.clauses]
-        missing = [str(c.node) for c, b in zip(plan.clauses, clause_bits) if not b.any()]
-        why = diagnose_plan(plan, self.evaluator, clause_bits) if diagnose else None
-        if not fallback or not (plan.terms or plan.text):
-            return self._results(plan, ranker, None, None, explain, missing=missing, diagnosis=why)
-        top, scores = self.rank(plan, ranker, None, None, k)
-        return self._results(plan, ranker, top, scores, explain, fallback=True, missing=missing, diagnosis=why)
+            top, scores = self.soft(plans, ranker, k)
+            why = diagnose_parts(self.pairs(plans)) if not count and diagnose else None
+            return self._results(plans, ranker, top, scores, explain, count=count, diagnosis=why)
+        if count:
+            top, scores = self.rank(plans, ranker, bits, k)
+            return self._results(plans, ranker, top, scores, explain, count=count)
+        clause_bits = [[part.evaluator.run(c) for c in plan.clauses] for part, plan in zip(self.parts, plans.parts)]
+        missing = [str(c.node) for i, c in enumerate(plans.clauses) if not any(cb[i].any() for cb in clause_bits)]
+        why = diagnose_parts(self.pairs(plans), clause_bits) if diagnose else None
+        if not fallback or not (plans.terms or plans.text):
+            return self._results(plans, ranker, None, None, explain, missing=missing, diagnosis=why)
+        top, scores = self.rank(plans, ranker, None, k)
+        return self._results(plans, ranker, top, scores, explain, fallback=True, missing=missing, diagnosis=why)
 
-    def soft(self, plan: Plan, ranker: str, k: int) -> tuple[np.ndarray, np.ndarray]:
+    def soft(self, plans: Plans, ranker: str, k: int) -> tuple[np.ndarray, np.ndarray]:
         """The Indri-style rankers: every document scored by the plan as an inference network
         (indri.py); `indri+dense` adds the dense similarity as one more belief, log((1 + cos) / 2),
         combined with the query's belief as #combine does (the mean of the two), over the union of
         each one's best FUSION_POOL documents. Documents a date excludes never appear."""
-        scores = self.indri.scores(plan)
+        scores = self.indri_scores(plans)
         alive = np.flatnonzero(np.isfinite(scores))
-        if ranker == "indri" or not plan.text or not len(alive):
+        if ranker == "indri" or not plans.text or not len(alive):
             return top_k(alive, scores[alive], k)
         if self.dense is None:
             raise InvalidArgumentError(f"the {ranker} ranker needs embeddings attached (Index.use_dense)")
         pool = max(k, FUSION_POOL)
         best, _ = top_k(alive, scores[alive], pool)
-        near, _ = self.dense.top(plan.text, None, None, pool)
+        near, _ = self.dense.top(plans.text, None, None, pool)  # embeddings hold live documents only
         cand = np.union1d(best, near[np.isfinite(scores[near])])
-        dense = np.log((1.0 + np.clip(self.dense.similarity(plan.text, cand), -1.0, 1.0)) / 2.0)
+        dense = np.log((1.0 + np.clip(self.dense.similarity(plans.text, cand), -1.0, 1.0)) / 2.0)
         return top_k(cand, (scores[cand] + dense) / 2.0, k)
 
-    def rank(self, plan: Plan, ranker: str, docs: np.ndarray | None, bits: np.ndarray | None, k: int) -> tuple[np.ndarray, np.ndarray]:
+    def indri_scores(self, plans: Plans) -> np.ndarray:
+        """Every internal number's Indri belief (-inf: excluded by a date, deleted, or no document)."""
+        snap = self.snapshot
+        if snap.dense:
+            return self.parts[0].indri.scores(plans.first)
+        occurrences: dict[int, float] = {}
+        lengths: dict[int, float] = {}
+        for part, plan in zip(self.parts, plans.parts):
+            occ, lens = part.indri.counts(plan)
+            for i, v in occ.items():
+                occurrences[i] = occurrences.get(i, 0.0) + v
+            for m, v in lens.items():
+                lengths[m] = lengths.get(m, 0.0) + v
+        collection = IndriCollection(occurrences, lengths)
+        out = np.full(snap.capacity, -np.inf)
+        for part, plan in zip(self.parts, plans.parts):
+            got = part.indri.scores(plan, collection)
+            if part.seg.deleted is not None:
+                got[~part.seg.live_flags] = -np.inf
+            out[part.seg.base : part.seg.base + part.seg.n] = got
+        return out
+
+    def bm25_top(self, plans: Plans, bits: list[np.ndarray] | None, k: int) -> tuple[np.ndarray, np.ndarray]:
+        """BM25's best k of the admitted sets `bits` (None: of the whole collection), by internal number."""
+        snap = self.snapshot
+        idfs = None
+        if not snap.dense:  # the collection's N and document frequencies, over live documents
+            idfs = tuple(float(idf(snap.n_live, snap.text_df([plan.term_ids[i] for plan in plans.parts])))
+                         for i in range(len(plans.terms)))
+        got_d: list[np.ndarray] = []
+        got_s: list[np.ndarray] = []
+        for j, (part, plan) in enumerate(zip(self.parts, plans.parts)):
+            seg = part.seg
+            if bits is None:
+                b = None if seg.deleted is None else seg.live
+                docs = None if b is None else seg.live_ids
+            else:
+                b = bits[j]
+                docs = bitset.to_ids(b, seg.n)
+                if not len(docs):
+                    continue
+            d, sc = part.bm25.top(plan.term_ids, docs, b, k, idfs)
+            if bits is None and docs is not None:  # the whole collection means documents holding a term, as with docs=None
+                keep = sc > 0
+                d, sc = d[keep], sc[keep]
+            got_d.append(d + seg.base if seg.base else d)
+            got_s.append(sc)
+        if len(got_d) == 1:
+            return got_d[0], got_s[0]
+        if not got_d:
+            return np.zeros(0, dtype=np.int64), np.zeros(0)
+        return top_k(np.concatenate(got_d), np.concatenate(got_s), k)
+
+    def rank(self, plans: Plans, ranker: str, bits: list[np.ndarray] | None, k: int) -> tuple[np.ndarray, np.ndarray]:
+        """The best k by `ranker` of each segment's admitted set `bits` (None: the whole collection)."""
         if ranker == "bm25":
-            return self.bm25.top(plan.term_ids, docs, bits, k)
+            return self.bm25_top(plans, bits, k)
         if self.dense is None:
             raise InvalidArgumentError(f"the {ranker} ranker needs embeddings attached (Index.use_dense)")
-        if not plan.text:  # nothing to compare: index order, as for BM25 with no positive term
+        docs: np.ndarray | None = None  # the whole collection (embeddings hold live documents only)
+        whole: np.ndarray | None = None
+        if bits is not None:
+            whole = self.snapshot.join(bits)
+            docs = bitset.to_ids(whole, self.snapshot.capacity)
+        if not plans.text:  # nothing to compare: index order, as for BM25 with no positive term
             order = docs if docs is not None else np.zeros(0, dtype=np.int64)
             return order[:k], np.zeros(min(k, len(order)))
         if ranker == "dense":
-            return self.dense.top(plan.text, docs, bits, k)
+            return self.dense.top(plans.text, docs, whole, k)
         pool = max(k, FUSION_POOL)
-        return rrf([self.bm25.top(plan.term_ids, docs, bits, pool)[0], self.dense.top(plan.text, docs, bits, pool)[0]], k)
+        return rrf([self.bm25_top(plans, bits, pool)[0], self.dense.top(plans.text, docs, whole, pool)[0]], k)
 
-    def _results(self, plan: Plan, ranker: str, docs: np.ndarray | None, scores: np.ndarray | None, explain: bool, count: int = 0,
+    def _results(self, plans: Plans, ranker: str, docs: np.ndarray | None, scores: np.ndarray | None, explain: bool, count: int = 0,
                  fallback: bool = False, missing: list[str] | None = None, diagnosis: Diagnosis | None = None) -> Results:
-        hits = [] if docs is None or scores is None else self._hits(plan, docs, scores, explain)
-        return Results(hits, count, plan.query, fallback, missing or [], ranker, plan.terms, plan.stems, plan.text, diagnosis)
+        hits = [] if docs is None or scores is None else self._hits(plans, docs, scores, explain)
+        return Results(hits, count, plans.query, fallback, missing or [], ranker, plans.terms, plans.stems, plans.text, diagnosis)
 
-    def _hits(self, plan: Plan, docs: np.ndarray, scores: np.ndarray, explain: bool) -> list[Hit]:
-        r = self.r
+    def _hits(self, plans: Plans, docs: np.ndarray, scores: np.ndarray, explain: bool) -> list[Hit]:
+        snap = self.snapshot
+        doc_list, score_list = docs.tolist(), scores.tolist()
         if not explain:
-            return [Hit(r.doc_id(d), rank, float(score), doc=d) for rank, (d, score) in enumerate(zip(docs.tolist(), scores.tolist()), 1)]
+            return [Hit(snap.doc_id(d), rank, float(score), doc=d) for rank, (d, score) in enumerate(zip(doc_list, score_list), 1)]
+        where: list[tuple[list, list[int]]] = [([], [])] * len(doc_list)
+        groups: dict[int, list[tuple[int, int]]] = {}  # segment -> (place in the hits, local number)
+        for at, d in enumerate(doc_list):
+            seg, local = snap.locate(d)
+            groups.setdefault(snap.segments.index(seg), []).append((at, local))
+        for j, items in groups.items():
+            found = Explainer(self.parts[j].reader, plans.parts[j]).matched_many([local for _, local in items])
+            for (at, _), w in zip(items, found):
+                where[at] = w
         hits = []
-        where = Explainer(r, plan).matched_many(docs.tolist())
-        for rank, (d, score, (fields, sections)) in enumerate(zip(docs.tolist(), scores.tolist(), where), 1):
-            headings = r.headings(d)
-            hits.append(Hit(r.doc_id(d), rank, float(score), tuple(f.label for f in fields), tuple(headings[j] for j in sections), doc=d,
+        for rank, (d, score, (fields, sections)) in enumerate(zip(doc_list, score_list, where), 1):
+            headings = snap.headings(d)
+            hits.append(Hit(snap.doc_id(d), rank, float(score), tuple(f.label for f in fields), tuple(headings[j] for j in sections), doc=d,
                             section_numbers=tuple(sections)))
         return hits
 

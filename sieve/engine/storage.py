@@ -31,8 +31,9 @@ except ImportError:  # not POSIX: builds are not locked against each other
     fcntl = None  # type: ignore[assignment]
 
 FORMAT_NAME = "sieve-index"
-FORMAT_VERSION = 2
-SUPPORTED_VERSIONS = (2,)
+FORMAT_VERSION = 3  # 3: a generation is a commit point listing segments (docs/index-format.md)
+SUPPORTED_VERSIONS = (2, 3)  # 2: a generation is one segment, read as a commit of that segment alone
+ARRAY_VERSION = 2  # the array file layout, unchanged since format 2
 
 ARRAY_MAGIC = b"SIEVEARR"
 FOOTER_MAGIC = b"SVEND\x00\x00\x00"
@@ -114,7 +115,7 @@ class ArrayWriter:
         ndim = 2 if self.columns else 1
         shape0 = self.rows
         fh.seek(0)
-        header = HEADER.pack(ARRAY_MAGIC, FORMAT_VERSION, HEADER_SIZE, self.dtype.str.encode().ljust(8, b"\0"), ndim, shape0, self.columns, self.nbytes, BLOCK_SHIFT, zlib.crc32(table))
+        header = HEADER.pack(ARRAY_MAGIC, ARRAY_VERSION, HEADER_SIZE, self.dtype.str.encode().ljust(8, b"\0"), ndim, shape0, self.columns, self.nbytes, BLOCK_SHIFT, zlib.crc32(table))
         fh.write(_seal_header(header))
         fh.flush()
         os.fsync(fh.fileno())
@@ -265,7 +266,7 @@ def open_array(path: Path, name: str, entry: dict[str, int], verify: bool = Fals
             raise IndexDamagedError(name, "header is unreadable") from None
         if magic != ARRAY_MAGIC or hsize != HEADER_SIZE:
             raise IndexDamagedError(name, "bad header (not a sieve array file)")
-        if version != FORMAT_VERSION:
+        if version != ARRAY_VERSION:
             raise IndexDamagedError(name, f"array format version {version} does not match the manifest")
         try:
             dtype = np.dtype(dtype_raw.rstrip(b"\0").decode("ascii"))
@@ -387,6 +388,13 @@ def _generation_number(name: str) -> int:
         return -1
 
 
+def _segment_number(name: str) -> int:
+    try:
+        return int(name[4:]) if name.startswith("seg-") else -1
+    except ValueError:
+        return -1
+
+
 class WriteLock:
     """An exclusive lock on an index path, held while a build or an embed writes it.
 
@@ -444,20 +452,25 @@ class WriteLock:
 
 
 class Commit:
-    """Writes a new generation beside any existing one and switches CURRENT to it atomically.
+    """Writes a new commit point (a generation) beside any existing one and switches CURRENT to it
+    atomically; new segments are written with it.
 
     A fresh index is built in a hidden sibling directory renamed into place at the end, so the
-    target either does not exist or is complete. Over an existing index, the new `gen-N` directory
-    is written under a temporary name and CURRENT is replaced with `os.replace`: readers see the old
-    complete generation or the new one, never neither (Lucene's segments_N idea).
+    target either does not exist or is complete. Over an existing index, new segments and the new
+    `gen-N` directory are written under temporary names, renamed, and CURRENT is replaced with
+    `os.replace`: readers see the old complete commit or the new one, never neither (Lucene's
+    segments_N idea). Generations and segments the new commit does not reference are removed after
+    the switch (a reader that has them open keeps its memory maps).
     """
 
     def __init__(self, root: str | os.PathLike, force: bool = False, lock: "WriteLock | None" = None) -> None:
         """`lock`: the index's write lock, already held by the caller (a writer session), who
-        releases it; otherwise the commit takes it and lets it go when it commits or aborts."""
+        releases it; otherwise the commit takes it and lets it go when it commits or aborts.
+        `force`: an existing index may be written (replaced by a build, or changed by a writer)."""
         self.root = Path(root)
         self._owns_lock = lock is None
         self.lock = lock if lock is not None else WriteLock(self.root)
+        self._segments: list[tuple[Path, str]] = []  # (where it is written, its final name)
         if self._owns_lock:
             self.lock.acquire()  # before looking: a concurrent build would delete this one's stage
         try:
@@ -486,10 +499,13 @@ class Commit:
         if self.fresh:
             self.stage = Path(tempfile.mkdtemp(prefix=f".{self.root.name}.building-", dir=parent))
             self.number = 1
+            self._next_segment = 1
             self.gen_dir = self.stage / f"gen-{self.number:06d}"
         else:
-            existing = [_generation_number(p.name) for p in self.root.iterdir()]
-            self.number = max([0] + existing) + 1
+            names = [p.name for p in self.root.iterdir()]
+            self.number = max([0] + [_generation_number(n) for n in names]) + 1
+            # Staged (hidden) and orphaned segments count too: a new one never takes their name.
+            self._next_segment = max([0] + [_segment_number(n.lstrip(".").split(".")[0]) for n in names]) + 1
             self.stage = Path(tempfile.mkdtemp(prefix=f".gen-{self.number:06d}.building-", dir=self.root))
             self.gen_dir = self.stage
         try:
@@ -498,32 +514,66 @@ class Commit:
             self.abort()
             raise
 
+    def new_segment(self) -> tuple[Path, str]:
+        """(a directory to write one new segment into, the name the commit will give it)."""
+        name = f"seg-{self._next_segment:06d}"
+        self._next_segment += 1
+        if self.fresh:
+            where = self.stage / name
+            where.mkdir()
+        else:
+            where = Path(tempfile.mkdtemp(prefix=f".{name}.building-", dir=self.root))
+        self._segments.append((where, name))
+        return where, name
+
     def abort(self) -> None:
         shutil.rmtree(self.stage, ignore_errors=True)
+        if not self.fresh:
+            for where, _ in self._segments:
+                shutil.rmtree(where, ignore_errors=True)
         self._release()
 
-    def commit(self) -> Path:
+    def commit(self, keep: "set[str] | None" = None) -> Path:
+        """Publish the commit; `keep`: the existing directories (segments) it references, which
+        survive the clean-up of everything the new commit does not need."""
         try:
-            return self._commit()
+            return self._commit(keep or set())
+        except BaseException:
+            self.abort()
+            raise
         finally:
             self._release()
 
-    def _commit(self) -> Path:
-        fsync_dir(self.gen_dir)
+    def _commit(self, keep: set[str]) -> Path:
         name = f"gen-{self.number:06d}"
+        for where, _ in self._segments:
+            fsync_dir(where)
+        fsync_dir(self.gen_dir)
         if self.fresh:
             _write_current(self.stage, name)
             os.rename(self.stage, self.root)
             fsync_dir(self.root.parent)
-        else:
-            final = self.root / name
-            os.rename(self.gen_dir, final)
-            _write_current(self.root, name)
-            for p in self.root.iterdir():  # older generations and stale temporaries; nothing else
-                stale = _generation_number(p.name) >= 0 or (p.name.startswith(".gen-") and ".building-" in p.name)
-                if p.name != name and p.is_dir() and stale:
-                    shutil.rmtree(p, ignore_errors=True)
+            return self.root / name
+        new = {seg for _, seg in self._segments}
+        for where, seg in self._segments:
+            os.rename(where, self.root / seg)
+        self._segments = []  # in place now: an abort must not remove them (they are unreferenced until CURRENT moves)
+        fsync_dir(self.root)
+        os.rename(self.gen_dir, self.root / name)
+        _write_current(self.root, name)
+        clean(self.root, keep | new | {name})
         return self.root / name
+
+
+def clean(root: Path, referenced: set[str]) -> None:
+    """Remove what no commit needs: older generations, segments `referenced` does not name, and
+    temporaries of killed writes. Only a writer holding the lock may call this."""
+    for p in root.iterdir():
+        name = p.name
+        ours = _generation_number(name) >= 0 or _segment_number(name) >= 0
+        stale = name.startswith((".gen-", ".seg-")) and ".building-" in name
+        if p.is_dir() and (stale or (ours and name not in referenced)):
+            shutil.rmtree(p, ignore_errors=True)
 
 
 def _write_current(root: Path, name: str) -> None:

@@ -111,7 +111,7 @@ def stage_collection(index: Index, root: Path) -> Staged:
         if source.exists() and source.read_text(encoding="utf-8") == _source(index):
             return open_stage(root)
         shutil.rmtree(root)  # staged from another build of the collection
-    staged = _write_stage(root, index, (index.reader.doc_id(d) for d in range(len(index))))
+    staged = _write_stage(root, index, (index.reader.doc_id(d) for d in index.doc_numbers().tolist()))
     source.write_text(_source(index), encoding="utf-8")
     return staged
 

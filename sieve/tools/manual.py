@@ -24,7 +24,7 @@ _HOLDS = {Field.TITLE: "the title", Field.SECTION: "section headings", Field.BOD
 
 def field_counts(index: object) -> dict[Field, int]:
     """Documents with at least one term in each field (the index's per-field lengths)."""
-    flen = np.asarray(index.reader.field_len)  # type: ignore[attr-defined]
+    flen = index.snapshot.field_lengths()  # type: ignore[attr-defined]
     return {f: int(np.count_nonzero(flen[:, int(f)])) if len(flen) else 0 for f in Field}
 
 

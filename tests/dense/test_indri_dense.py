@@ -31,7 +31,7 @@ def index() -> sieve.Index:
 def test_indri_plus_dense_is_the_mean_of_the_two_beliefs(index: sieve.Index, query: str) -> None:
     r = index.search(query, ranker="indri+dense", k=10)
     plan = index.plan(query)
-    indri = index.searcher.indri.scores(plan)
+    indri = index.searcher.indri_scores(plan)
     q = HashEncoder(64).encode([plan.text])[0]
     vectors = np.asarray(index.searcher.dense.vectors.whole())  # type: ignore[union-attr]
     assert len(r.hits) == 10

@@ -31,7 +31,7 @@ def corpus(path: Path, extra: list[str] = ()) -> Path:  # type: ignore[assignmen
 
 
 def files(index: sieve.Index) -> dict[str, bytes]:
-    return {name: (index.generation / name).read_bytes() for name in index.manifest["files"]}
+    return {name: path.read_bytes() for path, name, _ in index.snapshot.files()}
 
 
 def test_parallel_and_local_builds_are_byte_identical(tmp_path: Path) -> None:

@@ -15,7 +15,7 @@ from test_match_oracle import HYPOTHESIS, Corpus, _Draws, gen_corpus, gen_tree, 
 import oracle
 import sieve
 from sieve.engine.bql import And, Not
-from sieve.engine.diagnose import KINDS, diagnose
+from sieve.engine.diagnose import KINDS, diagnose_parts
 from sieve.index import parse_query
 
 
@@ -34,7 +34,7 @@ def zero_hit_conjunctions(r: Any, c: Corpus, want: int) -> list[str]:
 def check(c: Corpus, query: str) -> None:
     ix = c.index
     plan = ix.plan(query)
-    d = diagnose(plan, ix.searcher.evaluator, most=1000)
+    d = diagnose_parts(ix.searcher.pairs(plan), most=1000)
     for clause, count in d.clauses:
         assert count == len(oracle.evaluate(parse_query(clause), c.docs)), (query, clause)
     for x in d.relaxations:

@@ -59,7 +59,7 @@ def test_force_switches_generations_atomically(built: Path) -> None:
     old = sieve.open_index(built)
     new = sieve.build_index([{"id": "x", "title": "heatwave again"}], built, force=True)
     assert new.match("heatwave").ids == ["x"]
-    assert sorted(p.name for p in built.iterdir()) == ["CURRENT", "gen-000002"]
+    assert sorted(p.name for p in built.iterdir()) == ["CURRENT", "gen-000002", "seg-000002"]
     # A reader opened before the switch keeps answering from its own generation.
     assert old.match("heatwave").ids == ["d1", "d3"]
 
@@ -82,7 +82,7 @@ def test_failed_rebuild_keeps_the_old_index(built: Path) -> None:
     with pytest.raises(sieve.CorpusError):
         sieve.build_index([{"id": "z"}, {"id": "z"}], built, force=True)
     assert answers(sieve.open_index(built))[0] == ["d1", "d3"]
-    assert sorted(p.name for p in built.iterdir()) == ["CURRENT", "gen-000001"]
+    assert sorted(p.name for p in built.iterdir()) == ["CURRENT", "gen-000001", "seg-000001"]
 
 
 def test_missing_index(tmp_path: Path) -> None:
@@ -99,9 +99,14 @@ def _gen(built: Path) -> Path:
     return storage.current_generation(built)
 
 
+def _seg(built: Path) -> Path:
+    """The directory of the index's one segment (its array files)."""
+    return built / storage.read_manifest(_gen(built))["segments"][0]["name"]
+
+
 @pytest.mark.parametrize("name", FILES)
 def test_truncated_file_is_detected(built: Path, name: str) -> None:
-    path = _gen(built) / name
+    path = _seg(built) / name
     data = path.read_bytes()
     path.write_bytes(data[: len(data) - 1])
     with pytest.raises(IndexDamagedError) as info:
@@ -112,7 +117,7 @@ def test_truncated_file_is_detected(built: Path, name: str) -> None:
 
 @pytest.mark.parametrize("name", FILES)
 def test_flipped_bit_is_detected(built: Path, name: str) -> None:
-    path = _gen(built) / name
+    path = _seg(built) / name
     data = bytearray(path.read_bytes())
     for offset in (3, storage.HEADER_SIZE, len(data) // 2, len(data) - 2):
         damaged = bytearray(data)
@@ -127,7 +132,7 @@ def test_flipped_bit_is_detected(built: Path, name: str) -> None:
 
 def test_check_finds_damage_in_big_files_that_open_does_not_read(built: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setattr(storage, "VERIFY_ON_OPEN_BYTES", 0)
-    path = _gen(built) / "store.text.sva"
+    path = _seg(built) / "store.text.sva"
     data = bytearray(path.read_bytes())
     data[storage.HEADER_SIZE + 5] ^= 0x01
     path.write_bytes(bytes(data))
@@ -159,7 +164,7 @@ def test_other_format_versions(built: Path, version: int, word: str) -> None:
     storage.write_manifest(gen, body)
     with pytest.raises(IndexFormatError) as info:
         sieve.open_index(built)
-    assert f"index format version {version} at {gen} is {word} than this sieve supports (2)" in str(info.value)
+    assert f"index format version {version} at {gen} is {word} than this sieve supports (2, 3)" in str(info.value)
     assert info.value.found == version
 
 

@@ -62,7 +62,7 @@ def test_the_analyzer_count_sees_every_caller(gold: sieve.Index, counted: Counte
 
 
 def plan(index: sieve.Index, query: str, limits: Limits = Limits()) -> Plan:
-    return Plan.of(parse_query(query), index.reader, limits)
+    return Plan.of(parse_query(query), index.segments[0].reader, limits)
 
 
 def test_leaves_are_resolved_to_what_runs(gold: sieve.Index) -> None:
@@ -72,9 +72,9 @@ def test_leaves_are_resolved_to_what_runs(gold: sieve.Index) -> None:
                      ("date", ()), ("term", ("snow",))]
     by_kind = {leaf.kind: leaf for leaf in reversed(p.leaves)}  # the first leaf of each kind
     assert by_kind["phrase"].unknown and by_kind["phrase"].tids[0] < 0  # no `o` or `rdonly` in this corpus
-    assert not by_kind["term"].unknown and by_kind["term"].tids[0] == gold.reader.term_id("heatwave")
+    assert not by_kind["term"].unknown and by_kind["term"].tids[0] == gold.segments[0].reader.term_id("heatwave")
     lo, hi = by_kind["prefix"].term_range
-    assert [gold.reader.terms[i].decode() for i in range(lo, hi)] == ["closed", "closure", "closures"]
+    assert [gold.segments[0].reader.terms[i].decode() for i in range(lo, hi)] == ["closed", "closure", "closures"]
     assert by_kind["prefix"].mask == 1  # title only
     assert by_kind["date"].dates == (20220101, 20221231)
     assert by_kind["near"].distance == 2
@@ -83,7 +83,7 @@ def test_leaves_are_resolved_to_what_runs(gold: sieve.Index) -> None:
 def test_whole_query_facts(gold: sieve.Index) -> None:
     p = plan(gold, 'Heatwave "school closure" OR clos* NOT (snow OR heat) AND NEAR/3(many, schools) date[2022]')
     assert p.terms == ("heatwave", "school", "closure", "many", "schools")  # positive, each once, query order; no prefix
-    assert p.term_ids == tuple(gold.reader.term_id(t) for t in p.terms)
+    assert p.term_ids == tuple(gold.segments[0].reader.term_id(t) for t in p.terms)
     assert p.stems == ("clos",)
     assert p.text == "Heatwave school closure clos many schools"  # as written: what a dense encoder reads
     assert p.query == str(parse_query('Heatwave "school closure" OR clos* NOT (snow OR heat) AND NEAR/3(many, schools) date[2022]'))

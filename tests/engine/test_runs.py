@@ -34,8 +34,8 @@ def spills(monkeypatch: pytest.MonkeyPatch) -> list[int]:
 
 
 def files(path: Path) -> dict[str, bytes]:
-    gen = path / (path / "CURRENT").read_text().strip()
-    return {p.name: p.read_bytes() for p in sorted(gen.iterdir()) if p.name != "MANIFEST.json" and p.is_file()}
+    """Every file of the index's segments (the commit point names them; its own manifest differs by nothing but them)."""
+    return {name: p.read_bytes() for p, name, _ in sieve.open_index(path).snapshot.files()}
 
 
 def manifest(path: Path) -> dict[str, Any]:

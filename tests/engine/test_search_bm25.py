@@ -179,7 +179,7 @@ def test_vectorised_explanation_equals_the_per_document_one(tmp_path: Path) -> N
     ix = sieve.build_index(stdlib_documents(limit=120), tmp_path / "idx")
     for q in ["json OR file", '"regular expression" OR parse[title]', "NEAR/3(read, file) OR open*", "a[section] OR the[body] OR os", "data NOT file[title]"]:
         docs = [h.doc for h in ix.search(q, k=20).hits]
-        ex = Explainer(ix.reader, ix.plan(q))
+        ex = Explainer(ix.segments[0].reader, ix.plan(q).first)
         assert ex.matched_many(docs) == [ex.matched(d) for d in docs]
 
 
@@ -209,10 +209,10 @@ def test_pruned_top_k_equals_the_full_ranking(zipf_index: sieve.Index, words: li
     from sieve.engine import bitset
     from sieve.engine.search import top_k
 
-    plan = zipf_index.plan(joiner.join(words))
-    bits = zipf_index.searcher.evaluator.run(plan)
+    plan = zipf_index.plan(joiner.join(words)).first
+    bits = zipf_index.searcher.parts[0].evaluator.run(plan)
     docs = bitset.to_ids(bits, len(zipf_index))
-    scorer = zipf_index.searcher.bm25
+    scorer = zipf_index.searcher.parts[0].bm25
     terms = plan.term_ids
     for where, b in ((docs, bits), (None, None)):  # the admitted set, and the zero-hit fallback's whole collection
         want_d, want_s = top_k(*scorer.scores(terms, where), k)
@@ -222,7 +222,7 @@ def test_pruned_top_k_equals_the_full_ranking(zipf_index: sieve.Index, words: li
 
 def test_pruning_happens_on_rare_and_frequent_words(zipf_index: sieve.Index) -> None:
     """Guards the test above: it must exercise the pruned path, not only the fallback to a full scan."""
-    scorer = zipf_index.searcher.bm25
+    scorer = zipf_index.searcher.parts[0].bm25
     full = []
     original = scorer._scores
     scorer._scores = lambda postings, docs: full.append(1) or original(postings, docs)  # type: ignore[method-assign]

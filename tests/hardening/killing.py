@@ -60,9 +60,39 @@ def count_events(corpus: Any, target: Path, force: bool) -> list[str]:
     return b"".join(chunks).decode().split(",")
 
 
+def count_op_events(op: Callable[[], Any]) -> list[str]:
+    """The write-side steps `op` (any write: add, delete, merge) takes, run in a child."""
+    r, w = os.pipe()
+    pid = os.fork()
+    if pid == 0:  # child
+        code = 1
+        try:
+            os.close(r)
+            seen: list[str] = []
+            _hook(seen.append)
+            op()
+            os.write(w, ",".join(seen).encode())
+            code = 0
+        finally:
+            os._exit(code)
+    os.close(w)
+    chunks = []
+    while chunk := os.read(r, 65536):
+        chunks.append(chunk)
+    os.close(r)
+    _, status = os.waitpid(pid, 0)
+    assert os.waitstatus_to_exitcode(status) == 0, "counting run failed"
+    return b"".join(chunks).decode().split(",")
+
+
 def fork_build(corpus: Any, target: Path, force: bool, delay: float | None = None, kill_at: int | None = None, timeout: float = 30.0) -> str:
     """Run one build in a child and kill it: after `delay` seconds, or just before its
     `kill_at`-th write-side step. Returns "killed", "finished" or "failed" (an exception)."""
+    return fork_op(lambda: sieve.build_index(corpus, target, force=force, jobs=1), delay, kill_at, timeout)
+
+
+def fork_op(op: Callable[[], Any], delay: float | None = None, kill_at: int | None = None, timeout: float = 30.0) -> str:
+    """Run `op` in a child and kill it as `fork_build` does."""
     pid = os.fork()
     if pid == 0:  # child
         code = 3
@@ -76,7 +106,7 @@ def fork_build(corpus: Any, target: Path, force: bool, delay: float | None = Non
                     count[0] += 1
 
                 _hook(on_event)
-            sieve.build_index(corpus, target, force=force, jobs=1)
+            op()
             code = 0
         except BaseException:
             code = 3
@@ -137,11 +167,13 @@ def leftovers(target: Path) -> list[str]:
 
 
 def unreferenced(target: Path) -> list[str]:
-    """Generation directories CURRENT does not name."""
+    """Generation directories CURRENT does not name, and segment directories its commit does not list."""
     if not target.is_dir():
         return []
-    current = storage.current_generation(target).name
-    return sorted(p.name for p in target.iterdir() if p.name.startswith("gen-") and p.name != current)
+    gen = storage.current_generation(target)
+    listed = {e["name"] for e in storage.read_manifest(gen).get("segments", [])}
+    return sorted(p.name for p in target.iterdir()
+                  if (p.name.startswith("gen-") and p.name != gen.name) or (p.name.startswith("seg-") and p.name not in listed))
 
 
 def spread(n: int, seq: Sequence[Any]) -> list[Any]:

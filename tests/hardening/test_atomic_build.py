@@ -26,7 +26,7 @@ import pytest
 import sieve
 from sieve.engine import storage
 
-from .killing import answers, count_events, fork_build, leftovers, spread, state, unreferenced
+from .killing import answers, count_events, count_op_events, fork_build, fork_op, leftovers, spread, state, unreferenced
 from .synth import records
 
 pytestmark = pytest.mark.skipif(not hasattr(os, "fork"), reason="kills forked builds")
@@ -123,6 +123,58 @@ def test_kill_before_every_step_of_a_forced_rebuild(corpora: dict[str, Any], tmp
     sieve.build_index(corpora[_other(have)], target, force=True, jobs=1)
     assert state(target, {"a": corpora["a?"], "b": corpora["b?"]}) == _other(have)
     assert leftovers(target) == [] and unreferenced(target) == []  # a successful switch tidies up
+
+
+def _write(target: Path, adds: list[dict[str, Any]], deletes: list[str]) -> None:
+    with sieve.open_index(target).writer() as w:
+        for rec in adds:
+            w.add(rec)
+        for i in deletes:
+            w.delete(i)
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("what", ["add", "delete", "replace", "merge"])
+def test_kill_before_every_step_of_a_write(corpora: dict[str, Any], tmp_path: Path, what: str) -> None:
+    """add, delete, replace and merge killed before each of their write-side steps: the index is
+    the last committed state or the new one, never anything else; the next write leaves no
+    temporary and no unlisted segment behind."""
+    base = tmp_path / "base"
+    recs = records(60, seed=5)
+    sieve.build_index(recs[:40], base, jobs=1)
+    _write(base, recs[40:50], [recs[3]["id"]] if what == "merge" else [])  # a second segment (and a deletion) to merge
+    before = answers(sieve.open_index(base))
+    extra = [{**r, "id": f"x{i}"} for i, r in enumerate(recs[50:])]
+    ops = {
+        "add": lambda t: _write(t, extra, []),
+        "delete": lambda t: _write(t, [], [r["id"] for r in recs[:5]]),
+        "replace": lambda t: _write(t, [{**r, "title": "replaced " + r["title"]} for r in recs[:5]], []),
+        "merge": lambda t: sieve.open_index(t).merge(),
+    }
+    op = ops[what]
+    probe = tmp_path / "probe"
+    shutil.copytree(base, probe)
+    op(probe)
+    after = answers(sieve.open_index(probe))
+    assert after != before or what == "merge"
+    shutil.rmtree(probe)
+    shutil.copytree(base, probe)
+    steps = count_op_events(lambda: op(probe))
+    assert {"fsync", "rename", "replace"} <= set(steps), steps
+    seen = Counter[str]()
+    for k in range(len(steps) + 1):
+        target = tmp_path / f"k{k}"
+        shutil.copytree(base, target)
+        reader = sieve.open_index(target)
+        result = fork_op(lambda: op(target), kill_at=k)
+        s = state(target, {"old": before, "new": after})
+        seen[s] += 1
+        assert result == "killed" or s == "new", (k, result, s)
+        assert answers(reader) == before  # a reader open across the kill keeps its snapshot
+        _write(target, [{"id": "later", "title": "a later write"}], [])  # the next write tidies up
+        assert leftovers(target) == [] and unreferenced(target) == [], (k, sorted(p.name for p in target.iterdir()))
+        shutil.rmtree(target)
+    assert seen["old"] >= 1 and seen["new"] >= 1, seen
 
 
 # ------------------------------------------------------------------ kills at random moments

@@ -31,11 +31,17 @@ READ_WHOLE_ON_OPEN = {"terms.blob.sva", "terms.off.sva", "ids.blob.sva", "ids.of
 
 
 def _gen(index: Path) -> Path:
+    """The commit point's directory (its manifest lists the segments)."""
     return storage.current_generation(index)
 
 
+def _seg(index: Path) -> Path:
+    """The directory of the index's one segment (where the array files are)."""
+    return index / storage.read_manifest(_gen(index))["segments"][0]["name"]
+
+
 def _entry(index: Path, name: str) -> dict[str, int]:
-    return storage.read_manifest(_gen(index))["files"][name]
+    return storage.read_manifest(_seg(index))["files"][name]
 
 
 def _flip(path: Path, offset: int, bit: int) -> bytes:
@@ -68,7 +74,7 @@ def test_every_bit_flip_of_every_array_file_frame_is_detected(damaged_copy: Path
     64 payload bytes (CRC32 finds every single-bit error; `benchmarks/bench_integrity.py` flips
     every bit of every byte)."""
     rng = random.Random(11)
-    gen, flips = _gen(damaged_copy), 0
+    gen, flips = _seg(damaged_copy), 0
     for name in FILES:
         path, entry = gen / name, _entry(damaged_copy, name)
         size = path.stat().st_size
@@ -94,7 +100,7 @@ def test_every_bit_flip_of_every_array_file_frame_is_detected(damaged_copy: Path
 @pytest.mark.parametrize("name", FILES)
 def test_flips_are_found_by_open_check_and_the_cli(damaged_copy: Path, name: str, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]) -> None:
     rng = random.Random(name)
-    path = _gen(damaged_copy) / name
+    path = _seg(damaged_copy) / name
     cli_done: set[str] = set()
     for kind, offset in _sample_offsets(path.read_bytes(), rng):
         original = _flip(path, offset, rng.randrange(8))
@@ -126,7 +132,7 @@ def test_flips_are_found_by_open_check_and_the_cli(damaged_copy: Path, name: str
 @pytest.mark.parametrize("name", FILES)
 def test_truncation_is_found_at_every_interesting_length(damaged_copy: Path, name: str, monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setattr(storage, "VERIFY_ON_OPEN_BYTES", 0)  # size checks alone must catch it
-    path = _gen(damaged_copy) / name
+    path = _seg(damaged_copy) / name
     data = path.read_bytes()
     size = len(data)
     for length in sorted({0, 1, 8, 63, 64, 65, size // 2, size - 9, size - 8, size - 1} - {size}):
@@ -246,7 +252,7 @@ def test_damaged_payloads_never_change_an_answer(pristine: Path, damaged_copy: P
     monkeypatch.setattr(storage, "VERIFY_ON_OPEN_BYTES", 0)
     truth = sieve.open_index(pristine)
     rng = random.Random(f"payload:{name}")
-    path = _gen(damaged_copy) / name
+    path = _seg(damaged_copy) / name
     data = path.read_bytes()
     if payload_end(data) == storage.HEADER_SIZE:
         pytest.skip("empty payload")  # nothing but header and footer, covered above

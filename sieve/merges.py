@@ -1,0 +1,159 @@
+"""Merging segments: which to merge (the policy) and how (their live documents, re-indexed in order).
+
+A merge replaces a run of *adjacent* segments with one segment holding their live documents in
+the same order, so index order (segments in commit order, documents in insertion order) never
+changes. The policy is logarithmic, as Lucene's LogMergePolicy: a segment's level is how many
+powers of `factor` its live documents are above `floor`; whenever `factor` adjacent segments share a
+level, they are merged into one of the next level, unless the result would pass `max_documents`
+(which bounds the memory a merge, like a build, needs). A segment more than half deleted is
+rewritten on its own. Segments with no live document are dropped.
+
+A merge reads the documents back from the segments' stores and indexes them again with the same
+analyser: the new segment's files are exactly those a fresh build of those documents writes.
+"""
+
+from __future__ import annotations
+
+import math
+import os
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Iterator
+
+import numpy as np
+
+from sieve.documents import Document
+from sieve.engine import bitset, storage
+from sieve.engine.reader import IndexReader
+from sieve.engine.segments import CommitEntry, write_commit
+from sieve.errors import InvalidArgumentError
+
+
+@dataclass(frozen=True)
+class MergePolicy:
+    factor: int = 10  # segments of one level merged together
+    floor: int = 1000  # live documents below which every segment is level 0
+    max_documents: int = 2_000_000  # no merge makes a segment larger (a forced merge may)
+    max_deleted: float = 0.5  # a segment with a larger share deleted is rewritten alone
+
+    def __post_init__(self) -> None:
+        if self.factor < 2 or self.floor < 1 or self.max_documents < 1 or not 0 < self.max_deleted <= 1:
+            raise InvalidArgumentError(f"a merge policy needs factor >= 2, floor >= 1, max_documents >= 1 and 0 < max_deleted <= 1: {self}")
+
+    def level(self, live: int) -> int:
+        return int(math.log(max(live, self.floor) / self.floor, self.factor) + 1e-9)
+
+
+def plan_merges(entries: list[CommitEntry], policy: MergePolicy) -> list[tuple[int, int]]:
+    """The runs [a, b) of adjacent entries the policy merges now (disjoint, in order)."""
+    out: list[tuple[int, int]] = []
+    i, n = 0, len(entries)
+    while i < n:
+        e = entries[i]
+        lvl = policy.level(e.live)
+        j = i + 1
+        while j < n and j - i < policy.factor and policy.level(entries[j].live) == lvl:
+            j += 1
+        if j - i == policy.factor and sum(x.live for x in entries[i:j]) <= policy.max_documents:
+            out.append((i, j))
+            i = j
+            continue
+        if e.documents and e.n_deleted > policy.max_deleted * e.documents:
+            out.append((i, i + 1))
+        i += 1
+    return out
+
+
+def live_documents(entry: CommitEntry) -> Iterator[Document]:
+    """The live documents of one segment, in order, read back from its store."""
+    reader = entry.reader if entry.reader is not None else IndexReader(entry.dir)
+    flags = None
+    if entry.deleted is not None:
+        flags = np.unpackbits((bitset.full(entry.documents) & ~entry.deleted).view(np.uint8), bitorder="little")[: entry.documents]
+    for d in range(entry.documents):
+        if flags is None or flags[d]:
+            yield Document.stored(reader, d)
+
+
+def merge(run: list[CommitEntry], commit: storage.Commit, memory_mb: int | None = None) -> CommitEntry:
+    """One new segment holding the live documents of `run` (adjacent entries), in order."""
+    from sieve.build import build
+    from sieve.corpus import CorpusReport
+
+    def documents() -> Iterator[Document]:
+        for e in run:
+            yield from live_documents(e)
+
+    where, name = commit.new_segment()
+    manifest = build(documents(), where, on_error="raise", report=CorpusReport(), progress=None, jobs=1, allow_empty=True,
+                     memory_mb=memory_mb)
+    return CommitEntry(name, where, manifest, new=True)
+
+
+def apply(entries: list[CommitEntry], runs: list[tuple[int, int]], commit: storage.Commit, memory_mb: int | None = None) -> list[CommitEntry]:
+    """`entries` with each run replaced by its merged segment."""
+    out: list[CommitEntry] = []
+    i = 0
+    for a, b in runs:
+        out.extend(entries[i:a])
+        out.append(merge(entries[a:b], commit, memory_mb))
+        i = b
+    out.extend(entries[i:])
+    return out
+
+
+def settle(entries: list[CommitEntry], commit: storage.Commit, policy: MergePolicy) -> list[CommitEntry]:
+    """What a commit lists: segments with live documents, merged as the policy says until it says
+    no more, and never none (an index whose every document is deleted keeps one empty segment)."""
+    entries = [e for e in entries if e.live]
+    while True:
+        runs = plan_merges(entries, policy)
+        if not runs:
+            break
+        entries = apply(entries, runs, commit)
+    if not entries:
+        entries = [merge([], commit)]
+    return entries
+
+
+def force_plan(entries: list[CommitEntry], max_segments: int) -> list[tuple[int, int]]:
+    """Runs that bring `entries` down to `max_segments` by merging the adjacent pair of smallest
+    combined size, again and again (as one merge per resulting run)."""
+    groups = [[i] for i in range(len(entries))]
+    size = [entries[i].live for i in range(len(entries))]
+    while len(groups) > max_segments:
+        k = min(range(len(groups) - 1), key=lambda i: size[i] + size[i + 1])
+        groups[k:k + 2] = [groups[k] + groups[k + 1]]
+        size[k:k + 2] = [size[k] + size[k + 1]]
+    # A segment left alone is still rewritten when it carries deletions: a forced merge expunges them.
+    return [(g[0], g[-1] + 1) for g in groups if len(g) > 1 or entries[g[0]].n_deleted]
+
+
+def merge_index(path: str | os.PathLike, max_segments: int = 1, memory_mb: int | None = None) -> dict[str, int]:
+    """Merge an index's segments down to at most `max_segments` (expunging deleted documents from
+    every segment it rewrites); commits atomically. Returns segments before and after."""
+    from sieve.index import open_index
+
+    if isinstance(max_segments, bool) or not isinstance(max_segments, int) or max_segments < 1:
+        raise InvalidArgumentError(f"max_segments must be a positive integer, got {max_segments!r}")
+    lock = storage.WriteLock(Path(path))
+    lock.acquire()
+    try:
+        index = open_index(path)
+        snap = index.snapshot
+        entries = [CommitEntry(s.name, s.reader.dir, s.reader.manifest, s.deleted, s.reader) for s in snap.segments]
+        before = len(entries)
+        runs = force_plan(entries, max_segments)
+        if not runs:
+            return {"before": before, "after": before, "documents": len(index), "generation": index.generation.name}
+        commit = storage.Commit(path, force=True, lock=lock)
+        try:
+            entries = [e for e in apply(entries, runs, commit, memory_mb) if e.live] or [merge([], commit)]
+            write_commit(commit.gen_dir, entries)
+        except BaseException:
+            commit.abort()
+            raise
+        gen = commit.commit(keep={e.name for e in entries if not e.new})
+        return {"before": before, "after": len(entries), "documents": len(index), "generation": gen.name}
+    finally:
+        lock.release()
