@@ -18,7 +18,7 @@ import numpy as np
 from sieve.corpus import CorpusReport, IdRegistry, OnError, Source, corpus_file, parse_line, raw_lines, read_documents
 from sieve.documents import checked_document
 from sieve.engine.batch import AnalyzedBatch, Vocabulary, analyze_batch
-from sieve.engine.writer import IndexWriter
+from sieve.engine.writer import DEFAULT_MEMORY_MB, IndexWriter
 from sieve.errors import CorpusError, InvalidArgumentError
 
 BATCH_DOCS = 1000
@@ -103,6 +103,91 @@ def _checked(batch: AnalyzedBatch, name: str, ids: IdRegistry, on_error: OnError
     return batch if keep.all() else batch.drop(keep)
 
 
+class _Segmenter:
+    """Feeds batches to one segment writer after another: a writer is finished (its segment
+    written) once its per-document and per-unit tables would need more than half the memory
+    budget to write; the token stream within a segment is bounded by the writer's own spills."""
+
+    def __init__(self, new_segment: Callable[[], Path], memory_mb: int | None, segment_bytes: int | None) -> None:
+        self.new_segment = new_segment
+        self.memory_mb = memory_mb
+        budget = (memory_mb if memory_mb is not None else DEFAULT_MEMORY_MB) << 20
+        self.segment_bytes = segment_bytes if segment_bytes is not None else budget // 2
+        self.writer: IndexWriter | None = None  # made when a batch comes: a segment is never empty
+        self.seed: IndexWriter | None = None  # the finished writer whose analysers' term ids still arrive
+        self.finished: list[tuple[Path, dict[str, Any]]] = []
+        self.documents = 0  # in finished segments
+        self.bytes_in = 0
+
+    def add(self, batch: AnalyzedBatch, key: Any) -> None:
+        if self.writer is None:
+            where = self.new_segment()
+            self.writer = IndexWriter(where) if self.memory_mb is None else IndexWriter(where, self.memory_mb)
+            if self.seed is not None:
+                self.writer.continue_from(self.seed)
+                self.seed = None
+        self.writer.add_batch(batch, key)
+        if self.writer.table_bytes() > self.segment_bytes:
+            self.flush({})
+
+    def flush(self, extra: dict[str, Any]) -> None:
+        old = self.writer
+        if old is None:
+            return
+        self.finished.append((old.dir, old.finish(extra)))
+        self.documents += old.documents
+        self.bytes_in += old.bytes_in
+        self.writer = None
+        old.release()  # its tables: only the vocabulary is needed to go on
+        self.seed = old
+
+    @property
+    def total(self) -> int:
+        return self.documents + (self.writer.documents if self.writer is not None else 0)
+
+    def progress_bytes(self) -> int:
+        return self.bytes_in + (self.writer.bytes_in if self.writer is not None else 0)
+
+
+def build_segments(
+    source: Source,
+    new_segment: Callable[[], Path],
+    on_error: OnError = "raise",
+    report: CorpusReport | None = None,
+    progress: Callable[[int, int], None] | None = None,
+    jobs: int | None = None,
+    memory_mb: int | None = None,
+    segment_bytes: int | None = None,
+) -> list[tuple[Path, dict[str, Any]]]:
+    """Index `source` into as many segments as the memory budget needs, each in a directory
+    `new_segment()` gives; returns (directory, manifest) of each, in order. The documents are
+    split between segments in corpus order (index order is unchanged by the split)."""
+    if on_error not in ("raise", "skip"):
+        raise InvalidArgumentError(f"on_error must be 'raise' or 'skip', not {on_error!r}")
+    report = report if report is not None else CorpusReport()
+    out = _Segmenter(new_segment, memory_mb, segment_bytes)
+    jobs = jobs if jobs is not None else min(os.cpu_count() or 1, 4)
+    path = corpus_file(source) if isinstance(source, (str, os.PathLike)) else None
+    if path is not None and jobs > 1 and path.stat().st_size >= PARALLEL_MIN_BYTES and path.suffix != ".gz":
+        report.source = str(source)
+        ids = IdRegistry()
+        for key, batch in _parallel_batches(path, jobs):
+            out.add(_checked(batch, str(path), ids, on_error, report), key)
+            if progress is not None:
+                progress(out.total, out.progress_bytes())
+    else:
+        for key, batch in _local_batches(source, on_error, report):
+            out.add(batch, key)
+            if progress is not None:
+                progress(out.total, out.progress_bytes())
+    if not out.total:
+        # An index of nothing answers every query with nothing: almost always a wrong path or format.
+        what = f"every record was skipped ({report.skipped:,}; first: {report.errors[0]})" if report.skipped else "the corpus has no records"
+        raise CorpusError(f"nothing to index: {what}", report.source or None)
+    out.flush({"source": report.source, "skipped": report.skipped})
+    return out.finished
+
+
 def build(
     source: Source,
     gen_dir: Path,
@@ -113,9 +198,9 @@ def build(
     allow_empty: bool = False,
     memory_mb: int | None = None,
 ) -> dict[str, Any]:
-    """Index `source` into `gen_dir`; returns the manifest. `progress(documents, bytes)` after each
+    """Index `source` into one segment in `gen_dir`; returns its manifest. `progress(documents, bytes)` after each
     batch. An empty source is an error (a wrong path or format, almost always) unless `allow_empty`
-    (a writer that deleted every document)."""
+    (a writer that deleted every document, a merge of nothing)."""
     if on_error not in ("raise", "skip"):
         raise InvalidArgumentError(f"on_error must be 'raise' or 'skip', not {on_error!r}")
     report = report if report is not None else CorpusReport()

@@ -325,6 +325,7 @@ def build_index(
     report: CorpusReport | None = None,
     jobs: int | None = None,
     memory_mb: int | None = None,
+    segment_bytes: int | None = None,
 ) -> Index:
     """Build an index at `path` from a JSONL file, a BEIR folder, or an iterable of records.
 
@@ -333,13 +334,15 @@ def build_index(
     counted in `report` (and in the manifest). `jobs` worker processes analyse a large JSONL
     file in parallel (default: the CPU count, at most 4). `memory_mb` bounds the memory the
     token stream may take to sort (default 1,024): past it, the stream is sorted in runs on disk
-    and merged; the files are the same.
+    and merged; the files are the same. A collection whose per-document tables would pass half of
+    that budget is written as several segments, in corpus order (`segment_bytes` sets that
+    threshold instead, in bytes; for tests): its answers are the same as one segment's.
 
     Without `path`, the index is temporary: built by the same code in a private folder (in
     memory, /dev/shm, where the system has it) that is removed when the Index is closed or
     garbage-collected, or when the interpreter exits. For tests and small throwaway collections.
     """
-    from sieve.build import build
+    from sieve.build import build_segments
 
     if not isinstance(source, (str, os.PathLike)) and not hasattr(source, "__iter__"):
         raise InvalidArgumentError(f"a corpus must be a path or an iterable of records, got {type(source).__name__}")
@@ -347,10 +350,18 @@ def build_index(
         return _temporary_index(source, on_error=on_error, progress=progress, report=report, jobs=jobs, memory_mb=memory_mb)
     commit = storage.Commit(_as_path(path, "an index path"), force=force)
     try:
-        where, name = commit.new_segment()
-        manifest = build(source, where, on_error=on_error, report=report, progress=progress, jobs=jobs, memory_mb=memory_mb)
-        write_commit(commit.gen_dir, [CommitEntry(name, where, manifest, new=True)],
-                     {"source": manifest.get("source"), "skipped": manifest.get("skipped", 0)})
+        names: dict[Path, str] = {}
+
+        def new_segment() -> Path:
+            where, name = commit.new_segment()
+            names[where] = name
+            return where
+
+        report = report if report is not None else CorpusReport()
+        built = build_segments(source, new_segment, on_error=on_error, report=report, progress=progress, jobs=jobs, memory_mb=memory_mb,
+                               segment_bytes=segment_bytes)
+        write_commit(commit.gen_dir, [CommitEntry(names[where], where, manifest, new=True) for where, manifest in built],
+                     {"source": report.source, "skipped": report.skipped})
     except BaseException:
         commit.abort()
         raise

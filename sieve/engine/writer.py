@@ -27,6 +27,10 @@ DEFAULT_MEMORY_MB = 1024
 # Bytes the sort of one buffered token needs at its peak (the stream, the sort order, positions,
 # units, and the sorted copies): the buffer is spilled as a run before the sort would pass the budget.
 BYTES_PER_TOKEN = 48
+# Peak bytes per document and per unit of a segment's tables when it is written: Python id strings,
+# their encoded copies and sort order, offsets; unit starts, documents and fields as int64.
+BYTES_PER_DOCUMENT = 320
+BYTES_PER_UNIT = 48
 
 
 class IndexWriter:
@@ -63,6 +67,24 @@ class IndexWriter:
     @property
     def documents(self) -> int:
         return len(self.ids)
+
+    def table_bytes(self) -> int:
+        """What writing this segment's per-document and per-unit tables will take at its peak
+        (the id sort, offsets, unit starts and their temporaries; measured, bench_scale)."""
+        return BYTES_PER_DOCUMENT * len(self.ids) + BYTES_PER_UNIT * len(self.unit_len)
+
+    def release(self) -> None:
+        """Drop the tables of a finished writer (its vocabulary stays, for `continue_from`)."""
+        self.ids = []
+        self.tokens, self.unit_len, self.unit_field, self.unit_section = array("i"), array("i"), array("b"), array("i")
+        self.doc_units, self.dates, self.meta_off, self.text_off, self.doc_sections = array("q", [0]), array("i"), array("q", [0]), array("q", [0]), array("q", [0])
+
+    def continue_from(self, earlier: "IndexWriter") -> None:
+        """Take batches whose term ids are numbered by the analysers that fed `earlier` (the
+        writer of the previous segment of the same build): seed each one's id map."""
+        terms = list(earlier.vocab.ids)
+        for key, remap in earlier._remaps.items():
+            self._remaps[key] = array("i", map(self.vocab.ids.__getitem__, (terms[t] for t in remap)))
 
     def add_batch(self, batch: AnalyzedBatch, analyser: Any = None) -> None:
         """Append a batch whose term ids come from `analyser`'s vocabulary (any hashable key)."""

@@ -51,7 +51,7 @@ def test_spilled_builds_equal_one_pass_builds(tmp_path: Path, seed: int, monkeyp
     # No budget: a run after every batch (of 3 documents); a small merge chunk: many merge steps.
     monkeypatch.setattr(build_module, "BATCH_DOCS", 3)
     monkeypatch.setattr(runs_module, "CHUNK_POSTINGS", 7)
-    spilled = sieve.build_index(recs, tmp_path / "spilled", memory_mb=0)
+    spilled = sieve.build_index(recs, tmp_path / "spilled", memory_mb=0, segment_bytes=1 << 40)  # runs, not segments
     assert len(spills) >= len(recs) // 3 and sum(spills) == one.stats["tokens"]
     assert files(tmp_path / "spilled") == files(tmp_path / "one")
     assert spilled.stats == one.stats
@@ -66,7 +66,7 @@ def test_real_text_in_many_runs(tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
     from sieve.engine import writer
 
     monkeypatch.setattr(writer, "BYTES_PER_TOKEN", 1 << 16)  # 1 MB holds 16 tokens: a run after every batch
-    sieve.build_index(docs, tmp_path / "spilled", memory_mb=1, jobs=1)
+    sieve.build_index(docs, tmp_path / "spilled", memory_mb=1, jobs=1, segment_bytes=1 << 40)  # runs, not segments
     assert len(spills) >= 120 // 25
     assert files(tmp_path / "spilled") == files(tmp_path / "one")
 

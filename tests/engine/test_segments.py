@@ -369,3 +369,20 @@ def test_readers_see_only_committed_snapshots(tmp_path: Path) -> None:
     assert child.exitcode == 0
     assert _signature(sieve.open_index(path)) == _signature(sieve.build_index(plan[-1][2]))
     assert len(seen) >= 2  # the reader did see the index change under it
+
+
+@pytest.mark.parametrize("jobs", [1, 2])
+def test_a_build_past_its_memory_budget_writes_several_segments_that_answer_as_one(tmp_path: Path, jobs: int) -> None:
+    sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "hardening"))
+    from synth import records
+
+    docs = records(2600, seed=4)
+    src = tmp_path / "c.jsonl"
+    src.write_text("".join(json.dumps(d) + "\n" for d in docs) + "{bad\n")
+    split = sieve.build_index(src, tmp_path / "split", segment_bytes=100_000, jobs=jobs, on_error="skip")
+    whole = sieve.build_index(docs, tmp_path / "whole")
+    assert [s.n for s in split.segments] == [1000, 1000, 600]  # flushed between batches, in corpus order
+    assert split.manifest["skipped"] == 1
+    assert ids_in_order(split) == [d["id"] for d in docs]
+    same_answers(split, docs, random.Random(jobs), queries=12)
+    assert whole.stats["documents"] == split.stats["documents"]
