@@ -82,11 +82,11 @@ def cmd_add(args: argparse.Namespace) -> int:
 
     path = Path(args.index)
     if not (path / "CURRENT").exists():  # `add` into nothing is a build
-        _, built = _build(args.corpus, path, False, args.skip_bad, True, None)
+        _, built = _build(args.corpus, path, False, args.skip_bad, True, None, args.memory_mb)
         s = {"added": built["documents"], "replaced": 0, "deleted": 0, "not_found": [], "skipped": built["skipped"], "documents": built["documents"]}
     else:
         report = CorpusReport()
-        with open_index(path).writer(replace=not args.no_replace) as w:
+        with open_index(path).writer(replace=not args.no_replace, memory_mb=args.memory_mb) as w:
             w.add_from(args.corpus, on_error="skip" if args.skip_bad else "raise", report=report)
         s = w.summary.to_dict()
     if args.json:
@@ -373,6 +373,7 @@ def make_parser() -> argparse.ArgumentParser:
     s.add_argument("index")
     s.add_argument("corpus")
     s.add_argument("--no-replace", action="store_true", help="a document whose id is already in the index is an error")
+    s.add_argument("--memory-mb", type=int, default=None, help="memory budget (default 1,024): past half of it, added documents are written as a segment")
     s.add_argument("--skip-bad", action="store_true", help="skip malformed records (counted) instead of stopping")
     s.add_argument("--json", action="store_true")
     s.set_defaults(func=cmd_add)

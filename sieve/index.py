@@ -109,14 +109,16 @@ class Index:
         have gaps: they are positions in the index, not a count."""
         return self.snapshot.live_ids
 
-    def writer(self, replace: bool = True, policy: "MergePolicy | None" = None) -> "IndexWriter":
+    def writer(self, replace: bool = True, policy: "MergePolicy | None" = None, memory_mb: int | None = None) -> "IndexWriter":
         """A writing session (add, replace, delete; see sieve.writes), committed when its `with`
         block ends. Holds the index's write lock until then: IndexLockedError if another has it.
         `replace=False` makes adding a known id an error instead of a replacement. `policy`:
-        when to merge segments (sieve.merges.MergePolicy; the default suits most indexes)."""
+        when to merge segments (sieve.merges.MergePolicy; the default suits most indexes).
+        `memory_mb`: past half of it (default 1,024), added documents are written to a staged
+        segment, so a session may add any number of them."""
         from sieve.writes import IndexWriter
 
-        return IndexWriter(self, replace=replace, policy=policy)
+        return IndexWriter(self, replace=replace, policy=policy, memory_mb=memory_mb)
 
     def merge(self, max_segments: int = 1) -> dict[str, int]:
         """Merge this index's segments down to `max_segments`, dropping deleted documents from

@@ -6,15 +6,15 @@
     # committed on leaving the block (rolled back if it raised); `index` still reads its snapshot:
     index = index.reopen()
 
-Semantics, which later storage (segments) keeps: the committed index holds the documents of the
-snapshot the writer started from, minus those deleted or replaced, in their order, then the
-documents added, in the order of their last `add`. A replaced document therefore moves to the end,
-as a delete plus an add. BM25 statistics are those of the live documents, so every score equals a
-fresh build of the same documents in the same order.
+Semantics: the committed index holds the documents of the snapshot the writer started from, minus
+those deleted or replaced, in their order, then the documents added, in the order of their last
+`add`. A replaced document therefore moves to the end, as a delete plus an add. BM25 statistics are
+those of the live documents, so every score equals a fresh build of the same documents in the same
+order.
 
-This commit strategy writes a whole new generation (the documents of the snapshot are streamed from
-its document store, not kept in memory), through the same atomic switch as a build: a crash at any
-point leaves the last committed state. Its cost grows with the index, not with the change.
+A commit writes the added documents as new segments and each touched segment's deletions as a new
+bitset, then lists them in a new commit point switched in atomically (docs/index-format.md): a crash
+at any point leaves the last committed state, and the cost follows the change, not the index.
 """
 
 from __future__ import annotations
@@ -30,6 +30,7 @@ from sieve.corpus import CorpusReport, OnError, Source, read_documents
 from sieve.documents import Document, checked_document
 from sieve.engine import bitset, storage
 from sieve.engine.segments import CommitEntry, write_commit
+from sieve.engine.writer import DEFAULT_MEMORY_MB
 from sieve.errors import DuplicateIdError, InvalidArgumentError
 
 
@@ -51,10 +52,19 @@ class WriteSummary:
                 "skipped": self.skipped, "documents": self.documents, "generation": self.generation, "segments": self.segments}
 
 
-class IndexWriter:
-    """One writing session on an index: holds the index's write lock from creation to commit."""
+def _size(doc: Document) -> int:
+    """Rough bytes a buffered document holds in memory (Python strings cost about twice their text)."""
+    return 256 + 2 * (len(doc.title) + sum(len(s.heading) + len(s.text) for s in doc.sections))
 
-    def __init__(self, index: Any, replace: bool = True, policy: "merges.MergePolicy | None" = None) -> None:
+
+class IndexWriter:
+    """One writing session on an index: holds the index's write lock from creation to commit.
+
+    Added documents are buffered; when the buffer passes half the memory budget they are written
+    as a new segment (staged, invisible until the commit), so a session may add any number of
+    documents in bounded memory."""
+
+    def __init__(self, index: Any, replace: bool = True, policy: "merges.MergePolicy | None" = None, memory_mb: int | None = None) -> None:
         from sieve.index import open_index
 
         self.path = index.path
@@ -68,8 +78,14 @@ class IndexWriter:
             raise
         self.replace = replace
         self.policy = policy if policy is not None else merges.MergePolicy()
-        self._added: dict[str, Document] = {}
+        self.memory_mb = memory_mb
+        self.buffer_limit = ((memory_mb if memory_mb is not None else DEFAULT_MEMORY_MB) << 20) // 2
+        self._added: dict[str, Document] = {}  # buffered, in order of their last add
+        self._buffered = 0  # estimated bytes the buffer holds
         self._gone: set[str] = set()  # ids of the snapshot deleted or replaced
+        self._commit: storage.Commit | None = None  # opened by the first flush
+        self._flushed: list[CommitEntry] = []  # segments written by this session, in order
+        self._flushed_ids: dict[str, tuple[int, int]] = {}  # id -> (flushed segment, document), live ones
         self.summary = WriteSummary()
         self._open = True
 
@@ -80,7 +96,19 @@ class IndexWriter:
             raise InvalidArgumentError("this writer has committed or rolled back; open another with index.writer()")
 
     def _exists(self, doc_id: str) -> bool:
-        return doc_id in self._added or (doc_id not in self._gone and self.base.reader.doc_number(doc_id) >= 0)
+        return (doc_id in self._added or doc_id in self._flushed_ids
+                or (doc_id not in self._gone and self.base.reader.doc_number(doc_id) >= 0))
+
+    def _forget_flushed(self, doc_id: str) -> bool:
+        """Delete a document this session already wrote to a staged segment."""
+        at = self._flushed_ids.pop(doc_id, None)
+        if at is None:
+            return False
+        entry = self._flushed[at[0]]
+        if entry.deleted is None:
+            entry.deleted = bitset.empty(entry.documents)
+        entry.deleted[at[1] >> 6] |= np.uint64(1) << np.uint64(at[1] & 63)
+        return True
 
     def add(self, record: dict[str, Any] | Document) -> bool:
         """Add a document, or replace the one with its id (unless the writer was opened with
@@ -93,9 +121,12 @@ class IndexWriter:
             raise DuplicateIdError(f"a document with id {doc.id!r} is already in the index, and this writer does not replace documents")
         if doc.id in self._added:
             del self._added[doc.id]  # re-added in this session: the last version, at the end
-        elif known:
+        elif not self._forget_flushed(doc.id) and known:
             self._gone.add(doc.id)
         self._added[doc.id] = doc
+        self._buffered += _size(doc)
+        if self._buffered > self.buffer_limit:
+            self._flush()
         return known
 
     def add_from(self, source: Source, on_error: OnError = "raise", report: CorpusReport | None = None) -> tuple[int, int]:
@@ -117,30 +148,48 @@ class IndexWriter:
         if doc_id in self._added:
             del self._added[doc_id]
             return True
+        if self._forget_flushed(doc_id):
+            return True
         if doc_id not in self._gone and self.base.reader.doc_number(doc_id) >= 0:
             self._gone.add(doc_id)
             return True
         self.summary.not_found.append(doc_id)
         return False
 
+    def _flush(self) -> None:
+        """Write the buffered documents as a staged segment of this session."""
+        if not self._added:
+            return
+        if self._commit is None:
+            self._commit = storage.Commit(self.path, force=True, lock=self.lock)
+        where, name = self._commit.new_segment()
+        manifest = build(self._added.values(), where, on_error="raise", report=CorpusReport(), progress=None, jobs=1, memory_mb=self.memory_mb)
+        j = len(self._flushed)
+        self._flushed.append(CommitEntry(name, where, manifest, new=True))
+        for d, doc_id in enumerate(self._added):
+            self._flushed_ids[doc_id] = (j, d)
+        self._added = {}
+        self._buffered = 0
+
     # ------------------------------------------------------------ commit
 
     def commit(self) -> WriteSummary:
         """Write the changes as a new commit and switch to it atomically; releases the lock.
 
-        The documents added become one new segment; deletions (and replacements) become new
-        deletion bitsets of the segments that held them; no existing segment is rewritten unless
-        the merge policy (sieve.merges) merges it."""
+        The documents added become new segments (usually one); deletions (and replacements) become
+        new deletion bitsets of the segments that held them; no existing segment is rewritten
+        unless the merge policy (sieve.merges) merges it."""
         self._check_open()
         summary = self.summary
         snap = self.base.snapshot
+        new_ids = len(self._added) + len(self._flushed_ids)
         kept = len(self.base) - len(self._gone)
-        summary.replaced = sum(1 for i in self._added if i in self._gone)
-        summary.added = len(self._added) - summary.replaced
+        summary.replaced = sum(1 for i in self._gone if i in self._added or i in self._flushed_ids)
+        summary.added = new_ids - summary.replaced
         summary.deleted = len(self._gone) - summary.replaced
-        summary.documents = kept + len(self._added)
+        summary.documents = kept + new_ids
         try:
-            if not self._added and not self._gone:
+            if not self._added and not self._gone and not self._flushed:
                 summary.generation = self.base.generation.name
                 summary.segments = len(snap.segments)
                 return summary
@@ -151,14 +200,13 @@ class IndexWriter:
                 if deleted[j] is None:
                     deleted[j] = bitset.empty(seg.n)
                 deleted[j][d >> 6] |= np.uint64(1) << np.uint64(d & 63)
-            commit = storage.Commit(self.path, force=True, lock=self.lock)
+            self._flush()
+            if self._commit is None:
+                self._commit = storage.Commit(self.path, force=True, lock=self.lock)
+            commit = self._commit
             try:
                 entries = [CommitEntry(seg.name, seg.reader.dir, seg.reader.manifest, deleted[j], seg.reader)
-                           for j, seg in enumerate(snap.segments)]
-                if self._added:
-                    where, name = commit.new_segment()
-                    manifest = build(self._added.values(), where, on_error="raise", report=CorpusReport(), progress=None, jobs=1)
-                    entries.append(CommitEntry(name, where, manifest, new=True))
+                           for j, seg in enumerate(snap.segments)] + self._flushed
                 entries = merges.settle(entries, commit, self.policy)
                 write_commit(commit.gen_dir, entries)
             except BaseException:
@@ -167,14 +215,20 @@ class IndexWriter:
             summary.generation = commit.commit(keep={e.name for e in entries if not e.new}).name
             summary.segments = len(entries)
             return summary
+        except BaseException:
+            if self._commit is not None:
+                self._commit.abort()
+            raise
         finally:
             self._open = False
             self.lock.release()
 
     def rollback(self) -> None:
-        """Forget the changes and release the lock."""
+        """Forget the changes (and any segment this session staged) and release the lock."""
         if self._open:
             self._open = False
+            if self._commit is not None:
+                self._commit.abort()
             self.lock.release()
 
     def __enter__(self) -> "IndexWriter":

@@ -87,20 +87,25 @@ class StringTable(Sequence[bytes]):
 class IndexReader:
     """Read-only view of one generation. Safe to share between threads: nothing here mutates."""
 
-    def __init__(self, gen_dir: Path, verify: bool = False) -> None:
+    def __init__(self, gen_dir: Path, verify: bool = False, label: str = "") -> None:
+        """`label`: prefixed to file names in errors (a segment's name, in an index of several)."""
         self.dir = gen_dir
-        self.manifest = m = storage.read_manifest(gen_dir)
+        self.label = label
+        try:
+            self.manifest = m = storage.read_manifest(gen_dir)
+        except IndexDamagedError as e:
+            raise IndexDamagedError(label + e.file, e.reason) from None
         if m.get("analyzer") != ANALYZER_ID:
             raise IndexFormatError(str(gen_dir), int(m.get("version", 0)), storage.SUPPORTED_VERSIONS)
         files = m.get("files")
         if not isinstance(files, dict):
-            raise IndexDamagedError(storage.MANIFEST, "has no file list")
+            raise IndexDamagedError(label + storage.MANIFEST, "has no file list")
         a: dict[str, storage.ArrayFile] = {}
         for name in FILES:
             entry = files.get(name)
             if not isinstance(entry, dict) or not {"size", "crc32"} <= entry.keys():
-                raise IndexDamagedError(name, "not listed in the manifest")
-            a[name] = storage.open_array(gen_dir / name, name, entry, verify=verify)
+                raise IndexDamagedError(label + name, "not listed in the manifest")
+            a[name] = storage.open_array(gen_dir / name, label + name, entry, verify=verify)
         self.n_docs = int(m["stats"]["documents"])
         # The tables sample every 64th entry when opened: verified whole, then read as plain arrays.
         self.terms = StringTable(a["terms.blob.sva"].whole(), a["terms.off.sva"].whole())
@@ -148,7 +153,7 @@ class IndexReader:
         ]
         for name, ok in checks:
             if not ok:
-                raise IndexDamagedError(name, "length disagrees with the other files")
+                raise IndexDamagedError(self.label + name, "length disagrees with the other files")
 
     # ------------------------------------------------------------ terms and postings
 
@@ -230,10 +235,10 @@ class IndexReader:
         the first of those files that fails its checksum, else the last one with `reason`."""
         for name in names:
             try:
-                storage.verify_array(self.dir / name, name, self.manifest["files"][name])
+                storage.verify_array(self.dir / name, self.label + name, self.manifest["files"][name])
             except IndexDamagedError as e:
                 return e
-        return IndexDamagedError(names[-1], reason)
+        return IndexDamagedError(self.label + names[-1], reason)
 
     def section_count(self, d: int) -> int:
         return int(self.doc_sections[d + 1] - self.doc_sections[d])

@@ -124,7 +124,7 @@ class Snapshot:
                 where = root / str(e["name"])
                 if manifest_crc(where) != e["manifest_crc32"]:
                     raise IndexDamagedError(f"{e['name']}/{storage.MANIFEST}", "is not the one this commit names (checksum mismatch)")
-                reader = IndexReader(where, verify=verify)
+                reader = IndexReader(where, verify=verify, label=f"{e['name']}/" if len(entries) > 1 else "")
                 if reader.n_docs != e["documents"]:
                     raise IndexDamagedError(f"{e['name']}/{storage.MANIFEST}", f"has {reader.n_docs} documents, the commit says {e['documents']}")
                 deleted = None
@@ -315,12 +315,13 @@ class CommitEntry:
         return self.documents - self.n_deleted
 
     def dated(self) -> int:
-        if self.deleted is None or self.reader is None:
+        if self.deleted is None:
             return int(self.manifest["stats"].get("dated", 0))
         from sieve.engine.batch import NO_DATE
 
+        reader = self.reader if self.reader is not None else IndexReader(self.dir)
         flags = np.unpackbits((bitset.full(self.documents) & ~self.deleted).view(np.uint8), bitorder="little")[: self.documents].view(bool)
-        return int(np.count_nonzero((np.asarray(self.reader.dates) != NO_DATE) & flags))
+        return int(np.count_nonzero((np.asarray(reader.dates) != NO_DATE) & flags))
 
 
 SUMMED_STATS = ("terms", "tokens", "postings", "units", "sections")

@@ -386,3 +386,45 @@ def test_a_build_past_its_memory_budget_writes_several_segments_that_answer_as_o
     assert ids_in_order(split) == [d["id"] for d in docs]
     same_answers(split, docs, random.Random(jobs), queries=12)
     assert whole.stats["documents"] == split.stats["documents"]
+
+
+def test_a_writer_past_its_budget_stages_segments_and_still_upserts(tmp_path: Path) -> None:
+    """A session that adds more than its buffer writes staged segments as it goes; replacing or
+    deleting a document already staged, and rolling back, behave as with a buffer."""
+    r = random.Random(31)
+    live = [gen_record(r, i) for i in range(20)]
+    index = sieve.build_index(live, tmp_path / "ix")
+    w = index.writer(memory_mb=0, policy=NEVER)  # every add is written out at once
+    w.buffer_limit = 1500  # a few documents per staged segment
+    n = 100
+    for step in range(40):
+        op = r.choice(["add", "add", "replace", "delete"])
+        if op == "add" or not live:
+            rec = gen_record(r, n)
+            n += 1
+            assert w.add(rec) is False
+            live.append(rec)
+        elif op == "replace":
+            old = r.choice(live)
+            rec = {**gen_record(r, n), "id": old["id"]}
+            n += 1
+            assert w.add(rec) is True
+            live = [x for x in live if x["id"] != old["id"]] + [rec]
+        else:
+            gone = r.choice(live)
+            assert w.delete(gone["id"]) is True
+            live = [x for x in live if x["id"] != gone["id"]]
+    assert len(w._flushed) >= 3
+    staged = [p.name for p in (tmp_path / "ix").iterdir() if p.name.startswith(".seg-")]
+    assert staged and sieve.open_index(tmp_path / "ix").stats["documents"] == 20  # staged segments are invisible
+    summary = w.commit()
+    assert summary.documents == len(live)
+    now = index.reopen()
+    assert len(now.segments) == 1 + len(w._flushed)
+    same_answers(now, live, r)
+    # A rolled-back session leaves nothing behind.
+    w = now.writer(memory_mb=0)
+    w.add(gen_record(r, 999))
+    w.rollback()
+    assert sorted(p.name for p in (tmp_path / "ix").iterdir()) == sorted(["CURRENT", now.generation.name, *(s.name for s in now.segments)])
+    assert ids_in_order(now.reopen()) == [x["id"] for x in live]
