@@ -24,7 +24,7 @@ from typing import Any
 import numpy as np
 
 from sieve.engine import bitset, storage
-from sieve.engine.reader import FILES, IndexReader
+from sieve.engine.reader import FILES, IndexReader, search_sorted
 from sieve.errors import IndexDamagedError
 
 COMMIT_KIND = "commit"
@@ -79,9 +79,25 @@ class Segment:
         got = self._df.get(tid)
         if got is None:  # counted once per term: the segment is immutable, its deletions fixed for this snapshot
             lo, hi = int(r.post_ptr[tid]), int(r.post_ptr[tid + 1])
-            docs = np.asarray(r.post_doc[lo:hi])
-            got = self._df[tid] = int(np.count_nonzero((r.text_tf(lo, hi) > 0) & self.live_flags[docs]))
+            gone = self.deleted_ids
+            if len(gone) * 16 < hi - lo:
+                # Few deletions, a long list: find the deleted documents in it (binary search) and
+                # subtract those the term counts for, instead of reading every posting.
+                pdocs = r.post_doc[lo:hi]
+                at = search_sorted(pdocs, gone)
+                ok = at < hi - lo
+                ok[ok] = pdocs[at[ok]] == gone[ok]
+                got = int(r.text_df[tid]) - int(np.count_nonzero(r.text_tf(lo, hi, at[ok]) > 0))
+            else:
+                docs = np.asarray(r.post_doc[lo:hi])
+                got = int(np.count_nonzero((r.text_tf(lo, hi) > 0) & self.live_flags[docs]))
+            self._df[tid] = got
         return got
+
+    @functools.cached_property
+    def deleted_ids(self) -> np.ndarray:
+        """The deleted documents' local numbers, ascending."""
+        return np.zeros(0, dtype=np.int64) if self.deleted is None else bitset.to_ids(self.deleted, self.n)
 
     @functools.cached_property
     def live_ids(self) -> np.ndarray:

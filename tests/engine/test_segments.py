@@ -428,3 +428,24 @@ def test_a_writer_past_its_budget_stages_segments_and_still_upserts(tmp_path: Pa
     w.rollback()
     assert sorted(p.name for p in (tmp_path / "ix").iterdir()) == sorted(["CURRENT", now.generation.name, *(s.name for s in now.segments)])
     assert ids_in_order(now.reopen()) == [x["id"] for x in live]
+
+
+def test_live_document_frequencies_both_ways(tmp_path: Path) -> None:
+    """df over live documents, by binary search of the few deleted ones in a long list and by a
+    scan of a short one, equals a fresh build's."""
+    docs = [{"id": str(i), "title": "common" if i % 3 else "rare common", "infobox": {"k": "common"} if i % 7 == 0 else {},
+             "text": "word " * (i % 4)} for i in range(400)]
+    index = sieve.build_index(docs, tmp_path / "ix")
+    gone = {"0", "3", "7", "14", "21", "200", "399"}
+    with index.writer() as w:
+        for i in gone:
+            w.delete(i)
+    now = index.reopen()
+    fresh = sieve.build_index([d for d in docs if d["id"] not in gone])
+    seg = now.segments[0]
+    for term in ("common", "rare", "word"):
+        tid, ftid = seg.reader.term_id(term), fresh.segments[0].reader.term_id(term)
+        assert seg.text_df(tid) == int(fresh.segments[0].reader.text_df[ftid]), term
+    seg._df.clear()
+    seg.__dict__["deleted_ids"] = np.arange(400)  # as if most were deleted: the scan, same answer for what is live
+    assert seg.text_df(seg.reader.term_id("rare")) == int(fresh.segments[0].reader.text_df[fresh.segments[0].reader.term_id("rare")])
