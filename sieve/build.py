@@ -103,6 +103,31 @@ def _checked(batch: AnalyzedBatch, name: str, ids: IdRegistry, on_error: OnError
     return batch if keep.all() else batch.drop(keep)
 
 
+def _batches(source: Source, on_error: OnError, report: CorpusReport, jobs: int | None) -> Iterator[tuple[Any, AnalyzedBatch]]:
+    """The corpus as analysed batches in corpus order, from worker processes for a large JSONL file."""
+    if on_error not in ("raise", "skip"):  # now, not at the first batch
+        raise InvalidArgumentError(f"on_error must be 'raise' or 'skip', not {on_error!r}")
+    return _batch_stream(source, on_error, report, jobs)
+
+
+def _batch_stream(source: Source, on_error: OnError, report: CorpusReport, jobs: int | None) -> Iterator[tuple[Any, AnalyzedBatch]]:
+    jobs = jobs if jobs is not None else min(os.cpu_count() or 1, 4)
+    path = corpus_file(source) if isinstance(source, (str, os.PathLike)) else None
+    if path is not None and jobs > 1 and path.stat().st_size >= PARALLEL_MIN_BYTES and path.suffix != ".gz":
+        report.source = str(source)
+        ids = IdRegistry()
+        for key, batch in _parallel_batches(path, jobs):
+            yield key, _checked(batch, str(path), ids, on_error, report)
+    else:
+        yield from _local_batches(source, on_error, report)
+
+
+def _nothing_to_index(report: CorpusReport) -> CorpusError:
+    # An index of nothing answers every query with nothing: almost always a wrong path or format.
+    what = f"every record was skipped ({report.skipped:,}; first: {report.errors[0]})" if report.skipped else "the corpus has no records"
+    return CorpusError(f"nothing to index: {what}", report.source or None)
+
+
 class _Segmenter:
     """Feeds batches to one segment writer after another: a writer is finished (its segment
     written) once its per-document and per-unit tables would need more than half the memory
@@ -162,28 +187,15 @@ def build_segments(
     """Index `source` into as many segments as the memory budget needs, each in a directory
     `new_segment()` gives; returns (directory, manifest) of each, in order. The documents are
     split between segments in corpus order (index order is unchanged by the split)."""
-    if on_error not in ("raise", "skip"):
-        raise InvalidArgumentError(f"on_error must be 'raise' or 'skip', not {on_error!r}")
     report = report if report is not None else CorpusReport()
+    batches = _batches(source, on_error, report, jobs)
     out = _Segmenter(new_segment, memory_mb, segment_bytes)
-    jobs = jobs if jobs is not None else min(os.cpu_count() or 1, 4)
-    path = corpus_file(source) if isinstance(source, (str, os.PathLike)) else None
-    if path is not None and jobs > 1 and path.stat().st_size >= PARALLEL_MIN_BYTES and path.suffix != ".gz":
-        report.source = str(source)
-        ids = IdRegistry()
-        for key, batch in _parallel_batches(path, jobs):
-            out.add(_checked(batch, str(path), ids, on_error, report), key)
-            if progress is not None:
-                progress(out.total, out.progress_bytes())
-    else:
-        for key, batch in _local_batches(source, on_error, report):
-            out.add(batch, key)
-            if progress is not None:
-                progress(out.total, out.progress_bytes())
+    for key, batch in batches:
+        out.add(batch, key)
+        if progress is not None:
+            progress(out.total, out.progress_bytes())
     if not out.total:
-        # An index of nothing answers every query with nothing: almost always a wrong path or format.
-        what = f"every record was skipped ({report.skipped:,}; first: {report.errors[0]})" if report.skipped else "the corpus has no records"
-        raise CorpusError(f"nothing to index: {what}", report.source or None)
+        raise _nothing_to_index(report)
     out.flush({"source": report.source, "skipped": report.skipped})
     return out.finished
 
@@ -201,26 +213,13 @@ def build(
     """Index `source` into one segment in `gen_dir`; returns its manifest. `progress(documents, bytes)` after each
     batch. An empty source is an error (a wrong path or format, almost always) unless `allow_empty`
     (a writer that deleted every document, a merge of nothing)."""
-    if on_error not in ("raise", "skip"):
-        raise InvalidArgumentError(f"on_error must be 'raise' or 'skip', not {on_error!r}")
     report = report if report is not None else CorpusReport()
+    batches = _batches(source, on_error, report, jobs)
     writer = IndexWriter(gen_dir) if memory_mb is None else IndexWriter(gen_dir, memory_mb)
-    jobs = jobs if jobs is not None else min(os.cpu_count() or 1, 4)
-    path = corpus_file(source) if isinstance(source, (str, os.PathLike)) else None
-    if path is not None and jobs > 1 and path.stat().st_size >= PARALLEL_MIN_BYTES and path.suffix != ".gz":
-        report.source = str(source)
-        ids = IdRegistry()
-        for key, batch in _parallel_batches(path, jobs):
-            writer.add_batch(_checked(batch, str(path), ids, on_error, report), key)
-            if progress is not None:
-                progress(writer.documents, writer.bytes_in)
-    else:
-        for key, batch in _local_batches(source, on_error, report):
-            writer.add_batch(batch, key)
-            if progress is not None:
-                progress(writer.documents, writer.bytes_in)
+    for key, batch in batches:
+        writer.add_batch(batch, key)
+        if progress is not None:
+            progress(writer.documents, writer.bytes_in)
     if not writer.documents and not allow_empty:
-        # An index of nothing answers every query with nothing: almost always a wrong path or format.
-        what = f"every record was skipped ({report.skipped:,}; first: {report.errors[0]})" if report.skipped else "the corpus has no records"
-        raise CorpusError(f"nothing to index: {what}", report.source or None)
+        raise _nothing_to_index(report)
     return writer.finish({"source": report.source, "skipped": report.skipped})

@@ -20,7 +20,7 @@ at any point leaves the last committed state, and the cost follows the change, n
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Any, Iterator
+from typing import Any
 
 import numpy as np
 

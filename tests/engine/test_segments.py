@@ -74,12 +74,14 @@ def test_any_sequence_of_writes_and_merges_equals_a_fresh_build(seed: int, tmp_p
         else:
             with index.writer(policy=r.choice([EAGER, NEVER, None])) as w:
                 for _ in range(r.randint(1, 6)):
-                    op = r.choice(["add", "add", "replace", "delete", "delete"])
+                    op = r.choice(["add", "add", "replace", "delete", "delete", "delete-unknown"])
                     if op == "add":
                         rec = gen_record(r, next_id)
                         next_id += 1
-                        w.add(rec)
+                        assert w.add(rec) is False
                         live.append(rec)
+                    elif op == "delete-unknown":
+                        assert w.delete("no-such-id") is False
                     elif op == "replace" and live:
                         old = r.choice(live)
                         rec = {**gen_record(r, next_id), "id": old["id"]}

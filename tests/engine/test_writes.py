@@ -1,12 +1,12 @@
 """Changing an index (sieve.writes): after any sequence of adds, replacements and deletes, the index
-answers exactly as a fresh build of its live documents in the defined order (upserts at the end);
-one writer at a time; a failed commit leaves the last state; readers keep their snapshot."""
+answers exactly as a fresh build of its live documents in the defined order (upserts at the end:
+the property test over random writes and merges is in test_segments.py); one writer at a time; a
+failed commit leaves the last state; readers keep their snapshot."""
 
 from __future__ import annotations
 
 import json
 import os
-import random
 import signal
 import subprocess
 import sys
@@ -15,65 +15,11 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from hypothesis import given
-from hypothesis import strategies as st
-from test_match_oracle import HYPOTHESIS, gen_record, gen_tree
 
 import sieve
 from sieve.cli import main
 from sieve.engine import storage
 from sieve.errors import DuplicateIdError, IndexLockedError, InvalidArgumentError
-
-
-def same_answers(index: sieve.Index, live: list[dict[str, Any]], tmp: Path, r: random.Random) -> None:
-    """The index equals a fresh build of `live` (in this order): ids, matches, BM25 scores."""
-    fresh = sieve.build_index(live) if live else None
-    ids = [index.reader.doc_id(d) for d in index.doc_numbers().tolist()]
-    assert ids == [rec["id"] for rec in live]
-    if fresh is None:
-        return
-    for _ in range(6):
-        q = str(gen_tree(r, 2))
-        assert index.match(q).ids == fresh.match(q).ids, q
-        a, b = index.search(q, k=len(live), fallback=False, explain=False), fresh.search(q, k=len(live), fallback=False, explain=False)
-        assert [h.doc_id for h in a.hits] == [h.doc_id for h in b.hits], q
-        assert [h.score for h in a.hits] == pytest.approx([h.score for h in b.hits], rel=1e-9), q
-    for rec in live:
-        assert index.document(rec["id"]) == fresh.document(rec["id"])
-    fresh.close()
-
-
-@given(seed=st.integers(0, 2**32))
-@HYPOTHESIS
-def test_any_sequence_of_writes_equals_a_fresh_build(seed: int, tmp_path_factory: pytest.TempPathFactory) -> None:
-    r = random.Random(seed)
-    tmp = tmp_path_factory.mktemp("writes")
-    live = [gen_record(r, i) for i in range(r.randint(1, 8))]
-    index = sieve.build_index(live, tmp / "ix")
-    next_id = len(live)
-    for _ in range(r.randint(1, 4)):  # commits
-        with index.writer() as w:
-            for _ in range(r.randint(0, 5)):
-                op = r.choice(["add", "add", "replace", "delete", "delete-unknown"])
-                if op == "add":
-                    rec = gen_record(r, next_id)
-                    next_id += 1
-                    assert w.add(rec) is False
-                    live.append(rec)
-                elif op == "replace" and live:
-                    old = r.choice(live)
-                    rec = {**gen_record(r, next_id), "id": old["id"]}
-                    next_id += 1
-                    assert w.add(rec) is True
-                    live = [x for x in live if x["id"] != old["id"]] + [rec]  # a replacement moves to the end
-                elif op == "delete" and live:
-                    gone = r.choice(live)
-                    assert w.delete(gone["id"]) is True
-                    live = [x for x in live if x["id"] != gone["id"]]
-                else:
-                    assert w.delete("no-such-id") is False
-        index = index.reopen() if r.random() < 0.7 else sieve.open_index(tmp / "ix")
-        same_answers(index, live, tmp, r)
 
 
 @pytest.fixture()

@@ -37,27 +37,7 @@ def _hook(on_event: Callable[[str], None]) -> None:
 
 def count_events(corpus: Any, target: Path, force: bool) -> list[str]:
     """The write-side steps one complete build takes (in a child, so nothing here is patched)."""
-    r, w = os.pipe()
-    pid = os.fork()
-    if pid == 0:  # child
-        code = 1
-        try:
-            os.close(r)
-            seen: list[str] = []
-            _hook(seen.append)
-            sieve.build_index(corpus, target, force=force, jobs=1)
-            os.write(w, ",".join(seen).encode())
-            code = 0
-        finally:
-            os._exit(code)
-    os.close(w)
-    chunks = []
-    while chunk := os.read(r, 65536):
-        chunks.append(chunk)
-    os.close(r)
-    _, status = os.waitpid(pid, 0)
-    assert os.waitstatus_to_exitcode(status) == 0, "counting build failed"
-    return b"".join(chunks).decode().split(",")
+    return count_op_events(lambda: sieve.build_index(corpus, target, force=force, jobs=1))
 
 
 def count_op_events(op: Callable[[], Any]) -> list[str]:
