@@ -67,7 +67,8 @@ class Sampler:
         self.index = index
         self.rng = random.Random(seed)
         self.n = len(index)
-        years = index.reader.dates[np.asarray(index.reader.dates) >= 0] // 10000
+        dates = np.asarray(index.segments[0].reader.dates)  # a fresh build: one segment
+        years = dates[dates >= 0] // 10000
         self.years = sorted(set(int(y) for y in years)) or [2000]
 
     def words(self) -> list[str]:
@@ -113,7 +114,7 @@ class Sampler:
                 word = self.term()
                 if len(word) >= 4 and word.isalpha():
                     stem = word[: self.rng.choice([3, 4, 5])]
-                    lo, hi = self.index.reader.terms.prefix_range(stem.encode())
+                    lo, hi = self.index.segments[0].reader.terms.prefix_range(stem.encode())
                     if hi - lo <= self.index.limits.max_prefix_terms:
                         return {"op": "prefix", "stem": stem, "field": None}
             return t()
@@ -188,10 +189,10 @@ def main() -> int:
         index = sieve.build_index(args.corpus, idx_path, force=True)
         secs = time.perf_counter() - t0
         result["build"] = {"seconds": round(secs, 2), "docs_per_s": round(len(index) / secs, 1), "mb_per_s": round(corpus_mb / secs, 2)}
-    files = index.manifest["files"]
-    store = sum(v["size"] for k, v in files.items() if k.startswith("store."))
+    files = [(name, entry) for _, name, entry in index.snapshot.files()]
+    store = sum(v["size"] for k, v in files if "store." in k)
     result["documents"] = len(index)
-    result["index_mb"] = round((sum(v["size"] for v in files.values()) - store) / 1e6, 2)
+    result["index_mb"] = round((sum(v["size"] for _, v in files) - store) / 1e6, 2)
     result["store_mb"] = round(store / 1e6, 2)
     result["open"] = open_cost(idx_path)
 

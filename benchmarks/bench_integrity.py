@@ -66,15 +66,21 @@ def _flip_all(path: Path, check: Any, name: str, stats: Counter[str], missed: li
         os.close(fd)
 
 
+def segment_dir(idx: Path) -> Path:
+    """The directory of a fresh build's one segment (its array files); the commit point lists it."""
+    return idx / storage.read_manifest(storage.current_generation(idx))["segments"][0]["name"]
+
+
 def exhaustive(work: Path, docs: int) -> dict[str, Any]:
     idx = work / "exhaustive"
     sieve.build_index(records(docs, seed=3), idx, jobs=1)
     gen = storage.current_generation(idx)
-    manifest = storage.read_manifest(gen)
+    seg = segment_dir(idx)
+    manifest = storage.read_manifest(seg)
     stats: Counter[str] = Counter()
     missed: list[str] = []
     for name in FILES:
-        path, entry = gen / name, manifest["files"][name]
+        path, entry = seg / name, manifest["files"][name]
         _flip_all(path, lambda: storage.verify_array(path, name, entry), name, stats, missed)
         data = path.read_bytes()
         for length in range(len(data)):
@@ -112,7 +118,7 @@ def payloads(work: Path, trials: int, seed: int, big: Path | None) -> dict[str, 
         sieve.build_index(recs, idx, jobs=1)
         truth = sieve.open_index(shutil.copytree(idx, work / "payload-truth"))
         ids, qs = [r["id"] for r in recs], queries(500, seed=8)
-        names = [n for n in FILES if storage.current_generation(idx).joinpath(n).stat().st_size > storage.HEADER_SIZE + storage.FOOTER_SIZE]
+        names = [n for n in FILES if segment_dir(idx).joinpath(n).stat().st_size > storage.HEADER_SIZE + storage.FOOTER_SIZE]
         old_limit, storage.VERIFY_ON_OPEN_BYTES = storage.VERIFY_ON_OPEN_BYTES, 0
     else:
         idx = work / "big"
@@ -120,10 +126,10 @@ def payloads(work: Path, trials: int, seed: int, big: Path | None) -> dict[str, 
         index = truth = sieve.open_index(big)
         ids = [index.reader.doc_id(d) for d in rng.sample(range(len(index)), 500)]
         qs = queries(500, seed=8) + ["the NEAR/10 a", '"of the"', "s*", "open[title] file", "NOT the", "date[2010..2020] socket"]
-        files = index.manifest["files"]
+        files = index.segments[0].reader.manifest["files"]
         names = [n for n in FILES if files[n]["size"] - storage.HEADER_SIZE - storage.FOOTER_SIZE > storage.VERIFY_ON_OPEN_BYTES]
         old_limit = storage.VERIFY_ON_OPEN_BYTES
-    gen = storage.current_generation(idx)
+    gen = segment_dir(idx)
     counts: Counter[str] = Counter()
     per_file: Counter[str] = Counter()
     unexpected: dict[str, str] = {}
