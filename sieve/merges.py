@@ -4,9 +4,10 @@ A merge replaces a run of *adjacent* segments with one segment holding their liv
 the same order, so index order (segments in commit order, documents in insertion order) never
 changes. The policy is logarithmic, as Lucene's LogMergePolicy: a segment's level is how many
 powers of `factor` its live documents are above `floor`; whenever `factor` adjacent segments share a
-level, they are merged into one of the next level, unless the result would pass `max_documents`
-(which bounds the memory a merge, like a build, needs). A segment more than half deleted is
-rewritten on its own. Segments with no live document are dropped.
+level, they are merged into one of the next level, unless the result's tables would need more than
+half the memory budget to write (the threshold at which a build starts a new segment, so no merge
+needs more memory than a build) or it would pass `max_documents`. A segment more than half deleted
+is rewritten on its own. Segments with no live document are dropped.
 
 A merge reads the documents back from the segments' stores and indexes them again with the same
 analyser: the new segment's files are exactly those a fresh build of those documents writes.
@@ -26,6 +27,7 @@ from sieve.documents import Document
 from sieve.engine import bitset, storage
 from sieve.engine.reader import IndexReader
 from sieve.engine.segments import CommitEntry, write_commit
+from sieve.engine.writer import BYTES_PER_DOCUMENT, BYTES_PER_UNIT, DEFAULT_MEMORY_MB
 from sieve.errors import InvalidArgumentError
 
 
@@ -35,13 +37,26 @@ class MergePolicy:
     floor: int = 1000  # live documents below which every segment is level 0
     max_documents: int = 2_000_000  # no merge makes a segment larger (a forced merge may)
     max_deleted: float = 0.5  # a segment with a larger share deleted is rewritten alone
+    memory_mb: int = DEFAULT_MEMORY_MB  # no merge makes a segment whose tables need more than half of it
 
     def __post_init__(self) -> None:
-        if self.factor < 2 or self.floor < 1 or self.max_documents < 1 or not 0 < self.max_deleted <= 1:
-            raise InvalidArgumentError(f"a merge policy needs factor >= 2, floor >= 1, max_documents >= 1 and 0 < max_deleted <= 1: {self}")
+        if self.factor < 2 or self.floor < 1 or self.max_documents < 1 or not 0 < self.max_deleted <= 1 or self.memory_mb < 1:
+            raise InvalidArgumentError(f"a merge policy needs factor >= 2, floor >= 1, max_documents >= 1, 0 < max_deleted <= 1 and memory_mb >= 1: {self}")
 
     def level(self, live: int) -> int:
         return int(math.log(max(live, self.floor) / self.floor, self.factor) + 1e-9)
+
+    def fits(self, run: list[CommitEntry]) -> bool:
+        """Whether one segment of the live documents of `run` is small enough to merge into."""
+        live = sum(e.live for e in run)
+        return live <= self.max_documents and sum(table_bytes(e) for e in run) <= (self.memory_mb << 20) // 2
+
+
+def table_bytes(entry: CommitEntry) -> int:
+    """What writing the tables of a segment's live documents needs (as the build's writer estimates it)."""
+    stats = entry.manifest["stats"]
+    units = int(stats.get("units", 0)) * entry.live // max(1, entry.documents)
+    return BYTES_PER_DOCUMENT * entry.live + BYTES_PER_UNIT * units
 
 
 def plan_merges(entries: list[CommitEntry], policy: MergePolicy) -> list[tuple[int, int]]:
@@ -54,7 +69,7 @@ def plan_merges(entries: list[CommitEntry], policy: MergePolicy) -> list[tuple[i
         j = i + 1
         while j < n and j - i < policy.factor and policy.level(entries[j].live) == lvl:
             j += 1
-        if j - i == policy.factor and sum(x.live for x in entries[i:j]) <= policy.max_documents:
+        if j - i == policy.factor and policy.fits(entries[i:j]):
             out.append((i, j))
             i = j
             continue

@@ -77,7 +77,7 @@ class IndexWriter:
             self.lock.release()
             raise
         self.replace = replace
-        self.policy = policy if policy is not None else merges.MergePolicy()
+        self.policy = policy if policy is not None else merges.MergePolicy(memory_mb=memory_mb if memory_mb is not None else DEFAULT_MEMORY_MB)
         self.memory_mb = memory_mb
         self.buffer_limit = ((memory_mb if memory_mb is not None else DEFAULT_MEMORY_MB) << 20) // 2
         self._added: dict[str, Document] = {}  # buffered, in order of their last add

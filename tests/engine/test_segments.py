@@ -211,6 +211,8 @@ def test_plan_merges_picks_adjacent_equal_levels_and_heavy_deletions() -> None:
     assert plan_merges([entry(5), entry(5), entry(500), entry(5)], p) == []
     assert plan_merges([entry(100, deleted=60), entry(5)], p) == [(0, 1)]
     assert plan_merges([entry(5000), entry(5000), entry(5000)], MergePolicy(factor=3, floor=10, max_documents=10_000)) == []  # too big
+    assert plan_merges([entry(3000), entry(3000), entry(3000)], MergePolicy(factor=3, floor=10, max_documents=10_000)) == [(0, 3)]
+    assert plan_merges([entry(3000), entry(3000), entry(3000)], MergePolicy(factor=3, floor=10, max_documents=10_000, memory_mb=1)) == []  # tables past half of 1 MB
 
 
 def test_deleting_everything_leaves_an_empty_index_that_takes_new_documents(tmp_path: Path) -> None:
