@@ -40,8 +40,8 @@ class MergePolicy:
     memory_mb: int = DEFAULT_MEMORY_MB  # no merge makes a segment whose tables need more than half of it
 
     def __post_init__(self) -> None:
-        if self.factor < 2 or self.floor < 1 or self.max_documents < 1 or not 0 < self.max_deleted <= 1 or self.memory_mb < 1:
-            raise InvalidArgumentError(f"a merge policy needs factor >= 2, floor >= 1, max_documents >= 1, 0 < max_deleted <= 1 and memory_mb >= 1: {self}")
+        if self.factor < 2 or self.floor < 1 or self.max_documents < 1 or not 0 < self.max_deleted <= 1 or self.memory_mb < 0:
+            raise InvalidArgumentError(f"a merge policy needs factor >= 2, floor >= 1, max_documents >= 1, 0 < max_deleted <= 1 and memory_mb >= 0: {self}")
 
     def level(self, live: int) -> int:
         return int(math.log(max(live, self.floor) / self.floor, self.factor) + 1e-9)
