@@ -170,8 +170,9 @@ class Snapshot:
 
     @property
     def dense(self) -> bool:
-        """Whether every internal number is a live document (one segment, nothing deleted)."""
-        return self.capacity == self.n_live
+        """Whether this is one segment with nothing deleted: its own statistics are the
+        collection's, and every internal number is a live document."""
+        return len(self.segments) == 1 and self.capacity == self.n_live
 
     def locate(self, g: int) -> tuple[Segment, int]:
         """(segment, local number) of internal number `g`."""
@@ -179,22 +180,9 @@ class Snapshot:
         seg = self.segments[i]
         return seg, g - seg.base
 
-    def split(self, docs: np.ndarray) -> list[np.ndarray]:
-        """`docs` (ascending internal numbers) cut into each segment's local numbers."""
-        if len(self.segments) == 1:
-            return [docs]
-        cuts = np.searchsorted(docs, self._bases[1:])
-        return [part - seg.base for seg, part in zip(self.segments, np.split(docs, cuts))]
-
     def join(self, bits: list[np.ndarray]) -> np.ndarray:
         """One bitset over the snapshot from each segment's bitset (bases are whole words apart)."""
         return bits[0] if len(bits) == 1 else np.concatenate(bits)
-
-    def cut(self, bits: np.ndarray) -> list[np.ndarray]:
-        """A snapshot bitset cut into each segment's bitset (the inverse of `join`)."""
-        if len(self.segments) == 1:
-            return [bits]
-        return [bits[s.base // 64 : s.base // 64 + bitset.words(s.n)] for s in self.segments]
 
     @functools.cached_property
     def live_bits(self) -> np.ndarray:
@@ -239,14 +227,6 @@ class Snapshot:
         """Tokens per field of every live document (rows in index order)."""
         parts = [np.asarray(s.reader.field_len)[s.live_flags if s.deleted is not None else slice(None)] for s in self.segments]
         return parts[0] if len(parts) == 1 else np.concatenate(parts)
-
-    def dated(self) -> int:
-        """Live documents with a date."""
-        from sieve.engine.batch import NO_DATE
-
-        return sum(int(np.count_nonzero((np.asarray(s.reader.dates) != NO_DATE) & s.live_flags)) for s in self.segments)
-
-    # ------------------------------------------------------------ collection statistics
 
     def _live_postings(self, seg: Segment, a: int, b: int) -> bool:
         """Whether postings a..b of `seg` hold a live document."""

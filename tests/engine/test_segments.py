@@ -453,3 +453,18 @@ def test_live_document_frequencies_both_ways(tmp_path: Path) -> None:
     seg._df.clear()
     seg.__dict__["deleted_ids"] = np.arange(400)  # as if most were deleted: the scan, same answer for what is live
     assert seg.text_df(seg.reader.term_id("rare")) == int(fresh.segments[0].reader.text_df[fresh.segments[0].reader.term_id("rare")])
+
+
+def test_segments_whose_numbers_leave_no_gap_still_share_statistics(tmp_path: Path) -> None:
+    """Two segments, the first exactly 128 documents (so internal numbers run on without a gap) and
+    nothing deleted: still two segments, whose statistics are the collection's."""
+    r = random.Random(44)
+    live = [gen_record(r, i) for i in range(128)]
+    index = sieve.build_index(live, tmp_path / "ix")
+    more = [gen_record(r, 200 + i) for i in range(40)]
+    with index.writer(policy=NEVER) as w:
+        for rec in more:
+            w.add(rec)
+    now = index.reopen()
+    assert [s.n for s in now.segments] == [128, 40] and now.snapshot.capacity == len(now)
+    same_answers(now, live + more, r, queries=16)
