@@ -58,6 +58,7 @@ def _build(corpus: Any, out: Path, force: bool, skip: bool, quiet: bool, jobs: i
         "docs_per_second": round(stats["documents"] / seconds, 1) if seconds else None,
         "index_mb": round((total - store) / 1e6, 3),
         "store_mb": round(store / 1e6, 3),
+        "segments": stats["segments"],
     }
     return index, summary
 
@@ -68,7 +69,8 @@ def cmd_index(args: argparse.Namespace) -> int:
         _print_json(s)
         return 0
     print(f"indexed {s['documents']} documents in {s['seconds']} s ({s['docs_per_second']} docs/s) into {s['index']}")
-    print(f"  {s['terms']} terms, {s['tokens']} tokens, {s['postings']} postings; index {s['index_mb']} MB, document store {s['store_mb']} MB")
+    print(f"  {s['terms']} terms, {s['tokens']} tokens, {s['postings']} postings; index {s['index_mb']} MB, document store {s['store_mb']} MB"
+          + (f"; {s['segments']} segments (past half the memory budget, a build starts a new one)" if s["segments"] > 1 else ""))
     if s["skipped"]:
         print(f"  skipped {s['skipped']} bad records; first ones:", file=sys.stderr)
         for e in s["errors"]:
