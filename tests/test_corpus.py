@@ -151,3 +151,26 @@ def test_not_utf8_is_reported(tmp_path: Path) -> None:
     with pytest.raises(CorpusError) as info:
         list(read_documents(path))
     assert "not UTF-8" in str(info.value)
+
+
+@pytest.mark.parametrize("seed", range(4))
+def test_the_id_registry_finds_every_duplicate_and_its_first_line(seed: int, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The compact registry (digests in a dict, then in sorted arrays behind a bitmap) answers as
+    a plain dict of every id does, across many spills into the arrays."""
+    import random
+
+    from sieve.corpus import IdRegistry
+
+    monkeypatch.setattr(IdRegistry, "RECENT", 97)
+    monkeypatch.setattr(IdRegistry, "BITS", 1 << 12)  # a small bitmap: many ids reach the arrays
+    r = random.Random(seed)
+    reg, first_seen = IdRegistry(), {}
+    for line in range(1, 8000):
+        doc_id = r.choice([f"d{r.randrange(3000)}", "\u00fcber", "", "x\x00y", f"{r.random()}"])
+        got = reg.duplicate(doc_id, "c.jsonl", line)
+        first = first_seen.setdefault(doc_id, line)
+        if first == line:
+            assert got is None, (doc_id, line)
+        else:
+            assert got is not None and str(got) == f"c.jsonl:{line}: duplicate id {doc_id!r} (first seen at line {first})"
+    assert reg._levels  # the arrays were used
