@@ -188,8 +188,8 @@ class Index:
         if g < 0:
             raise UnknownDocumentError(str(doc_id))
         plans = self.plan(query)
-        seg, d = self.snapshot.locate(g)
-        j = self.segments.index(seg)
+        j, d = self.snapshot.which(g)
+        seg = self.segments[j]
         missing = None if self.snapshot.dense else self.snapshot.missing
         return Decider(seg.reader, self.searcher.parts[j].evaluator, plans.parts[j], missing).explain(d)
 

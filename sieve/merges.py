@@ -24,7 +24,7 @@ from typing import Iterator
 import numpy as np
 
 from sieve.documents import Document
-from sieve.engine import bitset, storage
+from sieve.engine import storage
 from sieve.engine.reader import IndexReader
 from sieve.engine.segments import CommitEntry, write_commit
 from sieve.engine.writer import BYTES_PER_DOCUMENT, BYTES_PER_UNIT, DEFAULT_MEMORY_MB
@@ -82,12 +82,8 @@ def plan_merges(entries: list[CommitEntry], policy: MergePolicy) -> list[tuple[i
 def live_documents(entry: CommitEntry) -> Iterator[Document]:
     """The live documents of one segment, in order, read back from its store."""
     reader = entry.reader if entry.reader is not None else IndexReader(entry.dir)
-    flags = None
-    if entry.deleted is not None:
-        flags = np.unpackbits((bitset.full(entry.documents) & ~entry.deleted).view(np.uint8), bitorder="little")[: entry.documents]
-    for d in range(entry.documents):
-        if flags is None or flags[d]:
-            yield Document.stored(reader, d)
+    for d in np.flatnonzero(entry.live_flags()).tolist():
+        yield Document.stored(reader, d)
 
 
 def merge(run: list[CommitEntry], commit: storage.Commit, memory_mb: int | None = None) -> CommitEntry:
@@ -156,7 +152,7 @@ def merge_index(path: str | os.PathLike, max_segments: int = 1, memory_mb: int |
     try:
         index = open_index(path)
         snap = index.snapshot
-        entries = [CommitEntry(s.name, s.reader.dir, s.reader.manifest, s.deleted, s.reader) for s in snap.segments]
+        entries = [CommitEntry.of(s, s.deleted) for s in snap.segments]
         before = len(entries)
         runs = force_plan(entries, max_segments)
         if not runs:

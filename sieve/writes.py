@@ -22,8 +22,6 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
-import numpy as np
-
 from sieve import merges
 from sieve.build import build
 from sieve.corpus import CorpusReport, OnError, Source, read_documents
@@ -105,9 +103,7 @@ class IndexWriter:
         if at is None:
             return False
         entry = self._flushed[at[0]]
-        if entry.deleted is None:
-            entry.deleted = bitset.empty(entry.documents)
-        entry.deleted[at[1] >> 6] |= np.uint64(1) << np.uint64(at[1] & 63)
+        entry.deleted = bitset.add(entry.deleted, at[1], entry.documents)
         return True
 
     def add(self, record: dict[str, Any] | Document) -> bool:
@@ -195,18 +191,14 @@ class IndexWriter:
                 return summary
             deleted = [None if seg.deleted is None else seg.deleted.copy() for seg in snap.segments]
             for doc_id in self._gone:
-                seg, d = snap.locate(snap.doc_number(doc_id))
-                j = snap.segments.index(seg)
-                if deleted[j] is None:
-                    deleted[j] = bitset.empty(seg.n)
-                deleted[j][d >> 6] |= np.uint64(1) << np.uint64(d & 63)
+                j, d = snap.which(snap.doc_number(doc_id))
+                deleted[j] = bitset.add(deleted[j], d, snap.segments[j].n)
             self._flush()
             if self._commit is None:
                 self._commit = storage.Commit(self.path, force=True, lock=self.lock)
             commit = self._commit
             try:
-                entries = [CommitEntry(seg.name, seg.reader.dir, seg.reader.manifest, deleted[j], seg.reader)
-                           for j, seg in enumerate(snap.segments)] + self._flushed
+                entries = [CommitEntry.of(seg, deleted[j]) for j, seg in enumerate(snap.segments)] + self._flushed
                 entries = merges.settle(entries, commit, self.policy)
                 write_commit(commit.gen_dir, entries)
             except BaseException:

@@ -351,7 +351,7 @@ class DenseIndex:
             labels, dist = self.graph.knn_query(q[None, :], k=k, num_threads=1)
         else:
             if self._identity:
-                flags = np.unpackbits(bits.view(np.uint8), bitorder="little")[:n].tobytes()
+                flags = bitset.to_bool(bits, n).tobytes()
             else:
                 flags = bitset.contains(bits, self.docs).view(np.uint8).tobytes()
             k = min(k, bitset.count(bits))

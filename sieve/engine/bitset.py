@@ -46,7 +46,19 @@ def to_ids(bits: np.ndarray, n: int) -> np.ndarray:
         at = np.flatnonzero(flags)
         return nz[at >> 6] * 64 + (at & 63)
     # flatnonzero is several times faster on a bool view than on the uint8 bits themselves.
-    return np.flatnonzero(np.unpackbits(bits.view(np.uint8), bitorder="little")[:n].view(bool))
+    return np.flatnonzero(to_bool(bits, n))
+
+
+def to_bool(bits: np.ndarray, n: int) -> np.ndarray:
+    """The set as a boolean array of length n."""
+    return np.unpackbits(bits.view(np.uint8), bitorder="little")[:n].view(bool)
+
+
+def add(bits: np.ndarray | None, d: int, n: int) -> np.ndarray:
+    """`bits` (None: the empty set of n documents) with document d added, in place when it exists."""
+    out = empty(n) if bits is None else bits
+    out[d >> 6] |= np.uint64(1) << np.uint64(d & 63)
+    return out
 
 
 def count(bits: np.ndarray) -> int:

@@ -58,6 +58,7 @@ class IndriCollection:
 class _Context:
     collection: IndriCollection | None
     leaf_at: dict[int, int]  # id(leaf) -> its place in plan.leaves
+    tfs: dict[int, np.ndarray] | None  # each text leaf's occurrences per document, already counted
 
 
 class IndriScorer:
@@ -87,25 +88,28 @@ class IndriScorer:
             got = self._lengths[mask] = (per_doc, float(per_doc.sum()))
         return got
 
-    def scores(self, plan: Plan, collection: "IndriCollection | None" = None) -> np.ndarray:
+    def scores(self, plan: Plan, collection: "IndriCollection | None" = None, tfs: dict[int, np.ndarray] | None = None) -> np.ndarray:
         """The root's log belief for every document (-inf: excluded by a date). `collection`: the
         collection counts when this reader is one segment of several (default: its own)."""
         # Per call, not on self: one scorer serves every thread searching the index.
-        ctx = _Context(collection, {id(leaf): i for i, leaf in enumerate(plan.leaves)})
+        ctx = _Context(collection, {id(leaf): i for i, leaf in enumerate(plan.leaves)}, tfs)
         with np.errstate(divide="ignore", invalid="ignore", over="ignore"):
             return self._node(plan.root, ctx)
 
-    def counts(self, plan: Plan) -> tuple[dict[int, float], dict[int, float]]:
+    def counts(self, plan: Plan) -> tuple[dict[int, float], dict[int, float], dict[int, np.ndarray]]:
         """This reader's share of the collection counts of `plan`: (occurrences of each text leaf,
-        by its place in `plan.leaves`; |C_F| of each field mask), over documents in `live`."""
+        by its place in `plan.leaves`; |C_F| of each field mask), over documents in `live`; and each
+        leaf's occurrences per document, for `scores` to reuse."""
         occurrences: dict[int, float] = {}
         lengths: dict[int, float] = {}
+        tfs: dict[int, np.ndarray] = {}
         for i, leaf in enumerate(plan.leaves):
             if leaf.kind != "date":
-                occurrences[i] = float(self.tf(leaf)[self._live].sum())
+                tfs[i] = self.tf(leaf)
+                occurrences[i] = float(tfs[i][self._live].sum())
                 if leaf.mask not in lengths:
                     lengths[leaf.mask] = float(self.lengths(leaf.mask)[0][self._live].sum())
-        return occurrences, lengths
+        return occurrences, lengths, tfs
 
     # ------------------------------------------------------------ operators
 
@@ -139,7 +143,7 @@ class IndriScorer:
     def _leaf(self, leaf: LeafPlan, ctx: "_Context") -> np.ndarray:
         if leaf.kind == "date":
             return np.where(self._in_range(leaf), 0.0, NEG_INF)
-        tf = self.tf(leaf)
+        tf = ctx.tfs[ctx.leaf_at[id(leaf)]] if ctx.tfs is not None else self.tf(leaf)
         dl, cl = self.lengths(leaf.mask)
         ctf = float(tf.sum())
         if ctx.collection is not None:

@@ -135,7 +135,8 @@ class BM25Scorer:
         None for every document (then only documents containing a term are returned)."""
         return self._scores(self._postings(tids, idfs), docs)
 
-    def _scores(self, postings: list[_Posting], docs: np.ndarray | None) -> tuple[np.ndarray, np.ndarray]:
+    def _scores(self, postings: list[_Posting], docs: np.ndarray | None, bits: np.ndarray | None = None) -> tuple[np.ndarray, np.ndarray]:
+        """`docs` None: the documents holding a term (those in `bits`, if given, as for live documents only)."""
         r = self.r
         n = r.n_docs
         parts_d: list[np.ndarray] = []
@@ -160,11 +161,13 @@ class BM25Scorer:
             acc = np.zeros(n, dtype=np.float64)
         if docs is None:
             docs = np.flatnonzero(acc > 0)
+            if bits is not None:
+                docs = docs[bitset.contains(bits, docs)]
         return docs, acc[docs]
 
     def top(self, tids: tuple[int, ...], docs: np.ndarray | None, bits: np.ndarray | None, k: int,
             idfs: tuple[float, ...] | None = None) -> tuple[np.ndarray, np.ndarray]:
-        """`top_k(*scores(tids, docs), k)` (`bits`: `docs` as a bitset), the same documents and the same scores, without
+        """`top_k(*scores(tids, docs), k)` (`bits`: `docs` as a bitset; with `docs` None, the documents that may appear), the same documents and the same scores, without
         scanning every posting of frequent terms when that provably cannot change the top k.
 
         MaxScore, term-at-a-time: score exactly only the documents that hold one of the rarest
@@ -192,7 +195,7 @@ class BM25Scorer:
                 kth = float(np.partition(acc, len(acc) - k)[len(acc) - k])
                 if sum(p.idf for p in rest) <= kth:
                     return top_k(cand, acc, k)
-        return top_k(*self._scores(postings, docs), k)
+        return top_k(*self._scores(postings, docs, bits), k)
 
 
 def check_request(k: int, ranker: str) -> None:
@@ -292,16 +295,18 @@ class Searcher:
             return self.parts[0].indri.scores(plans.first)
         occurrences: dict[int, float] = {}
         lengths: dict[int, float] = {}
+        tfs = []
         for part, plan in zip(self.parts, plans.parts):
-            occ, lens = part.indri.counts(plan)
+            occ, lens, tf = part.indri.counts(plan)
+            tfs.append(tf)
             for i, v in occ.items():
                 occurrences[i] = occurrences.get(i, 0.0) + v
             for m, v in lens.items():
                 lengths[m] = lengths.get(m, 0.0) + v
         collection = IndriCollection(occurrences, lengths)
         out = np.full(snap.capacity, -np.inf)
-        for part, plan in zip(self.parts, plans.parts):
-            got = part.indri.scores(plan, collection)
+        for part, plan, tf in zip(self.parts, plans.parts, tfs):
+            got = part.indri.scores(plan, collection, tf)
             if part.seg.deleted is not None:
                 got[~part.seg.live_flags] = -np.inf
             out[part.seg.base : part.seg.base + part.seg.n] = got
@@ -318,18 +323,14 @@ class Searcher:
         got_s: list[np.ndarray] = []
         for j, (part, plan) in enumerate(zip(self.parts, plans.parts)):
             seg = part.seg
-            if bits is None:
-                b = None if seg.deleted is None else seg.live
-                docs = None if b is None else seg.live_ids
+            if bits is None:  # the whole collection: documents holding a term, live ones only
+                b, docs = (None if seg.deleted is None else seg.live), None
             else:
                 b = bits[j]
                 docs = bitset.to_ids(b, seg.n)
                 if not len(docs):
                     continue
             d, sc = part.bm25.top(plan.term_ids, docs, b, k, idfs)
-            if bits is None and docs is not None:  # the whole collection means documents holding a term, as with docs=None
-                keep = sc > 0
-                d, sc = d[keep], sc[keep]
             got_d.append(d + seg.base if seg.base else d)
             got_s.append(sc)
         if len(got_d) == 1:
@@ -370,8 +371,8 @@ class Searcher:
         where: list[tuple[list, list[int]]] = [([], [])] * len(doc_list)
         groups: dict[int, list[tuple[int, int]]] = {}  # segment -> (place in the hits, local number)
         for at, d in enumerate(doc_list):
-            seg, local = snap.locate(d)
-            groups.setdefault(snap.segments.index(seg), []).append((at, local))
+            j, local = snap.which(d)
+            groups.setdefault(j, []).append((at, local))
         for j, items in groups.items():
             found = Explainer(self.parts[j].reader, plans.parts[j]).matched_many([local for _, local in items])
             for (at, _), w in zip(items, found):

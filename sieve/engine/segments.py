@@ -69,7 +69,7 @@ class Segment:
     @functools.cached_property
     def live_flags(self) -> np.ndarray:
         """The live documents as a boolean array over local numbers."""
-        return np.unpackbits(self.live.view(np.uint8), bitorder="little")[: self.n].view(bool)
+        return bitset.to_bool(self.live, self.n)
 
     def text_df(self, tid: int) -> int:
         """Live documents with term `tid` in title, headings or body (BM25's df)."""
@@ -100,18 +100,9 @@ class Segment:
         return np.zeros(0, dtype=np.int64) if self.deleted is None else bitset.to_ids(self.deleted, self.n)
 
     @functools.cached_property
-    def live_ids(self) -> np.ndarray:
-        """The live documents' local numbers, ascending."""
-        return bitset.to_ids(self.live, self.n)
-
-    @functools.cached_property
-    def doc_len(self) -> np.ndarray:
-        return np.asarray(self.reader.doc_len)
-
-    @functools.cached_property
     def live_len(self) -> int:
         """Total BM25 length (title, headings, body tokens) of the live documents."""
-        lens = self.doc_len.astype(np.int64)
+        lens = np.asarray(self.reader.doc_len).astype(np.int64)
         return int(lens.sum() if self.deleted is None else lens[self.live_flags].sum())
 
 
@@ -151,12 +142,8 @@ class Snapshot:
                         raise IndexDamagedError(name, "length disagrees with its segment")
                 segments.append(Segment(str(e["name"]), reader, base, deleted))
                 base += _padded(reader.n_docs)
-        if len(segments) == 1:
-            base = segments[0].n
-        else:
-            base = segments[-1].base + segments[-1].n
         self.segments = segments
-        self.capacity = base  # internal numbers are 0 .. capacity - 1 (not all of them live)
+        self.capacity = segments[-1].base + segments[-1].n  # internal numbers are 0 .. capacity - 1 (not all of them live)
         self.n_live = sum(s.n_live for s in segments)
         self._bases = [s.base for s in segments]
         self.total_len = sum(s.live_len for s in segments)
@@ -174,11 +161,15 @@ class Snapshot:
         collection's, and every internal number is a live document."""
         return len(self.segments) == 1 and self.capacity == self.n_live
 
+    def which(self, g: int) -> tuple[int, int]:
+        """(segment's place in `segments`, local number) of internal number `g`."""
+        j = int(np.searchsorted(self._bases, g, side="right")) - 1
+        return j, g - self.segments[j].base
+
     def locate(self, g: int) -> tuple[Segment, int]:
         """(segment, local number) of internal number `g`."""
-        i = int(np.searchsorted(self._bases, g, side="right")) - 1
-        seg = self.segments[i]
-        return seg, g - seg.base
+        j, d = self.which(g)
+        return self.segments[j], d
 
     def join(self, bits: list[np.ndarray]) -> np.ndarray:
         """One bitset over the snapshot from each segment's bitset (bases are whole words apart)."""
@@ -270,14 +261,14 @@ class Snapshot:
     def files(self) -> list[tuple[Path, str, dict[str, int]]]:
         """(path, name for messages, manifest entry) of every array file of this snapshot."""
         out = []
-        for s in self.segments:
+        for j, s in enumerate(self.segments):
             # Named as the reader's errors name them; with several segments, the segment says which.
             prefix = "" if len(self.segments) == 1 else f"{s.name}/"
             for name in FILES:
                 out.append((s.reader.dir / name, prefix + name, s.reader.manifest["files"][name]))
             if s.deleted is not None:
                 name = deletes_name(s.name)
-                out.append((self.gen / name, name, self.manifest["segments"][self.segments.index(s)]["deletes"]))
+                out.append((self.gen / name, name, self.manifest["segments"][j]["deletes"]))
         return out
 
 
@@ -316,8 +307,16 @@ class CommitEntry:
         from sieve.engine.batch import NO_DATE
 
         reader = self.reader if self.reader is not None else IndexReader(self.dir)
-        flags = np.unpackbits((bitset.full(self.documents) & ~self.deleted).view(np.uint8), bitorder="little")[: self.documents].view(bool)
-        return int(np.count_nonzero((np.asarray(reader.dates) != NO_DATE) & flags))
+        return int(np.count_nonzero((np.asarray(reader.dates) != NO_DATE) & self.live_flags()))
+
+    def live_flags(self) -> np.ndarray:
+        """The live documents as a boolean array over local numbers."""
+        return bitset.to_bool(bitset.full(self.documents) & ~self.deleted, self.documents) if self.deleted is not None else np.ones(self.documents, dtype=bool)
+
+    @classmethod
+    def of(cls, seg: Segment, deleted: np.ndarray | None) -> "CommitEntry":
+        """An existing segment as the next commit lists it, with `deleted` as its deletions."""
+        return cls(seg.name, seg.reader.dir, seg.reader.manifest, deleted, seg.reader)
 
 
 SUMMED_STATS = ("terms", "tokens", "postings", "units", "sections")
