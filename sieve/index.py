@@ -22,7 +22,6 @@ from sieve.engine.bm25 import BM25Params
 from sieve.engine.decision import Decider, Explanation
 from sieve.engine.plan import Limits, Plans
 from sieve.engine.rankers import DENSE_RANKERS
-from sieve.engine.reader import FILES
 from sieve.engine.search import Results, Searcher, check_request
 from sieve.engine.segments import CommitEntry, Segment, Snapshot, write_commit
 if TYPE_CHECKING:
@@ -59,20 +58,39 @@ def _damage_guard(method: Callable[..., Any]) -> Callable[..., Any]:
     return guarded
 
 
-@dataclass(frozen=True)
 class Match:
-    """The exact admitted set of a query: `ids` in index order, `count`, and the canonical `query`."""
+    """The exact admitted set of a query: `count`, `docs` and `ids` in index order, and the canonical `query`."""
 
-    query: str
-    count: int
-    docs: np.ndarray = field(repr=False)  # internal document numbers, ascending
-    _reader: Snapshot = field(repr=False, compare=False)
+    __slots__ = ("query", "count", "_bits", "_capacity", "_reader", "_docs")
+
+    def __init__(self, query: str, bits: np.ndarray, capacity: int, reader: Snapshot) -> None:
+        self.query = query
+        self.count = bitset.count(bits)  # a popcount: a caller that wants only the count pays for nothing else
+        self._bits, self._capacity, self._reader = bits, capacity, reader
+        self._docs: np.ndarray | None = None
+
+    @property
+    def docs(self) -> np.ndarray:
+        """Internal document numbers, ascending (materialised on first use)."""
+        if self._docs is None:
+            self._docs = bitset.to_ids(self._bits, self._capacity)
+        return self._docs
 
     @property
     def ids(self) -> list[str]:
         # Materialised on demand: a broad query admits most of the collection, and callers
         # that only need the count should not pay for a list of every id.
         return [self._reader.doc_id(int(d)) for d in self.docs]
+
+    def __eq__(self, other: object) -> bool:
+        if not isinstance(other, Match):
+            return NotImplemented
+        return self.query == other.query and self.count == other.count and np.array_equal(self.docs, other.docs)
+
+    __hash__ = None  # type: ignore[assignment]
+
+    def __repr__(self) -> str:
+        return f"Match(query={self.query!r}, count={self.count})"
 
 
 def _as_path(value: object, what: str) -> Path:
@@ -176,8 +194,7 @@ class Index:
     def match(self, query: str) -> Match:
         """Documents that satisfy the BQL `query` exactly. Raises BQLSyntaxError / BQLLimitError."""
         plans = self.plan(query)
-        docs = bitset.to_ids(self.searcher.run(plans), self.snapshot.capacity)
-        return Match(query=plans.query, count=len(docs), docs=docs, _reader=self.snapshot)
+        return Match(plans.query, self.searcher.run(plans), self.snapshot.capacity, self.snapshot)
 
     @_damage_guard
     def explain(self, query: str, doc_id: str) -> "Explanation":
@@ -265,7 +282,7 @@ class Index:
         if self.retired and not self.generation.is_dir():
             names = []
             for seg in snap.segments:
-                for name in FILES:
+                for name in seg.reader.files:
                     seg.reader.files[name].verify(seg.reader.manifest["files"][name]["crc32"])
                     names.append(name if len(snap.segments) == 1 else f"{seg.name}/{name}")
             return names

@@ -67,11 +67,23 @@ class Evaluator:
     # ------------------------------------------------------------ leaves
 
     def term(self, tid: int, fmask: int) -> np.ndarray:
-        lo, hi = int(self.r.post_ptr[tid]), int(self.r.post_ptr[tid + 1])
-        docs = self.r.post_doc[lo:hi]
-        if fmask != ALL_MASK:
-            docs = docs[(self.r.post_mask[lo:hi] & fmask) != 0]
-        return bitset.from_ids(docs, self.n)
+        r = self.r
+        lo, hi = int(r.post_ptr[tid]), int(r.post_ptr[tid + 1])
+        acc, rest = None, fmask
+        if r.dense_ptr is not None:
+            # Fields in which the term is frequent are stored as bitsets; only the others need postings.
+            for row in range(int(r.dense_ptr[tid]), int(r.dense_ptr[tid + 1])):
+                f = int(r.dense_field[row])
+                if fmask >> f & 1:
+                    acc = r.dense[row] if acc is None else acc | r.dense[row]
+                    rest &= ~(1 << f)
+            if acc is not None and not rest:
+                return acc
+        docs = r.post_doc[lo:hi]
+        if rest != ALL_MASK:
+            docs = docs[(r.post_mask[lo:hi] & rest) != 0]
+        bits = bitset.from_ids(docs, self.n)
+        return bits if acc is None else acc | bits
 
     def prefix(self, term_range: tuple[int, int], fmask: int) -> np.ndarray:
         lo, hi = term_range

@@ -22,6 +22,8 @@ FILES = (
     "store.text.sva", "store.text.off.sva", "store.sections.sva", "ids.blob.sva", "ids.off.sva", "ids.doc.sva",
     "ids.rank.sva", "terms.df.sva",
 )
+# Written since format 3's first release; a segment without them is read as having no dense rows.
+DENSE_FILES = ("post.bits.sva", "post.bits.ptr.sva", "post.bits.field.sva")
 
 
 def search_sorted(arr: Any, values: Any, side: str = "left") -> np.ndarray:
@@ -101,7 +103,8 @@ class IndexReader:
         if not isinstance(files, dict):
             raise IndexDamagedError(label + storage.MANIFEST, "has no file list")
         a: dict[str, storage.ArrayFile] = {}
-        for name in FILES:
+        names = FILES + DENSE_FILES if any(n in files for n in DENSE_FILES) else FILES
+        for name in names:
             entry = files.get(name)
             if not isinstance(entry, dict) or not {"size", "crc32"} <= entry.keys():
                 raise IndexDamagedError(label + name, "not listed in the manifest")
@@ -120,6 +123,11 @@ class IndexReader:
         self.text_blob, self.text_off, self.doc_sections = a["store.text.sva"], a["store.text.off.sva"], a["store.sections.sva"]
         self.ids = StringTable(a["ids.blob.sva"].whole(), a["ids.off.sva"].whole())
         self.id_doc, self.id_rank = a["ids.doc.sva"], a["ids.rank.sva"]
+        # Frequent (term, field) pairs as bitsets: term t's rows are dense[dense_ptr[t]:dense_ptr[t + 1]],
+        # row i holding the documents with the term in field dense_field[i]. None: no such rows.
+        self.dense_ptr = self.dense = self.dense_field = None
+        if "post.bits.sva" in a:
+            self.dense, self.dense_ptr, self.dense_field = a["post.bits.sva"], a["post.bits.ptr.sva"].whole(), a["post.bits.field.sva"].whole()
         self.files = a
         # Hot tables are read through their wrappers until every block is verified, then directly.
         for attr, name in (("text_df", "terms.df.sva"), ("post_ptr", "post.ptr.sva"), ("pos_ptr", "pos.ptr.sva"),
@@ -151,6 +159,11 @@ class IndexReader:
             ("ids.off.sva", len(self.ids) == n), ("unit.field.sva", len(self.unit_field) == len(self.unit_start)),
             ("unit.section.sva", len(self.unit_section) == len(self.unit_start)),
         ]
+        if self.dense is not None:
+            rows = len(self.dense_field)
+            checks += [("post.bits.ptr.sva", len(self.dense_ptr) == t + 1 and int(self.dense_ptr[-1]) == rows and bool(np.all(np.diff(self.dense_ptr.astype(np.int64)) >= 0))),
+                       ("post.bits.sva", len(self.dense) == rows and (rows == 0 or self.dense.shape[1] == (n + 63) // 64)),
+                       ("post.bits.field.sva", bool(np.all(self.dense_field < 8)))]
         for name, ok in checks:
             if not ok:
                 raise IndexDamagedError(self.label + name, "length disagrees with the other files")

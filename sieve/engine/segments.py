@@ -24,7 +24,7 @@ from typing import Any
 import numpy as np
 
 from sieve.engine import bitset, storage
-from sieve.engine.reader import FILES, IndexReader, search_sorted
+from sieve.engine.reader import IndexReader, search_sorted
 from sieve.errors import IndexDamagedError
 
 COMMIT_KIND = "commit"
@@ -264,7 +264,7 @@ class Snapshot:
         for j, s in enumerate(self.segments):
             # Named as the reader's errors name them; with several segments, the segment says which.
             prefix = "" if len(self.segments) == 1 else f"{s.name}/"
-            for name in FILES:
+            for name in s.reader.files:
                 out.append((s.reader.dir / name, prefix + name, s.reader.manifest["files"][name]))
             if s.deleted is not None:
                 name = deletes_name(s.name)

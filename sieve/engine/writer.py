@@ -14,7 +14,7 @@ from typing import Any
 
 import numpy as np
 
-from sieve.engine import storage
+from sieve.engine import bitset, storage
 from sieve.engine.analysis import ANALYZER_ID
 from sieve.engine.batch import NO_DATE, AnalyzedBatch, Vocabulary
 from sieve.engine.fields import Field
@@ -31,6 +31,12 @@ BYTES_PER_TOKEN = 48
 # their encoded copies and sort order, offsets; unit starts, documents and fields as int64.
 BYTES_PER_DOCUMENT = 320
 BYTES_PER_UNIT = 48
+# A (term, field) pair found in at least 1/DENSE_FRACTION of a segment's documents (and in at least
+# DENSE_MIN) also gets its document set stored as a bitset: no larger than its four-byte postings, and
+# a query reads it instead of scattering every posting into a fresh bitset (the cost that grows with
+# the segment, not with the answer).
+DENSE_FRACTION = 32
+DENSE_MIN = 8
 
 
 class IndexWriter:
@@ -154,6 +160,30 @@ class IndexWriter:
         self._put(f"{name}.big.idx.sva", big, np.int64)
         self._put(f"{name}.big.val.sva", counts[big], np.uint32)
 
+    def _put_dense(self, n_docs: int) -> None:
+        """`post.bits*`: a bitset per frequent (term, field), read back from the postings just written."""
+        ptr, docs, masks = (storage.open_array(self.dir / n, n, self.entries[n]) for n in ("post.ptr.sva", "post.doc.sva", "post.mask.sva"))
+        starts = np.asarray(ptr, dtype=np.int64)
+        need = max(-(-n_docs // DENSE_FRACTION), DENSE_MIN)
+        rows = storage.ArrayWriter(self.dir / "post.bits.sva", np.uint64, columns=bitset.words(n_docs))
+        row_ptr = np.zeros(len(starts), dtype=np.int64)
+        fields = array("B")
+        candidates = np.flatnonzero(np.diff(starts) >= need)
+        for t in candidates.tolist():
+            lo, hi = int(starts[t]), int(starts[t + 1])
+            d, m = docs[lo:hi], masks[lo:hi]
+            for f in range(N_FIELDS):
+                inside = (m & np.uint8(1 << f)) != 0
+                if np.count_nonzero(inside) >= need:
+                    rows.append(bitset.from_ids(d[inside], n_docs)[None, :])
+                    fields.append(f)
+            row_ptr[t + 1] = len(fields)
+        # Terms between candidates hold no rows: carry each candidate's end forward.
+        row_ptr = np.maximum.accumulate(row_ptr)
+        self.entries["post.bits.sva"] = rows.close()
+        self._put_offsets("post.bits.ptr.sva", row_ptr)
+        self._put("post.bits.field.sva", np.frombuffer(fields, dtype=np.uint8))
+
     def finish(self, extra: dict[str, Any]) -> dict[str, Any]:
         """Sort the token stream into postings and write every file and the manifest."""
         self.entries["store.meta.sva"] = self.meta.close()
@@ -215,6 +245,7 @@ class IndexWriter:
             self._put_offsets("pos.ptr.sva", pos_ptr)
             self._put("pos.data.sva", p.pos.astype(pos_dtype))
             del p
+        self._put_dense(n_docs)
         self._put("unit.start.sva", unit_start.astype(pos_dtype))
         self._put("unit.field.sva", unit_field)
         unit_section = np.frombuffer(self.unit_section, dtype=np.int32)

@@ -207,7 +207,9 @@ def test_deep_but_legal_nesting_prints_without_recursion_trouble() -> None:
 # ---------------------------------------------------------------- the plain-words shortcut
 
 _WORDS = st.sampled_from(["a", "heat", "Wave", "x9", "2020", "OR", "or", "Or", "AND", "and", "NOT", "not", "NEAR", "near",
-                          "O_RDONLY", "ab-c", "zürich", "w*", '"p q"', "t[title]", "(", ")", "-n", "NEAR/2"])
+                          "O_RDONLY", "ab-c", "zürich", "w*", '"p q"', "t[title]", "(", ")", "-n", "NEAR/2",
+                          "heat[title,section,body]", "x9[TI]", "w[date]", "2020[date]", "OR[title]", "or[ti]", "b[nosuch]",
+                          "c[ title]", "d[title,]", "e[all]", "f[tiab,au]", "g[]", "h [title]", "i[title][body]"])
 _SPACES = st.sampled_from([" ", "  ", "\t", "\n", "\r\n", " \x0b ", "\x0c"])
 
 
@@ -229,6 +231,8 @@ def test_plain_shortcut_gives_the_grammars_tree(parts: list[tuple[str, str]], ta
 @pytest.mark.parametrize("text, taken", [
     ("heat wave 2020", True), ("heat OR wave OR x", True), ("  a  ", True), ("a OR b c", False), ("a b OR c", False),
     ("a AND b", False), ("zürich", False), ("O_RDONLY", False), ("a\x0bb", False), (" ".join(["w"] * (PLAIN_MAX_WORDS + 1)), False),
+    ("heat[title,section,body] wave[body]", True), ("heat[ti] OR wave[body] OR x[ib]", True), ("heat[ti] OR wave OR x[ib]", False), ("heat[nosuch]", False), ("heat[date]", False),
+    ("a OR[title] b", False), ("heat [title]", False), ("Fort Santiago[title]", False), ("a[ti] b", False),
 ])
 def test_plain_shortcut_takes_only_plain_words(text: str, taken: bool) -> None:
     assert (parse_plain(text) is not None) is taken

@@ -10,7 +10,7 @@ import pytest
 
 import sieve
 from sieve.engine import storage
-from sieve.engine.reader import FILES
+from sieve.engine.reader import DENSE_FILES, FILES
 from sieve.errors import IndexDamagedError, IndexFormatError, IndexNotFoundError, UnknownDocumentError
 
 RECORDS = [
@@ -104,7 +104,7 @@ def _seg(built: Path) -> Path:
     return built / storage.read_manifest(_gen(built))["segments"][0]["name"]
 
 
-@pytest.mark.parametrize("name", FILES)
+@pytest.mark.parametrize("name", FILES + DENSE_FILES)
 def test_truncated_file_is_detected(built: Path, name: str) -> None:
     path = _seg(built) / name
     data = path.read_bytes()
@@ -115,7 +115,7 @@ def test_truncated_file_is_detected(built: Path, name: str) -> None:
     assert str(info.value).startswith(f"index damaged: {name}: ")
 
 
-@pytest.mark.parametrize("name", FILES)
+@pytest.mark.parametrize("name", FILES + DENSE_FILES)
 def test_flipped_bit_is_detected(built: Path, name: str) -> None:
     path = _seg(built) / name
     data = bytearray(path.read_bytes())
@@ -127,7 +127,7 @@ def test_flipped_bit_is_detected(built: Path, name: str) -> None:
             sieve.open_index(built)
         assert info.value.file == name
     path.write_bytes(bytes(data))
-    assert sieve.open_index(built).check() == list(FILES)
+    assert sieve.open_index(built).check() == list(FILES + DENSE_FILES)
 
 
 def test_check_finds_damage_in_big_files_that_open_does_not_read(built: Path, monkeypatch: pytest.MonkeyPatch) -> None:

@@ -337,32 +337,47 @@ def _prescan(toks: Iterator[Any]) -> Iterator[Any]:
         yield k
 
 
-_PLAIN = re.compile(r"[ \t\r\n]*[A-Za-z0-9]+(?:[ \t\r\n]+[A-Za-z0-9]+)*[ \t\r\n]*")  # the lexer's spaces that are not control characters
-_ALNUM = re.compile(r"[A-Za-z0-9]+")
+# A plain word, optionally tagged with field names and no spaces (heat[title,body]).
+_WORD = r"[A-Za-z0-9]+(?:\[[A-Za-z]+(?:,[A-Za-z]+)*\])?"
+_PLAIN = re.compile(rf"[ \t\r\n]*{_WORD}(?:[ \t\r\n]+{_WORD})*[ \t\r\n]*")  # the lexer's spaces that are not control characters
+_ITEM = re.compile(r"([A-Za-z0-9]+)(?:\[([A-Za-z,]+)\])?")
 _KEYWORDS = {"AND", "OR", "NOT", "NEAR"}
 PLAIN_MAX_WORDS = 64
 CANONICAL_GROWTH = 64  # a bound on len(canonical) / len(text): shorter texts need no check
 
 
 def parse_plain(text: str) -> ast.Node | None:
-    """The tree of a query of plain ASCII words side by side (AND) or joined by OR alone, or None
-    for anything else. These are most of what agents type; the LALR parser takes 40-250 us for
-    them in Python. Tested to give exactly the parser's tree (tests/test_bql_parser.py)."""
+    """The tree of a query of plain ASCII words, all bare or each tagged with known text fields
+    (`heat[title,body]`), side by side (AND) or joined by a bare OR alone, or None for anything
+    else (errors included: the grammar reports them). These are most of what agents type; the
+    LALR parser takes 40-250 us for them in Python. Tested to give exactly the parser's tree
+    (tests/engine/test_bql_parser.py)."""
     if len(text) > 4 * PLAIN_MAX_WORDS * 8 or not _PLAIN.fullmatch(text):
         return None
-    words = [(m.group(), m.span()) for m in _ALNUM.finditer(text)]
-    if len(words) > PLAIN_MAX_WORDS:
+    items = list(_ITEM.finditer(text))
+    if len(items) > PLAIN_MAX_WORDS:
         return None
-    upper = [w.upper() for w, _ in words]
-    if len(words) >= 3 and len(words) % 2 and all(u == "OR" for u in upper[1::2]):
-        words, upper = words[0::2], upper[0::2]
+    upper = [m.group(1).upper() for m in items]
+    if len(items) >= 3 and len(items) % 2 and all(u == "OR" and m.group(2) is None for u, m in zip(upper[1::2], items[1::2])):
+        items, upper = items[0::2], upper[0::2]
         node: type[ast.And | ast.Or] = ast.Or
     else:
         node = ast.And
     if any(u in _KEYWORDS for u in upper):
         return None
-    terms = tuple(ast.Term(w, None, span=span) for w, span in words)
-    return terms[0] if len(terms) == 1 else node(terms, span=(terms[0].span[0], terms[-1].span[1]))
+    tagged = sum(m.group(2) is not None for m in items)
+    if tagged not in (0, len(items)):
+        return None  # a tag also scopes the bare words before it (`Fort Santiago[title]`): the grammar's job
+    terms = []
+    for m in items:
+        fields = None
+        if m.group(2) is not None:
+            names = m.group(2).lower().split(",")
+            if not all(n in FIELD_ALIASES for n in names):
+                return None  # an unknown field or date[...]: the grammar says what is wrong
+            fields = frozenset().union(*(FIELD_ALIASES[n] for n in names))
+        terms.append(ast.Term(m.group(1), fields, span=m.span()))
+    return terms[0] if len(terms) == 1 else node(tuple(terms), span=(terms[0].span[0], terms[-1].span[1]))
 
 
 def parse(text: str) -> ast.Node:

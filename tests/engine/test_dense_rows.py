@@ -1,0 +1,76 @@
+"""Dense rows (`post.bits*`): a (term, field) pair frequent in a segment is also stored as a bitset.
+
+The rows are an acceleration only: every term leaf must admit exactly what its postings say,
+for every field mask, with the rows read, with them ignored (a segment written before they
+existed), and in a segment with deletions."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+import sieve
+from sieve.engine import bitset
+from sieve.engine.evaluate import Evaluator
+from sieve.engine.fields import ALL_MASK
+from sieve.engine.writer import DENSE_FRACTION, DENSE_MIN
+
+
+def _from_postings(r: sieve.engine.reader.IndexReader, tid: int, fmask: int) -> np.ndarray:
+    docs, masks, _ = r.postings(tid)
+    return bitset.from_bool(np.isin(np.arange(r.n_docs), docs[(masks & fmask) != 0]), r.n_docs)
+
+
+@pytest.fixture(scope="module")
+def stdlib_reader(stdlib: sieve.Index) -> sieve.engine.reader.IndexReader:
+    return stdlib.segments[0].reader
+
+
+def test_rows_hold_exactly_the_frequent_pairs(stdlib_reader) -> None:
+    r = stdlib_reader
+    need = max(-(-r.n_docs // DENSE_FRACTION), DENSE_MIN)
+    ptr = np.asarray(r.post_ptr, dtype=np.int64)
+    expected = []
+    for t in range(len(r.terms)):
+        masks = np.asarray(r.post_mask[ptr[t] : ptr[t + 1]])
+        expected += [(t, f) for f in range(5) if np.count_nonzero(masks & (1 << f)) >= need]
+    stored = [(t, int(r.dense_field[i])) for t in range(len(r.terms)) for i in range(int(r.dense_ptr[t]), int(r.dense_ptr[t + 1]))]
+    assert stored == expected and len(stored) > 50  # the fixture is big enough to have many
+    for i, (t, f) in enumerate(stored):
+        assert np.array_equal(r.dense[i], _from_postings(r, t, 1 << f))
+
+
+@pytest.mark.parametrize("fmask", [ALL_MASK, 0b00111, 0b00001, 0b00100, 0b10000, 0b01010, 0b11011])
+def test_term_leaf_equals_its_postings_with_and_without_rows(stdlib_reader, fmask: int) -> None:
+    r = stdlib_reader
+    with_rows = Evaluator(r)
+    dense = {t for t in range(len(r.terms)) if r.dense_ptr[t + 1] > r.dense_ptr[t]}
+    sample = sorted(dense)[:: max(1, len(dense) // 60)] + list(range(0, len(r.terms), max(1, len(r.terms) // 60)))
+    for t in sample:
+        truth = _from_postings(r, t, fmask)
+        assert np.array_equal(with_rows.term(t, fmask), truth), (r.terms[t], fmask)
+    # A segment written before rows existed reads the postings alone.
+    saved = r.dense_ptr
+    try:
+        r.dense_ptr = None
+        without = Evaluator(r)
+        for t in sample:
+            assert np.array_equal(without.term(t, fmask), _from_postings(r, t, fmask))
+    finally:
+        r.dense_ptr = saved
+
+
+def test_rows_never_admit_a_deleted_document(tmp_path, stdlib: sieve.Index) -> None:
+    r = stdlib.segments[0].reader
+    t = max(range(len(r.terms)), key=lambda t: int(r.dense_ptr[t + 1] - r.dense_ptr[t]))
+    word = r.terms[t].decode()
+    docs = [stdlib.document(stdlib.reader.doc_id(d)).to_record() for d in stdlib.doc_numbers().tolist()]
+    index = sieve.build_index(docs, tmp_path / "idx")
+    before = index.match(word)
+    gone = before.ids[: len(before.ids) // 2]
+    with index.writer() as w:
+        for doc_id in gone:
+            w.delete(doc_id)
+    after = sieve.open_index(tmp_path / "idx")
+    assert after.match(word).ids == before.ids[len(gone):]
+    assert after.match(f"NOT {word}").count == len(after) - (before.count - len(gone))
