@@ -12,6 +12,7 @@ import numpy as np
 
 from sieve.engine import storage
 from sieve.engine.analysis import ANALYZER_ID
+from sieve.engine.store import BlockReader, RawStream
 from sieve.errors import IndexDamagedError, IndexFormatError
 
 FILES = (
@@ -22,8 +23,11 @@ FILES = (
     "store.text.sva", "store.text.off.sva", "store.sections.sva", "ids.blob.sva", "ids.off.sva", "ids.doc.sva",
     "ids.rank.sva", "terms.df.sva",
 )
-# Written since format 3's first release; a segment without them is read as having no dense rows.
+# Written since format 4; a segment without them (format 2 or 3) has no dense rows and an
+# uncompressed document store.
 DENSE_FILES = ("post.bits.sva", "post.bits.ptr.sva", "post.bits.field.sva")
+STORE_FILES = ("store.meta.blocks.sva", "store.text.blocks.sva")
+WRITTEN = FILES + DENSE_FILES + STORE_FILES  # what this version writes in a segment
 
 
 def search_sorted(arr: Any, values: Any, side: str = "left") -> np.ndarray:
@@ -103,7 +107,7 @@ class IndexReader:
         if not isinstance(files, dict):
             raise IndexDamagedError(label + storage.MANIFEST, "has no file list")
         a: dict[str, storage.ArrayFile] = {}
-        names = FILES + DENSE_FILES if any(n in files for n in DENSE_FILES) else FILES
+        names = FILES + tuple(n for group in (DENSE_FILES, STORE_FILES) if any(n in files for n in group) for n in group)
         for name in names:
             entry = files.get(name)
             if not isinstance(entry, dict) or not {"size", "crc32"} <= entry.keys():
@@ -226,18 +230,34 @@ class IndexReader:
             raise self.damaged(("ids.rank.sva", "ids.off.sva", "ids.blob.sva"), f"id of document {d} is unreadable") from None
 
     def meta(self, d: int) -> dict[str, Any]:
-        raw = self.meta_blob[int(self.meta_off[d]) : int(self.meta_off[d + 1])].tobytes()
+        raw = self._meta.read(int(self.meta_off[d]), int(self.meta_off[d + 1]))
         try:
             return json.loads(raw)
         except (ValueError, UnicodeDecodeError):
             raise self.damaged(("store.meta.off.sva", "store.meta.sva"), f"record of document {d} is unreadable") from None
+
+    # The store's streams, compressed in blocks (format 4) or not: opened on first read, which
+    # checks each block table against its offsets.
+    @functools.cached_property
+    def _meta(self) -> BlockReader | RawStream:
+        return self._stream("store.meta", self.meta_off)
+
+    @functools.cached_property
+    def _text(self) -> BlockReader | RawStream:
+        return self._stream("store.text", self.text_off)
+
+    def _stream(self, name: str, offsets: storage.ArrayFile) -> BlockReader | RawStream:
+        blob = self.files[f"{name}.sva"]
+        if f"{name}.blocks.sva" not in self.files:
+            return RawStream(blob)
+        return BlockReader(blob, self.files[f"{name}.blocks.sva"].whole(), int(offsets[-1]), self.label + f"{name}.sva")
 
     def _headings(self, d: int) -> tuple[str, ...]:
         return tuple(self.meta(d)["headings"])
 
     def section_text(self, d: int, j: int) -> str:
         k = int(self.doc_sections[d]) + j
-        raw = self.text_blob[int(self.text_off[k]) : int(self.text_off[k + 1])].tobytes()
+        raw = self._text.read(int(self.text_off[k]), int(self.text_off[k + 1]))
         try:
             return raw.decode()
         except UnicodeDecodeError:

@@ -19,6 +19,7 @@ from sieve.engine.analysis import ANALYZER_ID
 from sieve.engine.batch import NO_DATE, AnalyzedBatch, Vocabulary
 from sieve.engine.fields import Field
 from sieve.engine.runs import Runs, sort_tokens
+from sieve.engine.store import BlockWriter
 
 N_FIELDS = len(Field)
 
@@ -63,9 +64,9 @@ class IndexWriter:
         self.dates = array("i")
         self.ids: list[str] = []
         self.entries: dict[str, dict[str, int]] = {}
-        self.meta = storage.ArrayWriter(gen_dir / "store.meta.sva", np.uint8)
+        self.meta = BlockWriter(gen_dir, "store.meta")
         self.meta_off = array("q", [0])
-        self.text = storage.ArrayWriter(gen_dir / "store.text.sva", np.uint8)
+        self.text = BlockWriter(gen_dir, "store.text")
         self.text_off = array("q", [0])
         self.doc_sections = array("q", [0])
         self.bytes_in = 0
@@ -105,9 +106,9 @@ class IndexWriter:
         self.doc_units.frombytes((self.doc_units[-1] + np.cumsum(batch.units)).astype(np.int64).tobytes())
         self.dates.frombytes(batch.dates.tobytes())
         self.ids.extend(batch.ids)
-        self.meta.append_bytes(batch.meta)
+        self.meta.append(batch.meta)
         self.meta_off.frombytes((self.meta_off[-1] + np.cumsum(batch.meta_len)).astype(np.int64).tobytes())
-        self.text.append_bytes(batch.text)
+        self.text.append(batch.text)
         self.text_off.frombytes((self.text_off[-1] + np.cumsum(batch.text_len)).astype(np.int64).tobytes())
         self.doc_sections.frombytes((self.doc_sections[-1] + np.cumsum(batch.sections)).astype(np.int64).tobytes())
         self.bytes_in += len(batch.meta) + len(batch.text)
@@ -186,8 +187,8 @@ class IndexWriter:
 
     def finish(self, extra: dict[str, Any]) -> dict[str, Any]:
         """Sort the token stream into postings and write every file and the manifest."""
-        self.entries["store.meta.sva"] = self.meta.close()
-        self.entries["store.text.sva"] = self.text.close()
+        self.entries.update(self.meta.close())
+        self.entries.update(self.text.close())
         n_docs = len(self.ids)
         if self.runs.count:
             self._spill()  # the rest of the buffer, as the last run

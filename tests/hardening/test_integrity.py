@@ -17,7 +17,7 @@ import pytest
 import sieve
 from sieve.cli import main
 from sieve.engine import storage
-from sieve.engine.reader import DENSE_FILES, FILES
+from sieve.engine.reader import WRITTEN
 from sieve.errors import IndexDamagedError, SieveError
 
 from .damage import damage, exercise, payload_end
@@ -75,7 +75,7 @@ def test_every_bit_flip_of_every_array_file_frame_is_detected(damaged_copy: Path
     every bit of every byte)."""
     rng = random.Random(11)
     gen, flips = _seg(damaged_copy), 0
-    for name in FILES + DENSE_FILES:
+    for name in WRITTEN:
         path, entry = gen / name, _entry(damaged_copy, name)
         size = path.stat().st_size
         payload = range(storage.HEADER_SIZE, size - storage.FOOTER_SIZE)
@@ -97,7 +97,7 @@ def test_every_bit_flip_of_every_array_file_frame_is_detected(damaged_copy: Path
     assert flips > 30 * 72 * 8
 
 
-@pytest.mark.parametrize("name", FILES + DENSE_FILES)
+@pytest.mark.parametrize("name", WRITTEN)
 def test_flips_are_found_by_open_check_and_the_cli(damaged_copy: Path, name: str, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]) -> None:
     rng = random.Random(name)
     path = _seg(damaged_copy) / name
@@ -126,10 +126,10 @@ def test_flips_are_found_by_open_check_and_the_cli(damaged_copy: Path, name: str
             err = capsys.readouterr().err
             assert err.startswith(f"sieve: index damaged: {name}: ") and "Traceback" not in err, err
         path.write_bytes(original)
-    assert sieve.open_index(damaged_copy).check() == list(FILES + DENSE_FILES)
+    assert sieve.open_index(damaged_copy).check() == list(WRITTEN)
 
 
-@pytest.mark.parametrize("name", FILES + DENSE_FILES)
+@pytest.mark.parametrize("name", WRITTEN)
 def test_truncation_is_found_at_every_interesting_length(damaged_copy: Path, name: str, monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setattr(storage, "VERIFY_ON_OPEN_BYTES", 0)  # size checks alone must catch it
     path = _seg(damaged_copy) / name
@@ -244,7 +244,7 @@ QUERIES = queries(300, seed=7)
 
 
 @pytest.mark.filterwarnings("ignore::RuntimeWarning")  # numpy overflow warnings on damaged counts are expected
-@pytest.mark.parametrize("name", FILES + DENSE_FILES)
+@pytest.mark.parametrize("name", WRITTEN)
 def test_damaged_payloads_never_change_an_answer(pristine: Path, damaged_copy: Path, name: str, monkeypatch: pytest.MonkeyPatch) -> None:
     """Five seeded damages of this file's payload, each followed by 40 random operations whose
     answers must equal the undamaged index's or be an IndexDamagedError naming the file (the
