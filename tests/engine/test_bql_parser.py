@@ -230,7 +230,7 @@ def test_plain_shortcut_gives_the_grammars_tree(parts: list[tuple[str, str]], ta
 
 @pytest.mark.parametrize("text, taken", [
     ("heat wave 2020", True), ("heat OR wave OR x", True), ("  a  ", True), ("a OR b c", False), ("a b OR c", False),
-    ("a AND b", False), ("zürich", False), ("O_RDONLY", False), ("a\x0bb", False), (" ".join(["w"] * (PLAIN_MAX_WORDS + 1)), False),
+    ("a AND b", True), ("a AND NOT b[ti]", False), ("NOT a[ti] AND b[ti] NOT c[ti]", True), ("a NOT", False), ("a AND AND b", False), ("NOT NOT a", False), ("zürich", False), ("O_RDONLY", False), ("a\x0bb", False), (" ".join(["w"] * (PLAIN_MAX_WORDS + 1)), False),
     ("heat[title,section,body] wave[body]", True), ("heat[ti] OR wave[body] OR x[ib]", True), ("heat[ti] OR wave OR x[ib]", False), ("heat[nosuch]", False), ("heat[date]", False),
     ("a OR[title] b", False), ("heat [title]", False), ("Fort Santiago[title]", False), ("a[ti] b", False),
 ])

@@ -348,9 +348,10 @@ CANONICAL_GROWTH = 64  # a bound on len(canonical) / len(text): shorter texts ne
 
 def parse_plain(text: str) -> ast.Node | None:
     """The tree of a query of plain ASCII words, all bare or each tagged with known text fields
-    (`heat[title,body]`), side by side (AND) or joined by a bare OR alone, or None for anything
-    else (errors included: the grammar reports them). These are most of what agents type; the
-    LALR parser takes 40-250 us for them in Python. Tested to give exactly the parser's tree
+    (`heat[title,body]`), either joined by a bare OR alone or side by side, with or without AND,
+    each perhaps after one NOT (`a[ti] AND NOT b[ti] c[ti]`); None for anything else (errors
+    included: the grammar reports them). These are most of what agents type; the LALR parser
+    takes 40-250 us for them in Python. Tested to give exactly the parser's tree
     (tests/engine/test_bql_parser.py)."""
     if len(text) > 4 * PLAIN_MAX_WORDS * 8 or not _PLAIN.fullmatch(text):
         return None
@@ -358,26 +359,48 @@ def parse_plain(text: str) -> ast.Node | None:
     if len(items) > PLAIN_MAX_WORDS:
         return None
     upper = [m.group(1).upper() for m in items]
-    if len(items) >= 3 and len(items) % 2 and all(u == "OR" and m.group(2) is None for u, m in zip(upper[1::2], items[1::2])):
-        items, upper = items[0::2], upper[0::2]
-        node: type[ast.And | ast.Or] = ast.Or
-    else:
-        node = ast.And
-    if any(u in _KEYWORDS for u in upper):
+    if any(u in _KEYWORDS and m.group(2) is not None for u, m in zip(upper, items)):
+        return None  # an operator with a tag: the grammar's error
+    if len(items) >= 3 and len(items) % 2 and all(u == "OR" for u in upper[1::2]):
+        if any(u in _KEYWORDS for u in upper[0::2]):
+            return None
+        terms = _plain_terms(items[0::2])
+        return None if terms is None else ast.Or(tuple(terms), span=(terms[0].span[0], terms[-1].span[1]))
+    # An AND run: [NOT] word ([AND] [NOT] word)*
+    words, negated, i = [], [], 0
+    while i < len(items):
+        if words and upper[i] == "AND":
+            i += 1
+        neg = i < len(items) and upper[i] == "NOT"
+        i += neg
+        if i >= len(items) or upper[i] in _KEYWORDS:
+            return None
+        words.append(items[i])
+        negated.append(items[i - 1].start() if neg else -1)
+        i += 1
+    terms = _plain_terms(words)
+    if terms is None:
         return None
+    nodes = [t if at < 0 else ast.Not(t, span=(at, t.span[1])) for t, at in zip(terms, negated)]
+    return nodes[0] if len(nodes) == 1 else ast.And(tuple(nodes), span=(nodes[0].span[0], nodes[-1].span[1]))
+
+
+def _plain_terms(items: list[re.Match[str]]) -> list[ast.Term] | None:
+    """The words as terms; None if some but not all carry a tag (a tag also scopes the bare words
+    before it, `Fort Santiago[title]`: the grammar's job) or a tag names an unknown field or date."""
     tagged = sum(m.group(2) is not None for m in items)
     if tagged not in (0, len(items)):
-        return None  # a tag also scopes the bare words before it (`Fort Santiago[title]`): the grammar's job
+        return None
     terms = []
     for m in items:
         fields = None
         if m.group(2) is not None:
             names = m.group(2).lower().split(",")
             if not all(n in FIELD_ALIASES for n in names):
-                return None  # an unknown field or date[...]: the grammar says what is wrong
+                return None
             fields = frozenset().union(*(FIELD_ALIASES[n] for n in names))
         terms.append(ast.Term(m.group(1), fields, span=m.span()))
-    return terms[0] if len(terms) == 1 else node(tuple(terms), span=(terms[0].span[0], terms[-1].span[1]))
+    return terms
 
 
 def parse(text: str) -> ast.Node:
