@@ -14,8 +14,11 @@ from sieve.engine.fields import ALL_MASK
 from sieve.engine.plan import LeafPlan, NotPlan, OrPlan, Plan, PlanNode
 from sieve.engine.reader import IndexReader
 
-# Below this many positions, filtering a term's positions to candidate documents costs more than it saves.
+# Filtering a term's positions to the candidate documents (a ragged gather over its postings) pays
+# only for a term with this many positions or more, and candidates fewer than 1/_FILTER_SHARE of
+# its documents (measured on man-sections: below that, searching all its positions is cheaper).
 _FILTER_MIN_POSITIONS = 4096
+_FILTER_SHARE = 16
 
 
 class Evaluator:
@@ -111,6 +114,9 @@ class Evaluator:
         pos = self.r.pos[lo:hi]
         if cands is None or hi - lo < _FILTER_MIN_POSITIONS:
             return pos
+        plo, phi = int(self.r.post_ptr[tid]), int(self.r.post_ptr[tid + 1])
+        if bitset.count(cands) * _FILTER_SHARE > phi - plo:
+            return pos  # the candidates are not few next to the term's documents: the filter costs more than it saves
         docs, _, tf = self.r.postings(tid)
         keep = bitset.contains(cands, docs)
         ends = np.cumsum(tf)
@@ -129,8 +135,11 @@ class Evaluator:
             units = units[((np.uint8(1) << self.r.unit_field[units]) & fmask) != 0]
         return bitset.from_ids(self.r.docs_of_units(units), self.n)
 
+    def _count(self, tid: int) -> int:
+        return int(self.r.pos_ptr[tid + 1] - self.r.pos_ptr[tid])
+
     def phrase(self, tids: tuple[int, ...], fmask: int, cands: np.ndarray | None) -> np.ndarray:
-        freq = [int(self.r.pos_ptr[t + 1] - self.r.pos_ptr[t]) for t in tids]
+        freq = [self._count(t) for t in tids]
         order = sorted(range(len(tids)), key=freq.__getitem__)
         first = order[0]
         rare = self._positions(tids[first], cands)
@@ -150,23 +159,25 @@ class Evaluator:
     def near(self, ta: int, tb: int, n: int, fmask: int, cands: np.ndarray | None) -> np.ndarray:
         pa = self._positions(ta, cands)
         if ta == tb:
-            units = self.r.units_of(pa)
-            ok = (np.diff(pa.astype(np.int64)) <= n) & (units[1:] == units[:-1])
-            return self._docs_of(pa[:-1][ok], fmask)
+            wide = pa.astype(np.int64)
+            close = np.flatnonzero(np.diff(wide) <= n)
+            same = self.r.units_of(pa[close]) == self.r.units_of(pa[close + 1])
+            return self._docs_of(pa[close[same]], fmask)
         pb = self._positions(tb, cands)
         if not len(pa) or not len(pb):
             return bitset.empty(self.n)
         if len(pa) > len(pb):  # search the shorter list in the longer one
             pa, pb = pb, pa
-        ua = self.r.units_of(pa)
+        # Each position's nearest neighbours in the other list, right and left; only the pairs
+        # within n are looked up in the unit table (a binary search each: the costly part).
         at = np.searchsorted(pb, pa)
-        hit = np.zeros(len(pa), dtype=bool)
         wide = pa.astype(np.int64)
-        right = at < len(pb)
-        r_pos = pb[at[right]]
-        hit[right] = (r_pos.astype(np.int64) - wide[right] <= n) & (self.r.units_of(r_pos) == ua[right])
-        left = at > 0
-        l_pos = pb[at[left] - 1]
-        hit[left] |= (wide[left] - l_pos.astype(np.int64) <= n) & (self.r.units_of(l_pos) == ua[left])
-        return self._docs_of(pa[hit], fmask)
+        right = np.flatnonzero(at < len(pb))
+        right = right[pb[at[right]].astype(np.int64) - wide[right] <= n]
+        left = np.flatnonzero(at > 0)
+        left = left[wide[left] - pb[at[left] - 1].astype(np.int64) <= n]
+        mine = np.concatenate([right, left])
+        theirs = np.concatenate([at[right], at[left] - 1])
+        same = self.r.units_of(pa[mine]) == self.r.units_of(pb[theirs])
+        return self._docs_of(pa[mine[same]], fmask)
 

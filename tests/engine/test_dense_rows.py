@@ -74,3 +74,26 @@ def test_rows_never_admit_a_deleted_document(tmp_path, stdlib: sieve.Index) -> N
     after = sieve.open_index(tmp_path / "idx")
     assert after.match(word).ids == before.ids[len(gone):]
     assert after.match(f"NOT {word}").count == len(after) - (before.count - len(gone))
+
+
+@pytest.mark.parametrize("template", ['{r} AND "{a} {b}"', "{r} AND NEAR/3({a}, {b})", "{r} AND NEAR/2({a}, {a})", '{r}[body] AND "{a} {b}"[section,body]'])
+def test_positional_leaves_filtered_to_candidates_answer_as_unfiltered(stdlib: sieve.Index, monkeypatch: pytest.MonkeyPatch, template: str) -> None:
+    """An AND hands its positional operand the documents its cheaper operands admitted; filtering
+    the positions to those (a ragged gather) must not change the answer."""
+    from sieve.engine import evaluate
+
+    r = stdlib.segments[0].reader
+    df = np.diff(np.asarray(r.post_ptr, dtype=np.int64))
+    words = [r.terms[t].decode() for t in np.argsort(-df)[:40].tolist() if r.terms[t].decode().isalpha()]
+    rare = [r.terms[t].decode() for t in np.flatnonzero((df > 2) & (df < 12)).tolist()[:200:20] if r.terms[t].decode().isalpha()]
+    queries = [template.format(r=x, a=a, b=b) for x in rare for a, b in zip(words[:6], words[1:7])]
+
+    def answers() -> list[list[str]]:
+        index = sieve.open_index(stdlib.path)  # fresh: no cached plans or results
+        return [index.match(q).ids for q in queries]
+
+    monkeypatch.setattr(evaluate, "_FILTER_MIN_POSITIONS", 10**12)
+    unfiltered = answers()
+    monkeypatch.setattr(evaluate, "_FILTER_MIN_POSITIONS", 1)
+    monkeypatch.setattr(evaluate, "_FILTER_SHARE", 0)
+    assert answers() == unfiltered and sum(map(len, unfiltered)) > 0
