@@ -250,7 +250,10 @@ class IndexReader:
         blob = self.files[f"{name}.sva"]
         if f"{name}.blocks.sva" not in self.files:
             return RawStream(blob)
-        return BlockReader(blob, self.files[f"{name}.blocks.sva"].whole(), int(offsets[-1]), self.label + f"{name}.sva")
+        shift = self.manifest.get("store_blocks", {}).get(name)
+        if not isinstance(shift, int) or not 8 <= shift <= 24:
+            raise IndexDamagedError(self.label + storage.MANIFEST, f"no valid block size for {name}")
+        return BlockReader(blob, self.files[f"{name}.blocks.sva"].whole(), int(offsets[-1]), self.label + f"{name}.sva", shift)
 
     def _headings(self, d: int) -> tuple[str, ...]:
         return tuple(self.meta(d)["headings"])

@@ -15,6 +15,7 @@ length, Indri's collection counts) are over live documents only.
 
 from __future__ import annotations
 
+import bisect
 import functools
 import zlib
 from dataclasses import dataclass, field
@@ -163,8 +164,8 @@ class Snapshot:
 
     def which(self, g: int) -> tuple[int, int]:
         """(segment's place in `segments`, local number) of internal number `g`."""
-        j = int(np.searchsorted(self._bases, g, side="right")) - 1
-        return j, g - self.segments[j].base
+        j = bisect.bisect_right(self._bases, g) - 1  # a list: np.searchsorted would convert it on every call
+        return j, g - self._bases[j]
 
     def locate(self, g: int) -> tuple[Segment, int]:
         """(segment, local number) of internal number `g`."""

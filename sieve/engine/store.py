@@ -2,8 +2,8 @@
 
 A stream (every section's text, or every document's record) is the concatenation of its records;
 its offsets file keeps each record's place in that uncompressed stream. The stream is cut every
-2^BLOCK_SHIFT bytes, whatever the records, and each piece is compressed alone with zlib: record
-bytes a..b live in blocks a >> BLOCK_SHIFT .. (b - 1) >> BLOCK_SHIFT, so reading one section
+2^shift bytes (SHIFTS), whatever the records, and each piece is compressed alone with zlib: record
+bytes a..b live in blocks a >> shift .. (b - 1) >> shift, so reading one section
 decompresses one block or two, never the rest. The compressed blocks are stored back to back in
 the stream's file and `<stream>.blocks.sva` gives where each starts (one more entry: the end).
 """
@@ -23,7 +23,10 @@ import numpy as np
 from sieve.engine import storage
 from sieve.errors import IndexDamagedError
 
-BLOCK_SHIFT = 13  # 8 KiB of text a block: about 2.7x smaller on man pages, a block decompressed in ~30 us
+# Block sizes, 2^shift bytes of a stream: a section's text is read alone (8 KiB, about 2.5x smaller
+# on man pages); a document's record is read for every hit shown (4 KiB, 8.6x smaller, ~7 us a block).
+SHIFTS = {"store.text": 13, "store.meta": 12}
+BLOCK_SHIFT = SHIFTS["store.text"]
 LEVEL = 1  # level 6 stores 10% less and compresses at half the speed (man-sections)
 CACHED_BLOCKS = 256  # decompressed blocks kept per stream (2 MiB): a card's sections, a page's records
 
@@ -41,7 +44,7 @@ class BlockWriter:
         self.out = storage.ArrayWriter(directory / f"{name}.sva", np.uint8)
         self.starts = array("q", [0])
         self.pending = bytearray()
-        self.size = 1 << BLOCK_SHIFT
+        self.size = 1 << SHIFTS[name]
         self.queue: deque[Future[bytes]] = deque()
         self.pool: ThreadPoolExecutor | None = None
 
@@ -86,17 +89,18 @@ class BlockWriter:
 class BlockReader:
     """Reads byte ranges of a stream written by `BlockWriter`, decompressing only their blocks."""
 
-    def __init__(self, blob: storage.ArrayFile, starts: np.ndarray, length: int, label: str) -> None:
+    def __init__(self, blob: storage.ArrayFile, starts: np.ndarray, length: int, label: str, shift: int = BLOCK_SHIFT) -> None:
         """`starts`: where each block starts in `blob` (and the end); `length`: the stream's
-        uncompressed length (its offsets file's last entry); `label`: the file named in errors."""
-        self.blob, self.starts, self.length, self.label = blob, starts, length, label
-        if len(starts) - 1 != -(-length >> BLOCK_SHIFT) or (len(starts) and int(starts[-1]) != len(blob)):
+        uncompressed length (its offsets file's last entry); `label`: the file named in errors;
+        `shift`: blocks are 2^shift bytes of the stream."""
+        self.blob, self.starts, self.length, self.label, self.shift = blob, starts, length, label, shift
+        if len(starts) - 1 != -(-length >> shift) or (len(starts) and int(starts[-1]) != len(blob)):
             raise IndexDamagedError(label, "block table disagrees with the offsets")
         self.block = functools.lru_cache(maxsize=CACHED_BLOCKS)(self._block)
 
     def _block(self, i: int) -> bytes:
         packed = self.blob[int(self.starts[i]) : int(self.starts[i + 1])].tobytes()
-        want = min(self.length - (i << BLOCK_SHIFT), 1 << BLOCK_SHIFT)
+        want = min(self.length - (i << self.shift), 1 << self.shift)
         try:
             raw = zlib.decompress(packed)
         except zlib.error:
@@ -111,8 +115,8 @@ class BlockReader:
             raise IndexDamagedError(self.label, f"record bytes {a}..{b} lie outside the stream's {self.length}")
         if a == b:
             return b""
-        first, last = a >> BLOCK_SHIFT, (b - 1) >> BLOCK_SHIFT
-        base = first << BLOCK_SHIFT
+        first, last = a >> self.shift, (b - 1) >> self.shift
+        base = first << self.shift
         if first == last:
             return self.block(first)[a - base : b - base]
         return b"".join(self.block(i) for i in range(first, last + 1))[a - base : b - base]

@@ -487,6 +487,7 @@ def _as_format_3(root: Path) -> None:
     for name, raw in streams.items():
         body["files"][name] = storage.write_array(seg.dir / name, np.frombuffer(raw, dtype=np.uint8))
     body["version"] = 3
+    body.pop("store_blocks")
     storage.write_manifest(seg.dir, body)
     commit = json.loads((index.generation / storage.MANIFEST).read_text())
     commit.pop("checksum")

@@ -18,12 +18,12 @@ BLOCK = 1 << BLOCK_SHIFT
 
 
 def _write(tmp: Path, records: list[bytes]) -> BlockReader:
-    w = BlockWriter(tmp, "s")
+    w = BlockWriter(tmp, "store.text")
     for rec in records:
         w.append(rec)
     entries = w.close()
-    blob = storage.open_array(tmp / "s.sva", "s.sva", entries["s.sva"])
-    starts = storage.open_array(tmp / "s.blocks.sva", "s.blocks.sva", entries["s.blocks.sva"]).whole()
+    blob = storage.open_array(tmp / "store.text.sva", "s.sva", entries["store.text.sva"])
+    starts = storage.open_array(tmp / "store.text.blocks.sva", "s.blocks.sva", entries["store.text.blocks.sva"]).whole()
     return BlockReader(blob, starts, sum(map(len, records)), "s.sva")
 
 
