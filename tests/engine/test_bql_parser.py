@@ -209,7 +209,8 @@ def test_deep_but_legal_nesting_prints_without_recursion_trouble() -> None:
 _WORDS = st.sampled_from(["a", "heat", "Wave", "x9", "2020", "OR", "or", "Or", "AND", "and", "NOT", "not", "NEAR", "near",
                           "O_RDONLY", "ab-c", "zürich", "w*", '"p q"', "t[title]", "(", ")", "-n", "NEAR/2",
                           "heat[title,section,body]", "x9[TI]", "w[date]", "2020[date]", "OR[title]", "or[ti]", "b[nosuch]",
-                          "c[ title]", "d[title,]", "e[all]", "f[tiab,au]", "g[]", "h [title]", "i[title][body]"])
+                          "c[ title]", "d[title,]", "e[all]", "f[tiab,au]", "g[]", "h [title]", "i[title][body]",
+                          '"heat wave"[title]', '"a  b"', '"x9 Y"[ti,body]', '"or"', '"AND b"', '"w"[date]', '"p q"[nosuch]'])
 _SPACES = st.sampled_from([" ", "  ", "\t", "\n", "\r\n", " \x0b ", "\x0c"])
 
 
@@ -233,6 +234,7 @@ def test_plain_shortcut_gives_the_grammars_tree(parts: list[tuple[str, str]], ta
     ("a AND b", True), ("a AND NOT b[ti]", False), ("NOT a[ti] AND b[ti] NOT c[ti]", True), ("a NOT", False), ("a AND AND b", False), ("NOT NOT a", False), ("zürich", False), ("O_RDONLY", False), ("a\x0bb", False), (" ".join(["w"] * (PLAIN_MAX_WORDS + 1)), False),
     ("heat[title,section,body] wave[body]", True), ("heat[ti] OR wave[body] OR x[ib]", True), ("heat[ti] OR wave OR x[ib]", False), ("heat[nosuch]", False), ("heat[date]", False),
     ("a OR[title] b", False), ("heat [title]", False), ("Fort Santiago[title]", False), ("a[ti] b", False),
+    ('"heat wave"[title,section,body] AND NOT "x y"[body]', True), ('"heat wave" OR cold', True), ('"heat  wave"', False), ('"a*"', False),
 ])
 def test_plain_shortcut_takes_only_plain_words(text: str, taken: bool) -> None:
     assert (parse_plain(text) is not None) is taken
