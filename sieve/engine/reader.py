@@ -12,7 +12,7 @@ import numpy as np
 
 from sieve.engine import storage
 from sieve.engine.analysis import ANALYZER_ID
-from sieve.engine.store import BlockReader, RawStream
+from sieve.engine.store import CODEC, BlockReader, RawStream
 from sieve.errors import IndexDamagedError, IndexFormatError
 
 FILES = (
@@ -250,9 +250,12 @@ class IndexReader:
         blob = self.files[f"{name}.sva"]
         if f"{name}.blocks.sva" not in self.files:
             return RawStream(blob)
-        shift = self.manifest.get("store_blocks", {}).get(name)
+        spec = self.manifest.get("store_blocks", {}).get(name)
+        shift = spec.get("shift") if isinstance(spec, dict) else None
         if not isinstance(shift, int) or not 8 <= shift <= 24:
             raise IndexDamagedError(self.label + storage.MANIFEST, f"no valid block size for {name}")
+        if spec.get("codec") != CODEC:
+            raise IndexDamagedError(self.label + storage.MANIFEST, f"{name}: unknown codec {spec.get('codec')!r} (written by a newer sieve?)")
         return BlockReader(blob, self.files[f"{name}.blocks.sva"].whole(), int(offsets[-1]), self.label + f"{name}.sva", shift)
 
     def _headings(self, d: int) -> tuple[str, ...]:

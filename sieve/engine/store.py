@@ -2,7 +2,7 @@
 
 A stream (every section's text, or every document's record) is the concatenation of its records;
 its offsets file keeps each record's place in that uncompressed stream. The stream is cut every
-2^shift bytes (SHIFTS), whatever the records, and each piece is compressed alone with zlib: record
+2^shift bytes (SHIFTS), whatever the records, and each piece is compressed alone with LZ4: record
 bytes a..b live in blocks a >> shift .. (b - 1) >> shift, so reading one section
 decompresses one block or two, never the rest. The compressed blocks are stored back to back in
 the stream's file and `<stream>.blocks.sva` gives where each starts (one more entry: the end).
@@ -11,30 +11,37 @@ the stream's file and `<stream>.blocks.sva` gives where each starts (one more en
 from __future__ import annotations
 
 import functools
-import zlib
 from array import array
 from collections import deque
 from concurrent.futures import Future, ThreadPoolExecutor
 from pathlib import Path
 from typing import Any
 
+import lz4.block
 import numpy as np
 
 from sieve.engine import storage
 from sieve.errors import IndexDamagedError
 
-# Block sizes, 2^shift bytes of a stream: a section's text is read alone (8 KiB, about 2.5x smaller
-# on man pages); a document's record is read for every hit shown (4 KiB, 8.6x smaller, ~7 us a block).
-SHIFTS = {"store.text": 13, "store.meta": 12}
+# Block sizes, 2^shift bytes of a stream, and the codec. LZ4 (high-compression mode, level 4) was
+# measured on man-sections against zlib level 1 and zstd level 3 (benchmarks/results/store-codecs.json):
+# sizes within 15% of zlib's, decompression 5-7x faster (a 4 KiB record block in ~1 us, a 16 KiB
+# text block in ~5 us), so reading a hit's record costs what reading it uncompressed did.
+SHIFTS = {"store.text": 14, "store.meta": 12}
+CODEC = "lz4"
+LZ4_LEVEL = 4
 BLOCK_SHIFT = SHIFTS["store.text"]
-LEVEL = 1  # level 6 stores 10% less and compresses at half the speed (man-sections)
-CACHED_BLOCKS = 256  # decompressed blocks kept per stream (2 MiB): a card's sections, a page's records
+CACHED_BLOCKS = 256  # decompressed blocks kept per stream: a card's sections, a page's records
+
+
+def compress(raw: bytes) -> bytes:
+    return lz4.block.compress(raw, mode="high_compression", compression=LZ4_LEVEL, store_size=False)
 
 
 class BlockWriter:
     """Streams records into `<name>.sva` (compressed blocks); `close` also writes `<name>.blocks.sva`.
 
-    Blocks are compressed on a helper thread (zlib releases the GIL), so a build's analysis goes on
+    Blocks are compressed on a helper thread (LZ4 releases the GIL), so a build's analysis goes on
     meanwhile; they are written in order, at most `AHEAD` blocks behind."""
 
     AHEAD = 64
@@ -62,7 +69,7 @@ class BlockWriter:
     def _block(self, raw: bytes) -> None:
         if self.pool is None:
             self.pool = ThreadPoolExecutor(1, thread_name_prefix=f"sieve-{self.name}")
-        self.queue.append(self.pool.submit(zlib.compress, raw, LEVEL))
+        self.queue.append(self.pool.submit(compress, raw))
         if len(self.queue) > self.AHEAD:
             self._write(self.queue.popleft().result())
 
@@ -102,8 +109,8 @@ class BlockReader:
         packed = self.blob[int(self.starts[i]) : int(self.starts[i + 1])].tobytes()
         want = min(self.length - (i << self.shift), 1 << self.shift)
         try:
-            raw = zlib.decompress(packed)
-        except zlib.error:
+            raw = lz4.block.decompress(packed, uncompressed_size=want)
+        except lz4.block.LZ4BlockError:
             raw = b""
         if len(raw) != want:
             raise IndexDamagedError(self.label, f"block {i} does not decompress to its {want} bytes")

@@ -19,7 +19,7 @@ from sieve.engine.analysis import ANALYZER_ID
 from sieve.engine.batch import NO_DATE, AnalyzedBatch, Vocabulary
 from sieve.engine.fields import Field
 from sieve.engine.runs import Runs, sort_tokens
-from sieve.engine.store import SHIFTS, BlockWriter
+from sieve.engine.store import CODEC, SHIFTS, BlockWriter
 
 N_FIELDS = len(Field)
 
@@ -287,7 +287,7 @@ class IndexWriter:
             "version": storage.FORMAT_VERSION,
             "analyzer": ANALYZER_ID,
             "stats": stats,
-            "store_blocks": dict(SHIFTS),  # each compressed stream's block size, as a power of two
+            "store_blocks": {name: {"codec": CODEC, "shift": shift} for name, shift in SHIFTS.items()},  # each stream's compression
             "files": self.entries,
             **extra,
         }
