@@ -26,7 +26,8 @@ ROOT = HERE.parent
 SIDES = ("base", "new")
 
 
-def run(side: str, tree: Path, bench: str, corpus: Path, work: Path, out: Path, reuse: bool) -> dict[str, Any]:
+def run(side: str, tree: Path, bench: str, corpus: Path, work: Path, out: Path, reuse: bool, scripts: Path | None = None) -> dict[str, Any]:
+    """One benchmark run of one side; `scripts`: the tree whose benchmark scripts to run (default: the side's own)."""
     args = [f"benchmarks/bench_{bench}.py", "--corpus", str(corpus), "--work", str(work / side), "--out", str(out)]
     if bench == "rank":
         args.append("--skip-dense")
@@ -34,7 +35,7 @@ def run(side: str, tree: Path, bench: str, corpus: Path, work: Path, out: Path, 
         args.append("--reuse")
     env = {**os.environ, "PYTHONPATH": str(tree) + os.pathsep + os.environ.get("PYTHONPATH", "")}
     # Run from the work folder: a subprocess started with `python -c` must not find this tree's sieve/ in its cwd.
-    subprocess.run([sys.executable, str(tree / args[0]), *args[1:]], env=env, cwd=work, check=True, stdout=subprocess.DEVNULL)
+    subprocess.run([sys.executable, str((scripts or tree) / args[0]), *args[1:]], env=env, cwd=work, check=True, stdout=subprocess.DEVNULL)
     return json.loads(out.read_text())
 
 
@@ -95,6 +96,8 @@ def main() -> int:
     ap.add_argument("--corpus", type=Path, default=HERE / "data" / "man-sections.jsonl")
     ap.add_argument("--work", type=Path, default=HERE / "work" / "ab")
     ap.add_argument("--out", type=Path)
+    ap.add_argument("--same-scripts", action="store_true",
+                    help="run this tree's benchmark scripts on both sides (when BASE's scripts measured differently; the package still comes from each side)")
     args = ap.parse_args()
     corpus, work = args.corpus.resolve(), args.work.resolve()
     rev = subprocess.run(["git", "-C", str(ROOT), "rev-parse", "--short", args.base], check=True, capture_output=True, text=True).stdout.strip()
@@ -112,8 +115,10 @@ def main() -> int:
         for i in range(1, args.rounds + 1):
             for side in SIDES:
                 print(f"{bench} {side} round {i}", file=sys.stderr, flush=True)
-                results[bench][side].append(run(side, trees[side], bench, corpus, work, out / f"{bench}-{side}-{i}.json", reuse=i > 1))
-    text = f"base {rev}, new: this working tree; {args.rounds} rounds each, interleaved; {corpus.name}\n\n" + report(results["engine"], results["rank"])
+                results[bench][side].append(run(side, trees[side], bench, corpus, work, out / f"{bench}-{side}-{i}.json", reuse=i > 1,
+                                                scripts=ROOT if args.same_scripts else None))
+    scripts = "this tree's benchmark scripts on both sides" if args.same_scripts else "each side's own benchmark scripts"
+    text = f"base {rev}, new: this working tree; {args.rounds} rounds each, interleaved; {corpus.name}; {scripts}\n\n" + report(results["engine"], results["rank"])
     (out / "report.md").write_text(text + "\n")
     print(text)
     return 0
