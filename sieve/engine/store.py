@@ -31,7 +31,7 @@ SHIFTS = {"store.text": 14, "store.meta": 12}
 CODEC = "lz4"
 LZ4_LEVEL = 4
 BLOCK_SHIFT = SHIFTS["store.text"]
-CACHED_BLOCKS = 256  # decompressed blocks kept per stream: a card's sections, a page's records
+CACHED_BYTES = 1 << 20  # decompressed blocks kept per stream and segment (a card's sections, a page of hits' records)
 
 
 def compress(raw: bytes) -> bytes:
@@ -103,7 +103,7 @@ class BlockReader:
         self.blob, self.starts, self.length, self.label, self.shift = blob, starts, length, label, shift
         if len(starts) - 1 != -(-length >> shift) or (len(starts) and int(starts[-1]) != len(blob)):
             raise IndexDamagedError(label, "block table disagrees with the offsets")
-        self.block = functools.lru_cache(maxsize=CACHED_BLOCKS)(self._block)
+        self.block = functools.lru_cache(maxsize=max(1, CACHED_BYTES >> shift))(self._block)
 
     def _block(self, i: int) -> bytes:
         packed = self.blob[int(self.starts[i]) : int(self.starts[i + 1])].tobytes()
