@@ -84,8 +84,16 @@ class DenseScorer(Protocol):
 def top_k(docs: np.ndarray, scores: np.ndarray, k: int) -> tuple[np.ndarray, np.ndarray]:
     """The k best (doc, score) pairs, best first; equal scores in document order."""
     if len(docs) > k:
-        kth = np.partition(scores, len(scores) - k)[len(scores) - k]
-        sel = np.flatnonzero(scores >= kth)  # ties at the boundary all enter, order decides below
+        # A floor under the k-th best score: the least of k block maxima (k distinct entries, so
+        # the k-th best is at least that). It leaves a few dozen candidates to partition instead
+        # of every score (np.partition costs ~10 ns an element: 0.1 ms for 11,000).
+        m = len(scores) // k * k
+        floor = scores[:m].reshape(k, -1).max(axis=1).min()
+        sel = np.flatnonzero(scores >= floor)
+        if len(sel) > k:
+            sub = scores[sel]
+            kth = np.partition(sub, len(sub) - k)[len(sub) - k]
+            sel = sel[sub >= kth]  # ties at the boundary all enter, order decides below
         docs, scores = docs[sel], scores[sel]
     order = np.lexsort((docs, -scores))[:k]
     return docs[order], scores[order]

@@ -255,3 +255,18 @@ def test_rrf_by_hand() -> None:
     assert scores.tolist() == pytest.approx([expected[5], expected[7], expected[3]])
     assert rrf([np.array([], dtype=np.int64)], k=5)[0].tolist() == []
     assert rrf([a], k=2, c=0)[1].tolist() == pytest.approx([1.0, 0.5])
+
+
+@settings(max_examples=400, deadline=None)
+@given(st.lists(st.one_of(st.integers(0, 4).map(float), st.floats(0, 30, allow_nan=False), st.just(-math.inf)), max_size=400),
+       st.integers(1, 50), st.randoms(use_true_random=False))
+def test_top_k_equals_a_full_sort(scores: list[float], k: int, rnd) -> None:
+    """top_k's floor (the least of k block maxima) never drops a document a full sort keeps:
+    the same documents, scores and order, ties by document, with repeated and -inf scores."""
+    from sieve.engine.search import top_k
+
+    docs = np.sort(np.asarray(rnd.sample(range(10**6), len(scores)), dtype=np.int64))
+    s = np.asarray(scores, dtype=np.float64)
+    got_d, got_s = top_k(docs, s, k)
+    order = np.lexsort((docs, -s))[:k]
+    assert got_d.tolist() == docs[order].tolist() and got_s.tolist() == s[order].tolist()
