@@ -71,7 +71,6 @@ class Evaluator:
 
     def term(self, tid: int, fmask: int) -> np.ndarray:
         r = self.r
-        lo, hi = int(r.post_ptr[tid]), int(r.post_ptr[tid + 1])
         acc, rest = None, fmask
         if r.dense_ptr is not None:
             # Fields in which the term is frequent are stored as bitsets; only the others need postings.
@@ -82,6 +81,7 @@ class Evaluator:
                     rest &= ~(1 << f)
             if acc is not None and not rest:
                 return acc
+        lo, hi = int(r.post_ptr[tid]), int(r.post_ptr[tid + 1])
         docs = r.post_doc[lo:hi]
         if rest != ALL_MASK:
             docs = docs[(r.post_mask[lo:hi] & rest) != 0]
@@ -135,11 +135,8 @@ class Evaluator:
             units = units[((np.uint8(1) << self.r.unit_field[units]) & fmask) != 0]
         return bitset.from_ids(self.r.docs_of_units(units), self.n)
 
-    def _count(self, tid: int) -> int:
-        return int(self.r.pos_ptr[tid + 1] - self.r.pos_ptr[tid])
-
     def phrase(self, tids: tuple[int, ...], fmask: int, cands: np.ndarray | None) -> np.ndarray:
-        freq = [self._count(t) for t in tids]
+        freq = [self.r.position_count(t) for t in tids]
         order = sorted(range(len(tids)), key=freq.__getitem__)
         first = order[0]
         rare = self._positions(tids[first], cands)

@@ -237,9 +237,6 @@ class _Builder:
     def _ids(self, terms: list[str]) -> tuple[int, ...]:
         return tuple(map(self.r.term_id, terms))
 
-    def _positions(self, tid: int) -> int:
-        return int(self.r.pos_ptr[tid + 1] - self.r.pos_ptr[tid]) if tid >= 0 else 0
-
     def _leaf(self, node: ast.Node) -> LeafPlan:
         if isinstance(node, ast.DateRange):
             return LeafPlan(node, "date", dates=(node.lo, node.hi))
@@ -250,7 +247,7 @@ class _Builder:
             if len(terms) == 1:
                 return LeafPlan(node, "term", tuple(terms), tids, mask=mask_of(node.fields), text=written)
             # Only the rarest term's positions are scanned; the others are probed by binary search.
-            volume = 0 if min(tids) < 0 else min(self._positions(t) for t in tids)
+            volume = 0 if min(tids) < 0 else min(self.r.position_count(t) for t in tids)
             return LeafPlan(node, "phrase", tuple(terms), tids, mask=mask_of(node.fields), volume=volume, text=written)
         if isinstance(node, ast.Prefix):
             stem = analyze(node.stem)[0]
@@ -261,7 +258,7 @@ class _Builder:
         if isinstance(node, ast.Near):
             terms = [analyze(node.left)[0], analyze(node.right)[0]]
             tids = self._ids(terms)
-            volume = 0 if min(tids) < 0 else sum(self._positions(t) for t in set(tids))
+            volume = 0 if min(tids) < 0 else sum(self.r.position_count(t) for t in set(tids))
             return LeafPlan(node, "near", tuple(terms), tids, mask=mask_of(node.fields), distance=node.distance, volume=volume,
                             text=f"{node.left} {node.right}")
         raise TypeError(f"not a BQL node: {node!r}")

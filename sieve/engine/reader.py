@@ -207,6 +207,10 @@ class IndexReader:
         """Term frequencies in title, headings and body only (what BM25 counts)."""
         return self._counts(self._ttf, lo, hi, sel)
 
+    def position_count(self, tid: int) -> int:
+        """Positions of a term (0 for -1: not in the index)."""
+        return int(self.pos_ptr[tid + 1] - self.pos_ptr[tid]) if tid >= 0 else 0
+
     def positions(self, tid: int) -> np.ndarray:
         return self.pos[int(self.pos_ptr[tid]) : int(self.pos_ptr[tid + 1])]
 

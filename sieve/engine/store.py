@@ -15,7 +15,6 @@ from array import array
 from collections import deque
 from concurrent.futures import Future, ThreadPoolExecutor
 from pathlib import Path
-from typing import Any
 
 import lz4.block
 import numpy as np
@@ -30,7 +29,6 @@ from sieve.errors import IndexDamagedError
 SHIFTS = {"store.text": 14, "store.meta": 12}
 CODEC = "lz4"
 LZ4_LEVEL = 4
-BLOCK_SHIFT = SHIFTS["store.text"]
 CACHED_BYTES = 1 << 20  # decompressed blocks kept per stream and segment (a card's sections, a page of hits' records)
 
 
@@ -96,7 +94,7 @@ class BlockWriter:
 class BlockReader:
     """Reads byte ranges of a stream written by `BlockWriter`, decompressing only their blocks."""
 
-    def __init__(self, blob: storage.ArrayFile, starts: np.ndarray, length: int, label: str, shift: int = BLOCK_SHIFT) -> None:
+    def __init__(self, blob: storage.ArrayFile, starts: np.ndarray, length: int, label: str, shift: int) -> None:
         """`starts`: where each block starts in `blob` (and the end); `length`: the stream's
         uncompressed length (its offsets file's last entry); `label`: the file named in errors;
         `shift`: blocks are 2^shift bytes of the stream."""

@@ -11,10 +11,11 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from sieve.engine import storage
-from sieve.engine.store import BLOCK_SHIFT, BlockReader, BlockWriter
+from sieve.engine.store import SHIFTS, BlockReader, BlockWriter
 from sieve.errors import IndexDamagedError
 
-BLOCK = 1 << BLOCK_SHIFT
+SHIFT = SHIFTS["store.text"]
+BLOCK = 1 << SHIFT
 
 
 def _write(tmp: Path, records: list[bytes]) -> BlockReader:
@@ -24,7 +25,7 @@ def _write(tmp: Path, records: list[bytes]) -> BlockReader:
     entries = w.close()
     blob = storage.open_array(tmp / "store.text.sva", "s.sva", entries["store.text.sva"])
     starts = storage.open_array(tmp / "store.text.blocks.sva", "s.blocks.sva", entries["store.text.blocks.sva"]).whole()
-    return BlockReader(blob, starts, sum(map(len, records)), "s.sva")
+    return BlockReader(blob, starts, sum(map(len, records)), "s.sva", SHIFT)
 
 
 _RECORD = st.one_of(st.binary(max_size=40), st.integers(0, 3 * BLOCK).map(lambda n: (b"sieve %d " % n * n)[:n]))
@@ -56,9 +57,9 @@ def test_compresses_text(tmp_path: Path) -> None:
 def test_disagreements_are_damage(tmp_path: Path) -> None:
     reader = _write(tmp_path, [b"x" * (BLOCK + 10)])
     with pytest.raises(IndexDamagedError, match="block table disagrees"):
-        BlockReader(reader.blob, reader.starts, BLOCK * 5, "s.sva")  # offsets claim more blocks than stored
+        BlockReader(reader.blob, reader.starts, BLOCK * 5, "s.sva", SHIFT)  # offsets claim more blocks than stored
     swapped = np.array([0, len(reader.blob) - int(reader.starts[1]), len(reader.blob)], dtype=np.int64)
-    bad = BlockReader(reader.blob, swapped, BLOCK + 10, "s.sva")  # the first block cut at the wrong byte
+    bad = BlockReader(reader.blob, swapped, BLOCK + 10, "s.sva", SHIFT)  # the first block cut at the wrong byte
     with pytest.raises(IndexDamagedError, match="s.sva: block 0 does not decompress"):
         bad.read(0, 5)
     with pytest.raises(IndexDamagedError, match="outside the stream"):
