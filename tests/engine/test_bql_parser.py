@@ -7,7 +7,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from sieve.engine.bql import And, DateRange, Near, Not, Or, Phrase, Prefix, Term, parse
-from sieve.engine.bql.parser import PLAIN_MAX_WORDS, BQLParser, parse_lalr, parse_plain
+from sieve.engine.bql.parser import BQLParser, parse_fast, parse_lalr
 from sieve.engine.fields import Field
 from sieve.errors import BQLLimitError, BQLSyntaxError
 
@@ -204,39 +204,82 @@ def test_deep_but_legal_nesting_prints_without_recursion_trouble() -> None:
     assert parse(str(parse(q))) == parse(q)
 
 
-# ---------------------------------------------------------------- the plain-words shortcut
+# ---------------------------------------------------------------- the recursive-descent parser
 
 _WORDS = st.sampled_from(["a", "heat", "Wave", "x9", "2020", "OR", "or", "Or", "AND", "and", "NOT", "not", "NEAR", "near",
-                          "O_RDONLY", "ab-c", "zürich", "w*", '"p q"', "t[title]", "(", ")", "-n", "NEAR/2",
-                          "heat[title,section,body]", "x9[TI]", "w[date]", "2020[date]", "OR[title]", "or[ti]", "b[nosuch]",
-                          "c[ title]", "d[title,]", "e[all]", "f[tiab,au]", "g[]", "h [title]", "i[title][body]",
-                          '"heat wave"[title]', '"a  b"', '"x9 Y"[ti,body]', '"or"', '"AND b"', '"w"[date]', '"p q"[nosuch]'])
-_SPACES = st.sampled_from([" ", "  ", "\t", "\n", "\r\n", " \x0b ", "\x0c"])
+                          "O_RDONLY", "ab-c", "zürich", "w*", "w**", "*", "x*y", '"p q"', "t[title]", "(", ")", "((", ")[title]", ")[date]",
+                          ")[nosuch]", "-n", "-", "--n", "- n", "NEAR/2", "near/1", "NEAR/0", "NEAR/x", "NEAR/2(a, b)", "near/3( heat ,wave )",
+                          "NEAR/2(a b)", "NEAR/2(w*, b)", "NEAR/1(a,b)[ti]", "heat[title,section,body]", "x9[TI]", "w[date]", "2020[date]",
+                          "2019..2021[date]", "w*[date]", "date[2020]", "date[2019..2021]", "date[..2020-06]", "date[2020..]", "DATE[ >2019 ]",
+                          "date[bad]", "date[2021..2019]", "OR[title]", "or[ti]", "b[nosuch]", "c[ title]", "d[title,]", "e[all]",
+                          "f[tiab,au]", "g[]", "h [title]", "i[title][body]", '"heat wave"[title]', '"a  b"', '"x9 Y"[ti,body]', '"or"',
+                          '"AND b"', '"w"[date]', '"p q"[nosuch]', '""', '"*"', '"unterminated', "[title]", "]", "[", ",", "a,b", "+x", "~",
+                          "c++", "O'Brien", "U.S.", "\u00a0"])
+_SPACES = st.sampled_from([" ", "  ", "\t", "\n", "\r\n", " \x0b ", "\x0c", "", "", "\u00a0", "\x85"])
 
 
-@settings(max_examples=600, deadline=None)
-@given(st.lists(st.tuples(_SPACES, _WORDS), min_size=1, max_size=8), _SPACES, st.booleans())
-def test_plain_shortcut_gives_the_grammars_tree(parts: list[tuple[str, str]], tail: str, lead: bool) -> None:
+def _spans(node: object) -> list[tuple[int, int]]:
+    """Every node's span, depth first (spans do not take part in ==)."""
+    kids = getattr(node, "children", None) or ((node.child,) if isinstance(node, Not) else ())
+    return [node.span] + [s for k in kids for s in _spans(k)]  # type: ignore[attr-defined]
+
+
+@settings(max_examples=2000, deadline=None)
+@given(st.lists(st.tuples(_SPACES, _WORDS), min_size=1, max_size=9), _SPACES, st.booleans())
+def test_descent_gives_the_grammars_tree(parts: list[tuple[str, str]], tail: str, lead: bool) -> None:
     text = "".join((sp if (i or lead) else "") + w for i, (sp, w) in enumerate(parts)) + tail
-    fast = parse_plain(text)
+    fast = parse_fast(text)
+    try:
+        full = parse_lalr(text)
+    except (BQLSyntaxError, BQLLimitError):
+        assert fast is None, text  # every error, with its message, is the grammar's
+        return
+    # Whatever the grammar takes, the descent takes, as the same tree with the same spans.
+    assert fast is not None, text
+    assert fast == full and str(fast) == str(full), text
+    assert _spans(fast) == _spans(full), text
+
+
+_LEAVES = st.sampled_from(["a", "heat", "Wave", "x9", "O_RDONLY", "w*", '"p q"', '"heat wave"', "2020", "or", "Near", "ab-c", "zürich",
+                           "2019..2021[date]", "date[2019..2021]", "date[..2020]", "NEAR/2(a, b)", "near/3( heat ,wave )", "a NEAR/2 b", "x NEAR/1 y"])
+_TAGS = st.sampled_from(["", "", "", "[title]", "[ti,body]", "[all]", "[ section ]", "[date]", "[nosuch]"])
+_GLUE = st.sampled_from([" ", " AND ", " and ", " OR ", " or ", " NOT ", " -", "  ", "\t"])
+
+
+def _grouped(inner: st.SearchStrategy[str]) -> st.SearchStrategy[str]:
+    return st.one_of(
+        st.tuples(inner, _GLUE, inner).map("".join),
+        st.tuples(st.sampled_from(["NOT ", "-", "NOT NOT ", "not "]), inner).map("".join),
+        st.tuples(st.sampled_from(["(", "( "]), inner, st.sampled_from([")", " )"]), _TAGS).map("".join),
+    )
+
+
+_QUERIES = st.recursive(st.tuples(_LEAVES, _TAGS).map("".join), _grouped, max_leaves=12)
+
+
+@settings(max_examples=1500, deadline=None)
+@given(_QUERIES)
+def test_descent_gives_the_grammars_tree_for_grammatical_queries(text: str) -> None:
+    fast = parse_fast(text)
     try:
         full = parse_lalr(text)
     except (BQLSyntaxError, BQLLimitError):
         assert fast is None, text
         return
-    if fast is not None:
-        assert fast == full and str(fast) == str(full), text
-        assert [fast.span] + [c.span for c in getattr(fast, "children", ())] == [full.span] + [c.span for c in getattr(full, "children", ())], text
+    assert fast is not None, text
+    assert fast == full and str(fast) == str(full) and _spans(fast) == _spans(full), text
 
 
-@pytest.mark.parametrize("text, taken", [
-    ("heat wave 2020", True), ("heat OR wave OR x", True), ("  a  ", True), ("a OR b c", False), ("a b OR c", False),
-    ("a AND b", True), ("a AND NOT b[ti]", False), ("NOT a[ti] AND b[ti] NOT c[ti]", True), ("a NOT", False), ("a AND AND b", False), ("NOT NOT a", False), ("zürich", False), ("O_RDONLY", False), ("a\x0bb", False), (" ".join(["w"] * (PLAIN_MAX_WORDS + 1)), False),
-    ("heat[title,section,body] wave[body]", True), ("heat[ti] OR wave[body] OR x[ib]", True), ("heat[ti] OR wave OR x[ib]", False), ("heat[nosuch]", False), ("heat[date]", False),
-    ("a OR[title] b", False), ("heat [title]", False), ("Fort Santiago[title]", False), ("a[ti] b", False),
-    ('"heat wave"[title,section,body] AND NOT "x y"[body]', True), ('"heat wave" OR cold', True), ('"heat  wave"', False), ('"a*"', False),
+@pytest.mark.parametrize("text", [
+    "(" * 32 + "a" + ")" * 32, "(" * 33 + "a" + ")" * 33, "NOT " * 100 + "a", "NOT " * 101 + "a", "- " * 3 + "a",
+    " OR ".join(f"w{i}" for i in range(1024)), " OR ".join(f"w{i}" for i in range(1025)), "a" * 10_001, "a\x00b", "",
+    "   ", "a ) b", "(a OR b", "a NEAR/2 b NEAR/2 c", "NOT", "date[2020] [title]", "heat\ud800",
 ])
-def test_plain_shortcut_takes_only_plain_words(text: str, taken: bool) -> None:
-    assert (parse_plain(text) is not None) is taken
-    if taken:
-        assert parse(text) == parse_lalr(text)
+def test_descent_leaves_limits_and_errors_to_the_grammar(text: str) -> None:
+    fast = parse_fast(text)
+    try:
+        full = parse_lalr(text)
+    except (BQLSyntaxError, BQLLimitError):
+        assert fast is None
+        return
+    assert fast is not None and fast == full and _spans(fast) == _spans(full)

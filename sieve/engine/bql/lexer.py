@@ -51,18 +51,52 @@ class BQLLexer(Lexer):
         raise BQLSyntaxError(f"unexpected character {ch!r}", pos, "quote it inside a phrase")
 
 
+def _word_type(word: str, pos: int) -> str:
+    """The type of a WORD token: an operator, PREFIX for `word*`, else WORD."""
+    if _NEARISH.match(word):
+        raise BQLSyntaxError(f"malformed {word.split('(')[0]!r}", pos, "write a NEAR/3 b or NEAR/3(a, b) with single words")
+    upper = word.upper()
+    if upper in OPERATORS:
+        return upper
+    return "PREFIX" if word.endswith("*") else "WORD"
+
+
 def tokenize(text: str):  # type: ignore[no-untyped-def]
     """sly tokens of `text` with `Tok` values; operator words and `word*` get their own types."""
     for t in BQLLexer().tokenize(text):
         if t.type == "WORD":
-            if _NEARISH.match(t.value):
-                raise BQLSyntaxError(
-                    f"malformed {t.value.split('(')[0]!r}", t.index, "write a NEAR/3 b or NEAR/3(a, b) with single words"
-                )
-            upper = t.value.upper()
-            if upper in OPERATORS:
-                t.type = upper
-            elif t.value.endswith("*"):
-                t.type = "PREFIX"
+            t.type = _word_type(t.value, t.index)
         t.value = Tok(t.value, t.index)
         yield t
+
+
+# The lexer's own patterns, in its order (sly tries them in turn; an alternation takes the first
+# that matches, which is the same token), after a run of the characters it ignores.
+_SCAN = re.compile(
+    "[" + re.escape(BQLLexer.ignore) + "]*(?:"
+    + "|".join(f"(?P<{name}>{pattern})" for name, pattern in vars(BQLLexer).items() if name in BQLLexer.tokens)
+    + ")"
+)
+_TRAILING = re.compile("[" + re.escape(BQLLexer.ignore) + "]*")
+
+
+def scan(text: str) -> list[tuple[str, Tok]] | None:
+    """`tokenize` without sly's per-token objects: (type, Tok) pairs, or None wherever `tokenize`
+    would raise (the caller then runs the lexer for its message)."""
+    out: list[tuple[str, Tok]] = []
+    at, end, match = 0, len(text), _SCAN.match
+    while True:
+        m = match(text, at)
+        if m is None:
+            return out if _TRAILING.match(text, at).end() == end else None  # type: ignore[union-attr]
+        kind = m.lastgroup
+        assert kind is not None
+        pos = m.start(kind)
+        value = m.group(kind)
+        if kind == "WORD":
+            try:
+                kind = _word_type(value, pos)
+            except BQLSyntaxError:
+                return None
+        out.append((kind, Tok(value, pos)))
+        at = m.end()

@@ -9,7 +9,6 @@ than a precedence table, because NOT is both prefix (`NOT a`) and, by juxtaposit
 from __future__ import annotations
 
 import difflib
-import re
 from dataclasses import dataclass, replace
 from typing import Any, Iterator
 
@@ -18,7 +17,7 @@ from sly import Parser
 from sieve.engine.analysis import analyze
 from sieve.engine.bql import ast
 from sieve.engine.bql.dates import parse_date_spec
-from sieve.engine.bql.lexer import BAD_CHAR, BQLLexer, Tok, tokenize
+from sieve.engine.bql.lexer import BAD_CHAR, BQLLexer, Tok, scan, tokenize
 from sieve.engine.fields import DATE_TAG, FIELD_ALIASES, Field
 from sieve.errors import BQLLimitError, BQLSyntaxError
 
@@ -79,6 +78,19 @@ def _tok_span(t: Tok) -> ast.Span:
 
 def parse_fields(tag: Tok) -> frozenset[Field] | str:
     """Fields named in a tag token `[a, b]`, or the string "date" for a date tag."""
+    known = _known_tags.get(tag.text)
+    if known is not None:
+        return known
+    fields = _parse_fields(tag)
+    if len(_known_tags) < 4096:  # agents tag most words the same few ways; a valid tag means the same at any position
+        _known_tags[tag.text] = fields
+    return fields
+
+
+_known_tags: dict[str, frozenset[Field] | str] = {}
+
+
+def _parse_fields(tag: Tok) -> frozenset[Field] | str:
     inner = tag.text[1:-1]
     names = [n.strip() for n in inner.split(",")]
     if not inner.strip():
@@ -122,15 +134,79 @@ def scoped(node: ast.Node, fields: frozenset[Field], pos: int) -> ast.Node:
     return replace(node, children=tuple(scoped(c, fields, pos) for c in node.children))  # type: ignore[union-attr]
 
 
+# ---------------------------------------------------------------- the productions' values
+# Both parsers below build their nodes with these, so a production means the same in each.
+
+
+def _or(left: ast.Node, right: ast.Node) -> ast.Or:
+    kids = (left.children if isinstance(left, ast.Or) else (left,)) + (right.children if isinstance(right, ast.Or) else (right,))
+    return ast.Or(kids, span=(left.span[0], right.span[1]))
+
+
+def _negated(op: Tok, child: ast.Node) -> tuple[_Item, Any]:
+    return _Item(ast.Not(child, span=(op.pos, child.span[1])), False), False
+
+
+def _word_item(word: Tok, tag: Tok | None) -> tuple[_Item, Any]:
+    """WORD or PREFIX, perhaps tagged: (item, the tag's fields if tagged else False)."""
+    if tag is None:
+        return _Item(_bare(word), True), False
+    fields = parse_fields(tag)
+    span = (word.pos, tag.pos + len(tag.text))
+    if fields == DATE_TAG:
+        if word.text.endswith("*"):
+            raise BQLSyntaxError(f"{word.text!r} is not a date", word.pos, "a date filter is written date[2018..2023] or 2018..2023[date]")
+        return _Item(_date_node(word.text, word.pos, span), False), False
+    return _Item(_bare(word, fields, span), False), fields  # type: ignore[arg-type]
+
+
+def _phrase_item(phrase: Tok, tag: Tok | None) -> tuple[_Item, Any]:
+    if tag is None:
+        return _Item(_phrase(phrase), False), False
+    node = replace(_phrase(phrase), fields=_text_fields(tag), span=(phrase.pos, tag.pos + len(tag.text)))
+    return _Item(node, False), False
+
+
+def _near_item(near: ast.Near, tag: Tok | None) -> tuple[_Item, Any]:
+    if tag is None:
+        return _Item(near, False), False
+    node = replace(near, fields=_text_fields(tag), span=(near.span[0], tag.pos + len(tag.text)))
+    return _Item(node, False), False
+
+
+def _group_item(lparen: Tok, expr: ast.Node, rparen: Tok, tag: Tok | None) -> tuple[_Item, Any]:
+    if tag is None:
+        return _Item(replace(expr, span=(lparen.pos, rparen.pos + 1)), False), False
+    node = scoped(expr, _text_fields(tag, group=True), tag.pos)
+    return _Item(replace(node, span=(lparen.pos, tag.pos + len(tag.text))), False), False
+
+
+def _date_item(t: Tok) -> tuple[_Item, Any]:
+    spec = t.text[t.text.index("[") + 1 : -1]
+    return _Item(_date_node(spec, t.pos + t.text.index("[") + 1, _tok_span(t)), False), False
+
+
+def _nearcall(t: Tok) -> ast.Near:
+    head, args = t.text.split("(", 1)
+    inner = args[:-1]
+    left_raw, right_raw = inner.split(",")
+    base = t.pos + len(head) + 1
+    left = Tok(left_raw.strip(), base + len(left_raw) - len(left_raw.lstrip()))
+    rbase = base + len(left_raw) + 1
+    right = Tok(right_raw.strip(), rbase + len(right_raw) - len(right_raw.lstrip()))
+    return _near(Tok(head.strip(), t.pos), left, right, _tok_span(t))
+
+
 class BQLParser(Parser):
+    """The grammar of record: its tables prove BQL unambiguous (no conflicts), and every error
+    message comes from here. `_Descent` takes the same productions faster."""
+
     tokens = BQLLexer.tokens
     track_positions = False  # nodes carry their own spans
 
     @_("or_expr OR and_expr")  # type: ignore[name-defined]  # noqa: F821
     def or_expr(self, p: Any) -> ast.Node:
-        left, right = p.or_expr, p.and_expr.node()
-        kids = (left.children if isinstance(left, ast.Or) else (left,)) + (right.children if isinstance(right, ast.Or) else (right,))
-        return ast.Or(kids, span=(left.span[0], right.span[1]))
+        return _or(p.or_expr, p.and_expr.node())
 
     @_("and_expr")  # type: ignore[name-defined]  # noqa: F821
     def or_expr(self, p: Any) -> ast.Node:  # noqa: F811
@@ -154,8 +230,7 @@ class BQLParser(Parser):
     # not_expr values are (item, tag fields if the item is a tagged bare word else False).
     @_("NOT not_expr", "MINUS not_expr")  # type: ignore[name-defined]  # noqa: F821
     def not_expr(self, p: Any) -> tuple[_Item, Any]:
-        child = p.not_expr[0].node
-        return _Item(ast.Not(child, span=(p[0].pos, child.span[1])), False), False
+        return _negated(p[0], p.not_expr[0].node)
 
     @_("primary")  # type: ignore[name-defined]  # noqa: F821
     def not_expr(self, p: Any) -> tuple[_Item, Any]:  # noqa: F811
@@ -163,54 +238,39 @@ class BQLParser(Parser):
 
     @_("WORD", "PREFIX")  # type: ignore[name-defined]  # noqa: F821
     def primary(self, p: Any) -> tuple[_Item, Any]:
-        return _Item(_bare(p[0]), True), False
+        return _word_item(p[0], None)
 
     @_("WORD TAG", "PREFIX TAG")  # type: ignore[name-defined]  # noqa: F821
     def primary(self, p: Any) -> tuple[_Item, Any]:  # noqa: F811
-        word, tag = p[0], p.TAG
-        fields = parse_fields(tag)
-        span = (word.pos, tag.pos + len(tag.text))
-        if fields == DATE_TAG:
-            if word.text.endswith("*"):
-                raise BQLSyntaxError(f"{word.text!r} is not a date", word.pos, "a date filter is written date[2018..2023] or 2018..2023[date]")
-            return _Item(_date_node(word.text, word.pos, span), False), False
-        node = replace(_bare(word), fields=fields, span=span)
-        return _Item(node, False), fields
+        return _word_item(p[0], p.TAG)
 
     @_("PHRASE")  # type: ignore[name-defined]  # noqa: F821
     def primary(self, p: Any) -> tuple[_Item, Any]:  # noqa: F811
-        return _Item(_phrase(p.PHRASE), False), False
+        return _phrase_item(p.PHRASE, None)
 
     @_("PHRASE TAG")  # type: ignore[name-defined]  # noqa: F821
     def primary(self, p: Any) -> tuple[_Item, Any]:  # noqa: F811
-        fields = _text_fields(p.TAG)
-        node = replace(_phrase(p.PHRASE), fields=fields, span=(p.PHRASE.pos, p.TAG.pos + len(p.TAG.text)))
-        return _Item(node, False), False
+        return _phrase_item(p.PHRASE, p.TAG)
 
     @_("near")  # type: ignore[name-defined]  # noqa: F821
     def primary(self, p: Any) -> tuple[_Item, Any]:  # noqa: F811
-        return _Item(p.near, False), False
+        return _near_item(p.near, None)
 
     @_("near TAG")  # type: ignore[name-defined]  # noqa: F821
     def primary(self, p: Any) -> tuple[_Item, Any]:  # noqa: F811
-        node = replace(p.near, fields=_text_fields(p.TAG), span=(p.near.span[0], p.TAG.pos + len(p.TAG.text)))
-        return _Item(node, False), False
+        return _near_item(p.near, p.TAG)
 
     @_("LPAREN or_expr RPAREN")  # type: ignore[name-defined]  # noqa: F821
     def primary(self, p: Any) -> tuple[_Item, Any]:  # noqa: F811
-        return _Item(replace(p.or_expr, span=(p.LPAREN.pos, p.RPAREN.pos + 1)), False), False
+        return _group_item(p.LPAREN, p.or_expr, p.RPAREN, None)
 
     @_("LPAREN or_expr RPAREN TAG")  # type: ignore[name-defined]  # noqa: F821
     def primary(self, p: Any) -> tuple[_Item, Any]:  # noqa: F811
-        fields = _text_fields(p.TAG, group=True)
-        node = scoped(p.or_expr, fields, p.TAG.pos)
-        return _Item(replace(node, span=(p.LPAREN.pos, p.TAG.pos + len(p.TAG.text))), False), False
+        return _group_item(p.LPAREN, p.or_expr, p.RPAREN, p.TAG)
 
     @_("DATE")  # type: ignore[name-defined]  # noqa: F821
     def primary(self, p: Any) -> tuple[_Item, Any]:  # noqa: F811
-        t = p.DATE
-        spec = t.text[t.text.index("[") + 1 : -1]
-        return _Item(_date_node(spec, t.pos + t.text.index("[") + 1, _tok_span(t)), False), False
+        return _date_item(p.DATE)
 
     @_("WORD NEAR WORD")  # type: ignore[name-defined]  # noqa: F821
     def near(self, p: Any) -> ast.Near:
@@ -218,15 +278,7 @@ class BQLParser(Parser):
 
     @_("NEARCALL")  # type: ignore[name-defined]  # noqa: F821
     def near(self, p: Any) -> ast.Near:  # noqa: F811
-        t = p.NEARCALL
-        head, args = t.text.split("(", 1)
-        inner = args[:-1]
-        left_raw, right_raw = inner.split(",")
-        base = t.pos + len(head) + 1
-        left = Tok(left_raw.strip(), base + len(left_raw) - len(left_raw.lstrip()))
-        rbase = base + len(left_raw) + 1
-        right = Tok(right_raw.strip(), rbase + len(right_raw) - len(right_raw.lstrip()))
-        return _near(Tok(head.strip(), t.pos), left, right, _tok_span(t))
+        return _nearcall(p.NEARCALL)
 
     def error(self, t: Any) -> None:
         raise _error_for(self._text, self._toks, t)
@@ -240,8 +292,9 @@ def _text_fields(tag: Tok, group: bool = False) -> frozenset[Field]:
     return fields  # type: ignore[return-value]
 
 
-def _bare(t: Tok) -> ast.Node:
-    span = _tok_span(t)
+def _bare(t: Tok, fields: ast.Fields = None, span: ast.Span | None = None) -> ast.Term | ast.Prefix:
+    """The node of a WORD or PREFIX token, with a scope and a span (default: the token's)."""
+    span = span or _tok_span(t)
     if t.text.endswith("*"):
         stem = t.text[:-1]
         if "*" in stem:
@@ -251,12 +304,12 @@ def _bare(t: Tok) -> ast.Node:
             if not terms:
                 raise BQLSyntaxError(f"{t.text!r} has no letter or digit before '*'", t.pos, "write at least one letter, as in clos*")
             raise BQLSyntaxError(f"{t.text!r} is not a single word", t.pos, f"a wildcard stem must be one term; {stem!r} splits into {' '.join(terms)}")
-        return ast.Prefix(stem, span=span)
+        return ast.Prefix(stem, fields, span=span)
     if "*" in t.text:
         raise BQLSyntaxError(f"'*' inside {t.text!r}", t.pos + t.text.index("*"), "'*' is a wildcard only at the end of a word")
     if not analyze(t.text):
         raise BQLSyntaxError(f"{t.text!r} has no searchable term", t.pos, "a term needs a letter or digit; quote text to search for a phrase")
-    return ast.Term(t.text, span=span)
+    return ast.Term(t.text, fields, span=span)
 
 
 def _phrase(t: Tok) -> ast.Phrase:
@@ -337,80 +390,124 @@ def _prescan(toks: Iterator[Any]) -> Iterator[Any]:
         yield k
 
 
-# A plain word or a quoted phrase of plain words with single spaces, optionally tagged with field
-# names and no spaces (heat[title,body], "heat wave"[title]).
-_WORD = r'(?:"[A-Za-z0-9]+(?: [A-Za-z0-9]+)*"|[A-Za-z0-9]+)(?:\[[A-Za-z]+(?:,[A-Za-z]+)*\])?'
-_PLAIN = re.compile(rf"[ \t\r\n]*{_WORD}(?:[ \t\r\n]+{_WORD})*[ \t\r\n]*")  # the lexer's spaces that are not control characters
-_ITEM = re.compile(r'("[A-Za-z0-9 ]+"|[A-Za-z0-9]+)(?:\[([A-Za-z,]+)\])?')
-_KEYWORDS = {"AND", "OR", "NOT", "NEAR"}
-PLAIN_MAX_WORDS = 64
 CANONICAL_GROWTH = 64  # a bound on len(canonical) / len(text): shorter texts need no check
+_STARTS = frozenset({"NOT", "MINUS", "WORD", "PREFIX", "PHRASE", "NEARCALL", "LPAREN", "DATE"})  # what can begin a not_expr
+_CLAUSES = frozenset({"WORD", "PREFIX", "PHRASE", "DATE", "NEARCALL"})
 
 
-def parse_plain(text: str) -> ast.Node | None:
-    """The tree of a query of plain ASCII words and quoted phrases of them, all bare or each tagged
-    with known text fields (`heat[title,body]`, `"heat wave"[title]`), either joined by a bare OR alone or side by side, with or without AND,
-    each perhaps after one NOT (`a[ti] AND NOT b[ti] c[ti]`); None for anything else (errors
-    included: the grammar reports them). These are most of what agents type; the LALR parser
-    takes 40-250 us for them in Python. Tested to give exactly the parser's tree
-    (tests/engine/test_bql_parser.py)."""
-    if len(text) > 4 * PLAIN_MAX_WORDS * 8 or not _PLAIN.fullmatch(text):
-        return None
-    items = list(_ITEM.finditer(text))
-    if len(items) > PLAIN_MAX_WORDS:
-        return None
-    upper = [m.group(1).upper() for m in items]
-    if any(u in _KEYWORDS and m.group(2) is not None for u, m in zip(upper, items)):
-        return None  # an operator with a tag: the grammar's error
-    if len(items) >= 3 and len(items) % 2 and all(u == "OR" for u in upper[1::2]):
-        if any(u in _KEYWORDS for u in upper[0::2]):
-            return None
-        terms = _plain_terms(items[0::2])
-        return None if terms is None else ast.Or(tuple(terms), span=(terms[0].span[0], terms[-1].span[1]))
-    # An AND run: [NOT] word ([AND] [NOT] word)*
-    words, negated, i = [], [], 0
-    while i < len(items):
-        if words and upper[i] == "AND":
-            i += 1
-        neg = i < len(items) and upper[i] == "NOT"
-        i += neg
-        if i >= len(items) or upper[i] in _KEYWORDS:
-            return None
-        words.append(items[i])
-        negated.append(items[i - 1].start() if neg else -1)
-        i += 1
-    terms = _plain_terms(words)
-    if terms is None:
-        return None
-    nodes = [t if at < 0 else ast.Not(t, span=(at, t.span[1])) for t, at in zip(terms, negated)]
-    return nodes[0] if len(nodes) == 1 else ast.And(tuple(nodes), span=(nodes[0].span[0], nodes[-1].span[1]))
+class _Fail(Exception):
+    """Not a query `_Descent` takes: the grammar decides (and words the error)."""
 
 
-def _plain_terms(items: list[re.Match[str]]) -> list[ast.Term | ast.Phrase] | None:
-    """The words as terms and phrases; None if some but not all carry a tag (a tag also scopes the bare words
-    before it, `Fort Santiago[title]`: the grammar's job) or a tag names an unknown field or date."""
-    tagged = sum(m.group(2) is not None for m in items)
-    if tagged not in (0, len(items)):
+class _Descent:
+    """The grammar's productions as recursive descent over `scan`'s tokens, building each node
+    with the same functions as `BQLParser`'s actions. sly's LALR driver costs 100-400 us a query
+    in Python; this, a few. It takes a query only if the grammar gives it this very tree
+    (tests/engine/test_bql_parser.py checks that against generated queries) and otherwise fails,
+    so errors, limits and their messages stay the grammar's."""
+
+    def __init__(self, toks: list[tuple[str, Tok]]) -> None:
+        self.toks = toks
+        self.i = 0
+
+    def peek(self) -> str | None:
+        return self.toks[self.i][0] if self.i < len(self.toks) else None
+
+    def take(self, kind: str | None = None) -> Tok:
+        if self.i >= len(self.toks) or (kind is not None and self.toks[self.i][0] != kind):
+            raise _Fail
+        self.i += 1
+        return self.toks[self.i - 1][1]
+
+    def tag(self) -> Tok | None:
+        return self.take() if self.peek() == "TAG" else None
+
+    def query(self) -> ast.Node:
+        node = self.or_expr()
+        if self.i != len(self.toks):
+            raise _Fail
+        return node
+
+    def or_expr(self) -> ast.Node:
+        node = self.and_expr().node()
+        while self.peek() == "OR":
+            self.i += 1
+            node = _or(node, self.and_expr().node())
+        return node
+
+    def and_expr(self) -> _AndList:
+        run = _AndList(self.not_expr()[0])
+        while True:
+            kind = self.peek()
+            if kind == "AND":
+                self.i += 1
+                run.conjoin(self.not_expr()[0])
+            elif kind in _STARTS:
+                run.juxtapose(*self.not_expr())
+            else:
+                return run
+
+    def not_expr(self) -> tuple[_Item, Any]:
+        if self.peek() in ("NOT", "MINUS"):
+            op = self.take()
+            return _negated(op, self.not_expr()[0].node)
+        return self.primary()
+
+    def primary(self) -> tuple[_Item, Any]:
+        kind = self.peek()
+        t = self.take()
+        if kind == "WORD" and self.peek() == "NEAR":
+            op = self.take()
+            right = self.take("WORD")
+            return _near_item(_near(op, t, right, (t.pos, right.pos + len(right.text))), self.tag())
+        if kind in ("WORD", "PREFIX"):
+            return _word_item(t, self.tag())
+        if kind == "PHRASE":
+            return _phrase_item(t, self.tag())
+        if kind == "NEARCALL":
+            return _near_item(_nearcall(t), self.tag())
+        if kind == "LPAREN":
+            expr = self.or_expr()
+            return _group_item(t, expr, self.take("RPAREN"), self.tag())
+        if kind == "DATE":
+            return _date_item(t)
+        raise _Fail
+
+
+def parse_fast(text: str) -> ast.Node | None:
+    """The grammar's tree of `text` by recursive descent, or None where the grammar must speak:
+    a syntax error, a limit, a control character (`parse_lalr` then raises the error)."""
+    if len(text) > MAX_QUERY_CHARS or BAD_CHAR.search(text):
         return None
-    terms = []
-    for m in items:
-        fields = None
-        if m.group(2) is not None:
-            names = m.group(2).lower().split(",")
-            if not all(n in FIELD_ALIASES for n in names):
+    toks = scan(text)
+    if not toks:
+        return None
+    depth = negations = clauses = 0
+    for kind, _ in toks:  # the limits `_prescan` enforces: over any of them, the grammar reports it
+        if kind == "LPAREN":
+            depth += 1
+            if depth > MAX_DEPTH:
                 return None
-            fields = frozenset().union(*(FIELD_ALIASES[n] for n in names))
-        word = m.group(1)
-        terms.append(ast.Phrase(word[1:-1], fields, span=m.span()) if word[0] == '"' else ast.Term(word, fields, span=m.span()))
-    return terms
+        elif kind == "RPAREN":
+            depth -= 1
+        elif kind in ("NOT", "MINUS"):
+            negations += 1
+        elif kind in _CLAUSES:
+            clauses += 1
+    if negations > MAX_NEGATIONS or clauses > MAX_CLAUSES:
+        return None
+    try:
+        return _Descent(toks).query()
+    except (_Fail, BQLSyntaxError, RecursionError):
+        return None
 
 
 def parse(text: str) -> ast.Node:
     """Parse a BQL query; raises BQLSyntaxError (with `pos` and `hint`) or BQLLimitError."""
     if not isinstance(text, str):
         raise BQLSyntaxError(f"a query must be a string, not {type(text).__name__}", 0, "")
-    plain = parse_plain(text)
-    tree = plain if plain is not None else parse_lalr(text)
+    fast = parse_fast(text)
+    tree = fast if fast is not None else parse_lalr(text)
     # The length limit holds for the canonical form too, so that every accepted query round-trips
     # (explicit ANDs and a tag on every word make it longer, up to ~40x for one-letter words).
     if len(text) * CANONICAL_GROWTH > MAX_QUERY_CHARS:
@@ -422,7 +519,7 @@ def parse(text: str) -> ast.Node:
 
 
 def parse_lalr(text: str) -> ast.Node:
-    """`parse` of a string without the plain-words shortcut: every query through the grammar."""
+    """`parse` of a string through the grammar alone (no `parse_fast`)."""
     if len(text) > MAX_QUERY_CHARS:
         raise BQLLimitError("query length", len(text), MAX_QUERY_CHARS, "characters", pos=MAX_QUERY_CHARS)
     bad = BAD_CHAR.search(text)
