@@ -110,13 +110,11 @@ class Evaluator:
 
     def _positions(self, tid: int, cands: np.ndarray | None) -> np.ndarray:
         """Positions of a term (index dtype), only in candidate documents when that is worth it."""
-        lo, hi = int(self.r.pos_ptr[tid]), int(self.r.pos_ptr[tid + 1])
-        pos = self.r.pos[lo:hi]
-        if cands is None or hi - lo < _FILTER_MIN_POSITIONS:
-            return pos
+        if cands is None or self.r.position_count(tid) < _FILTER_MIN_POSITIONS:
+            return self.r.positions(tid)
         plo, phi = int(self.r.post_ptr[tid]), int(self.r.post_ptr[tid + 1])
         if bitset.count(cands) * _FILTER_SHARE > phi - plo:
-            return pos  # the candidates are not few next to the term's documents: the filter costs more than it saves
+            return self.r.positions(tid)  # the candidates are not few next to the term's documents: the filter costs more than it saves
         docs, _, tf = self.r.postings(tid)
         keep = bitset.contains(cands, docs)
         ends = np.cumsum(tf)
@@ -124,10 +122,10 @@ class Evaluator:
         starts_k = ends[keep] - tf_k
         total = int(tf_k.sum())
         if total == 0:
-            return pos[:0]
+            return self.r.positions(tid)[:0]
         # Ragged gather: for each kept posting, its run of positions.
         idx = np.repeat(starts_k - np.concatenate(([0], np.cumsum(tf_k)[:-1])), tf_k) + np.arange(total)
-        return pos[idx]
+        return self.r.pos.at(tid, idx)
 
     def _docs_of(self, positions: np.ndarray, fmask: int) -> np.ndarray:
         units = self.r.units_of(positions)
@@ -145,8 +143,8 @@ class Evaluator:
         for i in order[1:]:
             if not len(start):
                 break
-            pos = self.r.positions(tids[i])
             target = start + start.dtype.type(i)
+            pos = self.r.pos.covering(tids[i], target, target)  # only the blocks that can hold a target
             at = np.searchsorted(pos, target)
             ok = at < len(pos)
             ok[ok] = pos[at[ok]] == target[ok]
@@ -154,21 +152,24 @@ class Evaluator:
         return self._docs_of(start, fmask)
 
     def near(self, ta: int, tb: int, n: int, fmask: int, cands: np.ndarray | None) -> np.ndarray:
-        pa = self._positions(ta, cands)
         if ta == tb:
-            wide = pa.astype(np.int64)
-            close = np.flatnonzero(np.diff(wide) <= n)
+            pa = self._positions(ta, cands)
+            close = np.flatnonzero(np.diff(pa.astype(np.int64)) <= n)
             same = self.r.units_of(pa[close]) == self.r.units_of(pa[close + 1])
             return self._docs_of(pa[close[same]], fmask)
-        pb = self._positions(tb, cands)
-        if not len(pa) or not len(pb):
+        if self.r.position_count(ta) > self.r.position_count(tb):  # search the shorter list in the longer one
+            ta, tb = tb, ta
+        pa = self._positions(ta, cands)
+        if not len(pa):
             return bitset.empty(self.n)
-        if len(pa) > len(pb):  # search the shorter list in the longer one
-            pa, pb = pb, pa
+        # Of the longer list, only the blocks within n of a position of the shorter.
+        wide = pa.astype(np.int64)
+        pb = self.r.pos.covering(tb, wide - n, wide + n)
+        if not len(pb):
+            return bitset.empty(self.n)
         # Each position's nearest neighbours in the other list, right and left; only the pairs
         # within n are looked up in the unit table (a binary search each: the costly part).
         at = np.searchsorted(pb, pa)
-        wide = pa.astype(np.int64)
         right = np.flatnonzero(at < len(pb))
         right = right[pb[at[right]].astype(np.int64) - wide[right] <= n]
         left = np.flatnonzero(at > 0)

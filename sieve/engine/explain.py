@@ -22,10 +22,10 @@ def _doc_range(r: IndexReader, d: int) -> tuple[int, int]:
 
 def positions_in_doc(r: IndexReader, tid: int, d: int) -> np.ndarray:
     """Positions of a term inside document d (int64), by binary search on its position list."""
-    pos = r.positions(max(tid, 0))
     if tid < 0:
-        return pos[:0]
+        return np.zeros(0, dtype=np.int64)
     start, end = _doc_range(r, d)
+    pos = r.pos.covering(tid, np.array([start]), np.array([end - 1]))
     a, b = search_sorted(pos, [start, min(end, np.iinfo(pos.dtype).max)])
     return pos[a:b]
 
@@ -69,9 +69,11 @@ class Explainer:
         r = self.r
         if tid < 0:
             return np.zeros(0, dtype=np.int64), np.zeros(0, dtype=np.int64)
-        pos = r.positions(tid)
         first = r.doc_units[docs]
         last = r.doc_units[np.minimum(docs + 1, r.n_docs)]
+        starts = np.asarray(r.unit_start[first]).astype(np.int64)
+        ends = np.where(docs + 1 < r.n_docs, np.asarray(r.unit_start[np.minimum(last, len(r.unit_start) - 1)]).astype(np.int64) - 1, 2**63 - 1)
+        pos = r.pos.covering(tid, starts, ends)
         lo = search_sorted(pos, r.unit_start[first])
         hi = np.where(docs + 1 < r.n_docs, search_sorted(pos, r.unit_start[np.minimum(last, len(r.unit_start) - 1)]), len(pos))
         counts = hi - lo

@@ -172,7 +172,7 @@ class IndriScorer:
             return np.zeros(0, dtype=np.int64)
         if leaf.kind == "prefix":
             lo, hi = leaf.term_range
-            return np.asarray(r.pos[int(r.pos_ptr[lo]) : int(r.pos_ptr[hi])]).astype(np.int64)
+            return np.asarray(r.pos.of_terms(lo, hi)).astype(np.int64)
         if leaf.kind == "term":
             return np.asarray(r.positions(leaf.tids[0])).astype(np.int64)
         if leaf.kind == "near":

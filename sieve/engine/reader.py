@@ -12,13 +12,14 @@ import numpy as np
 
 from sieve.engine import storage
 from sieve.engine.analysis import ANALYZER_ID
+from sieve.engine.positions import BLOCK, BLOCK_FILES, RAW_FILES, BlockPositions, RawPositions
 from sieve.engine.store import CODEC, BlockReader, RawStream
 from sieve.errors import IndexDamagedError, IndexFormatError
 
 FILES = (
     "terms.blob.sva", "terms.off.sva", "post.ptr.sva", "post.doc.sva", "post.tf.sva", "post.mask.sva",
     "post.tf.big.idx.sva", "post.tf.big.val.sva", "post.ttf.sva", "post.ttf.big.idx.sva", "post.ttf.big.val.sva",
-    "pos.ptr.sva", "pos.data.sva", "unit.start.sva", "unit.field.sva", "unit.section.sva",
+    "pos.ptr.sva", "unit.start.sva", "unit.field.sva", "unit.section.sva",
     "doc.units.sva", "doc.date.sva", "doc.flen.sva", "doc.len.sva", "store.meta.sva", "store.meta.off.sva",
     "store.text.sva", "store.text.off.sva", "store.sections.sva", "ids.blob.sva", "ids.off.sva", "ids.doc.sva",
     "ids.rank.sva", "terms.df.sva",
@@ -27,7 +28,8 @@ FILES = (
 # uncompressed document store.
 DENSE_FILES = ("post.bits.sva", "post.bits.ptr.sva", "post.bits.field.sva")
 STORE_FILES = ("store.meta.blocks.sva", "store.text.blocks.sva")
-WRITTEN = FILES + DENSE_FILES + STORE_FILES  # what this version writes in a segment
+# Positions: in blocks since format 5, one raw array before.
+WRITTEN = FILES + DENSE_FILES + STORE_FILES + BLOCK_FILES  # what this version writes in a segment
 
 
 def search_sorted(arr: Any, values: Any, side: str = "left") -> np.ndarray:
@@ -108,6 +110,7 @@ class IndexReader:
             raise IndexDamagedError(label + storage.MANIFEST, "has no file list")
         a: dict[str, storage.ArrayFile] = {}
         names = FILES + tuple(n for group in (DENSE_FILES, STORE_FILES) if any(n in files for n in group) for n in group)
+        names += BLOCK_FILES if any(n in files for n in BLOCK_FILES) else RAW_FILES
         for name in names:
             entry = files.get(name)
             if not isinstance(entry, dict) or not {"size", "crc32"} <= entry.keys():
@@ -120,7 +123,7 @@ class IndexReader:
         self.post_ptr, self.post_doc, self.post_mask = a["post.ptr.sva"], a["post.doc.sva"], a["post.mask.sva"]
         self._tf = (a["post.tf.sva"], a["post.tf.big.idx.sva"], a["post.tf.big.val.sva"])
         self._ttf = (a["post.ttf.sva"], a["post.ttf.big.idx.sva"], a["post.ttf.big.val.sva"])
-        self.pos_ptr, self.pos = a["pos.ptr.sva"], a["pos.data.sva"]
+        self.pos_ptr = a["pos.ptr.sva"]
         self.unit_start, self.unit_field, self.unit_section = a["unit.start.sva"], a["unit.field.sva"], a["unit.section.sva"]
         self.doc_units, self.dates, self.field_len, self.doc_len = a["doc.units.sva"], a["doc.date.sva"], a["doc.flen.sva"], a["doc.len.sva"]
         self.meta_blob, self.meta_off = a["store.meta.sva"], a["store.meta.off.sva"]
@@ -133,6 +136,11 @@ class IndexReader:
         if "post.bits.sva" in a:
             self.dense, self.dense_ptr, self.dense_field = a["post.bits.sva"], a["post.bits.ptr.sva"].whole(), a["post.bits.field.sva"].whole()
         self.files = a
+        if "pos.data.sva" in a:
+            self.pos: RawPositions | BlockPositions = RawPositions(a["pos.ptr.sva"], a["pos.data.sva"])
+        else:
+            self.pos = BlockPositions(a["pos.ptr.sva"], a["pos.blocks.ptr.sva"], a["pos.first.sva"], a["pos.dir.sva"],
+                                      tuple(a[n] for n in BLOCK_FILES[3:7]), a["pos.tail.sva"])
         # Hot tables are read through their wrappers until every block is verified, then directly.
         for attr, name in (("text_df", "terms.df.sva"), ("post_ptr", "post.ptr.sva"), ("pos_ptr", "pos.ptr.sva"),
                            ("unit_start", "unit.start.sva"), ("unit_field", "unit.field.sva"), ("unit_section", "unit.section.sva"),
@@ -142,6 +150,10 @@ class IndexReader:
                 a[name].on_verified = functools.partial(setattr, self, attr)
             else:  # verified when opened (small, or verify=True)
                 setattr(self, attr, a[name].a)
+        if not a["pos.ptr.sva"].verified:  # the positions read the pointer table too: hand them the plain array as well
+            a["pos.ptr.sva"].on_verified = self._pos_ptr_verified
+        else:
+            self.pos.ptr = self.pos_ptr
         self._check_shapes()
         # One query looks each term up three times (filter, scorer, explanation) and agents repeat
         # words across queries; the table is immutable, so a bounded cache is always right.
@@ -149,6 +161,9 @@ class IndexReader:
         # Every hit needs its headings (matched sections by name, card outlines, one section's read);
         # a tuple is immutable, so sharing it between callers is safe.
         self.headings = functools.lru_cache(maxsize=1 << 13)(self._headings)
+
+    def _pos_ptr_verified(self, arr: np.ndarray) -> None:
+        self.pos_ptr = self.pos.ptr = arr
 
     def _check_shapes(self) -> None:
         n, t = self.n_docs, len(self.terms)
@@ -163,6 +178,12 @@ class IndexReader:
             ("ids.off.sva", len(self.ids) == n), ("unit.field.sva", len(self.unit_field) == len(self.unit_start)),
             ("unit.section.sva", len(self.unit_section) == len(self.unit_start)),
         ]
+        if isinstance(self.pos, BlockPositions):
+            # Lengths only (every token has one position): no table is read before a query needs it.
+            p, tokens = self.pos, int(self.manifest["stats"]["tokens"])
+            checks += [("pos.blocks.ptr.sva", len(p.blocks_ptr) == t + 1), ("pos.dir.sva", len(p.dir) == len(p.first)),
+                       ("pos.tail.sva", len(p.tail) + BLOCK * len(p.first) == tokens)]
+            checks += [(name, r.ndim == 2 and (r.shape[0] == 0 or r.shape[1] == BLOCK - 1)) for name, r in zip(BLOCK_FILES[3:7], p.rows)]
         if self.dense is not None:
             rows = len(self.dense_field)
             checks += [("post.bits.ptr.sva", len(self.dense_ptr) == t + 1 and int(self.dense_ptr[-1]) == rows and bool(np.all(np.diff(self.dense_ptr.astype(np.int64)) >= 0))),
@@ -212,7 +233,8 @@ class IndexReader:
         return int(self.pos_ptr[tid + 1] - self.pos_ptr[tid]) if tid >= 0 else 0
 
     def positions(self, tid: int) -> np.ndarray:
-        return self.pos[int(self.pos_ptr[tid]) : int(self.pos_ptr[tid + 1])]
+        """Every position of a term, ascending (index dtype)."""
+        return self.pos.all(tid)
 
     def units_of(self, positions: np.ndarray) -> np.ndarray:
         return search_sorted(self.unit_start, positions, side="right") - 1

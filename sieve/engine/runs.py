@@ -20,6 +20,7 @@ import numpy as np
 
 from sieve.engine import storage
 from sieve.engine.fields import Field
+from sieve.engine.positions import PositionsWriter
 
 TEXT_BITS = np.uint8(Field.TITLE.bit | Field.SECTION.bit | Field.BODY.bit)  # what BM25 counts
 CHUNK_POSTINGS = 1 << 22  # postings merged at a time (bounds the merge's memory)
@@ -100,8 +101,8 @@ class Runs:
     def used_terms(self) -> np.ndarray:
         return np.unique(np.concatenate([np.unique(self._load(i, "term")) for i in range(self.count)]))
 
-    def merge(self, rank: np.ndarray, n_terms: int, gen_dir: Path, pos_dtype: Any) -> dict[str, Any]:
-        """Write the posting files (post.*, pos.data) for final term `rank[term id]`; returns their
+    def merge(self, rank: np.ndarray, n_terms: int, gen_dir: Path, pos_dtype: Any, total_positions: int) -> dict[str, Any]:
+        """Write the posting files (post.*, pos.*) for final term `rank[term id]`; returns their
         entries, post/pos pointers, text document frequencies and the number of postings."""
         # Per run, only where each chunk of final terms starts (in postings and in positions): a
         # per-posting table for every run at once would grow with the corpus.
@@ -119,7 +120,8 @@ class Runs:
         pos_count = np.zeros(n_terms, dtype=np.int64)
         text_df = np.zeros(n_terms, dtype=np.int64)
         writers = {name: storage.ArrayWriter(gen_dir / f"{name}.sva", dtype) for name, dtype in
-                   (("post.doc", np.int32), ("post.mask", np.uint8), ("pos.data", pos_dtype), ("post.tf", np.uint8), ("post.ttf", np.uint8))}
+                   (("post.doc", np.int32), ("post.mask", np.uint8), ("post.tf", np.uint8), ("post.ttf", np.uint8))}
+        positions = PositionsWriter(gen_dir, pos_dtype, total_positions)
         big: dict[str, tuple[list[np.ndarray], list[np.ndarray]]] = {"post.tf": ([], []), "post.ttf": ([], [])}
         done = 0  # postings written so far (the big counts' indices are global)
         for j in range(len(edges) - 1):
@@ -134,6 +136,7 @@ class Runs:
                     parts[name].append(np.asarray(self._load(i, name)[lo:hi]))
                 parts["pos"].append(np.asarray(self._load(i, "pos")[pos_cut[j]:pos_cut[j + 1]]))
             if not parts["rank"]:
+                positions.append(np.zeros(0, dtype=np.int64), np.zeros(b - a, dtype=np.int64))  # (every term occurs: not reached)
                 continue
             key = np.concatenate(parts["rank"]).astype(np.int32)
             perm = stable_argsort(key)
@@ -144,7 +147,6 @@ class Runs:
             idx = np.repeat(starts[perm] - np.concatenate(([0], np.cumsum(lens)[:-1])), lens) + np.arange(int(lens.sum()))
             writers["post.doc"].append(np.concatenate(parts["doc"])[perm])
             writers["post.mask"].append(np.concatenate(parts["mask"])[perm])
-            writers["pos.data"].append(np.concatenate(parts["pos"])[idx].astype(pos_dtype))
             ttf = np.concatenate(parts["ttf"])[perm]
             for name, counts in (("post.tf", tf[perm]), ("post.ttf", ttf)):
                 # As IndexWriter._put_counts: one byte each, the few of 255 or more kept exactly aside.
@@ -155,9 +157,12 @@ class Runs:
             done += len(perm)
             k = key[perm]
             post_count[a:b] += np.bincount(k, minlength=b - a)
-            pos_count[a:b] += np.bincount(k, weights=lens, minlength=b - a).astype(np.int64)
+            chunk_positions = np.bincount(k, weights=lens, minlength=b - a).astype(np.int64)
+            positions.append(np.concatenate(parts["pos"])[idx], chunk_positions)
+            pos_count[a:b] += chunk_positions
             text_df[a:b] += np.bincount(k[ttf > 0], minlength=b - a)
         entries = {f"{name}.sva": w.close() for name, w in writers.items()}
+        entries.update(positions.close())
         for name, (where, values) in big.items():
             entries[f"{name}.big.idx.sva"] = storage.write_array(gen_dir / f"{name}.big.idx.sva", np.concatenate(where or [np.zeros(0, np.int64)]), np.int64)
             entries[f"{name}.big.val.sva"] = storage.write_array(gen_dir / f"{name}.big.val.sva", np.concatenate(values or [np.zeros(0, np.uint32)]), np.uint32)

@@ -33,8 +33,8 @@ except ImportError:  # not POSIX: builds are not locked against each other
 FORMAT_NAME = "sieve-index"
 # 3: a generation is a commit point listing segments (docs/index-format.md); 4: segments also
 # hold dense rows and a compressed document store (a version 3 segment is read without them).
-FORMAT_VERSION = 4
-SUPPORTED_VERSIONS = (2, 3, 4)  # 2: a generation is one segment, read as a commit of that segment alone
+FORMAT_VERSION = 5
+SUPPORTED_VERSIONS = (2, 3, 4, 5)  # 2: a generation is one segment, read as a commit of that segment alone
 ARRAY_VERSION = 2  # the array file layout, unchanged since format 2
 
 ARRAY_MAGIC = b"SIEVEARR"

@@ -18,6 +18,7 @@ from sieve.engine import bitset, storage
 from sieve.engine.analysis import ANALYZER_ID
 from sieve.engine.batch import NO_DATE, AnalyzedBatch, Vocabulary
 from sieve.engine.fields import Field
+from sieve.engine.positions import PositionsWriter
 from sieve.engine.runs import Runs, sort_tokens
 from sieve.engine.store import CODEC, SHIFTS, BlockWriter
 
@@ -220,7 +221,7 @@ class IndexWriter:
         self._put("terms.blob.sva", np.frombuffer(b"".join(sorted_terms), dtype=np.uint8))
         self._put_offsets("terms.off.sva", term_off)
         if self.runs.count:
-            merged = self.runs.merge(rank, n_terms, self.dir, pos_dtype)
+            merged = self.runs.merge(rank, n_terms, self.dir, pos_dtype, total_positions)
             shutil.rmtree(self.runs.dir, ignore_errors=True)
             post_ptr, pos_ptr, text_df, n_postings = merged["post_ptr"], merged["pos_ptr"], merged["text_df"], merged["postings"]
             self._put_offsets("post.ptr.sva", post_ptr)
@@ -244,7 +245,9 @@ class IndexWriter:
             self._put_counts("post.ttf", p.ttf)
             self._put("post.mask.sva", p.mask, np.uint8)
             self._put_offsets("pos.ptr.sva", pos_ptr)
-            self._put("pos.data.sva", p.pos.astype(pos_dtype))
+            positions = PositionsWriter(self.dir, pos_dtype, total_positions)
+            positions.append(p.pos, np.diff(pos_ptr))
+            self.entries.update(positions.close())
             del p
         self._put_dense(n_docs)
         self._put("unit.start.sva", unit_start.astype(pos_dtype))

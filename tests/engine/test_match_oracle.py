@@ -664,3 +664,18 @@ def test_fixed_examples(fixed_corpus: Corpus, query: str, expected: list[str]) -
     got = fixed_corpus.index.match(query)
     assert got.ids == expected
     assert got.count == len(expected)
+
+
+@pytest.mark.parametrize("seed", range(3))
+def test_block_positions_match_oracle(seed: int) -> None:
+    """Corpora large enough that every document word has many blocks of positions: phrases and
+    NEAR decode only the blocks near what they look for (format 5), and must still be exact."""
+    r = random.Random(f"blocks-{seed}")
+    recs = [gen_record(r, i) for i in range(1000)]
+    texts = [printed_query(gen_tree(r)) for _ in range(40)] + [raw_query(r) for _ in range(40)]
+
+    def check(c: Corpus) -> None:
+        assert len(c.index.segments[0].reader.pos.first) >= 40  # many blocks, not only tails
+        check_queries(c, texts)
+
+    with_corpus(recs, check)

@@ -470,54 +470,68 @@ def test_segments_whose_numbers_leave_no_gap_still_share_statistics(tmp_path: Pa
     same_answers(now, live + more, r, queries=16)
 
 
-def _as_format_3(root: Path) -> None:
-    """Rewrite the one segment of `root` as format 3 wrote it: the document store uncompressed,
-    no dense rows; the commit is rewritten to list the changed segment manifest."""
+def _as_format(root: Path, version: int) -> None:
+    """Rewrite the one segment of `root` as format `version` (3 or 4) wrote it: positions as one
+    raw array (both); the document store uncompressed and no dense rows (3). The commit is
+    rewritten to list the changed segment manifest."""
+    from sieve.engine.positions import BLOCK_FILES
     from sieve.engine.reader import DENSE_FILES, STORE_FILES
     from sieve.engine.segments import manifest_crc
 
     index = sieve.open_index(root)
     seg = index.segments[0].reader
     streams = {name: stream.read(0, stream.length) for name, stream in (("store.meta.sva", seg._meta), ("store.text.sva", seg._text))}
+    positions = np.concatenate([seg.positions(t) for t in range(len(seg.terms))] or [np.zeros(0, np.uint32)])
+    dtype = seg.pos.first.dtype
     body = json.loads((seg.dir / storage.MANIFEST).read_text())
     body.pop("checksum")
-    for name in DENSE_FILES + STORE_FILES:
+    gone = BLOCK_FILES + (DENSE_FILES + STORE_FILES if version == 3 else ())
+    for name in gone:
         (seg.dir / name).unlink()
         del body["files"][name]
-    for name, raw in streams.items():
-        body["files"][name] = storage.write_array(seg.dir / name, np.frombuffer(raw, dtype=np.uint8))
-    body["version"] = 3
-    body.pop("store_blocks")
+    body["files"]["pos.data.sva"] = storage.write_array(seg.dir / "pos.data.sva", positions, dtype)
+    if version == 3:
+        for name, raw in streams.items():
+            body["files"][name] = storage.write_array(seg.dir / name, np.frombuffer(raw, dtype=np.uint8))
+        body.pop("store_blocks")
+    body["version"] = version
     storage.write_manifest(seg.dir, body)
     commit = json.loads((index.generation / storage.MANIFEST).read_text())
     commit.pop("checksum")
-    commit["version"] = 3
+    commit["version"] = version
     commit["segments"][0]["manifest_crc32"] = manifest_crc(seg.dir)
     storage.write_manifest(index.generation, commit)
 
 
-def test_a_format_3_segment_is_read_merged_and_written(tmp_path: Path) -> None:
-    """A segment without dense rows and with its store uncompressed answers as a fresh build;
-    after a write it sits beside a format 4 segment, and a merge rewrites it in format 4."""
+@pytest.mark.parametrize("version", [3, 4])
+def test_an_older_segment_is_read_merged_and_written(tmp_path: Path, version: int) -> None:
+    """A segment of format 3 (no dense rows, the store uncompressed, raw positions) or 4 (raw
+    positions) answers as a fresh build; after a write it sits beside a format 5 segment, and a
+    merge rewrites it in format 5."""
+    from sieve.engine.positions import BlockPositions, RawPositions
+
     r = random.Random(5)
-    docs = [gen_record(r, i) for i in range(60)] + [{"id": f"h{i}", "title": "heat wave", "text": "heat " * (i % 3 + 1)} for i in range(40)]
+    # "heat" in 40 documents, 3 to 5 times each: more than a block of positions
+    docs = [gen_record(r, i) for i in range(60)] + [{"id": f"h{i}", "title": "heat wave", "text": "heat " * (i % 3 + 2)} for i in range(40)]
     root = tmp_path / "old"
     sieve.build_index(docs, root)
-    _as_format_3(root)
+    _as_format(root, version)
     old = sieve.open_index(root)
     reader = old.segments[0].reader
-    assert reader.dense is None and "store.text.blocks.sva" not in reader.files and old.check()
+    assert isinstance(reader.pos, RawPositions) and old.check()
+    assert (reader.dense is None) == (version == 3) and ("store.text.blocks.sva" in reader.files) == (version == 4)
     same_answers(old, docs, r, queries=20)
-    assert old.match("heat").count == 40
+    assert old.match("heat").count == 40 and old.match('"heat wave"').count == 40 and old.match("NEAR/2(heat, wave)").count == 40
     with old.writer(policy=NEVER) as w:
         w.delete("h3")
         w.add({"id": "new", "title": "heat again"})
     now = old.reopen()
-    assert len(now.segments) == 2 and now.segments[1].reader.dense is not None
+    assert len(now.segments) == 2 and now.segments[1].reader.dense is not None and isinstance(now.segments[1].reader.pos, BlockPositions)
     live = [d for d in docs if d["id"] != "h3"] + [{"id": "new", "title": "heat again"}]
     same_answers(now, live, r, queries=20)
     now.merge()
     merged = now.reopen()
     assert len(merged.segments) == 1 and "store.text.blocks.sva" in merged.segments[0].reader.files
+    assert isinstance(merged.segments[0].reader.pos, BlockPositions) and len(merged.segments[0].reader.pos.first) > 0
     same_answers(merged, live, r, queries=20)
     assert merged.check()

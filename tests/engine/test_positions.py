@@ -1,0 +1,96 @@
+"""Positions in blocks (format 5) against the raw lists they encode.
+
+Every read a query makes (a whole term, the blocks covering some ranges, some positions by number,
+several terms at once) must give what the raw list gives: exactly, for `all`, `at` and
+`of_terms`; for `covering`, an ascending superset holding every position in the ranges and only
+positions of the term. The lists are drawn with gaps for every row table (1, 2, 4 and 8 bytes).
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import numpy as np
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from sieve.engine import storage
+from sieve.engine.positions import BLOCK, BLOCK_FILES, ROW_FILES, BlockPositions, PositionsWriter, RawPositions, encode
+
+GAPS = st.one_of(st.integers(1, 3), st.integers(1, 255), st.integers(256, 70_000), st.integers(70_000, 2**33))
+
+
+@st.composite
+def term_lists(draw: st.DrawFn, big: bool = False) -> list[list[int]]:
+    """Ascending position lists, one per term: sizes around the block edges."""
+    sizes = draw(st.lists(st.sampled_from([0, 1, 2, 127, 128, 129, 255, 256, 257, 300, 640]), min_size=1, max_size=6))
+    out = []
+    for n in sizes:
+        gap = draw(GAPS) if big else draw(st.integers(1, 300))
+        start = draw(st.integers(0, 1000))
+        steps = np.random.default_rng(draw(st.integers(0, 2**32 - 1))).integers(1, gap + 1, size=n)
+        out.append((start + np.cumsum(steps)).tolist())
+    return out
+
+
+def _blocks(lists: list[list[int]], dtype: type, tmp: Path, chunks: int = 1) -> tuple[BlockPositions, RawPositions]:
+    """Write the lists with PositionsWriter (in `chunks` appends, as a spilled build does) and open them."""
+    counts = np.array([len(x) for x in lists], dtype=np.int64)
+    values = np.array([v for x in lists for v in x], dtype=np.int64)
+    ptr = np.zeros(len(lists) + 1, dtype=np.int64)
+    np.cumsum(counts, out=ptr[1:])
+    w = PositionsWriter(tmp, dtype, int(values.max(initial=0)) + 1)
+    cuts = np.linspace(0, len(lists), chunks + 1).astype(int)
+    for a, b in zip(cuts[:-1], cuts[1:]):
+        w.append(values[ptr[a] : ptr[b]], counts[a:b])
+    entries = w.close()
+    arrays = {name: storage.open_array(tmp / name, name, entries[name], verify=True).whole() for name in BLOCK_FILES}
+    blocks = BlockPositions(ptr, arrays["pos.blocks.ptr.sva"], arrays["pos.first.sva"], arrays["pos.dir.sva"],
+                            tuple(arrays[n] for n in ROW_FILES), arrays["pos.tail.sva"])
+    return blocks, RawPositions(ptr, values.astype(dtype))
+
+
+@settings(max_examples=120, deadline=None)
+@given(term_lists(big=True), st.integers(1, 3), st.data())
+def test_every_read_gives_the_raw_lists(tmp_path_factory: pytest.TempPathFactory, lists: list[list[int]], chunks: int, data: st.DataObject) -> None:
+    blocks, raw = _blocks(lists, np.uint64, tmp_path_factory.mktemp("pos"), chunks)
+    for t, values in enumerate(lists):
+        whole = raw.all(t)
+        assert blocks.all(t).dtype == np.uint64 and np.array_equal(blocks.all(t), whole)
+        if not values:
+            continue
+        idx = np.unique(np.asarray(data.draw(st.lists(st.integers(0, len(values) - 1), max_size=20)), dtype=np.int64))
+        assert np.array_equal(blocks.at(t, idx), whole[idx])
+        lo = np.asarray(data.draw(st.lists(st.integers(-5, values[-1] + 5), min_size=1, max_size=8)), dtype=np.int64)
+        hi = lo + np.asarray(data.draw(st.lists(st.integers(-2, 2**20), min_size=len(lo), max_size=len(lo))), dtype=np.int64)
+        got = blocks.covering(t, lo, hi)
+        w = whole.astype(np.int64)
+        assert np.all(np.diff(got.astype(np.int64)) > 0) and np.isin(got, whole).all()
+        wanted = w[((w[:, None] >= lo[None, :]) & (w[:, None] <= hi[None, :])).any(axis=1)]
+        assert np.isin(wanted, got).all()
+    for lo_t in range(len(lists)):
+        for hi_t in range(lo_t, len(lists) + 1):
+            assert sorted(blocks.of_terms(lo_t, hi_t).tolist()) == sorted(raw.of_terms(lo_t, hi_t).tolist())
+
+
+@settings(max_examples=60, deadline=None)
+@given(term_lists())
+def test_u32_positions_and_the_row_tables(tmp_path_factory: pytest.TempPathFactory, lists: list[list[int]]) -> None:
+    blocks, raw = _blocks(lists, np.uint32, tmp_path_factory.mktemp("pos"))
+    counts = [len(x) for x in lists]
+    assert len(blocks.first) == sum(n // BLOCK for n in counts) and len(blocks.tail) == sum(n % BLOCK for n in counts)
+    for t in range(len(lists)):
+        assert blocks.all(t).dtype == np.uint32 and np.array_equal(blocks.all(t), raw.all(t))
+
+
+def test_each_block_takes_the_narrowest_table() -> None:
+    lists = [list(range(1, 129)), list(range(0, 256 * 128, 256)), list(range(0, 70_000 * 128, 70_000)), [0, 2**33] + list(range(2**33 + 1, 2**33 + 127))]
+    e = encode(np.concatenate([np.asarray(x) for x in lists]), np.array([len(x) for x in lists]))
+    assert (e.dir & 3).tolist() == [0, 1, 2, 3] and [len(r) for r in e.rows] == [1, 1, 1, 1]
+    assert e.first.tolist() == [1, 0, 0, 0] and len(e.tail) == 0
+
+
+def test_positions_that_descend_are_refused() -> None:
+    with pytest.raises(ValueError, match="ascend"):
+        encode(np.array(list(range(127)) + [5]), np.array([128]))
