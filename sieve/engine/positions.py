@@ -11,6 +11,8 @@ term rarer than a block decodes nothing.
 
 from __future__ import annotations
 
+import threading
+from collections import OrderedDict
 from pathlib import Path
 from typing import Any, NamedTuple
 
@@ -124,16 +126,64 @@ class RawPositions:
 
 
 class BlockPositions:
-    """Positions in blocks (format 5); the same methods as `RawPositions`."""
+    """Positions in blocks (format 5); the same methods as `RawPositions`.
 
-    def __init__(self, ptr: Any, blocks_ptr: Any, first: Any, directory: Any, rows: tuple[Any, ...], tail: Any) -> None:
+    Whole lists once decoded are kept, least recently used first out, up to `budget` bytes: the
+    words whose lists are long enough to cost a decode are the frequent ones, which recur from
+    query to query (`the`, `file`), so a warm reader reads them as fast as raw ones. The default
+    budget is a quarter of what the segment's positions take raw (what format 4 kept in the page
+    cache for them), at most `CACHED_BYTES`. A read of a term of at most `WHOLE_BLOCKS` blocks, or
+    that needs more than 1/`WHOLE_SHARE` of its blocks, decodes (and keeps) all of them: choosing
+    the blocks would cost about as much as decoding the rest. Otherwise the first read of a term
+    decodes only the blocks it needs, and the second decodes and keeps the whole list: a word read
+    twice is likely read again.
+    """
+
+    CACHED_BYTES = 16 << 20
+    WHOLE_SHARE = 4
+    WHOLE_BLOCKS = 32
+
+    def __init__(self, ptr: Any, blocks_ptr: Any, first: Any, directory: Any, rows: tuple[Any, ...], tail: Any, positions: int = 0) -> None:
+        """`positions`: how many the segment holds (sets the budget)."""
         self.ptr, self.blocks_ptr, self.first, self.dir, self.rows, self.tail = ptr, blocks_ptr, first, directory, rows, tail
         self.dtype = np.dtype(first.dtype)
+        self.budget = min(self.CACHED_BYTES, positions * self.dtype.itemsize // 4)
+        self._kept: OrderedDict[int, np.ndarray] = OrderedDict()
+        self._read_once: set[int] = set()  # terms read in part once (bounded: cleared when large)
+        self._kept_bytes = 0
+        self._lock = threading.Lock()  # readers are shared between threads
 
     def _range(self, tid: int) -> tuple[int, int, int, int]:
         """(first block, end block, tail start, tail end) of a term."""
         a, b = int(self.blocks_ptr[tid]), int(self.blocks_ptr[tid + 1])
         return a, b, int(self.ptr[tid]) - BLOCK * a, int(self.ptr[tid + 1]) - BLOCK * b
+
+    def _whole(self, tid: int, a: int, b: int, ta: int, tb: int) -> np.ndarray:
+        with self._lock:
+            kept = self._kept.get(tid)
+            if kept is not None:
+                self._kept.move_to_end(tid)
+                return kept
+        out = np.concatenate([self.decode_run(a, b), self.tail[ta:tb]])
+        out.flags.writeable = False  # shared by every caller from now on
+        if out.nbytes * 2 <= self.budget:
+            with self._lock:
+                if tid not in self._kept:
+                    self._kept[tid] = out
+                    self._kept_bytes += out.nbytes
+                    while self._kept_bytes > self.budget:
+                        self._kept_bytes -= self._kept.popitem(last=False)[1].nbytes
+        return out
+
+    def _again(self, tid: int) -> bool:
+        """Whether a term was read in part before (and note that it now has been)."""
+        with self._lock:
+            if tid in self._read_once:
+                return True
+            if len(self._read_once) >= 1 << 16:
+                self._read_once.clear()
+            self._read_once.add(tid)
+            return False
 
     def decode(self, blocks: np.ndarray) -> np.ndarray:
         """The positions of some blocks (ascending block numbers), BLOCK of each, in order."""
@@ -152,13 +202,32 @@ class BlockPositions:
         np.cumsum(out, axis=1, out=out)
         return out.reshape(-1)
 
+    def decode_run(self, a: int, b: int) -> np.ndarray:
+        """`decode` of blocks a..b - 1. A table numbers its rows in block order, so the blocks of
+        a run that share a table are consecutive rows of it: slices, not gathers."""
+        out = np.empty((b - a, BLOCK), dtype=self.dtype)
+        if b == a:
+            return out.reshape(-1)
+        out[:, 0] = self.first[a:b]
+        code = np.asarray(self.dir[a:b])
+        table = code & 3
+        mixed = bool((table != table[0]).any())
+        for k in (range(len(self.rows)) if mixed else (int(table[0]),)):
+            mine = table == k if mixed else slice(None)
+            at = np.flatnonzero(mine) if mixed else (0,)
+            if not len(at):
+                continue
+            r0 = int(code[at[0]]) >> 2
+            out[mine, 1:] = self.rows[k][r0 : r0 + (len(at) if mixed else b - a)]
+        np.cumsum(out, axis=1, out=out)
+        return out.reshape(-1)
+
     def all(self, tid: int) -> np.ndarray:
-        """Every position of a term, ascending."""
+        """Every position of a term, ascending (read-only)."""
         a, b, ta, tb = self._range(tid)
-        tail = self.tail[ta:tb]
         if a == b:
-            return tail
-        return np.concatenate([self.decode(np.arange(a, b)), tail])
+            return self.tail[ta:tb]
+        return self._whole(tid, a, b, ta, tb)
 
     def covering(self, tid: int, lo: np.ndarray, hi: np.ndarray) -> np.ndarray:
         """Ascending positions of a term that include every one in any [lo[i], hi[i]] (and maybe
@@ -167,26 +236,36 @@ class BlockPositions:
         tail = self.tail[ta:tb]
         if a == b:
             return tail
+        if b - a <= self.WHOLE_BLOCKS or len(lo) * self.WHOLE_SHARE >= b - a or tid in self._kept or self._again(tid):
+            return self._whole(tid, a, b, ta, tb)
         first = self.first[a:b]
-        top = min(int(np.iinfo(first.dtype).max), 2**63 - 1)
-        lo = np.clip(np.asarray(lo, dtype=np.int64), 0, top)
-        hi = np.clip(np.asarray(hi, dtype=np.int64), -1, top)
-        # Block j holds first[j] up to (not including) first[j + 1]; a range [lo, hi] needs blocks
-        # from the one holding lo to the one holding hi.
-        j_lo = np.maximum(np.searchsorted(first, lo.astype(first.dtype), side="right") - 1, 0)
-        j_hi = np.where(hi >= 0, np.searchsorted(first, np.maximum(hi, 0).astype(first.dtype), side="right") - 1, -1)
-        ok = (j_hi >= 0) & (hi >= lo)
+        point = lo is hi  # a phrase's lookups: each range one position
+        if point and getattr(hi, "dtype", None) == first.dtype:  # positions of this index: in range, no cast
+            j_hi = j_lo = np.searchsorted(first, hi, side="right") - 1
+        else:
+            top = min(int(np.iinfo(first.dtype).max), 2**63 - 1)
+            hi = np.clip(np.asarray(hi, dtype=np.int64), -1, top)
+            lo = hi if point else np.clip(np.asarray(lo, dtype=np.int64), 0, top)
+            # Block j holds first[j] up to (not including) first[j + 1]; a range [lo, hi] needs blocks
+            # from the one holding lo to the one holding hi.
+            j_hi = np.where(hi >= 0, np.searchsorted(first, np.maximum(hi, 0).astype(first.dtype), side="right") - 1, -1)
+            j_lo = j_hi if point else np.maximum(np.searchsorted(first, lo.astype(first.dtype), side="right") - 1, 0)
+        ok = j_hi >= 0 if point else (j_hi >= 0) & (hi >= lo)
         if not ok.any():
             return tail
         k = b - a + 1
         marks = np.bincount(j_lo[ok], minlength=k) - np.bincount(j_hi[ok] + 1, minlength=k)
         need = np.flatnonzero(np.cumsum(marks[:-1]) > 0) + a
+        if len(need) * self.WHOLE_SHARE >= b - a:
+            return self._whole(tid, a, b, ta, tb)
         return np.concatenate([self.decode(need), tail])
 
     def at(self, tid: int, idx: np.ndarray) -> np.ndarray:
         """The term's positions number `idx` (ascending, within the term)."""
         a, b, ta, tb = self._range(tid)
         idx = np.asarray(idx, dtype=np.int64)
+        if a < b and (b - a <= self.WHOLE_BLOCKS or len(idx) * self.WHOLE_SHARE >= BLOCK * (b - a) or tid in self._kept or self._again(tid)):
+            return self._whole(tid, a, b, ta, tb)[idx]
         cut = BLOCK * (b - a)
         split = int(np.searchsorted(idx, cut))
         head, rest = idx[:split], idx[split:]
@@ -202,4 +281,4 @@ class BlockPositions:
         """The positions of terms lo..hi - 1 together, in no particular order."""
         a, b = int(self.blocks_ptr[lo]), int(self.blocks_ptr[hi])
         ta, tb = int(self.ptr[lo]) - BLOCK * a, int(self.ptr[hi]) - BLOCK * b
-        return np.concatenate([self.decode(np.arange(a, b)), self.tail[ta:tb]])
+        return np.concatenate([self.decode_run(a, b), self.tail[ta:tb]])

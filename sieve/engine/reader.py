@@ -140,7 +140,7 @@ class IndexReader:
             self.pos: RawPositions | BlockPositions = RawPositions(a["pos.ptr.sva"], a["pos.data.sva"])
         else:
             self.pos = BlockPositions(a["pos.ptr.sva"], a["pos.blocks.ptr.sva"], a["pos.first.sva"], a["pos.dir.sva"],
-                                      tuple(a[n] for n in BLOCK_FILES[3:7]), a["pos.tail.sva"])
+                                      tuple(a[n] for n in BLOCK_FILES[3:7]), a["pos.tail.sva"], int(m["stats"]["tokens"]))
         # Hot tables are read through their wrappers until every block is verified, then directly.
         for attr, name in (("text_df", "terms.df.sva"), ("post_ptr", "post.ptr.sva"), ("pos_ptr", "pos.ptr.sva"),
                            ("unit_start", "unit.start.sva"), ("unit_field", "unit.field.sva"), ("unit_section", "unit.section.sva"),

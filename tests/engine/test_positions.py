@@ -47,19 +47,29 @@ def _blocks(lists: list[list[int]], dtype: type, tmp: Path, chunks: int = 1) -> 
     entries = w.close()
     arrays = {name: storage.open_array(tmp / name, name, entries[name], verify=True).whole() for name in BLOCK_FILES}
     blocks = BlockPositions(ptr, arrays["pos.blocks.ptr.sva"], arrays["pos.first.sva"], arrays["pos.dir.sva"],
-                            tuple(arrays[n] for n in ROW_FILES), arrays["pos.tail.sva"])
+                            tuple(arrays[n] for n in ROW_FILES), arrays["pos.tail.sva"], positions=len(values))
     return blocks, RawPositions(ptr, values.astype(dtype))
 
 
-@settings(max_examples=120, deadline=None)
-@given(term_lists(big=True), st.integers(1, 3), st.data())
-def test_every_read_gives_the_raw_lists(tmp_path_factory: pytest.TempPathFactory, lists: list[list[int]], chunks: int, data: st.DataObject) -> None:
+@settings(max_examples=150, deadline=None)
+@given(term_lists(big=True), st.integers(1, 3), st.sampled_from(["partial", "whole", "kept"]), st.data())
+def test_every_read_gives_the_raw_lists(tmp_path_factory: pytest.TempPathFactory, lists: list[list[int]], chunks: int, mode: str, data: st.DataObject) -> None:
+    """`partial`: every read decodes only the blocks it needs; `whole`: every read decodes whole
+    lists (nothing kept); `kept`: the default, whole lists kept once decoded."""
     blocks, raw = _blocks(lists, np.uint64, tmp_path_factory.mktemp("pos"), chunks)
+    if mode != "kept":
+        blocks.budget = 0
+        blocks.WHOLE_SHARE = 0 if mode == "partial" else 10**9
+        blocks.WHOLE_BLOCKS = -1 if mode == "partial" else 10**9
+        if mode == "partial":
+            blocks._again = lambda tid: False  # type: ignore[method-assign]  # not even a second read decodes it whole
     for t, values in enumerate(lists):
         whole = raw.all(t)
-        assert blocks.all(t).dtype == np.uint64 and np.array_equal(blocks.all(t), whole)
         if not values:
+            assert len(blocks.all(t)) == 0
             continue
+        if data.draw(st.booleans()):  # reads before and after the whole list was decoded (and maybe kept)
+            assert blocks.all(t).dtype == np.uint64 and np.array_equal(blocks.all(t), whole)
         idx = np.unique(np.asarray(data.draw(st.lists(st.integers(0, len(values) - 1), max_size=20)), dtype=np.int64))
         assert np.array_equal(blocks.at(t, idx), whole[idx])
         lo = np.asarray(data.draw(st.lists(st.integers(-5, values[-1] + 5), min_size=1, max_size=8)), dtype=np.int64)
@@ -69,6 +79,7 @@ def test_every_read_gives_the_raw_lists(tmp_path_factory: pytest.TempPathFactory
         assert np.all(np.diff(got.astype(np.int64)) > 0) and np.isin(got, whole).all()
         wanted = w[((w[:, None] >= lo[None, :]) & (w[:, None] <= hi[None, :])).any(axis=1)]
         assert np.isin(wanted, got).all()
+        assert np.array_equal(blocks.all(t), whole)
     for lo_t in range(len(lists)):
         for hi_t in range(lo_t, len(lists) + 1):
             assert sorted(blocks.of_terms(lo_t, hi_t).tolist()) == sorted(raw.of_terms(lo_t, hi_t).tolist())
@@ -94,3 +105,16 @@ def test_each_block_takes_the_narrowest_table() -> None:
 def test_positions_that_descend_are_refused() -> None:
     with pytest.raises(ValueError, match="ascend"):
         encode(np.array(list(range(127)) + [5]), np.array([128]))
+
+
+def test_kept_lists_stay_within_their_bytes(tmp_path: Path) -> None:
+    lists = [list(range(i, i + 1000 * (i + 1), i + 1)) for i in range(7)] + [list(range(3000))]  # 8 KB each as u64, the last 24 KB
+    blocks, raw = _blocks(lists, np.uint64, tmp_path)
+    assert blocks.budget == 10_000 * 8 // 4  # a quarter of the positions' raw bytes
+    blocks.budget = 40_000  # five lists of 8 KB; one over half of it is never kept
+    for t in [0, 1, 2, 3, 4, 5, 0, 6]:
+        got = blocks.all(t)
+        assert np.array_equal(got, raw.all(t)) and not got.flags.writeable
+        assert blocks._kept_bytes <= blocks.budget
+    assert list(blocks._kept) == [3, 4, 5, 0, 6]  # least recently used out first
+    assert np.array_equal(blocks.all(7), raw.all(7)) and 7 not in blocks._kept
