@@ -41,7 +41,7 @@ import sieve  # noqa: E402
 from hardening.damage import damage, exercise  # noqa: E402
 from hardening.synth import queries, records  # noqa: E402
 from sieve.engine import storage  # noqa: E402
-from sieve.engine.reader import FILES  # noqa: E402
+from sieve.engine.reader import WRITTEN  # noqa: E402  (every file this version writes)
 from sieve.errors import IndexDamagedError  # noqa: E402
 
 
@@ -79,7 +79,7 @@ def exhaustive(work: Path, docs: int) -> dict[str, Any]:
     manifest = storage.read_manifest(seg)
     stats: Counter[str] = Counter()
     missed: list[str] = []
-    for name in FILES:
+    for name in WRITTEN:
         path, entry = seg / name, manifest["files"][name]
         _flip_all(path, lambda: storage.verify_array(path, name, entry), name, stats, missed)
         data = path.read_bytes()
@@ -107,7 +107,7 @@ def exhaustive(work: Path, docs: int) -> dict[str, Any]:
         path.write_bytes(data)
     sieve.open_index(idx).check()
     total = sum(p.stat().st_size for p in gen.iterdir()) + (idx / storage.CURRENT).stat().st_size
-    return {"bytes": total, "files": len(FILES) + 2, **stats, "missed": missed}
+    return {"bytes": total, "files": len(WRITTEN) + 2, **stats, "missed": missed}
 
 
 def payloads(work: Path, trials: int, seed: int, big: Path | None) -> dict[str, Any]:
@@ -118,7 +118,7 @@ def payloads(work: Path, trials: int, seed: int, big: Path | None) -> dict[str, 
         sieve.build_index(recs, idx, jobs=1)
         truth = sieve.open_index(shutil.copytree(idx, work / "payload-truth"))
         ids, qs = [r["id"] for r in recs], queries(500, seed=8)
-        names = [n for n in FILES if segment_dir(idx).joinpath(n).stat().st_size > storage.HEADER_SIZE + storage.FOOTER_SIZE]
+        names = [n for n in WRITTEN if segment_dir(idx).joinpath(n).stat().st_size > storage.HEADER_SIZE + storage.FOOTER_SIZE]
         old_limit, storage.VERIFY_ON_OPEN_BYTES = storage.VERIFY_ON_OPEN_BYTES, 0
     else:
         idx = work / "big"
@@ -127,7 +127,7 @@ def payloads(work: Path, trials: int, seed: int, big: Path | None) -> dict[str, 
         ids = [index.reader.doc_id(d) for d in rng.sample(range(len(index)), 500)]
         qs = queries(500, seed=8) + ["the NEAR/10 a", '"of the"', "s*", "open[title] file", "NOT the", "date[2010..2020] socket"]
         files = index.segments[0].reader.manifest["files"]
-        names = [n for n in FILES if files[n]["size"] - storage.HEADER_SIZE - storage.FOOTER_SIZE > storage.VERIFY_ON_OPEN_BYTES]
+        names = [n for n in WRITTEN if files[n]["size"] - storage.HEADER_SIZE - storage.FOOTER_SIZE > storage.VERIFY_ON_OPEN_BYTES]
         old_limit = storage.VERIFY_ON_OPEN_BYTES
     gen = segment_dir(idx)
     counts: Counter[str] = Counter()
