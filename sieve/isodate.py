@@ -4,13 +4,11 @@
 from __future__ import annotations
 
 import calendar
-import functools
 import re
 
 _PARTIAL = re.compile(r"(\d{4})(?:-(\d{2})(?:-(\d{2}))?)?")
 
 
-@functools.lru_cache(maxsize=1 << 14)  # a corpus repeats its dates: a build parses each few distinct ones once
 def parse_partial(value: str) -> tuple[int, int | None, int | None]:
     """(year, month, day) of an ISO partial date; raises ValueError saying what is wrong."""
     m = _PARTIAL.fullmatch(value)
