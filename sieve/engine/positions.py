@@ -135,8 +135,8 @@ class BlockPositions:
     cache for them), at most `CACHED_BYTES`. A read of a term of at most `WHOLE_BLOCKS` blocks, or
     that needs more than 1/`WHOLE_SHARE` of its blocks, decodes (and keeps) all of them: choosing
     the blocks would cost about as much as decoding the rest. Otherwise the first read of a term
-    decodes only the blocks it needs, and the second decodes and keeps the whole list: a word read
-    twice is likely read again.
+    decodes only the blocks it needs, and the second decodes and keeps the whole list if it can be
+    kept: a word read twice is likely read again.
     """
 
     CACHED_BYTES = 16 << 20
@@ -175,8 +175,12 @@ class BlockPositions:
                         self._kept_bytes -= self._kept.popitem(last=False)[1].nbytes
         return out
 
-    def _again(self, tid: int) -> bool:
-        """Whether a term was read in part before (and note that it now has been)."""
+    def _again(self, tid: int, a: int, b: int, ta: int, tb: int) -> bool:
+        """Whether a term whose whole list would be kept was read in part before (and note that it
+        now has been). A list too long to keep is always read in part: decoding it whole every
+        time would cost more."""
+        if (BLOCK * (b - a) + tb - ta) * self.dtype.itemsize * 2 > self.budget:
+            return False
         with self._lock:
             if tid in self._read_once:
                 return True
@@ -236,7 +240,7 @@ class BlockPositions:
         tail = self.tail[ta:tb]
         if a == b:
             return tail
-        if b - a <= self.WHOLE_BLOCKS or len(lo) * self.WHOLE_SHARE >= b - a or tid in self._kept or self._again(tid):
+        if b - a <= self.WHOLE_BLOCKS or len(lo) * self.WHOLE_SHARE >= b - a or tid in self._kept or self._again(tid, a, b, ta, tb):
             return self._whole(tid, a, b, ta, tb)
         first = self.first[a:b]
         point = lo is hi  # a phrase's lookups: each range one position
@@ -264,7 +268,7 @@ class BlockPositions:
         """The term's positions number `idx` (ascending, within the term)."""
         a, b, ta, tb = self._range(tid)
         idx = np.asarray(idx, dtype=np.int64)
-        if a < b and (b - a <= self.WHOLE_BLOCKS or len(idx) * self.WHOLE_SHARE >= BLOCK * (b - a) or tid in self._kept or self._again(tid)):
+        if a < b and (b - a <= self.WHOLE_BLOCKS or len(idx) * self.WHOLE_SHARE >= BLOCK * (b - a) or tid in self._kept or self._again(tid, a, b, ta, tb)):
             return self._whole(tid, a, b, ta, tb)[idx]
         cut = BLOCK * (b - a)
         split = int(np.searchsorted(idx, cut))

@@ -62,7 +62,7 @@ def test_every_read_gives_the_raw_lists(tmp_path_factory: pytest.TempPathFactory
         blocks.WHOLE_SHARE = 0 if mode == "partial" else 10**9
         blocks.WHOLE_BLOCKS = -1 if mode == "partial" else 10**9
         if mode == "partial":
-            blocks._again = lambda tid: False  # type: ignore[method-assign]  # not even a second read decodes it whole
+            blocks._again = lambda *_: False  # type: ignore[method-assign]  # not even a second read decodes it whole
     for t, values in enumerate(lists):
         whole = raw.all(t)
         if not values:
@@ -118,3 +118,19 @@ def test_kept_lists_stay_within_their_bytes(tmp_path: Path) -> None:
         assert blocks._kept_bytes <= blocks.budget
     assert list(blocks._kept) == [3, 4, 5, 0, 6]  # least recently used out first
     assert np.array_equal(blocks.all(7), raw.all(7)) and 7 not in blocks._kept
+
+
+def test_a_second_partial_read_keeps_the_list_only_if_it_fits(tmp_path: Path) -> None:
+    lists = [list(range(0, 100 * BLOCK * 3, 3))]  # 100 blocks: read in part at first
+    target = np.array([300], dtype=np.uint64)
+    (tmp_path / "a").mkdir(), (tmp_path / "b").mkdir()
+    blocks, raw = _blocks(lists, np.uint64, tmp_path / "a")
+    blocks.budget = 10**9
+    got = blocks.covering(0, target, target)
+    assert 0 not in blocks._kept and len(got) == BLOCK and 300 in got
+    assert np.array_equal(blocks.covering(0, target, target), raw.all(0)) and 0 in blocks._kept
+    small, _ = _blocks(lists, np.uint64, tmp_path / "b")
+    small.budget = 1000  # the list is 100 KB: never kept, so never decoded whole for one position
+    for _ in range(3):
+        assert len(small.covering(0, target, target)) == BLOCK
+    assert not small._kept

@@ -84,19 +84,17 @@ def scan(text: str) -> list[tuple[str, Tok]] | None:
     """`tokenize` without sly's per-token objects: (type, Tok) pairs, or None wherever `tokenize`
     would raise (the caller then runs the lexer for its message)."""
     out: list[tuple[str, Tok]] = []
-    at, end, match = 0, len(text), _SCAN.match
-    while True:
-        m = match(text, at)
-        if m is None:
-            return out if _TRAILING.match(text, at).end() == end else None  # type: ignore[union-attr]
-        kind = m.lastgroup
-        assert kind is not None
-        pos = m.start(kind)
-        value = m.group(kind)
-        if kind == "WORD":
-            try:
-                kind = _word_type(value, pos)
-            except BQLSyntaxError:
-                return None
-        out.append((kind, Tok(value, pos)))
+    at = 0
+    for m in _SCAN.finditer(text):
+        if m.start() != at:  # characters no token takes: the lexer's error
+            return None
         at = m.end()
+        kind = m.lastgroup
+        pos = m.start(kind)  # type: ignore[arg-type]
+        value = m.group(kind)  # type: ignore[arg-type]
+        if kind == "WORD":
+            if value[:5].lower() == "near/":  # `near/3x`, `NEAR/2(a b)`: a malformed NEAR
+                return None
+            kind = value.upper() if len(value) <= 3 and value.upper() in OPERATORS else "PREFIX" if value[-1] == "*" else "WORD"
+        out.append((kind, Tok(value, pos)))  # type: ignore[arg-type]
+    return out if _TRAILING.match(text, at).end() == len(text) else None  # type: ignore[union-attr]

@@ -138,9 +138,15 @@ def scoped(node: ast.Node, fields: frozenset[Field], pos: int) -> ast.Node:
 # Both parsers below build their nodes with these, so a production means the same in each.
 
 
-def _or(left: ast.Node, right: ast.Node) -> ast.Or:
-    kids = (left.children if isinstance(left, ast.Or) else (left,)) + (right.children if isinstance(right, ast.Or) else (right,))
-    return ast.Or(kids, span=(left.span[0], right.span[1]))
+def _or(operands: list[ast.Node]) -> ast.Or:
+    """OR of two or more operands, an OR operand (a group) flattened into its children."""
+    kids: list[ast.Node] = []
+    for node in operands:
+        if isinstance(node, ast.Or):
+            kids.extend(node.children)
+        else:
+            kids.append(node)
+    return ast.Or(tuple(kids), span=(operands[0].span[0], operands[-1].span[1]))
 
 
 def _negated(op: Tok, child: ast.Node) -> tuple[_Item, Any]:
@@ -206,7 +212,7 @@ class BQLParser(Parser):
 
     @_("or_expr OR and_expr")  # type: ignore[name-defined]  # noqa: F821
     def or_expr(self, p: Any) -> ast.Node:
-        return _or(p.or_expr, p.and_expr.node())
+        return _or([p.or_expr, p.and_expr.node()])
 
     @_("and_expr")  # type: ignore[name-defined]  # noqa: F821
     def or_expr(self, p: Any) -> ast.Node:  # noqa: F811
@@ -408,16 +414,18 @@ class _Descent:
 
     def __init__(self, toks: list[tuple[str, Tok]]) -> None:
         self.toks = toks
+        self.kinds = [k for k, _ in toks] + [None]  # None: the end
         self.i = 0
 
     def peek(self) -> str | None:
-        return self.toks[self.i][0] if self.i < len(self.toks) else None
+        return self.kinds[self.i]
 
     def take(self, kind: str | None = None) -> Tok:
-        if self.i >= len(self.toks) or (kind is not None and self.toks[self.i][0] != kind):
+        i = self.i
+        if self.kinds[i] is None or (kind is not None and self.kinds[i] != kind):
             raise _Fail
-        self.i += 1
-        return self.toks[self.i - 1][1]
+        self.i = i + 1
+        return self.toks[i][1]
 
     def tag(self) -> Tok | None:
         return self.take() if self.peek() == "TAG" else None
@@ -429,11 +437,11 @@ class _Descent:
         return node
 
     def or_expr(self) -> ast.Node:
-        node = self.and_expr().node()
-        while self.peek() == "OR":
+        operands = [self.and_expr().node()]
+        while self.kinds[self.i] == "OR":
             self.i += 1
-            node = _or(node, self.and_expr().node())
-        return node
+            operands.append(self.and_expr().node())
+        return operands[0] if len(operands) == 1 else _or(operands)
 
     def and_expr(self) -> _AndList:
         run = _AndList(self.not_expr()[0])
