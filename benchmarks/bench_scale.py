@@ -6,7 +6,8 @@ The corpus of N documents is the given corpus repeated with new ids (`ID~k` for 
 its first N records, written once to --work. Each build is `sieve index` in a child process under
 /usr/bin/time -v (peak RSS of the whole process tree's largest member, as the kernel reports it).
 Then: open time, RSS after open (a fresh process), Boolean match and BM25 top-10 p50/p95 on
-queries sampled as bench_engine does (two words of a random document, AND, and OR); then the writes:
+queries sampled as bench_engine does (two words of a random document, AND, and OR), and match
+p50/p95 for phrases and NEAR/3 of neighbouring words of those documents; then the writes:
 add 1,000 new documents (`sieve add`: one new segment), delete 1,000 of the built ones (`sieve
 delete`: a deletion bitset on the big segment), replace 1,000 (`sieve add` of known ids), the same
 query latencies over the resulting segments and deletions, and `sieve merge` back to one segment
@@ -70,24 +71,32 @@ opened = time.perf_counter() - t0
 rss_open = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss // 1024
 from sieve.engine.analysis import analyze
 r = random.Random(3)
-qs = []
+qs, positional = [], []
 while len(qs) < 200:
     d = ix.document(ix.reader.doc_id(int(r.choice(ix.doc_numbers()))))
-    w = [x for x in analyze(" ".join(s.text for s in d.sections)) if x.isalpha() and x not in ("and", "or", "not", "near", "date", "all")]
+    text = " ".join(s.text for s in d.sections)
+    w = [x for x in analyze(text) if x.isalpha() and x not in ("and", "or", "not", "near", "date", "all")]
     if len(w) >= 2:
         a, b = r.sample(w, 2)
         qs.append(f"{a} AND {b}" if len(qs) % 2 else f"{a} OR {b}")
+        words = analyze(text)  # neighbours as the text has them: a phrase, or a NEAR within 3
+        i = r.randrange(max(1, len(words) - 3))
+        if len(words) >= 4:
+            positional.append(f'"{words[i]} {words[i + 1]}"' if len(positional) % 2 else f"NEAR/3({words[i]}, {words[i + r.choice([1, 2, 3])]})")
 def pct(xs, q):
-    xs = sorted(xs); return round(xs[min(len(xs) - 1, int(q * len(xs)))], 3)
-m, s = [], []
+    xs = sorted(xs); return round(xs[min(len(xs) - 1, int(q * len(xs)))], 3) if xs else None
+m, s, ph, nr = [], [], [], []
 for q in qs:
     t = time.perf_counter(); ix.match(q); m.append((time.perf_counter() - t) * 1e3)
     t = time.perf_counter(); ix.search(q, k=10, explain=False); s.append((time.perf_counter() - t) * 1e3)
+for q in positional:
+    t = time.perf_counter(); ix.match(q); (ph if q.startswith('"') else nr).append((time.perf_counter() - t) * 1e3)
 files = ix.snapshot.files()
 print(json.dumps({"open_ms": round(opened * 1e3, 1), "rss_after_open_mb": rss_open, "documents": len(ix), "segments": len(ix.segments),
                   "index_mb": round(sum(e["size"] for _, n, e in files if "store." not in n) / 1e6, 1),
                   "store_mb": round(sum(e["size"] for _, n, e in files if "store." in n) / 1e6, 1),
-                  "match_p50_ms": pct(m, .5), "match_p95_ms": pct(m, .95), "bm25_p50_ms": pct(s, .5), "bm25_p95_ms": pct(s, .95)}))
+                  "match_p50_ms": pct(m, .5), "match_p95_ms": pct(m, .95), "bm25_p50_ms": pct(s, .5), "bm25_p95_ms": pct(s, .95),
+                  "phrase_p50_ms": pct(ph, .5), "phrase_p95_ms": pct(ph, .95), "near_p50_ms": pct(nr, .5), "near_p95_ms": pct(nr, .95)}))
 """
 
 
@@ -99,6 +108,7 @@ def main() -> int:
     ap.add_argument("--jobs", type=int, default=2)
     ap.add_argument("--work", type=Path, default=Path("/work/benchwork/scale"))
     ap.add_argument("--skip-writes", action="store_true")
+    ap.add_argument("--reuse", action="store_true", help="query an index a previous run left in --work instead of building it")
     ap.add_argument("--merge", action="store_true", help="after the writes, time `sieve merge` back to one segment")
     ap.add_argument("--out", type=Path, default=HERE / "results" / "scale.json")
     args = ap.parse_args()
@@ -107,11 +117,12 @@ def main() -> int:
     for n in [int(x) for x in args.sizes.split(",")]:
         corpus = make_corpus(args.corpus, n, args.work / f"corpus-{n}.jsonl")
         ix = args.work / f"index-{n}"
-        seconds, rss, _ = timed_child([sys.executable, "-m", "sieve", "index", str(corpus), str(ix), "--force", "--quiet",
-                                       "--jobs", str(args.jobs), "--memory-mb", str(args.memory_mb)])
-        probe = json.loads(subprocess.run([sys.executable, "-c", PROBE, str(ix)], capture_output=True, text=True, check=True).stdout)
-        row = {"documents": n, "memory_mb": args.memory_mb, "jobs": args.jobs, "build_seconds": round(seconds, 1),
-               "docs_per_second": round(n / seconds), "peak_rss_mb": rss, **probe}
+        row: dict[str, Any] = {"documents": n, "memory_mb": args.memory_mb, "jobs": args.jobs}
+        if not (args.reuse and ix.exists()):
+            seconds, rss, _ = timed_child([sys.executable, "-m", "sieve", "index", str(corpus), str(ix), "--force", "--quiet",
+                                           "--jobs", str(args.jobs), "--memory-mb", str(args.memory_mb)])
+            row.update({"build_seconds": round(seconds, 1), "docs_per_second": round(n / seconds), "peak_rss_mb": rss})
+        row.update(json.loads(subprocess.run([sys.executable, "-c", PROBE, str(ix)], capture_output=True, text=True, check=True).stdout))
         if not args.skip_writes:
             with open(args.corpus, encoding="utf-8") as src:
                 first = [json.loads(line) for line, _ in zip(src, range(3000))]
@@ -136,7 +147,7 @@ def main() -> int:
     args.out.parent.mkdir(parents=True, exist_ok=True)
     args.out.write_text(json.dumps({"corpus": str(args.corpus), "rows": rows}, indent=1))
     keys = ["documents", "build_seconds", "docs_per_second", "peak_rss_mb", "index_mb", "store_mb", "open_ms", "rss_after_open_mb",
-            "match_p50_ms", "match_p95_ms", "bm25_p50_ms", "bm25_p95_ms", "add_1000_seconds", "delete_1000_seconds",
+            "match_p50_ms", "match_p95_ms", "bm25_p50_ms", "bm25_p95_ms", "phrase_p50_ms", "phrase_p95_ms", "near_p50_ms", "near_p95_ms", "add_1000_seconds", "delete_1000_seconds",
             "replace_1000_seconds", "after_writes_segments", "after_writes_match_p50_ms", "after_writes_bm25_p50_ms", "merge_seconds"]
     print(" | ".join(keys))
     for r in rows:
