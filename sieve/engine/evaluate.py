@@ -122,7 +122,7 @@ class Evaluator:
         starts_k = ends[keep] - tf_k
         total = int(tf_k.sum())
         if total == 0:
-            return self.r.positions(tid)[:0]
+            return self.r.unit_start[:0]  # no positions, in the index's position dtype (decoding none)
         # Ragged gather: for each kept posting, its run of positions.
         idx = np.repeat(starts_k - np.concatenate(([0], np.cumsum(tf_k)[:-1])), tf_k) + np.arange(total)
         return self.r.pos.at(tid, idx)

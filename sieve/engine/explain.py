@@ -69,13 +69,13 @@ class Explainer:
         r = self.r
         if tid < 0:
             return np.zeros(0, dtype=np.int64), np.zeros(0, dtype=np.int64)
-        first = r.doc_units[docs]
         last = r.doc_units[np.minimum(docs + 1, r.n_docs)]
-        starts = np.asarray(r.unit_start[first]).astype(np.int64)
-        ends = np.where(docs + 1 < r.n_docs, np.asarray(r.unit_start[np.minimum(last, len(r.unit_start) - 1)]).astype(np.int64) - 1, 2**63 - 1)
-        pos = r.pos.covering(tid, starts, ends)
-        lo = search_sorted(pos, r.unit_start[first])
-        hi = np.where(docs + 1 < r.n_docs, search_sorted(pos, r.unit_start[np.minimum(last, len(r.unit_start) - 1)]), len(pos))
+        starts = r.unit_start[r.doc_units[docs]]
+        nexts = r.unit_start[np.minimum(last, len(r.unit_start) - 1)]  # the next document's first position
+        more = docs + 1 < r.n_docs
+        pos = r.pos.covering(tid, starts, np.where(more, nexts.astype(np.int64) - 1, 2**63 - 1))
+        lo = search_sorted(pos, starts)
+        hi = np.where(more, search_sorted(pos, nexts), len(pos))
         counts = hi - lo
         owner = np.repeat(np.arange(len(docs)), counts)
         idx = np.repeat(lo - np.concatenate(([0], np.cumsum(counts)[:-1])), counts) + np.arange(int(counts.sum()))

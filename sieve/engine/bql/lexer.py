@@ -19,7 +19,6 @@ _WORDCHARS = r'[^\s()\[\]"]'
 # Characters a query may not contain: C0/C1 controls (whitespace aside) and lone surrogates.
 BAD_CHAR = re.compile(r"[\x00-\x08\x0b\x0c\x0e-\x1f\x7f-\x9f\ud800-\udfff]")
 OPERATORS = {"AND", "OR", "NOT"}
-_NEARISH = re.compile(r"(?i)near/")
 
 
 class BQLLexer(Lexer):
@@ -51,21 +50,25 @@ class BQLLexer(Lexer):
         raise BQLSyntaxError(f"unexpected character {ch!r}", pos, "quote it inside a phrase")
 
 
-def _word_type(word: str, pos: int) -> str:
-    """The type of a WORD token: an operator, PREFIX for `word*`, else WORD."""
-    if _NEARISH.match(word):
-        raise BQLSyntaxError(f"malformed {word.split('(')[0]!r}", pos, "write a NEAR/3 b or NEAR/3(a, b) with single words")
-    upper = word.upper()
+def _word_type(word: str) -> str | None:
+    """The type of a WORD token: an operator, PREFIX for `word*`, else WORD; None for a malformed
+    NEAR (`near/3x`, `NEAR/2(a b)`)."""
+    if word[:5].lower() == "near/":
+        return None
+    upper = word.upper() if len(word) <= 3 else ""  # operators are two or three letters
     if upper in OPERATORS:
         return upper
-    return "PREFIX" if word.endswith("*") else "WORD"
+    return "PREFIX" if word[-1] == "*" else "WORD"
 
 
 def tokenize(text: str):  # type: ignore[no-untyped-def]
     """sly tokens of `text` with `Tok` values; operator words and `word*` get their own types."""
     for t in BQLLexer().tokenize(text):
         if t.type == "WORD":
-            t.type = _word_type(t.value, t.index)
+            kind = _word_type(t.value)
+            if kind is None:
+                raise BQLSyntaxError(f"malformed {t.value.split('(')[0]!r}", t.index, "write a NEAR/3 b or NEAR/3(a, b) with single words")
+            t.type = kind
         t.value = Tok(t.value, t.index)
         yield t
 
@@ -93,8 +96,8 @@ def scan(text: str) -> list[tuple[str, Tok]] | None:
         pos = m.start(kind)  # type: ignore[arg-type]
         value = m.group(kind)  # type: ignore[arg-type]
         if kind == "WORD":
-            if value[:5].lower() == "near/":  # `near/3x`, `NEAR/2(a b)`: a malformed NEAR
+            kind = _word_type(value)
+            if kind is None:
                 return None
-            kind = value.upper() if len(value) <= 3 and value.upper() in OPERATORS else "PREFIX" if value[-1] == "*" else "WORD"
         out.append((kind, Tok(value, pos)))  # type: ignore[arg-type]
     return out if _TRAILING.match(text, at).end() == len(text) else None  # type: ignore[union-attr]
