@@ -73,14 +73,27 @@ class Evaluator:
         r = self.r
         acc, rest = None, fmask
         if r.dense_ptr is not None:
-            # Fields in which the term is frequent are stored as bitsets; only the others need postings.
-            for row in range(int(r.dense_ptr[tid]), int(r.dense_ptr[tid + 1])):
-                f = int(r.dense_field[row])
-                if fmask >> f & 1:
-                    acc = r.dense[row] if acc is None else acc | r.dense[row]
-                    rest &= ~(1 << f)
-            if acc is not None and not rest:
-                return acc
+            a, b = int(r.dense_ptr[tid]), int(r.dense_ptr[tid + 1])
+            if a < b:
+                # Fields in which the term is frequent are stored as bitsets; only the others need postings.
+                covered = 0
+                for row in range(a, b):
+                    f = int(r.dense_field[row])
+                    covered |= 1 << f
+                    if fmask >> f & 1:
+                        acc = r.dense[row] if acc is None else acc | r.dense[row]
+                        rest &= ~(1 << f)
+                if not rest:
+                    assert acc is not None
+                    return acc
+                if r.rest_ptr is not None:
+                    # The postings in the fields without rows, each with those fields' mask only.
+                    lo, hi = int(r.rest_ptr[a]), int(r.rest_ptr[b])
+                    docs = r.rest_doc[lo:hi]
+                    if (ALL_MASK & ~covered) & ~rest:  # some of those fields are not asked for
+                        docs = docs[(r.rest_mask[lo:hi] & rest) != 0]
+                    bits = bitset.from_ids(docs, self.n)
+                    return bits if acc is None else acc | bits
         lo, hi = int(r.post_ptr[tid]), int(r.post_ptr[tid + 1])
         docs = r.post_doc[lo:hi]
         if rest != ALL_MASK:

@@ -28,8 +28,11 @@ FILES = (
 # uncompressed document store.
 DENSE_FILES = ("post.bits.sva", "post.bits.ptr.sva", "post.bits.field.sva")
 STORE_FILES = ("store.meta.blocks.sva", "store.text.blocks.sva")
+# Written since format 6: the postings of terms with dense rows in their other fields. A segment
+# without them reads all of such a term's postings when a leaf reaches past its rows.
+REST_FILES = ("post.rest.ptr.sva", "post.rest.doc.sva", "post.rest.mask.sva")
 # Positions: in blocks since format 5, one raw array before.
-WRITTEN = FILES + DENSE_FILES + STORE_FILES + BLOCK_FILES  # what this version writes in a segment
+WRITTEN = FILES + DENSE_FILES + REST_FILES + STORE_FILES + BLOCK_FILES  # what this version writes in a segment
 
 
 def search_sorted(arr: Any, values: Any, side: str = "left") -> np.ndarray:
@@ -54,6 +57,8 @@ class StringTable(Sequence[bytes]):
     def __init__(self, blob: np.ndarray, off: np.ndarray) -> None:
         self.blob = blob
         self.off = off
+        # Memoryviews slice in a fraction of a numpy slice's time: a lookup makes two.
+        self._blobv, self._offv = memoryview(np.ascontiguousarray(blob)), memoryview(np.ascontiguousarray(off))
         self._n = len(off) - 1
         starts = off[: self._n : self.BLOCK].tolist()
         ends = off[1 : self._n + 1][:: self.BLOCK].tolist()
@@ -66,25 +71,48 @@ class StringTable(Sequence[bytes]):
     def __getitem__(self, i: int) -> bytes:  # type: ignore[override]
         if not 0 <= i < self._n:
             raise IndexError(i)
-        return self.blob[int(self.off[i]) : int(self.off[i + 1])].tobytes()
+        return self._blobv[self._offv[i] : self._offv[i + 1]].tobytes()
+
+    def _block(self, key: bytes) -> tuple[int, list[int], bytes] | None:
+        """(first entry, offsets, bytes) of the block that holds `key` if the table does; None
+        when `key` sorts before every entry."""
+        b = bisect.bisect_right(self._sample, key) - 1
+        if b < 0:
+            return None
+        lo = b * self.BLOCK
+        offs = self._offv[lo : min(lo + self.BLOCK, self._n) + 1].tolist()
+        return lo, offs, self._blobv[offs[0] : offs[-1]].tobytes()
 
     def _bisect(self, key: bytes) -> int:
         """bisect_left of `key` over the whole table."""
-        b = bisect.bisect_right(self._sample, key) - 1
-        if b < 0:
+        block = self._block(key)
+        if block is None:
             return 0
-        lo = b * self.BLOCK
-        hi = min(lo + self.BLOCK, self._n)
-        offs = self.off[lo : hi + 1].tolist()
+        lo, offs, raw = block
         base = offs[0]
-        raw = self.blob[base : offs[-1]].tobytes()
         # Six probes slice the block; cutting all of its 64 entries first cost more than the search.
-        return lo + bisect.bisect_left(range(hi - lo), key, key=lambda i: raw[offs[i] - base : offs[i + 1] - base])
+        return lo + bisect.bisect_left(range(len(offs) - 1), key, key=lambda i: raw[offs[i] - base : offs[i + 1] - base])
 
     def find(self, key: bytes) -> int:
         """Index of `key`, or -1."""
-        i = self._bisect(key)
-        return i if i < self._n and self[i] == key else -1
+        if not key:
+            i = self._bisect(key)
+            return i if i < self._n and self[i] == key else -1
+        block = self._block(key)
+        if block is None:
+            return -1
+        lo, offs, raw = block
+        # Entries are concatenated, so `key` may also occur inside or across entries: an occurrence
+        # counts only where an entry of exactly its length starts (the last of the entries starting
+        # there: any before it are empty).
+        base, k = offs[0], len(key)
+        o = raw.find(key)
+        while o != -1:
+            i = bisect.bisect_right(offs, base + o) - 1
+            if offs[i] == base + o and i + 1 < len(offs) and offs[i + 1] == base + o + k:
+                return lo + i
+            o = raw.find(key, o + 1)
+        return -1
 
     def prefix_range(self, prefix: bytes) -> tuple[int, int]:
         """[lo, hi) of the entries that start with `prefix`."""
@@ -109,7 +137,7 @@ class IndexReader:
         if not isinstance(files, dict):
             raise IndexDamagedError(label + storage.MANIFEST, "has no file list")
         a: dict[str, storage.ArrayFile] = {}
-        names = FILES + tuple(n for group in (DENSE_FILES, STORE_FILES) if any(n in files for n in group) for n in group)
+        names = FILES + tuple(n for group in (DENSE_FILES, REST_FILES, STORE_FILES) if any(n in files for n in group) for n in group)
         names += BLOCK_FILES if any(n in files for n in BLOCK_FILES) else RAW_FILES
         for name in names:
             entry = files.get(name)
@@ -135,6 +163,12 @@ class IndexReader:
         self.dense_ptr = self.dense = self.dense_field = None
         if "post.bits.sva" in a:
             self.dense, self.dense_ptr, self.dense_field = a["post.bits.sva"], a["post.bits.ptr.sva"].whole(), a["post.bits.field.sva"].whole()
+        # A term with rows: its postings in the fields without rows are rest_doc/rest_mask (masks
+        # of those fields only) from rest_ptr[dense_ptr[t]] to rest_ptr[dense_ptr[t + 1]]. None:
+        # a segment written before format 6, whose leaves read all the postings instead.
+        self.rest_ptr = self.rest_doc = self.rest_mask = None
+        if "post.rest.ptr.sva" in a:
+            self.rest_ptr, self.rest_doc, self.rest_mask = a["post.rest.ptr.sva"].whole(), a["post.rest.doc.sva"], a["post.rest.mask.sva"]
         self.files = a
         if "pos.data.sva" in a:
             self.pos: RawPositions | BlockPositions = RawPositions(a["pos.ptr.sva"], a["pos.data.sva"])
@@ -189,6 +223,11 @@ class IndexReader:
             checks += [("post.bits.ptr.sva", len(self.dense_ptr) == t + 1 and int(self.dense_ptr[-1]) == rows and bool(np.all(np.diff(self.dense_ptr.astype(np.int64)) >= 0))),
                        ("post.bits.sva", len(self.dense) == rows and (rows == 0 or self.dense.shape[1] == (n + 63) // 64)),
                        ("post.bits.field.sva", bool(np.all(self.dense_field < 8)))]
+        if self.rest_ptr is not None:
+            ends = self.rest_ptr.astype(np.int64)
+            checks += [("post.rest.ptr.sva", self.dense is not None and len(ends) == len(self.dense_field) + 1 and int(ends[0]) == 0
+                        and int(ends[-1]) == len(self.rest_doc) and bool(np.all(np.diff(ends) >= 0))),
+                       ("post.rest.mask.sva", len(self.rest_mask) == len(self.rest_doc))]
         for name, ok in checks:
             if not ok:
                 raise IndexDamagedError(self.label + name, "length disagrees with the other files")

@@ -163,28 +163,45 @@ class IndexWriter:
         self._put(f"{name}.big.val.sva", counts[big], np.uint32)
 
     def _put_dense(self, n_docs: int) -> None:
-        """`post.bits*`: a bitset per frequent (term, field), read back from the postings just written."""
+        """`post.bits*`: a bitset per frequent (term, field), read back from the postings just written;
+        `post.rest*`: for each term with rows, its postings in the fields without one (what a leaf
+        over fields beyond the rows must still read, instead of every posting of a frequent term)."""
         ptr, docs, masks = (storage.open_array(self.dir / n, n, self.entries[n]) for n in ("post.ptr.sva", "post.doc.sva", "post.mask.sva"))
         starts = np.asarray(ptr, dtype=np.int64)
         need = max(-(-n_docs // DENSE_FRACTION), DENSE_MIN)
         rows = storage.ArrayWriter(self.dir / "post.bits.sva", np.uint64, columns=bitset.words(n_docs))
+        rest_doc = storage.ArrayWriter(self.dir / "post.rest.doc.sva", np.int32)
+        rest_mask = storage.ArrayWriter(self.dir / "post.rest.mask.sva", np.uint8)
         row_ptr = np.zeros(len(starts), dtype=np.int64)
+        rest_ptr = [0]  # at every row boundary: a term's rest runs from its first row's entry to its last's
         fields = array("B")
         candidates = np.flatnonzero(np.diff(starts) >= need)
         for t in candidates.tolist():
             lo, hi = int(starts[t]), int(starts[t + 1])
             d, m = docs[lo:hi], masks[lo:hi]
+            covered = 0
             for f in range(N_FIELDS):
                 inside = (m & np.uint8(1 << f)) != 0
                 if np.count_nonzero(inside) >= need:
                     rows.append(bitset.from_ids(d[inside], n_docs)[None, :])
                     fields.append(f)
+                    covered |= 1 << f
+                    rest_ptr.append(rest_ptr[-1])
+            if covered:
+                other = m & np.uint8(~covered & 0xFF)
+                keep = np.flatnonzero(other)
+                rest_doc.append(d[keep])
+                rest_mask.append(other[keep])
+                rest_ptr[-1] += len(keep)
             row_ptr[t + 1] = len(fields)
         # Terms between candidates hold no rows: carry each candidate's end forward.
         row_ptr = np.maximum.accumulate(row_ptr)
         self.entries["post.bits.sva"] = rows.close()
         self._put_offsets("post.bits.ptr.sva", row_ptr)
         self._put("post.bits.field.sva", np.frombuffer(fields, dtype=np.uint8))
+        self.entries["post.rest.doc.sva"] = rest_doc.close()
+        self.entries["post.rest.mask.sva"] = rest_mask.close()
+        self._put_offsets("post.rest.ptr.sva", rest_ptr)
 
     def finish(self, extra: dict[str, Any]) -> dict[str, Any]:
         """Sort the token stream into postings and write every file and the manifest."""

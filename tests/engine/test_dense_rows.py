@@ -1,4 +1,5 @@
-"""Dense rows (`post.bits*`): a (term, field) pair frequent in a segment is also stored as a bitset.
+"""Dense rows (`post.bits*`): a (term, field) pair frequent in a segment is also stored as a bitset,
+and the term's postings in its other fields are kept apart (`post.rest*`).
 
 The rows are an acceleration only: every term leaf must admit exactly what its postings say,
 for every field mask, with the rows read, with them ignored (a segment written before they
@@ -40,6 +41,28 @@ def test_rows_hold_exactly_the_frequent_pairs(stdlib_reader) -> None:
         assert np.array_equal(r.dense[i], _from_postings(r, t, 1 << f))
 
 
+def test_rest_postings_are_the_postings_in_the_fields_without_rows(stdlib_reader) -> None:
+    """For each term with rows: every posting whose mask reaches a field without a row, in document
+    order, with the mask cut to those fields; nothing for a term without rows."""
+    r = stdlib_reader
+    ends = np.asarray(r.rest_ptr, dtype=np.int64)
+    assert len(ends) == len(r.dense_field) + 1 and ends[-1] == len(r.rest_doc)
+    some = 0
+    for t in range(len(r.terms)):
+        a, b = int(r.dense_ptr[t]), int(r.dense_ptr[t + 1])
+        if a == b:
+            continue
+        covered = sum(1 << int(f) for f in r.dense_field[a:b])
+        docs, masks, _ = r.postings(t)
+        other = masks & np.uint8(ALL_MASK & ~covered)
+        keep = other != 0
+        lo, hi = int(ends[a]), int(ends[b])
+        assert np.array_equal(r.rest_doc[lo:hi], docs[keep]) and np.array_equal(r.rest_mask[lo:hi], other[keep]), r.terms[t]
+        assert hi - lo < len(docs)  # smaller than the postings: what the rows save a leaf
+        some += hi - lo
+    assert some > 0
+
+
 @pytest.mark.parametrize("fmask", [ALL_MASK, 0b00111, 0b00001, 0b00100, 0b10000, 0b01010, 0b11011])
 def test_term_leaf_equals_its_postings_with_and_without_rows(stdlib_reader, fmask: int) -> None:
     r = stdlib_reader
@@ -49,15 +72,19 @@ def test_term_leaf_equals_its_postings_with_and_without_rows(stdlib_reader, fmas
     for t in sample:
         truth = _from_postings(r, t, fmask)
         assert np.array_equal(with_rows.term(t, fmask), truth), (r.terms[t], fmask)
-    # A segment written before rows existed reads the postings alone.
-    saved = r.dense_ptr
+    # A segment written before rest postings (format 5) reads the rows and then all the postings;
+    # one written before rows (format 3) reads the postings alone.
+    saved = r.dense_ptr, r.rest_ptr
     try:
+        r.rest_ptr = None
+        for t in sample:
+            assert np.array_equal(with_rows.term(t, fmask), _from_postings(r, t, fmask))
         r.dense_ptr = None
         without = Evaluator(r)
         for t in sample:
             assert np.array_equal(without.term(t, fmask), _from_postings(r, t, fmask))
     finally:
-        r.dense_ptr = saved
+        r.dense_ptr, r.rest_ptr = saved
 
 
 def test_rows_never_admit_a_deleted_document(tmp_path, stdlib: sieve.Index) -> None:

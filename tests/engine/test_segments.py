@@ -471,11 +471,11 @@ def test_segments_whose_numbers_leave_no_gap_still_share_statistics(tmp_path: Pa
 
 
 def _as_format(root: Path, version: int) -> None:
-    """Rewrite the one segment of `root` as format `version` (3 or 4) wrote it: positions as one
-    raw array (both); the document store uncompressed and no dense rows (3). The commit is
-    rewritten to list the changed segment manifest."""
+    """Rewrite the one segment of `root` as format `version` (3, 4 or 5) wrote it: no rest postings
+    (all); positions as one raw array (3, 4); the document store uncompressed and no dense rows
+    (3). The commit is rewritten to list the changed segment manifest."""
     from sieve.engine.positions import BLOCK_FILES
-    from sieve.engine.reader import DENSE_FILES, STORE_FILES
+    from sieve.engine.reader import DENSE_FILES, REST_FILES, STORE_FILES
     from sieve.engine.segments import manifest_crc
 
     index = sieve.open_index(root)
@@ -485,11 +485,12 @@ def _as_format(root: Path, version: int) -> None:
     dtype = seg.pos.first.dtype
     body = json.loads((seg.dir / storage.MANIFEST).read_text())
     body.pop("checksum")
-    gone = BLOCK_FILES + (DENSE_FILES + STORE_FILES if version == 3 else ())
+    gone = REST_FILES + (BLOCK_FILES if version < 5 else ()) + (DENSE_FILES + STORE_FILES if version == 3 else ())
     for name in gone:
         (seg.dir / name).unlink()
         del body["files"][name]
-    body["files"]["pos.data.sva"] = storage.write_array(seg.dir / "pos.data.sva", positions, dtype)
+    if version < 5:
+        body["files"]["pos.data.sva"] = storage.write_array(seg.dir / "pos.data.sva", positions, dtype)
     if version == 3:
         for name, raw in streams.items():
             body["files"][name] = storage.write_array(seg.dir / name, np.frombuffer(raw, dtype=np.uint8))
@@ -503,11 +504,11 @@ def _as_format(root: Path, version: int) -> None:
     storage.write_manifest(index.generation, commit)
 
 
-@pytest.mark.parametrize("version", [3, 4])
+@pytest.mark.parametrize("version", [3, 4, 5])
 def test_an_older_segment_is_read_merged_and_written(tmp_path: Path, version: int) -> None:
-    """A segment of format 3 (no dense rows, the store uncompressed, raw positions) or 4 (raw
-    positions) answers as a fresh build; after a write it sits beside a format 5 segment, and a
-    merge rewrites it in format 5."""
+    """A segment of format 3 (no dense rows, the store uncompressed, raw positions), 4 (raw
+    positions) or 5 (no rest postings) answers as a fresh build; after a write it sits beside a
+    segment of this format, and a merge rewrites it in this format."""
     from sieve.engine.positions import BlockPositions, RawPositions
 
     r = random.Random(5)
@@ -518,20 +519,21 @@ def test_an_older_segment_is_read_merged_and_written(tmp_path: Path, version: in
     _as_format(root, version)
     old = sieve.open_index(root)
     reader = old.segments[0].reader
-    assert isinstance(reader.pos, RawPositions) and old.check()
-    assert (reader.dense is None) == (version == 3) and ("store.text.blocks.sva" in reader.files) == (version == 4)
+    assert isinstance(reader.pos, RawPositions if version < 5 else BlockPositions) and old.check()
+    assert (reader.dense is None) == (version == 3) and ("store.text.blocks.sva" in reader.files) == (version > 3) and reader.rest_ptr is None
     same_answers(old, docs, r, queries=20)
     assert old.match("heat").count == 40 and old.match('"heat wave"').count == 40 and old.match("NEAR/2(heat, wave)").count == 40
     with old.writer(policy=NEVER) as w:
         w.delete("h3")
         w.add({"id": "new", "title": "heat again"})
     now = old.reopen()
-    assert len(now.segments) == 2 and now.segments[1].reader.dense is not None and isinstance(now.segments[1].reader.pos, BlockPositions)
+    assert len(now.segments) == 2 and now.segments[1].reader.rest_ptr is not None and isinstance(now.segments[1].reader.pos, BlockPositions)
     live = [d for d in docs if d["id"] != "h3"] + [{"id": "new", "title": "heat again"}]
     same_answers(now, live, r, queries=20)
     now.merge()
     merged = now.reopen()
     assert len(merged.segments) == 1 and "store.text.blocks.sva" in merged.segments[0].reader.files
     assert isinstance(merged.segments[0].reader.pos, BlockPositions) and len(merged.segments[0].reader.pos.first) > 0
+    assert merged.segments[0].reader.rest_ptr is not None and merged.manifest["version"] == storage.FORMAT_VERSION
     same_answers(merged, live, r, queries=20)
     assert merged.check()
