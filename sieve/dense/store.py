@@ -13,7 +13,6 @@ import hashlib
 import json
 import os
 import re
-import zlib
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Callable
 
@@ -42,7 +41,7 @@ def model_slug(model: str) -> str:
 def fingerprint(index: "Index") -> str:
     """Identity of one index generation: its name and the checksum of its manifest file."""
     raw = (index.generation / storage.MANIFEST).read_bytes()
-    return f"{index.generation.name}:{zlib.crc32(raw):08x}"
+    return f"{index.generation.name}:{storage.crc32(raw):08x}"
 
 
 def document_text(index: "Index", d: int) -> str:
@@ -106,7 +105,7 @@ def _complete(directory: Path, fp: str) -> bool:
 
 
 def _meta_crc(meta: dict[str, Any]) -> int:
-    return zlib.crc32(json.dumps(meta, sort_keys=True, separators=(",", ":")).encode())
+    return storage.crc32(json.dumps(meta, sort_keys=True, separators=(",", ":")).encode())
 
 
 def read_meta(directory: Path) -> dict[str, Any]:
@@ -157,7 +156,7 @@ def _file_entry(path: Path) -> dict[str, int]:
     crc = 0
     with open(path, "rb") as fh:
         while chunk := fh.read(1 << 20):
-            crc = zlib.crc32(chunk, crc)
+            crc = storage.crc32(chunk, crc)
     return {"size": path.stat().st_size, "crc32": crc}
 
 

@@ -34,4 +34,9 @@ def length_norm(doc_len: np.ndarray, avgdl: float, params: BM25Params) -> np.nda
 
 def term_scores(tf: np.ndarray, norm: np.ndarray, idf_t: float) -> np.ndarray:
     """BM25 contribution of one term: idf * tf / (tf + norm), per posting."""
-    return idf_t * tf / (tf + norm)
+    # The same operations as the formula, in place: two temporaries instead of four.
+    out = np.array(tf, dtype=np.float64)
+    den = out + norm
+    out *= idf_t
+    out /= den
+    return out

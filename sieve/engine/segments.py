@@ -17,7 +17,6 @@ from __future__ import annotations
 
 import bisect
 import functools
-import zlib
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -34,7 +33,7 @@ COMMIT_KIND = "commit"
 def manifest_crc(segment_dir: Path) -> int:
     """CRC32 of a segment's manifest file: a commit names each segment by it."""
     try:
-        return zlib.crc32((segment_dir / storage.MANIFEST).read_bytes())
+        return storage.crc32((segment_dir / storage.MANIFEST).read_bytes())
     except FileNotFoundError:
         raise IndexDamagedError(f"{segment_dir.name}/{storage.MANIFEST}", "file is missing") from None
 

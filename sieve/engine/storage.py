@@ -16,7 +16,6 @@ import shutil
 import struct
 import sys
 import tempfile
-import zlib
 from array import array
 from pathlib import Path
 from typing import Any, BinaryIO, Callable
@@ -24,6 +23,13 @@ from typing import Any, BinaryIO, Callable
 import numpy as np
 
 from sieve.errors import IndexDamagedError, IndexExistsError, IndexFormatError, IndexLockedError, IndexNotFoundError
+
+try:
+    # The same CRC-32 as zlib's, computed with carry-less multiplication: about 15 times zlib's
+    # speed, which makes verifying a block on its first read cost less than faulting its pages in.
+    from zlib_ng.zlib_ng import crc32
+except ImportError:  # no wheel for this platform: the same checksums, more slowly
+    from zlib import crc32
 
 try:
     import fcntl
@@ -96,12 +102,12 @@ class ArrayWriter:
 
     def _write(self, raw: memoryview) -> None:
         self._fh.write(raw)
-        self.crc = zlib.crc32(raw, self.crc)
+        self.crc = crc32(raw, self.crc)
         self.nbytes += raw.nbytes
         size, at = 1 << BLOCK_SHIFT, 0
         while at < raw.nbytes:
             take = min(raw.nbytes - at, size - self._block_fill)
-            self._block_crc = zlib.crc32(raw[at : at + take], self._block_crc)
+            self._block_crc = crc32(raw[at : at + take], self._block_crc)
             self._block_fill += take
             at += take
             if self._block_fill == size:
@@ -118,7 +124,7 @@ class ArrayWriter:
         ndim = 2 if self.columns else 1
         shape0 = self.rows
         fh.seek(0)
-        header = HEADER.pack(ARRAY_MAGIC, ARRAY_VERSION, HEADER_SIZE, self.dtype.str.encode().ljust(8, b"\0"), ndim, shape0, self.columns, self.nbytes, BLOCK_SHIFT, zlib.crc32(table))
+        header = HEADER.pack(ARRAY_MAGIC, ARRAY_VERSION, HEADER_SIZE, self.dtype.str.encode().ljust(8, b"\0"), ndim, shape0, self.columns, self.nbytes, BLOCK_SHIFT, crc32(table))
         fh.write(_seal_header(header))
         fh.flush()
         os.fsync(fh.fileno())
@@ -129,7 +135,7 @@ class ArrayWriter:
 def _seal_header(header: bytes) -> bytes:
     """Pad the header and append its own CRC32, so every header byte is covered."""
     body = header.ljust(HEADER_SIZE - 4, b"\0")
-    return body + struct.pack("<I", zlib.crc32(body))
+    return body + struct.pack("<I", crc32(body))
 
 
 def write_array(path: Path, data: Any, dtype: Any = None) -> dict[str, int]:
@@ -184,7 +190,7 @@ class ArrayFile:
         ok, shift, raw, table = self._ok, self._shift, self._raw, self._table
         b = ok.find(0, b0, b1 + 1)
         while b != -1:
-            if zlib.crc32(raw[b << shift : (b + 1) << shift]) != table[b]:
+            if crc32(raw[b << shift : (b + 1) << shift]) != table[b]:
                 raise IndexDamagedError(self.name, f"checksum mismatch in bytes {b << shift}..{min(len(raw), (b + 1) << shift)} of the payload (the contents are damaged)")
             ok[b] = 1
             self._left -= 1
@@ -242,7 +248,7 @@ class ArrayFile:
         self._ok[:] = bytes(len(self._ok))
         self._left = len(self._ok)
         self.whole()
-        if zlib.crc32(self._raw) != payload_crc:
+        if crc32(self._raw) != payload_crc:
             raise IndexDamagedError(self.name, "checksum mismatch (the contents are damaged)")
 
 
@@ -283,7 +289,7 @@ def open_array(path: Path, name: str, entry: dict[str, int], verify: bool = Fals
             raise IndexDamagedError(name, "header sizes disagree with the file size")
         fh.seek(HEADER_SIZE + nbytes)
         raw_table = fh.read(4 * n_blocks)
-        if zlib.crc32(raw_table) != table_crc:
+        if crc32(raw_table) != table_crc:
             raise IndexDamagedError(name, "block checksum table is damaged")
         crc, fmagic = FOOTER.unpack(fh.read(FOOTER_SIZE))
         if fmagic != FOOTER_MAGIC[:4] or crc != entry["crc32"]:
@@ -314,7 +320,7 @@ def verify_array(path: Path, name: str, entry: dict[str, int]) -> None:
 
 
 def _manifest_crc(body: dict[str, Any]) -> int:
-    return zlib.crc32(json.dumps(body, sort_keys=True, separators=(",", ":")).encode())
+    return crc32(json.dumps(body, sort_keys=True, separators=(",", ":")).encode())
 
 
 def _manifest_bytes(doc: dict[str, Any]) -> bytes:

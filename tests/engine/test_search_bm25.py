@@ -70,6 +70,20 @@ def test_scores_equal_the_formula(index: sieve.Index) -> None:
     assert [h.rank for h in r.hits] == [1, 2, 3, 4]
 
 
+@settings(max_examples=200, deadline=None)
+@given(st.lists(st.tuples(st.integers(0, 10**6), st.floats(0.05, 50.0)), max_size=60), st.floats(0.01, 20.0))
+def test_term_scores_are_the_formula_to_the_bit(pairs: list[tuple[int, float]], idf: float) -> None:
+    """Every posting's contribution is idf * tf / (tf + norm) exactly: the pruned and the full
+    ranking add the same numbers, so their sums agree to the bit."""
+    from sieve.engine.bm25 import term_scores
+
+    tf = np.array([p[0] for p in pairs], dtype=np.int64)
+    norm = np.array([p[1] for p in pairs], dtype=np.float64)
+    got = term_scores(tf, norm, idf)
+    assert got.dtype == np.float64 and [float(x) for x in got] == [idf * int(t) / (int(t) + float(n)) for t, n in pairs]
+    assert tf.dtype == np.int64 and list(tf) == [p[0] for p in pairs]  # the input is not written to
+
+
 def test_author_and_infobox_occurrences_do_not_count(index: sieve.Index) -> None:
     # a's author field says heatwave twice; its BM25 tf stays the 3 of title + body.
     hand = bm25_by_hand(["heatwave"], DOCS)
