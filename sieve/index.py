@@ -7,7 +7,6 @@ import os
 import shutil
 import tempfile
 import weakref
-from dataclasses import dataclass, field
 from functools import lru_cache
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Callable
@@ -16,7 +15,7 @@ import numpy as np
 
 from sieve.corpus import CorpusReport, OnError, Source
 from sieve.documents import Document, Section
-from sieve.engine import bitset, heap, storage
+from sieve.engine import bitset, storage
 from sieve.engine.bql import Node, parse
 from sieve.engine.bm25 import BM25Params
 from sieve.engine.decision import Decider, Explanation
@@ -104,7 +103,6 @@ class Index:
 
     def __init__(self, path: str | os.PathLike, verify: bool = False, limits: Limits = Limits(), bm25: BM25Params = BM25Params()) -> None:
         self.path = _as_path(path, "an index path")
-        heap.keep_freed_memory()  # once per process: queries reuse their temporaries' pages
         self.generation, self.snapshot = _open_current(self.path, verify)
         # Document-level reads by internal number (ids, records, sections) across every segment.
         self.reader = self.snapshot
