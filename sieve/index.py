@@ -60,19 +60,21 @@ def _damage_guard(method: Callable[..., Any]) -> Callable[..., Any]:
 class Match:
     """The exact admitted set of a query: `count`, `docs` and `ids` in index order, and the canonical `query`."""
 
-    __slots__ = ("query", "count", "_bits", "_capacity", "_reader", "_docs")
+    __slots__ = ("query", "count", "_parts", "_capacity", "_reader", "_docs")
 
-    def __init__(self, query: str, bits: np.ndarray, capacity: int, reader: Snapshot) -> None:
+    def __init__(self, query: str, parts: list[np.ndarray], capacity: int, reader: Snapshot) -> None:
+        """`parts`: each segment's admitted set, in the snapshot's order."""
         self.query = query
-        self.count = bitset.count(bits)  # a popcount: a caller that wants only the count pays for nothing else
-        self._bits, self._capacity, self._reader = bits, capacity, reader
+        # Popcounts: a caller that wants only the count pays for nothing else (not even the join).
+        self.count = sum(bitset.count(b) for b in parts)
+        self._parts, self._capacity, self._reader = parts, capacity, reader
         self._docs: np.ndarray | None = None
 
     @property
     def docs(self) -> np.ndarray:
         """Internal document numbers, ascending (materialised on first use)."""
         if self._docs is None:
-            self._docs = bitset.to_ids(self._bits, self._capacity)
+            self._docs = bitset.to_ids(self._reader.join(self._parts), self._capacity)
         return self._docs
 
     @property
@@ -193,7 +195,7 @@ class Index:
     def match(self, query: str) -> Match:
         """Documents that satisfy the BQL `query` exactly. Raises BQLSyntaxError / BQLLimitError."""
         plans = self.plan(query)
-        return Match(plans.query, self.searcher.run(plans), self.snapshot.capacity, self.snapshot)
+        return Match(plans.query, self.searcher.segment_bits(plans), self.snapshot.capacity, self.snapshot)
 
     @_damage_guard
     def explain(self, query: str, doc_id: str) -> "Explanation":

@@ -124,3 +124,23 @@ def test_positional_leaves_filtered_to_candidates_answer_as_unfiltered(stdlib: s
     monkeypatch.setattr(evaluate, "_FILTER_MIN_POSITIONS", 1)
     monkeypatch.setattr(evaluate, "_FILTER_SHARE", 0)
     assert answers() == unfiltered and sum(map(len, unfiltered)) > 0
+
+
+def test_an_admitted_set_is_the_callers_own(stdlib_reader) -> None:
+    """A leaf may hand back a dense row as it is; what `run` returns is a fresh array all the same
+    (never the map, never the universe), so a caller that writes into it changes no later answer."""
+    from sieve.engine.bql import parse
+    from sieve.engine.plan import Plan
+
+    r = stdlib_reader
+    t = next(t for t in range(len(r.terms)) if r.dense_ptr[t + 1] > r.dense_ptr[t] and r.terms[t].decode().isalpha())
+    f = int(r.dense_field[int(r.dense_ptr[t])])
+    word, tag = r.terms[t].decode(), ["title", "section", "body", "author", "infobox"][f]
+    ev = Evaluator(r)
+    for query in (f"{word}[{tag}]", word, f"NOT {word}", f"{word} OR zzzznotaword"):
+        plan = Plan.of(parse(query), r)
+        first = ev.run(plan)
+        assert first.flags.writeable and not np.shares_memory(first, r.dense.a) and not np.shares_memory(first, ev.universe)
+        expected = first.copy()
+        first[:] = 0
+        assert np.array_equal(ev.run(plan), expected), query
