@@ -79,6 +79,12 @@ class Evaluator:
     def term(self, tid: int, fmask: int) -> np.ndarray:
         r = self.r
         acc, rest = None, fmask
+        # Where the postings to read are: all of the term's, unless rows and rest postings stand in.
+        docs_of, masks_of = r.post_doc, r.post_mask
+        lo, hi = int(r.post_ptr[tid]), int(r.post_ptr[tid + 1])
+        # Fields not asked for: postings there alone must be filtered out (by `rest`, which may also
+        # drop documents the rows below already hold).
+        unasked = ALL_MASK & ~fmask
         if r.dense_ptr is not None:
             a, b = int(r.dense_ptr[tid]), int(r.dense_ptr[tid + 1])
             if a < b:
@@ -95,16 +101,12 @@ class Evaluator:
                     return acc
                 if r.rest_ptr is not None:
                     # The postings in the fields without rows, each with those fields' mask only.
+                    docs_of, masks_of = r.rest_doc, r.rest_mask
                     lo, hi = int(r.rest_ptr[a]), int(r.rest_ptr[b])
-                    docs = r.rest_doc[lo:hi]
-                    if (ALL_MASK & ~covered) & ~rest:  # some of those fields are not asked for
-                        docs = docs[(r.rest_mask[lo:hi] & rest) != 0]
-                    bits = bitset.from_ids(docs, self.n)
-                    return bits if acc is None else acc | bits
-        lo, hi = int(r.post_ptr[tid]), int(r.post_ptr[tid + 1])
-        docs = r.post_doc[lo:hi]
-        if rest != ALL_MASK:
-            docs = docs[(r.post_mask[lo:hi] & rest) != 0]
+                    unasked = ALL_MASK & ~covered & ~rest
+        docs = docs_of[lo:hi]
+        if unasked:
+            docs = docs[(masks_of[lo:hi] & rest) != 0]
         bits = bitset.from_ids(docs, self.n)
         return bits if acc is None else acc | bits
 

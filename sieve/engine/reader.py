@@ -55,8 +55,6 @@ class StringTable(Sequence[bytes]):
     BLOCK = 64
 
     def __init__(self, blob: np.ndarray, off: np.ndarray) -> None:
-        self.blob = blob
-        self.off = off
         # Memoryviews slice in a fraction of a numpy slice's time: a lookup makes two.
         self._blobv, self._offv = memoryview(np.ascontiguousarray(blob)), memoryview(np.ascontiguousarray(off))
         self._n = len(off) - 1

@@ -246,10 +246,6 @@ class Searcher:
         """Each segment's admitted set (local numbers, live documents only)."""
         return [part.evaluator.run(plan) for part, plan in zip(self.parts, plans.parts)]
 
-    def run(self, plans: Plans) -> np.ndarray:
-        """The exact admitted set over the snapshot's internal numbers."""
-        return self.snapshot.join(self.segment_bits(plans))
-
     def pairs(self, plans: Plans) -> list[tuple[Plan, Evaluator]]:
         return [(plan, part.evaluator) for part, plan in zip(self.parts, plans.parts)]
 
