@@ -184,27 +184,45 @@ def test_kill_before_every_step_of_a_write(corpora: dict[str, Any], tmp_path: Pa
 # ------------------------------------------------------------------ kills at random moments
 
 
+def _span(build: Any) -> float:
+    """The shortest of three timed runs of `build(i)` (seconds): one slow run on a busy machine
+    must not stretch every delay past the end of the build."""
+    spans = []
+    for i in range(3):
+        t0 = time.perf_counter()
+        assert build(i) == "finished"
+        spans.append(time.perf_counter() - t0)
+    return min(spans)
+
+
+def _delays(rng: random.Random, span: float, n: int = 8) -> list[float]:
+    """`n` kill moments spread evenly over 0..1.2 spans, in a seeded random order: some land
+    early in the build and some after it, whatever the draw."""
+    fractions = [1.2 * (i + 0.5) / n for i in range(n)]
+    rng.shuffle(fractions)
+    return [f * span for f in fractions]
+
+
 @pytest.mark.slow
 def test_random_kills_of_fresh_and_forced_builds(corpora: dict[str, Any], tmp_path: Path) -> None:
     rng = random.Random(2024)
-    t0 = time.perf_counter()
-    assert fork_build(corpora["A"], tmp_path / "timed", force=False) == "finished"
-    span = time.perf_counter() - t0
+    fresh_span = _span(lambda i: fork_build(corpora["A"], tmp_path / f"timed{i}", force=False))
+    forced_span = _span(lambda i: fork_build(corpora["B" if i % 2 == 0 else "A"], tmp_path / "timed0", force=True))
     known = {"A": corpora["A?"], "B": corpora["B?"]}
     outcomes: Counter[str] = Counter()
     fresh = tmp_path / "fresh" / "idx"
     fresh.parent.mkdir()
-    for _ in range(8):
-        fork_build(corpora["A"], fresh, force=False, delay=rng.uniform(0, 1.2 * span))
+    for delay in _delays(rng, fresh_span):
+        fork_build(corpora["A"], fresh, force=False, delay=delay)
         s = state(fresh, {"A": corpora["A?"]})
         outcomes["fresh " + s] += 1
         if s != "absent":
             shutil.rmtree(fresh)
     target, have = tmp_path / "forced", "A"
     sieve.build_index(corpora["A"], target, jobs=1)
-    for _ in range(8):
+    for delay in _delays(rng, forced_span):
         want = _other(have)
-        fork_build(corpora[want], target, force=True, delay=rng.uniform(0, 1.2 * span))
+        fork_build(corpora[want], target, force=True, delay=delay)
         s = state(target, known)
         assert s in (have, want)
         outcomes["force " + ("old" if s == have else "new")] += 1
