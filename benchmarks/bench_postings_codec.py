@@ -9,7 +9,8 @@ segment of INDEX:
   differences in the narrowest of u8/u16/u32/u64, the last count % 128 raw), decoded whole by
   `BlockPositions.all` with nothing kept;
 - term width: each term's first document raw and its differences in the narrowest width that
-  holds the term's largest gap, decoded by one running sum.
+  holds the term's largest gap, decoded by one running sum;
+- split 16: sieve.engine.docids (the low 16 bits of each id, the high bits once per run).
 For each: bytes, and the median over bench_engine's term-class words of the best of 30 warm
 `bitset.from_ids(docs)` (what a term leaf does with its postings). Prints a table and writes
 `results/postings-codec.json`. Nothing here is used by sieve; it decides what to build next.
@@ -33,6 +34,7 @@ sys.path.insert(0, str(HERE.parent))
 
 import sieve  # noqa: E402
 from sieve.engine import bitset  # noqa: E402
+from sieve.engine.docids import SplitIds, split  # noqa: E402
 from sieve.engine.positions import WIDTHS, BlockPositions, encode  # noqa: E402
 from bench_engine import Sampler, to_bql  # noqa: E402
 
@@ -99,10 +101,13 @@ def main() -> int:
     blocks = BlockPositions(ptr, blocks_ptr, enc.first.astype(docs.dtype), enc.dir, rows, enc.tail.astype(docs.dtype), 0)
     blocks_bytes = 4 * (len(enc.first) + len(enc.dir) + len(enc.tail) + 2 * len(ptr)) + sum(x.nbytes for x in rows)
     width = TermWidth(docs, ptr)
+    low, starts, highs = split(docs)
+    split16 = SplitIds(low, starts, highs)
     codecs: dict[str, tuple[int, Callable[[int], np.ndarray]]] = {
         "raw": (docs.nbytes + 4 * len(ptr), lambda t: docs[ptr[t] : ptr[t + 1]]),
         "blocks": (blocks_bytes, blocks.all),
         "term width": (width.nbytes, width.all),
+        "split 16": (low.nbytes + 4 * len(starts) + highs.nbytes + 4 * len(ptr), lambda t: split16[ptr[t] : ptr[t + 1]]),
     }
     sampler = Sampler(index, 7)
     times: dict[str, list[float]] = {name: [] for name in codecs}

@@ -10,14 +10,14 @@ from typing import Any, Sequence
 
 import numpy as np
 
-from sieve.engine import storage
+from sieve.engine import docids, storage
 from sieve.engine.analysis import ANALYZER_ID
 from sieve.engine.positions import BLOCK, BLOCK_FILES, RAW_FILES, BlockPositions, RawPositions
 from sieve.engine.store import CODEC, BlockReader, RawStream
 from sieve.errors import IndexDamagedError, IndexFormatError
 
 FILES = (
-    "terms.blob.sva", "terms.off.sva", "post.ptr.sva", "post.doc.sva", "post.tf.sva", "post.mask.sva",
+    "terms.blob.sva", "terms.off.sva", "post.ptr.sva", "post.tf.sva", "post.mask.sva",
     "post.tf.big.idx.sva", "post.tf.big.val.sva", "post.ttf.sva", "post.ttf.big.idx.sva", "post.ttf.big.val.sva",
     "pos.ptr.sva", "unit.start.sva", "unit.field.sva", "unit.section.sva",
     "doc.units.sva", "doc.date.sva", "doc.flen.sva", "doc.len.sva", "store.meta.sva", "store.meta.off.sva",
@@ -30,9 +30,16 @@ DENSE_FILES = ("post.bits.sva", "post.bits.ptr.sva", "post.bits.field.sva")
 STORE_FILES = ("store.meta.blocks.sva", "store.text.blocks.sva")
 # Written since format 6: the postings of terms with dense rows in their other fields. A segment
 # without them reads all of such a term's postings when a leaf reaches past its rows.
-REST_FILES = ("post.rest.ptr.sva", "post.rest.doc.sva", "post.rest.mask.sva")
+REST_FILES = ("post.rest.ptr.sva", "post.rest.mask.sva")
+# Document ids of postings (`post.doc`) and of rest postings (`post.rest.doc`): split in two
+# (sieve.engine.docids) since format 7, one raw int32 array (`{prefix}.sva`) before.
 # Positions: in blocks since format 5, one raw array before.
-WRITTEN = FILES + DENSE_FILES + REST_FILES + STORE_FILES + BLOCK_FILES  # what this version writes in a segment
+WRITTEN = FILES + docids.files("post.doc") + DENSE_FILES + REST_FILES + docids.files("post.rest.doc") + STORE_FILES + BLOCK_FILES  # what this version writes in a segment
+
+
+def _id_files(prefix: str, files: dict[str, Any]) -> tuple[str, ...]:
+    """The files that hold the document ids stored under `prefix` in a segment listing `files`."""
+    return docids.files(prefix) if prefix + ".low.sva" in files else (prefix + ".sva",)
 
 
 def search_sorted(arr: Any, values: Any, side: str = "left") -> np.ndarray:
@@ -135,7 +142,10 @@ class IndexReader:
         if not isinstance(files, dict):
             raise IndexDamagedError(label + storage.MANIFEST, "has no file list")
         a: dict[str, storage.ArrayFile] = {}
-        names = FILES + tuple(n for group in (DENSE_FILES, REST_FILES, STORE_FILES) if any(n in files for n in group) for n in group)
+        names = FILES + _id_files("post.doc", files) + tuple(n for group in (DENSE_FILES, REST_FILES) if any(n in files for n in group) for n in group)
+        if any(n in files for n in REST_FILES):
+            names += _id_files("post.rest.doc", files)
+        names += STORE_FILES if any(n in files for n in STORE_FILES) else ()
         names += BLOCK_FILES if any(n in files for n in BLOCK_FILES) else RAW_FILES
         for name in names:
             entry = files.get(name)
@@ -146,7 +156,7 @@ class IndexReader:
         # The tables sample every 64th entry when opened: verified whole, then read as plain arrays.
         self.terms = StringTable(a["terms.blob.sva"].whole(), a["terms.off.sva"].whole())
         self.text_df = a["terms.df.sva"]  # documents with the term in title, headings or body
-        self.post_ptr, self.post_doc, self.post_mask = a["post.ptr.sva"], a["post.doc.sva"], a["post.mask.sva"]
+        self.post_ptr, self.post_doc, self.post_mask = a["post.ptr.sva"], self._ids(a, "post.doc"), a["post.mask.sva"]
         self._tf = (a["post.tf.sva"], a["post.tf.big.idx.sva"], a["post.tf.big.val.sva"])
         self._ttf = (a["post.ttf.sva"], a["post.ttf.big.idx.sva"], a["post.ttf.big.val.sva"])
         self.pos_ptr = a["pos.ptr.sva"]
@@ -166,7 +176,7 @@ class IndexReader:
         # a segment written before format 6, whose leaves read all the postings instead.
         self.rest_ptr = self.rest_doc = self.rest_mask = None
         if "post.rest.ptr.sva" in a:
-            self.rest_ptr, self.rest_doc, self.rest_mask = a["post.rest.ptr.sva"].whole(), a["post.rest.doc.sva"], a["post.rest.mask.sva"]
+            self.rest_ptr, self.rest_doc, self.rest_mask = a["post.rest.ptr.sva"].whole(), self._ids(a, "post.rest.doc"), a["post.rest.mask.sva"]
         self.files = a
         if "pos.data.sva" in a:
             self.pos: RawPositions | BlockPositions = RawPositions(a["pos.ptr.sva"], a["pos.data.sva"])
@@ -193,6 +203,14 @@ class IndexReader:
         # Every hit needs its headings (matched sections by name, card outlines, one section's read);
         # a tuple is immutable, so sharing it between callers is safe.
         self.headings = functools.lru_cache(maxsize=1 << 13)(self._headings)
+
+    @staticmethod
+    def _ids(a: dict[str, storage.ArrayFile], prefix: str) -> Any:
+        """The document ids under `prefix`: sliced as an int array either way (`ids[lo:hi]`)."""
+        if prefix + ".sva" in a:
+            return a[prefix + ".sva"]
+        low, runs, high = docids.files(prefix)
+        return docids.SplitIds(a[low], a[runs].whole(), a[high].whole())
 
     def _pos_ptr_verified(self, arr: np.ndarray) -> None:
         self.pos_ptr = self.pos.ptr = arr
@@ -221,6 +239,9 @@ class IndexReader:
             checks += [("post.bits.ptr.sva", len(self.dense_ptr) == t + 1 and int(self.dense_ptr[-1]) == rows and bool(np.all(np.diff(self.dense_ptr.astype(np.int64)) >= 0))),
                        ("post.bits.sva", len(self.dense) == rows and (rows == 0 or self.dense.shape[1] == (n + 63) // 64)),
                        ("post.bits.field.sva", bool(np.all(self.dense_field < 8)))]
+        for prefix, ids in (("post.doc", self.post_doc), ("post.rest.doc", self.rest_doc)):
+            if isinstance(ids, docids.SplitIds):
+                checks.append((prefix + ".runs.sva", ids.consistent(n)))
         if self.rest_ptr is not None:
             ends = self.rest_ptr.astype(np.int64)
             checks += [("post.rest.ptr.sva", self.dense is not None and len(ends) == len(self.dense_field) + 1 and int(ends[0]) == 0

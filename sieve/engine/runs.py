@@ -18,7 +18,7 @@ from typing import Any, Callable
 
 import numpy as np
 
-from sieve.engine import storage
+from sieve.engine import docids, storage
 from sieve.engine.fields import Field
 from sieve.engine.positions import PositionsWriter
 
@@ -120,7 +120,8 @@ class Runs:
         pos_count = np.zeros(n_terms, dtype=np.int64)
         text_df = np.zeros(n_terms, dtype=np.int64)
         writers = {name: storage.ArrayWriter(gen_dir / f"{name}.sva", dtype) for name, dtype in
-                   (("post.doc", np.int32), ("post.mask", np.uint8), ("post.tf", np.uint8), ("post.ttf", np.uint8))}
+                   (("post.mask", np.uint8), ("post.tf", np.uint8), ("post.ttf", np.uint8))}
+        doc_writer = docids.SplitIdsWriter(gen_dir, "post.doc")
         positions = PositionsWriter(gen_dir, pos_dtype, total_positions)
         big: dict[str, tuple[list[np.ndarray], list[np.ndarray]]] = {"post.tf": ([], []), "post.ttf": ([], [])}
         done = 0  # postings written so far (the big counts' indices are global)
@@ -145,7 +146,7 @@ class Runs:
             np.cumsum(tf[:-1], out=starts[1:])
             lens = tf[perm].astype(np.int64)
             idx = np.repeat(starts[perm] - np.concatenate(([0], np.cumsum(lens)[:-1])), lens) + np.arange(int(lens.sum()))
-            writers["post.doc"].append(np.concatenate(parts["doc"])[perm])
+            doc_writer.append(np.concatenate(parts["doc"])[perm])
             writers["post.mask"].append(np.concatenate(parts["mask"])[perm])
             ttf = np.concatenate(parts["ttf"])[perm]
             for name, counts in (("post.tf", tf[perm]), ("post.ttf", ttf)):
@@ -162,6 +163,7 @@ class Runs:
             pos_count[a:b] += chunk_positions
             text_df[a:b] += np.bincount(k[ttf > 0], minlength=b - a)
         entries = {f"{name}.sva": w.close() for name, w in writers.items()}
+        entries.update(doc_writer.close())
         entries.update(positions.close())
         for name, (where, values) in big.items():
             entries[f"{name}.big.idx.sva"] = storage.write_array(gen_dir / f"{name}.big.idx.sva", np.concatenate(where or [np.zeros(0, np.int64)]), np.int64)

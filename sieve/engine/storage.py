@@ -39,9 +39,10 @@ except ImportError:  # not POSIX: builds are not locked against each other
 FORMAT_NAME = "sieve-index"
 # 3: a generation is a commit point listing segments (docs/index-format.md); 4: segments also
 # hold dense rows and a compressed document store (a version 3 segment is read without them);
-# 5: positions in blocks; 6: the rest postings of terms with dense rows.
-FORMAT_VERSION = 6
-SUPPORTED_VERSIONS = (2, 3, 4, 5, 6)  # 2: a generation is one segment, read as a commit of that segment alone
+# 5: positions in blocks; 6: the rest postings of terms with dense rows; 7: postings' document
+# ids in two bytes (sieve.engine.docids).
+FORMAT_VERSION = 7
+SUPPORTED_VERSIONS = (2, 3, 4, 5, 6, 7)  # 2: a generation is one segment, read as a commit of that segment alone
 ARRAY_VERSION = 2  # the array file layout, unchanged since format 2
 
 ARRAY_MAGIC = b"SIEVEARR"

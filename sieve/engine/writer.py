@@ -14,7 +14,7 @@ from typing import Any
 
 import numpy as np
 
-from sieve.engine import bitset, storage
+from sieve.engine import bitset, docids, storage
 from sieve.engine.analysis import ANALYZER_ID
 from sieve.engine.batch import NO_DATE, AnalyzedBatch, Vocabulary
 from sieve.engine.fields import Field
@@ -166,11 +166,12 @@ class IndexWriter:
         """`post.bits*`: a bitset per frequent (term, field), read back from the postings just written;
         `post.rest*`: for each term with rows, its postings in the fields without one (what a leaf
         over fields beyond the rows must still read, instead of every posting of a frequent term)."""
-        ptr, docs, masks = (storage.open_array(self.dir / n, n, self.entries[n]) for n in ("post.ptr.sva", "post.doc.sva", "post.mask.sva"))
+        ptr, masks = (storage.open_array(self.dir / n, n, self.entries[n]) for n in ("post.ptr.sva", "post.mask.sva"))
+        docs = docids.open_ids(self.dir, "post.doc", self.entries)
         starts = np.asarray(ptr, dtype=np.int64)
         need = max(-(-n_docs // DENSE_FRACTION), DENSE_MIN)
         rows = storage.ArrayWriter(self.dir / "post.bits.sva", np.uint64, columns=bitset.words(n_docs))
-        rest_doc = storage.ArrayWriter(self.dir / "post.rest.doc.sva", np.int32)
+        rest_doc = docids.SplitIdsWriter(self.dir, "post.rest.doc")
         rest_mask = storage.ArrayWriter(self.dir / "post.rest.mask.sva", np.uint8)
         row_ptr = np.zeros(len(starts), dtype=np.int64)
         rest_ptr = [0]  # at every row boundary: a term's rest runs from its first row's entry to its last's
@@ -199,7 +200,7 @@ class IndexWriter:
         self.entries["post.bits.sva"] = rows.close()
         self._put_offsets("post.bits.ptr.sva", row_ptr)
         self._put("post.bits.field.sva", np.frombuffer(fields, dtype=np.uint8))
-        self.entries["post.rest.doc.sva"] = rest_doc.close()
+        self.entries.update(rest_doc.close())
         self.entries["post.rest.mask.sva"] = rest_mask.close()
         self._put_offsets("post.rest.ptr.sva", rest_ptr)
 
@@ -257,7 +258,7 @@ class IndexWriter:
             n_postings = len(p.doc)
             self._put_offsets("post.ptr.sva", post_ptr)
             self._put("terms.df.sva", text_df)
-            self._put("post.doc.sva", p.doc, np.int32)
+            self.entries.update(docids.write(self.dir, "post.doc", p.doc))
             self._put_counts("post.tf", p.tf)
             self._put_counts("post.ttf", p.ttf)
             self._put("post.mask.sva", p.mask, np.uint8)

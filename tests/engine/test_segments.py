@@ -130,12 +130,12 @@ def test_a_commit_adds_one_segment_and_rewrites_none(tmp_path: Path) -> None:
     index, live = many_segments(tmp_path / "ix", r, commits=3)
     names = [s.name for s in index.segments]
     assert names == ["seg-000001", "seg-000002", "seg-000003", "seg-000004"]
-    stamps = {s.name: (s.reader.dir / "post.doc.sva").stat().st_mtime_ns for s in index.segments}
+    stamps = {s.name: (s.reader.dir / "post.mask.sva").stat().st_mtime_ns for s in index.segments}
     with index.writer(policy=NEVER) as w:
         w.delete(live[0]["id"])
     again = index.reopen()
     assert [s.name for s in again.segments] == names  # a delete writes a deletion bitset, no segment
-    assert {s.name: (s.reader.dir / "post.doc.sva").stat().st_mtime_ns for s in again.segments} == stamps
+    assert {s.name: (s.reader.dir / "post.mask.sva").stat().st_mtime_ns for s in again.segments} == stamps
     assert sorted(p.name for p in (tmp_path / "ix").iterdir()) == ["CURRENT", "gen-000005", *names]
     gen = sorted((tmp_path / "ix" / "gen-000005").iterdir())
     assert [p.name for p in gen] == ["manifest.json"] + sorted(f"{n}.del.sva" for n in names if n != "seg-000004")[: len(gen) - 1]
@@ -471,9 +471,11 @@ def test_segments_whose_numbers_leave_no_gap_still_share_statistics(tmp_path: Pa
 
 
 def _as_format(root: Path, version: int) -> None:
-    """Rewrite the one segment of `root` as format `version` (3, 4 or 5) wrote it: no rest postings
-    (all); positions as one raw array (3, 4); the document store uncompressed and no dense rows
-    (3). The commit is rewritten to list the changed segment manifest."""
+    """Rewrite the one segment of `root` as format `version` (3 to 6) wrote it: document ids as
+    raw int32 arrays (all); no rest postings (3 to 5); positions as one raw array (3, 4); the
+    document store uncompressed and no dense rows (3). The commit is rewritten to list the changed
+    segment manifest."""
+    from sieve.engine import docids
     from sieve.engine.positions import BLOCK_FILES
     from sieve.engine.reader import DENSE_FILES, REST_FILES, STORE_FILES
     from sieve.engine.segments import manifest_crc
@@ -485,7 +487,13 @@ def _as_format(root: Path, version: int) -> None:
     dtype = seg.pos.first.dtype
     body = json.loads((seg.dir / storage.MANIFEST).read_text())
     body.pop("checksum")
-    gone = REST_FILES + (BLOCK_FILES if version < 5 else ()) + (DENSE_FILES + STORE_FILES if version == 3 else ())
+    for prefix, ids in (("post.doc", seg.post_doc), ("post.rest.doc", seg.rest_doc)):
+        raw = np.asarray(ids).astype(np.int32)
+        for name in docids.files(prefix):
+            (seg.dir / name).unlink()
+            del body["files"][name]
+        body["files"][prefix + ".sva"] = storage.write_array(seg.dir / (prefix + ".sva"), raw, np.int32)
+    gone = (REST_FILES + ("post.rest.doc.sva",) if version < 6 else ()) + (BLOCK_FILES if version < 5 else ()) + (DENSE_FILES + STORE_FILES if version == 3 else ())
     for name in gone:
         (seg.dir / name).unlink()
         del body["files"][name]
@@ -504,11 +512,12 @@ def _as_format(root: Path, version: int) -> None:
     storage.write_manifest(index.generation, commit)
 
 
-@pytest.mark.parametrize("version", [3, 4, 5])
+@pytest.mark.parametrize("version", [3, 4, 5, 6])
 def test_an_older_segment_is_read_merged_and_written(tmp_path: Path, version: int) -> None:
     """A segment of format 3 (no dense rows, the store uncompressed, raw positions), 4 (raw
-    positions) or 5 (no rest postings) answers as a fresh build; after a write it sits beside a
-    segment of this format, and a merge rewrites it in this format."""
+    positions), 5 (no rest postings) or 6 (raw document ids) answers as a fresh build; after a
+    write it sits beside a segment of this format, and a merge rewrites it in this format."""
+    from sieve.engine.docids import SplitIds
     from sieve.engine.positions import BlockPositions, RawPositions
 
     r = random.Random(5)
@@ -520,7 +529,8 @@ def test_an_older_segment_is_read_merged_and_written(tmp_path: Path, version: in
     old = sieve.open_index(root)
     reader = old.segments[0].reader
     assert isinstance(reader.pos, RawPositions if version < 5 else BlockPositions) and old.check()
-    assert (reader.dense is None) == (version == 3) and ("store.text.blocks.sva" in reader.files) == (version > 3) and reader.rest_ptr is None
+    assert (reader.dense is None) == (version == 3) and ("store.text.blocks.sva" in reader.files) == (version > 3) and (reader.rest_ptr is None) == (version < 6)
+    assert "post.doc.sva" in reader.files and not isinstance(reader.post_doc, SplitIds)
     same_answers(old, docs, r, queries=20)
     assert old.match("heat").count == 40 and old.match('"heat wave"').count == 40 and old.match("NEAR/2(heat, wave)").count == 40
     with old.writer(policy=NEVER) as w:
@@ -535,5 +545,6 @@ def test_an_older_segment_is_read_merged_and_written(tmp_path: Path, version: in
     assert len(merged.segments) == 1 and "store.text.blocks.sva" in merged.segments[0].reader.files
     assert isinstance(merged.segments[0].reader.pos, BlockPositions) and len(merged.segments[0].reader.pos.first) > 0
     assert merged.segments[0].reader.rest_ptr is not None and merged.manifest["version"] == storage.FORMAT_VERSION
+    assert isinstance(merged.segments[0].reader.post_doc, SplitIds) and isinstance(merged.segments[0].reader.rest_doc, SplitIds)
     same_answers(merged, live, r, queries=20)
     assert merged.check()

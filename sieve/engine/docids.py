@@ -1,0 +1,158 @@
+"""Document ids in two bytes each: the low 16 bits per posting, the high bits once per run.
+
+A list of postings is term-major and, within a term, ascending by document, so the high bits
+(document id >> 16) stay the same over long runs: one run per term in a segment of at most 65,536
+documents, at most one per 65,536-document stretch of a term's documents beyond that. Storing
+them once per run halves `post.doc` and keeps every slice decodable on its own, in a few numpy
+calls, with no block to skip into: a term's postings, a prefix's range of terms, any `[a:b]`.
+
+Files, for a prefix such as `post.doc`:
+- `{prefix}.low.sva`: uint16, one per posting;
+- `{prefix}.runs.sva`: where each run starts (ascending, the first at 0; u32 or i64);
+- `{prefix}.high.sva`: int32, each run's high bits.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from sieve.engine import storage
+
+LOW_BITS = 16
+LOW_MASK = (1 << LOW_BITS) - 1
+SUFFIXES = (".low.sva", ".runs.sva", ".high.sva")
+# Past this many runs in one slice, one np.repeat builds the high bits instead of a loop per run.
+LOOP_RUNS = 8
+
+
+def files(prefix: str) -> tuple[str, ...]:
+    """The three file names that hold the ids stored under `prefix`."""
+    return tuple(prefix + s for s in SUFFIXES)
+
+
+def split(ids: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """(low bits, run starts, run highs) of non-negative `ids` (an id is below 2**31)."""
+    ids = np.asarray(ids, dtype=np.int64)
+    high = ids >> LOW_BITS
+    starts = np.flatnonzero(high[1:] != high[:-1]) + 1 if len(ids) else np.zeros(0, dtype=np.int64)
+    if len(ids):
+        starts = np.concatenate(([0], starts))
+    return (ids & LOW_MASK).astype(np.uint16), starts.astype(np.int64), high[starts].astype(np.int32)
+
+
+class SplitIdsWriter:
+    """Appends ids in pieces (runs continue across pieces) and writes the three files."""
+
+    def __init__(self, directory: Path, prefix: str) -> None:
+        self.dir, self.prefix = directory, prefix
+        self.low = storage.ArrayWriter(directory / f"{prefix}.low.sva", np.uint16)
+        self.starts: list[np.ndarray] = []
+        self.highs: list[np.ndarray] = []
+        self.count = 0
+        self.last_high = -1
+
+    def append(self, ids: np.ndarray) -> None:
+        if len(ids) == 0:
+            return
+        low, starts, highs = split(ids)
+        self.low.append(low)
+        if highs[0] == self.last_high:  # the previous piece's last run goes on
+            starts, highs = starts[1:], highs[1:]
+        self.starts.append(starts + self.count)
+        self.highs.append(highs)
+        self.count += len(low)
+        if len(highs):
+            self.last_high = int(highs[-1])
+
+    def close(self) -> dict[str, Any]:
+        """Write the files; returns their manifest entries by file name."""
+        low, runs, high = files(self.prefix)
+        starts = np.concatenate(self.starts) if self.starts else np.zeros(0, dtype=np.int64)
+        wide = len(starts) and int(starts[-1]) >= 2**32
+        return {
+            low: self.low.close(),
+            runs: storage.write_array(self.dir / runs, starts, np.int64 if wide else np.uint32),
+            high: storage.write_array(self.dir / high, np.concatenate(self.highs) if self.highs else np.zeros(0, np.int32), np.int32),
+        }
+
+
+def write(directory: Path, prefix: str, ids: np.ndarray) -> dict[str, Any]:
+    """Write `ids` under `prefix` at once; returns the files' manifest entries."""
+    w = SplitIdsWriter(directory, prefix)
+    w.append(ids)
+    return w.close()
+
+
+def open_ids(directory: Path, prefix: str, entries: dict[str, Any]) -> "SplitIds":
+    """Read back what `write` or a `SplitIdsWriter` wrote (`entries`: their manifest entries)."""
+    low, runs, high = (storage.open_array(directory / n, n, entries[n]) for n in files(prefix))
+    return SplitIds(low, runs.whole(), high.whole())
+
+
+class SplitIds:
+    """Read side: `ids[a:b]` is a fresh array (numpy's index type, what scatters and gathers take fastest) of the ids in postings a..b-1."""
+
+    def __init__(self, low: Any, starts: Any, highs: Any) -> None:
+        self.low = low
+        self._n = len(low)
+        if isinstance(low, storage.ArrayFile):  # a checked memory map: read it plainly once verified
+            if low.verified:
+                self.low = low.a
+            else:
+                low.on_verified = self._plain
+        self.starts = np.asarray(starts, dtype=np.int64)
+        self.highs = np.asarray(highs, dtype=np.int32)
+        self.dtype = np.dtype(np.intp)
+        # One run of zeros (every segment of at most 65,536 documents): the low bits are the ids.
+        self._flat = len(self.highs) == 0 or (len(self.highs) == 1 and int(self.highs[0]) == 0)
+
+    def consistent(self, n_docs: int) -> bool:
+        """Whether the runs tile the postings and every id they make is below `n_docs`."""
+        st, hi = self.starts, self.highs
+        if len(st) != len(hi) or (len(st) == 0) != (self._n == 0):
+            return False
+        if len(st) == 0:
+            return True
+        return (int(st[0]) == 0 and int(st[-1]) < self._n and bool(np.all(np.diff(st) > 0))
+                and int(hi.min()) >= 0 and int(hi.max()) <= max(n_docs - 1, 0) >> LOW_BITS)
+
+    def _plain(self, arr: np.ndarray) -> None:
+        self.low = arr
+
+    def __len__(self) -> int:
+        return self._n
+
+    def __getitem__(self, key: slice) -> np.ndarray:
+        a, b, step = key.indices(self._n)
+        if step != 1:
+            raise ValueError("document ids are read by contiguous slices")
+        out = self.low[a:b].astype(np.intp)
+        if self._flat or b <= a:
+            return out
+        starts = self.starts
+        i = int(starts.searchsorted(a, "right")) - 1  # the run that holds posting a
+        j = int(starts.searchsorted(b))  # runs i..j-1 cover postings a..b-1
+        if j - i == 1:
+            h = int(self.highs[i])
+            if h:
+                out |= h << LOW_BITS
+        elif j - i <= LOOP_RUNS:
+            for k in range(i, j):
+                h = int(self.highs[k])
+                if h:
+                    out[max(int(starts[k]) - a, 0) : (int(starts[k + 1]) - a if k + 1 < j else b - a)] |= h << LOW_BITS
+        else:
+            cuts = starts[i + 1 : j] - a
+            lens = np.diff(np.concatenate(([0], cuts, [b - a])))
+            out |= np.repeat(self.highs[i:j].astype(np.intp) << LOW_BITS, lens)
+        return out
+
+    def whole(self) -> np.ndarray:
+        return self[0 : self._n]
+
+    def __array__(self, dtype: Any = None, copy: Any = None) -> np.ndarray:
+        out = self.whole()
+        return out if dtype is None else out.astype(dtype)
