@@ -105,6 +105,7 @@ class SplitIds:
                 low.on_verified = self._plain
         self.starts = np.asarray(starts, dtype=np.int64)
         self.highs = np.asarray(highs, dtype=np.int32)
+        self._shifted = self.highs.astype(np.intp) << LOW_BITS  # what each run adds to its low bits
         self.dtype = np.dtype(np.intp)
         # One run of zeros (every segment of at most 65,536 documents): the low bits are the ids.
         self._flat = len(self.highs) == 0 or (len(self.highs) == 1 and int(self.highs[0]) == 0)
@@ -126,28 +127,33 @@ class SplitIds:
         return self._n
 
     def __getitem__(self, key: slice) -> np.ndarray:
-        a, b, step = key.indices(self._n)
-        if step != 1:
-            raise ValueError("document ids are read by contiguous slices")
+        a, b = key.start, key.stop
+        if type(a) is not int or type(b) is not int or not 0 <= a <= b <= self._n or key.step is not None:
+            a, b, step = key.indices(self._n)
+            if step != 1:
+                raise ValueError("document ids are read by contiguous slices")
+            b = max(a, b)
         out = self.low[a:b].astype(np.intp)
-        if self._flat or b <= a:
+        if self._flat or a == b:
             return out
-        starts = self.starts
-        i = int(starts.searchsorted(a, "right")) - 1  # the run that holds posting a
-        j = int(starts.searchsorted(b))  # runs i..j-1 cover postings a..b-1
-        if j - i == 1:
-            h = int(self.highs[i])
-            if h:
-                out |= h << LOW_BITS
-        elif j - i <= LOOP_RUNS:
-            for k in range(i, j):
-                h = int(self.highs[k])
-                if h:
-                    out[max(int(starts[k]) - a, 0) : (int(starts[k + 1]) - a if k + 1 < j else b - a)] |= h << LOW_BITS
-        else:
-            cuts = starts[i + 1 : j] - a
-            lens = np.diff(np.concatenate(([0], cuts, [b - a])))
-            out |= np.repeat(self.highs[i:j].astype(np.intp) << LOW_BITS, lens)
+        # Every call pays for what follows, so it stays in scalar steps: most slices (a term's
+        # postings) lie in one run or two.
+        starts, shifted = self.starts, self._shifted
+        k = int(starts.searchsorted(a, "right")) - 1  # the run that holds posting a
+        n, last, edge = b - a, len(starts) - 1, 0
+        for _ in range(LOOP_RUNS):
+            stop = n if k == last or starts[k + 1] >= b else int(starts[k + 1]) - a
+            if shifted[k]:
+                part = out[edge:stop]
+                np.add(part, shifted[k], out=part)
+            if stop == n:
+                return out
+            edge, k = stop, k + 1
+        # Many runs (a long prefix's postings, say): the rest at once.
+        j = int(starts.searchsorted(b))
+        lens = np.diff(np.concatenate(([edge], starts[k + 1 : j] - a, [n])))
+        part = out[edge:]
+        np.add(part, np.repeat(shifted[k:j], lens), out=part)
         return out
 
     def whole(self) -> np.ndarray:

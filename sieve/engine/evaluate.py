@@ -149,8 +149,10 @@ class Evaluator:
         idx = np.repeat(starts_k - np.concatenate(([0], np.cumsum(tf_k)[:-1])), tf_k) + np.arange(total)
         return self.r.pos.at(tid, idx)
 
-    def _docs_of(self, positions: np.ndarray, fmask: int) -> np.ndarray:
-        units = self.r.units_of(positions)
+    def _docs_of(self, positions: np.ndarray, fmask: int, units: np.ndarray | None = None) -> np.ndarray:
+        """The documents of matches at `positions` (in `units`, when already looked up) in fields `fmask`."""
+        if units is None:
+            units = self.r.units_of(positions)
         if fmask != ALL_MASK:
             units = units[((np.uint8(1) << self.r.unit_field[units]) & fmask) != 0]
         return bitset.from_ids(self.r.docs_of_units(units), self.n)
@@ -167,18 +169,21 @@ class Evaluator:
                 break
             target = start + start.dtype.type(i)
             pos = self.r.pos.covering(tids[i], target, target)  # only the blocks that can hold a target
+            if not len(pos):
+                start = start[:0]
+                break
             at = np.searchsorted(pos, target)
-            ok = at < len(pos)
-            ok[ok] = pos[at[ok]] == target[ok]
-            start = start[ok]
+            np.minimum(at, len(pos) - 1, out=at)  # past the end: compared with the last, which is smaller
+            start = start[pos[at] == target]
         return self._docs_of(start, fmask)
 
     def near(self, ta: int, tb: int, n: int, fmask: int, cands: np.ndarray | None) -> np.ndarray:
         if ta == tb:
             pa = self._positions(ta, cands)
             close = np.flatnonzero(np.diff(pa.astype(np.int64)) <= n)
-            same = self.r.units_of(pa[close]) == self.r.units_of(pa[close + 1])
-            return self._docs_of(pa[close[same]], fmask)
+            units = self.r.units_of(pa[close])
+            same = units == self.r.units_of(pa[close + 1])
+            return self._docs_of(pa[close[same]], fmask, units[same])
         if self.r.position_count(ta) > self.r.position_count(tb):  # search the shorter list in the longer one
             ta, tb = tb, ta
         pa = self._positions(ta, cands)
@@ -198,6 +203,7 @@ class Evaluator:
         left = left[wide[left] - pb[at[left] - 1].astype(np.int64) <= n]
         mine = np.concatenate([right, left])
         theirs = np.concatenate([at[right], at[left] - 1])
-        same = self.r.units_of(pa[mine]) == self.r.units_of(pb[theirs])
-        return self._docs_of(pa[mine[same]], fmask)
+        units = self.r.units_of(pa[mine])
+        same = units == self.r.units_of(pb[theirs])
+        return self._docs_of(pa[mine[same]], fmask, units[same])
 
