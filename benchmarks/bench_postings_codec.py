@@ -2,15 +2,16 @@
 
     python benchmarks/bench_postings_codec.py INDEX [--queries 200]
 
-`post.doc` is raw int32 today (23.6 MB of man-sections' 87.5 MB index). Compared here, on the first
-segment of INDEX:
+`post.doc` was raw int32 up to format 6 (23.6 MB of man-sections' 87.5 MB index); format 7 stores
+the "split 16" codec below. Compared here, on the first segment of INDEX (of any format):
 - raw: a slice;
 - blocks: positions' codec (sieve.engine.positions.encode: 128 per block, each block's 127
   differences in the narrowest of u8/u16/u32/u64, the last count % 128 raw), decoded whole by
   `BlockPositions.all` with nothing kept;
 - term width: each term's first document raw and its differences in the narrowest width that
   holds the term's largest gap, decoded by one running sum;
-- split 16: sieve.engine.docids (the low 16 bits of each id, the high bits once per run).
+- split 16: sieve.engine.docids, what format 7 stores (the low 16 bits of each id, the high bits
+  once per run), sliced as a term leaf reads it.
 For each: bytes, and the median over bench_engine's term-class words of the best of 30 warm
 `bitset.from_ids(docs)` (what a term leaf does with its postings). Prints a table and writes
 `results/postings-codec.json`. Nothing here is used by sieve; it decides what to build next.
@@ -93,7 +94,7 @@ def main() -> int:
     index = sieve.open_index(args.index)
     r = index.segments[0].reader
     ptr = np.asarray(r.post_ptr, dtype=np.int64)
-    docs = np.asarray(r.post_doc)
+    docs = np.asarray(r.post_doc).astype(np.int32)  # raw, as formats 2 to 6 store it
     enc = encode(docs, np.diff(ptr))
     blocks_ptr = np.zeros(len(ptr), dtype=np.int64)
     blocks_ptr[1:] = np.cumsum(enc.blocks)
