@@ -274,7 +274,8 @@ class Index:
             return True
 
     def check(self) -> list[str]:
-        """Verify every byte of every file; returns the names checked, raises IndexDamagedError.
+        """Verify every byte of every file, and the values opening leaves to first use; returns
+        the names checked, raises IndexDamagedError.
 
         CURRENT and the manifests are read again, so damage done since the index was opened is
         found too. If a newer commit has retired this Index's (see `retired`), the files it still
@@ -286,6 +287,7 @@ class Index:
                 for name in seg.reader.files:
                     seg.reader.files[name].verify(seg.reader.manifest["files"][name]["crc32"])
                     names.append(name if len(snap.segments) == 1 else f"{seg.name}/{name}")
+                seg.reader.check_values()
             return names
         storage.current_generation(self.path)
         if storage.read_manifest(self.generation) != self.manifest:
@@ -297,6 +299,8 @@ class Index:
         for path, name, entry in snap.files():
             storage.verify_array(path, name, entry)
             names.append(name)
+        for seg in snap.segments:
+            seg.reader.check_values()
         from sieve.dense.store import verify_embeddings
 
         return names + verify_embeddings(self.path)

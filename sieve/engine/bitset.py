@@ -36,7 +36,7 @@ def from_ids(ids: np.ndarray, n: int) -> np.ndarray:
         return out
     flags = np.zeros(words(n) * 64, dtype=bool)
     # numpy scatters with an index array of its own index type at about twice the speed of
-    # postings' int32, conversion included.
+    # int32 (raw postings before format 7), conversion included; format 7 decodes to it directly.
     flags[np.asarray(ids, dtype=np.intp)] = True
     return from_bool(flags, n)
 

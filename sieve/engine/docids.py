@@ -20,6 +20,7 @@ from typing import Any
 import numpy as np
 
 from sieve.engine import storage
+from sieve.errors import IndexDamagedError
 
 LOW_BITS = 16
 LOW_MASK = (1 << LOW_BITS) - 1
@@ -89,13 +90,31 @@ def write(directory: Path, prefix: str, ids: np.ndarray) -> dict[str, Any]:
 def open_ids(directory: Path, prefix: str, entries: dict[str, Any]) -> "SplitIds":
     """Read back what `write` or a `SplitIdsWriter` wrote (`entries`: their manifest entries)."""
     low, runs, high = (storage.open_array(directory / n, n, entries[n]) for n in files(prefix))
-    return SplitIds(low, runs.whole(), high.whole())
+    return SplitIds(low, runs, high)
+
+
+def consistent(starts: np.ndarray, highs: np.ndarray, n_postings: int, n_docs: int) -> bool:
+    """Whether runs tile `n_postings` postings and every id they make is below `n_docs`."""
+    if len(starts) != len(highs) or (len(starts) == 0) != (n_postings == 0):
+        return False
+    if len(starts) == 0:
+        return True
+    return (int(starts[0]) == 0 and int(starts[-1]) < n_postings and bool(np.all(starts[1:] > starts[:-1]))
+            and int(highs.min()) >= 0 and int(highs.max()) <= max(n_docs - 1, 0) >> LOW_BITS)
 
 
 class SplitIds:
-    """Read side: `ids[a:b]` is a fresh array (numpy's index type, what scatters and gathers take fastest) of the ids in postings a..b-1."""
+    """Read side: `ids[a:b]` is a fresh array (numpy's index type, what scatters and gathers take
+    fastest) of the ids in postings a..b-1.
 
-    def __init__(self, low: Any, starts: Any, highs: Any) -> None:
+    The run tables are read (verified, if memory maps with checksums) and checked against
+    `n_docs` at the first slice, not when a segment opens: open time and memory stay what they
+    were with raw ids, and a segment never queried never reads them.
+    """
+
+    def __init__(self, low: Any, starts: Any, highs: Any, n_docs: int | None = None, label: str = "") -> None:
+        """`n_docs`: the segment's documents, to check the runs against (None: unchecked);
+        `label`: the run table's name in errors."""
         self.low = low
         self._n = len(low)
         if isinstance(low, storage.ArrayFile):  # a checked memory map: read it plainly once verified
@@ -103,22 +122,37 @@ class SplitIds:
                 self.low = low.a
             else:
                 low.on_verified = self._plain
-        self.starts = np.asarray(starts, dtype=np.int64)
-        self.highs = np.asarray(highs, dtype=np.int32)
-        self._shifted = self.highs.astype(np.intp) << LOW_BITS  # what each run adds to its low bits
+        self._sources = (starts, highs)
+        self.n_docs, self.label = n_docs, label
         self.dtype = np.dtype(np.intp)
-        # One run of zeros (every segment of at most 65,536 documents): the low bits are the ids.
-        self._flat = len(self.highs) == 0 or (len(self.highs) == 1 and int(self.highs[0]) == 0)
+        self.starts: np.ndarray | None = None
+        self.highs: np.ndarray | None = None
+        self._flat = False  # one run of zeros (a segment of at most 65,536 documents): set when loaded
+
+    def tables_agree(self) -> bool:
+        """Whether the run tables' lengths agree (what opening checks; values at first use)."""
+        starts, highs = self._sources
+        return len(starts) == len(highs) and (len(starts) == 0) == (self._n == 0)
 
     def consistent(self, n_docs: int) -> bool:
         """Whether the runs tile the postings and every id they make is below `n_docs`."""
-        st, hi = self.starts, self.highs
-        if len(st) != len(hi) or (len(st) == 0) != (self._n == 0):
-            return False
-        if len(st) == 0:
-            return True
-        return (int(st[0]) == 0 and int(st[-1]) < self._n and bool(np.all(np.diff(st) > 0))
-                and int(hi.min()) >= 0 and int(hi.max()) <= max(n_docs - 1, 0) >> LOW_BITS)
+        return consistent(np.asarray(self._sources[0]), np.asarray(self._sources[1]), self._n, n_docs)
+
+    def tables(self) -> tuple[np.ndarray, np.ndarray]:
+        """(where each run starts, its high bits), read and checked on first use."""
+        if self.starts is None:
+            return self._load()
+        assert self.highs is not None
+        return self.starts, self.highs
+
+    def _load(self) -> tuple[np.ndarray, np.ndarray]:
+        starts, highs = (np.asarray(a) for a in self._sources)  # a memory map is verified, not copied
+        if self.n_docs is not None and not consistent(starts, highs, self._n, self.n_docs):
+            raise IndexDamagedError(self.label, "its runs do not cover the postings in order, or make document numbers past the segment's last")
+        self._flat = len(highs) == 0 or (len(highs) == 1 and int(highs[0]) == 0)
+        self.highs, self._key = highs, starts.dtype.type
+        self.starts = starts  # set last: a thread that sees it sees the rest
+        return starts, highs
 
     def _plain(self, arr: np.ndarray) -> None:
         self.low = arr
@@ -134,26 +168,32 @@ class SplitIds:
                 raise ValueError("document ids are read by contiguous slices")
             b = max(a, b)
         out = self.low[a:b].astype(np.intp)
-        if self._flat or a == b:
+        if a == b:
+            return out
+        if self.starts is None:
+            self._load()
+        if self._flat:
             return out
         # Every call pays for what follows, so it stays in scalar steps: most slices (a term's
         # postings) lie in one run or two.
-        starts, shifted = self.starts, self._shifted
-        k = int(starts.searchsorted(a, "right")) - 1  # the run that holds posting a
+        starts, highs, key = self.starts, self.highs, self._key
+        # The key in the table's own type: numpy would otherwise convert the whole table per call.
+        k = int(starts.searchsorted(key(a), "right")) - 1  # the run that holds posting a
         n, last, edge = b - a, len(starts) - 1, 0
         for _ in range(LOOP_RUNS):
             stop = n if k == last or starts[k + 1] >= b else int(starts[k + 1]) - a
-            if shifted[k]:
+            h = int(highs[k])
+            if h:
                 part = out[edge:stop]
-                np.add(part, shifted[k], out=part)
+                np.add(part, h << LOW_BITS, out=part)
             if stop == n:
                 return out
             edge, k = stop, k + 1
         # Many runs (a long prefix's postings, say): the rest at once.
-        j = int(starts.searchsorted(b))
-        lens = np.diff(np.concatenate(([edge], starts[k + 1 : j] - a, [n])))
+        j = int(starts.searchsorted(key(b)))
+        lens = np.diff(np.concatenate(([edge], starts[k + 1 : j].astype(np.int64) - a, [n])))
         part = out[edge:]
-        np.add(part, np.repeat(shifted[k:j], lens), out=part)
+        np.add(part, np.repeat(highs[k:j].astype(np.intp) << LOW_BITS, lens), out=part)
         return out
 
     def whole(self) -> np.ndarray:

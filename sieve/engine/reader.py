@@ -204,13 +204,19 @@ class IndexReader:
         # a tuple is immutable, so sharing it between callers is safe.
         self.headings = functools.lru_cache(maxsize=1 << 13)(self._headings)
 
-    @staticmethod
-    def _ids(a: dict[str, storage.ArrayFile], prefix: str) -> Any:
+    def _ids(self, a: dict[str, storage.ArrayFile], prefix: str) -> Any:
         """The document ids under `prefix`: sliced as an int array either way (`ids[lo:hi]`)."""
         if prefix + ".sva" in a:
             return a[prefix + ".sva"]
         low, runs, high = docids.files(prefix)
-        return docids.SplitIds(a[low], a[runs].whole(), a[high].whole())
+        return docids.SplitIds(a[low], a[runs], a[high], self.n_docs, self.label + runs)
+
+    def check_values(self) -> None:
+        """The checks opening leaves to first use (the document ids' run tables, by value);
+        raises IndexDamagedError."""
+        for ids in (self.post_doc, self.rest_doc):
+            if isinstance(ids, docids.SplitIds):
+                ids.tables()
 
     def _pos_ptr_verified(self, arr: np.ndarray) -> None:
         self.pos_ptr = self.pos.ptr = arr
@@ -241,7 +247,7 @@ class IndexReader:
                        ("post.bits.field.sva", bool(np.all(self.dense_field < 8)))]
         for prefix, ids in (("post.doc", self.post_doc), ("post.rest.doc", self.rest_doc)):
             if isinstance(ids, docids.SplitIds):
-                checks.append((prefix + ".runs.sva", ids.consistent(n)))
+                checks.append((prefix + ".runs.sva", ids.tables_agree()))
         if self.rest_ptr is not None:
             ends = self.rest_ptr.astype(np.int64)
             checks += [("post.rest.ptr.sva", self.dense is not None and len(ends) == len(self.dense_field) + 1 and int(ends[0]) == 0

@@ -14,6 +14,7 @@ from hypothesis import strategies as st
 
 import sieve
 from sieve.engine import docids, storage
+from sieve.errors import IndexDamagedError
 
 
 def _postings(draw_terms: list[list[int]]) -> np.ndarray:
@@ -36,7 +37,7 @@ def test_every_slice_decodes_to_the_ids_written(tmp_path_factory: pytest.TempPat
         w.append(ids[i : i + piece])
     on_disk = docids.open_ids(d, "x", w.close())
     assert on_disk.consistent(int(ids.max(initial=0)) + 1)
-    assert np.array_equal(on_disk.starts, whole.starts) and np.array_equal(on_disk.highs, whole.highs)
+    assert all(np.array_equal(x, y) for x, y in zip(on_disk.tables(), whole.tables()))
     for got in (whole, on_disk):
         assert len(got) == len(ids) and np.array_equal(np.asarray(got), ids)
         for a, b in slices + [(0, len(ids)), (len(ids), len(ids))]:
@@ -53,13 +54,14 @@ def test_runs_are_few_and_continue_across_pieces(tmp_path: Path) -> None:
     for part in np.array_split(ids, 17):
         w.append(part)
     back = docids.open_ids(tmp_path, "p", w.close())
-    assert back.starts.tolist() == starts.tolist() and np.array_equal(back[0 : len(ids)], ids)
+    assert back.tables()[0].tolist() == starts.tolist() and np.array_equal(back[0 : len(ids)], ids)
 
 
 @pytest.mark.parametrize("damage, ok", [
     (lambda s, h: (s, h), True),
     (lambda s, h: (s[1:], h[1:]), False),  # the first run no longer starts at posting 0
     (lambda s, h: (s[::-1].copy(), h), False),  # runs out of order
+    (lambda s, h: (np.concatenate([s[:1], s[2:3], s[1:2], s[3:]]), h), False),  # two runs swapped, the first still at 0
     (lambda s, h: (s, h[:-1]), False),  # one high value short
     (lambda s, h: (s, h + 9), False),  # ids past the last document
 ])
@@ -67,7 +69,22 @@ def test_a_damaged_run_table_is_found(damage, ok: bool) -> None:
     ids = np.concatenate([np.arange(0, 140_000, 5), np.arange(3, 70_000, 11)])
     low, starts, highs = docids.split(ids)
     starts, highs = damage(starts, highs)
-    assert docids.SplitIds(low, starts, highs).consistent(140_000) == ok
+    for table in (starts, starts.astype(np.uint32)):  # as written: u32 (no wrap-around hides a descent)
+        assert docids.SplitIds(low, table, highs).consistent(140_000) == ok
+
+
+def test_a_damaged_run_table_fails_the_first_read_naming_it() -> None:
+    """A run table that passes its checksums but not the check (runs out of order) is refused
+    with the file's name when a slice first needs it: never a wrong id, never a traceback."""
+    ids = np.concatenate([np.arange(0, 140_000, 5), np.arange(3, 70_000, 11)])
+    low, starts, highs = docids.split(ids)
+    bad = docids.SplitIds(low, starts[::-1].copy(), highs, n_docs=140_000, label="seg-000001/post.doc.runs.sva")
+    assert bad.tables_agree()  # lengths agree: opening the segment finds nothing
+    with pytest.raises(IndexDamagedError) as info:
+        bad[10:20]
+    assert info.value.file == "seg-000001/post.doc.runs.sva" and "runs" in str(info.value)
+    good = docids.SplitIds(low, starts, highs, n_docs=140_000)
+    assert np.array_equal(good[10:20], ids[10:20])
 
 
 def test_ids_are_read_through_their_checked_map_then_plainly(tmp_path: Path) -> None:
@@ -105,9 +122,35 @@ def test_many_runs_answer_as_one(monkeypatch: pytest.MonkeyPatch, tmp_path: Path
             for rec in recs[200:]:
                 w.add(rec)
         ix = ix.reopen()
-        assert len(ix.segments) == 2 and len(ix.segments[0].reader.post_doc.starts) >= 100
+        assert len(ix.segments) == 2 and len(ix.segments[0].reader.post_doc.tables()[0]) >= 100
         assert answers(ix) == want
         ix.merge()
         merged = ix.reopen()
         assert len(merged.segments) == 1 and merged.check()
         assert answers(merged) == want
+
+
+def test_a_run_table_that_passes_its_checksums_but_not_its_check(tmp_path: Path) -> None:
+    """Written with valid checksums (as a buggy writer would), runs out of order open (lengths
+    agree), then `check()`, and `match` and `search` where they read postings, raise IndexDamagedError naming
+    the file."""
+    import json
+
+    from sieve.engine.segments import manifest_crc
+
+    root = tmp_path / "ix"
+    index = sieve.build_index([{"id": str(i), "title": f"word{i % 7} shared"} for i in range(300)], root)
+    seg = index.segments[0].reader
+    body = json.loads((seg.dir / storage.MANIFEST).read_text())
+    body.pop("checksum")
+    for name, values in (("post.doc.runs.sva", np.array([0, 0], np.uint32)), ("post.doc.high.sva", np.array([0, 0], np.int32))):
+        body["files"][name] = storage.write_array(seg.dir / name, values, values.dtype)
+    storage.write_manifest(seg.dir, body)
+    commit = json.loads((index.generation / storage.MANIFEST).read_text())
+    commit.pop("checksum")
+    commit["segments"][0]["manifest_crc32"] = manifest_crc(seg.dir)
+    storage.write_manifest(index.generation, commit)
+    for act in (lambda ix: ix.check(), lambda ix: ix.match("wor*"), lambda ix: ix.search("word3 OR word4")):
+        with pytest.raises(IndexDamagedError) as info:
+            act(sieve.open_index(root))
+        assert info.value.file.endswith("post.doc.runs.sva"), info.value
