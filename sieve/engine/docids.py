@@ -26,7 +26,9 @@ LOW_BITS = 16
 LOW_MASK = (1 << LOW_BITS) - 1
 SUFFIXES = (".low.sva", ".runs.sva", ".high.sva")
 # Past this many runs in one slice, one np.repeat builds the high bits instead of a loop per run.
-LOOP_RUNS = 8
+# At 10M documents most term slices span 13 runs (segments of 770k documents); match p50 (warm)
+# was 2.46 ms with the loop there against 2.75 with np.repeat.
+LOOP_RUNS = 16
 
 
 def files(prefix: str) -> tuple[str, ...]:
