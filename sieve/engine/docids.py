@@ -40,9 +40,7 @@ def split(ids: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """(low bits, run starts, run highs) of non-negative `ids` (an id is below 2**31)."""
     ids = np.asarray(ids, dtype=np.int64)
     high = ids >> LOW_BITS
-    starts = np.flatnonzero(high[1:] != high[:-1]) + 1 if len(ids) else np.zeros(0, dtype=np.int64)
-    if len(ids):
-        starts = np.concatenate(([0], starts))
+    starts = np.flatnonzero(np.diff(high, prepend=-1))  # every id is at least 0: a run starts at 0
     return (ids & LOW_MASK).astype(np.uint16), starts.astype(np.int64), high[starts].astype(np.int32)
 
 
@@ -126,7 +124,6 @@ class SplitIds:
                 low.on_verified = self._plain
         self._sources = (starts, highs)
         self.n_docs, self.label = n_docs, label
-        self.dtype = np.dtype(np.intp)
         self.starts: np.ndarray | None = None
         self.highs: np.ndarray | None = None
         self._flat = False  # one run of zeros (a segment of at most 65,536 documents): set when loaded
@@ -135,10 +132,6 @@ class SplitIds:
         """Whether the run tables' lengths agree (what opening checks; values at first use)."""
         starts, highs = self._sources
         return len(starts) == len(highs) and (len(starts) == 0) == (self._n == 0)
-
-    def consistent(self, n_docs: int) -> bool:
-        """Whether the runs tile the postings and every id they make is below `n_docs`."""
-        return consistent(np.asarray(self._sources[0]), np.asarray(self._sources[1]), self._n, n_docs)
 
     def tables(self) -> tuple[np.ndarray, np.ndarray]:
         """(where each run starts, its high bits), read and checked on first use."""

@@ -36,7 +36,7 @@ def test_every_slice_decodes_to_the_ids_written(tmp_path_factory: pytest.TempPat
     for i in range(0, len(ids), piece):  # pieces cut runs anywhere
         w.append(ids[i : i + piece])
     on_disk = docids.open_ids(d, "x", w.close())
-    assert on_disk.consistent(int(ids.max(initial=0)) + 1)
+    assert docids.consistent(*on_disk.tables(), len(ids), int(ids.max(initial=0)) + 1)
     assert all(np.array_equal(x, y) for x, y in zip(on_disk.tables(), whole.tables()))
     for got in (whole, on_disk):
         assert len(got) == len(ids) and np.array_equal(np.asarray(got), ids)
@@ -70,7 +70,7 @@ def test_a_damaged_run_table_is_found(damage, ok: bool) -> None:
     low, starts, highs = docids.split(ids)
     starts, highs = damage(starts, highs)
     for table in (starts, starts.astype(np.uint32)):  # as written: u32 (no wrap-around hides a descent)
-        assert docids.SplitIds(low, table, highs).consistent(140_000) == ok
+        assert docids.consistent(table, highs, len(low), 140_000) == ok
 
 
 def test_a_damaged_run_table_fails_the_first_read_naming_it() -> None:
