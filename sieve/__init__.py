@@ -17,15 +17,18 @@ from sieve.errors import (
     IndexNotFoundError,
     InvalidArgumentError,
     SieveError,
+    UnknownAnalyzerError,
     UnknownDocumentError,
 )
+from sieve.engine.analysis import Analyzer, analyzer_names
+from sieve.engine.bm25 import BM25Params
 from sieve.engine.search import Hit, Results
 from sieve.index import Index, Match, build_index, open_index
 
 __version__ = "0.1.0"
 
 __all__ = [
-    "BQLError", "BQLLimitError", "BQLSyntaxError", "CorpusError", "CorpusReport", "DeadlineExceededError", "Document", "DuplicateIdError", "Index",
+    "Analyzer", "BM25Params", "BQLError", "BQLLimitError", "BQLSyntaxError", "CorpusError", "CorpusReport", "DeadlineExceededError", "Document", "DuplicateIdError", "Index",
     "IndexDamagedError", "IndexDirectoryError", "IndexExistsError", "IndexFormatError", "IndexLockedError", "IndexNotFoundError", "InvalidArgumentError", "Match", "Hit", "Results", "Section", "SieveError",
-    "UnknownDocumentError", "build_index", "open_index", "read_documents",
+    "UnknownAnalyzerError", "UnknownDocumentError", "analyzer_names", "build_index", "open_index", "read_documents",
 ]

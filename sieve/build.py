@@ -17,6 +17,7 @@ import numpy as np
 
 from sieve.corpus import CorpusReport, IdRegistry, OnError, Source, corpus_file, parse_line, raw_lines, read_documents
 from sieve.documents import checked_document
+from sieve.engine.analysis import PLAIN, Analyzer
 from sieve.engine.batch import AnalyzedBatch, Vocabulary, analyze_batch
 from sieve.engine.writer import DEFAULT_MEMORY_MB, IndexWriter
 from sieve.errors import CorpusError, InvalidArgumentError
@@ -27,9 +28,9 @@ PARALLEL_MIN_BYTES = 8 << 20  # below this, starting workers costs more than it 
 _WORKER_VOCAB: Vocabulary | None = None
 
 
-def _init_worker() -> None:
+def _init_worker(analyzer: Analyzer) -> None:
     global _WORKER_VOCAB
-    _WORKER_VOCAB = Vocabulary()
+    _WORKER_VOCAB = Vocabulary(analyzer)
 
 
 def _analyze_lines(name: str, lines: list[tuple[int, str | CorpusError]]) -> tuple[int, AnalyzedBatch]:
@@ -61,9 +62,9 @@ def _chunks(path: Path) -> Iterator[list[tuple[int, str | CorpusError]]]:
         yield chunk
 
 
-def _parallel_batches(path: Path, jobs: int) -> Iterator[tuple[Any, AnalyzedBatch]]:
+def _parallel_batches(path: Path, jobs: int, analyzer: Analyzer) -> Iterator[tuple[Any, AnalyzedBatch]]:
     name = str(path)
-    with multiprocessing.Pool(jobs, initializer=_init_worker) as pool:
+    with multiprocessing.Pool(jobs, initializer=_init_worker, initargs=(analyzer,)) as pool:
         pending: deque[Any] = deque()
         for chunk in _chunks(path):
             pending.append(pool.apply_async(_analyze_lines, (name, chunk)))
@@ -73,8 +74,8 @@ def _parallel_batches(path: Path, jobs: int) -> Iterator[tuple[Any, AnalyzedBatc
             yield pending.popleft().get()
 
 
-def _local_batches(source: Source, on_error: OnError, report: CorpusReport) -> Iterator[tuple[Any, AnalyzedBatch]]:
-    vocab = Vocabulary()
+def _local_batches(source: Source, on_error: OnError, report: CorpusReport, analyzer: Analyzer) -> Iterator[tuple[Any, AnalyzedBatch]]:
+    vocab = Vocabulary(analyzer)
     docs = []
     for doc in read_documents(source, on_error=on_error, report=report):
         docs.append(doc)
@@ -103,23 +104,23 @@ def _checked(batch: AnalyzedBatch, name: str, ids: IdRegistry, on_error: OnError
     return batch if keep.all() else batch.drop(keep)
 
 
-def _batches(source: Source, on_error: OnError, report: CorpusReport, jobs: int | None) -> Iterator[tuple[Any, AnalyzedBatch]]:
+def _batches(source: Source, on_error: OnError, report: CorpusReport, jobs: int | None, analyzer: Analyzer) -> Iterator[tuple[Any, AnalyzedBatch]]:
     """The corpus as analysed batches in corpus order, from worker processes for a large JSONL file."""
     if on_error not in ("raise", "skip"):  # now, not at the first batch
         raise InvalidArgumentError(f"on_error must be 'raise' or 'skip', not {on_error!r}")
-    return _batch_stream(source, on_error, report, jobs)
+    return _batch_stream(source, on_error, report, jobs, analyzer)
 
 
-def _batch_stream(source: Source, on_error: OnError, report: CorpusReport, jobs: int | None) -> Iterator[tuple[Any, AnalyzedBatch]]:
+def _batch_stream(source: Source, on_error: OnError, report: CorpusReport, jobs: int | None, analyzer: Analyzer) -> Iterator[tuple[Any, AnalyzedBatch]]:
     jobs = jobs if jobs is not None else min(os.cpu_count() or 1, 4)
     path = corpus_file(source) if isinstance(source, (str, os.PathLike)) else None
     if path is not None and jobs > 1 and path.stat().st_size >= PARALLEL_MIN_BYTES and path.suffix != ".gz":
         report.source = str(source)
         ids = IdRegistry()
-        for key, batch in _parallel_batches(path, jobs):
+        for key, batch in _parallel_batches(path, jobs, analyzer):
             yield key, _checked(batch, str(path), ids, on_error, report)
     else:
-        yield from _local_batches(source, on_error, report)
+        yield from _local_batches(source, on_error, report, analyzer)
 
 
 def _nothing_to_index(report: CorpusReport) -> CorpusError:
@@ -133,8 +134,9 @@ class _Segmenter:
     written) once its per-document and per-unit tables would need more than half the memory
     budget to write; the token stream within a segment is bounded by the writer's own spills."""
 
-    def __init__(self, new_segment: Callable[[], Path], memory_mb: int | None, segment_bytes: int | None) -> None:
+    def __init__(self, new_segment: Callable[[], Path], memory_mb: int | None, segment_bytes: int | None, analyzer: Analyzer) -> None:
         self.new_segment = new_segment
+        self.analyzer = analyzer
         self.memory_mb = memory_mb
         budget = (memory_mb if memory_mb is not None else DEFAULT_MEMORY_MB) << 20
         self.segment_bytes = segment_bytes if segment_bytes is not None else budget // 2
@@ -147,7 +149,7 @@ class _Segmenter:
     def add(self, batch: AnalyzedBatch, key: Any) -> None:
         if self.writer is None:
             where = self.new_segment()
-            self.writer = IndexWriter(where) if self.memory_mb is None else IndexWriter(where, self.memory_mb)
+            self.writer = IndexWriter(where, self.memory_mb if self.memory_mb is not None else DEFAULT_MEMORY_MB, self.analyzer)
             if self.seed is not None:
                 self.writer.continue_from(self.seed)
                 self.seed = None
@@ -183,13 +185,14 @@ def build_segments(
     jobs: int | None = None,
     memory_mb: int | None = None,
     segment_bytes: int | None = None,
+    analyzer: Analyzer = PLAIN,
 ) -> list[tuple[Path, dict[str, Any]]]:
     """Index `source` into as many segments as the memory budget needs, each in a directory
     `new_segment()` gives; returns (directory, manifest) of each, in order. The documents are
     split between segments in corpus order (index order is unchanged by the split)."""
     report = report if report is not None else CorpusReport()
-    batches = _batches(source, on_error, report, jobs)
-    out = _Segmenter(new_segment, memory_mb, segment_bytes)
+    batches = _batches(source, on_error, report, jobs, analyzer)
+    out = _Segmenter(new_segment, memory_mb, segment_bytes, analyzer)
     for key, batch in batches:
         out.add(batch, key)
         if progress is not None:
@@ -209,13 +212,14 @@ def build(
     jobs: int | None = None,
     allow_empty: bool = False,
     memory_mb: int | None = None,
+    analyzer: Analyzer = PLAIN,
 ) -> dict[str, Any]:
     """Index `source` into one segment in `gen_dir`; returns its manifest. `progress(documents, bytes)` after each
     batch. An empty source is an error (a wrong path or format, almost always) unless `allow_empty`
     (a writer that deleted every document, a merge of nothing)."""
     report = report if report is not None else CorpusReport()
-    batches = _batches(source, on_error, report, jobs)
-    writer = IndexWriter(gen_dir) if memory_mb is None else IndexWriter(gen_dir, memory_mb)
+    batches = _batches(source, on_error, report, jobs, analyzer)
+    writer = IndexWriter(gen_dir, memory_mb if memory_mb is not None else DEFAULT_MEMORY_MB, analyzer)
     for key, batch in batches:
         writer.add_batch(batch, key)
         if progress is not None:

@@ -11,8 +11,11 @@ import time
 from pathlib import Path
 from typing import Any, Callable, Sequence
 
-from sieve.errors import SieveError
+from sieve.errors import InvalidArgumentError, SieveError
 from sieve.engine.rankers import RANKER_NAMES
+
+ANALYZER_HELP = ("how text becomes terms, for the documents and every query: plain (the default: folded words), english "
+                 "(Snowball stemming: compressing = compress), or another Snowball language by name (french, german, ...)")
 
 
 def _print_json(obj: Any) -> None:
@@ -21,12 +24,15 @@ def _print_json(obj: Any) -> None:
 
 
 def _build(corpus: Any, out: Path, force: bool, skip: bool, quiet: bool, jobs: int | None = None,
-           memory_mb: int | None = None) -> tuple[Any, dict[str, Any]]:
+           memory_mb: int | None = None, analyzer: str | None = None) -> tuple[Any, dict[str, Any]]:
     from tqdm import tqdm
 
     from sieve.corpus import CorpusReport
     from sieve.index import build_index
 
+    from sieve.engine.analysis import get_analyzer
+
+    get_analyzer(analyzer or "plain")  # a wrong name fails before the progress bar is drawn
     report = CorpusReport()
     bar = tqdm(unit=" docs", desc="indexing", disable=quiet, file=sys.stderr, mininterval=0.5)
     seen = [0]
@@ -38,7 +44,7 @@ def _build(corpus: Any, out: Path, force: bool, skip: bool, quiet: bool, jobs: i
     t0 = time.perf_counter()
     try:
         index = build_index(corpus, out, force=force, on_error="skip" if skip else "raise", progress=progress, report=report, jobs=jobs,
-                            memory_mb=memory_mb)
+                            memory_mb=memory_mb, analyzer=analyzer or "plain")
     finally:
         bar.close()
     seconds = time.perf_counter() - t0
@@ -59,17 +65,18 @@ def _build(corpus: Any, out: Path, force: bool, skip: bool, quiet: bool, jobs: i
         "index_mb": round((total - store) / 1e6, 3),
         "store_mb": round(store / 1e6, 3),
         "segments": stats["segments"],
+        "analyzer": index.analyzer.name,
     }
     return index, summary
 
 
 def cmd_index(args: argparse.Namespace) -> int:
-    _, s = _build(args.corpus, Path(args.out), args.force, args.skip_bad, args.quiet or args.json, args.jobs, args.memory_mb)
+    _, s = _build(args.corpus, Path(args.out), args.force, args.skip_bad, args.quiet or args.json, args.jobs, args.memory_mb, args.analyzer)
     if args.json:
         _print_json(s)
         return 0
     print(f"indexed {s['documents']} documents in {s['seconds']} s ({s['docs_per_second']} docs/s) into {s['index']}")
-    print(f"  {s['terms']} terms, {s['tokens']} tokens, {s['postings']} postings; index {s['index_mb']} MB, document store {s['store_mb']} MB"
+    print(f"  {s['terms']} terms ({s['analyzer']} analyzer), {s['tokens']} tokens, {s['postings']} postings; index {s['index_mb']} MB, document store {s['store_mb']} MB"
           + (f"; {s['segments']} segments (past half the memory budget, a build starts a new one)" if s["segments"] > 1 else ""))
     if s["skipped"]:
         print(f"  skipped {s['skipped']} bad records; first ones:", file=sys.stderr)
@@ -80,15 +87,20 @@ def cmd_index(args: argparse.Namespace) -> int:
 
 def cmd_add(args: argparse.Namespace) -> int:
     from sieve.corpus import CorpusReport
+    from sieve.engine.analysis import get_analyzer
     from sieve.index import open_index
 
     path = Path(args.index)
     if not (path / "CURRENT").exists():  # `add` into nothing is a build
-        _, built = _build(args.corpus, path, False, args.skip_bad, True, None, args.memory_mb)
+        _, built = _build(args.corpus, path, False, args.skip_bad, True, None, args.memory_mb, args.analyzer)
         s = {"added": built["documents"], "replaced": 0, "deleted": 0, "not_found": [], "skipped": built["skipped"], "documents": built["documents"]}
     else:
         report = CorpusReport()
-        with open_index(path).writer(replace=not args.no_replace, memory_mb=args.memory_mb) as w:
+        index = open_index(path)
+        if args.analyzer is not None and get_analyzer(args.analyzer) != index.analyzer:
+            raise InvalidArgumentError(f"{path} uses the {index.analyzer.name} analyzer, not {args.analyzer}: changing an index's analyzer "
+                                       f"means rebuilding it (sieve index CORPUS {path} --analyzer {args.analyzer} --force)")
+        with index.writer(replace=not args.no_replace, memory_mb=args.memory_mb) as w:
             w.add_from(args.corpus, on_error="skip" if args.skip_bad else "raise", report=report)
         s = w.summary.to_dict()
     if args.json:
@@ -202,7 +214,10 @@ def cmd_search(args: argparse.Namespace) -> int:
 
     index = open_index(args.index)
     t0 = time.perf_counter()
-    r = index.search(args.query, k=args.k, ranker=args.ranker, fallback=not args.strict)
+    if args.ranked:
+        r = index.ranked_search(args.query, k=args.k, ranker=args.ranker)
+    else:
+        r = index.search(args.query, k=args.k, ranker=args.ranker, fallback=not args.strict)
     ms = (time.perf_counter() - t0) * 1000
     if args.json:
         matcher = Matcher.of(r)
@@ -216,7 +231,8 @@ def cmd_search(args: argparse.Namespace) -> int:
                      "diagnosis": None if r.diagnosis is None else r.diagnosis.to_dict(), "ranker": r.ranker, "ms": round(ms, 3), "hits": hits})
         return 0
     style = terminal_style(sys.stdout)
-    print(cards.listing(index, r, cards.search_header(r), Matcher.of(r), style=style))
+    header = cards.ranked_header(r) if args.ranked else cards.search_header(r)
+    print(cards.listing(index, r, header, Matcher.of(r), style=style))
     return 0
 
 
@@ -367,6 +383,7 @@ def make_parser() -> argparse.ArgumentParser:
     s.add_argument("--skip-bad", action="store_true", help="skip and count bad records instead of stopping at the first")
     s.add_argument("--jobs", type=int, help="worker processes for a large JSONL file (default: CPU count, at most 4)")
     s.add_argument("--memory-mb", type=int, help="memory the build may use to sort the token stream before it sorts in runs on disk (default 1024)")
+    s.add_argument("--analyzer", help=ANALYZER_HELP)
     s.add_argument("--quiet", action="store_true", help="no progress bar")
     s.add_argument("--json", action="store_true")
     s.set_defaults(func=cmd_index)
@@ -375,6 +392,7 @@ def make_parser() -> argparse.ArgumentParser:
     s.add_argument("index")
     s.add_argument("corpus")
     s.add_argument("--no-replace", action="store_true", help="a document whose id is already in the index is an error")
+    s.add_argument("--analyzer", help="for a new index, as `sieve index --analyzer`; an existing index keeps its own (a different one is an error)")
     s.add_argument("--memory-mb", type=int, default=None, help="memory budget (default 1,024): past half of it, added documents are written as a segment")
     s.add_argument("--skip-bad", action="store_true", help="skip malformed records (counted) instead of stopping")
     s.add_argument("--json", action="store_true")
@@ -421,6 +439,7 @@ def make_parser() -> argparse.ArgumentParser:
     s.add_argument("-k", type=int, default=5, help="results (default 5)")
     s.add_argument("--ranker", choices=RANKER_NAMES, default="bm25")
     s.add_argument("--strict", action="store_true", help="no zero-hit recovery: an empty match returns nothing")
+    s.add_argument("--ranked", action="store_true", help="QUERY is plain language, not BQL: rank every document holding any of its words")
     s.add_argument("--json", action="store_true")
     s.set_defaults(func=cmd_search)
 

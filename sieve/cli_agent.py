@@ -1,4 +1,4 @@
-"""The agent and evaluation commands of the CLI: `sieve ask`, `sieve eval build|run|report`."""
+"""The agent and evaluation commands of the CLI: `sieve ask`, `sieve eval build|run|grid|report|judge|retrieval`."""
 
 from __future__ import annotations
 
@@ -7,7 +7,9 @@ import json
 import sys
 from pathlib import Path
 from typing import Any
+
 from sieve.engine.rankers import DENSE_RANKERS, RANKER_NAMES
+from sieve.errors import InvalidArgumentError
 from sieve.eval.collections import DATE_POLICIES, FORMATS
 from sieve.tools.conditions import CONDITION_NAMES, SNIPPETS
 
@@ -132,6 +134,29 @@ def _agent_options(s: argparse.ArgumentParser) -> None:
     s.add_argument("--json", action="store_true")
 
 
+def cmd_eval_retrieval(args: argparse.Namespace) -> int:
+    from sieve import BM25Params
+    from sieve.eval.retrieval import evaluate_retrieval, table
+
+    params = []
+    for text in args.bm25 or ["0.9,0.4"]:
+        try:
+            k1, b = (float(x) for x in text.split(","))
+        except ValueError:
+            raise InvalidArgumentError(f"--bm25 takes K1,B (for example 1.2,0.75), not {text!r}") from None
+        params.append(BM25Params(k1, b))
+    out = Path(args.out) if args.out else Path(args.collection) / "sieve-retrieval"
+    quiet = args.json or args.quiet
+    summary = evaluate_retrieval(args.collection, out, rankers=tuple(args.ranker or ["bm25"]), analyzers=tuple(args.analyzer or ["plain"]),
+                                 bm25=tuple(params), split=args.split, progress=(lambda _: None) if quiet else (lambda m: print(m, file=sys.stderr)))
+    if args.json:
+        print(json.dumps(summary, indent=1))
+    else:
+        print(f"{summary['queries']} judged queries in {args.collection} ({args.split}); runs and retrieval.json in {out}")
+        print(table(summary))
+    return 0
+
+
 def cmd_eval_grid(args: argparse.Namespace) -> int:
     from sieve.cli import main
     from sieve.eval.grid import load_grid, plan, run_grid
@@ -222,6 +247,16 @@ def add_commands(sub: Any) -> None:
     p.add_argument("--out", help="folder for report.md, report.json and the figures (default FIRST_RUN/report)")
     p.add_argument("--json", action="store_true", help="print the report as JSON instead of Markdown")
     p.set_defaults(func=cmd_eval_report)
+    q = esub.add_parser("retrieval", help="ranking quality on a BEIR-layout collection with qrels: TREC runs; nDCG@10, MRR@10, recall@100")
+    q.add_argument("--collection", required=True, help="a folder with corpus.jsonl, queries.jsonl and qrels/<split>.tsv")
+    q.add_argument("--out", help="indexes, TREC run files and retrieval.json (default: COLLECTION/sieve-retrieval)")
+    q.add_argument("--ranker", action="append", choices=RANKER_NAMES, help="repeat for several (default bm25)")
+    q.add_argument("--analyzer", action="append", help="repeat for several (default plain); one index each")
+    q.add_argument("--bm25", action="append", metavar="K1,B", help="BM25 parameters, repeat for several (default 0.9,0.4)")
+    q.add_argument("--split", default="test")
+    q.add_argument("--quiet", action="store_true")
+    q.add_argument("--json", action="store_true")
+    q.set_defaults(func=cmd_eval_retrieval)
     j = esub.add_parser("judge", help="grade a run's answers with an LLM (BrowseComp-style grader, cached); adds 'judged' to summary.json")
     j.add_argument("run_dir")
     j.add_argument("--collection", required=True, help="the collection the run answered (its questions and reference answers)")

@@ -81,6 +81,16 @@ class IndexFormatError(IndexDirectoryError):
         )
 
 
+class UnknownAnalyzerError(IndexDirectoryError):
+    """An index was built with analysis rules this sieve does not have."""
+
+    def __init__(self, path: str, analyzer_id: object, known: list[str]) -> None:
+        self.path = path
+        self.analyzer_id = analyzer_id
+        super().__init__(f"index at {path} was built with analyzer {analyzer_id!r}, which this sieve does not know "
+                         f"(known: {', '.join(known)}): upgrade sieve, or rebuild the index with `sieve index --force`")
+
+
 class IndexNotFoundError(IndexDirectoryError):
     """No index exists at the given path."""
 

@@ -16,7 +16,9 @@ import numpy as np
 from sieve.corpus import CorpusReport, OnError, Source
 from sieve.documents import Document, Section
 from sieve.engine import bitset, storage
+from sieve.engine.analysis import get_analyzer
 from sieve.engine.bql import Node, parse
+from sieve.engine.bql.free_text import free_text_query
 from sieve.engine.bm25 import BM25Params
 from sieve.engine.decision import Decider, Explanation
 from sieve.engine.plan import Limits, Plans
@@ -111,6 +113,7 @@ class Index:
         self.limits = limits
         self.searcher = Searcher(self.snapshot, bm25)
         self.manifest = self.snapshot.manifest
+        self.analyzer = self.snapshot.analyzer  # every query is analysed as the documents were
         self._cleanup: weakref.finalize | None = None  # set for a temporary index (build_index without a path)
         # Agents repeat queries; a plan is immutable and belongs to this reader, so caching is always right.
         self._plans = functools.lru_cache(maxsize=1024)(self._plan_of)
@@ -231,6 +234,21 @@ class Index:
             self._attach_dense()
         return self.searcher.search(plan, k, ranker, fallback, explain, diagnose)
 
+    @_damage_guard
+    def ranked_search(self, text: str, k: int = 5, ranker: str = "bm25", explain: bool = True) -> Results:
+        """Rank by plain language (a question, some keywords), with no BQL semantics: every document
+        whose title or body holds any of the words is ranked, best `k` first; operators and special
+        characters in `text` are words like any other. `Results.query` shows the BQL that ran (an OR
+        of the quoted words); a text with no word gives no hits. What `sieve search --ranked` and the
+        baselines' `ranked_search` tool run."""
+        if not isinstance(text, str):
+            raise InvalidArgumentError(f"ranked_search takes text, got {type(text).__name__}")
+        check_request(k, ranker)
+        query = free_text_query(text)
+        if query is None:
+            return Results([], 0, "", ranker=ranker, analyzer=self.analyzer)
+        return self.search(query, k=k, ranker=ranker, fallback=False, explain=explain, diagnose=False)
+
     def _attach_dense(self) -> None:
         if self.searcher.dense is None:
             self.use_dense()
@@ -350,6 +368,7 @@ def build_index(
     jobs: int | None = None,
     memory_mb: int | None = None,
     segment_bytes: int | None = None,
+    analyzer: str = "plain",
 ) -> Index:
     """Build an index at `path` from a JSONL file, a BEIR folder, or an iterable of records.
 
@@ -361,6 +380,9 @@ def build_index(
     and merged; the files are the same. A collection whose per-document tables would pass half of
     that budget is written as several segments, in corpus order (`segment_bytes` sets that
     threshold instead, in bytes; for tests): its answers are the same as one segment's.
+    `analyzer`: how text becomes terms, for the documents and every later query (`plain`: folded
+    words, the default; `english` or another Snowball algorithm's name: stemmed words; see
+    docs/bql.md). Recorded in the index; changing it means rebuilding.
 
     Without `path`, the index is temporary: built by the same code in a private folder (in
     memory, /dev/shm, where the system has it) that is removed when the Index is closed or
@@ -370,8 +392,9 @@ def build_index(
 
     if not isinstance(source, (str, os.PathLike)) and not hasattr(source, "__iter__"):
         raise InvalidArgumentError(f"a corpus must be a path or an iterable of records, got {type(source).__name__}")
+    chosen = get_analyzer(analyzer)  # an unknown name fails before anything is written
     if path is None:
-        return _temporary_index(source, on_error=on_error, progress=progress, report=report, jobs=jobs, memory_mb=memory_mb)
+        return _temporary_index(source, on_error=on_error, progress=progress, report=report, jobs=jobs, memory_mb=memory_mb, analyzer=analyzer)
     commit = storage.Commit(_as_path(path, "an index path"), force=force)
     try:
         names: dict[Path, str] = {}
@@ -383,7 +406,7 @@ def build_index(
 
         report = report if report is not None else CorpusReport()
         built = build_segments(source, new_segment, on_error=on_error, report=report, progress=progress, jobs=jobs, memory_mb=memory_mb,
-                               segment_bytes=segment_bytes)
+                               segment_bytes=segment_bytes, analyzer=chosen)
         write_commit(commit.gen_dir, [CommitEntry(names[where], where, manifest, new=True) for where, manifest in built],
                      {"source": report.source, "skipped": report.skipped})
     except BaseException:

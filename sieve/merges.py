@@ -25,6 +25,7 @@ import numpy as np
 
 from sieve.documents import Document
 from sieve.engine import storage
+from sieve.engine.analysis import Analyzer
 from sieve.engine.reader import IndexReader
 from sieve.engine.segments import CommitEntry, write_commit
 from sieve.engine.writer import BYTES_PER_DOCUMENT, BYTES_PER_UNIT, DEFAULT_MEMORY_MB
@@ -86,8 +87,14 @@ def live_documents(entry: CommitEntry) -> Iterator[Document]:
         yield Document.stored(reader, d)
 
 
-def merge(run: list[CommitEntry], commit: storage.Commit, memory_mb: int | None = None) -> CommitEntry:
-    """One new segment holding the live documents of `run` (adjacent entries), in order."""
+def _analyzer(entries: list[CommitEntry]) -> Analyzer:
+    """The analyzer of an index's segments (its documents are analysed again, as they were)."""
+    return Analyzer.of_manifest(entries[0].manifest.get("analyzer"), str(entries[0].dir))
+
+
+def merge(run: list[CommitEntry], commit: storage.Commit, memory_mb: int | None = None, analyzer: Analyzer | None = None) -> CommitEntry:
+    """One new segment holding the live documents of `run` (adjacent entries), in order. `analyzer`:
+    the index's (needed only for a run of nothing)."""
     from sieve.build import build
     from sieve.corpus import CorpusReport
 
@@ -96,8 +103,9 @@ def merge(run: list[CommitEntry], commit: storage.Commit, memory_mb: int | None 
             yield from live_documents(e)
 
     where, name = commit.new_segment()
+    analyzer = analyzer if analyzer is not None else _analyzer(run)
     manifest = build(documents(), where, on_error="raise", report=CorpusReport(), progress=None, jobs=1, allow_empty=True,
-                     memory_mb=memory_mb)
+                     memory_mb=memory_mb, analyzer=analyzer)
     return CommitEntry(name, where, manifest, new=True)
 
 
@@ -116,6 +124,7 @@ def apply(entries: list[CommitEntry], runs: list[tuple[int, int]], commit: stora
 def settle(entries: list[CommitEntry], commit: storage.Commit, policy: MergePolicy) -> list[CommitEntry]:
     """What a commit lists: segments with live documents, merged as the policy says until it says
     no more, and never none (an index whose every document is deleted keeps one empty segment)."""
+    analyzer = _analyzer(entries)
     entries = [e for e in entries if e.live]
     while True:
         runs = plan_merges(entries, policy)
@@ -123,7 +132,7 @@ def settle(entries: list[CommitEntry], commit: storage.Commit, policy: MergePoli
             break
         entries = apply(entries, runs, commit)
     if not entries:
-        entries = [merge([], commit)]
+        entries = [merge([], commit, analyzer=analyzer)]
     return entries
 
 

@@ -159,7 +159,8 @@ class IndexWriter:
         if self._commit is None:
             self._commit = storage.Commit(self.path, force=True, lock=self.lock)
         where, name = self._commit.new_segment()
-        manifest = build(self._added.values(), where, on_error="raise", report=CorpusReport(), progress=None, jobs=1, memory_mb=self.memory_mb)
+        manifest = build(self._added.values(), where, on_error="raise", report=CorpusReport(), progress=None, jobs=1, memory_mb=self.memory_mb,
+                         analyzer=self.base.analyzer)
         j = len(self._flushed)
         self._flushed.append(CommitEntry(name, where, manifest, new=True))
         for d, doc_id in enumerate(self._added):

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import itertools
 import json
+from array import array
 from collections import defaultdict
 from dataclasses import dataclass, field
 from typing import Any
@@ -16,7 +17,7 @@ from typing import Any
 import numpy as np
 
 from sieve.documents import INTRO, Document
-from sieve.engine.analysis import SEPARATOR, analyze_joined
+from sieve.engine.analysis import PLAIN, SEPARATOR, Analyzer, analyze_joined
 from sieve.isodate import first_day
 from sieve.engine.fields import Field
 
@@ -24,15 +25,33 @@ NO_DATE = -1  # date column value of an undated document
 
 
 class Vocabulary:
-    """Term -> id in first-seen order. Id 0 is SEPARATOR, the end-of-unit mark in joined analysis."""
+    """Term -> id in first-seen order. Id 0 is SEPARATOR, the end-of-unit mark in joined analysis.
 
-    def __init__(self) -> None:
+    With a stemming analyzer, `lookup` takes folded words and gives their terms' ids: each distinct
+    word is stemmed once, when first seen, and after that a word costs one array gather, so
+    stemming adds little to indexing however often a word occurs.
+    """
+
+    def __init__(self, analyzer: Analyzer = PLAIN) -> None:
+        self.analyzer = analyzer
         self.ids: defaultdict[str, int] = defaultdict(itertools.count().__next__)
         self.ids[SEPARATOR]
         self._sent = 0
+        if analyzer.stems:
+            self._words: defaultdict[str, int] = defaultdict(itertools.count().__next__)
+            self._words[SEPARATOR]
+            self._word_term = array("i", [0])  # word id -> term id (grows amortised, unlike an ndarray)
 
-    def lookup(self, terms: list[str]) -> np.ndarray:
-        return np.fromiter(map(self.ids.__getitem__, terms), dtype=np.int32, count=len(terms))
+    def lookup(self, words: list[str]) -> np.ndarray:
+        """The term ids of folded `words` (SEPARATOR included), in order."""
+        if not self.analyzer.stems:
+            return np.fromiter(map(self.ids.__getitem__, words), dtype=np.int32, count=len(words))
+        seen = len(self._words)
+        wids = np.fromiter(map(self._words.__getitem__, words), dtype=np.int32, count=len(words))
+        if len(self._words) > seen:
+            new = self.analyzer.stem(list(itertools.islice(self._words, seen, None)))
+            self._word_term.extend(map(self.ids.__getitem__, new))
+        return np.frombuffer(self._word_term, dtype=np.int32)[wids]
 
     def new_terms(self) -> list[str]:
         """Terms added since the last call, in id order (the first call includes SEPARATOR)."""

@@ -16,7 +16,6 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Literal, Union
 
-from sieve.engine.analysis import analyze
 from sieve.engine.bql import ast
 from sieve.engine.fields import ALL_MASK, mask_of
 from sieve.engine.reader import IndexReader
@@ -214,6 +213,7 @@ class _Builder:
     def __init__(self, reader: IndexReader, limits: Limits) -> None:
         self.r = reader
         self.limits = limits
+        self.analyzer = reader.analyzer
         self.leaves: list[LeafPlan] = []
         self.positive: list[LeafPlan] = []
         self._resolved: dict[ast.Node, LeafPlan] = {}  # equal leaves are analysed and looked up once
@@ -242,7 +242,7 @@ class _Builder:
             return LeafPlan(node, "date", dates=(node.lo, node.hi))
         if isinstance(node, (ast.Term, ast.Phrase)):
             written = node.word if isinstance(node, ast.Term) else node.text
-            terms = analyze(written)
+            terms = self.analyzer.analyze(written)
             tids = self._ids(terms)
             if len(terms) == 1:
                 return LeafPlan(node, "term", tuple(terms), tids, mask=mask_of(node.fields), text=written)
@@ -250,13 +250,15 @@ class _Builder:
             volume = 0 if min(tids) < 0 else min(self.r.position_count(t) for t in tids)
             return LeafPlan(node, "phrase", tuple(terms), tids, mask=mask_of(node.fields), volume=volume, text=written)
         if isinstance(node, ast.Prefix):
-            stem = analyze(node.stem)[0]
+            # A stemming index holds stems, so the prefix is stemmed too: `running*` is `run*` and
+            # admits every document `running` admits (docs/bql.md, "Analyzers").
+            stem = self.analyzer.analyze(node.stem)[0]
             lo, hi = self.r.terms.prefix_range(stem.encode())
             if hi - lo > self.limits.max_prefix_terms:
                 raise BQLLimitError("prefix expansion", hi - lo, self.limits.max_prefix_terms, f"{node.stem}* matches {hi - lo} terms; lengthen the stem")
             return LeafPlan(node, "prefix", (stem,), term_range=(lo, hi), mask=mask_of(node.fields), text=node.stem)
         if isinstance(node, ast.Near):
-            terms = [analyze(node.left)[0], analyze(node.right)[0]]
+            terms = [self.analyzer.analyze(node.left)[0], self.analyzer.analyze(node.right)[0]]
             tids = self._ids(terms)
             volume = 0 if min(tids) < 0 else sum(self.r.position_count(t) for t in set(tids))
             return LeafPlan(node, "near", tuple(terms), tids, mask=mask_of(node.fields), distance=node.distance, volume=volume,

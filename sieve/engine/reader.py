@@ -11,10 +11,10 @@ from typing import Any, Sequence
 import numpy as np
 
 from sieve.engine import docids, storage
-from sieve.engine.analysis import ANALYZER_ID
+from sieve.engine.analysis import Analyzer
 from sieve.engine.positions import BLOCK, BLOCK_FILES, RAW_FILES, BlockPositions, RawPositions
 from sieve.engine.store import CODEC, BlockReader, RawStream
-from sieve.errors import IndexDamagedError, IndexFormatError
+from sieve.errors import IndexDamagedError
 
 FILES = (
     "terms.blob.sva", "terms.off.sva", "post.ptr.sva", "post.tf.sva", "post.mask.sva",
@@ -136,8 +136,7 @@ class IndexReader:
             self.manifest = m = storage.read_manifest(gen_dir)
         except IndexDamagedError as e:
             raise IndexDamagedError(label + e.file, e.reason) from None
-        if m.get("analyzer") != ANALYZER_ID:
-            raise IndexFormatError(str(gen_dir), int(m.get("version", 0)), storage.SUPPORTED_VERSIONS)
+        self.analyzer = Analyzer.of_manifest(m.get("analyzer"), str(gen_dir))
         files = m.get("files")
         if not isinstance(files, dict):
             raise IndexDamagedError(label + storage.MANIFEST, "has no file list")

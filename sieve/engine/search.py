@@ -13,6 +13,7 @@ from typing import Protocol
 import numpy as np
 
 from sieve.engine import bitset, deadline
+from sieve.engine.analysis import PLAIN, Analyzer
 from sieve.engine.bm25 import BM25Params, idf, length_norm, term_scores
 from sieve.engine.diagnose import Diagnosis, diagnose_parts
 from sieve.engine.evaluate import Evaluator
@@ -64,6 +65,7 @@ class Results:
     # For a query that admits nothing: each clause's count alone and the one-step relaxations that
     # would admit documents (sieve.engine.diagnose); None when it admits something or was not asked.
     diagnosis: Diagnosis | None = None
+    analyzer: Analyzer = field(default=PLAIN, repr=False, compare=False)  # the index's: how `terms` were made from the words
 
     @property
     def ranked(self) -> bool:
@@ -366,7 +368,8 @@ class Searcher:
     def _results(self, plans: Plans, ranker: str, docs: np.ndarray | None, scores: np.ndarray | None, explain: bool, count: int = 0,
                  fallback: bool = False, missing: list[str] | None = None, diagnosis: Diagnosis | None = None) -> Results:
         hits = [] if docs is None or scores is None else self._hits(plans, docs, scores, explain)
-        return Results(hits, count, plans.query, fallback, missing or [], ranker, plans.terms, plans.stems, plans.text, diagnosis)
+        return Results(hits, count, plans.query, fallback, missing or [], ranker, plans.terms, plans.stems, plans.text, diagnosis,
+                       self.snapshot.analyzer)
 
     def _hits(self, plans: Plans, docs: np.ndarray, scores: np.ndarray, explain: bool) -> list[Hit]:
         snap = self.snapshot

@@ -143,6 +143,10 @@ class Snapshot:
                 segments.append(Segment(str(e["name"]), reader, base, deleted))
                 base += _padded(reader.n_docs)
         self.segments = segments
+        self.analyzer = segments[0].reader.analyzer
+        for seg in segments:
+            if seg.reader.analyzer != self.analyzer:  # every writer takes the commit's analyzer: only damage or tampering does this
+                raise IndexDamagedError(f"{seg.name}/{storage.MANIFEST}", f"analyzer {seg.reader.analyzer.name} differs from the index's {self.analyzer.name}")
         self.capacity = segments[-1].base + segments[-1].n  # internal numbers are 0 .. capacity - 1 (not all of them live)
         self.n_live = sum(s.n_live for s in segments)
         self._bases = [s.base for s in segments]

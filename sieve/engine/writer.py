@@ -15,7 +15,7 @@ from typing import Any
 import numpy as np
 
 from sieve.engine import bitset, docids, storage
-from sieve.engine.analysis import ANALYZER_ID
+from sieve.engine.analysis import PLAIN, Analyzer
 from sieve.engine.batch import NO_DATE, AnalyzedBatch, Vocabulary
 from sieve.engine.fields import Field
 from sieve.engine.positions import PositionsWriter
@@ -49,8 +49,10 @@ class IndexWriter:
     build that never spilled in memory, and merges the runs of one that did: the files are the same.
     """
 
-    def __init__(self, gen_dir: Path, memory_mb: int = DEFAULT_MEMORY_MB) -> None:
+    def __init__(self, gen_dir: Path, memory_mb: int = DEFAULT_MEMORY_MB, analyzer: Analyzer = PLAIN) -> None:
+        """`analyzer`: the one that analysed the batches (recorded in the manifest; queries use it)."""
         self.dir = gen_dir
+        self.analyzer = analyzer
         self.max_tokens = max(1, memory_mb * (1 << 20) // BYTES_PER_TOKEN)
         self.runs = Runs(gen_dir / ".runs")
         self.spilled_tokens = 0  # tokens already sorted into runs
@@ -306,7 +308,7 @@ class IndexWriter:
         body = {
             "format": storage.FORMAT_NAME,
             "version": storage.FORMAT_VERSION,
-            "analyzer": ANALYZER_ID,
+            "analyzer": self.analyzer.id,
             "stats": stats,
             "store_blocks": {name: {"codec": CODEC, "shift": shift} for name, shift in SHIFTS.items()},  # each stream's compression
             "files": self.entries,

@@ -14,7 +14,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from sieve.engine.analysis import analyze, fold
+from sieve.engine.analysis import PLAIN, Analyzer, fold
 from sieve.engine.search import Results
 from sieve.tools.safe import inline
 
@@ -26,15 +26,17 @@ SPACES = np.array([9, 10, 11, 12, 13, 28, 29, 30, 31, 32, 0x85, 0xA0, 0x1680, *r
 
 @dataclass(frozen=True)
 class Matcher:
-    """The positive terms and prefix stems of a query, as analysed terms."""
+    """The positive terms and prefix stems of a query, as analysed terms, and the analyzer that
+    made them (the index's): a word of a text hits when it analyses to one of them."""
 
     terms: frozenset[str]
     stems: tuple[str, ...] = ()
+    analyzer: Analyzer = PLAIN
 
     @classmethod
     def of(cls, results: Results) -> Matcher:
         """The matcher of a search's query (its terms come analysed with the results: no second parse)."""
-        return cls(frozenset(results.terms), results.stems)
+        return cls(frozenset(results.terms), results.stems, results.analyzer)
 
     def __bool__(self) -> bool:
         return bool(self.terms or self.stems)
@@ -42,14 +44,18 @@ class Matcher:
     def hits(self, word: str) -> frozenset[str]:
         """The query terms (or stems) one whitespace word contains."""
         found = set()
-        for t in analyze(word):
+        for t in self.analyzer.analyze(word):
             if t in self.terms:
                 found.add(t)
             found.update(s for s in self.stems if t.startswith(s))
         return frozenset(found)
 
     def may_occur(self, text: str) -> bool:
-        """A cheap test that rules a text out before scanning its words."""
+        """A cheap test that rules a text out before scanning its words. A stem need not be a
+        substring of the words it comes from (`happi` from `happy`, `die` from `dying`), so with a
+        stemming analyzer only a text without any word rules itself out."""
+        if self.analyzer.stems:
+            return bool(self) and any(c.isalnum() for c in text)
         folded = fold(text)
         return any(t in folded for t in self.terms) or any(s in folded for s in self.stems)
 
@@ -101,6 +107,8 @@ def word_hits(text: str, matcher: Matcher) -> tuple[Hits, np.ndarray, np.ndarray
     offsets stay put) and every word that holds a non-ASCII character; only those are analysed.
     """
     starts, ends = _spans(text)
+    if matcher.analyzer.stems:
+        return _stemmed_hits(text, matcher, starts, ends), starts, ends
     view = text if text.isascii() else text.encode("ascii", "replace").decode("ascii")
     at = _term_starts(view.lower(), matcher.terms | set(matcher.stems))
     candidates = set((np.searchsorted(starts, np.asarray(at, dtype=np.int64), side="right") - 1).tolist())
@@ -115,6 +123,26 @@ def word_hits(text: str, matcher: Matcher) -> tuple[Hits, np.ndarray, np.ndarray
         if hs:
             hits.append((w, hs))
     return hits, starts, ends
+
+
+def _stemmed_hits(text: str, matcher: Matcher, starts: np.ndarray, ends: np.ndarray) -> Hits:
+    """`word_hits` under a stemming analyzer: every distinct word is analysed (stems cannot be
+    found by substring search), each once, its words stemmed in one call."""
+    words = [text[a:b] for a, b in zip(starts.tolist(), ends.tolist())]
+    distinct = list(dict.fromkeys(words))
+    pieces = [Analyzer.words(w) for w in distinct]
+    flat = matcher.analyzer.stem([p for ws in pieces for p in ws])
+    stems = set(matcher.stems)
+    by_word: dict[str, frozenset[str]] = {}
+    at = 0
+    for w, ws in zip(distinct, pieces):
+        terms = flat[at : at + len(ws)]
+        at += len(ws)
+        found = {t for t in terms if t in matcher.terms}
+        if stems:
+            found.update(s for t in terms for s in stems if t.startswith(s))
+        by_word[w] = frozenset(found)
+    return [(i, by_word[w]) for i, w in enumerate(words) if by_word[w]]
 
 
 def best_window(hits: Hits, n: int, width: int) -> tuple[tuple[int, int], int]:

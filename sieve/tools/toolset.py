@@ -8,12 +8,11 @@ syntax errors and out-of-range ranks are observations, never exceptions.
 from __future__ import annotations
 
 import json
-import re
 from dataclasses import dataclass, field, replace
 from typing import Any, Callable, Iterator, Mapping, Sequence
 
 from sieve.documents import Document
-from sieve.engine.analysis import fold
+from sieve.engine.bql.free_text import free_text_query
 from sieve.engine.bql.parser import MAX_QUERY_CHARS
 from sieve.errors import BQLSyntaxError, InvalidArgumentError, SieveError, UnknownDocumentError
 from sieve.index import Index
@@ -235,10 +234,9 @@ class Toolset:
         return self._list(r, cards.search_header(r), True, facts)
 
     def _ranked_search(self, args: dict[str, Any], facts: dict[str, Any]) -> tuple[str, bool]:
-        query = free_text_query(args["query"])
-        if query is None:
+        if free_text_query(args["query"]) is None:
             raise ToolFailure("the query has no word to search for (letters or digits)")
-        r = self.index.search(query, k=args.get("k", self.config.k), ranker=self.config.ranker, fallback=False)
+        r = self.index.ranked_search(args["query"], k=args.get("k", self.config.k), ranker=self.config.ranker)
         structured = self.config.ranked_cards if self.config.ranked_cards is not None else "fetch" in self.tools
         if self.config.autoread:
             return self._autoread(r, facts)
@@ -258,12 +256,8 @@ class Toolset:
     def passages(self, question: str, k: int | None = None) -> tuple[list[tuple[str, str]], dict[str, Any]]:
         """One-shot retrieval: the top `k` documents for `question` as free text, each as (id, the
         whole text a visit shows, uncut), and the search's facts. They count as surfaced and opened."""
-        query = free_text_query(question)
         facts: dict[str, Any] = {}
-        if query is None:
-            self._remember(Results([], 0, "", ranker=self.config.ranker), facts)
-            return [], facts
-        r = self.index.search(query, k=k or self.config.k, ranker=self.config.ranker, fallback=False)
+        r = self.index.ranked_search(question, k=k or self.config.k, ranker=self.config.ranker)
         self._remember(r, facts)
         read = ReadConfig(cap=1 << 62, counter=self.config.read.counter, parts=False)
         out = []
@@ -350,15 +344,3 @@ class Toolset:
 
     def _show(self, args: dict[str, Any], facts: dict[str, Any]) -> tuple[str, bool]:
         return outline_text(self._document(args["doc"]), self.config.read.counter, self.config.read.cap), True
-
-
-def free_text_query(text: str) -> str | None:
-    """Plain words as a BQL query that has no BQL semantics: an OR of each distinct word, quoted so
-    that operators and special characters are inert, over title and body. Words keep the user's
-    spelling (a dense ranker reads them); None when the text has no word."""
-    seen: dict[str, str] = {}
-    for w in re.findall(r"[^\W_]+", text):
-        seen.setdefault(fold(w), w)
-    if not seen:
-        return None
-    return "(" + " OR ".join(f'"{w}"' for w in seen.values()) + ")[tiab]"

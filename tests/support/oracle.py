@@ -6,13 +6,16 @@ compares `Index.match` against it.
 
 Specification implemented here:
 
+* Analysis: a text's terms are its folded words (`analyze`, the plain analyzer); under a stemming
+  analyzer each word is replaced by its Snowball stem (PyStemmer called directly, word by word).
+  Query words are analysed the same way, prefixes included (the stem's stem must start a term).
 * A document's text units: the title (TITLE); each author name, the author string split on ";"
   and stripped (AUTHOR); each infobox value, never the keys (INFOBOX); then for every section in
   order its heading (SECTION) unless it is exactly "(intro)", and its text (BODY). Each unit is
   analysed separately; a term's position is its index in its unit's term list.
 * Term: one term -> occurs in an allowed unit; several terms (`O_RDONLY`) -> their phrase.
 * Phrase: the terms consecutive and in order inside one allowed unit.
-* Prefix: the stem's single term is a prefix of some term of an allowed unit.
+* Prefix: the stem's single term (analysed) is a prefix of some term of an allowed unit.
 * Near: both single terms in one allowed unit at positions i != j with |i - j| <= distance.
 * DateRange: inclusive YYYYMMDD bounds (None = open); a document's date is its first day;
   undated documents never match.
@@ -42,6 +45,17 @@ class OracleDoc:
     id: str
     units: tuple[Unit, ...]
     day: int | None  # YYYYMMDD of the first day of the document's date
+    analyzer: str = "plain"
+
+
+def terms_of(text: str, analyzer: str = "plain") -> list[str]:
+    words = analyze(text)
+    if analyzer == "plain":
+        return words
+    import Stemmer
+
+    stemmer = Stemmer.Stemmer(analyzer)
+    return [stemmer.stemWord(w) or w for w in words]
 
 
 def first_day_of(date: str) -> int:
@@ -65,22 +79,25 @@ def last_day_of(date: str) -> int:
     return y * 10000 + m * 100 + parts[2]
 
 
-def units_of(doc: Document) -> tuple[Unit, ...]:
-    units: list[Unit] = [Unit(Field.TITLE, tuple(analyze(doc.title)))]
+def units_of(doc: Document, analyzer: str = "plain") -> tuple[Unit, ...]:
+    def unit(f: Field, text: str) -> Unit:
+        return Unit(f, tuple(terms_of(text, analyzer)))
+
+    units: list[Unit] = [unit(Field.TITLE, doc.title)]
     if doc.author is not None:
         for name in doc.author.split(";"):
-            units.append(Unit(Field.AUTHOR, tuple(analyze(name.strip()))))
+            units.append(unit(Field.AUTHOR, name.strip()))
     for value in doc.infobox.values():
-        units.append(Unit(Field.INFOBOX, tuple(analyze(value))))
+        units.append(unit(Field.INFOBOX, value))
     for sec in doc.sections:
         if sec.heading != INTRO:
-            units.append(Unit(Field.SECTION, tuple(analyze(sec.heading))))
-        units.append(Unit(Field.BODY, tuple(analyze(sec.text))))
+            units.append(unit(Field.SECTION, sec.heading))
+        units.append(unit(Field.BODY, sec.text))
     return tuple(u for u in units if u.terms)
 
 
-def prepare(docs: Iterable[Document]) -> list[OracleDoc]:
-    return [OracleDoc(d.id, units_of(d), first_day_of(d.date) if d.date is not None else None) for d in docs]
+def prepare(docs: Iterable[Document], analyzer: str = "plain") -> list[OracleDoc]:
+    return [OracleDoc(d.id, units_of(d, analyzer), first_day_of(d.date) if d.date is not None else None, analyzer) for d in docs]
 
 
 def _allowed(unit: Unit, fields: ast.Fields) -> bool:
@@ -92,22 +109,22 @@ def _has_sequence(terms: Sequence[str], seq: Sequence[str]) -> bool:
     return any(tuple(terms[i : i + n]) == tuple(seq) for i in range(len(terms) - n + 1))
 
 
-def _single(word: str) -> str:
-    terms = analyze(word)
+def _single(word: str, analyzer: str) -> str:
+    terms = terms_of(word, analyzer)
     assert len(terms) == 1, f"{word!r} is not a single term: {terms}"
     return terms[0]
 
 
 def leaf_matches(node: ast.Node, doc: OracleDoc) -> bool:
     if isinstance(node, (ast.Term, ast.Phrase)):
-        seq = analyze(node.word if isinstance(node, ast.Term) else node.text)
+        seq = terms_of(node.word if isinstance(node, ast.Term) else node.text, doc.analyzer)
         assert seq, f"{node!r} has no terms"
         return any(_allowed(u, node.fields) and _has_sequence(u.terms, seq) for u in doc.units)
     if isinstance(node, ast.Prefix):
-        stem = _single(node.stem)
+        stem = _single(node.stem, doc.analyzer)
         return any(_allowed(u, node.fields) and any(t.startswith(stem) for t in u.terms) for u in doc.units)
     if isinstance(node, ast.Near):
-        left, right = _single(node.left), _single(node.right)
+        left, right = _single(node.left, doc.analyzer), _single(node.right, doc.analyzer)
         for u in doc.units:
             if not _allowed(u, node.fields):
                 continue
