@@ -14,6 +14,8 @@ Two known-item tasks, built deterministically from text every machine of ours ha
   The query is a module's one-line summary with the module's name words removed; the relevant
   document is that module, its title cut to the name and the summary removed from its text.
 
+Dense and hybrid run twice: one vector per document (its start) and one per passage (every
+section in pieces of up to 128 words; a document scores as its best passage).
 Descriptions shared by several pages and queries of fewer than two words are left out. Every query
 runs as plain language (any word, `Index.ranked_search`); the peer gets the same words ORed over
 one text field holding what sieve's BM25 counts (title, headings, section texts), with tantivy's
@@ -227,9 +229,13 @@ def main() -> int:
         folder = args.work / name
         n = make(folder)
         print(f"{name}: {n} queries", file=sys.stderr)
-        s = evaluate_retrieval(folder, folder / "sieve", rankers=rankers, analyzers=ANALYZERS, bm25=PARAMS,
+        s = evaluate_retrieval(folder, folder / "sieve", rankers=("bm25",), analyzers=ANALYZERS, bm25=PARAMS,
                                progress=lambda m: print("  " + m, file=sys.stderr))
         rows = [{**r, "engine": "sieve"} for r in s["runs"]]
+        if len(rankers) > 1:  # embeddings do not depend on the analyzer: dense and hybrid over the plain index only
+            d = evaluate_retrieval(folder, folder / "sieve", rankers=rankers[1:], analyzers=("plain",), bm25=PARAMS, dense_units=("document", "passage"),
+                                   progress=lambda m: print("  " + m, file=sys.stderr))
+            rows += [{**r, "engine": "sieve"} for r in d["runs"]]
         if not args.skip_peer:
             rows += tantivy_runs(folder, folder / "peer")
         result["tasks"][name] = {"queries": s["queries"], "documents": sum(1 for _ in open(folder / "corpus.jsonl")), "runs": rows}
@@ -241,9 +247,10 @@ def main() -> int:
         print(f"\n### {name}: {t['queries']} queries over {t['documents']} documents\n")
         print("| engine | ranker | analyzer | k1, b | nDCG@10 | MRR@10 | recall@100 | ms/query |")
         print("|---|---|---|---|---|---|---|---|")
-        for r in sorted(t["runs"], key=lambda r: (r["ranker"], r["analyzer"], r["k1"] or 0, r["engine"])):
+        for r in sorted(t["runs"], key=lambda r: (r["ranker"], r.get("unit") or "", r["analyzer"], r["k1"] or 0, r["engine"])):
             kb = f"{r['k1']}, {r['b']}" if r["k1"] is not None else "-"
-            print(f"| {r['engine']} | {r['ranker']} | {r['analyzer']} | {kb} | " + " | ".join(f"{r[m]:.3f}" for m in MEASURES.values()) + f" | {r['ms_per_query']} |")
+            ranker = r["ranker"] + (f" ({r['unit']}s)" if r.get("unit") else "")
+            print(f"| {r['engine']} | {ranker} | {r['analyzer']} | {kb} | " + " | ".join(f"{r[m]:.3f}" for m in MEASURES.values()) + f" | {r['ms_per_query']} |")
     if "speed" in result:
         sp = result["speed"]
         print(f"\n### analyzer speed: {sp['documents']} documents ({sp['corpus']}), best of {sp['rounds']}\n")

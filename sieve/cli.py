@@ -188,21 +188,30 @@ def cmd_embed(args: argparse.Namespace) -> int:
     from sieve.index import open_index
 
     index = open_index(args.index)
-    bar = tqdm(total=len(index), unit=" docs", desc="embedding", disable=args.quiet or args.json, file=sys.stderr, mininterval=0.5)
+    unit = " passages" if args.unit == "passage" else " docs"
+    bar = tqdm(total=len(index), unit=unit, desc="embedding", disable=args.quiet or args.json, file=sys.stderr, mininterval=0.5)
 
-    def progress(done: int, _total: int) -> None:
+    def progress(done: int, total: int) -> None:
+        if bar.total != total:
+            bar.total = total
+            bar.refresh()
         bar.update(done - bar.n)
 
     t0 = time.perf_counter()
     try:
-        out = embed(index, model=args.model or DEFAULT_MODEL, batch_size=args.batch_size, force=args.force, progress=progress)
+        out = embed(index, model=args.model or DEFAULT_MODEL, batch_size=args.batch_size, force=args.force, progress=progress, unit=args.unit)
     finally:
         bar.close()
-    summary = {"index": args.index, "embeddings": str(out), "documents": len(index), "seconds": round(time.perf_counter() - t0, 2)}
+    from sieve.dense.store import read_meta
+
+    rows = read_meta(out)["rows"]
+    summary = {"index": args.index, "embeddings": str(out), "documents": len(index), "unit": args.unit, "vectors": rows,
+               "seconds": round(time.perf_counter() - t0, 2)}
     if args.json:
         _print_json(summary)
     else:
-        print(f"embedded {summary['documents']} documents into {out} ({summary['seconds']} s)")
+        what = f"{rows} passages of {summary['documents']} documents" if args.unit == "passage" else f"{summary['documents']} documents"
+        print(f"embedded {what} into {out} ({summary['seconds']} s)")
     return 0
 
 
@@ -466,6 +475,9 @@ def make_parser() -> argparse.ArgumentParser:
     s.add_argument("index")
     s.add_argument("--model", help="sentence-transformers model name or directory (default: the bundled all-MiniLM-L6-v2)")
     s.add_argument("--batch-size", type=int, default=32)
+    s.add_argument("--unit", choices=("document", "passage"), default="document",
+                   help="one vector per document (its start; the default), or per passage (every section in pieces of up to 128 words; "
+                        "a document scores as its best passage)")
     s.add_argument("--force", action="store_true", help="recompute even if up to date")
     s.add_argument("--quiet", action="store_true")
     s.add_argument("--json", action="store_true")

@@ -253,12 +253,14 @@ class Index:
         if self.searcher.dense is None:
             self.use_dense()
 
-    def use_dense(self, model: str | None = None, encoder: Any = None) -> None:
-        """Rank with the embeddings of `model` (default: the bundled MiniLM, else the only one built),
-        optionally with an already loaded `encoder`. Raises if `sieve embed` has not been run."""
+    def use_dense(self, model: str | None = None, encoder: Any = None, unit: str | None = None) -> None:
+        """Rank with the embeddings of `model` (default: the bundled MiniLM, else the only one built)
+        in `unit` ("passage" or "document"; default: passages where `sieve embed --unit passage`
+        made them, else documents), optionally with an already loaded `encoder`. Raises if
+        `sieve embed` has not been run."""
         from sieve.dense.store import DenseIndex
 
-        self.searcher.dense = DenseIndex.open(self, model=model, encoder=encoder)
+        self.searcher.dense = DenseIndex.open(self, model=model, encoder=encoder, unit=unit)
 
     @_damage_guard
     def document(self, doc_id: str) -> Document:

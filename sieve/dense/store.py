@@ -1,10 +1,17 @@
-"""Document embeddings beside an index: built by `sieve embed` (batched, resumable), memory-mapped,
+"""Embeddings beside an index: built by `sieve embed` (batched, resumable), memory-mapped,
 searched exactly over small admitted sets and through a filtered HNSW graph over large ones.
 
-Layout: INDEX/embeddings/<model slug>/ with meta.json (model, dimension, the fingerprint of the
-index generation they were computed from, file checksums), vectors.sva (float32, one unit-length
-row per document) and hnsw.bin (hnswlib, inner product). While embedding, vectors.partial and
-progress.json record what is done, so an interrupted run resumes where it stopped.
+Two units. `document`: one vector per document, from its title and the start of its text (the
+model reads about 256 word pieces, so a long page is known by its start). `passage`: one vector per
+passage, every section cut into passages of at most PASSAGE_WORDS words, each headed by the title
+and the section's heading; a document's similarity is its best passage's.
+
+Layout: INDEX/embeddings/<model slug>/ (document unit) or <model slug>@passages/, with meta.json
+(model, unit, dimension, rows, documents, the fingerprint of the index generation they were computed
+from, file checksums), vectors.sva (float32, one unit-length row per document or passage),
+owner.sva (passages: the document row of each passage, ascending) and hnsw.bin (hnswlib, inner
+product). While embedding, vectors.partial and progress.json record what is done, so an
+interrupted run resumes where it stopped.
 """
 
 from __future__ import annotations
@@ -19,9 +26,10 @@ from typing import TYPE_CHECKING, Any, Callable
 import numpy as np
 
 from sieve.dense.encoder import DEFAULT_MODEL, DenseUnavailableError, Encoder, SentenceTransformerEncoder
+from sieve.documents import INTRO
 from sieve.engine import bitset, storage
 from sieve.engine.search import top_k
-from sieve.errors import IndexDamagedError
+from sieve.errors import IndexDamagedError, InvalidArgumentError
 
 if TYPE_CHECKING:
     from sieve.index import Index
@@ -31,7 +39,14 @@ HNSW_M = 16
 HNSW_EF_CONSTRUCTION = 200
 HNSW_EF_SEARCH = 128
 DOC_CHARS = 2000  # the model reads about 256 word pieces; more text only costs time
+PASSAGE_WORDS = 128  # with its title and heading, a passage stays within the model's 256 word pieces (English prose: ~1.3 a word)
 CHUNK = 256
+UNITS = ("passage", "document")
+PASSAGES_SUFFIX = "@passages"  # never in a model slug
+
+
+def embeddings_dir(index: "Index", model: str, unit: str) -> Path:
+    return index.path / "embeddings" / (model_slug(model) + (PASSAGES_SUFFIX if unit == "passage" else ""))
 
 
 def model_slug(model: str) -> str:
@@ -58,14 +73,55 @@ def document_text(index: "Index", d: int) -> str:
     return "\n".join(parts)[:DOC_CHARS]
 
 
-def _keys(index: "Index", text: Callable[["Index", int], str], rows: list[int]) -> np.ndarray:
-    """One 64-bit key per document: its id and the text the encoder reads. A vector computed for
-    a key can be reused by any later generation that has a document with the same key."""
-    out = np.empty(len(rows), dtype=np.uint64)
-    for i, d in enumerate(rows):
-        h = hashlib.blake2b(index.reader.doc_id(d).encode() + b"\0" + text(index, d).encode(), digest_size=8)
-        out[i] = int.from_bytes(h.digest(), "little")
-    return out
+def passages(index: "Index", d: int) -> list[str]:
+    """What the encoder reads for a document, passage by passage: each section's text in pieces of
+    at most PASSAGE_WORDS words, each headed by the title and the section's heading (a piece of
+    a long section is about what its heading says). A document without text is its title."""
+    r = index.reader
+    title = r.meta(d)["title"]
+    headings = r.headings(d)
+    out = []
+    for j in range(r.section_count(d)):
+        words = r.section_text(d, j).split()
+        head = title if headings[j] == INTRO else f"{title} \u2014 {headings[j]}"
+        for a in range(0, len(words), PASSAGE_WORDS):
+            out.append(head + "\n" + " ".join(words[a : a + PASSAGE_WORDS]))
+    return out or [title]
+
+
+def _pieces(unit: str) -> Callable[["Index", int], list[str]]:
+    if unit not in UNITS:
+        raise InvalidArgumentError(f"unknown embedding unit {unit!r}; known: {', '.join(UNITS)}")
+    return passages if unit == "passage" else lambda index, d: [document_text(index, d)]
+
+
+def _layout(index: "Index", docs: list[int], pieces: Callable[["Index", int], list[str]]) -> tuple[np.ndarray, np.ndarray]:
+    """(owner, keys): the document row of every row to embed, and one 64-bit key per row, from the
+    document's id and the row's text. A vector computed for a key can be reused by any later
+    generation that has a document with the same id and text."""
+    owner: list[int] = []
+    keys: list[int] = []
+    for row, d in enumerate(docs):
+        prefix = index.reader.doc_id(d).encode() + b"\0"
+        for text in pieces(index, d):
+            owner.append(row)
+            keys.append(int.from_bytes(hashlib.blake2b(prefix + text.encode(), digest_size=8).digest(), "little"))
+    return np.asarray(owner, dtype=np.int32), np.asarray(keys, dtype=np.uint64)
+
+
+class _Texts:
+    """The texts of rows [a, b) of an embedding, recomputed a document at a time."""
+
+    def __init__(self, index: "Index", docs: np.ndarray, owner: np.ndarray, pieces: Callable[["Index", int], list[str]]) -> None:
+        self.index, self.docs, self.owner, self.pieces = index, docs, owner, pieces
+        self.first = np.searchsorted(owner, np.arange(len(docs)))  # each document's first row
+        self._cached: tuple[int, list[str]] = (-1, [])
+
+    def __call__(self, row: int) -> str:
+        doc_row = int(self.owner[row])
+        if self._cached[0] != doc_row:
+            self._cached = (doc_row, self.pieces(self.index, int(self.docs[doc_row])))
+        return self._cached[1][row - int(self.first[doc_row])]
 
 
 def _reusable(directory: Path, dim: int, model: str) -> tuple[dict[int, int], Any] | None:
@@ -99,6 +155,8 @@ def _complete(directory: Path, fp: str) -> bool:
         if meta.get("fingerprint") != fp:
             return False
         storage.verify_array(directory / "vectors.sva", "vectors.sva", meta["files"]["vectors.sva"])
+        if "owner.sva" in meta["files"]:
+            storage.verify_array(directory / "owner.sva", "owner.sva", meta["files"]["owner.sva"])
         return _file_entry(directory / "hnsw.bin") == meta["files"]["hnsw.bin"]
     except (IndexDamagedError, OSError):
         return False
@@ -122,6 +180,7 @@ def read_meta(directory: Path) -> dict[str, Any]:
         files = meta["files"]
         ok = all(isinstance(files[f]["size"], int) and isinstance(files[f]["crc32"], int) for f in ("vectors.sva", "hnsw.bin"))
         ok = ok and isinstance(meta["dim"], int) and isinstance(meta["rows"], int) and isinstance(meta["model"], str)
+        ok = ok and meta.get("unit", "document") in UNITS and (meta.get("unit", "document") == "document" or "owner.sva" in files)
     except (KeyError, TypeError):
         ok = False
     if not ok:
@@ -149,6 +208,9 @@ def verify_embeddings(root: Path) -> list[str]:
         if "keys.sva" in meta["files"]:  # written since embeddings are reused across changes
             storage.verify_array(directory / "keys.sva", prefix + "keys.sva", meta["files"]["keys.sva"])
             checked.append(prefix + "keys.sva")
+        if "owner.sva" in meta["files"]:  # passages
+            storage.verify_array(directory / "owner.sva", prefix + "owner.sva", meta["files"]["owner.sva"])
+            checked.append(prefix + "owner.sva")
     return checked
 
 
@@ -167,28 +229,33 @@ def embed(
     batch_size: int = 32,
     force: bool = False,
     progress: Callable[[int, int], None] | None = None,
-    text: Callable[["Index", int], str] = document_text,
+    unit: str = "document",
 ) -> Path:
-    """Compute (or resume computing) the embeddings of every document; returns their directory.
+    """Compute (or resume computing) the embeddings of every document (`unit="document"`) or of
+    every passage (`unit="passage"`); returns their directory. `progress(done, total)` counts rows.
 
     Finished embeddings are left alone only if every byte checks out; anything incomplete or
     damaged (a run killed while sealing, say) is computed again, resuming from the last chunk saved.
     meta.json is written last and removed first, so it names only complete files. Holds the
     index's write lock (IndexLockedError while a build or another embed writes it)."""
+    pieces = _pieces(unit)
     with storage.WriteLock(index.path):
-        return _embed(index, model, encoder, batch_size, force, progress, text)
+        return _embed(index, model, encoder, batch_size, force, progress, unit, pieces)
 
 
-def _embed(index: "Index", model: str, encoder: Encoder | None, batch_size: int, force: bool, progress: Callable[[int, int], None] | None, text: Callable[["Index", int], str]) -> Path:
-    out = index.path / "embeddings" / model_slug(model)
+def _embed(index: "Index", model: str, encoder: Encoder | None, batch_size: int, force: bool, progress: Callable[[int, int], None] | None,
+           unit: str, pieces: Callable[["Index", int], list[str]]) -> Path:
+    out = embeddings_dir(index, model, unit)
     out.mkdir(parents=True, exist_ok=True)
     fp = fingerprint(index)
     meta_path, prog_path, partial = out / "meta.json", out / "progress.json", out / "vectors.partial"
     if not force and _complete(out, fp):
         return out
     encoder = encoder or SentenceTransformerEncoder(model)
-    docs = index.doc_numbers()  # one row per live document, in index order
-    dim, n = encoder.dim, len(docs)
+    docs = index.doc_numbers()  # the live documents, in index order: document rows
+    owner, keys = _layout(index, docs.tolist(), pieces)  # once: matched against the earlier vectors, then stored with these
+    texts = _Texts(index, docs, owner, pieces)
+    dim, n = encoder.dim, len(owner)
     # After a change (sieve add/delete), the documents kept have the vectors they had: read them
     # before anything here changes. A forced embed computes everything.
     earlier = None if force or not meta_path.exists() else _reusable(out, dim, model)
@@ -196,10 +263,9 @@ def _embed(index: "Index", model: str, encoder: Encoder | None, batch_size: int,
         meta_path.unlink()  # the files below are about to change: nothing may vouch for them meanwhile
         storage.fsync_dir(out)
     done = reused = 0
-    keys = _keys(index, text, docs.tolist())  # once: matched against the earlier vectors, then stored with these
     if prog_path.exists() and partial.exists() and not force:
         prog = json.loads(prog_path.read_text())
-        if prog.get("fingerprint") == fp and prog.get("model") == model and prog.get("dim") == dim:
+        if prog.get("fingerprint") == fp and prog.get("model") == model and prog.get("dim") == dim and prog.get("unit", "document") == unit:
             done = int(prog["rows"])
     with open(partial, "r+b" if done else "wb") as fh:
         fh.truncate(done * dim * 4)  # drop a half-written chunk from an interrupted run
@@ -219,25 +285,28 @@ def _embed(index: "Index", model: str, encoder: Encoder | None, batch_size: int,
                 todo = [i for i, j in found if j is None]
                 reused += len(hit)
             if todo:
-                vecs[todo] = encoder.encode([text(index, int(docs[rows[i]])) for i in todo], batch_size=batch_size)
+                vecs[todo] = encoder.encode([texts(rows[i]) for i in todo], batch_size=batch_size)
             fh.write(np.ascontiguousarray(vecs, dtype=np.float32).tobytes())
             fh.flush()
             os.fsync(fh.fileno())
             done = rows.stop
-            _write_json(prog_path, {"fingerprint": fp, "model": model, "dim": dim, "rows": done})
+            _write_json(prog_path, {"fingerprint": fp, "model": model, "dim": dim, "rows": done, "unit": unit})
             if progress is not None:
                 progress(done, n)
     vectors = np.fromfile(partial, dtype=np.float32).reshape(n, dim)
     entries = {"vectors.sva": storage.write_array(out / "vectors.sva.tmp", vectors),
                "keys.sva": storage.write_array(out / "keys.sva.tmp", keys)}
+    names = ["vectors.sva", "keys.sva"]
+    if unit == "passage":
+        entries["owner.sva"] = storage.write_array(out / "owner.sva.tmp", owner)
+        names.append("owner.sva")
     _build_hnsw(vectors, out / "hnsw.bin.tmp")
     entries["hnsw.bin"] = _file_entry(out / "hnsw.bin.tmp")
     with open(out / "hnsw.bin.tmp", "rb") as fh:
         os.fsync(fh.fileno())
-    os.replace(out / "vectors.sva.tmp", out / "vectors.sva")
-    os.replace(out / "keys.sva.tmp", out / "keys.sva")
-    os.replace(out / "hnsw.bin.tmp", out / "hnsw.bin")
-    meta = {"model": model, "dim": dim, "rows": n, "fingerprint": fp, "files": entries, "reused": reused}
+    for name in names + ["hnsw.bin"]:
+        os.replace(out / f"{name}.tmp", out / name)
+    meta = {"model": model, "dim": dim, "rows": n, "documents": len(docs), "unit": unit, "fingerprint": fp, "files": entries, "reused": reused}
     _write_json(meta_path, {**meta, "checksum": _meta_crc(meta)})
     partial.unlink()
     prog_path.unlink()
@@ -257,14 +326,17 @@ def _build_hnsw(vectors: np.ndarray, path: Path) -> None:
 class DenseIndex:
     """Opened embeddings of one index; `top` ranks documents by cosine similarity to a text.
 
-    Row r holds the r-th live document in index order (`docs[r]` is its internal number): after
-    deletions the internal numbers have gaps, the rows none. Arguments and results are internal
-    numbers; None as `docs` means every document."""
+    Document row r is the r-th live document in index order (`docs[r]` is its internal number):
+    after deletions the internal numbers have gaps, the rows none. With the document unit, vector
+    row r is document row r; with passages, `owner[p]` is the document row of vector row p
+    (ascending; every document has at least one passage) and a document's similarity is its best
+    passage's. Arguments and results are internal numbers; None as `docs` means every document."""
 
     def __init__(self, index: "Index", directory: Path, meta: dict[str, Any], encoder: Encoder | None = None) -> None:
         self.index = index
         self.dir = directory
         self.meta = meta
+        self.unit = meta.get("unit", "document")
         self.vectors = storage.open_array(directory / "vectors.sva", "vectors.sva", meta["files"]["vectors.sva"])
         self._encoder = encoder
         self._graph: Any = None
@@ -272,32 +344,50 @@ class DenseIndex:
         self.exact_max = EXACT_MAX
         self.docs = index.doc_numbers()
         self._identity = bool(index.snapshot.dense)  # internal number == row
+        self.owner: np.ndarray | None = None
+        self.starts = np.arange(len(self.docs) + 1)  # vector rows of document row r: starts[r]:starts[r + 1]
+        if self.unit == "passage":
+            owner = np.asarray(storage.open_array(directory / "owner.sva", "owner.sva", meta["files"]["owner.sva"]).whole(), dtype=np.intp)
+            steps = np.diff(owner)
+            if len(owner) != meta["rows"] or not len(owner) or owner[0] != 0 or owner[-1] != len(self.docs) - 1 or ((steps != 0) & (steps != 1)).any():
+                raise IndexDamagedError(f"embeddings/{directory.name}/owner.sva", "does not give every document its passages in order")
+            self.owner = owner
+            self.starts = np.append(np.flatnonzero(np.diff(owner, prepend=-1)), len(owner))
 
     def rows(self, docs: np.ndarray) -> np.ndarray:
         return docs if self._identity else np.searchsorted(self.docs, docs)
 
     @classmethod
-    def open(cls, index: "Index", model: str | None = None, encoder: Encoder | None = None) -> "DenseIndex":
+    def open(cls, index: "Index", model: str | None = None, encoder: Encoder | None = None, unit: str | None = None) -> "DenseIndex":
+        """The embeddings of `model` (default: the bundled MiniLM, else the only model embedded) in
+        `unit` (default: passages where they exist, else documents)."""
+        if unit is not None and unit not in UNITS:
+            raise InvalidArgumentError(f"unknown embedding unit {unit!r}; known: {', '.join(UNITS)}")
         root = index.path / "embeddings"
         names = sorted(p.name for p in root.iterdir() if (p / "meta.json").exists()) if root.is_dir() else []
+        models = list(dict.fromkeys(n.removesuffix(PASSAGES_SUFFIX) for n in names))
         if model is not None:
-            wanted = model_slug(model)
-        elif model_slug(DEFAULT_MODEL) in names:
-            wanted = model_slug(DEFAULT_MODEL)
-        elif names:
-            wanted = names[0]
+            slug = model_slug(model)
+        elif model_slug(DEFAULT_MODEL) in models:
+            slug = model_slug(DEFAULT_MODEL)
+        elif models:
+            slug = models[0]
         else:
             raise DenseUnavailableError(f"{index.path} has no embeddings: run `sieve embed {index.path}` first")
-        if wanted not in names:
-            raise DenseUnavailableError(f"{index.path} has no embeddings for {model!r}: run `sieve embed {index.path} --model {model}`")
+        units = [unit] if unit is not None else list(UNITS)
+        wanted = next((slug + (PASSAGES_SUFFIX if u == "passage" else "") for u in units if slug + (PASSAGES_SUFFIX if u == "passage" else "") in names), None)
+        if wanted is None:
+            what = f"{model!r}" if model is not None else "the default model"
+            raise DenseUnavailableError(f"{index.path} has no {unit or ''} embeddings for {what}: run `sieve embed {index.path}"
+                                        + (f" --model {model}" if model else "") + (f" --unit {unit}" if unit else "") + "`")
         directory = root / wanted
         meta = read_meta(directory)
         if meta.get("fingerprint") != fingerprint(index):
             raise DenseUnavailableError(
                 f"the embeddings in {directory} belong to an earlier build of this index; run `sieve embed {index.path}` again"
             )
-        if meta.get("rows") != len(index):
-            raise IndexDamagedError("embeddings/meta.json", f"has {meta.get('rows')} rows for {len(index)} documents")
+        if meta.get("documents", meta.get("rows")) != len(index):
+            raise IndexDamagedError(f"embeddings/{wanted}/meta.json", f"has {meta.get('documents', meta.get('rows'))} documents for {len(index)}")
         return cls(index, directory, meta, encoder)
 
     @property
@@ -318,9 +408,9 @@ class DenseIndex:
             except OSError:
                 found = {}
             if found != entry:
-                raise IndexDamagedError("embeddings/hnsw.bin", "size or checksum does not match meta.json")
+                raise IndexDamagedError(f"embeddings/{self.dir.name}/hnsw.bin", "size or checksum does not match meta.json")
             graph = hnswlib.Index(space="ip", dim=int(self.meta["dim"]))
-            graph.load_index(str(path), max_elements=max(1, len(self.docs)))
+            graph.load_index(str(path), max_elements=max(1, len(self.vectors)))
             graph.set_ef(HNSW_EF_SEARCH)
             self._graph = graph
         return self._graph
@@ -334,32 +424,60 @@ class DenseIndex:
         self._last_query = (text, q)
         return q
 
+    def _row_similarity(self, q: np.ndarray, rows: np.ndarray) -> np.ndarray:
+        """Each document row's similarity: its vector's, or its best passage's."""
+        if not len(rows):
+            return np.zeros(0, dtype=np.float32)
+        if self.owner is None:
+            # Gathering rows costs more than scoring them all once the set is a sizeable share.
+            return (self.vectors.whole() @ q)[rows] if len(rows) * 8 > len(self.vectors) else self.vectors[rows] @ q
+        lo, hi = self.starts[rows], self.starts[rows + 1]
+        counts = hi - lo
+        if counts.sum() * 8 > len(self.vectors):
+            return np.maximum.reduceat(self.vectors.whole() @ q, self.starts[:-1])[rows]
+        offsets = np.concatenate(([0], np.cumsum(counts)[:-1]))
+        idx = np.repeat(lo - offsets, counts) + np.arange(counts.sum())  # every passage of every row, in order
+        return np.maximum.reduceat(self.vectors[idx] @ q, offsets)
+
     def exact(self, q: np.ndarray, docs: np.ndarray | None, k: int) -> tuple[np.ndarray, np.ndarray]:
         if docs is None:
             sims = self.vectors.whole() @ q
+            if self.owner is not None:
+                sims = np.maximum.reduceat(sims, self.starts[:-1])
             return top_k(self.docs, sims.astype(np.float64), k)
-        rows = self.rows(docs)
-        # Gathering rows costs more than scoring them all once the set is a sizeable share.
-        sims = (self.vectors.whole() @ q)[rows] if len(rows) * 8 > len(self.vectors) else self.vectors[rows] @ q
-        return top_k(docs, sims.astype(np.float64), k)
+        return top_k(docs, self._row_similarity(q, self.rows(docs)).astype(np.float64), k)
 
     def approximate(self, q: np.ndarray, bits: np.ndarray | None, k: int) -> tuple[np.ndarray, np.ndarray]:
         n = len(self.docs)
-        k = min(k, n)
         if bits is None:
-            labels, dist = self.graph.knn_query(q[None, :], k=k, num_threads=1)
+            allowed = n
+            flags = None
         else:
-            if self._identity:
-                flags = bitset.to_bool(bits, n).tobytes()
-            else:
-                flags = bitset.contains(bits, self.docs).view(np.uint8).tobytes()
-            k = min(k, bitset.count(bits))
-            labels, dist = self.graph.knn_query(q[None, :], k=k, num_threads=1, filter=flags.__getitem__)
-        return top_k(self.docs[labels[0].astype(np.int64)], 1.0 - dist[0].astype(np.float64), k)
+            keep = bitset.to_bool(bits, n) if self._identity else bitset.contains(bits, self.docs)
+            allowed = int(keep.sum())
+            flags = (keep if self.owner is None else keep[self.owner]).view(np.uint8).tobytes()
+        k = min(k, allowed)
+        if k == 0:
+            return np.zeros(0, dtype=np.int64), np.zeros(0)
+        total = len(self.vectors) if flags is None else flags.count(1)
+        # Passages: ask for more than k, since one document may hold several of the best; widen
+        # until k distinct documents come back (or every allowed passage has).
+        want = k if self.owner is None else min(total, max(4 * k, k + 32))
+        while True:
+            labels, dist = self.graph.knn_query(q[None, :], k=want, num_threads=1, filter=None if flags is None else flags.__getitem__)
+            rows = labels[0].astype(np.int64)
+            sims = 1.0 - dist[0].astype(np.float64)
+            if self.owner is not None:
+                rows = self.owner[rows]
+                rows, first = np.unique(rows, return_index=True)  # hnswlib answers nearest first: the first of a row is its best
+                sims = sims[first]
+            if len(rows) >= k or want >= total:
+                return top_k(self.docs[rows], sims, k)
+            want = min(total, want * 4)
 
     def similarity(self, text: str, docs: np.ndarray) -> np.ndarray:
-        """Cosine similarity of `text` to each of `docs` (exact)."""
-        return (self.vectors[self.rows(np.asarray(docs, dtype=np.int64))] @ self.query_vector(text)).astype(np.float64)
+        """Cosine similarity of `text` to each of `docs` (exact; a document's best passage's)."""
+        return self._row_similarity(self.query_vector(text), self.rows(np.asarray(docs, dtype=np.int64))).astype(np.float64)
 
     def top(self, text: str, docs: np.ndarray | None, bits: np.ndarray | None, k: int) -> tuple[np.ndarray, np.ndarray]:
         """The k documents (of `docs`, or of all) most similar to `text`, with cosine similarity."""

@@ -5,7 +5,9 @@ A collection in BEIR layout: `corpus.jsonl`, `queries.jsonl` (`_id`, `text`) and
 query is run as plain language (`Index.ranked_search`: any of its words, no BQL), so every ranker
 sees the same question. Measures come from ir-measures (the `eval` extra): nDCG@10, MRR@10
 (`RR@10`) and recall@100, each the mean over the queries that have judgements; a query that
-retrieves nothing scores 0, it is not dropped.
+retrieves nothing scores 0, it is not dropped. They follow the order sieve returned (equal scores
+in index order); the TREC files keep the scores, and trec_eval, which re-sorts equal scores by
+document id, may differ from them where scores tie (hybrid's fused ranks do).
 """
 
 from __future__ import annotations
@@ -110,8 +112,10 @@ def measure(qrels: dict[str, dict[str, int]], run: Run) -> dict[str, float]:
         import ir_measures
     except ImportError:
         raise InvalidArgumentError("retrieval measures need ir-measures: pip install 'sieve-search[eval]'") from None
+    # Scored in sieve's order: trec_eval re-sorts by score and breaks ties by document id, and fused
+    # (RRF) scores tie often, so each document is given its rank instead of its score.
     # ir-measures drops queries with no retrieved document; they count as 0 here, so every judged query weighs the same.
-    scored = {q: {d: float(s) for d, s in ranked} for q, ranked in run.items() if ranked}
+    scored = {q: {d: float(len(ranked) - i) for i, (d, _) in enumerate(ranked)} for q, ranked in run.items() if ranked}
     per_query: dict[str, dict[str, float]] = {name: {} for name in MEASURES}
     for m in ir_measures.iter_calc([ir_measures.parse_measure(name) for name in MEASURES], qrels, scored):
         per_query[str(m.measure)][m.query_id] = float(m.value)
@@ -137,10 +141,12 @@ def evaluate_retrieval(
     bm25: tuple[BM25Params, ...] = (BM25Params(),),
     split: str = "test",
     depth: int = DEPTH,
+    dense_units: tuple[str, ...] = ("document",),
     progress: Callable[[str], None] = lambda _: None,
 ) -> dict[str, Any]:
-    """Every (analyzer, ranker, BM25 parameters) combination over the collection in `folder`:
-    indexes under `out` (built once, reused), one TREC run file each, and their measures."""
+    """Every (analyzer, ranker, BM25 parameters, embedding unit) combination over the collection in
+    `folder`: indexes under `out` (built and embedded once, reused), one TREC run file each, and
+    their measures. Dense rankers run once per unit of `dense_units` ("document", "passage")."""
     for name in rankers:
         if name not in RANKER_NAMES:
             raise InvalidArgumentError(f"unknown ranker {name!r}; known: {', '.join(RANKER_NAMES)}")
@@ -153,25 +159,29 @@ def evaluate_retrieval(
     for analyzer in analyzers:
         base = _index_for(task, out, analyzer, progress)
         for ranker in rankers:
-            if ranker in DENSE_RANKERS:
-                from sieve.dense.store import embed
+            dense = ranker in DENSE_RANKERS
+            for unit in dense_units if dense else (None,):
+                if unit is not None:
+                    from sieve.dense.store import embed
 
-                progress(f"embedding {len(base)} documents ({analyzer} index)")
-                embed(base)
-            uses_bm25 = ranker in BM25_RANKERS
-            for params in (bm25 if uses_bm25 else bm25[:1]):
-                index = Index(base.path, bm25=params)
-                t0 = time.perf_counter()
-                run = rank_queries(index, task.queries, ranker, depth)
-                seconds = time.perf_counter() - t0
-                tag = f"sieve-{ranker}-{analyzer}" + (f"-k1_{params.k1:g}-b_{params.b:g}" if uses_bm25 else "")
-                write_trec(out / f"{tag}.run", run, tag)
-                row = {"run": tag, "ranker": ranker, "analyzer": analyzer, "k1": params.k1 if uses_bm25 else None,
-                       "b": params.b if uses_bm25 else None, **measure(task.qrels, run), "queries": len(task.qrels),
-                       "ms_per_query": round(1000 * seconds / max(1, len(task.queries)), 3), "file": str(out / f"{tag}.run")}
-                progress(f"{tag}: " + ", ".join(f"{k} {row[k]:.4f}" for k in MEASURES.values()))
-                rows.append(row)
-                index.close()
+                    progress(f"embedding {len(base)} documents by {unit} ({analyzer} index)")
+                    embed(base, unit=unit)
+                uses_bm25 = ranker in BM25_RANKERS
+                for params in (bm25 if uses_bm25 else bm25[:1]):
+                    index = Index(base.path, bm25=params)
+                    if unit is not None:
+                        index.use_dense(unit=unit)
+                    t0 = time.perf_counter()
+                    run = rank_queries(index, task.queries, ranker, depth)
+                    seconds = time.perf_counter() - t0
+                    tag = f"sieve-{ranker}" + (f"-{unit}" if unit else "") + f"-{analyzer}" + (f"-k1_{params.k1:g}-b_{params.b:g}" if uses_bm25 else "")
+                    write_trec(out / f"{tag}.run", run, tag)
+                    row = {"run": tag, "ranker": ranker, "unit": unit, "analyzer": analyzer, "k1": params.k1 if uses_bm25 else None,
+                           "b": params.b if uses_bm25 else None, **measure(task.qrels, run), "queries": len(task.qrels),
+                           "ms_per_query": round(1000 * seconds / max(1, len(task.queries)), 3), "file": str(out / f"{tag}.run")}
+                    progress(f"{tag}: " + ", ".join(f"{k} {row[k]:.4f}" for k in MEASURES.values()))
+                    rows.append(row)
+                    index.close()
         base.close()
     summary = {"collection": str(folder), "split": split, "queries": len(task.qrels), "skipped_queries": task.skipped, "depth": depth, "runs": rows}
     (out / "retrieval.json").write_text(json.dumps(summary, indent=1))

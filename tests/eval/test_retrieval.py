@@ -125,3 +125,15 @@ def test_cli(tmp_path: Path) -> None:
     assert p.returncode == 1 and "--bm25 takes K1,B" in p.stderr
     p = subprocess.run([sys.executable, "-m", "sieve", "eval", "retrieval", "--collection", str(root)], capture_output=True, text=True)
     assert p.returncode == 0 and "| nDCG@10 | MRR@10 | recall@100 |" in p.stdout
+
+
+def test_dense_units(tmp_path: Path) -> None:
+    pytest.importorskip("sentence_transformers", reason="needs the dense extra")
+    root = _collection(tmp_path / "coll")
+    s = evaluate_retrieval(root, tmp_path / "out", rankers=("dense", "hybrid"), dense_units=("document", "passage"))
+    assert {(r["ranker"], r["unit"]) for r in s["runs"]} == {(r, u) for r in ("dense", "hybrid") for u in ("document", "passage")}
+    task = load_retrieval(root)
+    for row in s["runs"]:
+        want = _by_hand(task.qrels, _run_file(Path(row["file"])))
+        assert all(row[name] == pytest.approx(value, abs=1e-9) for name, value in want.items()), row["run"]
+    assert sum(p.name.endswith("@passages") for p in (tmp_path / "out" / "index-plain" / "embeddings").iterdir()) == 1
