@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import threading
 from typing import Protocol
 
 import numpy as np
@@ -68,3 +69,21 @@ class SentenceTransformerEncoder:
     def encode(self, texts: list[str], batch_size: int = 32) -> np.ndarray:
         vecs = self._model.encode(texts, batch_size=batch_size, normalize_embeddings=True, convert_to_numpy=True, show_progress_bar=False)
         return np.asarray(vecs, dtype=np.float32)
+
+
+_LOADED: dict[tuple[str, str], SentenceTransformerEncoder] = {}
+_LOADING = threading.Lock()
+
+
+def loaded_encoder(model: str = DEFAULT_MODEL, device: str = "cpu") -> SentenceTransformerEncoder:
+    """The encoder of `model`, loaded once per process and shared: every index, search and embed
+    of a long-lived process (serve, eval, the Python API) reuses it instead of loading it again
+    (a second or more, and its memory, each time)."""
+    key = (model, device)
+    found = _LOADED.get(key)
+    if found is None:
+        with _LOADING:  # two threads asking at once load it once
+            found = _LOADED.get(key)
+            if found is None:
+                found = _LOADED[key] = SentenceTransformerEncoder(model, device=device)
+    return found

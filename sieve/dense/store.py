@@ -25,7 +25,7 @@ from typing import TYPE_CHECKING, Any, Callable
 
 import numpy as np
 
-from sieve.dense.encoder import DEFAULT_MODEL, DenseUnavailableError, Encoder, SentenceTransformerEncoder
+from sieve.dense.encoder import DEFAULT_MODEL, DenseUnavailableError, Encoder, loaded_encoder
 from sieve.documents import INTRO
 from sieve.engine import bitset, storage
 from sieve.engine.search import top_k
@@ -251,7 +251,7 @@ def _embed(index: "Index", model: str, encoder: Encoder | None, batch_size: int,
     meta_path, prog_path, partial = out / "meta.json", out / "progress.json", out / "vectors.partial"
     if not force and _complete(out, fp):
         return out
-    encoder = encoder or SentenceTransformerEncoder(model)
+    encoder = encoder or loaded_encoder(model)
     docs = index.doc_numbers()  # the live documents, in index order: document rows
     owner, keys = _layout(index, docs.tolist(), pieces)  # once: matched against the earlier vectors, then stored with these
     texts = _Texts(index, docs, owner, pieces)
@@ -393,7 +393,7 @@ class DenseIndex:
     @property
     def encoder(self) -> Encoder:
         if self._encoder is None:
-            self._encoder = SentenceTransformerEncoder(self.meta["model"])
+            self._encoder = loaded_encoder(self.meta["model"])
         return self._encoder
 
     @property

@@ -76,6 +76,9 @@ def render_manual(toolset: "Toolset") -> str:
             f"The query is a filter: it decides exactly which documents are eligible, and only those are ranked (by"
             f" {RANKERS[config.ranker]}). A document the query rejects is never shown"
             + (" (except after zero hits, see below)." if config.fallback else ".")),
+        "stemming": ("Words are not stemmed: `close` does not find `closed`; write `close*`." if not index.analyzer.stems else  # type: ignore[attr-defined]
+                     f"Words are matched by their stem ({index.analyzer.name} stemming): `closed` also finds `close`, `closing` and"  # type: ignore[attr-defined]
+                     " `closes`, in phrases too; `clos*` finds every word whose stem starts with `clos`."),
         "anywhere": _join(["title", "headings", "section texts"] + ["author names"] * has["author"] + ["infobox values"] * has["infobox"]),
         "units": _join(["section text", "heading", "title"] + ["author name"] * has["author"] + ["infobox value"] * has["infobox"], "or"),
         "fields_table": fields_table(counts),

@@ -181,3 +181,18 @@ def test_cli_embed_passages(tmp_path: Path) -> None:
     sieve.build_index(corpus, tmp_path / "ix").close()
     p = subprocess.run([sys.executable, "-m", "sieve", "embed", str(tmp_path / "ix"), "--unit", "sentence"], capture_output=True, text=True)
     assert p.returncode == 2 and "invalid choice" in p.stderr
+
+
+def test_a_loaded_model_stays_loaded(tmp_path: Path) -> None:
+    """Long-lived processes load the model once: every index and embed shares it."""
+    pytest.importorskip("sentence_transformers", reason="needs the dense extra")
+    from sieve.dense.encoder import loaded_encoder
+
+    a = sieve.build_index(_docs(4), tmp_path / "a")
+    b = sieve.build_index(_docs(5, seed=9), tmp_path / "b")
+    store.embed(a)
+    store.embed(b, unit="passage")
+    a.use_dense()
+    b.use_dense()
+    assert a.searcher.dense.encoder is b.searcher.dense.encoder is loaded_encoder()
+    assert a.search("river", ranker="dense").hits and b.search("river", ranker="dense").hits

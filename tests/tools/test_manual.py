@@ -52,3 +52,11 @@ def test_the_manuals_queries_mean_what_it_says(gold: sieve.Index) -> None:
     for query, canonical in claims.items():
         assert f"`{query}`" in manual, query
         assert str(parse(query)) == canonical
+
+
+def test_manual_says_how_words_are_matched(tmp_path: Path) -> None:
+    docs = [{"id": "a", "title": "Closing time", "text": "the shop closed"}]
+    plain = Toolset(sieve.build_index(docs, tmp_path / "p")).manual()
+    english = Toolset(sieve.build_index(docs, tmp_path / "e", analyzer="english")).manual()
+    assert "Words are not stemmed" in plain and "matched by their stem" not in plain
+    assert "Words are matched by their stem (english stemming)" in english and "Words are not stemmed" not in english
