@@ -25,7 +25,7 @@ from sieve.engine.bm25 import BM25Params
 from sieve.engine.search import Hit, Results
 from sieve.index import Index, Match, build_index, open_index
 
-__version__ = "0.1.0"
+__version__ = "0.2.0"  # the one version source (pyproject.toml reads it)
 
 __all__ = [
     "Analyzer", "BM25Params", "BQLError", "BQLLimitError", "BQLSyntaxError", "CorpusError", "CorpusReport", "DeadlineExceededError", "Document", "DuplicateIdError", "Index",

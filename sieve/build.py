@@ -16,7 +16,7 @@ from typing import Any, Callable, Iterator
 import numpy as np
 
 from sieve.corpus import CorpusReport, IdRegistry, OnError, Source, corpus_file, parse_line, raw_lines, read_documents
-from sieve.documents import checked_document
+from sieve.documents import checked_document, unknown_keys
 from sieve.engine.analysis import PLAIN, Analyzer
 from sieve.engine.batch import AnalyzedBatch, Vocabulary, analyze_batch
 from sieve.engine.writer import DEFAULT_MEMORY_MB, IndexWriter
@@ -28,26 +28,33 @@ PARALLEL_MIN_BYTES = 8 << 20  # below this, starting workers costs more than it 
 _WORKER_VOCAB: Vocabulary | None = None
 
 
-def _init_worker(analyzer: Analyzer) -> None:
-    global _WORKER_VOCAB
+_WORKER_LENIENT = False
+
+
+def _init_worker(analyzer: Analyzer, lenient: bool) -> None:
+    global _WORKER_VOCAB, _WORKER_LENIENT
     _WORKER_VOCAB = Vocabulary(analyzer)
+    _WORKER_LENIENT = lenient
 
 
 def _analyze_lines(name: str, lines: list[tuple[int, str | CorpusError]]) -> tuple[int, AnalyzedBatch]:
     """Worker: parse, validate and analyse a chunk of lines with this process's vocabulary."""
     assert _WORKER_VOCAB is not None
     docs, numbers, errors = [], [], []
+    kept = 0
     for lineno, text in lines:
         rec = text if isinstance(text, CorpusError) else parse_line(name, lineno, text)
         try:
             if isinstance(rec, CorpusError):
                 raise rec
-            docs.append(checked_document(rec, name, lineno))
+            docs.append(checked_document(rec, name, lineno, _WORKER_LENIENT))
+            kept += bool(_WORKER_LENIENT and unknown_keys(rec))
             numbers.append(lineno)
         except CorpusError as err:
             errors.append(err)
     batch = analyze_batch(docs, numbers, _WORKER_VOCAB)
     batch.errors = errors
+    batch.kept = kept
     return os.getpid(), batch
 
 
@@ -62,9 +69,9 @@ def _chunks(path: Path) -> Iterator[list[tuple[int, str | CorpusError]]]:
         yield chunk
 
 
-def _parallel_batches(path: Path, jobs: int, analyzer: Analyzer) -> Iterator[tuple[Any, AnalyzedBatch]]:
+def _parallel_batches(path: Path, jobs: int, analyzer: Analyzer, lenient: bool) -> Iterator[tuple[Any, AnalyzedBatch]]:
     name = str(path)
-    with multiprocessing.Pool(jobs, initializer=_init_worker, initargs=(analyzer,)) as pool:
+    with multiprocessing.Pool(jobs, initializer=_init_worker, initargs=(analyzer, lenient)) as pool:
         pending: deque[Any] = deque()
         for chunk in _chunks(path):
             pending.append(pool.apply_async(_analyze_lines, (name, chunk)))
@@ -74,10 +81,10 @@ def _parallel_batches(path: Path, jobs: int, analyzer: Analyzer) -> Iterator[tup
             yield pending.popleft().get()
 
 
-def _local_batches(source: Source, on_error: OnError, report: CorpusReport, analyzer: Analyzer) -> Iterator[tuple[Any, AnalyzedBatch]]:
+def _local_batches(source: Source, on_error: OnError, report: CorpusReport, analyzer: Analyzer, lenient: bool) -> Iterator[tuple[Any, AnalyzedBatch]]:
     vocab = Vocabulary(analyzer)
     docs = []
-    for doc in read_documents(source, on_error=on_error, report=report):
+    for doc in read_documents(source, on_error=on_error, report=report, lenient=lenient):
         docs.append(doc)
         if len(docs) >= BATCH_DOCS:
             yield "local", analyze_batch(docs, [], vocab)
@@ -101,26 +108,27 @@ def _checked(batch: AnalyzedBatch, name: str, ids: IdRegistry, on_error: OnError
     for err in problems:
         report.note(err)
     report.documents += int(keep.sum())
+    report.kept += batch.kept
     return batch if keep.all() else batch.drop(keep)
 
 
-def _batches(source: Source, on_error: OnError, report: CorpusReport, jobs: int | None, analyzer: Analyzer) -> Iterator[tuple[Any, AnalyzedBatch]]:
+def _batches(source: Source, on_error: OnError, report: CorpusReport, jobs: int | None, analyzer: Analyzer, lenient: bool = False) -> Iterator[tuple[Any, AnalyzedBatch]]:
     """The corpus as analysed batches in corpus order, from worker processes for a large JSONL file."""
     if on_error not in ("raise", "skip"):  # now, not at the first batch
         raise InvalidArgumentError(f"on_error must be 'raise' or 'skip', not {on_error!r}")
-    return _batch_stream(source, on_error, report, jobs, analyzer)
+    return _batch_stream(source, on_error, report, jobs, analyzer, lenient)
 
 
-def _batch_stream(source: Source, on_error: OnError, report: CorpusReport, jobs: int | None, analyzer: Analyzer) -> Iterator[tuple[Any, AnalyzedBatch]]:
+def _batch_stream(source: Source, on_error: OnError, report: CorpusReport, jobs: int | None, analyzer: Analyzer, lenient: bool) -> Iterator[tuple[Any, AnalyzedBatch]]:
     jobs = jobs if jobs is not None else min(os.cpu_count() or 1, 4)
     path = corpus_file(source) if isinstance(source, (str, os.PathLike)) else None
     if path is not None and jobs > 1 and path.stat().st_size >= PARALLEL_MIN_BYTES and path.suffix != ".gz":
         report.source = str(source)
         ids = IdRegistry()
-        for key, batch in _parallel_batches(path, jobs, analyzer):
+        for key, batch in _parallel_batches(path, jobs, analyzer, lenient):
             yield key, _checked(batch, str(path), ids, on_error, report)
     else:
-        yield from _local_batches(source, on_error, report, analyzer)
+        yield from _local_batches(source, on_error, report, analyzer, lenient)
 
 
 def _nothing_to_index(report: CorpusReport) -> CorpusError:
@@ -186,12 +194,13 @@ def build_segments(
     memory_mb: int | None = None,
     segment_bytes: int | None = None,
     analyzer: Analyzer = PLAIN,
+    lenient: bool = False,
 ) -> list[tuple[Path, dict[str, Any]]]:
     """Index `source` into as many segments as the memory budget needs, each in a directory
     `new_segment()` gives; returns (directory, manifest) of each, in order. The documents are
     split between segments in corpus order (index order is unchanged by the split)."""
     report = report if report is not None else CorpusReport()
-    batches = _batches(source, on_error, report, jobs, analyzer)
+    batches = _batches(source, on_error, report, jobs, analyzer, lenient)
     out = _Segmenter(new_segment, memory_mb, segment_bytes, analyzer)
     for key, batch in batches:
         out.add(batch, key)

@@ -12,6 +12,7 @@ from pathlib import Path
 from typing import Any, Callable, Sequence
 
 from sieve.errors import InvalidArgumentError, SieveError
+from sieve.progress import Progress
 from sieve.engine.rankers import RANKER_NAMES
 
 ANALYZER_HELP = ("how text becomes terms, for the documents and every query: plain (the default: folded words), english "
@@ -24,8 +25,7 @@ def _print_json(obj: Any) -> None:
 
 
 def _build(corpus: Any, out: Path, force: bool, skip: bool, quiet: bool, jobs: int | None = None,
-           memory_mb: int | None = None, analyzer: str | None = None) -> tuple[Any, dict[str, Any]]:
-    from tqdm import tqdm
+           memory_mb: int | None = None, analyzer: str | None = None, lenient: bool = False) -> tuple[Any, dict[str, Any]]:
 
     from sieve.corpus import CorpusReport
     from sieve.index import build_index
@@ -34,17 +34,15 @@ def _build(corpus: Any, out: Path, force: bool, skip: bool, quiet: bool, jobs: i
 
     get_analyzer(analyzer or "plain")  # a wrong name fails before the progress bar is drawn
     report = CorpusReport()
-    bar = tqdm(unit=" docs", desc="indexing", disable=quiet, file=sys.stderr, mininterval=0.5)
-    seen = [0]
+    bar = Progress("indexing", "docs", quiet=quiet)
 
     def progress(n: int, _bytes: int) -> None:
-        bar.update(n - seen[0])
-        seen[0] = n
+        bar.update(n - bar.n)
 
     t0 = time.perf_counter()
     try:
         index = build_index(corpus, out, force=force, on_error="skip" if skip else "raise", progress=progress, report=report, jobs=jobs,
-                            memory_mb=memory_mb, analyzer=analyzer or "plain")
+                            memory_mb=memory_mb, analyzer=analyzer or "plain", lenient=lenient)
     finally:
         bar.close()
     seconds = time.perf_counter() - t0
@@ -56,6 +54,7 @@ def _build(corpus: Any, out: Path, force: bool, skip: bool, quiet: bool, jobs: i
         "index": str(out),
         "documents": stats["documents"],
         "skipped": report.skipped,
+        "kept": report.kept,
         "errors": report.errors,
         "terms": stats["terms"],
         "tokens": stats["tokens"],
@@ -71,13 +70,15 @@ def _build(corpus: Any, out: Path, force: bool, skip: bool, quiet: bool, jobs: i
 
 
 def cmd_index(args: argparse.Namespace) -> int:
-    _, s = _build(args.corpus, Path(args.out), args.force, args.skip_bad, args.quiet or args.json, args.jobs, args.memory_mb, args.analyzer)
+    _, s = _build(args.corpus, Path(args.out), args.force, args.skip_bad, args.quiet or args.json, args.jobs, args.memory_mb, args.analyzer, args.lenient)
     if args.json:
         _print_json(s)
         return 0
     print(f"indexed {s['documents']} documents in {s['seconds']} s ({s['docs_per_second']} docs/s) into {s['index']}")
     print(f"  {s['terms']} terms ({s['analyzer']} analyzer), {s['tokens']} tokens, {s['postings']} postings; index {s['index_mb']} MB, document store {s['store_mb']} MB"
           + (f"; {s['segments']} segments (past half the memory budget, a build starts a new one)" if s["segments"] > 1 else ""))
+    if s["kept"]:
+        print(f"  kept the text under unknown keys of {s['kept']:,} documents as metadata (not searchable; --lenient)", file=sys.stderr)
     if s["skipped"]:
         print(f"  skipped {s['skipped']} bad records; first ones:", file=sys.stderr)
         for e in s["errors"]:
@@ -92,8 +93,9 @@ def cmd_add(args: argparse.Namespace) -> int:
 
     path = Path(args.index)
     if not (path / "CURRENT").exists():  # `add` into nothing is a build
-        _, built = _build(args.corpus, path, False, args.skip_bad, True, None, args.memory_mb, args.analyzer)
-        s = {"added": built["documents"], "replaced": 0, "deleted": 0, "not_found": [], "skipped": built["skipped"], "documents": built["documents"]}
+        _, built = _build(args.corpus, path, False, args.skip_bad, True, None, args.memory_mb, args.analyzer, args.lenient)
+        s = {"added": built["documents"], "replaced": 0, "deleted": 0, "not_found": [], "skipped": built["skipped"], "kept": built["kept"],
+             "documents": built["documents"]}
     else:
         report = CorpusReport()
         index = open_index(path)
@@ -101,13 +103,14 @@ def cmd_add(args: argparse.Namespace) -> int:
             raise InvalidArgumentError(f"{path} uses the {index.analyzer.name} analyzer, not {args.analyzer}: changing an index's analyzer "
                                        f"means rebuilding it (sieve index CORPUS {path} --analyzer {args.analyzer} --force)")
         with index.writer(replace=not args.no_replace, memory_mb=args.memory_mb) as w:
-            w.add_from(args.corpus, on_error="skip" if args.skip_bad else "raise", report=report)
+            w.add_from(args.corpus, on_error="skip" if args.skip_bad else "raise", report=report, lenient=args.lenient)
         s = w.summary.to_dict()
     if args.json:
         _print_json(s)
     else:
         print(f"added {s['added']:,} and replaced {s['replaced']:,} documents; {path} now holds {s['documents']:,}"
-              + (f" (skipped {s['skipped']:,} bad records)" if s["skipped"] else ""))
+              + (f" (skipped {s['skipped']:,} bad records)" if s["skipped"] else "")
+              + (f" (kept text under unknown keys of {s['kept']:,} as metadata, not searchable)" if s["kept"] else ""))
     return 0
 
 
@@ -181,20 +184,15 @@ def cmd_check(args: argparse.Namespace) -> int:
 
 
 def cmd_embed(args: argparse.Namespace) -> int:
-    from tqdm import tqdm
-
     from sieve.dense.encoder import DEFAULT_MODEL
     from sieve.dense.store import embed
     from sieve.index import open_index
 
     index = open_index(args.index)
-    unit = " passages" if args.unit == "passage" else " docs"
-    bar = tqdm(total=len(index), unit=unit, desc="embedding", disable=args.quiet or args.json, file=sys.stderr, mininterval=0.5)
+    bar = Progress("embedding", "passages" if args.unit == "passage" else "docs", total=len(index), quiet=args.quiet or args.json)
 
     def progress(done: int, total: int) -> None:
-        if bar.total != total:
-            bar.total = total
-            bar.refresh()
+        bar.set_total(total)
         bar.update(done - bar.n)
 
     t0 = time.perf_counter()
@@ -382,7 +380,10 @@ class _Parser(argparse.ArgumentParser):
 
 
 def make_parser() -> argparse.ArgumentParser:
+    from sieve import __version__
+
     p = _Parser(prog="sieve", description="Search, inspect, fetch: fielded Boolean search for research agents.")
+    p.add_argument("--version", action="version", version=f"sieve {__version__}")
     sub = p.add_subparsers(dest="command", required=True, parser_class=_Parser)
 
     s = sub.add_parser("index", help="build an index from a JSONL corpus or a BEIR folder")
@@ -393,6 +394,8 @@ def make_parser() -> argparse.ArgumentParser:
     s.add_argument("--jobs", type=int, help="worker processes for a large JSONL file (default: CPU count, at most 4)")
     s.add_argument("--memory-mb", type=int, help="memory the build may use to sort the token stream before it sorts in runs on disk (default 1024)")
     s.add_argument("--analyzer", help=ANALYZER_HELP)
+    s.add_argument("--lenient", action="store_true", help="keep text under keys the corpus format does not know (Title, a section's body) as metadata, "
+                   "counted in the summary, instead of stopping with an error")
     s.add_argument("--quiet", action="store_true", help="no progress bar")
     s.add_argument("--json", action="store_true")
     s.set_defaults(func=cmd_index)
@@ -402,6 +405,7 @@ def make_parser() -> argparse.ArgumentParser:
     s.add_argument("corpus")
     s.add_argument("--no-replace", action="store_true", help="a document whose id is already in the index is an error")
     s.add_argument("--analyzer", help="for a new index, as `sieve index --analyzer`; an existing index keeps its own (a different one is an error)")
+    s.add_argument("--lenient", action="store_true", help="as `sieve index --lenient`")
     s.add_argument("--memory-mb", type=int, default=None, help="memory budget (default 1,024): past half of it, added documents are written as a segment")
     s.add_argument("--skip-bad", action="store_true", help="skip malformed records (counted) instead of stopping")
     s.add_argument("--json", action="store_true")
@@ -500,13 +504,27 @@ def make_parser() -> argparse.ArgumentParser:
     return p
 
 
+def _report(e: Exception, as_json: bool) -> None:
+    """An error on stderr: `sieve: message`, or with --json one JSON object (type, message, and
+    where the error has them: position and hint of a query error, file and line of a corpus error)."""
+    if not as_json:
+        print(f"sieve: {e}", file=sys.stderr)
+        return
+    out: dict[str, Any] = {"error": type(e).__name__, "message": str(e)}
+    for key in ("pos", "hint", "file", "line", "limit", "value", "maximum"):
+        value = getattr(e, key, None)
+        if isinstance(value, (str, int, float)) and value != "":
+            out[key] = value
+    print(json.dumps(out, ensure_ascii=False), file=sys.stderr)
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     args = make_parser().parse_args(argv)
     func: Callable[[argparse.Namespace], int] = args.func
     try:
         return func(args)
     except SieveError as e:
-        print(f"sieve: {e}", file=sys.stderr)
+        _report(e, getattr(args, "json", False))
         return 1
     except BrokenPipeError:  # `sieve ... | head`: the reader left; nothing more to say
         try:
@@ -515,7 +533,7 @@ def main(argv: Sequence[str] | None = None) -> int:
             pass
         return 0
     except OSError as e:  # a full disk, a file that vanished, no permission...
-        print(f"sieve: {e}", file=sys.stderr)
+        _report(e, getattr(args, "json", False))
         return 1
     except KeyboardInterrupt:
         print("sieve: interrupted", file=sys.stderr)

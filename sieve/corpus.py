@@ -13,7 +13,7 @@ from typing import IO, Any, Iterable, Iterator, Literal, Union
 
 import numpy as np
 
-from sieve.documents import Document, checked_document
+from sieve.documents import Document, checked_document, unknown_keys
 from sieve.errors import CorpusError, InvalidArgumentError
 
 Source = Union[str, os.PathLike, Iterable[Any]]
@@ -28,6 +28,7 @@ class CorpusReport:
     skipped: int = 0
     errors: list[str] = field(default_factory=list)
     source: str = ""
+    kept: int = 0  # documents whose text under unknown keys was kept as metadata (lenient reads)
 
     def note(self, err: CorpusError) -> None:
         self.skipped += 1
@@ -179,8 +180,9 @@ class IdRegistry:
         return CorpusError(f"duplicate id {doc_id!r} (first seen at line {first})", file, line)
 
 
-def read_documents(source: Source, on_error: OnError = "raise", report: CorpusReport | None = None) -> Iterator[Document]:
-    """Yield the documents of `source`. A bad record raises CorpusError, or is counted in `report` when skipping."""
+def read_documents(source: Source, on_error: OnError = "raise", report: CorpusReport | None = None, lenient: bool = False) -> Iterator[Document]:
+    """Yield the documents of `source`. A bad record raises CorpusError, or is counted in `report` when skipping.
+    Text under keys the format does not know is an error unless `lenient` (then kept as metadata, and counted)."""
     if on_error not in ("raise", "skip"):
         raise InvalidArgumentError(f"on_error must be 'raise' or 'skip', not {on_error!r}")
     report = report if report is not None else CorpusReport()
@@ -190,7 +192,9 @@ def read_documents(source: Source, on_error: OnError = "raise", report: CorpusRe
         try:
             if isinstance(rec, CorpusError):
                 raise rec
-            doc = rec if isinstance(rec, Document) else checked_document(rec, name, line)
+            doc = rec if isinstance(rec, Document) else checked_document(rec, name, line, lenient)
+            if lenient and isinstance(rec, dict) and unknown_keys(rec):
+                report.kept += 1
             dup = ids.duplicate(doc.id, name, line)
             if dup is not None:
                 raise dup

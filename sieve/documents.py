@@ -14,6 +14,34 @@ INTRO = "(intro)"
 
 # Record keys with a meaning; every other key is kept as metadata, as it is.
 _KNOWN_KEYS = {"id", "_id", "title", "sections", "text", "author", "date", "infobox"}
+_SECTION_KEYS = ("heading", "text")
+KEPT_SECTION_KEYS = "section_keys"  # metadata key of unknown section keys kept by a lenient read
+_LENIENT_HINT = "--lenient (lenient=True) keeps unknown keys as metadata instead"
+
+
+def unknown_keys(rec: Mapping[str, Any]) -> list[str]:
+    """Keys a record writes text under that the corpus format does not know: a known key in
+    another case (`Title`, `TEXT`: never indexed, so the text would be silently lost) and any
+    key of a section but `heading` and `text` (`body`), as `sections[i].key`. Other unknown
+    top-level keys are metadata by design."""
+    out = [k for k in rec if isinstance(k, str) and k not in _KNOWN_KEYS and k.lower() in _KNOWN_KEYS]
+    sections = rec.get("sections")
+    if isinstance(sections, list):
+        for i, sec in enumerate(sections):
+            if isinstance(sec, dict):
+                out += [f"sections[{i}].{k}" for k in sec if k not in _SECTION_KEYS]
+    return out
+
+
+def _refuse_unknown(rec: Mapping[str, Any]) -> None:
+    found = unknown_keys(rec)
+    if not found:
+        return
+    key = found[0]
+    if key.startswith("sections["):
+        raise CorpusError(f"{key}: a section has only the keys heading and text, so this text would not be indexed; {_LENIENT_HINT}")
+    raise CorpusError(f"key {key!r} is not a corpus key: keys are lower case (did you mean {key.lower()!r}?), so this would not be indexed; "
+                      f"known keys: {', '.join(sorted(_KNOWN_KEYS))}; {_LENIENT_HINT}")
 # A full ISO timestamp is accepted and kept to its date: sieve filters by day.
 _DATETIME_RE = re.compile(r"^(\d{4}-\d{2}-\d{2})[T ]\d{2}:\d{2}")
 
@@ -166,12 +194,14 @@ def _sections(rec: Mapping[str, Any]) -> tuple[Section, ...]:
     return tuple(out)
 
 
-def document_from_record(rec: Any) -> Document:
+def document_from_record(rec: Any, lenient: bool = False) -> Document:
     """Validate one corpus record; raises CorpusError naming what is wrong (without a file or line).
-
-    """
+    Text under keys the format does not know (`unknown_keys`) is an error, or with `lenient` is
+    kept as metadata (a section's unknown keys under metadata `section_keys`, by section number)."""
     if not isinstance(rec, dict):
         raise CorpusError(f"a record must be a JSON object, got {type(rec).__name__}")
+    if not lenient:
+        _refuse_unknown(rec)
     ids = [rec[k] for k in ("id", "_id") if rec.get(k) is not None and rec.get(k) != ""]  # a null id is no id
     if not ids:
         raise CorpusError("missing id (give 'id' or '_id')")
@@ -186,6 +216,11 @@ def document_from_record(rec: Any) -> Document:
     metadata = {k: v for k, v in rec.items() if k not in _KNOWN_KEYS}
     if "sections" in rec and rec.get("text") is not None:
         metadata["text"] = _text(rec["text"], "text")  # kept, not indexed: the sections carry the body
+    if lenient and isinstance(rec.get("sections"), list):
+        kept = {str(i): {k: v for k, v in sec.items() if k not in _SECTION_KEYS}
+                for i, sec in enumerate(rec["sections"]) if isinstance(sec, dict) and any(k not in _SECTION_KEYS for k in sec)}
+        if kept:
+            metadata[KEPT_SECTION_KEYS] = kept
     if metadata:
         try:  # stored as UTF-8 JSON: every value must serialise and every string be valid Unicode
             json.dumps(metadata, ensure_ascii=False).encode()
@@ -204,9 +239,9 @@ def document_from_record(rec: Any) -> Document:
     )
 
 
-def checked_document(rec: Any, file: str | None, line: int | None) -> Document:
+def checked_document(rec: Any, file: str | None, line: int | None, lenient: bool = False) -> Document:
     """`document_from_record`, with the error turned into a CorpusError naming file and line."""
     try:
-        return document_from_record(rec)
+        return document_from_record(rec, lenient)
     except CorpusError as e:
         raise CorpusError(e.message, file, line) from None

@@ -371,6 +371,7 @@ def build_index(
     memory_mb: int | None = None,
     segment_bytes: int | None = None,
     analyzer: str = "plain",
+    lenient: bool = False,
 ) -> Index:
     """Build an index at `path` from a JSONL file, a BEIR folder, or an iterable of records.
 
@@ -385,6 +386,9 @@ def build_index(
     `analyzer`: how text becomes terms, for the documents and every later query (`plain`: folded
     words, the default; `english` or another Snowball algorithm's name: stemmed words; see
     docs/bql.md). Recorded in the index; changing it means rebuilding.
+    Text written under keys the corpus format does not know (`Title` for `title`, a section's
+    `body`) is a CorpusError naming the key, or with `lenient` is kept as metadata (counted in
+    `report.kept`).
 
     Without `path`, the index is temporary: built by the same code in a private folder (in
     memory, /dev/shm, where the system has it) that is removed when the Index is closed or
@@ -396,7 +400,8 @@ def build_index(
         raise InvalidArgumentError(f"a corpus must be a path or an iterable of records, got {type(source).__name__}")
     chosen = get_analyzer(analyzer)  # an unknown name fails before anything is written
     if path is None:
-        return _temporary_index(source, on_error=on_error, progress=progress, report=report, jobs=jobs, memory_mb=memory_mb, analyzer=analyzer)
+        return _temporary_index(source, on_error=on_error, progress=progress, report=report, jobs=jobs, memory_mb=memory_mb, analyzer=analyzer,
+                                lenient=lenient)
     commit = storage.Commit(_as_path(path, "an index path"), force=force)
     try:
         names: dict[Path, str] = {}
@@ -408,7 +413,7 @@ def build_index(
 
         report = report if report is not None else CorpusReport()
         built = build_segments(source, new_segment, on_error=on_error, report=report, progress=progress, jobs=jobs, memory_mb=memory_mb,
-                               segment_bytes=segment_bytes, analyzer=chosen)
+                               segment_bytes=segment_bytes, analyzer=chosen, lenient=lenient)
         write_commit(commit.gen_dir, [CommitEntry(names[where], where, manifest, new=True) for where, manifest in built],
                      {"source": report.source, "skipped": report.skipped})
     except BaseException:

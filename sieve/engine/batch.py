@@ -85,6 +85,7 @@ class AnalyzedBatch:
     text_len: np.ndarray = field(default_factory=lambda: np.zeros(0, np.int64))
     sections: np.ndarray = field(default_factory=lambda: np.zeros(0, np.int64))  # sections per document
     errors: list[Any] = field(default_factory=list)  # CorpusErrors of records left out, in line order
+    kept: int = 0  # documents whose unknown keys a lenient read kept as metadata
 
     def drop(self, keep: np.ndarray) -> "AnalyzedBatch":
         """The batch without the documents where `keep` is False (a duplicate id found later)."""

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import json
-import sys
 from pathlib import Path
 from typing import Any, Callable
 
@@ -16,6 +15,7 @@ from sieve.engine.rankers import DENSE_RANKERS
 from sieve.tools.conditions import condition as find_condition
 from sieve.eval.summary import score, summarize
 from sieve.index import Index, build_index, open_index
+from sieve.progress import Progress
 
 TWINS = ("structured", "flat")
 
@@ -128,15 +128,13 @@ def write_summary(out_dir: Path, records: dict[str, dict[str, Any]], c: Collecti
 
 
 def _progress(total: int, gold: dict[str, list[str]]) -> Callable[[Episode], None]:
-    from tqdm import tqdm
-
-    bar = tqdm(total=total, unit=" q", desc="episodes", file=sys.stderr)
+    bar = Progress("episodes", "questions", total=total)
     right = {"n": 0, "done": 0}
 
     def on_episode(ep: Episode) -> None:
         right["done"] += 1
         right["n"] += int(score(ep.record(), gold[ep.question_id])["em"])
+        bar.note(f"accuracy {right['n'] / right['done']:.3f}")
         bar.update(1)
-        bar.set_postfix(accuracy=f"{right['n'] / right['done']:.3f}")
 
     return on_episode

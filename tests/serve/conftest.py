@@ -9,7 +9,12 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from serving import start_http, stop
+
+# The serve tests talk to a real server with the MCP SDK (the serve extra); without it they skip, saying so.
+pytest.importorskip("mcp", reason="needs the serve extra: pip install 'sieve-search[serve]'")
+pytest.importorskip("anyio", reason="needs the serve extra: pip install 'sieve-search[serve]'")
+
+from serving import start_http, stop  # noqa: E402
 
 import sieve
 from sieve.demo_corpus import stdlib_documents
