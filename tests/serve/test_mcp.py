@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import subprocess
 import sys
 from pathlib import Path
 from typing import Any
@@ -227,3 +228,24 @@ def test_the_server_never_writes_to_an_index(lib: Path) -> None:
             await walkthrough(client, lib)
     run(main)
     assert digest() == before
+
+
+def _readme_walkthrough() -> str:
+    readme = (Path(__file__).resolve().parents[2] / "README.md").read_text()
+    start = readme.index("python - <<'PY'\n", readme.index("## Serving the tools")) + len("python - <<'PY'\n")
+    return readme[start:readme.index("\nPY\n", start)]
+
+
+@pytest.mark.parametrize("transport", ["stdio", "http"])
+def test_the_readme_walkthrough_runs(lib: Path, http_url: str, transport: str) -> None:
+    """The README's block, as written, but for where the index and the sieve command are."""
+    code = _readme_walkthrough().replace('"/tmp/stdlib"', repr(str(lib)))
+    code = code.replace('command="sieve", args=["serve"', f'command={sys.executable!r}, args=["-m", "sieve", "serve"')
+    if transport == "http":
+        code = code.replace("async with Client(SERVER)", f"async with Client({http_url!r})")
+    p = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
+    assert p.returncode == 0, p.stderr
+    lines = p.stdout.splitlines()
+    assert lines[0] == "['search', 'fetch', 'visit', 'show']"
+    fetched = p.stdout[p.stdout.rindex("[gzip] gzip"):]  # the fetch's text: the section, by document id
+    assert "\u00a7 def open\nopen(filename" in fetched and "means nothing here" not in p.stdout
