@@ -17,6 +17,7 @@ import numpy as np
 
 from sieve.corpus import CorpusReport, IdRegistry, OnError, Source, corpus_file, parse_line, raw_lines, read_documents
 from sieve.documents import checked_document, unknown_keys
+from sieve.folders import is_document_folder
 from sieve.engine.analysis import PLAIN, Analyzer
 from sieve.engine.batch import AnalyzedBatch, Vocabulary, analyze_batch
 from sieve.engine.writer import DEFAULT_MEMORY_MB, IndexWriter
@@ -121,7 +122,7 @@ def _batches(source: Source, on_error: OnError, report: CorpusReport, jobs: int 
 
 def _batch_stream(source: Source, on_error: OnError, report: CorpusReport, jobs: int | None, analyzer: Analyzer, lenient: bool) -> Iterator[tuple[Any, AnalyzedBatch]]:
     jobs = jobs if jobs is not None else min(os.cpu_count() or 1, 4)
-    path = corpus_file(source) if isinstance(source, (str, os.PathLike)) else None
+    path = corpus_file(source) if isinstance(source, (str, os.PathLike)) and not is_document_folder(source) else None
     if path is not None and jobs > 1 and path.stat().st_size >= PARALLEL_MIN_BYTES and path.suffix != ".gz":
         report.source = str(source)
         ids = IdRegistry()

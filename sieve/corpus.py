@@ -13,6 +13,7 @@ from typing import IO, Any, Iterable, Iterator, Literal, Union
 
 import numpy as np
 
+from sieve import folders
 from sieve.documents import Document, checked_document, unknown_keys
 from sieve.errors import CorpusError, InvalidArgumentError
 
@@ -37,7 +38,8 @@ class CorpusReport:
 
 
 def corpus_file(path: str | os.PathLike) -> Path:
-    """The JSONL file of a corpus path: the file itself, or `corpus.jsonl[.gz]` of a BEIR folder."""
+    """The JSONL file of a corpus path: the file itself, or `corpus.jsonl[.gz]` of a BEIR folder.
+    (A folder without one is a folder of documents: sieve.folders reads it.)"""
     p = Path(path)
     if p.is_dir():
         for name in ("corpus.jsonl", "corpus.jsonl.gz"):
@@ -103,7 +105,9 @@ def parse_line(name: str, lineno: int, line: str) -> Any:
 
 def records(source: Source) -> Iterator[tuple[str | None, int, Any]]:
     """(file, 1-based line or record number, parsed record or a CorpusError)."""
-    if isinstance(source, (str, os.PathLike)):
+    if isinstance(source, (str, os.PathLike)) and folders.is_document_folder(source):
+        yield from folders.records(Path(source))
+    elif isinstance(source, (str, os.PathLike)):
         path = corpus_file(source)
         name = str(path)
         for lineno, line in raw_lines(path):

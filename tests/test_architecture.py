@@ -11,7 +11,7 @@ import pytest
 SIEVE = Path(__file__).resolve().parents[1] / "sieve"
 
 FOUNDATION = {"sieve.errors", "sieve.isodate", "sieve.templates", "sieve.progress"}
-DATA = FOUNDATION | {"sieve.documents", "sieve.corpus", "sieve.demo_corpus"}
+DATA = FOUNDATION | {"sieve.documents", "sieve.folders", "sieve.corpus", "sieve.demo_corpus"}
 ENGINE = DATA | {"sieve.engine"}
 DENSE = ENGINE | {"sieve.dense", "sieve.index"}
 API = DENSE | {"sieve", "sieve.index", "sieve.build", "sieve.writes", "sieve.merges", "sieve.testing"}
@@ -28,7 +28,8 @@ RULES: list[tuple[str, set[str]]] = [
     ("sieve.templates", {"sieve.errors"}),
     ("sieve.progress", set()),
     ("sieve.documents", FOUNDATION | {"sieve.documents"}),
-    ("sieve.corpus", FOUNDATION | {"sieve.documents", "sieve.corpus"}),
+    ("sieve.folders", FOUNDATION | {"sieve.documents"}),
+    ("sieve.corpus", FOUNDATION | {"sieve.documents", "sieve.folders", "sieve.corpus"}),
     ("sieve.demo_corpus", DATA),
     ("sieve.engine", ENGINE),
     ("sieve.dense", DENSE),
