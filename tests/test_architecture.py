@@ -19,6 +19,7 @@ ENGINE_PUBLIC = {f"sieve.engine.{m}" for m in ("analysis", "fields", "bql", "dea
 TOOLS = (API - {"sieve.engine", "sieve.dense"}) | ENGINE_PUBLIC | {"sieve.tools"}
 AGENT = TOOLS | {"sieve.agent"}
 SERVE = TOOLS | {"sieve.serve"}
+ADAPTERS = TOOLS | {"sieve.adapters"}
 EVAL = AGENT | {"sieve.eval", "sieve.dense"}
 
 # (module prefix, what it may import); the first prefix that matches a module decides.
@@ -41,6 +42,7 @@ RULES: list[tuple[str, set[str]]] = [
     ("sieve.tools", TOOLS),
     ("sieve.agent", AGENT),
     ("sieve.serve", SERVE),
+    ("sieve.adapters", ADAPTERS),
     ("sieve.eval", EVAL),
     ("sieve.cli", {"*"}),  # the command line may use everything
     ("sieve.cli_agent", {"*"}),
