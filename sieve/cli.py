@@ -24,6 +24,11 @@ def _print_json(obj: Any) -> None:
     sys.stdout.write("\n")
 
 
+def _n(count: int, word: str) -> str:
+    """`1 document`, `2 documents`."""
+    return f"{count:,} {word}{'' if count == 1 else 's'}"
+
+
 def _build(corpus: Any, out: Path, force: bool, skip: bool, quiet: bool, jobs: int | None = None,
            memory_mb: int | None = None, analyzer: str | None = None, lenient: bool = False) -> tuple[Any, dict[str, Any]]:
 
@@ -74,11 +79,11 @@ def cmd_index(args: argparse.Namespace) -> int:
     if args.json:
         _print_json(s)
         return 0
-    print(f"indexed {s['documents']} documents in {s['seconds']} s ({s['docs_per_second']} docs/s) into {s['index']}")
+    print(f"indexed {_n(s['documents'], 'document')} in {s['seconds']} s ({s['docs_per_second']} docs/s) into {s['index']}")
     print(f"  {s['terms']} terms ({s['analyzer']} analyzer), {s['tokens']} tokens, {s['postings']} postings; index {s['index_mb']} MB, document store {s['store_mb']} MB"
           + (f"; {s['segments']} segments (past half the memory budget, a build starts a new one)" if s["segments"] > 1 else ""))
     if s["kept"]:
-        print(f"  kept the text under unknown keys of {s['kept']:,} documents as metadata (not searchable; --lenient)", file=sys.stderr)
+        print(f"  kept the text under unknown keys of {_n(s['kept'], 'document')} as metadata (not searchable; --lenient)", file=sys.stderr)
     if s["skipped"]:
         print(f"  skipped {s['skipped']} bad records; first ones:", file=sys.stderr)
         for e in s["errors"]:
@@ -108,7 +113,7 @@ def cmd_add(args: argparse.Namespace) -> int:
     if args.json:
         _print_json(s)
     else:
-        print(f"added {s['added']:,} and replaced {s['replaced']:,} documents; {path} now holds {s['documents']:,}"
+        print(f"added {s['added']:,} and replaced {_n(s['replaced'], 'document')}; {path} now holds {s['documents']:,}"
               + (f" (skipped {s['skipped']:,} bad records)" if s["skipped"] else "")
               + (f" (kept text under unknown keys of {s['kept']:,} as metadata, not searchable)" if s["kept"] else ""))
     return 0
@@ -130,10 +135,11 @@ def cmd_delete(args: argparse.Namespace) -> int:
     if args.json:
         _print_json(s)
     else:
-        print(f"deleted {s['deleted']:,} documents; {args.index} now holds {s['documents']:,}")
+        print(f"deleted {_n(s['deleted'], 'document')}; {args.index} now holds {s['documents']:,}")
         if s["not_found"]:
             shown = ", ".join(repr(i) for i in s["not_found"][:10]) + (" ..." if len(s["not_found"]) > 10 else "")
-            print(f"  {len(s['not_found']):,} ids were not in the index: {shown}")
+            n = len(s["not_found"])
+            print(f"  {_n(n, 'id')} {'was' if n == 1 else 'were'} not in the index: {shown}")
     return 0
 
 
@@ -146,7 +152,7 @@ def cmd_merge(args: argparse.Namespace) -> int:
     elif s["before"] == s["after"] and s["generation"]:
         print(f"{args.index}: {s['after']} segment{'s' if s['after'] != 1 else ''}, nothing to merge")
     else:
-        print(f"merged {s['before']} segments into {s['after']}; {args.index} holds {s['documents']:,} documents")
+        print(f"merged {_n(s['before'], 'segment')} into {s['after']}; {args.index} holds {_n(s['documents'], 'document')}")
     return 0
 
 
@@ -161,7 +167,7 @@ def cmd_match(args: argparse.Namespace) -> int:
     if args.json:
         _print_json({"query": m.query, "count": m.count, "ids": ids, "ms": round(ms, 3)})
         return 0
-    print(f"{m.count} documents match {m.query}  ({ms:.2f} ms)")
+    print(f"{_n(m.count, 'document')} match{'es' if m.count == 1 else ''} {m.query}  ({ms:.2f} ms)")
     from sieve.tools.safe import inline
 
     for i in ids:
@@ -208,8 +214,56 @@ def cmd_embed(args: argparse.Namespace) -> int:
     if args.json:
         _print_json(summary)
     else:
-        what = f"{rows} passages of {summary['documents']} documents" if args.unit == "passage" else f"{summary['documents']} documents"
+        what = f"{_n(rows, 'passage')} of {_n(summary['documents'], 'document')}" if args.unit == "passage" else _n(summary["documents"], "document")
         print(f"embedded {what} into {out} ({summary['seconds']} s)")
+    return 0
+
+
+def _topics(path: str) -> list[tuple[str, str, int]]:
+    """(id, query, line) of a topics file: JSON Lines, or id TAB query per line."""
+    from sieve.errors import CorpusError
+
+    out = []
+    with open(path, encoding="utf-8") as fh:
+        for n, line in enumerate(fh, 1):
+            if not line.strip():
+                continue
+            if line.lstrip().startswith("{"):
+                try:
+                    rec = json.loads(line)
+                except ValueError as e:
+                    raise CorpusError(f"invalid JSON ({e})", path, n) from None
+                qid, text = rec.get("_id", rec.get("id")), rec.get("text", rec.get("query"))
+            else:
+                qid, _, text = line.rstrip("\n").partition("\t")
+            if qid in (None, "") or not isinstance(text, str) or not text.strip():
+                raise CorpusError("a topic needs an id and a query (JSON: _id and text; TSV: id TAB query)", path, n)
+            out.append((str(qid), text, n))
+    return out
+
+
+def _search_topics(index: Any, args: argparse.Namespace) -> int:
+    from sieve.errors import BQLError
+    from sieve.eval.retrieval import write_trec
+
+    if not (args.topics and args.run) or args.query is not None:
+        raise InvalidArgumentError("--topics FILE and --run OUT go together, without a QUERY")
+    run = {}
+    t0 = time.perf_counter()
+    for qid, text, line in _topics(args.topics):
+        try:
+            r = (index.ranked_search(text, k=args.k, ranker=args.ranker, explain=False) if args.ranked
+                 else index.search(text, k=args.k, ranker=args.ranker, fallback=not args.strict, explain=False, diagnose=False))
+        except BQLError as e:
+            raise InvalidArgumentError(f"{args.topics}:{line}: topic {qid!r}: {e}") from None
+        run[qid] = [(h.doc_id, h.score) for h in r.hits]
+    tag = f"sieve-{args.ranker}" + ("-ranked" if args.ranked else "")
+    write_trec(Path(args.run), run, tag)
+    summary = {"topics": len(run), "run": args.run, "lines": sum(map(len, run.values())), "seconds": round(time.perf_counter() - t0, 3)}
+    if args.json:
+        _print_json(summary)
+    else:
+        print(f"wrote {_n(summary['lines'], 'result')} for {_n(summary['topics'], 'topic')} to {args.run} ({summary['seconds']} s)")
     return 0
 
 
@@ -220,6 +274,10 @@ def cmd_search(args: argparse.Namespace) -> int:
     from sieve.tools.style import terminal_style
 
     index = open_index(args.index)
+    if args.topics or args.run:
+        return _search_topics(index, args)
+    if args.query is None:
+        raise InvalidArgumentError("give a QUERY, or --topics FILE with --run OUT")
     t0 = time.perf_counter()
     if args.ranked:
         r = index.ranked_search(args.query, k=args.k, ranker=args.ranker)
@@ -342,6 +400,8 @@ DEMO_QUERIES = [
     ("OR inside a field group", "(zip OR tar OR gzip)[title] AND compress*"),
 ]
 
+DEMO_SEARCH = "(zip OR tar OR gzip)[title] AND compress*"
+
 
 def cmd_demo(args: argparse.Namespace) -> int:
     from sieve.demo_corpus import stdlib_documents
@@ -358,21 +418,54 @@ def cmd_demo(args: argparse.Namespace) -> int:
             m = index.match(q)
             ms = (time.perf_counter() - t0) * 1000
             results.append({"what": what, "query": q, "canonical": m.query, "count": m.count, "ids": [index.reader.doc_id(int(d)) for d in m.docs[:8]], "ms": round(ms, 3)})
+        from sieve.tools import cards
+        from sieve.tools.passages import passages
+        from sieve.tools.snippets import Matcher
+
+        r = index.search(DEMO_SEARCH, k=2)
+        listing = cards.listing(index, r, cards.search_header(r), Matcher.of(r))
+        top = passages(index, r)[0]  # the section the top card's snippet comes from
+        section = {"id": top.doc_id, "section": top.heading, "text": top.text}
         if args.json:
-            _print_json({"build": summary, "queries": results})
+            _print_json({"build": summary, "queries": results, "search": {"query": DEMO_SEARCH, "cards": listing}, "fetch": section})
             return 0
-        print(f"indexed {summary['documents']} documents in {summary['seconds']} s ({summary['docs_per_second']} docs/s); index {summary['index_mb']} MB")
+        print(f"indexed {_n(summary['documents'], 'document')} in {summary['seconds']} s ({summary['docs_per_second']} docs/s); index {summary['index_mb']} MB")
         for r in results:
             print(f"\n# {r['what']}: {r['query']}")
-            print(f"  read as {r['canonical']}: {r['count']} documents ({r['ms']:.2f} ms)")
+            print(f"  read as {r['canonical']}: {_n(r['count'], 'document')} ({r['ms']:.2f} ms)")
             more = f" ... (+{r['count'] - len(r['ids'])})" if r["count"] > len(r["ids"]) else ""
             print("  " + ", ".join(r["ids"]) + more)
+        print(f"\n# result cards, as an agent sees them (sieve search INDEX '{DEMO_SEARCH}' -k 2)")
+        print(listing)
+        lines = section["text"].splitlines()
+        print(f"\n# one section, not the whole page (sieve fetch INDEX {section['id']} '{section['section']}')")
+        print("\n".join(lines[:12]) + (f"\n... ({len(lines) - 12} more lines)" if len(lines) > 12 else ""))
         if args.keep:
-            print(f"\nindex kept at {out}; try: sieve match {out} 'json AND decode*'")
+            print(f"\nindex kept at {out}; try: sieve search {out} 'json AND decode*' or sieve fetch {out} {section['id']} '{section['section']}'")
     return 0
 
 
+class _Help(argparse.HelpFormatter):
+    """Help that shows every option's default, unless its text already says it."""
+
+    def _get_help_string(self, action: argparse.Action) -> str | None:
+        text = action.help or ""
+        if action.option_strings and "default" not in text and action.default not in (None, False, argparse.SUPPRESS):
+            text += " (default: %(default)s)"
+        return text
+
+
 class _Parser(argparse.ArgumentParser):
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        kwargs.setdefault("formatter_class", _Help)
+        super().__init__(*args, **kwargs)
+
+    def add_argument(self, *args: Any, **kwargs: Any) -> argparse.Action:
+        action = super().add_argument(*args, **kwargs)
+        if action.help is None and action.option_strings and action.default not in (None, False, argparse.SUPPRESS):
+            action.help = "(default: %(default)s)"
+        return action
+
     def error(self, message: str) -> None:  # usage errors exit 2, as argparse does, with our prefix
         self.print_usage(sys.stderr)
         print(f"sieve: usage error: {message}", file=sys.stderr)
@@ -448,11 +541,13 @@ def make_parser() -> argparse.ArgumentParser:
 
     s = sub.add_parser("search", help="rank the documents a BQL query admits and show their result cards")
     s.add_argument("index")
-    s.add_argument("query")
-    s.add_argument("-k", type=int, default=5, help="results (default 5)")
+    s.add_argument("query", nargs="?", help="a BQL query (plain language with --ranked); or give --topics")
+    s.add_argument("-k", type=int, default=5, help="results (default 5; per topic with --topics)")
     s.add_argument("--ranker", choices=RANKER_NAMES, default="bm25")
     s.add_argument("--strict", action="store_true", help="no zero-hit recovery: an empty match returns nothing")
     s.add_argument("--ranked", action="store_true", help="QUERY is plain language, not BQL: rank every document holding any of its words")
+    s.add_argument("--topics", help="many queries, one per line: JSON Lines with _id (or id) and text (or query), or TSV of id and query; needs --run")
+    s.add_argument("--run", help="with --topics: write the results as a TREC run file (qid Q0 docid rank score tag)")
     s.add_argument("--json", action="store_true")
     s.set_defaults(func=cmd_search)
 

@@ -36,7 +36,7 @@ def test_index_match_search_check(tmp_path: Path, corpus: Path, capsys: pytest.C
     code, out, _ = run(capsys, "match", idx, "zurich OR heatwave[title]", "--json")
     assert code == 0 and json.loads(out)["ids"] == ["a", "b"] and json.loads(out)["query"] == "zurich OR heatwave[title]"
     code, out, _ = run(capsys, "match", idx, "heatwave")
-    assert out.splitlines()[0].startswith("1 documents match heatwave") and out.splitlines()[1] == "a"
+    assert out.splitlines()[0].startswith("1 document matches heatwave") and out.splitlines()[1] == "a"
     code, out, _ = run(capsys, "search", idx, "heatwave school", "--json")
     data = json.loads(out)
     assert code == 0 and data["hits"][0]["id"] == "a" and data["hits"][0]["sections"] == ["School closure"]
@@ -80,6 +80,9 @@ def test_demo_runs_offline(capsys: pytest.CaptureFixture[str]) -> None:
     by_query = {q["query"]: q for q in data["queries"]}
     assert by_query["json"]["ids"][0] == "json"
     assert all(q["count"] > 0 for q in data["queries"])
+    assert data["search"]["cards"].startswith("3 documents match") and "[1] " in data["search"]["cards"]
+    top = data["search"]["cards"].splitlines()[1].split()[1]  # `[1] ID — title`
+    assert data["fetch"]["id"] == top and data["fetch"]["text"] and data["fetch"]["section"] in data["search"]["cards"]
 
 
 def test_version(capsys: pytest.CaptureFixture[str]) -> None:
@@ -114,3 +117,35 @@ def test_package_metadata_has_one_version_and_a_licence() -> None:
     assert meta["project"]["license"] == "MIT" and "MIT License" in (root / "LICENSE").read_text()
     assert (root / "sieve" / "py.typed").is_file() and "py.typed" in meta["tool"]["setuptools"]["package-data"]["sieve"]
     assert sieve.__version__ in (root / "CHANGELOG.md").read_text()
+
+
+def test_search_topics_write_a_trec_run(tmp_path: Path, corpus: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    import sieve
+
+    run(capsys, "index", str(corpus), str(tmp_path / "ix"), "--quiet")
+    topics = tmp_path / "topics.jsonl"
+    topics.write_text(json.dumps({"_id": "t1", "text": "closed OR snow"}) + "\n\n" + json.dumps({"id": "t2", "query": "paris[title]"}) + "\n")
+    rc, out, err = run(capsys, "search", str(tmp_path / "ix"), "--topics", str(topics), "--run", str(tmp_path / "r.run"), "-k", "10")
+    assert rc == 0 and out.startswith("wrote 3 results for 2 topics"), err
+    ix = sieve.open_index(tmp_path / "ix")
+    want = [f"{q} Q0 {h.doc_id} {h.rank} {h.score:.6f} sieve-bm25" for q, text in (("t1", "closed OR snow"), ("t2", "paris[title]"))
+            for h in ix.search(text, k=10).hits]
+    assert (tmp_path / "r.run").read_text().splitlines() == want
+    tsv = tmp_path / "topics.tsv"
+    tsv.write_text("t1\tclosed snow\n")
+    rc, out, _ = run(capsys, "search", str(tmp_path / "ix"), "--topics", str(tsv), "--run", str(tmp_path / "p.run"), "--ranked")
+    assert rc == 0 and [ln.split()[2] for ln in (tmp_path / "p.run").read_text().splitlines()] == [h.doc_id for h in ix.ranked_search("closed snow").hits]
+    tsv.write_text("t1\tok\nt2\tbroken AND (\n")
+    rc, _, err = run(capsys, "search", str(tmp_path / "ix"), "--topics", str(tsv), "--run", str(tmp_path / "x.run"))
+    assert rc == 1 and "topics.tsv:2: topic 't2': expected a closing ')'" in err
+    rc, _, err = run(capsys, "search", str(tmp_path / "ix"), "--topics", str(tsv))
+    assert rc == 1 and "--topics FILE and --run OUT go together" in err
+    rc, _, err = run(capsys, "search", str(tmp_path / "ix"))
+    assert rc == 1 and "give a QUERY" in err
+
+
+def test_help_shows_defaults(capsys: pytest.CaptureFixture[str]) -> None:
+    with pytest.raises(SystemExit):
+        main(["embed", "--help"])
+    out = capsys.readouterr().out
+    assert "(default: 32)" in out and "(default: 5)" not in out

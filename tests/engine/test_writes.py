@@ -34,7 +34,7 @@ def test_summary_and_snapshots(index: sieve.Index) -> None:
         w.add({"id": "new", "title": "newer", "text": "common fresher"})  # twice in one session: the last wins
         w.delete("2")
         w.delete("nope")
-    assert w.summary.to_dict() == {"added": 1, "replaced": 1, "deleted": 1, "not_found": ["nope"], "skipped": 0, "documents": 5,
+    assert w.summary.to_dict() == {"added": 1, "replaced": 1, "deleted": 1, "not_found": ["nope"], "skipped": 0, "kept": 0, "documents": 5,
                                    "generation": "gen-000002", "segments": 2}
     assert index.match("common").count == 5 and index.retired  # the old snapshot still answers
     now = index.reopen()
@@ -122,13 +122,13 @@ def test_cli_add_and_delete(tmp_path: Path, capsys: pytest.CaptureFixture[str]) 
     more.write_text(json.dumps({"id": "a1", "title": "alpha one"}) + "\n" + json.dumps({"id": "b1", "title": "beta"}) + "\n{bad\n")
     assert main(["add", ix, str(more), "--skip-bad", "--json"]) == 0
     assert json.loads(capsys.readouterr().out) | {"generation": ""} == {"added": 1, "replaced": 1, "deleted": 0, "not_found": [], "skipped": 1,
-                                                                         "documents": 4, "generation": "", "segments": 2}
+                                                                         "kept": 0, "documents": 4, "generation": "", "segments": 2}
     assert main(["add", ix, str(more), "--no-replace"]) == 1
     assert "sieve: " in capsys.readouterr().err
     ids = tmp_path / "ids.txt"
     ids.write_text("a0\nzzz\n")
     assert main(["delete", ix, "a2", "--ids-file", str(ids)]) == 0
-    assert capsys.readouterr().out == f"deleted 2 documents; {ix} now holds 2\n  1 ids were not in the index: 'zzz'\n"
+    assert capsys.readouterr().out == f"deleted 2 documents; {ix} now holds 2\n  1 id was not in the index: 'zzz'\n"
     after = sieve.open_index(ix)
     assert [after.reader.doc_id(d) for d in after.doc_numbers().tolist()] == ["a1", "b1"]
     assert main(["delete", ix]) == 1
