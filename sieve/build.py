@@ -72,7 +72,8 @@ def _chunks(path: Path) -> Iterator[list[tuple[int, str | CorpusError]]]:
 
 def _parallel_batches(path: Path, jobs: int, analyzer: Analyzer, lenient: bool) -> Iterator[tuple[Any, AnalyzedBatch]]:
     name = str(path)
-    with multiprocessing.Pool(jobs, initializer=_init_worker, initargs=(analyzer, lenient)) as pool:
+    pool = multiprocessing.Pool(jobs, initializer=_init_worker, initargs=(analyzer, lenient))
+    try:
         pending: deque[Any] = deque()
         for chunk in _chunks(path):
             pending.append(pool.apply_async(_analyze_lines, (name, chunk)))
@@ -80,6 +81,20 @@ def _parallel_batches(path: Path, jobs: int, analyzer: Analyzer, lenient: bool) 
                 yield pending.popleft().get()
         while pending:
             yield pending.popleft().get()
+    except GeneratorExit:
+        # The consumer stopped (a bad record, a writer error): let the few chunks in flight finish
+        # and the workers exit. Pool.terminate() here was seen to hang for good, deadlocked with a
+        # worker that held the task queue's lock.
+        pool.close()
+        pool.join()
+        raise
+    except BaseException:  # an interrupt or a worker's error: stop the workers now
+        pool.terminate()
+        pool.join()
+        raise
+    else:
+        pool.close()
+        pool.join()
 
 
 def _local_batches(source: Source, on_error: OnError, report: CorpusReport, analyzer: Analyzer, lenient: bool) -> Iterator[tuple[Any, AnalyzedBatch]]:

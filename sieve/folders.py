@@ -51,7 +51,10 @@ def document_files(root: Path) -> list[Path]:
 
 def records(root: Path) -> Iterator[tuple[str, int, dict[str, Any] | CorpusError]]:
     """(file, line, record or CorpusError) for each document file under `root`."""
-    for path in document_files(root):
+    found = document_files(root)
+    if not found:  # a wrong folder, almost always: say what was looked for
+        raise CorpusError(f"a folder corpus needs a corpus.jsonl (BEIR layout) or {', '.join(sorted(KINDS))} files; this one has none", str(root))
+    for path in found:
         name = str(path)
         raw = path.read_bytes()
         try:
