@@ -9,6 +9,9 @@ from pathlib import Path
 from typing import Any
 
 import numpy as np
+import pytest
+
+pytest.importorskip("hnswlib", reason="embeddings need the dense extra: pip install 'sieve-search[dense]'")
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "hardening"))
 from synth import HashEncoder  # noqa: E402

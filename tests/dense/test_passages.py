@@ -15,6 +15,8 @@ from typing import Any
 import numpy as np
 import pytest
 
+pytest.importorskip("hnswlib", reason="embeddings need the dense extra: pip install 'sieve-search[dense]'")
+
 import sieve
 from sieve.dense import store
 
