@@ -35,7 +35,7 @@ import statistics
 import sys
 import time
 from pathlib import Path
-from typing import Any, Iterator
+from typing import Any
 
 import sieve
 from sieve.engine.analysis import analyze

@@ -24,7 +24,7 @@ from sieve import open_index
 from sieve.documents import document_from_record
 from sieve.engine import storage
 from sieve.engine.segments import manifest_crc
-from sieve.engine.analysis import PLAIN, Analyzer, analyze, analyzer_names, get_analyzer
+from sieve.engine.analysis import PLAIN, analyze, analyzer_names, get_analyzer
 from sieve.errors import InvalidArgumentError, UnknownAnalyzerError
 from sieve.index import build_index
 from sieve.tools import cards
