@@ -313,6 +313,14 @@ def _embed(index: "Index", model: str, encoder: Encoder | None, batch_size: int,
     return out
 
 
+def _dot(vectors: np.ndarray, q: np.ndarray) -> np.ndarray:
+    """Each row's inner product with q, without BLAS. A matrix-vector product is memory-bound, and
+    numpy's einsum runs it as fast as multi-threaded OpenBLAS here (6.6 against 7.3 ms for 100k x
+    384), but OpenBLAS leaves its threads spinning afterwards, and on a 2-core machine they slowed
+    the next query's encoding (torch) from 14 to 39 ms."""
+    return np.einsum("ij,j->i", vectors, q)
+
+
 def _build_hnsw(vectors: np.ndarray, path: Path) -> None:
     import hnswlib
 
@@ -430,18 +438,18 @@ class DenseIndex:
             return np.zeros(0, dtype=np.float32)
         if self.owner is None:
             # Gathering rows costs more than scoring them all once the set is a sizeable share.
-            return (self.vectors.whole() @ q)[rows] if len(rows) * 8 > len(self.vectors) else self.vectors[rows] @ q
+            return _dot(self.vectors.whole(), q)[rows] if len(rows) * 8 > len(self.vectors) else _dot(self.vectors[rows], q)
         lo, hi = self.starts[rows], self.starts[rows + 1]
         counts = hi - lo
         if counts.sum() * 8 > len(self.vectors):
-            return np.maximum.reduceat(self.vectors.whole() @ q, self.starts[:-1])[rows]
+            return np.maximum.reduceat(_dot(self.vectors.whole(), q), self.starts[:-1])[rows]
         offsets = np.concatenate(([0], np.cumsum(counts)[:-1]))
         idx = np.repeat(lo - offsets, counts) + np.arange(counts.sum())  # every passage of every row, in order
-        return np.maximum.reduceat(self.vectors[idx] @ q, offsets)
+        return np.maximum.reduceat(_dot(self.vectors[idx], q), offsets)
 
     def exact(self, q: np.ndarray, docs: np.ndarray | None, k: int) -> tuple[np.ndarray, np.ndarray]:
         if docs is None:
-            sims = self.vectors.whole() @ q
+            sims = _dot(self.vectors.whole(), q)
             if self.owner is not None:
                 sims = np.maximum.reduceat(sims, self.starts[:-1])
             return top_k(self.docs, sims.astype(np.float64), k)
