@@ -35,6 +35,7 @@ from mcp.shared.exceptions import MCPError
 from mcp_types.version import MODERN_PROTOCOL_VERSIONS
 
 from sieve.engine import deadline
+from sieve.errors import DeadlineExceededError
 from sieve.serve.service import Service, Session
 
 MANUAL_URI = "sieve://{name}/manual"
@@ -101,7 +102,9 @@ def build_server(service: Service, version: str = "") -> Server[Any]:
         future = pool.submit(_within, seconds, service.call, session, params.name, arguments)
         try:
             result = await asyncio.wait_for(asyncio.shield(asyncio.wrap_future(future)), seconds)
-        except TimeoutError:
+        except (TimeoutError, DeadlineExceededError):
+            # The worker's own deadline can fire before this wait's timeout is handled (a loaded
+            # machine): the same time limit, so the same answer, never an internal error.
             if future.cancel():  # still queued: it never ran
                 return _text(f"{params.name} error: the server is busy ({service.limits.workers} calls running) and this call waited "
                              f"{seconds:g} s for its turn; try again", True)

@@ -141,3 +141,25 @@ def test_the_engine_stops_at_its_deadline(lib: Path) -> None:
         with pytest.raises(DeadlineExceededError):
             index.match("gzip")
     assert index.match("gzip").count  # outside any budget nothing is checked
+
+
+class EarlyDeadlineService(Service):
+    """The worker's deadline firing before the server's own wait times out (seen on a loaded machine)."""
+
+    def call(self, session: Session, name: str, arguments: Mapping[str, Any] | None) -> ToolResult:
+        if (arguments or {}).get("query") == "early":
+            raise DeadlineExceededError(0.3)
+        return super().call(session, name, arguments)
+
+
+def test_a_deadline_that_fires_first_is_the_same_time_limit_answer(lib: Path) -> None:
+    service = EarlyDeadlineService({"lib": open_index(lib)}, limits=ServeLimits(call_seconds=0.3, workers=1))
+
+    async def main() -> None:
+        async with Client(build_server(service)) as client:
+            r = await client.call_tool("search", {"query": "early"})
+            assert r.is_error and "took longer than 0.3 s" in r.content[0].text
+            r = await client.call_tool("search", {"query": "gzip"})
+            assert not r.is_error
+
+    run(main)
