@@ -28,6 +28,7 @@ from html.parser import HTMLParser
 from pathlib import Path
 from typing import Any
 
+from sieve.documents import checked_date
 from sieve.errors import CorpusError, InvalidArgumentError
 
 KINDS = {".md": "markdown", ".markdown": "markdown", ".html": "html", ".htm": "html", ".txt": "text"}
@@ -73,8 +74,6 @@ def records(root: Path) -> Iterator[tuple[str, int, dict[str, Any] | CorpusError
 
 
 def _date(value: Any, line: int) -> str | None:
-    from sieve.documents import checked_date
-
     if value is None or value == "":
         return None
     if isinstance(value, dt.datetime):

@@ -45,8 +45,18 @@ UNITS = ("passage", "document")
 PASSAGES_SUFFIX = "@passages"  # never in a model slug
 
 
+def _dir_name(slug: str, unit: str) -> str:
+    return slug + (PASSAGES_SUFFIX if unit == "passage" else "")
+
+
 def embeddings_dir(index: "Index", model: str, unit: str) -> Path:
-    return index.path / "embeddings" / (model_slug(model) + (PASSAGES_SUFFIX if unit == "passage" else ""))
+    return index.path / "embeddings" / _dir_name(model_slug(model), unit)
+
+
+def first_rows(owner: np.ndarray) -> np.ndarray:
+    """Where each document's rows start, and the end: document row r has rows [out[r], out[r + 1])
+    (owner ascends from 0 by steps of 0 or 1, so every document has a row)."""
+    return np.append(np.flatnonzero(np.diff(owner, prepend=-1)), len(owner))
 
 
 def model_slug(model: str) -> str:
@@ -114,7 +124,7 @@ class _Texts:
 
     def __init__(self, index: "Index", docs: np.ndarray, owner: np.ndarray, pieces: Callable[["Index", int], list[str]]) -> None:
         self.index, self.docs, self.owner, self.pieces = index, docs, owner, pieces
-        self.first = np.searchsorted(owner, np.arange(len(docs)))  # each document's first row
+        self.first = first_rows(owner)
         self._cached: tuple[int, list[str]] = (-1, [])
 
     def __call__(self, row: int) -> str:
@@ -360,7 +370,7 @@ class DenseIndex:
             if len(owner) != meta["rows"] or not len(owner) or owner[0] != 0 or owner[-1] != len(self.docs) - 1 or ((steps != 0) & (steps != 1)).any():
                 raise IndexDamagedError(f"embeddings/{directory.name}/owner.sva", "does not give every document its passages in order")
             self.owner = owner
-            self.starts = np.append(np.flatnonzero(np.diff(owner, prepend=-1)), len(owner))
+            self.starts = first_rows(owner)
 
     def rows(self, docs: np.ndarray) -> np.ndarray:
         return docs if self._identity else np.searchsorted(self.docs, docs)
@@ -383,7 +393,7 @@ class DenseIndex:
         else:
             raise DenseUnavailableError(f"{index.path} has no embeddings: run `sieve embed {index.path}` first")
         units = [unit] if unit is not None else list(UNITS)
-        wanted = next((slug + (PASSAGES_SUFFIX if u == "passage" else "") for u in units if slug + (PASSAGES_SUFFIX if u == "passage" else "") in names), None)
+        wanted = next((_dir_name(slug, u) for u in units if _dir_name(slug, u) in names), None)
         if wanted is None:
             what = f"{model!r}" if model is not None else "the default model"
             raise DenseUnavailableError(f"{index.path} has no {unit or ''} embeddings for {what}: run `sieve embed {index.path}"

@@ -100,13 +100,18 @@ def test_time_limit_and_busy_workers_are_error_texts(lib: Path) -> None:
 
 
 class EndlessService(Service):
-    """A call that would never end by itself: it stops only when the engine's deadline says so."""
+    """A call that would never end by itself ("endless"): it stops only when the engine's deadline
+    says so; and one ("early") whose deadline fires before the server's wait times out, as was seen
+    on a loaded machine."""
 
     def call(self, session: Session, name: str, arguments: Mapping[str, Any] | None) -> ToolResult:
-        if (arguments or {}).get("query") == "endless":
+        query = (arguments or {}).get("query")
+        if query == "endless":
             while True:
                 deadline.check()
                 time.sleep(0.01)
+        if query == "early":
+            raise DeadlineExceededError(0.3)
         return super().call(session, name, arguments)
 
 
@@ -143,17 +148,8 @@ def test_the_engine_stops_at_its_deadline(lib: Path) -> None:
     assert index.match("gzip").count  # outside any budget nothing is checked
 
 
-class EarlyDeadlineService(Service):
-    """The worker's deadline firing before the server's own wait times out (seen on a loaded machine)."""
-
-    def call(self, session: Session, name: str, arguments: Mapping[str, Any] | None) -> ToolResult:
-        if (arguments or {}).get("query") == "early":
-            raise DeadlineExceededError(0.3)
-        return super().call(session, name, arguments)
-
-
 def test_a_deadline_that_fires_first_is_the_same_time_limit_answer(lib: Path) -> None:
-    service = EarlyDeadlineService({"lib": open_index(lib)}, limits=ServeLimits(call_seconds=0.3, workers=1))
+    service = EndlessService({"lib": open_index(lib)}, limits=ServeLimits(call_seconds=0.3, workers=1))
 
     async def main() -> None:
         async with Client(build_server(service)) as client:
