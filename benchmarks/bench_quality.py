@@ -20,7 +20,8 @@ Descriptions shared by several pages and queries of fewer than two words are lef
 runs as plain language (any word, `Index.ranked_search`); the peer gets the same words ORed over
 one text field holding what sieve's BM25 counts (title, headings, section texts), with tantivy's
 simple tokenizer + lowercase + ASCII folding (`plain`) or that + its English Snowball stemmer
-(`english`), k1 1.2 and b 0.75 (tantivy's fixed parameters). Measures: nDCG@10, MRR@10, recall@100
+(`english`), each also with its English stop-word filter (`+stop-english`: the same 33 words as
+sieve's `english` list), k1 1.2 and b 0.75 (tantivy's fixed parameters). Measures: nDCG@10, MRR@10, recall@100
 (ir-measures). `--speed` also times building and querying with each analyzer on a larger corpus.
 Prints tables and writes benchmarks/results/quality.json.
 """
@@ -40,11 +41,13 @@ from typing import Any
 import sieve
 from sieve.engine.analysis import analyze
 from sieve.engine.bm25 import BM25Params
-from sieve.eval.retrieval import MEASURES, evaluate_retrieval, load_retrieval, measure, write_trec
+from sieve.eval.retrieval import MEASURES, analysis_label, evaluate_retrieval, load_retrieval, measure, write_trec
 
 HERE = Path(__file__).resolve().parent
 PARAMS = (BM25Params(0.9, 0.4), BM25Params(1.2, 0.75))
 ANALYZERS = ("plain", "english")
+STOPWORDS = (None, "english")
+ANALYSES = tuple((a, s) for a in ANALYZERS for s in STOPWORDS)  # (analyzer, stop list)
 
 
 # --------------------------------------------------------------------------------------------
@@ -132,13 +135,16 @@ def tantivy_runs(folder: Path, work: Path) -> list[dict[str, Any]]:
 
     task = load_retrieval(folder)
     rows = []
-    for analyzer in ANALYZERS:
+    for name, stop in ANALYSES:
+        analyzer = analysis_label(name, stop)
         b = tantivy.SchemaBuilder()
         b.add_text_field("id", stored=True, tokenizer_name="raw")
         b.add_text_field("text", tokenizer_name="peer")
         schema = b.build()
         builder = tantivy.TextAnalyzerBuilder(tantivy.Tokenizer.simple()).filter(tantivy.Filter.lowercase()).filter(tantivy.Filter.ascii_fold())
-        if analyzer == "english":
+        if stop is not None:
+            builder = builder.filter(tantivy.Filter.stopword(stop))
+        if name == "english":
             builder = builder.filter(tantivy.Filter.stemmer("english"))
         text_analyzer = builder.build()
         path = work / f"tantivy-{analyzer}"
@@ -173,22 +179,26 @@ def tantivy_runs(folder: Path, work: Path) -> list[dict[str, Any]]:
 # Speed of the english analyzer against plain
 
 
+SPEED = (("plain", None), ("english", None), ("english", "english"))
+
+
 def speed(corpus: Path, queries: list[str], work: Path, rounds: int) -> dict[str, Any]:
-    """Build time (one process) with each analyzer, alternating, best of `rounds`; then ranked
-    search (BM25 top 10) over both indexes in one process, alternating query by query, each query's
+    """Build time (one process) with each analysis, alternating, best of `rounds`; then ranked
+    search (BM25 top 10) over every index in one process, alternating query by query, each query's
     best of 3: sequential runs drift by more than the difference measured here."""
-    build: dict[str, list[float]] = {a: [] for a in ANALYZERS}
+    labels = [analysis_label(a, s) for a, s in SPEED]
+    build: dict[str, list[float]] = {a: [] for a in labels}
     for _ in range(rounds):
-        for analyzer in ANALYZERS:
+        for (name, stop), label in zip(SPEED, labels):
             t0 = time.perf_counter()
-            sieve.build_index(corpus, work / f"speed-{analyzer}", force=True, jobs=1, analyzer=analyzer).close()
-            build[analyzer].append(time.perf_counter() - t0)
-    ixs = {a: sieve.open_index(work / f"speed-{a}") for a in ANALYZERS}
+            sieve.build_index(corpus, work / f"speed-{label}", force=True, jobs=1, analyzer=name, stopwords=stop).close()
+            build[label].append(time.perf_counter() - t0)
+    ixs = {a: sieve.open_index(work / f"speed-{a}") for a in labels}
     for ix in ixs.values():
         for q in queries[:100]:
             ix.ranked_search(q, k=10)  # warm the pages
-    best: dict[str, list[float]] = {a: [] for a in ANALYZERS}
-    admitted: dict[str, list[int]] = {a: [] for a in ANALYZERS}
+    best: dict[str, list[float]] = {a: [] for a in labels}
+    admitted: dict[str, list[int]] = {a: [] for a in labels}
     for q in queries:
         for a, ix in ixs.items():
             times = []
@@ -199,12 +209,11 @@ def speed(corpus: Path, queries: list[str], work: Path, rounds: int) -> dict[str
             best[a].append(min(times))
             admitted[a].append(r.count)
     docs = len(ixs["plain"])
-    out: dict[str, Any] = {"corpus": str(corpus), "documents": docs, "rounds": rounds, "queries": len(queries)}
-    for a in ANALYZERS:
+    out: dict[str, Any] = {"corpus": str(corpus), "documents": docs, "rounds": rounds, "queries": len(queries), "analyses": labels}
+    for a in labels:
         out[a] = {"build_s": round(min(build[a]), 2), "docs_per_s": round(docs / min(build[a])), "search_p50_ms": round(statistics.median(best[a]) * 1000, 3),
-                  "median_admitted": statistics.median(admitted[a])}
-    out["build_ratio"] = round(min(build["english"]) / min(build["plain"]), 3)
-    out["search_ratio"] = round(statistics.median(best["english"]) / statistics.median(best["plain"]), 3)
+                  "median_admitted": statistics.median(admitted[a]), "index_mb": round(sum(f.stat().st_size for f in (work / f"speed-{a}").rglob("*") if f.is_file()) / 1e6, 1),
+                  "build_ratio": round(min(build[a]) / min(build["plain"]), 3), "search_ratio": round(statistics.median(best[a]) / statistics.median(best["plain"]), 3)}
     return out
 
 
@@ -237,7 +246,7 @@ def main() -> int:
         folder = args.work / name
         n = make(folder)
         print(f"{name}: {n} queries", file=sys.stderr)
-        s = evaluate_retrieval(folder, folder / "sieve", rankers=("bm25",), analyzers=ANALYZERS, bm25=PARAMS,
+        s = evaluate_retrieval(folder, folder / "sieve", rankers=("bm25",), analyzers=ANALYZERS, bm25=PARAMS, stopwords=STOPWORDS,
                                progress=lambda m: print("  " + m, file=sys.stderr))
         rows = [{**r, "engine": "sieve"} for r in s["runs"]]
         if len(rankers) > 1:  # embeddings do not depend on the analyzer: dense and hybrid over the plain index only
@@ -264,10 +273,10 @@ def main() -> int:
     if "speed" in result:
         sp = result["speed"]
         print(f"\n### analyzer speed: {sp['documents']} documents ({sp['corpus']}), best of {sp['rounds']}\n")
-        print("| analyzer | build s | docs/s | ranked search p50 ms |\n|---|---|---|---|")
-        for a in ANALYZERS:
-            print(f"| {a} | {sp[a]['build_s']} | {sp[a]['docs_per_s']} | {sp[a]['search_p50_ms']} |")
-        print(f"\nenglish / plain: build {sp['build_ratio']}x, search {sp['search_ratio']}x")
+        print("| analyzer | build s | docs/s | index MB | ranked search p50 ms | build / plain | search / plain |\n|---|---|---|---|---|---|---|")
+        for a in sp["analyses"]:
+            r = sp[a]
+            print(f"| {a} | {r['build_s']} | {r['docs_per_s']} | {r['index_mb']} | {r['search_p50_ms']} | {r['build_ratio']}x | {r['search_ratio']}x |")
     args.out.parent.mkdir(parents=True, exist_ok=True)
     args.out.write_text(json.dumps(result, indent=1))
     return 0

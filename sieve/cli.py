@@ -17,6 +17,8 @@ from sieve.engine.rankers import RANKER_NAMES
 
 ANALYZER_HELP = ("how text becomes terms, for the documents and every query: plain (the default: folded words), english "
                  "(Snowball stemming: compressing = compress), or another Snowball language by name (french, german, ...)")
+STOPWORDS_HELP = ("words left out of the index (their places are kept, so phrases span them): english (the 33 words Lucene and "
+                  "tantivy use) or a file of one word per line; default none. A query term that is only stop words is an error")
 
 
 def _print_json(obj: Any) -> None:
@@ -30,14 +32,15 @@ def _n(count: int, word: str) -> str:
 
 
 def _build(corpus: Any, out: Path, force: bool, skip: bool, quiet: bool, jobs: int | None = None,
-           memory_mb: int | None = None, analyzer: str | None = None, lenient: bool = False) -> tuple[Any, dict[str, Any]]:
+           memory_mb: int | None = None, analyzer: str | None = None, lenient: bool = False,
+           stopwords: str | None = None) -> tuple[Any, dict[str, Any]]:
 
     from sieve.corpus import CorpusReport
     from sieve.index import build_index
 
     from sieve.engine.analysis import get_analyzer
 
-    get_analyzer(analyzer or "plain")  # a wrong name fails before the progress bar is drawn
+    get_analyzer(analyzer or "plain", stopwords)  # a wrong name or list fails before the progress bar is drawn
     report = CorpusReport()
     bar = Progress("indexing", "docs", quiet=quiet)
 
@@ -47,7 +50,7 @@ def _build(corpus: Any, out: Path, force: bool, skip: bool, quiet: bool, jobs: i
     t0 = time.perf_counter()
     try:
         index = build_index(corpus, out, force=force, on_error="skip" if skip else "raise", progress=progress, report=report, jobs=jobs,
-                            memory_mb=memory_mb, analyzer=analyzer or "plain", lenient=lenient)
+                            memory_mb=memory_mb, analyzer=analyzer or "plain", stopwords=stopwords, lenient=lenient)
     finally:
         bar.close()
     seconds = time.perf_counter() - t0
@@ -70,17 +73,20 @@ def _build(corpus: Any, out: Path, force: bool, skip: bool, quiet: bool, jobs: i
         "store_mb": round(store / 1e6, 3),
         "segments": stats["segments"],
         "analyzer": index.analyzer.name,
+        "stopwords": len(index.analyzer.stopwords),
     }
     return index, summary
 
 
 def cmd_index(args: argparse.Namespace) -> int:
-    _, s = _build(args.corpus, Path(args.out), args.force, args.skip_bad, args.quiet or args.json, args.jobs, args.memory_mb, args.analyzer, args.lenient)
+    _, s = _build(args.corpus, Path(args.out), args.force, args.skip_bad, args.quiet or args.json, args.jobs, args.memory_mb, args.analyzer, args.lenient,
+                  args.stopwords)
     if args.json:
         _print_json(s)
         return 0
     print(f"indexed {_n(s['documents'], 'document')} in {s['seconds']} s ({s['docs_per_second']} docs/s) into {s['index']}")
-    print(f"  {s['terms']} terms ({s['analyzer']} analyzer), {s['tokens']} tokens, {s['postings']} postings; index {s['index_mb']} MB, document store {s['store_mb']} MB"
+    analysis = s["analyzer"] + " analyzer" + (f", {s['stopwords']} stop words not indexed" if s["stopwords"] else "")
+    print(f"  {s['terms']} terms ({analysis}), {s['tokens']} tokens, {s['postings']} postings; index {s['index_mb']} MB, document store {s['store_mb']} MB"
           + (f"; {s['segments']} segments (past half the memory budget, a build starts a new one)" if s["segments"] > 1 else ""))
     if s["kept"]:
         print(f"  kept the text under unknown keys of {_n(s['kept'], 'document')} as metadata (not searchable; --lenient)", file=sys.stderr)
@@ -98,15 +104,19 @@ def cmd_add(args: argparse.Namespace) -> int:
 
     path = Path(args.index)
     if not (path / "CURRENT").exists():  # `add` into nothing is a build
-        _, built = _build(args.corpus, path, False, args.skip_bad, True, None, args.memory_mb, args.analyzer, args.lenient)
+        _, built = _build(args.corpus, path, False, args.skip_bad, True, None, args.memory_mb, args.analyzer, args.lenient, args.stopwords)
         s = {"added": built["documents"], "replaced": 0, "deleted": 0, "not_found": [], "skipped": built["skipped"], "kept": built["kept"],
              "documents": built["documents"]}
     else:
         report = CorpusReport()
         index = open_index(path)
-        if args.analyzer is not None and get_analyzer(args.analyzer) != index.analyzer:
+        if args.analyzer is not None and get_analyzer(args.analyzer) != get_analyzer(index.analyzer.name):
             raise InvalidArgumentError(f"{path} uses the {index.analyzer.name} analyzer, not {args.analyzer}: changing an index's analyzer "
                                        f"means rebuilding it (sieve index CORPUS {path} --analyzer {args.analyzer} --force)")
+        if args.stopwords is not None and get_analyzer(index.analyzer.name, args.stopwords) != index.analyzer:
+            have = f"{len(index.analyzer.stopwords)} other stop words" if index.analyzer.stopwords else "no stop words"
+            raise InvalidArgumentError(f"{path} has {have}, not the list {args.stopwords!r}: changing an index's stop words "
+                                       f"means rebuilding it (sieve index CORPUS {path} --stopwords {args.stopwords} --force)")
         with index.writer(replace=not args.no_replace, memory_mb=args.memory_mb) as w:
             w.add_from(args.corpus, on_error="skip" if args.skip_bad else "raise", report=report, lenient=args.lenient)
         s = w.summary.to_dict()
@@ -487,6 +497,7 @@ def make_parser() -> argparse.ArgumentParser:
     s.add_argument("--jobs", type=int, help="worker processes for a large JSONL file (default: CPU count, at most 4)")
     s.add_argument("--memory-mb", type=int, help="memory the build may use to sort the token stream before it sorts in runs on disk (default 1024)")
     s.add_argument("--analyzer", help=ANALYZER_HELP)
+    s.add_argument("--stopwords", metavar="LIST", help=STOPWORDS_HELP)
     s.add_argument("--lenient", action="store_true", help="keep text under keys the corpus format does not know (Title, a section's body) as metadata, "
                    "counted in the summary, instead of stopping with an error")
     s.add_argument("--quiet", action="store_true", help="no progress bar")
@@ -498,6 +509,7 @@ def make_parser() -> argparse.ArgumentParser:
     s.add_argument("corpus")
     s.add_argument("--no-replace", action="store_true", help="a document whose id is already in the index is an error")
     s.add_argument("--analyzer", help="for a new index, as `sieve index --analyzer`; an existing index keeps its own (a different one is an error)")
+    s.add_argument("--stopwords", metavar="LIST", help="for a new index, as `sieve index --stopwords`; an existing index keeps its own (a different list is an error)")
     s.add_argument("--lenient", action="store_true", help="as `sieve index --lenient`")
     s.add_argument("--memory-mb", type=int, default=None, help="memory budget (default 1,024): past half of it, added documents are written as a segment")
     s.add_argument("--skip-bad", action="store_true", help="skip malformed records (counted) instead of stopping")

@@ -148,7 +148,8 @@ def cmd_eval_retrieval(args: argparse.Namespace) -> int:
     out = Path(args.out) if args.out else Path(args.collection) / "sieve-retrieval"
     quiet = args.json or args.quiet
     summary = evaluate_retrieval(args.collection, out, rankers=tuple(args.ranker or ["bm25"]), analyzers=tuple(args.analyzer or ["plain"]),
-                                 bm25=tuple(params), split=args.split, dense_units=tuple(args.dense_unit or ["document"]), progress=(lambda _: None) if quiet else (lambda m: print(m, file=sys.stderr)))
+                                 bm25=tuple(params), split=args.split, dense_units=tuple(args.dense_unit or ["document"]),
+                                 stopwords=tuple(None if s == "none" else s for s in args.stopwords or ["none"]), progress=(lambda _: None) if quiet else (lambda m: print(m, file=sys.stderr)))
     if args.json:
         print(json.dumps(summary, indent=1))
     else:
@@ -252,6 +253,8 @@ def add_commands(sub: Any) -> None:
     q.add_argument("--out", help="indexes, TREC run files and retrieval.json (default: COLLECTION/sieve-retrieval)")
     q.add_argument("--ranker", action="append", choices=RANKER_NAMES, help="repeat for several (default bm25)")
     q.add_argument("--analyzer", action="append", help="repeat for several (default plain); one index each")
+    q.add_argument("--stopwords", action="append", metavar="LIST", help="stop list of the indexes (as `sieve index --stopwords`; `none` for none), "
+                   "repeat for several (default none); one index per analyzer and list")
     q.add_argument("--bm25", action="append", metavar="K1,B", help="BM25 parameters, repeat for several (default 0.9,0.4)")
     q.add_argument("--dense-unit", action="append", choices=("document", "passage"), help="embedding unit of dense rankers, repeat for both (default document)")
     q.add_argument("--split", default="test")

@@ -9,6 +9,7 @@ import tempfile
 import weakref
 from functools import lru_cache
 from pathlib import Path
+from collections.abc import Iterable
 from typing import TYPE_CHECKING, Any, Callable
 
 import numpy as np
@@ -239,12 +240,12 @@ class Index:
         """Rank by plain language (a question, some keywords), with no BQL semantics: every document
         whose title or body holds any of the words is ranked, best `k` first; operators and special
         characters in `text` are words like any other. `Results.query` shows the BQL that ran (an OR
-        of the quoted words); a text with no word gives no hits. What `sieve search --ranked` and the
+        of the quoted words, stop words left out); a text with no word gives no hits. What `sieve search --ranked` and the
         baselines' `ranked_search` tool run."""
         if not isinstance(text, str):
             raise InvalidArgumentError(f"ranked_search takes text, got {type(text).__name__}")
         check_request(k, ranker)
-        query = free_text_query(text)
+        query = free_text_query(text, self.analyzer)
         if query is None:
             return Results([], 0, "", ranker=ranker, analyzer=self.analyzer)
         return self.search(query, k=k, ranker=ranker, fallback=False, explain=explain, diagnose=False)
@@ -371,6 +372,7 @@ def build_index(
     memory_mb: int | None = None,
     segment_bytes: int | None = None,
     analyzer: str = "plain",
+    stopwords: str | Iterable[str] | None = None,
     lenient: bool = False,
 ) -> Index:
     """Build an index at `path` from a JSONL file, a BEIR folder, or an iterable of records.
@@ -385,7 +387,10 @@ def build_index(
     threshold instead, in bytes; for tests): its answers are the same as one segment's.
     `analyzer`: how text becomes terms, for the documents and every later query (`plain`: folded
     words, the default; `english` or another Snowball algorithm's name: stemmed words; see
-    docs/bql.md). Recorded in the index; changing it means rebuilding.
+    docs/bql.md). `stopwords`: words not indexed (their places are kept, so phrases still span
+    them): a built-in list's name (`english`: the 33 words Lucene and tantivy use), a file of one
+    word per line, or the words; default none. Both are recorded in the index; changing them
+    means rebuilding.
     Text written under keys the corpus format does not know (`Title` for `title`, a section's
     `body`) is a CorpusError naming the key, or with `lenient` is kept as metadata (counted in
     `report.kept`).
@@ -398,10 +403,10 @@ def build_index(
 
     if not isinstance(source, (str, os.PathLike)) and not hasattr(source, "__iter__"):
         raise InvalidArgumentError(f"a corpus must be a path or an iterable of records, got {type(source).__name__}")
-    chosen = get_analyzer(analyzer)  # an unknown name fails before anything is written
+    chosen = get_analyzer(analyzer, stopwords)  # an unknown name fails before anything is written
     if path is None:
         return _temporary_index(source, on_error=on_error, progress=progress, report=report, jobs=jobs, memory_mb=memory_mb, analyzer=analyzer,
-                                lenient=lenient)
+                                stopwords=stopwords, lenient=lenient)
     commit = storage.Commit(_as_path(path, "an index path"), force=force)
     try:
         names: dict[Path, str] = {}

@@ -89,7 +89,7 @@ def live_documents(entry: CommitEntry) -> Iterator[Document]:
 
 def _analyzer(entries: list[CommitEntry]) -> Analyzer:
     """The analyzer of an index's segments (its documents are analysed again, as they were)."""
-    return Analyzer.of_manifest(entries[0].manifest.get("analyzer"), str(entries[0].dir))
+    return Analyzer.of_manifest(entries[0].manifest, str(entries[0].dir))
 
 
 def merge(run: list[CommitEntry], commit: storage.Commit, memory_mb: int | None = None, analyzer: Analyzer | None = None) -> CommitEntry:

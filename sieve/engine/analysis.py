@@ -4,8 +4,10 @@ Every analyzer first folds and splits text (`words`): NFKC, full Unicode case fo
 `zurich` matches `Zürich`), then split on every character that is not a letter or digit
 (`O_RDONLY` -> `o`, `rdonly`), numbers kept. The `plain` analyzer (the default) stops there; the
 others then stem each word with a Snowball stemmer (PyStemmer): `english` maps `compressing`,
-`compressed` and `compresses` to `compress`. An index records its analyzer in its manifest and
-every query is analysed with it (`Analyzer.of_manifest`).
+`compressed` and `compresses` to `compress`. Any analyzer may also drop stop words (a list named
+`english`, Lucene's and tantivy's 33 words, or the user's own): a stop word keeps its position but is
+not indexed, as in Lucene. An index records its analyzer and stop words in its manifest and every
+query is analysed with them (`Analyzer.of_manifest`).
 
 Every step runs in CPython's C code (`unicodedata`, `str.translate`, `re.findall`): on this
 project's machines that measured faster than the `tokenizers` Rust normalizers and pre-tokenizers
@@ -15,17 +17,33 @@ called from Python (20 MB of text: 1.2 s for `re.findall` against 11.6 s for
 
 from __future__ import annotations
 
+import hashlib
 import re
 import threading
 import unicodedata
+from collections.abc import Iterable
+from pathlib import Path
 from typing import Any
 
-from sieve.errors import InvalidArgumentError, UnknownAnalyzerError
+from sieve.errors import IndexDamagedError, InvalidArgumentError, UnknownAnalyzerError
 
 # Version of the folding and splitting rules; stored in the manifest so an index built with other
 # rules is refused. A stemmed analyzer's id appends the algorithm: "sieve-fold-1+snowball-english".
 ANALYZER_ID = "sieve-fold-1"
 _SNOWBALL = "+snowball-"
+_STOP_ID = "+stop-"  # then the first 8 hex digits of the stop list's SHA-256
+
+# The term a stop word becomes: never a real term (no letter or digit), so it never matches a query
+# term; the index keeps its position and nothing else.
+STOP = "\x01"
+
+# Built-in stop lists by name. `english` is the list Lucene's EnglishAnalyzer and tantivy's English
+# stop-word filter use, so rankings compare with theirs under the same analysis.
+STOP_LISTS: dict[str, frozenset[str]] = {
+    "english": frozenset(
+        "a an and are as at be but by for if in into is it no not of on or such that the their then there these they this to was will with".split()
+    ),
+}
 
 _ASCII_WORD = re.compile(r"[a-z0-9]+")
 _WORD = re.compile(r"[^\W_]+")
@@ -101,78 +119,144 @@ def analyzer_names() -> list[str]:
     return ["plain", *sorted(_stemmer_module().algorithms())]
 
 
+def stop_list(spec: str | Iterable[str] | None) -> frozenset[str]:
+    """The stop words `spec` names: None (none), a built-in list's name (`english`), a file of one
+    word per line (`#` starts a comment), or the words themselves. Words are folded as text is."""
+    if spec is None:
+        return frozenset()
+    if isinstance(spec, str):
+        if spec in STOP_LISTS:
+            return STOP_LISTS[spec]
+        path = Path(spec)
+        if not path.is_file():
+            raise InvalidArgumentError(f"unknown stop-word list {spec!r}: name a built-in one ({', '.join(sorted(STOP_LISTS))}) or a file of one word per line")
+        try:
+            lines = path.read_text(encoding="utf-8").splitlines()
+        except (OSError, UnicodeDecodeError) as e:
+            raise InvalidArgumentError(f"cannot read the stop-word list {spec}: {e}") from None
+        spec = [line.split("#", 1)[0].strip() for line in lines]
+        spec = [w for w in spec if w]
+    words: set[str] = set()
+    for w in spec:
+        if not isinstance(w, str):
+            raise InvalidArgumentError(f"a stop word is a string, got {type(w).__name__}")
+        folded = analyze(w)
+        if len(folded) != 1:
+            raise InvalidArgumentError(f"stop word {w!r} is not one word (it analyses to {folded or 'nothing'})")
+        words.add(folded[0])
+    return frozenset(words)
+
+
 class Analyzer:
-    """Fold and split (`words`), then stem each word unless the analyzer is `plain`.
+    """Fold and split (`words`), drop stop words (if it has any), then stem each word unless the
+    analyzer is `plain`.
 
     Safe to share between threads: a Snowball stemmer object is not, so each thread gets its own.
-    Stemming maps one word to one term, so a text has as many terms as words and positions are
-    the same under every analyzer.
+    Each word becomes one term (a stop word the STOP placeholder), so a text has as many positions
+    as words, and positions are the same under every analyzer.
     """
 
-    def __init__(self, name: str) -> None:
+    def __init__(self, name: str, stopwords: str | Iterable[str] | None = None) -> None:
         if name != "plain" and name not in _stemmer_module().algorithms():
             raise InvalidArgumentError(f"unknown analyzer {name!r}; known: {', '.join(analyzer_names())}")
         self.name = name
+        self.stopwords = stop_list(stopwords)
         self.id = ANALYZER_ID if name == "plain" else ANALYZER_ID + _SNOWBALL + name
+        if self.stopwords:
+            digest = hashlib.sha256("\n".join(sorted(self.stopwords)).encode()).hexdigest()[:8]
+            self.id += _STOP_ID + digest
         self.stems = name != "plain"
+        self.maps_words = self.stems or bool(self.stopwords)  # a word's term is not always the word itself
         self._local = threading.local()
 
     def __repr__(self) -> str:
-        return f"Analyzer({self.name!r})"
+        extra = f", stopwords=<{len(self.stopwords)} words>" if self.stopwords else ""
+        return f"Analyzer({self.name!r}{extra})"
+
+    @property
+    def label(self) -> str:
+        """How people see it: the name, and how many stop words it drops."""
+        return self.name + (f" with {len(self.stopwords)} stop words" if self.stopwords else "")
 
     def __eq__(self, other: object) -> bool:
-        return isinstance(other, Analyzer) and other.name == self.name
+        return isinstance(other, Analyzer) and other.id == self.id and other.stopwords == self.stopwords
 
     def __hash__(self) -> int:
-        return hash(self.name)
+        return hash(self.id)
 
-    def __reduce__(self) -> tuple[Any, ...]:  # worker processes get the name, and make their own stemmer
-        return (get_analyzer, (self.name,))
+    def __reduce__(self) -> tuple[Any, ...]:  # worker processes get the name and list, and make their own stemmer
+        return (get_analyzer, (self.name, sorted(self.stopwords) or None))
 
     @staticmethod
     def words(text: str) -> list[str]:
         """The folded words of `text`, in order, before stemming."""
         return analyze(text)
 
-    def stem(self, words: list[str]) -> list[str]:
-        """`words` (already folded) stemmed, one term each. A stem is never empty: a word the
-        stemmer would erase stays as it is."""
-        if not self.stems or not words:
+    def stem(self, words: list[str], stop: bool = True) -> list[str]:
+        """`words` (already folded) as terms, one each: a stop word is STOP (unless `stop` is
+        False), the rest stemmed. A stem is never empty: a word the stemmer would erase stays."""
+        if not words or not self.maps_words:
             return words
-        stemmer = getattr(self._local, "stemmer", None)
-        if stemmer is None:
-            # Its cache keeps the frequent words' stems: most calls are dictionary hits.
-            stemmer = self._local.stemmer = _stemmer_module().Stemmer(self.name, 100_000)
-        return [s or w for s, w in zip(stemmer.stemWords(words), words)]
+        if self.stems:
+            stemmer = getattr(self._local, "stemmer", None)
+            if stemmer is None:
+                # Its cache keeps the frequent words' stems: most calls are dictionary hits.
+                stemmer = self._local.stemmer = _stemmer_module().Stemmer(self.name, 100_000)
+            terms = [s or w for s, w in zip(stemmer.stemWords(words), words)]
+        else:
+            terms = words
+        if stop and self.stopwords:
+            # Stop words are matched before stemming, as Lucene and tantivy do.
+            terms = [STOP if w in self.stopwords else t for w, t in zip(words, terms)]
+        return terms
 
     def analyze(self, text: str) -> list[str]:
-        """The terms of `text`, in order; a term's index in the list is its position."""
+        """The terms of `text`, in order; a term's index in the list is its position (a stop word
+        holds its place as STOP)."""
         return self.stem(analyze(text))
 
+    def manifest_fields(self) -> dict[str, Any]:
+        """What a manifest records of this analyzer (`of_manifest` reads it back)."""
+        return {"analyzer": self.id, **({"stopwords": sorted(self.stopwords)} if self.stopwords else {})}
+
     @classmethod
-    def of_manifest(cls, analyzer_id: object, where: str) -> "Analyzer":
-        """The analyzer a manifest names; an error naming `where` for one this sieve does not know."""
-        if analyzer_id == ANALYZER_ID:
-            return PLAIN
-        if isinstance(analyzer_id, str) and analyzer_id.startswith(ANALYZER_ID + _SNOWBALL):
-            name = analyzer_id[len(ANALYZER_ID + _SNOWBALL):]
-            try:
-                return get_analyzer(name)
-            except InvalidArgumentError:
-                pass
-        raise UnknownAnalyzerError(where, analyzer_id, analyzer_names())
+    def of_manifest(cls, manifest: dict[str, Any], where: str) -> "Analyzer":
+        """The analyzer a manifest names; an error naming `where` for one this sieve does not know
+        (or whose stop list does not match its id: damage)."""
+        analyzer_id = manifest.get("analyzer")
+        if not isinstance(analyzer_id, str) or not analyzer_id.startswith(ANALYZER_ID):
+            raise UnknownAnalyzerError(where, analyzer_id, analyzer_names())
+        base, _, _ = analyzer_id.partition(_STOP_ID)
+        if base == ANALYZER_ID:
+            name = "plain"
+        elif base.startswith(ANALYZER_ID + _SNOWBALL):
+            name = base[len(ANALYZER_ID + _SNOWBALL):]
+        else:
+            raise UnknownAnalyzerError(where, analyzer_id, analyzer_names())
+        stopwords = manifest.get("stopwords")
+        if stopwords is not None and not (isinstance(stopwords, list) and all(isinstance(w, str) for w in stopwords)):
+            raise UnknownAnalyzerError(where, analyzer_id, analyzer_names())
+        try:
+            found = get_analyzer(name, stopwords or None)
+        except InvalidArgumentError:
+            raise UnknownAnalyzerError(where, analyzer_id, analyzer_names()) from None
+        if found.id != analyzer_id:  # a stop list that is not the one the id was made from
+            raise IndexDamagedError(f"{where}/manifest.json", f"its stop words do not match analyzer {analyzer_id!r}")
+        return found
 
 
-_BY_NAME: dict[str, Analyzer] = {}
+_BY_NAME: dict[tuple[str, frozenset[str]], Analyzer] = {}
 
 
-def get_analyzer(name: str) -> Analyzer:
-    """The analyzer called `name` (`plain`, `english`, or another Snowball algorithm's name).
-    Raises InvalidArgumentError listing the known names."""
+def get_analyzer(name: str, stopwords: str | Iterable[str] | None = None) -> Analyzer:
+    """The analyzer called `name` (`plain`, `english`, or another Snowball algorithm's name), with
+    the stop words `stopwords` names (see `stop_list`). Raises InvalidArgumentError listing the
+    known names."""
     if not isinstance(name, str):
         raise InvalidArgumentError(f"an analyzer is named by a string, got {type(name).__name__}; known: {', '.join(analyzer_names())}")
-    found = _BY_NAME.get(name)
-    return found if found is not None else _BY_NAME.setdefault(name, Analyzer(name))
+    key = (name, stop_list(stopwords))
+    found = _BY_NAME.get(key)
+    return found if found is not None else _BY_NAME.setdefault(key, Analyzer(name, key[1]))
 
 
 PLAIN = get_analyzer("plain")

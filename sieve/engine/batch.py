@@ -17,7 +17,7 @@ from typing import Any
 import numpy as np
 
 from sieve.documents import INTRO, Document
-from sieve.engine.analysis import PLAIN, SEPARATOR, Analyzer, analyze_joined
+from sieve.engine.analysis import PLAIN, SEPARATOR, STOP, Analyzer, analyze_joined
 from sieve.isodate import first_day
 from sieve.engine.fields import Field
 
@@ -27,9 +27,10 @@ NO_DATE = -1  # date column value of an undated document
 class Vocabulary:
     """Term -> id in first-seen order. Id 0 is SEPARATOR, the end-of-unit mark in joined analysis.
 
-    With a stemming analyzer, `lookup` takes folded words and gives their terms' ids: each distinct
-    word is stemmed once, when first seen, and after that a word costs one array gather, so
-    stemming adds little to indexing however often a word occurs.
+    With a stemming analyzer (or stop words), `lookup` takes folded words and gives their terms'
+    ids: each distinct word is stemmed once, when first seen, and after that a word costs one array
+    gather, so stemming adds little to indexing however often a word occurs. Stop words all get the
+    id of STOP (`stop_id`).
     """
 
     def __init__(self, analyzer: Analyzer = PLAIN) -> None:
@@ -37,14 +38,14 @@ class Vocabulary:
         self.ids: defaultdict[str, int] = defaultdict(itertools.count().__next__)
         self.ids[SEPARATOR]
         self._sent = 0
-        if analyzer.stems:
+        if analyzer.maps_words:
             self._words: defaultdict[str, int] = defaultdict(itertools.count().__next__)
             self._words[SEPARATOR]
             self._word_term = array("i", [0])  # word id -> term id (grows amortised, unlike an ndarray)
 
     def lookup(self, words: list[str]) -> np.ndarray:
         """The term ids of folded `words` (SEPARATOR included), in order."""
-        if not self.analyzer.stems:
+        if not self.analyzer.maps_words:
             return np.fromiter(map(self.ids.__getitem__, words), dtype=np.int32, count=len(words))
         seen = len(self._words)
         wids = np.fromiter(map(self._words.__getitem__, words), dtype=np.int32, count=len(words))
@@ -52,6 +53,11 @@ class Vocabulary:
             new = self.analyzer.stem(list(itertools.islice(self._words, seen, None)))
             self._word_term.extend(map(self.ids.__getitem__, new))
         return np.frombuffer(self._word_term, dtype=np.int32)[wids]
+
+    @property
+    def stop_id(self) -> int | None:
+        """The id stop words get, once one has been seen."""
+        return self.ids.get(STOP)
 
     def new_terms(self) -> list[str]:
         """Terms added since the last call, in id order (the first call includes SEPARATOR)."""
@@ -68,7 +74,9 @@ def _dumps(obj: Any) -> bytes:
 class AnalyzedBatch:
     """Consecutive documents, analysed. Per document: one entry in ids/lines/dates/units/meta_len/
     sections; per unit (title, author name, infobox value, heading, section text): unit_*; per
-    section: text_len. `tokens` are local term ids; `new_terms` extend the analyser's vocabulary."""
+    section: text_len. `tokens` are local term ids; `new_terms` extend the analyser's vocabulary.
+    `unit_stops`: per unit, how many of its tokens are stop words (kept for their positions only),
+    when the analyzer has a stop list."""
 
     ids: list[str] = field(default_factory=list)
     lines: list[int] = field(default_factory=list)
@@ -86,6 +94,7 @@ class AnalyzedBatch:
     sections: np.ndarray = field(default_factory=lambda: np.zeros(0, np.int64))  # sections per document
     errors: list[Any] = field(default_factory=list)  # CorpusErrors of records left out, in line order
     kept: int = 0  # documents whose unknown keys a lenient read kept as metadata
+    unit_stops: np.ndarray | None = None
 
     def drop(self, keep: np.ndarray) -> "AnalyzedBatch":
         """The batch without the documents where `keep` is False (a duplicate id found later)."""
@@ -103,6 +112,7 @@ class AnalyzedBatch:
             unit_section=self.unit_section[unit_keep], tokens=self.tokens[token_keep], new_terms=self.new_terms,
             meta=meta, meta_len=self.meta_len[keep], text=text, text_len=self.text_len[sec_keep],
             sections=self.sections[keep], errors=self.errors,
+            unit_stops=None if self.unit_stops is None else self.unit_stops[unit_keep],
         )
 
 
@@ -148,19 +158,30 @@ def analyze_batch(docs: list[Document], lines: list[int], vocab: Vocabulary) -> 
         metas.append(_dumps(meta))
     ids = vocab.lookup(analyze_joined(texts)) if texts else np.zeros(0, np.int32)
     ends = np.flatnonzero(ids == 0)  # SEPARATOR has id 0: one after every unit
+    unit_len = (np.diff(ends, prepend=-1) - 1).astype(np.int32)
+    tokens = ids[ids != 0]
+    unit_stops = None
+    if vocab.analyzer.stopwords:
+        stop = vocab.stop_id
+        if stop is None:
+            unit_stops = np.zeros(len(unit_len), dtype=np.int32)
+        else:
+            unit_of = np.repeat(np.arange(len(unit_len), dtype=np.int32), unit_len)
+            unit_stops = np.bincount(unit_of[tokens == stop], minlength=len(unit_len)).astype(np.int32)
     return AnalyzedBatch(
         ids=[d.id for d in docs],
         lines=lines,
         dates=np.asarray(dates, dtype=np.int32),
         units=np.asarray(units_per_doc, dtype=np.int64),
-        unit_len=(np.diff(ends, prepend=-1) - 1).astype(np.int32),
+        unit_len=unit_len,
         unit_field=np.asarray(ufield, dtype=np.int8),
         unit_section=np.asarray(usection, dtype=np.int32),
-        tokens=ids[ids != 0],
+        tokens=tokens,
         new_terms=vocab.new_terms(),
         meta=b"".join(metas),
         meta_len=np.fromiter(map(len, metas), dtype=np.int64, count=len(metas)),
         text=b"".join(sec_text),
         text_len=np.fromiter(map(len, sec_text), dtype=np.int64, count=len(sec_text)),
         sections=np.asarray(sections_per_doc, dtype=np.int64),
+        unit_stops=unit_stops,
     )

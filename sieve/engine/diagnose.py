@@ -104,7 +104,7 @@ def _widen(leaf: LeafPlan) -> PlanNode | None:
     if leaf.kind == "date" or getattr(leaf.node, "fields", None) is None:
         return None
     return LeafPlan(replace(leaf.node, fields=None), leaf.kind, leaf.terms, leaf.tids, leaf.term_range, ALL_MASK,
-                    leaf.distance, leaf.dates, leaf.volume, leaf.text)
+                    leaf.distance, leaf.dates, leaf.volume, leaf.text, leaf.offsets)
 
 
 _LOOSEN: tuple[tuple[str, Loosen], ...] = (("near-to-and", _near_to_and), ("phrase-to-words", _words), ("widen", _widen))

@@ -71,7 +71,7 @@ class Evaluator:
         if leaf.kind == "prefix":
             return self.prefix(leaf.term_range, leaf.mask)
         if leaf.kind == "phrase":
-            return self.phrase(leaf.tids, leaf.mask, cands)
+            return self.phrase(leaf.tids, leaf.offsets, leaf.mask, cands)
         return self.near(leaf.tids[0], leaf.tids[1], leaf.distance, leaf.mask, cands)
 
     # ------------------------------------------------------------ leaves
@@ -157,17 +157,19 @@ class Evaluator:
             units = units[((np.uint8(1) << self.r.unit_field[units]) & fmask) != 0]
         return bitset.from_ids(self.r.docs_of_units(units), self.n)
 
-    def phrase(self, tids: tuple[int, ...], fmask: int, cands: np.ndarray | None) -> np.ndarray:
+    def phrase(self, tids: tuple[int, ...], offsets: tuple[int, ...], fmask: int, cands: np.ndarray | None) -> np.ndarray:
+        """Documents where term i is at start + offsets[i], for some start, all in one unit of
+        `fmask`'s fields."""
         freq = [self.r.position_count(t) for t in tids]
         order = sorted(range(len(tids)), key=freq.__getitem__)
-        first = order[0]
-        rare = self._positions(tids[first], cands)
+        first = offsets[order[0]]
+        rare = self._positions(tids[order[0]], cands)
         # Candidate phrase starts, in the index's position dtype so binary searches never copy.
         start = rare[rare >= first] - rare.dtype.type(first)
         for i in order[1:]:
             if not len(start):
                 break
-            target = start + start.dtype.type(i)
+            target = start + start.dtype.type(offsets[i])
             pos = self.r.pos.covering(tids[i], target, target)  # only the blocks that can hold a target
             if not len(pos):
                 start = start[:0]
@@ -175,6 +177,7 @@ class Evaluator:
             at = np.searchsorted(pos, target)
             np.minimum(at, len(pos) - 1, out=at)  # past the end: compared with the last, which is smaller
             start = start[pos[at] == target]
+        start = start[self.r.within_units(start, offsets[-1])]
         return self._docs_of(start, fmask)
 
     def near(self, ta: int, tb: int, n: int, fmask: int, cands: np.ndarray | None) -> np.ndarray:

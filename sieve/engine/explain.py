@@ -47,9 +47,9 @@ def leaf_positions(r: IndexReader, leaf: LeafPlan, d: int) -> np.ndarray:
     if leaf.kind == "term":
         return positions_in_doc(r, leaf.tids[0], d)
     start = positions_in_doc(r, leaf.tids[0], d).astype(np.int64)
-    for i, tid in enumerate(leaf.tids[1:], 1):
-        start = start[np.isin(start + i, positions_in_doc(r, tid, d).astype(np.int64))]
-    return start
+    for off, tid in zip(leaf.offsets[1:], leaf.tids[1:]):
+        start = start[np.isin(start + off, positions_in_doc(r, tid, d).astype(np.int64))]
+    return start[r.within_units(start, leaf.offsets[-1])]
 
 
 class Explainer:
@@ -60,7 +60,7 @@ class Explainer:
         # Equal atoms match in the same places: `s*` written 1,024 times is explained once.
         distinct: dict[tuple[object, ...], LeafPlan] = {}
         for leaf in plan.positive:
-            distinct.setdefault((leaf.kind, leaf.terms, leaf.tids, leaf.term_range, leaf.mask, leaf.distance), leaf)
+            distinct.setdefault((leaf.kind, leaf.terms, leaf.tids, leaf.offsets, leaf.term_range, leaf.mask, leaf.distance), leaf)
         self.leaves = tuple(distinct.values())
 
     def _positions(self, leaf: LeafPlan, d: int) -> np.ndarray:
@@ -104,11 +104,14 @@ class Explainer:
                     self._collect(pos, np.full(len(pos), i), leaf.mask, fields, sections)
                 continue
             pos, owner = positions(leaf.tids[0])
-            for i, tid in enumerate(leaf.tids[1:], 1):
+            for off, tid in zip(leaf.offsets[1:], leaf.tids[1:]):
                 if not len(pos):
                     break
                 nxt, _ = positions(tid)
-                keep = np.isin(pos + i, nxt)
+                keep = np.isin(pos + off, nxt)
+                pos, owner = pos[keep], owner[keep]
+            if leaf.kind == "phrase":
+                keep = self.r.within_units(pos, leaf.offsets[-1])
                 pos, owner = pos[keep], owner[keep]
             self._collect(pos, owner, leaf.mask, fields, sections)
         return [([_FIELDS[f] for f in sorted(fs)], sorted(ss)) for fs, ss in zip(fields, sections)]

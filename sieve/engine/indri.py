@@ -180,13 +180,13 @@ class IndriScorer:
             b = np.asarray(r.positions(leaf.tids[1])).astype(np.int64)
             return np.concatenate([_close_to(r, a, b, leaf.distance), _close_to(r, b, a, leaf.distance)])
         start = np.asarray(r.positions(leaf.tids[0])).astype(np.int64)
-        for i, tid in enumerate(leaf.tids[1:], 1):
+        for i, tid in zip(leaf.offsets[1:], leaf.tids[1:]):
             nxt = np.asarray(r.positions(tid)).astype(np.int64)
             at = search_sorted(nxt, start + i)
             ok = at < len(nxt)
             ok[ok] = nxt[at[ok]] == start[ok] + i
             start = start[ok]
-        return start
+        return start[r.within_units(start, leaf.offsets[-1])]
 
     def _in_range(self, leaf: LeafPlan) -> np.ndarray:
         col = np.asarray(self.r.dates)

@@ -16,10 +16,11 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Literal, Union
 
+from sieve.engine.analysis import STOP, Analyzer
 from sieve.engine.bql import ast
 from sieve.engine.fields import ALL_MASK, mask_of
 from sieve.engine.reader import IndexReader
-from sieve.errors import BQLLimitError
+from sieve.errors import BQLLimitError, BQLSyntaxError
 
 LeafKind = Literal["term", "phrase", "prefix", "near", "date"]
 
@@ -52,6 +53,8 @@ class LeafPlan:
     dates: tuple[int | None, int | None] = (None, None)  # date: inclusive YYYYMMDD bounds
     volume: int = 0  # positions a positional leaf examines (what the positions limit counts)
     text: str = ""  # the words as written (what a dense encoder reads)
+    # phrase: each term's place relative to the first (0, 1, 2, ... unless stop words left gaps)
+    offsets: tuple[int, ...] = ()
     positional: bool = field(init=False)  # phrase or near: checks positions
     cost: int = field(init=False)  # cheap operands first in an AND, so positional ones only see documents that survived
     unknown: bool = field(init=False)  # a term it needs is not in the index, so it matches nothing
@@ -60,6 +63,8 @@ class LeafPlan:
         self.positional = self.kind in ("phrase", "near")
         self.cost = 2 if self.positional else 0
         self.unknown = self.term_range[0] >= self.term_range[1] if self.kind == "prefix" else bool(self.tids) and min(self.tids) < 0
+        if self.kind == "phrase" and not self.offsets:
+            self.offsets = tuple(range(len(self.terms)))
 
 
 @dataclass(slots=True, eq=False)
@@ -234,6 +239,14 @@ class _Builder:
             self.positive.append(leaf)
         return leaf
 
+    def _all_stop(self, node: ast.Node, written: str) -> BQLSyntaxError:
+        """A leaf that could match nothing but what is not indexed: an error, not an empty answer."""
+        what = "a stop word" if len(Analyzer.words(written)) == 1 else "only stop words"
+        return BQLSyntaxError(
+            f"{written!r} is {what}, which this index does not index (its analyzer: {self.analyzer.label})", node.span[0],  # type: ignore[attr-defined]
+            "leave it out; inside a quoted phrase a stop word stands for any one word",
+        )
+
     def _ids(self, terms: list[str]) -> tuple[int, ...]:
         return tuple(map(self.r.term_id, terms))
 
@@ -242,23 +255,32 @@ class _Builder:
             return LeafPlan(node, "date", dates=(node.lo, node.hi))
         if isinstance(node, (ast.Term, ast.Phrase)):
             written = node.word if isinstance(node, ast.Term) else node.text
-            terms = self.analyzer.analyze(written)
+            # Stop words are not indexed: at either end of a phrase they are dropped, inside one
+            # they stand for any one word (their place is kept), as in Lucene (docs/bql.md).
+            placed = [(i, t) for i, t in enumerate(self.analyzer.analyze(written)) if t != STOP]
+            if not placed:
+                raise self._all_stop(node, written)
+            terms = [t for _, t in placed]
             tids = self._ids(terms)
             if len(terms) == 1:
                 return LeafPlan(node, "term", tuple(terms), tids, mask=mask_of(node.fields), text=written)
+            offsets = tuple(i - placed[0][0] for i, _ in placed)
             # Only the rarest term's positions are scanned; the others are probed by binary search.
             volume = 0 if min(tids) < 0 else min(self.r.position_count(t) for t in tids)
-            return LeafPlan(node, "phrase", tuple(terms), tids, mask=mask_of(node.fields), volume=volume, text=written)
+            return LeafPlan(node, "phrase", tuple(terms), tids, mask=mask_of(node.fields), volume=volume, text=written, offsets=offsets)
         if isinstance(node, ast.Prefix):
             # A stemming index holds stems, so the prefix is stemmed too: `running*` is `run*` and
-            # admits every document `running` admits (docs/bql.md, "Analyzers").
-            stem = self.analyzer.analyze(node.stem)[0]
+            # admits every document `running` admits (docs/bql.md, "Analyzers"). A prefix is
+            # never a stop word: `the*` is every indexed term starting with `the`.
+            stem = self.analyzer.stem(Analyzer.words(node.stem), stop=False)[0]
             lo, hi = self.r.terms.prefix_range(stem.encode())
             if hi - lo > self.limits.max_prefix_terms:
                 raise BQLLimitError("prefix expansion", hi - lo, self.limits.max_prefix_terms, f"{node.stem}* matches {hi - lo} terms; lengthen the stem")
             return LeafPlan(node, "prefix", (stem,), term_range=(lo, hi), mask=mask_of(node.fields), text=node.stem)
         if isinstance(node, ast.Near):
             terms = [self.analyzer.analyze(node.left)[0], self.analyzer.analyze(node.right)[0]]
+            if STOP in terms:
+                raise self._all_stop(node, node.left if terms[0] == STOP else node.right)
             tids = self._ids(terms)
             volume = 0 if min(tids) < 0 else sum(self.r.position_count(t) for t in set(tids))
             return LeafPlan(node, "near", tuple(terms), tids, mask=mask_of(node.fields), distance=node.distance, volume=volume,

@@ -136,7 +136,7 @@ class IndexReader:
             self.manifest = m = storage.read_manifest(gen_dir)
         except IndexDamagedError as e:
             raise IndexDamagedError(label + e.file, e.reason) from None
-        self.analyzer = Analyzer.of_manifest(m.get("analyzer"), str(gen_dir))
+        self.analyzer = Analyzer.of_manifest(m, str(gen_dir))
         files = m.get("files")
         if not isinstance(files, dict):
             raise IndexDamagedError(label + storage.MANIFEST, "has no file list")
@@ -301,6 +301,14 @@ class IndexReader:
 
     def units_of(self, positions: np.ndarray) -> np.ndarray:
         return search_sorted(self.unit_start, positions, side="right") - 1
+
+    def within_units(self, starts: np.ndarray, span: int) -> np.ndarray:
+        """Which of the `starts` have start + span in the same unit. Always so for span 1 (the gap
+        position after every unit); a phrase with a stop word inside spans more, and could
+        otherwise join the end of one unit to the start of the next."""
+        if span <= 1 or not len(starts):
+            return np.ones(len(starts), dtype=bool)
+        return self.units_of(starts) == self.units_of(starts.astype(np.int64) + span)
 
     def docs_of_units(self, units: np.ndarray) -> np.ndarray:
         return search_sorted(self.doc_units, units, side="right") - 1

@@ -276,9 +276,10 @@ class Snapshot:
         return out
 
 
-def commit_body(analyzer: str, entries: list[dict[str, Any]], stats: dict[str, int]) -> dict[str, Any]:
-    """The manifest of a commit point listing `entries` (segment name, documents, manifest CRC, deletes)."""
-    return {"format": storage.FORMAT_NAME, "version": storage.FORMAT_VERSION, "kind": COMMIT_KIND, "analyzer": analyzer,
+def commit_body(analyzer: dict[str, Any], entries: list[dict[str, Any]], stats: dict[str, int]) -> dict[str, Any]:
+    """The manifest of a commit point listing `entries` (segment name, documents, manifest CRC,
+    deletes); `analyzer`: its segments' analyzer keys (`Analyzer.manifest_fields`)."""
+    return {"format": storage.FORMAT_NAME, "version": storage.FORMAT_VERSION, "kind": COMMIT_KIND, **analyzer,
             "segments": entries, "stats": stats}
 
 
@@ -339,7 +340,7 @@ def write_commit(gen_dir: Path, entries: list[CommitEntry], extra: dict[str, Any
              "dated": sum(e.dated() for e in entries)}
     for key in SUMMED_STATS:
         stats[key] = sum(int(e.manifest["stats"].get(key, 0)) for e in entries)
-    analyzer = entries[0].manifest["analyzer"]
+    analyzer = {k: entries[0].manifest[k] for k in ("analyzer", "stopwords") if k in entries[0].manifest}
     body = {**commit_body(analyzer, listed, stats), **(extra or {})}
     storage.write_manifest(gen_dir, body)
     return body

@@ -2,7 +2,9 @@
 
 Positions are global: every unit (title, one author name, one infobox value, one heading, one
 section text) occupies consecutive positions followed by one unused gap position, so adjacent
-positions never straddle two units and a phrase can never span two sections.
+positions never straddle two units and a phrase can never span two sections. A stop word takes its
+position in the stream and is then left out: it has no postings and does not count in a field's
+length (BM25's), as in Lucene.
 """
 
 from __future__ import annotations
@@ -15,7 +17,7 @@ from typing import Any
 import numpy as np
 
 from sieve.engine import bitset, docids, storage
-from sieve.engine.analysis import PLAIN, Analyzer
+from sieve.engine.analysis import PLAIN, STOP, Analyzer
 from sieve.engine.batch import NO_DATE, AnalyzedBatch, Vocabulary
 from sieve.engine.fields import Field
 from sieve.engine.positions import PositionsWriter
@@ -63,6 +65,7 @@ class IndexWriter:
         self.unit_len = array("i")
         self.unit_field = array("b")
         self.unit_section = array("i")
+        self.unit_stops = array("i")  # stop words per unit (only with a stop list)
         self.doc_units = array("q", [0])
         self.dates = array("i")
         self.ids: list[str] = []
@@ -86,7 +89,7 @@ class IndexWriter:
     def release(self) -> None:
         """Drop the tables of a finished writer (its vocabulary stays, for `continue_from`)."""
         self.ids = []
-        self.tokens, self.unit_len, self.unit_field, self.unit_section = array("i"), array("i"), array("b"), array("i")
+        self.tokens, self.unit_len, self.unit_field, self.unit_section, self.unit_stops = array("i"), array("i"), array("b"), array("i"), array("i")
         self.doc_units, self.dates, self.meta_off, self.text_off, self.doc_sections = array("q", [0]), array("i"), array("q", [0]), array("q", [0]), array("q", [0])
 
     def continue_from(self, earlier: "IndexWriter") -> None:
@@ -106,6 +109,9 @@ class IndexWriter:
         self.unit_len.frombytes(batch.unit_len.tobytes())
         self.unit_field.frombytes(batch.unit_field.tobytes())
         self.unit_section.frombytes(batch.unit_section.tobytes())
+        if self.analyzer.stopwords:
+            stops = batch.unit_stops if batch.unit_stops is not None else np.zeros(len(batch.unit_len), np.int32)
+            self.unit_stops.frombytes(stops.astype(np.int32).tobytes())
         self.doc_units.frombytes((self.doc_units[-1] + np.cumsum(batch.units)).astype(np.int64).tobytes())
         self.dates.frombytes(batch.dates.tobytes())
         self.ids.extend(batch.ids)
@@ -126,12 +132,16 @@ class IndexWriter:
         return unit_len, unit_doc, np.frombuffer(self.unit_field, dtype=np.int8).astype(np.uint8)
 
     def _buffered(self, unit_len: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-        """(term ids, unit, position) of the buffered tokens."""
+        """(term ids, unit, position) of the buffered tokens that are indexed (not stop words)."""
         units = np.arange(self.spilled_units, len(unit_len), dtype=np.int32)
         tok_unit = np.repeat(units, unit_len[self.spilled_units:])
         tokens = np.frombuffer(self.tokens, dtype=np.int32)
         # position = index in the whole token stream + number of units before (one gap each)
         tok_pos = np.arange(self.spilled_tokens, self.spilled_tokens + len(tokens), dtype=np.int64) + tok_unit
+        stop = self.vocab.ids.get(STOP)
+        if stop is not None:
+            kept = tokens != stop
+            tokens, tok_unit, tok_pos = tokens[kept], tok_unit[kept], tok_pos[kept]
         return tokens, tok_unit, tok_pos
 
     def _spill(self) -> None:
@@ -145,7 +155,7 @@ class IndexWriter:
         tokens, tok_unit, tok_pos = self._buffered(unit_len)
         terms = list(self.vocab.ids)
         self.runs.spill(tokens, tok_unit - first, tok_pos, unit_doc, unit_field, terms.__getitem__)
-        self.spilled_tokens += len(tokens)
+        self.spilled_tokens += len(self.tokens)  # the whole stream, stop words too: positions count them
         self.spilled_units = len(unit_len)
         self.tokens = array("i")
 
@@ -218,7 +228,10 @@ class IndexWriter:
         if self.runs.count:
             used_ids = self.runs.used_terms().tolist()
         else:
-            used_ids = np.flatnonzero(np.bincount(np.frombuffer(self.tokens, dtype=np.int32), minlength=len(terms)) > 0).tolist()
+            used = np.bincount(np.frombuffer(self.tokens, dtype=np.int32), minlength=len(terms)) > 0
+            if STOP in self.vocab.ids:
+                used[self.vocab.ids[STOP]] = False
+            used_ids = np.flatnonzero(used).tolist()
         order = sorted(used_ids, key=terms.__getitem__)
         rank = np.zeros(len(terms), dtype=np.int32)
         rank[np.asarray(order, dtype=np.int64)] = np.arange(len(order), dtype=np.int32)
@@ -227,7 +240,9 @@ class IndexWriter:
 
         unit_len, unit_doc, unit_field = self._unit_tables()
         n_units = len(unit_len)
-        n_tokens = int(unit_len.sum())
+        # What each unit contributes to postings and field lengths: its words less its stop words.
+        indexed_len = unit_len - np.frombuffer(self.unit_stops, dtype=np.int32) if self.analyzer.stopwords else unit_len
+        n_tokens = int(indexed_len.sum())
         unit_start = np.zeros(n_units, dtype=np.int64)
         if n_units:
             unit_start[1:] = np.cumsum(unit_len[:-1] + 1)  # one gap position after every unit
@@ -277,7 +292,7 @@ class IndexWriter:
         self._put_offsets("doc.units.sva", doc_units)
         self._put("doc.date.sva", np.frombuffer(self.dates, dtype=np.int32))
         field_len = np.bincount(
-            unit_doc.astype(np.int64) * N_FIELDS + unit_field, weights=unit_len, minlength=n_docs * N_FIELDS
+            unit_doc.astype(np.int64) * N_FIELDS + unit_field, weights=indexed_len, minlength=n_docs * N_FIELDS
         ).astype(np.int32).reshape(n_docs, N_FIELDS)
         self._put("doc.flen.sva", field_len, np.uint16 if field_len.max(initial=0) < 2**16 else np.int32)
         doc_len = field_len[:, Field.TITLE] + field_len[:, Field.SECTION] + field_len[:, Field.BODY]
@@ -308,7 +323,7 @@ class IndexWriter:
         body = {
             "format": storage.FORMAT_NAME,
             "version": storage.FORMAT_VERSION,
-            "analyzer": self.analyzer.id,
+            **self.analyzer.manifest_fields(),
             "stats": stats,
             "store_blocks": {name: {"codec": CODEC, "shift": shift} for name, shift in SHIFTS.items()},  # each stream's compression
             "files": self.entries,

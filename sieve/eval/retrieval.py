@@ -122,15 +122,21 @@ def measure(qrels: dict[str, dict[str, int]], run: Run) -> dict[str, float]:
     return {shown: sum(per_query[name].get(q, 0.0) for q in qrels) / len(qrels) if qrels else 0.0 for name, shown in MEASURES.items()}
 
 
-def _index_for(task: RetrievalTask, out: Path, analyzer: str, progress: Callable[[str], None]) -> Index:
-    path = out / f"index-{analyzer}"
+def analysis_label(analyzer: str, stopwords: str | None) -> str:
+    """How runs name an analyzer and stop list: `english`, `english+stop-english`, `plain+stop-mylist`."""
+    return analyzer if stopwords is None else f"{analyzer}+stop-{Path(stopwords).stem}"
+
+
+def _index_for(task: RetrievalTask, out: Path, analyzer: str, stopwords: str | None, progress: Callable[[str], None]) -> Index:
+    label = analysis_label(analyzer, stopwords)
+    path = out / f"index-{label}"
     if (path / "CURRENT").exists():
         index = open_index(path)
-        if index.analyzer.name == analyzer and index.manifest.get("source") == str(task.corpus):
+        if index.analyzer == get_analyzer(analyzer, stopwords) and index.manifest.get("source") == str(task.corpus):
             return index
         index.close()
-    progress(f"indexing {task.corpus} with the {analyzer} analyzer")
-    return build_index(task.corpus, path, force=True, analyzer=analyzer)
+    progress(f"indexing {task.corpus} with the {label} analyzer")
+    return build_index(task.corpus, path, force=True, analyzer=analyzer, stopwords=stopwords)
 
 
 def evaluate_retrieval(
@@ -143,21 +149,25 @@ def evaluate_retrieval(
     depth: int = DEPTH,
     dense_units: tuple[str, ...] = ("document",),
     progress: Callable[[str], None] = lambda _: None,
+    stopwords: tuple[str | None, ...] = (None,),
 ) -> dict[str, Any]:
-    """Every (analyzer, ranker, BM25 parameters, embedding unit) combination over the collection in
-    `folder`: indexes under `out` (built and embedded once, reused), one TREC run file each, and
-    their measures. Dense rankers run once per unit of `dense_units` ("document", "passage")."""
+    """Every (analyzer, stop list, ranker, BM25 parameters, embedding unit) combination over the
+    collection in `folder`: indexes under `out` (built and embedded once, reused), one TREC run
+    file each, and their measures. Dense rankers run once per unit of `dense_units` ("document",
+    "passage"). `stopwords`: None (no list) or a list as `build_index` takes it, by name or file."""
     for name in rankers:
         if name not in RANKER_NAMES:
             raise InvalidArgumentError(f"unknown ranker {name!r}; known: {', '.join(RANKER_NAMES)}")
-    for name in analyzers:
-        get_analyzer(name)
+    analyses = [(name, stop) for name in analyzers for stop in stopwords]
+    for name, stop in analyses:
+        get_analyzer(name, stop)
     task = load_retrieval(folder, split)
     out = Path(out)
     out.mkdir(parents=True, exist_ok=True)
     rows = []
-    for analyzer in analyzers:
-        base = _index_for(task, out, analyzer, progress)
+    for name, stop in analyses:
+        analyzer = analysis_label(name, stop)
+        base = _index_for(task, out, name, stop, progress)
         for ranker in rankers:
             dense = ranker in DENSE_RANKERS
             for unit in dense_units if dense else (None,):

@@ -32,7 +32,7 @@ class BoundedFiles(FileTools):
         self.index, self.whole, self.bound = index, whole, bound
 
     def begin(self, question: str) -> list[dict[str, Any]]:
-        query = free_text_query(question)
+        query = free_text_query(question, self.index.analyzer)
         hits = self.index.search(query, k=self.bound, ranker="bm25", fallback=False).hits if query else []
         ids = [h.doc_id for h in hits]
         self.staged = stage_bounded(self.index, self.whole, ids)

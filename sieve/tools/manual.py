@@ -8,7 +8,7 @@ an error, never a blank).
 from __future__ import annotations
 
 import re
-from typing import TYPE_CHECKING, Mapping
+from typing import TYPE_CHECKING, Any, Mapping
 
 import numpy as np
 
@@ -21,6 +21,16 @@ if TYPE_CHECKING:
 
 _HOLDS = {Field.TITLE: "the title", Field.SECTION: "section headings", Field.BODY: "section texts", Field.AUTHOR: "author names", Field.INFOBOX: "infobox values (not the keys)"}
 
+
+
+def _stop_sentence(analyzer: Any) -> str:
+    """What the agent must know of an index's stop words: which, and that they are not searchable alone."""
+    if not analyzer.stopwords:
+        return ""
+    words = sorted(analyzer.stopwords)
+    shown = ", ".join(f"`{w}`" for w in words[:12]) + (", ..." if len(words) > 12 else "")
+    return (f" Stop words ({shown}; {len(words)} in all) are not indexed: a term made only of them is an error; inside a"
+            " quoted phrase each stands for any one word.")
 
 def field_counts(index: object) -> dict[Field, int]:
     """Documents with at least one term in each field (the index's per-field lengths)."""
@@ -78,7 +88,8 @@ def render_manual(toolset: "Toolset") -> str:
             + (" (except after zero hits, see below)." if config.fallback else ".")),
         "stemming": ("Words are not stemmed: `close` does not find `closed`; write `close*`." if not index.analyzer.stems else  # type: ignore[attr-defined]
                      f"Words are matched by their stem ({index.analyzer.name} stemming): `closed` also finds `close`, `closing` and"  # type: ignore[attr-defined]
-                     " `closes`, in phrases too; `clos*` finds every word whose stem starts with `clos`."),
+                     " `closes`, in phrases too; `clos*` finds every word whose stem starts with `clos`.")
+                    + _stop_sentence(index.analyzer),  # type: ignore[attr-defined]
         "anywhere": _join(["title", "headings", "section texts"] + ["author names"] * has["author"] + ["infobox values"] * has["infobox"]),
         "units": _join(["section text", "heading", "title"] + ["author name"] * has["author"] + ["infobox value"] * has["infobox"], "or"),
         "fields_table": fields_table(counts),

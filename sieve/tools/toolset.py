@@ -234,8 +234,9 @@ class Toolset:
         return self._list(r, cards.search_header(r), True, facts)
 
     def _ranked_search(self, args: dict[str, Any], facts: dict[str, Any]) -> tuple[str, bool]:
-        if free_text_query(args["query"]) is None:
-            raise ToolFailure("the query has no word to search for (letters or digits)")
+        if free_text_query(args["query"], self.index.analyzer) is None:
+            stop = ", not only stop words" if self.index.analyzer.stopwords else ""
+            raise ToolFailure(f"the query has no word to search for (letters or digits{stop})")
         r = self.index.ranked_search(args["query"], k=args.get("k", self.config.k), ranker=self.config.ranker)
         structured = self.config.ranked_cards if self.config.ranked_cards is not None else "fetch" in self.tools
         if self.config.autoread:

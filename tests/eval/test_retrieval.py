@@ -11,6 +11,7 @@ from pathlib import Path
 
 import pytest
 
+from sieve import open_index
 from sieve.errors import CorpusError, InvalidArgumentError
 from sieve.eval.retrieval import evaluate_retrieval, load_retrieval, measure
 
@@ -111,6 +112,21 @@ def test_bad_collections_and_arguments(tmp_path: Path) -> None:
         evaluate_retrieval(root, tmp_path / "out", rankers=("bm26",))
     with pytest.raises(InvalidArgumentError, match="unknown analyzer"):
         evaluate_retrieval(root, tmp_path / "out", analyzers=("klingon",))
+
+
+def test_stop_lists_make_their_own_indexes_and_runs(tmp_path: Path) -> None:
+    root = _collection(tmp_path / "coll")
+    s = evaluate_retrieval(root, tmp_path / "out", analyzers=("english",), stopwords=(None, "english"))
+    assert [r["analyzer"] for r in s["runs"]] == ["english", "english+stop-english"]
+    stopped = open_index(tmp_path / "out" / "index-english+stop-english")
+    assert stopped.analyzer.stopwords and stopped.manifest["stopwords"]
+    for row in s["runs"]:
+        want = _by_hand(load_retrieval(root).qrels, _run_file(Path(row["file"])))
+        assert row["nDCG@10"] == pytest.approx(want["nDCG@10"], abs=1e-9)
+    p = subprocess.run([sys.executable, "-m", "sieve", "eval", "retrieval", "--collection", str(root), "--out", str(tmp_path / "out"),
+                        "--analyzer", "english", "--stopwords", "none", "--stopwords", "english", "--json"], capture_output=True, text=True)
+    assert p.returncode == 0, p.stderr
+    assert [r["analyzer"] for r in json.loads(p.stdout)["runs"]] == ["english", "english+stop-english"]
 
 
 def test_cli(tmp_path: Path) -> None:

@@ -9,6 +9,10 @@ Specification implemented here:
 * Analysis: a text's terms are its folded words (`analyze`, the plain analyzer); under a stemming
   analyzer each word is replaced by its Snowball stem (PyStemmer called directly, word by word).
   Query words are analysed the same way, prefixes included (the stem's stem must start a term).
+  With a stop list, a word in it (before stemming) becomes None: it keeps its place in its unit
+  and matches no query term. In a query term or phrase, stop words at either end are dropped and
+  one inside matches any one word of the unit; a leaf of nothing but stop words (or a NEAR with one
+  on either side) is an error (`StopWordQuery`). A prefix is never a stop word.
 * A document's text units: the title (TITLE); each author name, the author string split on ";"
   and stripped (AUTHOR); each infobox value, never the keys (INFOBOX); then for every section in
   order its heading (SECTION) unless it is exactly "(intro)", and its text (BODY). Each unit is
@@ -46,16 +50,23 @@ class OracleDoc:
     units: tuple[Unit, ...]
     day: int | None  # YYYYMMDD of the first day of the document's date
     analyzer: str = "plain"
+    stopwords: frozenset[str] = frozenset()
 
 
-def terms_of(text: str, analyzer: str = "plain") -> list[str]:
+class StopWordQuery(Exception):
+    """A query leaf names only stop words: the engine must refuse the query."""
+
+
+def terms_of(text: str, analyzer: str = "plain", stopwords: frozenset[str] = frozenset()) -> list[str | None]:
     words = analyze(text)
     if analyzer == "plain":
-        return words
-    import Stemmer
+        terms = list(words)
+    else:
+        import Stemmer
 
-    stemmer = Stemmer.Stemmer(analyzer)
-    return [stemmer.stemWord(w) or w for w in words]
+        stemmer = Stemmer.Stemmer(analyzer)
+        terms = [stemmer.stemWord(w) or w for w in words]
+    return [None if w in stopwords else t for w, t in zip(words, terms)]
 
 
 def first_day_of(date: str) -> int:
@@ -79,9 +90,9 @@ def last_day_of(date: str) -> int:
     return y * 10000 + m * 100 + parts[2]
 
 
-def units_of(doc: Document, analyzer: str = "plain") -> tuple[Unit, ...]:
+def units_of(doc: Document, analyzer: str = "plain", stopwords: frozenset[str] = frozenset()) -> tuple[Unit, ...]:
     def unit(f: Field, text: str) -> Unit:
-        return Unit(f, tuple(terms_of(text, analyzer)))
+        return Unit(f, tuple(terms_of(text, analyzer, stopwords)))  # type: ignore[arg-type]
 
     units: list[Unit] = [unit(Field.TITLE, doc.title)]
     if doc.author is not None:
@@ -96,35 +107,45 @@ def units_of(doc: Document, analyzer: str = "plain") -> tuple[Unit, ...]:
     return tuple(u for u in units if u.terms)
 
 
-def prepare(docs: Iterable[Document], analyzer: str = "plain") -> list[OracleDoc]:
-    return [OracleDoc(d.id, units_of(d, analyzer), first_day_of(d.date) if d.date is not None else None, analyzer) for d in docs]
+def prepare(docs: Iterable[Document], analyzer: str = "plain", stopwords: Iterable[str] = ()) -> list[OracleDoc]:
+    stop = frozenset(stopwords)
+    return [OracleDoc(d.id, units_of(d, analyzer, stop), first_day_of(d.date) if d.date is not None else None, analyzer, stop) for d in docs]
 
 
 def _allowed(unit: Unit, fields: ast.Fields) -> bool:
     return fields is None or unit.field in fields
 
 
-def _has_sequence(terms: Sequence[str], seq: Sequence[str]) -> bool:
+def _has_sequence(terms: Sequence[str | None], seq: Sequence[str | None]) -> bool:
+    """`seq` (None: any one word) at some place of `terms`."""
     n = len(seq)
-    return any(tuple(terms[i : i + n]) == tuple(seq) for i in range(len(terms) - n + 1))
+    return any(all(s is None or terms[i + k] == s for k, s in enumerate(seq)) for i in range(len(terms) - n + 1))
 
 
-def _single(word: str, analyzer: str) -> str:
-    terms = terms_of(word, analyzer)
+def _single(word: str, doc: OracleDoc, stop: bool = True) -> str:
+    terms = terms_of(word, doc.analyzer, doc.stopwords if stop else frozenset())
     assert len(terms) == 1, f"{word!r} is not a single term: {terms}"
+    if terms[0] is None:
+        raise StopWordQuery(word)
     return terms[0]
 
 
 def leaf_matches(node: ast.Node, doc: OracleDoc) -> bool:
     if isinstance(node, (ast.Term, ast.Phrase)):
-        seq = terms_of(node.word if isinstance(node, ast.Term) else node.text, doc.analyzer)
+        seq = terms_of(node.word if isinstance(node, ast.Term) else node.text, doc.analyzer, doc.stopwords)
         assert seq, f"{node!r} has no terms"
+        while seq and seq[0] is None:
+            seq.pop(0)
+        while seq and seq[-1] is None:
+            seq.pop()
+        if not seq:
+            raise StopWordQuery(str(node))
         return any(_allowed(u, node.fields) and _has_sequence(u.terms, seq) for u in doc.units)
     if isinstance(node, ast.Prefix):
-        stem = _single(node.stem, doc.analyzer)
-        return any(_allowed(u, node.fields) and any(t.startswith(stem) for t in u.terms) for u in doc.units)
+        stem = _single(node.stem, doc, stop=False)
+        return any(_allowed(u, node.fields) and any(t is not None and t.startswith(stem) for t in u.terms) for u in doc.units)
     if isinstance(node, ast.Near):
-        left, right = _single(node.left, doc.analyzer), _single(node.right, doc.analyzer)
+        left, right = _single(node.left, doc), _single(node.right, doc)
         for u in doc.units:
             if not _allowed(u, node.fields):
                 continue
@@ -150,6 +171,21 @@ def matches(node: ast.Node, doc: OracleDoc) -> bool:
     return leaf_matches(node, doc)
 
 
+def _leaves(node: ast.Node) -> Iterable[ast.Node]:
+    if isinstance(node, ast.Not):
+        yield from _leaves(node.child)
+    elif isinstance(node, (ast.And, ast.Or)):
+        for c in node.children:
+            yield from _leaves(c)
+    else:
+        yield node
+
+
 def evaluate(node: ast.Node, docs: Sequence[OracleDoc]) -> list[str]:
-    """Ids of the documents matching `node`, in corpus order."""
+    """Ids of the documents matching `node`, in corpus order. Raises StopWordQuery when a leaf is
+    only stop words, whatever the documents (every leaf is tried on an empty document first)."""
+    if docs and docs[0].stopwords:
+        empty = OracleDoc("", (), None, docs[0].analyzer, docs[0].stopwords)
+        for leaf in _leaves(node):
+            leaf_matches(leaf, empty)
     return [d.id for d in docs if matches(node, d)]
