@@ -35,14 +35,14 @@ def _build(corpus: Any, out: Path, force: bool, skip: bool, quiet: bool, jobs: i
            memory_mb: int | None = None, analyzer: str | None = None, lenient: bool = False,
            stopwords: str | None = None) -> tuple[Any, dict[str, Any]]:
 
-    from sieve.corpus import CorpusReport
-    from sieve.index import build_index
-
+    from sieve.corpus import CorpusReport, count_records
     from sieve.engine.analysis import get_analyzer
+    from sieve.index import build_index
 
     get_analyzer(analyzer or "plain", stopwords)  # a wrong name or list fails before the progress bar is drawn
     report = CorpusReport()
-    bar = Progress("indexing", "docs", quiet=quiet)
+    # A total (the file's lines, the folder's files: one quick pass) gives the bar an end and an ETA.
+    bar = Progress("indexing", "docs", total=None if quiet else count_records(corpus), quiet=quiet)
 
     def progress(n: int, _bytes: int) -> None:
         bar.update(n - bar.n)

@@ -117,6 +117,29 @@ def records(source: Source) -> Iterator[tuple[str | None, int, Any]]:
             yield None, i, rec
 
 
+def count_records(source: Source) -> int | None:
+    """About how many records `source` holds, cheaply, for a progress total: the lines of a JSONL
+    file (blank ones too: an upper bound), the files of a document folder; None for what cannot be
+    counted without reading it all (a gzipped file, an iterable)."""
+    if not isinstance(source, (str, os.PathLike)):
+        return None
+    try:
+        if folders.is_document_folder(source):
+            return len(folders.document_files(Path(source)))
+        path = corpus_file(source)
+        if path.suffix == ".gz":
+            return None
+        lines = 0
+        last = b"\n"
+        with open(path, "rb") as fh:
+            while chunk := fh.read(1 << 24):
+                lines += chunk.count(b"\n")
+                last = chunk[-1:]
+        return lines + (last != b"\n")
+    except (OSError, CorpusError):
+        return None  # the build itself will say what is wrong
+
+
 class IdRegistry:
     """Remembers where each id was first seen, to name both lines of a duplicate, in bounded memory.
 

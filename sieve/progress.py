@@ -2,8 +2,8 @@
 
 A bar redrawn with carriage returns is noise in a log file or a CI transcript, and one drawn
 before an immediate error says nothing; so on a terminal this is a tqdm bar, and elsewhere a line
-such as `indexing: 12,000 docs (8,400/s)` at most every PLAIN_EVERY seconds, and a last one at the
-end if anything was done.
+such as `indexing: 12,000 of 90,000 docs (8,400/s, about 8 s left)` at most every PLAIN_EVERY
+seconds, and a last one at the end if anything was done. With a total, tqdm shows the ETA too.
 """
 
 from __future__ import annotations
@@ -13,6 +13,15 @@ import time
 from typing import Any, TextIO
 
 PLAIN_EVERY = 30.0
+
+
+def _duration(seconds: float) -> str:
+    """`45 s`, `12 min`, `3.5 h`."""
+    if seconds < 90:
+        return f"{seconds:.0f} s"
+    if seconds < 90 * 60:
+        return f"{seconds / 60:.0f} min"
+    return f"{seconds / 3600:.1f} h"
 
 
 class Progress:
@@ -52,11 +61,17 @@ class Progress:
         self._last = now = time.monotonic()
         rate = self.n / max(now - self._t0, 1e-9)
         of = f" of {self.total:,}" if self.total else ""
+        left = ""
+        if self.total and rate > 0 and self.n < self.total:
+            left = f", about {_duration((self.total - self.n) / rate)} left"
         suffix = f", {self._suffix}" if self._suffix else ""
-        print(f"{self.desc}: {self.n:,}{of} {self.unit} ({rate:,.0f}/s{suffix})", file=self.stream, flush=True)
+        print(f"{self.desc}: {self.n:,}{of} {self.unit} ({rate:,.0f}/s{left}{suffix})", file=self.stream, flush=True)
 
     def close(self) -> None:
         if self._bar is not None:
+            if self._bar.total and self.n < self._bar.total:  # an estimate that was too high (blank lines, skipped records)
+                self._bar.total = self.n
+                self._bar.refresh()
             self._bar.close()
         elif not self.quiet and self.n and time.monotonic() - self._t0 >= PLAIN_EVERY:
             self._line()  # a long run ends with its count; a short one's summary says it all

@@ -2,11 +2,15 @@
 
 from __future__ import annotations
 
+import gzip
 import io
+import itertools
+from pathlib import Path
 
 import pytest
 
 from sieve import progress
+from sieve.corpus import count_records
 
 
 class Terminal(io.StringIO):
@@ -47,3 +51,40 @@ def test_quiet_and_terminal(monkeypatch: pytest.MonkeyPatch) -> None:
     p.update(4)
     p.close()
     assert "embedding" in tty.getvalue() and "/20" in tty.getvalue() and "\r" in tty.getvalue()
+
+
+def test_a_total_gives_an_eta_and_a_short_count_ends_the_bar(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(progress, "PLAIN_EVERY", 0.0)
+    clock = itertools.chain([0.0], itertools.repeat(10.0))
+    monkeypatch.setattr(progress.time, "monotonic", lambda: next(clock))
+    log = io.StringIO()
+    p = progress.Progress("indexing", "docs", total=3_000, stream=log)
+    p.update(1_000)  # 1,000 in 10 s: 2,000 more take 20 s
+    assert log.getvalue().splitlines()[0] == "indexing: 1,000 of 3,000 docs (100/s, about 20 s left)"
+    assert progress._duration(5_399) == "90 min" and progress._duration(5_401 * 2) == "3.0 h"
+    tty = Terminal()
+    p = progress.Progress("indexing", "docs", total=10, stream=tty)
+    p.update(7)  # the estimate was high (blank lines, skipped records): the bar ends at what was done
+    p.close()
+    assert "7/7" in tty.getvalue().splitlines()[-1].split("\r")[-1]
+
+
+def test_records_are_counted_cheaply_for_a_total(tmp_path: Path) -> None:
+    jsonl = tmp_path / "c.jsonl"
+    jsonl.write_text('{"id": "a", "text": "x"}\n{"id": "b", "text": "y"}\n{"id": "c", "text": "z"}')  # no final newline
+    assert count_records(jsonl) == 3
+    jsonl.write_text('{"id": "a", "text": "x"}\n')
+    assert count_records(jsonl) == 1
+    beir = tmp_path / "beir"
+    beir.mkdir()
+    (beir / "corpus.jsonl").write_text('{"_id": "a", "text": "x"}\n' * 4)
+    assert count_records(beir) == 4
+    gz = tmp_path / "c.jsonl.gz"
+    with gzip.open(gz, "wt") as fh:
+        fh.write('{"id": "a", "text": "x"}\n')
+    assert count_records(gz) is None and count_records([{"id": "a"}]) is None and count_records(tmp_path / "missing.jsonl") is None
+    docs = tmp_path / "docs"
+    (docs / "sub").mkdir(parents=True)
+    (docs / "a.md").write_text("# A\n\ntext\n")
+    (docs / "sub" / "b.txt").write_text("text\n")
+    assert count_records(docs) == 2
