@@ -16,10 +16,11 @@ from typing import Any, Callable, Iterator
 import numpy as np
 
 from sieve.corpus import CorpusReport, IdRegistry, OnError, Source, corpus_file, parse_line, raw_lines, read_documents
-from sieve.documents import checked_document, unknown_keys
+from sieve.documents import Document, checked_document, unknown_keys
 from sieve.folders import is_document_folder
 from sieve.engine.analysis import PLAIN, Analyzer
 from sieve.engine.batch import AnalyzedBatch, Vocabulary, analyze_batch
+from sieve.engine.schema import NO_FIELDS, Schema
 from sieve.engine.writer import DEFAULT_MEMORY_MB, IndexWriter
 from sieve.errors import CorpusError, InvalidArgumentError
 
@@ -30,12 +31,23 @@ _WORKER_VOCAB: Vocabulary | None = None
 
 
 _WORKER_LENIENT = False
+_WORKER_SCHEMA = NO_FIELDS
 
 
-def _init_worker(analyzer: Analyzer, lenient: bool) -> None:
-    global _WORKER_VOCAB, _WORKER_LENIENT
+def _init_worker(analyzer: Analyzer, lenient: bool, schema: Schema) -> None:
+    global _WORKER_VOCAB, _WORKER_LENIENT, _WORKER_SCHEMA
     _WORKER_VOCAB = Vocabulary(analyzer)
     _WORKER_LENIENT = lenient
+    _WORKER_SCHEMA = schema
+
+
+def checked_fields(doc: Document, schema: Schema, name: str | None, line: int | None) -> None:
+    """Raise CorpusError at `name`:`line` when a declared field's value does not fit its type."""
+    if schema:
+        try:
+            schema.values(doc.metadata)
+        except CorpusError as e:
+            raise CorpusError(e.message, name, line) from None
 
 
 def _analyze_lines(name: str, lines: list[tuple[int, str | CorpusError]]) -> tuple[int, AnalyzedBatch]:
@@ -48,12 +60,14 @@ def _analyze_lines(name: str, lines: list[tuple[int, str | CorpusError]]) -> tup
         try:
             if isinstance(rec, CorpusError):
                 raise rec
-            docs.append(checked_document(rec, name, lineno, _WORKER_LENIENT))
+            doc = checked_document(rec, name, lineno, _WORKER_LENIENT)
+            checked_fields(doc, _WORKER_SCHEMA, name, lineno)
+            docs.append(doc)
             kept += bool(_WORKER_LENIENT and unknown_keys(rec))
             numbers.append(lineno)
         except CorpusError as err:
             errors.append(err)
-    batch = analyze_batch(docs, numbers, _WORKER_VOCAB)
+    batch = analyze_batch(docs, numbers, _WORKER_VOCAB, _WORKER_SCHEMA)
     batch.errors = errors
     batch.kept = kept
     return os.getpid(), batch
@@ -70,9 +84,9 @@ def _chunks(path: Path) -> Iterator[list[tuple[int, str | CorpusError]]]:
         yield chunk
 
 
-def _parallel_batches(path: Path, jobs: int, analyzer: Analyzer, lenient: bool) -> Iterator[tuple[Any, AnalyzedBatch]]:
+def _parallel_batches(path: Path, jobs: int, analyzer: Analyzer, lenient: bool, schema: Schema) -> Iterator[tuple[Any, AnalyzedBatch]]:
     name = str(path)
-    pool = multiprocessing.Pool(jobs, initializer=_init_worker, initargs=(analyzer, lenient))
+    pool = multiprocessing.Pool(jobs, initializer=_init_worker, initargs=(analyzer, lenient, schema))
     try:
         pending: deque[Any] = deque()
         for chunk in _chunks(path):
@@ -97,16 +111,17 @@ def _parallel_batches(path: Path, jobs: int, analyzer: Analyzer, lenient: bool) 
         pool.join()
 
 
-def _local_batches(source: Source, on_error: OnError, report: CorpusReport, analyzer: Analyzer, lenient: bool) -> Iterator[tuple[Any, AnalyzedBatch]]:
+def _local_batches(source: Source, on_error: OnError, report: CorpusReport, analyzer: Analyzer, lenient: bool, schema: Schema) -> Iterator[tuple[Any, AnalyzedBatch]]:
     vocab = Vocabulary(analyzer)
     docs = []
-    for doc in read_documents(source, on_error=on_error, report=report, lenient=lenient):
+    check = (lambda doc, name, line: checked_fields(doc, schema, name, line)) if schema else None
+    for doc in read_documents(source, on_error=on_error, report=report, lenient=lenient, check=check):
         docs.append(doc)
         if len(docs) >= BATCH_DOCS:
-            yield "local", analyze_batch(docs, [], vocab)
+            yield "local", analyze_batch(docs, [], vocab, schema)
             docs = []
     if docs:
-        yield "local", analyze_batch(docs, [], vocab)
+        yield "local", analyze_batch(docs, [], vocab, schema)
 
 
 def _checked(batch: AnalyzedBatch, name: str, ids: IdRegistry, on_error: OnError, report: CorpusReport) -> AnalyzedBatch:
@@ -128,23 +143,25 @@ def _checked(batch: AnalyzedBatch, name: str, ids: IdRegistry, on_error: OnError
     return batch if keep.all() else batch.drop(keep)
 
 
-def _batches(source: Source, on_error: OnError, report: CorpusReport, jobs: int | None, analyzer: Analyzer, lenient: bool = False) -> Iterator[tuple[Any, AnalyzedBatch]]:
+def _batches(source: Source, on_error: OnError, report: CorpusReport, jobs: int | None, analyzer: Analyzer, lenient: bool = False,
+             schema: Schema = NO_FIELDS) -> Iterator[tuple[Any, AnalyzedBatch]]:
     """The corpus as analysed batches in corpus order, from worker processes for a large JSONL file."""
     if on_error not in ("raise", "skip"):  # now, not at the first batch
         raise InvalidArgumentError(f"on_error must be 'raise' or 'skip', not {on_error!r}")
-    return _batch_stream(source, on_error, report, jobs, analyzer, lenient)
+    return _batch_stream(source, on_error, report, jobs, analyzer, lenient, schema)
 
 
-def _batch_stream(source: Source, on_error: OnError, report: CorpusReport, jobs: int | None, analyzer: Analyzer, lenient: bool) -> Iterator[tuple[Any, AnalyzedBatch]]:
+def _batch_stream(source: Source, on_error: OnError, report: CorpusReport, jobs: int | None, analyzer: Analyzer, lenient: bool,
+                  schema: Schema) -> Iterator[tuple[Any, AnalyzedBatch]]:
     jobs = jobs if jobs is not None else min(os.cpu_count() or 1, 4)
     path = corpus_file(source) if isinstance(source, (str, os.PathLike)) and not is_document_folder(source) else None
     if path is not None and jobs > 1 and path.stat().st_size >= PARALLEL_MIN_BYTES and path.suffix != ".gz":
         report.source = str(source)
         ids = IdRegistry()
-        for key, batch in _parallel_batches(path, jobs, analyzer, lenient):
+        for key, batch in _parallel_batches(path, jobs, analyzer, lenient, schema):
             yield key, _checked(batch, str(path), ids, on_error, report)
     else:
-        yield from _local_batches(source, on_error, report, analyzer, lenient)
+        yield from _local_batches(source, on_error, report, analyzer, lenient, schema)
 
 
 def _nothing_to_index(report: CorpusReport) -> CorpusError:
@@ -158,9 +175,11 @@ class _Segmenter:
     written) once its per-document and per-unit tables would need more than half the memory
     budget to write; the token stream within a segment is bounded by the writer's own spills."""
 
-    def __init__(self, new_segment: Callable[[], Path], memory_mb: int | None, segment_bytes: int | None, analyzer: Analyzer) -> None:
+    def __init__(self, new_segment: Callable[[], Path], memory_mb: int | None, segment_bytes: int | None, analyzer: Analyzer,
+                 schema: Schema = NO_FIELDS) -> None:
         self.new_segment = new_segment
         self.analyzer = analyzer
+        self.schema = schema
         self.memory_mb = memory_mb
         budget = (memory_mb if memory_mb is not None else DEFAULT_MEMORY_MB) << 20
         self.segment_bytes = segment_bytes if segment_bytes is not None else budget // 2
@@ -173,7 +192,7 @@ class _Segmenter:
     def add(self, batch: AnalyzedBatch, key: Any) -> None:
         if self.writer is None:
             where = self.new_segment()
-            self.writer = IndexWriter(where, self.memory_mb if self.memory_mb is not None else DEFAULT_MEMORY_MB, self.analyzer)
+            self.writer = IndexWriter(where, self.memory_mb if self.memory_mb is not None else DEFAULT_MEMORY_MB, self.analyzer, self.schema)
             if self.seed is not None:
                 self.writer.continue_from(self.seed)
                 self.seed = None
@@ -211,13 +230,14 @@ def build_segments(
     segment_bytes: int | None = None,
     analyzer: Analyzer = PLAIN,
     lenient: bool = False,
+    schema: Schema = NO_FIELDS,
 ) -> list[tuple[Path, dict[str, Any]]]:
     """Index `source` into as many segments as the memory budget needs, each in a directory
     `new_segment()` gives; returns (directory, manifest) of each, in order. The documents are
     split between segments in corpus order (index order is unchanged by the split)."""
     report = report if report is not None else CorpusReport()
-    batches = _batches(source, on_error, report, jobs, analyzer, lenient)
-    out = _Segmenter(new_segment, memory_mb, segment_bytes, analyzer)
+    batches = _batches(source, on_error, report, jobs, analyzer, lenient, schema)
+    out = _Segmenter(new_segment, memory_mb, segment_bytes, analyzer, schema)
     for key, batch in batches:
         out.add(batch, key)
         if progress is not None:
@@ -238,13 +258,14 @@ def build(
     allow_empty: bool = False,
     memory_mb: int | None = None,
     analyzer: Analyzer = PLAIN,
+    schema: Schema = NO_FIELDS,
 ) -> dict[str, Any]:
     """Index `source` into one segment in `gen_dir`; returns its manifest. `progress(documents, bytes)` after each
     batch. An empty source is an error (a wrong path or format, almost always) unless `allow_empty`
     (a writer that deleted every document, a merge of nothing)."""
     report = report if report is not None else CorpusReport()
-    batches = _batches(source, on_error, report, jobs, analyzer)
-    writer = IndexWriter(gen_dir, memory_mb if memory_mb is not None else DEFAULT_MEMORY_MB, analyzer)
+    batches = _batches(source, on_error, report, jobs, analyzer, schema=schema)
+    writer = IndexWriter(gen_dir, memory_mb if memory_mb is not None else DEFAULT_MEMORY_MB, analyzer, schema)
     for key, batch in batches:
         writer.add_batch(batch, key)
         if progress is not None:

@@ -17,6 +17,8 @@ from sieve.engine.rankers import RANKER_NAMES
 
 ANALYZER_HELP = ("how text becomes terms, for the documents and every query: plain (the default: folded words), english "
                  "(Snowball stemming: compressing = compress), or another Snowball language by name (french, german, ...)")
+FIELD_HELP = ("repeat to declare metadata keys as filter columns: NAME:number (year[2000..2010], year[>=3]), NAME:date "
+              "(published[2020-03..]) or NAME:keyword (venue[=ACL]); a value that does not fit its type is an error")
 STOPWORDS_HELP = ("words left out of the index (their places are kept, so phrases span them): english (the 33 words Lucene and "
                   "tantivy use) or a file of one word per line; default none. A query term that is only stop words is an error")
 
@@ -33,13 +35,15 @@ def _n(count: int, word: str) -> str:
 
 def _build(corpus: Any, out: Path, force: bool, skip: bool, quiet: bool, jobs: int | None = None,
            memory_mb: int | None = None, analyzer: str | None = None, lenient: bool = False,
-           stopwords: str | None = None) -> tuple[Any, dict[str, Any]]:
+           stopwords: str | None = None, fields: list[str] | None = None) -> tuple[Any, dict[str, Any]]:
 
     from sieve.corpus import CorpusReport, count_records
     from sieve.engine.analysis import get_analyzer
+    from sieve.engine.schema import declare
     from sieve.index import build_index
 
-    get_analyzer(analyzer or "plain", stopwords)  # a wrong name or list fails before the progress bar is drawn
+    get_analyzer(analyzer or "plain", stopwords)  # a wrong name, list or field fails before the progress bar is drawn
+    declare(fields)
     report = CorpusReport()
     # A total (the file's lines, the folder's files: one quick pass) gives the bar an end and an ETA.
     bar = Progress("indexing", "docs", total=None if quiet else count_records(corpus), quiet=quiet)
@@ -50,7 +54,7 @@ def _build(corpus: Any, out: Path, force: bool, skip: bool, quiet: bool, jobs: i
     t0 = time.perf_counter()
     try:
         index = build_index(corpus, out, force=force, on_error="skip" if skip else "raise", progress=progress, report=report, jobs=jobs,
-                            memory_mb=memory_mb, analyzer=analyzer or "plain", stopwords=stopwords, lenient=lenient)
+                            memory_mb=memory_mb, analyzer=analyzer or "plain", stopwords=stopwords, fields=fields, lenient=lenient)
     finally:
         bar.close()
     seconds = time.perf_counter() - t0
@@ -74,13 +78,14 @@ def _build(corpus: Any, out: Path, force: bool, skip: bool, quiet: bool, jobs: i
         "segments": stats["segments"],
         "analyzer": index.analyzer.name,
         "stopwords": len(index.analyzer.stopwords),
+        "fields": dict(index.schema.fields),
     }
     return index, summary
 
 
 def cmd_index(args: argparse.Namespace) -> int:
     _, s = _build(args.corpus, Path(args.out), args.force, args.skip_bad, args.quiet or args.json, args.jobs, args.memory_mb, args.analyzer, args.lenient,
-                  args.stopwords)
+                  args.stopwords, args.field)
     if args.json:
         _print_json(s)
         return 0
@@ -88,6 +93,8 @@ def cmd_index(args: argparse.Namespace) -> int:
     analysis = s["analyzer"] + " analyzer" + (f", {s['stopwords']} stop words not indexed" if s["stopwords"] else "")
     print(f"  {s['terms']} terms ({analysis}), {s['tokens']} tokens, {s['postings']} postings; index {s['index_mb']} MB, document store {s['store_mb']} MB"
           + (f"; {s['segments']} segments (past half the memory budget, a build starts a new one)" if s["segments"] > 1 else ""))
+    if s["fields"]:
+        print("  filter fields: " + ", ".join(f"{n} ({t})" for n, t in s["fields"].items()))
     if s["kept"]:
         print(f"  kept the text under unknown keys of {_n(s['kept'], 'document')} as metadata (not searchable; --lenient)", file=sys.stderr)
     if s["skipped"]:
@@ -100,11 +107,12 @@ def cmd_index(args: argparse.Namespace) -> int:
 def cmd_add(args: argparse.Namespace) -> int:
     from sieve.corpus import CorpusReport
     from sieve.engine.analysis import get_analyzer
+    from sieve.engine.schema import declare
     from sieve.index import open_index
 
     path = Path(args.index)
     if not (path / "CURRENT").exists():  # `add` into nothing is a build
-        _, built = _build(args.corpus, path, False, args.skip_bad, True, None, args.memory_mb, args.analyzer, args.lenient, args.stopwords)
+        _, built = _build(args.corpus, path, False, args.skip_bad, True, None, args.memory_mb, args.analyzer, args.lenient, args.stopwords, args.field)
         s = {"added": built["documents"], "replaced": 0, "deleted": 0, "not_found": [], "skipped": built["skipped"], "kept": built["kept"],
              "documents": built["documents"]}
     else:
@@ -117,6 +125,9 @@ def cmd_add(args: argparse.Namespace) -> int:
             have = f"{len(index.analyzer.stopwords)} other stop words" if index.analyzer.stopwords else "no stop words"
             raise InvalidArgumentError(f"{path} has {have}, not the list {args.stopwords!r}: changing an index's stop words "
                                        f"means rebuilding it (sieve index CORPUS {path} --stopwords {args.stopwords} --force)")
+        if args.field is not None and declare(args.field) != index.schema:
+            raise InvalidArgumentError(f"{path} declares {index.schema.listing()}, not {', '.join(args.field)}: changing an index's "
+                                       f"fields means rebuilding it (sieve index CORPUS {path} --field ... --force)")
         with index.writer(replace=not args.no_replace, memory_mb=args.memory_mb) as w:
             w.add_from(args.corpus, on_error="skip" if args.skip_bad else "raise", report=report, lenient=args.lenient)
         s = w.summary.to_dict()
@@ -498,6 +509,7 @@ def make_parser() -> argparse.ArgumentParser:
     s.add_argument("--memory-mb", type=int, help="memory the build may use to sort the token stream before it sorts in runs on disk (default 1024)")
     s.add_argument("--analyzer", help=ANALYZER_HELP)
     s.add_argument("--stopwords", metavar="LIST", help=STOPWORDS_HELP)
+    s.add_argument("--field", action="append", metavar="NAME:TYPE", help=FIELD_HELP)
     s.add_argument("--lenient", action="store_true", help="keep text under keys the corpus format does not know (Title, a section's body) as metadata, "
                    "counted in the summary, instead of stopping with an error")
     s.add_argument("--quiet", action="store_true", help="no progress bar")
@@ -510,6 +522,7 @@ def make_parser() -> argparse.ArgumentParser:
     s.add_argument("--no-replace", action="store_true", help="a document whose id is already in the index is an error")
     s.add_argument("--analyzer", help="for a new index, as `sieve index --analyzer`; an existing index keeps its own (a different one is an error)")
     s.add_argument("--stopwords", metavar="LIST", help="for a new index, as `sieve index --stopwords`; an existing index keeps its own (a different list is an error)")
+    s.add_argument("--field", action="append", metavar="NAME:TYPE", help="for a new index, as `sieve index --field`; an existing index keeps its own (other fields are an error)")
     s.add_argument("--lenient", action="store_true", help="as `sieve index --lenient`")
     s.add_argument("--memory-mb", type=int, default=None, help="memory budget (default 1,024): past half of it, added documents are written as a segment")
     s.add_argument("--skip-bad", action="store_true", help="skip malformed records (counted) instead of stopping")

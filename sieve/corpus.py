@@ -9,7 +9,7 @@ import os
 import zlib
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import IO, Any, Iterable, Iterator, Literal, Union
+from typing import IO, Any, Callable, Iterable, Iterator, Literal, Union
 
 import numpy as np
 
@@ -207,9 +207,11 @@ class IdRegistry:
         return CorpusError(f"duplicate id {doc_id!r} (first seen at line {first})", file, line)
 
 
-def read_documents(source: Source, on_error: OnError = "raise", report: CorpusReport | None = None, lenient: bool = False) -> Iterator[Document]:
+def read_documents(source: Source, on_error: OnError = "raise", report: CorpusReport | None = None, lenient: bool = False,
+                   check: Callable[[Document, str | None, int], None] | None = None) -> Iterator[Document]:
     """Yield the documents of `source`. A bad record raises CorpusError, or is counted in `report` when skipping.
-    Text under keys the format does not know is an error unless `lenient` (then kept as metadata, and counted)."""
+    Text under keys the format does not know is an error unless `lenient` (then kept as metadata, and counted).
+    `check(document, file, line)`: more rules (a build's declared fields), raising CorpusError."""
     if on_error not in ("raise", "skip"):
         raise InvalidArgumentError(f"on_error must be 'raise' or 'skip', not {on_error!r}")
     report = report if report is not None else CorpusReport()
@@ -220,6 +222,8 @@ def read_documents(source: Source, on_error: OnError = "raise", report: CorpusRe
             if isinstance(rec, CorpusError):
                 raise rec
             doc = rec if isinstance(rec, Document) else checked_document(rec, name, line, lenient)
+            if check is not None:
+                check(doc, name, line)
             if lenient and isinstance(rec, dict) and unknown_keys(rec):
                 report.kept += 1
             dup = ids.duplicate(doc.id, name, line)

@@ -9,7 +9,7 @@ import tempfile
 import weakref
 from functools import lru_cache
 from pathlib import Path
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping
 from typing import TYPE_CHECKING, Any, Callable
 
 import numpy as np
@@ -18,6 +18,7 @@ from sieve.corpus import CorpusReport, OnError, Source
 from sieve.documents import Document, Section
 from sieve.engine import bitset, storage
 from sieve.engine.analysis import get_analyzer
+from sieve.engine.schema import declare
 from sieve.engine.bql import Node, parse
 from sieve.engine.bql.free_text import free_text_query
 from sieve.engine.bm25 import BM25Params
@@ -115,6 +116,7 @@ class Index:
         self.searcher = Searcher(self.snapshot, bm25)
         self.manifest = self.snapshot.manifest
         self.analyzer = self.snapshot.analyzer  # every query is analysed as the documents were
+        self.schema = self.snapshot.schema  # declared fields: name[...] filters
         self._cleanup: weakref.finalize | None = None  # set for a temporary index (build_index without a path)
         # Agents repeat queries; a plan is immutable and belongs to this reader, so caching is always right.
         self._plans = functools.lru_cache(maxsize=1024)(self._plan_of)
@@ -373,6 +375,7 @@ def build_index(
     segment_bytes: int | None = None,
     analyzer: str = "plain",
     stopwords: str | Iterable[str] | None = None,
+    fields: Mapping[str, str] | Iterable[str] | None = None,
     lenient: bool = False,
 ) -> Index:
     """Build an index at `path` from a JSONL file, a BEIR folder, or an iterable of records.
@@ -391,6 +394,9 @@ def build_index(
     them): a built-in list's name (`english`: the 33 words Lucene and tantivy use), a file of one
     word per line, or the words; default none. Both are recorded in the index; changing them
     means rebuilding.
+    `fields`: metadata keys kept as filter columns, `{"year": "number", "venue": "keyword",
+    "published": "date"}` (or `["year:number", ...]`), queried as `year[2000..2010]`,
+    `venue[=ACL]` (sieve.engine.schema); a value that does not fit its type is a CorpusError.
     Text written under keys the corpus format does not know (`Title` for `title`, a section's
     `body`) is a CorpusError naming the key, or with `lenient` is kept as metadata (counted in
     `report.kept`).
@@ -404,9 +410,10 @@ def build_index(
     if not isinstance(source, (str, os.PathLike)) and not hasattr(source, "__iter__"):
         raise InvalidArgumentError(f"a corpus must be a path or an iterable of records, got {type(source).__name__}")
     chosen = get_analyzer(analyzer, stopwords)  # an unknown name fails before anything is written
+    schema = declare(fields)
     if path is None:
         return _temporary_index(source, on_error=on_error, progress=progress, report=report, jobs=jobs, memory_mb=memory_mb, analyzer=analyzer,
-                                stopwords=stopwords, lenient=lenient)
+                                stopwords=stopwords, fields=fields, lenient=lenient)
     commit = storage.Commit(_as_path(path, "an index path"), force=force)
     try:
         names: dict[Path, str] = {}
@@ -418,7 +425,7 @@ def build_index(
 
         report = report if report is not None else CorpusReport()
         built = build_segments(source, new_segment, on_error=on_error, report=report, progress=progress, jobs=jobs, memory_mb=memory_mb,
-                               segment_bytes=segment_bytes, analyzer=chosen, lenient=lenient)
+                               segment_bytes=segment_bytes, analyzer=chosen, lenient=lenient, schema=schema)
         write_commit(commit.gen_dir, [CommitEntry(names[where], where, manifest, new=True) for where, manifest in built],
                      {"source": report.source, "skipped": report.skipped})
     except BaseException:

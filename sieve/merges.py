@@ -27,6 +27,7 @@ from sieve.documents import Document
 from sieve.engine import storage
 from sieve.engine.analysis import Analyzer
 from sieve.engine.reader import IndexReader
+from sieve.engine.schema import Schema
 from sieve.engine.segments import CommitEntry, write_commit
 from sieve.engine.writer import BYTES_PER_DOCUMENT, BYTES_PER_UNIT, DEFAULT_MEMORY_MB
 from sieve.errors import InvalidArgumentError
@@ -92,7 +93,13 @@ def _analyzer(entries: list[CommitEntry]) -> Analyzer:
     return Analyzer.of_manifest(entries[0].manifest, str(entries[0].dir))
 
 
-def merge(run: list[CommitEntry], commit: storage.Commit, memory_mb: int | None = None, analyzer: Analyzer | None = None) -> CommitEntry:
+def _schema(entries: list[CommitEntry]) -> Schema:
+    """The declared fields of an index's segments (their columns are made again from the metadata)."""
+    return Schema.of_manifest(entries[0].manifest)
+
+
+def merge(run: list[CommitEntry], commit: storage.Commit, memory_mb: int | None = None, analyzer: Analyzer | None = None,
+          schema: Schema | None = None) -> CommitEntry:
     """One new segment holding the live documents of `run` (adjacent entries), in order. `analyzer`:
     the index's (needed only for a run of nothing)."""
     from sieve.build import build
@@ -104,8 +111,9 @@ def merge(run: list[CommitEntry], commit: storage.Commit, memory_mb: int | None 
 
     where, name = commit.new_segment()
     analyzer = analyzer if analyzer is not None else _analyzer(run)
+    schema = schema if schema is not None else _schema(run)
     manifest = build(documents(), where, on_error="raise", report=CorpusReport(), progress=None, jobs=1, allow_empty=True,
-                     memory_mb=memory_mb, analyzer=analyzer)
+                     memory_mb=memory_mb, analyzer=analyzer, schema=schema)
     return CommitEntry(name, where, manifest, new=True)
 
 
@@ -124,7 +132,7 @@ def apply(entries: list[CommitEntry], runs: list[tuple[int, int]], commit: stora
 def settle(entries: list[CommitEntry], commit: storage.Commit, policy: MergePolicy) -> list[CommitEntry]:
     """What a commit lists: segments with live documents, merged as the policy says until it says
     no more, and never none (an index whose every document is deleted keeps one empty segment)."""
-    analyzer = _analyzer(entries)
+    analyzer, schema = _analyzer(entries), _schema(entries)
     entries = [e for e in entries if e.live]
     while True:
         runs = plan_merges(entries, policy)
@@ -132,7 +140,7 @@ def settle(entries: list[CommitEntry], commit: storage.Commit, policy: MergePoli
             break
         entries = apply(entries, runs, commit)
     if not entries:
-        entries = [merge([], commit, analyzer=analyzer)]
+        entries = [merge([], commit, analyzer=analyzer, schema=schema)]
     return entries
 
 

@@ -23,7 +23,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from sieve import merges
-from sieve.build import build
+from sieve.build import build, checked_fields
 from sieve.corpus import CorpusReport, OnError, Source, read_documents
 from sieve.documents import Document, checked_document
 from sieve.engine import bitset, storage
@@ -114,6 +114,7 @@ class IndexWriter:
         `lenient`: then it is kept as metadata)."""
         self._check_open()
         doc = record if isinstance(record, Document) else checked_document(record, None, None, lenient)
+        checked_fields(doc, self.base.schema, None, None)  # a declared field's value must fit its type
         known = self._exists(doc.id)
         if known and not self.replace:
             raise DuplicateIdError(f"a document with id {doc.id!r} is already in the index, and this writer does not replace documents")
@@ -131,7 +132,8 @@ class IndexWriter:
         """Add every document of a corpus (a path or an iterable of records); (added, replaced)."""
         added = replaced = 0
         report = report if report is not None else CorpusReport()
-        for doc in read_documents(source, on_error=on_error, report=report, lenient=lenient):
+        check = (lambda doc, name, line: checked_fields(doc, self.base.schema, name, line)) if self.base.schema else None
+        for doc in read_documents(source, on_error=on_error, report=report, lenient=lenient, check=check):
             if self.add(doc):
                 replaced += 1
             else:
@@ -163,7 +165,7 @@ class IndexWriter:
             self._commit = storage.Commit(self.path, force=True, lock=self.lock)
         where, name = self._commit.new_segment()
         manifest = build(self._added.values(), where, on_error="raise", report=CorpusReport(), progress=None, jobs=1, memory_mb=self.memory_mb,
-                         analyzer=self.base.analyzer)
+                         analyzer=self.base.analyzer, schema=self.base.schema)
         j = len(self._flushed)
         self._flushed.append(CommitEntry(name, where, manifest, new=True))
         for d, doc_id in enumerate(self._added):

@@ -20,6 +20,7 @@ from sieve.documents import INTRO, Document
 from sieve.engine.analysis import PLAIN, SEPARATOR, STOP, Analyzer, analyze_joined
 from sieve.isodate import first_day
 from sieve.engine.fields import Field
+from sieve.engine.schema import NO_FIELDS, Schema
 
 NO_DATE = -1  # date column value of an undated document
 
@@ -95,6 +96,9 @@ class AnalyzedBatch:
     errors: list[Any] = field(default_factory=list)  # CorpusErrors of records left out, in line order
     kept: int = 0  # documents whose unknown keys a lenient read kept as metadata
     unit_stops: np.ndarray | None = None
+    # Per declared field (sieve.engine.schema), one value per document: float64 for a number,
+    # int32 YYYYMMDD for a date, a list of keywords for a keyword field.
+    columns: list[Any] = field(default_factory=list)
 
     def drop(self, keep: np.ndarray) -> "AnalyzedBatch":
         """The batch without the documents where `keep` is False (a duplicate id found later)."""
@@ -113,11 +117,13 @@ class AnalyzedBatch:
             meta=meta, meta_len=self.meta_len[keep], text=text, text_len=self.text_len[sec_keep],
             sections=self.sections[keep], errors=self.errors,
             unit_stops=None if self.unit_stops is None else self.unit_stops[unit_keep],
+            columns=[c[keep] if isinstance(c, np.ndarray) else [c[i] for i in idx] for c in self.columns],
         )
 
 
-def analyze_batch(docs: list[Document], lines: list[int], vocab: Vocabulary) -> AnalyzedBatch:
-    """Analyse documents into one batch (one regex pass over all their units)."""
+def analyze_batch(docs: list[Document], lines: list[int], vocab: Vocabulary, schema: Schema = NO_FIELDS) -> AnalyzedBatch:
+    """Analyse documents into one batch (one regex pass over all their units), with the values of
+    `schema`'s fields (checked already, when the records were read)."""
     texts: list[str] = []
     ufield: list[int] = []
     usection: list[int] = []
@@ -168,7 +174,14 @@ def analyze_batch(docs: list[Document], lines: list[int], vocab: Vocabulary) -> 
         else:
             unit_of = np.repeat(np.arange(len(unit_len), dtype=np.int32), unit_len)
             unit_stops = np.bincount(unit_of[tokens == stop], minlength=len(unit_len)).astype(np.int32)
+    columns: list[Any] = []
+    if schema:
+        values = [schema.values(d.metadata) for d in docs]
+        for i, (_, kind) in enumerate(schema.fields):
+            col = [v[i] for v in values]
+            columns.append(np.asarray(col, dtype=np.float64 if kind == "number" else np.int32) if kind != "keyword" else col)
     return AnalyzedBatch(
+        columns=columns,
         ids=[d.id for d in docs],
         lines=lines,
         dates=np.asarray(dates, dtype=np.int32),

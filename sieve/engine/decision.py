@@ -146,6 +146,8 @@ class Decider:
         q = str(leaf.node)
         if kind == "date":
             return self._date(leaf, d, one, q)
+        if kind == "column":
+            return self._column(leaf, d, one, q)
         admits = self._truth(leaf, d, one)
         missing = self.missing(leaf) if leaf.unknown or self.missing is not _missing_here else []
         if missing:
@@ -190,6 +192,13 @@ class Decider:
             if len(gaps):
                 best = int(gaps.min()) if best is None else min(best, int(gaps.min()))
         return best
+
+    def _column(self, leaf: LeafPlan, d: int, one: np.ndarray, q: str) -> Explanation:
+        admits = self._truth(leaf, d, one)
+        value = (self.r.meta(d).get("metadata") or {}).get(leaf.column)
+        if value is None or value == "" or value == []:
+            return Explanation(q, "column", admits, f"the document has no {leaf.column}")
+        return Explanation(q, "column", admits, f"its {leaf.column} {value!r} is {'inside' if admits else 'outside'} the filter")
 
     def _date(self, leaf: LeafPlan, d: int, one: np.ndarray, q: str) -> Explanation:
         admits = self._truth(leaf, d, one)

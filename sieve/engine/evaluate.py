@@ -64,6 +64,8 @@ class Evaluator:
     def leaf(self, leaf: LeafPlan, cands: np.ndarray | None) -> np.ndarray:
         if leaf.kind == "date":
             return self.dates(*leaf.dates)
+        if leaf.kind == "column":
+            return bitset.from_bool(self.r.column_filter(leaf.column, *leaf.bounds), self.n)
         if leaf.unknown:
             return bitset.empty(self.n)
         if leaf.kind == "term":

@@ -14,15 +14,16 @@ grammar rule, an AST node, a case in `_build`, and its execution.
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Literal, Union
+from typing import Any, Literal, Union
 
 from sieve.engine.analysis import STOP, Analyzer
 from sieve.engine.bql import ast
 from sieve.engine.fields import ALL_MASK, mask_of
 from sieve.engine.reader import IndexReader
+from sieve.engine.schema import filter_bounds
 from sieve.errors import BQLLimitError, BQLSyntaxError
 
-LeafKind = Literal["term", "phrase", "prefix", "near", "date"]
+LeafKind = Literal["term", "phrase", "prefix", "near", "date", "column"]
 
 
 @dataclass(frozen=True)
@@ -55,6 +56,8 @@ class LeafPlan:
     text: str = ""  # the words as written (what a dense encoder reads)
     # phrase: each term's place relative to the first (0, 1, 2, ... unless stop words left gaps)
     offsets: tuple[int, ...] = ()
+    column: str = ""  # column: the declared field it filters
+    bounds: tuple[Any, Any] = (None, None)  # column: inclusive (lo, hi), or (keyword, None)
     positional: bool = field(init=False)  # phrase or near: checks positions
     cost: int = field(init=False)  # cheap operands first in an AND, so positional ones only see documents that survived
     unknown: bool = field(init=False)  # a term it needs is not in the index, so it matches nothing
@@ -235,7 +238,7 @@ class _Builder:
         if leaf is None:
             leaf = self._resolved[node] = self._leaf(node)
         self.leaves.append(leaf)
-        if positive and leaf.kind != "date":
+        if positive and leaf.kind not in ("date", "column"):
             self.positive.append(leaf)
         return leaf
 
@@ -253,6 +256,15 @@ class _Builder:
     def _leaf(self, node: ast.Node) -> LeafPlan:
         if isinstance(node, ast.DateRange):
             return LeafPlan(node, "date", dates=(node.lo, node.hi))
+        if isinstance(node, ast.Filter):
+            kind = self.r.schema.type_of(node.name)
+            if kind is None:
+                raise BQLSyntaxError(f"unknown filter field {node.name!r}", node.span[0], self.r.schema.describe())
+            try:
+                bounds = filter_bounds(kind, node.spec)
+            except ValueError as e:
+                raise BQLSyntaxError(f"bad {kind} filter on {node.name}", node.spec_pos, str(e)) from None
+            return LeafPlan(node, "column", column=node.name, bounds=bounds)
         if isinstance(node, (ast.Term, ast.Phrase)):
             written = node.word if isinstance(node, ast.Term) else node.text
             # Stop words are not indexed: at either end of a phrase they are dropped, inside one

@@ -13,8 +13,9 @@ import numpy as np
 from sieve.engine import docids, storage
 from sieve.engine.analysis import Analyzer
 from sieve.engine.positions import BLOCK, BLOCK_FILES, RAW_FILES, BlockPositions, RawPositions
+from sieve.engine.schema import Schema
 from sieve.engine.store import CODEC, BlockReader, RawStream
-from sieve.errors import IndexDamagedError
+from sieve.errors import IndexDamagedError, InvalidArgumentError
 
 FILES = (
     "terms.blob.sva", "terms.off.sva", "post.ptr.sva", "post.tf.sva", "post.mask.sva",
@@ -35,6 +36,14 @@ REST_FILES = ("post.rest.ptr.sva", "post.rest.mask.sva")
 # (sieve.engine.docids) since format 7, one raw int32 array (`{prefix}.sva`) before.
 # Positions: in blocks since format 5, one raw array before.
 WRITTEN = FILES + docids.files("post.doc") + DENSE_FILES + REST_FILES + docids.files("post.rest.doc") + STORE_FILES + BLOCK_FILES  # what this version writes in a segment
+
+
+def column_files(schema: Schema) -> tuple[str, ...]:
+    """The files of a segment's declared-field columns (sieve.engine.writer._put_columns)."""
+    out: list[str] = []
+    for i, (_, kind) in enumerate(schema.fields):
+        out += [f"col.{i}.sva"] if kind != "keyword" else [f"col.{i}.{part}.sva" for part in ("blob", "off", "ptr", "ids")]
+    return tuple(out)
 
 
 def _id_files(prefix: str, files: dict[str, Any]) -> tuple[str, ...]:
@@ -137,6 +146,10 @@ class IndexReader:
         except IndexDamagedError as e:
             raise IndexDamagedError(label + e.file, e.reason) from None
         self.analyzer = Analyzer.of_manifest(m, str(gen_dir))
+        try:
+            self.schema = Schema.of_manifest(m)
+        except InvalidArgumentError as e:
+            raise IndexDamagedError(label + storage.MANIFEST, f"its declared fields are not valid ({e})") from None
         files = m.get("files")
         if not isinstance(files, dict):
             raise IndexDamagedError(label + storage.MANIFEST, "has no file list")
@@ -146,6 +159,7 @@ class IndexReader:
             names += _id_files("post.rest.doc", files)
         names += STORE_FILES if any(n in files for n in STORE_FILES) else ()
         names += BLOCK_FILES if any(n in files for n in BLOCK_FILES) else RAW_FILES
+        names += column_files(self.schema)
         for name in names:
             entry = files.get(name)
             if not isinstance(entry, dict) or not {"size", "crc32"} <= entry.keys():
@@ -177,6 +191,7 @@ class IndexReader:
         if "post.rest.ptr.sva" in a:
             self.rest_ptr, self.rest_doc, self.rest_mask = a["post.rest.ptr.sva"].whole(), self._ids(a, "post.rest.doc"), a["post.rest.mask.sva"]
         self.files = a
+        self._columns = a
         if "pos.data.sva" in a:
             self.pos: RawPositions | BlockPositions = RawPositions(a["pos.ptr.sva"], a["pos.data.sva"])
         else:
@@ -298,6 +313,28 @@ class IndexReader:
     def positions(self, tid: int) -> np.ndarray:
         """Every position of a term, ascending (index dtype)."""
         return self.pos.all(tid)
+
+    def column_filter(self, name: str, lo: Any, hi: Any) -> np.ndarray:
+        """Documents (a bool per document) whose declared field `name` is within [lo, hi] (None: open
+        end); for a keyword field, `lo` is the value (folded) and `hi` unused."""
+        i = self.schema.number_of(name)
+        kind = self.schema.fields[i][1]
+        if kind != "keyword":
+            col = np.asarray(self._columns[f"col.{i}.sva"].whole())
+            keep = ~np.isnan(col) if kind == "number" else col != -1
+            if lo is not None:
+                keep &= col >= lo
+            if hi is not None:
+                keep &= col <= hi
+            return keep
+        values = StringTable(self._columns[f"col.{i}.blob.sva"].whole(), self._columns[f"col.{i}.off.sva"].whole())
+        keep = np.zeros(self.n_docs, dtype=bool)
+        j = values.find(lo.encode())
+        if j >= 0:
+            ptr = np.asarray(self._columns[f"col.{i}.ptr.sva"].whole(), dtype=np.int64)
+            owner = np.repeat(np.arange(self.n_docs), np.diff(ptr))
+            keep[owner[np.asarray(self._columns[f"col.{i}.ids.sva"].whole()) == j]] = True
+        return keep
 
     def units_of(self, positions: np.ndarray) -> np.ndarray:
         return search_sorted(self.unit_start, positions, side="right") - 1

@@ -144,9 +144,12 @@ class Snapshot:
                 base += _padded(reader.n_docs)
         self.segments = segments
         self.analyzer = segments[0].reader.analyzer
+        self.schema = segments[0].reader.schema  # the declared fields
         for seg in segments:
             if seg.reader.analyzer != self.analyzer:  # every writer takes the commit's analyzer: only damage or tampering does this
                 raise IndexDamagedError(f"{seg.name}/{storage.MANIFEST}", f"analyzer {seg.reader.analyzer.name} differs from the index's {self.analyzer.name}")
+            if seg.reader.schema != self.schema:
+                raise IndexDamagedError(f"{seg.name}/{storage.MANIFEST}", "its declared fields differ from the index's")
         self.capacity = segments[-1].base + segments[-1].n  # internal numbers are 0 .. capacity - 1 (not all of them live)
         self.n_live = sum(s.n_live for s in segments)
         self._bases = [s.base for s in segments]
@@ -278,7 +281,7 @@ class Snapshot:
 
 def commit_body(analyzer: dict[str, Any], entries: list[dict[str, Any]], stats: dict[str, int]) -> dict[str, Any]:
     """The manifest of a commit point listing `entries` (segment name, documents, manifest CRC,
-    deletes); `analyzer`: its segments' analyzer keys (`Analyzer.manifest_fields`)."""
+    deletes); `analyzer`: its segments' analysis keys (`Analyzer.manifest_fields`, `Schema.manifest_fields`)."""
     return {"format": storage.FORMAT_NAME, "version": storage.FORMAT_VERSION, "kind": COMMIT_KIND, **analyzer,
             "segments": entries, "stats": stats}
 
@@ -340,7 +343,7 @@ def write_commit(gen_dir: Path, entries: list[CommitEntry], extra: dict[str, Any
              "dated": sum(e.dated() for e in entries)}
     for key in SUMMED_STATS:
         stats[key] = sum(int(e.manifest["stats"].get(key, 0)) for e in entries)
-    analyzer = {k: entries[0].manifest[k] for k in ("analyzer", "stopwords") if k in entries[0].manifest}
+    analyzer = {k: entries[0].manifest[k] for k in ("analyzer", "stopwords", "fields") if k in entries[0].manifest}
     body = {**commit_body(analyzer, listed, stats), **(extra or {})}
     storage.write_manifest(gen_dir, body)
     return body

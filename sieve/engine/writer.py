@@ -22,6 +22,7 @@ from sieve.engine.batch import NO_DATE, AnalyzedBatch, Vocabulary
 from sieve.engine.fields import Field
 from sieve.engine.positions import PositionsWriter
 from sieve.engine.runs import Runs, sort_tokens
+from sieve.engine.schema import NO_FIELDS, Schema
 from sieve.engine.store import CODEC, SHIFTS, BlockWriter
 
 N_FIELDS = len(Field)
@@ -51,10 +52,13 @@ class IndexWriter:
     build that never spilled in memory, and merges the runs of one that did: the files are the same.
     """
 
-    def __init__(self, gen_dir: Path, memory_mb: int = DEFAULT_MEMORY_MB, analyzer: Analyzer = PLAIN) -> None:
-        """`analyzer`: the one that analysed the batches (recorded in the manifest; queries use it)."""
+    def __init__(self, gen_dir: Path, memory_mb: int = DEFAULT_MEMORY_MB, analyzer: Analyzer = PLAIN, schema: Schema = NO_FIELDS) -> None:
+        """`analyzer`: the one that analysed the batches (recorded in the manifest; queries use it);
+        `schema`: the declared fields whose columns the batches carry."""
         self.dir = gen_dir
         self.analyzer = analyzer
+        self.schema = schema
+        self._new_columns()
         self.max_tokens = max(1, memory_mb * (1 << 20) // BYTES_PER_TOKEN)
         self.runs = Runs(gen_dir / ".runs")
         self.spilled_tokens = 0  # tokens already sorted into runs
@@ -86,8 +90,13 @@ class IndexWriter:
         (the id sort, offsets, unit starts and their temporaries; measured, bench_scale)."""
         return BYTES_PER_DOCUMENT * len(self.ids) + BYTES_PER_UNIT * len(self.unit_len)
 
+    def _new_columns(self) -> None:
+        # number: float64, date: int32 per document; keyword: a count per document and the values
+        self.columns: list[Any] = [array("d") if k == "number" else array("i") if k == "date" else (array("i"), []) for _, k in self.schema.fields]
+
     def release(self) -> None:
         """Drop the tables of a finished writer (its vocabulary stays, for `continue_from`)."""
+        self._new_columns()
         self.ids = []
         self.tokens, self.unit_len, self.unit_field, self.unit_section, self.unit_stops = array("i"), array("i"), array("b"), array("i"), array("i")
         self.doc_units, self.dates, self.meta_off, self.text_off, self.doc_sections = array("q", [0]), array("i"), array("q", [0]), array("q", [0]), array("q", [0])
@@ -114,6 +123,12 @@ class IndexWriter:
             self.unit_stops.frombytes(stops.astype(np.int32).tobytes())
         self.doc_units.frombytes((self.doc_units[-1] + np.cumsum(batch.units)).astype(np.int64).tobytes())
         self.dates.frombytes(batch.dates.tobytes())
+        for col, values in zip(self.columns, batch.columns):
+            if isinstance(col, tuple):
+                col[0].extend(map(len, values))
+                col[1].extend(v for vs in values for v in vs)
+            else:
+                col.frombytes(values.tobytes())
         self.ids.extend(batch.ids)
         self.meta.append(batch.meta)
         self.meta_off.frombytes((self.meta_off[-1] + np.cumsum(batch.meta_len)).astype(np.int64).tobytes())
@@ -216,6 +231,30 @@ class IndexWriter:
         self.entries["post.rest.mask.sva"] = rest_mask.close()
         self._put_offsets("post.rest.ptr.sva", rest_ptr)
 
+    def _put_columns(self) -> None:
+        """`col.<i>.sva`, the i-th declared field: a value per document for a number (NaN: none)
+        or a date (YYYYMMDD, -1: none); for a keyword, `.ptr` (each document's run in `.ids`) and
+        `.ids` (numbers into the sorted distinct values, `.blob` cut at `.off`)."""
+        for i, ((_, kind), col) in enumerate(zip(self.schema.fields, self.columns)):
+            name = f"col.{i}"
+            if kind == "number":
+                self._put(f"{name}.sva", np.frombuffer(col, dtype=np.float64))
+            elif kind == "date":
+                self._put(f"{name}.sva", np.frombuffer(col, dtype=np.int32))
+            else:
+                counts, values = col
+                distinct = sorted(set(values), key=str.encode)
+                number = {v: j for j, v in enumerate(distinct)}
+                encoded = [v.encode() for v in distinct]
+                off = np.zeros(len(encoded) + 1, dtype=np.int64)
+                off[1:] = np.cumsum([len(b) for b in encoded])
+                ptr = np.zeros(len(counts) + 1, dtype=np.int64)
+                ptr[1:] = np.cumsum(np.frombuffer(counts, dtype=np.int32))
+                self._put(f"{name}.blob.sva", np.frombuffer(b"".join(encoded), dtype=np.uint8))
+                self._put_offsets(f"{name}.off.sva", off)
+                self._put_offsets(f"{name}.ptr.sva", ptr)
+                self._put(f"{name}.ids.sva", np.fromiter(map(number.__getitem__, values), dtype=np.int32, count=len(values)))
+
     def finish(self, extra: dict[str, Any]) -> dict[str, Any]:
         """Sort the token stream into postings and write every file and the manifest."""
         self.entries.update(self.meta.close())
@@ -291,6 +330,7 @@ class IndexWriter:
         self._put("unit.section.sva", unit_section, np.int16 if unit_section.max(initial=0) < 2**15 else np.int32)
         self._put_offsets("doc.units.sva", doc_units)
         self._put("doc.date.sva", np.frombuffer(self.dates, dtype=np.int32))
+        self._put_columns()
         field_len = np.bincount(
             unit_doc.astype(np.int64) * N_FIELDS + unit_field, weights=indexed_len, minlength=n_docs * N_FIELDS
         ).astype(np.int32).reshape(n_docs, N_FIELDS)
@@ -324,6 +364,7 @@ class IndexWriter:
             "format": storage.FORMAT_NAME,
             "version": storage.FORMAT_VERSION,
             **self.analyzer.manifest_fields(),
+            **self.schema.manifest_fields(),
             "stats": stats,
             "store_blocks": {name: {"codec": CODEC, "shift": shift} for name, shift in SHIFTS.items()},  # each stream's compression
             "files": self.entries,

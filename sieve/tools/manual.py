@@ -68,7 +68,7 @@ def render_manual(toolset: "Toolset") -> str:
     cards = "search" in tools or ("ranked_search" in tools and ranked_cards)
     flags = {
         **{t: t in tools for t in ("search", "ranked_search", "fetch", "visit", "show")},
-        "dates": has["date"], "fallback": config.fallback, "diagnose": config.diagnose, "infobox": has["infobox"],
+        "dates": has["date"], "columns": bool(index.schema), "fallback": config.fallback, "diagnose": config.diagnose, "infobox": has["infobox"],
         "cards": cards, "snippets": "ranked_search" in tools and not ranked_cards,
     }
     meta = [w for w, ok in (("the date", has["date"]), ("the author", has["author"])) if ok]
@@ -94,6 +94,7 @@ def render_manual(toolset: "Toolset") -> str:
         "units": _join(["section text", "heading", "title"] + ["author name"] * has["author"] + ["infobox value"] * has["infobox"], "or"),
         "fields_table": fields_table(counts),
         "dated": f"{dated:,}",
+        "columns_list": "The index also keeps " + _join([f"`{n}` ({t})" for n, t in index.schema.fields]) if index.schema else "",  # type: ignore[attr-defined]
         "date_canon": ", dates as day ranges" if has["date"] else "",
         "read_tools": _join(readers, "or") if readers else "the reading tools",
         "card_meta": f", then {_join(meta)} when the document has {'it' if len(meta) == 1 else 'them'}" if meta else "",

@@ -33,7 +33,7 @@ from dataclasses import dataclass
 from typing import Iterable, Sequence
 
 from sieve.documents import INTRO, Document
-from sieve.engine.analysis import analyze
+from sieve.engine.analysis import analyze, fold
 from sieve.engine.bql import ast
 from sieve.engine.fields import Field
 
@@ -51,6 +51,8 @@ class OracleDoc:
     day: int | None  # YYYYMMDD of the first day of the document's date
     analyzer: str = "plain"
     stopwords: frozenset[str] = frozenset()
+    metadata: tuple[tuple[str, object], ...] = ()  # the record's other keys (declared fields read them)
+    declared: tuple[tuple[str, str], ...] = ()  # (name, type) of the index's declared fields
 
 
 class StopWordQuery(Exception):
@@ -107,9 +109,53 @@ def units_of(doc: Document, analyzer: str = "plain", stopwords: frozenset[str] =
     return tuple(u for u in units if u.terms)
 
 
-def prepare(docs: Iterable[Document], analyzer: str = "plain", stopwords: Iterable[str] = ()) -> list[OracleDoc]:
+def prepare(docs: Iterable[Document], analyzer: str = "plain", stopwords: Iterable[str] = (), declared: dict[str, str] | None = None) -> list[OracleDoc]:
     stop = frozenset(stopwords)
-    return [OracleDoc(d.id, units_of(d, analyzer, stop), first_day_of(d.date) if d.date is not None else None, analyzer, stop) for d in docs]
+    fields = tuple((declared or {}).items())
+    return [OracleDoc(d.id, units_of(d, analyzer, stop), first_day_of(d.date) if d.date is not None else None, analyzer, stop,
+                      tuple(d.metadata.items()), fields) for d in docs]
+
+
+class UnknownFilter(Exception):
+    """A filter names a field the index does not declare (or a spec its type cannot read)."""
+
+
+def _folded_keyword(value: object) -> str:
+    return " ".join(fold(str(value)).split())
+
+
+def filter_matches(node: ast.Filter, doc: OracleDoc) -> bool:
+    """A declared field's filter, read from the spec's text alone: numbers compared as floats
+    (`>`/`<` strict), dates widened to their span (as `date[...]`), keywords whole and folded."""
+    kind = dict(doc.declared).get(node.name)
+    if kind is None:
+        raise UnknownFilter(node.name)
+    value = dict(doc.metadata).get(node.name)
+    spec = node.spec
+    if kind == "keyword":
+        if not spec.startswith("="):
+            raise UnknownFilter(spec)
+        want = spec[1:].strip()
+        if len(want) >= 2 and want[0] == want[-1] == '"':
+            want = want[1:-1]
+        values = value if isinstance(value, list) else [] if value is None else [value]
+        return _folded_keyword(want) != "" and _folded_keyword(want) in {_folded_keyword(v) for v in values}
+    if value is None or value == "":
+        return False
+    if kind == "number":
+        x = float(value)  # type: ignore[arg-type]
+        for op, test in ((">=", lambda a, b: a >= b), ("<=", lambda a, b: a <= b), (">", lambda a, b: a > b), ("<", lambda a, b: a < b), ("=", lambda a, b: a == b)):
+            if spec.startswith(op):
+                return bool(test(x, float(spec[len(op):])))
+        if ".." in spec:
+            a, b = spec.split("..")
+            return (not a or x >= float(a)) and (not b or x <= float(b))
+        return x == float(spec)
+    day = first_day_of(str(value))
+    if ".." in spec:
+        a, b = spec.split("..")
+        return (not a or day >= first_day_of(a)) and (not b or day <= last_day_of(b))
+    return first_day_of(spec) <= day <= last_day_of(spec)
 
 
 def _allowed(unit: Unit, fields: ast.Fields) -> bool:
@@ -154,6 +200,8 @@ def leaf_matches(node: ast.Node, doc: OracleDoc) -> bool:
             if any(i != j and abs(i - j) <= node.distance for i in lpos for j in rpos):
                 return True
         return False
+    if isinstance(node, ast.Filter):
+        return filter_matches(node, doc)
     if isinstance(node, ast.DateRange):
         if doc.day is None:
             return False

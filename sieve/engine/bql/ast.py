@@ -94,6 +94,20 @@ class DateRange:
 
 
 @dataclass(frozen=True)
+class Filter:
+    """`name[spec]` on a declared field (sieve.engine.schema): a number or date range, or `=value`
+    for a keyword. The spec is read when the query meets an index, which knows the field's type."""
+
+    name: str
+    spec: str
+    span: Span = field(default=(0, 0), compare=False, repr=False)
+    spec_pos: int = field(default=0, compare=False, repr=False)  # where the spec starts in the query
+
+    def __str__(self) -> str:
+        return f"{self.name}[{self.spec}]"
+
+
+@dataclass(frozen=True)
 class Not:
     child: "Node"
     span: Span = field(default=(0, 0), compare=False, repr=False)
@@ -124,7 +138,7 @@ class Or:
 
 
 Leaf = Union[Term, Prefix, Phrase, Near]
-Node = Union[Term, Prefix, Phrase, Near, DateRange, Not, And, Or]
+Node = Union[Term, Prefix, Phrase, Near, DateRange, Filter, Not, And, Or]
 
 
 CONSTRUCTS = ("phrase", "field", "boolean", "wildcard", "date", "near")
@@ -136,7 +150,7 @@ def constructs(node: Node) -> set[str]:
     for n in _walk(node):
         if isinstance(n, (And, Or, Not)):
             out.add("boolean")
-        elif isinstance(n, DateRange):
+        elif isinstance(n, (DateRange, Filter)):
             out.add("date")
         else:
             out.update(kind for kind, cls in (("phrase", Phrase), ("wildcard", Prefix), ("near", Near)) if isinstance(n, cls))

@@ -26,7 +26,8 @@ class BQLLexer(Lexer):
     ignore = " \t\r\n\f\v"
 
     # Order matters: sly tries these in turn at each position, so the specific forms come first.
-    DATE = r'(?i:date)\s*\[\s*[0-9<>=.][^\[\]"]*\]'
+    # date[...] and a declared field's filter: name[2000..2010], name[>=3], name[=ACL], name[="a b"]
+    DATE = r'[^\W\d]\w*\s*\[\s*(?:=\s*"[^"]*"\s*|[0-9<>=.+\-][^\[\]"]*)\]'
     NEARCALL = r'(?i:near)/\d+\s*\(\s*[^\s(),\[\]"]+\s*,\s*[^\s(),\[\]"]+\s*\)'
     NEAR = r'(?i:near)/\d+(?![^\s()\[\]"])'
     PHRASE = r'"[^"]*"'

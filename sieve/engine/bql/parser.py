@@ -127,7 +127,7 @@ def scoped(node: ast.Node, fields: frozenset[Field], pos: int) -> ast.Node:
     """`node` with `fields` given to every leaf that has no scope of its own (inner tags win)."""
     if isinstance(node, (ast.Term, ast.Prefix, ast.Phrase, ast.Near)):
         return node if node.fields is not None else replace(node, fields=fields)
-    if isinstance(node, ast.DateRange):
+    if isinstance(node, (ast.DateRange, ast.Filter)):
         return node
     if isinstance(node, ast.Not):
         return replace(node, child=scoped(node.child, fields, pos))
@@ -188,8 +188,19 @@ def _group_item(lparen: Tok, expr: ast.Node, rparen: Tok, tag: Tok | None) -> tu
 
 
 def _date_item(t: Tok) -> tuple[_Item, Any]:
-    spec = t.text[t.text.index("[") + 1 : -1]
-    return _Item(_date_node(spec, t.pos + t.text.index("[") + 1, _tok_span(t)), False), False
+    """`date[...]`, or `name[...]` on a declared field (checked against the index when planned)."""
+    bracket = t.text.index("[")
+    name, spec = t.text[:bracket].strip(), t.text[bracket + 1 : -1]
+    if name.lower() == DATE_TAG:
+        return _Item(_date_node(spec, t.pos + bracket + 1, _tok_span(t)), False), False
+    stripped = spec.strip()
+    if stripped.startswith("=") and not stripped.startswith("=="):
+        # A keyword: `= ACL` is `=ACL`; quotes keep what they hold, other runs of spaces become one.
+        inner = stripped[1:].strip()
+        canonical = "=" + (inner if inner.startswith('"') else " ".join(inner.split()))
+    else:
+        canonical = "".join(spec.split())
+    return _Item(ast.Filter(name.lower(), canonical, span=_tok_span(t), spec_pos=t.pos + bracket + 1), False), False
 
 
 def _nearcall(t: Tok) -> ast.Near:
