@@ -24,7 +24,7 @@ import sieve
 HERE = Path(__file__).resolve().parent
 FIELDS = {"package": "keyword", "manual_section": "keyword", "words": "number", "updated": "date"}
 QUERIES = [
-    "date[2026-08..]", "updated[2026-08..]", "words[100..500]", "words[>1000]", "package[=openssl]", "manual_section[=3]",
+    "date[2026-08..]", "updated[2026-08..]", "words[100..200]", "words[>250]", "package[=openssl]", "manual_section[=3]",
     "socket", "socket AND date[..2026-08-25]", "socket AND words[..200]", "socket AND package[=manpages-dev]",
     "(socket OR file) AND NOT manual_section[=3] AND words[>=50]",
 ]

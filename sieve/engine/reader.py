@@ -327,14 +327,20 @@ class IndexReader:
             if hi is not None:
                 keep &= col <= hi
             return keep
-        values = StringTable(self._columns[f"col.{i}.blob.sva"].whole(), self._columns[f"col.{i}.off.sva"].whole())
+        values, owner = self._keywords(i)
         keep = np.zeros(self.n_docs, dtype=bool)
         j = values.find(lo.encode())
         if j >= 0:
-            ptr = np.asarray(self._columns[f"col.{i}.ptr.sva"].whole(), dtype=np.int64)
-            owner = np.repeat(np.arange(self.n_docs), np.diff(ptr))
             keep[owner[np.asarray(self._columns[f"col.{i}.ids.sva"].whole()) == j]] = True
         return keep
+
+    @functools.lru_cache(maxsize=None)  # noqa: B019 - one entry per keyword field of a reader that lives as long as its index
+    def _keywords(self, i: int) -> tuple[StringTable, np.ndarray]:
+        """A keyword field's value table, and the document of each stored value (made once: the
+        column is immutable, and expanding its pointers cost more than the filter itself)."""
+        values = StringTable(self._columns[f"col.{i}.blob.sva"].whole(), self._columns[f"col.{i}.off.sva"].whole())
+        ptr = np.asarray(self._columns[f"col.{i}.ptr.sva"].whole(), dtype=np.int64)
+        return values, np.repeat(np.arange(self.n_docs, dtype=np.int32), np.diff(ptr))
 
     def units_of(self, positions: np.ndarray) -> np.ndarray:
         return search_sorted(self.unit_start, positions, side="right") - 1
