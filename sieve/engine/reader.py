@@ -192,6 +192,7 @@ class IndexReader:
             self.rest_ptr, self.rest_doc, self.rest_mask = a["post.rest.ptr.sva"].whole(), self._ids(a, "post.rest.doc"), a["post.rest.mask.sva"]
         self.files = a
         self._columns = a
+        self._keyword_tables: dict[int, tuple[StringTable, np.ndarray]] = {}
         if "pos.data.sva" in a:
             self.pos: RawPositions | BlockPositions = RawPositions(a["pos.ptr.sva"], a["pos.data.sva"])
         else:
@@ -334,13 +335,15 @@ class IndexReader:
             keep[owner[np.asarray(self._columns[f"col.{i}.ids.sva"].whole()) == j]] = True
         return keep
 
-    @functools.lru_cache(maxsize=None)  # noqa: B019 - one entry per keyword field of a reader that lives as long as its index
     def _keywords(self, i: int) -> tuple[StringTable, np.ndarray]:
-        """A keyword field's value table, and the document of each stored value (made once: the
-        column is immutable, and expanding its pointers cost more than the filter itself)."""
-        values = StringTable(self._columns[f"col.{i}.blob.sva"].whole(), self._columns[f"col.{i}.off.sva"].whole())
-        ptr = np.asarray(self._columns[f"col.{i}.ptr.sva"].whole(), dtype=np.int64)
-        return values, np.repeat(np.arange(self.n_docs, dtype=np.int32), np.diff(ptr))
+        """A keyword field's value table, and the document of each stored value (made once per
+        reader: the column is immutable, and expanding its pointers cost more than the filter)."""
+        found = self._keyword_tables.get(i)
+        if found is None:
+            values = StringTable(self._columns[f"col.{i}.blob.sva"].whole(), self._columns[f"col.{i}.off.sva"].whole())
+            ptr = np.asarray(self._columns[f"col.{i}.ptr.sva"].whole(), dtype=np.int64)
+            found = self._keyword_tables[i] = (values, np.repeat(np.arange(self.n_docs, dtype=np.int32), np.diff(ptr)))
+        return found
 
     def units_of(self, positions: np.ndarray) -> np.ndarray:
         return search_sorted(self.unit_start, positions, side="right") - 1
