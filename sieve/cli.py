@@ -17,8 +17,8 @@ from sieve.engine.rankers import RANKER_NAMES
 
 ANALYZER_HELP = ("how text becomes terms, for the documents and every query: plain (the default: folded words), english "
                  "(Snowball stemming: compressing = compress), or another Snowball language by name (french, german, ...)")
-FIELD_HELP = ("repeat to declare metadata keys as filter columns: NAME:number (year[2000..2010], year[>=3]), NAME:date "
-              "(published[2020-03..]) or NAME:keyword (venue[=ACL]); a value that does not fit its type is an error")
+FIELD_HELP = ("repeat to declare metadata keys as filter fields: NAME:number (year[2000..2010], year[>=3]), NAME:date "
+              "(published[2020-03..]), NAME:keyword (venue[=ACL]) or NAME:text (neural[abstract]); a value that does not fit its type is an error")
 STOPWORDS_HELP = ("words left out of the index (their places are kept, so phrases span them): english (the 33 words Lucene and "
                   "tantivy use) or a file of one word per line; default none. A query term that is only stop words is an error")
 

@@ -21,6 +21,7 @@ from sieve.engine.analysis import get_analyzer
 from sieve.engine.schema import declare
 from sieve.engine.bql import Node, parse
 from sieve.engine.bql.free_text import free_text_query
+from sieve.engine.bql.parser import declared_text_fields
 from sieve.engine.bm25 import BM25Params
 from sieve.engine.decision import Decider, Explanation
 from sieve.engine.plan import Limits, Plans
@@ -33,10 +34,16 @@ if TYPE_CHECKING:
 from sieve.errors import IndexDamagedError, IndexDirectoryError, InvalidArgumentError, SieveError, UnknownDocumentError
 
 
+def parse_query(text: str, text_fields: frozenset[str] = frozenset()) -> Node:
+    """`bql.parse`, memoised: agents repeat queries, and trees are immutable values. `text_fields`:
+    the declared text fields of the index it is for (their tags are valid there only)."""
+    return _parsed(text, text_fields)
+
+
 @lru_cache(maxsize=4096)
-def parse_query(text: str) -> Node:
-    """`bql.parse`, memoised: agents repeat queries, and trees are immutable values."""
-    return parse(text)
+def _parsed(text: str, text_fields: frozenset[str]) -> Node:
+    with declared_text_fields(text_fields):
+        return parse(text)
 
 
 def _damage_guard(method: Callable[..., Any]) -> Callable[..., Any]:
@@ -195,7 +202,7 @@ class Index:
         return self._plans(query)
 
     def _plan_of(self, query: str) -> Plans:
-        return Plans.of(parse_query(query), [s.reader for s in self.segments], self.limits)
+        return Plans.of(parse_query(query, self.schema.text_fields), [s.reader for s in self.segments], self.limits)
 
     @_damage_guard
     def match(self, query: str) -> Match:

@@ -20,7 +20,7 @@ from sieve.documents import INTRO, Document
 from sieve.engine.analysis import PLAIN, SEPARATOR, STOP, Analyzer, analyze_joined
 from sieve.isodate import first_day
 from sieve.engine.fields import Field
-from sieve.engine.schema import NO_FIELDS, Schema
+from sieve.engine.schema import DECLARED_FIELD, NO_FIELDS, Schema, namespaced
 
 NO_DATE = -1  # date column value of an undated document
 
@@ -39,6 +39,7 @@ class Vocabulary:
         self.ids: defaultdict[str, int] = defaultdict(itertools.count().__next__)
         self.ids[SEPARATOR]
         self._sent = 0
+        self._rev: list[str] = []  # id -> term, filled when a declared text field needs it
         if analyzer.maps_words:
             self._words: defaultdict[str, int] = defaultdict(itertools.count().__next__)
             self._words[SEPARATOR]
@@ -59,6 +60,13 @@ class Vocabulary:
     def stop_id(self) -> int | None:
         """The id stop words get, once one has been seen."""
         return self.ids.get(STOP)
+
+    def namespaced_ids(self, tids: np.ndarray, field_number: int) -> np.ndarray:
+        """The ids of `tids`' terms in a declared text field's namespace (STOP stays STOP)."""
+        if len(self._rev) < len(self.ids):
+            self._rev.extend(itertools.islice(self.ids, len(self._rev), None))
+        stop = self.stop_id
+        return np.fromiter((t if t == stop else self.ids[namespaced(field_number, self._rev[t])] for t in tids.tolist()), dtype=np.int32, count=len(tids))
 
     def new_terms(self) -> list[str]:
         """Terms added since the last call, in id order (the first call includes SEPARATOR)."""
@@ -117,7 +125,7 @@ class AnalyzedBatch:
             meta=meta, meta_len=self.meta_len[keep], text=text, text_len=self.text_len[sec_keep],
             sections=self.sections[keep], errors=self.errors,
             unit_stops=None if self.unit_stops is None else self.unit_stops[unit_keep],
-            columns=[c[keep] if isinstance(c, np.ndarray) else [c[i] for i in idx] for c in self.columns],
+            columns=[None if c is None else c[keep] if isinstance(c, np.ndarray) else [c[i] for i in idx] for c in self.columns],
         )
 
 
@@ -132,6 +140,8 @@ def analyze_batch(docs: list[Document], lines: list[int], vocab: Vocabulary, sch
     metas: list[bytes] = []
     sec_text: list[bytes] = []
     sections_per_doc: list[int] = []
+    values: list[list[Any]] = []
+    text_fields = [i for i, (_, kind) in enumerate(schema.fields) if kind == "text"]
     for doc in docs:
         before = len(texts)
         texts.append(doc.title)
@@ -155,6 +165,13 @@ def analyze_batch(docs: list[Document], lines: list[int], vocab: Vocabulary, sch
             ufield.append(Field.BODY)
             usection.append(j)
             sec_text.append(sec.text.encode())
+        if schema:
+            values.append(schema.values(doc.metadata))
+            for i in text_fields:
+                for text in values[-1][i]:
+                    texts.append(text)
+                    ufield.append(DECLARED_FIELD)
+                    usection.append(i)
         units_per_doc.append(len(texts) - before)
         sections_per_doc.append(len(doc.sections))
         dates.append(first_day(doc.date) if doc.date else NO_DATE)
@@ -166,6 +183,15 @@ def analyze_batch(docs: list[Document], lines: list[int], vocab: Vocabulary, sch
     ends = np.flatnonzero(ids == 0)  # SEPARATOR has id 0: one after every unit
     unit_len = (np.diff(ends, prepend=-1) - 1).astype(np.int32)
     tokens = ids[ids != 0]
+    if text_fields and DECLARED_FIELD in ufield:
+        # A declared text field's words go under their field's namespace (sieve.engine.schema.namespaced).
+        ufield_arr, usection_arr = np.asarray(ufield, dtype=np.int8), np.asarray(usection, dtype=np.int32)
+        token_unit = np.repeat(np.arange(len(unit_len), dtype=np.int32), unit_len)
+        for i in text_fields:
+            inside = (ufield_arr[token_unit] == DECLARED_FIELD) & (usection_arr[token_unit] == i)
+            if inside.any():
+                uniq, back = np.unique(tokens[inside], return_inverse=True)
+                tokens[inside] = vocab.namespaced_ids(uniq, i)[back]
     unit_stops = None
     if vocab.analyzer.stopwords:
         stop = vocab.stop_id
@@ -175,11 +201,9 @@ def analyze_batch(docs: list[Document], lines: list[int], vocab: Vocabulary, sch
             unit_of = np.repeat(np.arange(len(unit_len), dtype=np.int32), unit_len)
             unit_stops = np.bincount(unit_of[tokens == stop], minlength=len(unit_len)).astype(np.int32)
     columns: list[Any] = []
-    if schema:
-        values = [schema.values(d.metadata) for d in docs]
-        for i, (_, kind) in enumerate(schema.fields):
-            col = [v[i] for v in values]
-            columns.append(np.asarray(col, dtype=np.float64 if kind == "number" else np.int32) if kind != "keyword" else col)
+    for i, (_, kind) in enumerate(schema.fields):
+        col = [v[i] for v in values]
+        columns.append(None if kind == "text" else col if kind == "keyword" else np.asarray(col, dtype=np.float64 if kind == "number" else np.int32))
     return AnalyzedBatch(
         columns=columns,
         ids=[d.id for d in docs],

@@ -22,6 +22,7 @@ from sieve.engine.fields import ALL_MASK, Field
 from sieve.engine.plan import AndPlan, LeafPlan, NotPlan, OrPlan, Plan, PlanNode
 from sieve.engine.batch import NO_DATE
 from sieve.engine.reader import IndexReader, search_sorted
+from sieve.engine.schema import DECLARED_FIELD, shown_term
 
 MAX_PLACES = 10  # places listed per leaf (the count says how many there are)
 
@@ -78,7 +79,7 @@ def _scope(mask: int) -> str:
 def _missing_here(leaf: LeafPlan) -> list[str]:
     if not leaf.unknown:
         return []
-    return [t for t, tid in zip(leaf.terms, leaf.tids) if tid < 0] if leaf.kind != "prefix" else [leaf.terms[0] + "*"]
+    return [shown_term(t) for t, tid in zip(leaf.terms, leaf.tids) if tid < 0] if leaf.kind != "prefix" else [shown_term(leaf.terms[0]) + "*"]
 
 
 class Decider:
@@ -136,6 +137,9 @@ class Decider:
         sections = np.asarray(r.unit_section)
         for p, u, f in zip(pos[keep][:MAX_PLACES].tolist(), units[keep][:MAX_PLACES].tolist(), ufield[keep][:MAX_PLACES].tolist()):
             sec = int(sections[u])
+            if f == DECLARED_FIELD:  # a declared text field's unit holds the field's number
+                places.append(Place(self.r.schema.fields[sec][0], None, int(p - starts[u]) + 1))
+                continue
             fld = Field(f)
             name = headings[sec] if sec >= 0 and fld in (Field.SECTION, Field.BODY) and sec < len(headings) else None
             places.append(Place(fld.label, name, int(p - starts[u]) + 1))
@@ -151,7 +155,8 @@ class Decider:
         admits = self._truth(leaf, d, one)
         missing = self.missing(leaf) if leaf.unknown or self.missing is not _missing_here else []
         if missing:
-            return Explanation(q, kind, admits, f"no document in the index has {', '.join(repr(m) for m in missing)}")
+            where = f" in {leaf.declared}" if leaf.declared else ""
+            return Explanation(q, kind, admits, f"no document in the index has {', '.join(repr(m) for m in missing)}{where}")
         pos = leaf_positions(self.r, leaf, d)
         places, n, every = self._places(pos, d, leaf.mask)
         if admits:
@@ -159,15 +164,19 @@ class Decider:
                                tuple(places), n)
         return Explanation(q, kind, False, self._why_not(leaf, d, pos, every), (), 0)
 
+    @staticmethod
+    def _label(f: int) -> str:
+        return Field(f).label if f != DECLARED_FIELD else "a declared text field"
+
     def _why_not(self, leaf: LeafPlan, d: int, pos: np.ndarray, every: set[int]) -> str:
-        scope = _scope(leaf.mask)
+        scope = _scope(leaf.mask) if not leaf.declared else leaf.declared
         if len(pos):  # the leaf matches, but only outside its scope
             first, _, _ = self._places(pos[:1], d, ALL_MASK)
-            return f"only in {', '.join(Field(f).label for f in sorted(every))} (first at {first[0]}), not in {scope}"
+            return f"only in {', '.join(self._label(f) for f in sorted(every))} (first at {first[0]}), not in {scope}"
         words = [(t, tid) for t, tid in zip(leaf.terms, leaf.tids)] if leaf.kind != "prefix" else []
         if leaf.kind == "prefix":
-            return f"no word starting with {leaf.terms[0]!r} in the document"
-        absent = [t for t, tid in words if not len(positions_in_doc(self.r, tid, d))]
+            return f"no word starting with {shown_term(leaf.terms[0])!r} in the document"
+        absent = [shown_term(t) for t, tid in words if not len(positions_in_doc(self.r, tid, d))]
         if absent:
             return f"the document does not contain {', '.join(repr(t) for t in absent)}"
         if leaf.kind == "phrase":

@@ -101,7 +101,7 @@ def _near_to_and(leaf: LeafPlan) -> PlanNode | None:
 
 
 def _widen(leaf: LeafPlan) -> PlanNode | None:
-    if leaf.kind == "date" or getattr(leaf.node, "fields", None) is None:
+    if leaf.kind == "date" or leaf.declared or getattr(leaf.node, "fields", None) is None:
         return None
     return LeafPlan(replace(leaf.node, fields=None), leaf.kind, leaf.terms, leaf.tids, leaf.term_range, ALL_MASK,
                     leaf.distance, leaf.dates, leaf.volume, leaf.text, leaf.offsets)

@@ -104,7 +104,7 @@ class IndriScorer:
         lengths: dict[int, float] = {}
         tfs: dict[int, np.ndarray] = {}
         for i, leaf in enumerate(plan.leaves):
-            if leaf.kind not in ("date", "column"):
+            if leaf.kind not in ("date", "column") and not leaf.declared:
                 tfs[i] = self.tf(leaf)
                 occurrences[i] = float(tfs[i][self._live].sum())
                 if leaf.mask not in lengths:
@@ -130,7 +130,7 @@ class IndriScorer:
         beliefs = 0
         allowed = np.ones(n, dtype=bool)
         for c in node.children:
-            if isinstance(c, LeafPlan) and c.kind in ("date", "column"):
+            if isinstance(c, LeafPlan) and (c.kind in ("date", "column") or c.declared):
                 allowed &= self._in_range(c)
                 continue
             total += self._node(c, ctx)
@@ -141,7 +141,7 @@ class IndriScorer:
     # ------------------------------------------------------------ leaves
 
     def _leaf(self, leaf: LeafPlan, ctx: "_Context") -> np.ndarray:
-        if leaf.kind in ("date", "column"):
+        if leaf.kind in ("date", "column") or leaf.declared:  # filters: admitted or not, no belief
             return np.where(self._in_range(leaf), 0.0, NEG_INF)
         tf = ctx.tfs[ctx.leaf_at[id(leaf)]] if ctx.tfs is not None else self.tf(leaf)
         dl, cl = self.lengths(leaf.mask)
@@ -189,6 +189,8 @@ class IndriScorer:
         return start[r.within_units(start, leaf.offsets[-1])]
 
     def _in_range(self, leaf: LeafPlan) -> np.ndarray:
+        if leaf.declared:
+            return self.tf(leaf) > 0
         if leaf.kind == "column":
             return self.r.column_filter(leaf.column, *leaf.bounds)
         col = np.asarray(self.r.dates)

@@ -13,14 +13,15 @@ grammar rule, an AST node, a case in `_build`, and its execution.
 
 from __future__ import annotations
 
+import functools
 from dataclasses import dataclass, field
-from typing import Any, Literal, Union
+from typing import Any, Callable, Literal, Union
 
 from sieve.engine.analysis import STOP, Analyzer
 from sieve.engine.bql import ast
 from sieve.engine.fields import ALL_MASK, mask_of
 from sieve.engine.reader import IndexReader
-from sieve.engine.schema import filter_bounds
+from sieve.engine.schema import DECLARED_BIT, filter_bounds, namespaced
 from sieve.errors import BQLLimitError, BQLSyntaxError
 
 LeafKind = Literal["term", "phrase", "prefix", "near", "date", "column"]
@@ -57,6 +58,7 @@ class LeafPlan:
     # phrase: each term's place relative to the first (0, 1, 2, ... unless stop words left gaps)
     offsets: tuple[int, ...] = ()
     column: str = ""  # column: the declared field it filters
+    declared: str = ""  # a text leaf scoped to a declared text field: its name (such a leaf only filters)
     bounds: tuple[Any, Any] = (None, None)  # column: inclusive (lo, hi), or (keyword, None)
     positional: bool = field(init=False)  # phrase or near: checks positions
     cost: int = field(init=False)  # cheap operands first in an AND, so positional ones only see documents that survived
@@ -238,7 +240,7 @@ class _Builder:
         if leaf is None:
             leaf = self._resolved[node] = self._leaf(node)
         self.leaves.append(leaf)
-        if positive and leaf.kind not in ("date", "column"):
+        if positive and leaf.kind not in ("date", "column") and not leaf.declared:
             self.positive.append(leaf)
         return leaf
 
@@ -249,6 +251,14 @@ class _Builder:
             f"{written!r} is {what}, which this index does not index (its analyzer: {self.analyzer.label})", node.span[0],  # type: ignore[attr-defined]
             "leave it out; inside a quoted phrase a stop word stands for any one word",
         )
+
+    def _scope(self, fields: ast.Fields) -> tuple[int, str, Callable[[str], str]]:
+        """(posting mask, declared text field's name or "", what a term becomes) of a leaf's scope."""
+        if fields and any(isinstance(f, str) for f in fields):
+            (name,) = fields  # the parser allows one declared field per tag, alone
+            number = self.r.schema.number_of(name)  # type: ignore[arg-type]
+            return DECLARED_BIT, name, functools.partial(namespaced, number)  # type: ignore[return-value]
+        return mask_of(fields), "", _same  # type: ignore[arg-type]
 
     def _ids(self, terms: list[str]) -> tuple[int, ...]:
         return tuple(map(self.r.term_id, terms))
@@ -272,32 +282,40 @@ class _Builder:
             placed = [(i, t) for i, t in enumerate(self.analyzer.analyze(written)) if t != STOP]
             if not placed:
                 raise self._all_stop(node, written)
-            terms = [t for _, t in placed]
+            mask, declared, ns = self._scope(node.fields)
+            terms = [ns(t) for _, t in placed]
             tids = self._ids(terms)
             if len(terms) == 1:
-                return LeafPlan(node, "term", tuple(terms), tids, mask=mask_of(node.fields), text=written)
+                return LeafPlan(node, "term", tuple(terms), tids, mask=mask, text=written, declared=declared)
             offsets = tuple(i - placed[0][0] for i, _ in placed)
             # Only the rarest term's positions are scanned; the others are probed by binary search.
             volume = 0 if min(tids) < 0 else min(self.r.position_count(t) for t in tids)
-            return LeafPlan(node, "phrase", tuple(terms), tids, mask=mask_of(node.fields), volume=volume, text=written, offsets=offsets)
+            return LeafPlan(node, "phrase", tuple(terms), tids, mask=mask, volume=volume, text=written, offsets=offsets, declared=declared)
         if isinstance(node, ast.Prefix):
             # A stemming index holds stems, so the prefix is stemmed too: `running*` is `run*` and
             # admits every document `running` admits (docs/bql.md, "Analyzers"). A prefix is
             # never a stop word: `the*` is every indexed term starting with `the`.
-            stem = self.analyzer.stem(Analyzer.words(node.stem), stop=False)[0]
+            mask, declared, ns = self._scope(node.fields)
+            stem = ns(self.analyzer.stem(Analyzer.words(node.stem), stop=False)[0])
             lo, hi = self.r.terms.prefix_range(stem.encode())
             if hi - lo > self.limits.max_prefix_terms:
                 raise BQLLimitError("prefix expansion", hi - lo, self.limits.max_prefix_terms, f"{node.stem}* matches {hi - lo} terms; lengthen the stem")
-            return LeafPlan(node, "prefix", (stem,), term_range=(lo, hi), mask=mask_of(node.fields), text=node.stem)
+            return LeafPlan(node, "prefix", (stem,), term_range=(lo, hi), mask=mask, text=node.stem, declared=declared)
         if isinstance(node, ast.Near):
             terms = [self.analyzer.analyze(node.left)[0], self.analyzer.analyze(node.right)[0]]
             if STOP in terms:
                 raise self._all_stop(node, node.left if terms[0] == STOP else node.right)
+            mask, declared, ns = self._scope(node.fields)
+            terms = [ns(t) for t in terms]
             tids = self._ids(terms)
             volume = 0 if min(tids) < 0 else sum(self.r.position_count(t) for t in set(tids))
-            return LeafPlan(node, "near", tuple(terms), tids, mask=mask_of(node.fields), distance=node.distance, volume=volume,
-                            text=f"{node.left} {node.right}")
+            return LeafPlan(node, "near", tuple(terms), tids, mask=mask, distance=node.distance, volume=volume,
+                            text=f"{node.left} {node.right}", declared=declared)
         raise TypeError(f"not a BQL node: {node!r}")
+
+
+def _same(term: str) -> str:
+    return term
 
 
 def _check_volume(plan: Plan, limits: Limits) -> None:

@@ -42,7 +42,10 @@ def column_files(schema: Schema) -> tuple[str, ...]:
     """The files of a segment's declared-field columns (sieve.engine.writer._put_columns)."""
     out: list[str] = []
     for i, (_, kind) in enumerate(schema.fields):
-        out += [f"col.{i}.sva"] if kind != "keyword" else [f"col.{i}.{part}.sva" for part in ("blob", "off", "ptr", "ids")]
+        if kind in ("number", "date"):
+            out.append(f"col.{i}.sva")
+        elif kind == "keyword":
+            out += [f"col.{i}.{part}.sva" for part in ("blob", "off", "ptr", "ids")]
     return tuple(out)
 
 

@@ -8,8 +8,11 @@ lacks), filtered like the document date:
 * `date`: an ISO date as `date` takes it; `published[2020-03..]` widens partial dates as `date[...]`.
 * `keyword`: a string (or a list of them, or an integer), compared whole after folding (case, accents,
   runs of spaces); `venue[=ACL]`, `venue[="Findings of ACL"]`.
+* `text`: a string (or a list of them), analysed as the index's other text and searched when named
+  as a field tag: `neural[abstract]`, `"graph search"[abstract]`, `neur*[abstract]`.
 
-Columns only filter: they never add to a score, like `date[...]`. The declaration is recorded in the
+Declared fields only filter: they never add to a score, like `date[...]`; a word without a tag
+searches the built-in fields only. The declaration is recorded in the
 index (every segment's manifest and the commit's); `sieve add` and merges keep it, and changing it
 means rebuilding.
 """
@@ -25,7 +28,24 @@ from sieve.engine.analysis import fold
 from sieve.errors import CorpusError, InvalidArgumentError
 from sieve.engine.fields import DATE_TAG, FIELD_ALIASES
 
-FIELD_TYPES = ("keyword", "number", "date")
+FIELD_TYPES = ("keyword", "number", "date", "text")
+# A declared text field's units carry this field code (the built-in fields use 0-4), with the
+# field's number in place of a section number; its postings carry the matching mask bit.
+DECLARED_FIELD = 5
+DECLARED_BIT = 1 << DECLARED_FIELD
+
+
+def namespaced(field_number: int, term: str) -> str:
+    """The term a declared text field's word is indexed under: apart from every built-in field's
+    terms (and from other declared fields'), so `w` never finds it and `w[name]` finds only it.
+    The prefix sorts before every real term, so no prefix query of the built-in fields reaches it."""
+    return f"\x1f{field_number}\x1f{term}"
+
+
+def shown_term(term: str) -> str:
+    """A term as people read it (a declared field's namespace removed)."""
+    return term.rsplit("\x1f", 1)[-1] if term.startswith("\x1f") else term
+
 _NAME = re.compile(r"[a-z][a-z0-9_]{0,63}")
 # Keys that already mean something in a record: declaring them would shadow the document's own.
 _RESERVED = {"id", "_id", "title", "text", "sections", "author", "date", "infobox", "metadata"}
@@ -45,6 +65,11 @@ class Schema:
 
     def __bool__(self) -> bool:
         return bool(self.fields)
+
+    @property
+    def text_fields(self) -> frozenset[str]:
+        """The names of the declared text fields (what BQL accepts as tags besides its own)."""
+        return frozenset(n for n, t in self.fields if t == "text")
 
     def type_of(self, name: str) -> str | None:
         for n, t in self.fields:
@@ -87,6 +112,8 @@ class Schema:
             value = metadata.get(name)
             if kind == "number":
                 out.append(_number(name, value))
+            elif kind == "text":
+                out.append(_texts(name, value))
             elif kind == "date":
                 try:
                     day = checked_date(value)
@@ -113,6 +140,15 @@ def _number(name: str, value: Any) -> float:
     if not math.isfinite(number):
         raise CorpusError(f"field {name!r} is declared a number, got {value!r} (not finite)")
     return number
+
+
+def _texts(name: str, value: Any) -> list[str]:
+    if value is None:
+        return []
+    items = value if isinstance(value, list) else [value]
+    if not all(isinstance(v, str) for v in items):
+        raise CorpusError(f"field {name!r} is declared text: a string or a list of strings, got {type(value).__name__}")
+    return [v for v in items if v.strip()]
 
 
 def _keywords(name: str, value: Any) -> list[str]:

@@ -25,6 +25,7 @@ import numpy as np
 
 from sieve.engine import bitset, storage
 from sieve.engine.reader import IndexReader, search_sorted
+from sieve.engine.schema import shown_term
 from sieve.errors import IndexDamagedError
 
 COMMIT_KIND = "commit"
@@ -243,7 +244,7 @@ class Snapshot:
                 lo, hi = seg.reader.terms.prefix_range(stem.encode())
                 if lo < hi and self._live_postings(seg, int(seg.reader.post_ptr[lo]), int(seg.reader.post_ptr[hi])):
                     return []
-            return [stem + "*"]
+            return [shown_term(stem) + "*"]
         out = []
         for t in leaf.terms:
             for seg in self.segments:
@@ -251,7 +252,7 @@ class Snapshot:
                 if tid >= 0 and self._live_postings(seg, int(seg.reader.post_ptr[tid]), int(seg.reader.post_ptr[tid + 1])):
                     break
             else:
-                out.append(t)
+                out.append(shown_term(t))
         return out
 
     @property

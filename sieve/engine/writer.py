@@ -92,7 +92,8 @@ class IndexWriter:
 
     def _new_columns(self) -> None:
         # number: float64, date: int32 per document; keyword: a count per document and the values
-        self.columns: list[Any] = [array("d") if k == "number" else array("i") if k == "date" else (array("i"), []) for _, k in self.schema.fields]
+        self.columns: list[Any] = [array("d") if k == "number" else array("i") if k == "date" else (array("i"), []) if k == "keyword" else None
+                                   for _, k in self.schema.fields]
 
     def release(self) -> None:
         """Drop the tables of a finished writer (its vocabulary stays, for `continue_from`)."""
@@ -124,6 +125,8 @@ class IndexWriter:
         self.doc_units.frombytes((self.doc_units[-1] + np.cumsum(batch.units)).astype(np.int64).tobytes())
         self.dates.frombytes(batch.dates.tobytes())
         for col, values in zip(self.columns, batch.columns):
+            if col is None:  # a text field: its words are in the token stream
+                continue
             if isinstance(col, tuple):
                 col[0].extend(map(len, values))
                 col[1].extend(v for vs in values for v in vs)
@@ -241,7 +244,7 @@ class IndexWriter:
                 self._put(f"{name}.sva", np.frombuffer(col, dtype=np.float64))
             elif kind == "date":
                 self._put(f"{name}.sva", np.frombuffer(col, dtype=np.int32))
-            else:
+            elif kind == "keyword":
                 counts, values = col
                 distinct = sorted(set(values), key=str.encode)
                 number = {v: j for j, v in enumerate(distinct)}
@@ -331,8 +334,9 @@ class IndexWriter:
         self._put_offsets("doc.units.sva", doc_units)
         self._put("doc.date.sva", np.frombuffer(self.dates, dtype=np.int32))
         self._put_columns()
+        builtin = unit_field < N_FIELDS  # a declared text field has no length: it never ranks
         field_len = np.bincount(
-            unit_doc.astype(np.int64) * N_FIELDS + unit_field, weights=indexed_len, minlength=n_docs * N_FIELDS
+            unit_doc[builtin].astype(np.int64) * N_FIELDS + unit_field[builtin], weights=indexed_len[builtin], minlength=n_docs * N_FIELDS
         ).astype(np.int32).reshape(n_docs, N_FIELDS)
         self._put("doc.flen.sva", field_len, np.uint16 if field_len.max(initial=0) < 2**16 else np.int32)
         doc_len = field_len[:, Field.TITLE] + field_len[:, Field.SECTION] + field_len[:, Field.BODY]

@@ -22,13 +22,15 @@ from sieve import open_index
 from sieve.documents import document_from_record
 from sieve.engine import storage
 from sieve.engine.bql import parse
+from sieve.engine.bql.parser import declared_text_fields
 from sieve.engine.segments import manifest_crc
 from sieve.errors import BQLSyntaxError, CorpusError, IndexDamagedError, InvalidArgumentError
 from sieve.index import build_index
 from sieve.tools import Toolset
 
-DECLARED = {"year": "number", "venue": "keyword", "published": "date"}
+DECLARED = {"year": "number", "venue": "keyword", "published": "date", "abstract": "text"}
 WORDS = ["neural", "search", "index", "graph", "model"]
+ABSTRACT_WORDS = WORDS + ["models", "searching", "the", "of", "Graphs"]
 VENUES = ["ACL", "acl", "EMNLP", "Findings of  ACL", "Zürich Talks", "ZURICH talks", 2024]
 DATES = ["2019", "2019-06", "2019-06-15", "2020-02-29", "2021-12", "1999"]
 
@@ -44,11 +46,24 @@ def _record(r: random.Random, i: int) -> dict[str, Any]:
     published = r.choice([None, *DATES])
     if published is not None:
         rec["published"] = published
+    shape = r.random()
+    if shape < 0.6:
+        rec["abstract"] = " ".join(r.choice(ABSTRACT_WORDS) for _ in range(r.randint(1, 8)))
+    elif shape < 0.8:
+        rec["abstract"] = [" ".join(r.choice(ABSTRACT_WORDS) for _ in range(r.randint(1, 4))) for _ in range(r.randint(0, 3))]
     return rec
 
 
+def _text(r: random.Random) -> str:
+    w = lambda: r.choice(ABSTRACT_WORDS[:5] + ["models", "searching", "graphs"])  # noqa: E731
+    tag = r.choice(["[abstract]", "[abstract]", "[title]", ""])
+    return r.choice([w() + tag, f'"{w()} {w()}"' + tag, f'"{w()} of {w()}"' + tag, w()[:3] + "*" + tag, f"{w()} NEAR/2 {w()}" + tag])
+
+
 def _filter(r: random.Random) -> str:
-    kind = r.choice(["year", "venue", "published"])
+    kind = r.choice(["year", "venue", "published", "abstract", "abstract"])
+    if kind == "abstract":
+        return _text(r)
     if kind == "year":
         n = r.choice(["1999", "2005", "2005.5", "-3", "2012", "0"])
         return "year[" + r.choice([n, f"={n}", f">={n}", f">{n}", f"<={n}", f"<{n}", f"{n}..", f"..{n}", f"-10..{n}"]) + "]"
@@ -69,24 +84,26 @@ def _query(r: random.Random, depth: int = 0) -> str:
 def _check(ix: Any, docs: list[oracle.OracleDoc], queries: list[str]) -> None:
     bad = []
     for q in queries:
-        want = oracle.evaluate(parse(q), docs)
+        with declared_text_fields(ix.schema.text_fields):
+            tree = parse(q)
+        want = oracle.evaluate(tree, docs)
         got = ix.match(q)
         if got.ids != want:
             bad.append(f"{q}: oracle {want}, engine {got.ids}")
     assert not bad, f"{len(bad)} disagreements:\n" + "\n".join(bad[:5])
 
 
-@pytest.mark.parametrize("seed", range(3))
-def test_filters_match_the_oracle(seed: int, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+@pytest.mark.parametrize("seed, analyzer, stop", [(0, "plain", None), (1, "english", "english"), (2, "plain", "english")])
+def test_filters_match_the_oracle(seed: int, analyzer: str, stop: str | None, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setattr(build, "BATCH_DOCS", 10)  # a segment ends only between batches
     r = random.Random(seed)
     recs = [_record(r, i) for i in range(60)]
-    docs = oracle.prepare((document_from_record(x) for x in recs), declared=DECLARED)
+    docs = oracle.prepare((document_from_record(x) for x in recs), analyzer, oracle_stop(stop), declared=DECLARED)
     queries = [_query(r) for _ in range(150)]
-    one = build_index(recs, tmp_path / "one", fields=DECLARED)
+    one = build_index(recs, tmp_path / "one", fields=DECLARED, analyzer=analyzer, stopwords=stop)
     _check(one, docs, queries)
     # Several segments (a tiny segment budget), then adds, a replacement and a merge.
-    many = build_index(recs[:40], tmp_path / "many", fields=DECLARED, segment_bytes=2_000)
+    many = build_index(recs[:40], tmp_path / "many", fields=DECLARED, segment_bytes=2_000, analyzer=analyzer, stopwords=stop)
     assert len(many.segments) > 1
     with many.writer() as w:
         for rec in recs[40:]:
@@ -97,6 +114,12 @@ def test_filters_match_the_oracle(seed: int, tmp_path: Path, monkeypatch: pytest
     _check(many, order, queries)
     many.merge()
     _check(open_index(tmp_path / "many"), order, queries)
+
+
+def oracle_stop(name: str | None) -> list[str]:
+    from sieve.engine.analysis import STOP_LISTS
+
+    return sorted(STOP_LISTS[name]) if name else []
 
 
 @given(st.integers(0, 10_000))
@@ -113,10 +136,29 @@ def test_filters_match_the_oracle_property(seed: int) -> None:
 
 
 RECS = [
-    {"id": "a", "title": "Neural search", "text": "neural neural search", "year": 2005, "venue": "ACL"},
-    {"id": "b", "title": "Graph search", "text": "search", "year": 2011, "venue": ["EMNLP", "Findings of ACL"], "published": "2011-05"},
+    {"id": "a", "title": "Neural search", "text": "neural neural search", "year": 2005, "venue": "ACL", "abstract": "We rank graphs of documents."},
+    {"id": "b", "title": "Graph search", "text": "search", "year": 2011, "venue": ["EMNLP", "Findings of ACL"], "published": "2011-05",
+     "abstract": ["Dense retrieval", "sparse retrieval of passages"]},
     {"id": "c", "title": "Index", "text": "neural index", "venue": "acl"},
 ]
+
+
+def test_text_fields_are_searched_when_named(ix: Any) -> None:
+    assert ix.match("retrieval[abstract]").ids == ["b"] and ix.match("retrieval").ids == []  # no tag: the built-in fields only
+    assert ix.match('"sparse retrieval"[abstract]').ids == ["b"]
+    assert ix.match('"dense sparse"[abstract]').ids == []  # two values of a list are two units: no phrase across them
+    assert ix.match("(graph* OR passage*)[abstract] AND year[<2010]").ids == ["a"]
+    assert ix.match("search[abstract]").ids == [] and ix.match("search").ids == ["a", "b"]
+    hits = ix.search("search AND retrieval[abstract]", k=3).hits
+    assert [h.doc_id for h in hits] == ["b"] and hits[0].score == pytest.approx({h.doc_id: h.score for h in ix.search("search", k=3).hits}["b"])
+    assert ix.explain("graphs[abstract]", "a").places[0].field == "abstract"
+    assert ix.explain("ranks[abstract]", "a").reason == "no document in the index has 'ranks' in abstract"
+    with pytest.raises(BQLSyntaxError, match="cannot share a tag"):
+        ix.match("retrieval[abstract, title]")
+    with pytest.raises(BQLSyntaxError, match="did you mean abstract\\? .*this index's text fields: abstract"):
+        ix.match("retrieval[abstrct]")
+    with pytest.raises(BQLSyntaxError, match="unknown field 'abstract'"):
+        build_index(RECS).match("retrieval[abstract]")  # valid only where declared
 
 
 @pytest.fixture(scope="module")
@@ -158,7 +200,7 @@ def test_canonical_form_and_errors_with_their_place(ix: Any) -> None:
 
 def test_the_agent_is_told_and_shown(ix: Any) -> None:
     tools = Toolset(ix)
-    assert "`year` (number), `venue` (keyword) and `published` (date)" in tools.manual()
+    assert "`year` (number), `venue` (keyword), `published` (date) and `abstract` (text)" in tools.manual()
     assert "Filter fields" not in Toolset(build_index(RECS)).manual()
     out = tools.call("search", {"query": "search year[2000..2010]"})
     assert out.ok and "[1] a" in out.text and "[2]" not in out.text

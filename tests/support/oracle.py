@@ -21,6 +21,8 @@ Specification implemented here:
 * Phrase: the terms consecutive and in order inside one allowed unit.
 * Prefix: the stem's single term (analysed) is a prefix of some term of an allowed unit.
 * Near: both single terms in one allowed unit at positions i != j with |i - j| <= distance.
+* Declared text fields: each value (a string, or each string of a list) is a unit of its own,
+  analysed the same way, matched only by leaves whose tag names the field.
 * DateRange: inclusive YYYYMMDD bounds (None = open); a document's date is its first day;
   undated documents never match.
 * Not / And / Or: complement / intersection / union over the whole corpus.
@@ -40,7 +42,7 @@ from sieve.engine.fields import Field
 
 @dataclass(frozen=True)
 class Unit:
-    field: Field
+    field: Field | str  # a str: a declared text field (searched only when a tag names it)
     terms: tuple[str, ...]
 
 
@@ -92,7 +94,7 @@ def last_day_of(date: str) -> int:
     return y * 10000 + m * 100 + parts[2]
 
 
-def units_of(doc: Document, analyzer: str = "plain", stopwords: frozenset[str] = frozenset()) -> tuple[Unit, ...]:
+def units_of(doc: Document, analyzer: str = "plain", stopwords: frozenset[str] = frozenset(), text_fields: tuple[str, ...] = ()) -> tuple[Unit, ...]:
     def unit(f: Field, text: str) -> Unit:
         return Unit(f, tuple(terms_of(text, analyzer, stopwords)))  # type: ignore[arg-type]
 
@@ -106,13 +108,18 @@ def units_of(doc: Document, analyzer: str = "plain", stopwords: frozenset[str] =
         if sec.heading != INTRO:
             units.append(unit(Field.SECTION, sec.heading))
         units.append(unit(Field.BODY, sec.text))
+    for name in text_fields:
+        value = doc.metadata.get(name)
+        for text in value if isinstance(value, list) else [] if value is None else [value]:
+            units.append(Unit(name, tuple(terms_of(text, analyzer, stopwords))))  # type: ignore[arg-type]
     return tuple(u for u in units if u.terms)
 
 
 def prepare(docs: Iterable[Document], analyzer: str = "plain", stopwords: Iterable[str] = (), declared: dict[str, str] | None = None) -> list[OracleDoc]:
     stop = frozenset(stopwords)
     fields = tuple((declared or {}).items())
-    return [OracleDoc(d.id, units_of(d, analyzer, stop), first_day_of(d.date) if d.date is not None else None, analyzer, stop,
+    texts = tuple(n for n, t in fields if t == "text")
+    return [OracleDoc(d.id, units_of(d, analyzer, stop, texts), first_day_of(d.date) if d.date is not None else None, analyzer, stop,
                       tuple(d.metadata.items()), fields) for d in docs]
 
 
@@ -159,7 +166,9 @@ def filter_matches(node: ast.Filter, doc: OracleDoc) -> bool:
 
 
 def _allowed(unit: Unit, fields: ast.Fields) -> bool:
-    return fields is None or unit.field in fields
+    if fields is None:
+        return isinstance(unit.field, Field)  # a word without a tag: the built-in fields only
+    return unit.field in fields
 
 
 def _has_sequence(terms: Sequence[str | None], seq: Sequence[str | None]) -> bool:
@@ -233,7 +242,7 @@ def evaluate(node: ast.Node, docs: Sequence[OracleDoc]) -> list[str]:
     """Ids of the documents matching `node`, in corpus order. Raises StopWordQuery when a leaf is
     only stop words, whatever the documents (every leaf is tried on an empty document first)."""
     if docs and docs[0].stopwords:
-        empty = OracleDoc("", (), None, docs[0].analyzer, docs[0].stopwords)
+        empty = OracleDoc("", (), None, docs[0].analyzer, docs[0].stopwords, (), docs[0].declared)
         for leaf in _leaves(node):
             leaf_matches(leaf, empty)
     return [d.id for d in docs if matches(node, d)]

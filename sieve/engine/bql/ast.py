@@ -13,7 +13,7 @@ from typing import Union
 
 from sieve.engine.fields import ALL_FIELDS, Field
 
-Fields = Union[frozenset[Field], None]
+Fields = Union[frozenset[Field], frozenset[str], None]  # a str: a declared text field's name
 Span = tuple[int, int]
 
 
@@ -23,7 +23,7 @@ def _tag(fields: Fields) -> str:
         return ""
     if fields == ALL_FIELDS:
         return "[all]"
-    return "[" + ",".join(f.label for f in sorted(fields)) + "]"
+    return "[" + ",".join(f.label if isinstance(f, Field) else f for f in sorted(fields)) + "]"  # type: ignore[type-var]
 
 
 @dataclass(frozen=True)

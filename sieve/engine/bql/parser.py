@@ -8,6 +8,8 @@ than a precedence table, because NOT is both prefix (`NOT a`) and, by juxtaposit
 
 from __future__ import annotations
 
+import contextlib
+import contextvars
 import difflib
 from dataclasses import dataclass, replace
 from typing import Any, Iterator
@@ -76,25 +78,44 @@ def _tok_span(t: Tok) -> ast.Span:
     return (t.pos, t.pos + len(t.text))
 
 
-def parse_fields(tag: Tok) -> frozenset[Field] | str:
-    """Fields named in a tag token `[a, b]`, or the string "date" for a date tag."""
+# The declared text fields of the index a query is parsed for (`declared_text_fields`): tags
+# that name one are valid there, and only there.
+_DECLARED: contextvars.ContextVar[frozenset[str]] = contextvars.ContextVar("declared_text_fields", default=frozenset())
+
+
+@contextlib.contextmanager
+def declared_text_fields(names: frozenset[str]) -> Iterator[None]:
+    """Parse with `names` (an index's declared text fields) accepted as field tags."""
+    token = _DECLARED.set(names)
+    try:
+        yield
+    finally:
+        _DECLARED.reset(token)
+
+
+def parse_fields(tag: Tok) -> frozenset[Field] | frozenset[str] | str:
+    """Fields named in a tag token `[a, b]`, the name of a declared text field `[abstract]`, or
+    the string "date" for a date tag."""
     known = _known_tags.get(tag.text)
     if known is not None:
         return known
     fields = _parse_fields(tag)
-    if len(_known_tags) < 4096:  # agents tag most words the same few ways; a valid tag means the same at any position
-        _known_tags[tag.text] = fields
+    # Agents tag most words the same few ways; a built-in tag means the same at any position and
+    # for any index (a declared field's does not: it depends on the index).
+    if len(_known_tags) < 4096 and not (isinstance(fields, frozenset) and any(isinstance(f, str) for f in fields)):
+        _known_tags[tag.text] = fields  # type: ignore[assignment]
     return fields
 
 
 _known_tags: dict[str, frozenset[Field] | str] = {}
 
 
-def _parse_fields(tag: Tok) -> frozenset[Field] | str:
+def _parse_fields(tag: Tok) -> frozenset[Field] | frozenset[str] | str:
     inner = tag.text[1:-1]
     names = [n.strip() for n in inner.split(",")]
     if not inner.strip():
         raise BQLSyntaxError("empty tag '[]'", tag.pos, "name a field: " + FIELD_HELP)
+    declared = _DECLARED.get()
     fields: set[Field] = set()
     offset = tag.pos + 1
     for raw in inner.split(","):
@@ -107,10 +128,15 @@ def _parse_fields(tag: Tok) -> frozenset[Field] | str:
             if len(names) > 1:
                 raise BQLSyntaxError("date cannot be combined with text fields in one tag", pos, "use date[...] on its own")
             return DATE_TAG
+        if name in declared:
+            if len(names) > 1:
+                raise BQLSyntaxError(f"the declared field {name} cannot share a tag", pos, f"one declared field per tag: w[{name}] OR w[title]")
+            return frozenset({name})
         if name not in FIELD_ALIASES:
-            close = difflib.get_close_matches(name, _FIELD_NAMES + [DATE_TAG], n=1)
+            close = difflib.get_close_matches(name, _FIELD_NAMES + [DATE_TAG, *declared], n=1)
             hint = f"did you mean {close[0]}? " if close else ""
-            raise BQLSyntaxError(f"unknown field {raw.strip()!r}", pos, hint + "valid fields: " + FIELD_HELP)
+            more = ", and this index's text fields: " + ", ".join(sorted(declared)) if declared else ""
+            raise BQLSyntaxError(f"unknown field {raw.strip()!r}", pos, hint + "valid fields: " + FIELD_HELP + more)
         fields |= FIELD_ALIASES[name]
     return frozenset(fields)
 
