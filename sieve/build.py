@@ -41,19 +41,21 @@ def _init_worker(analyzer: Analyzer, lenient: bool, schema: Schema) -> None:
     _WORKER_SCHEMA = schema
 
 
-def checked_fields(doc: Document, schema: Schema, name: str | None, line: int | None) -> None:
-    """Raise CorpusError at `name`:`line` when a declared field's value does not fit its type."""
-    if schema:
-        try:
-            schema.values(doc.metadata)
-        except CorpusError as e:
-            raise CorpusError(e.message, name, line) from None
+def checked_fields(doc: Document, schema: Schema, name: str | None, line: int | None) -> list[Any]:
+    """The values of `doc`'s declared fields (`Schema.values`); CorpusError at `name`:`line` when
+    one does not fit its type."""
+    if not schema:
+        return []
+    try:
+        return schema.values(doc.metadata)
+    except CorpusError as e:
+        raise CorpusError(e.message, name, line) from None
 
 
 def _analyze_lines(name: str, lines: list[tuple[int, str | CorpusError]]) -> tuple[int, AnalyzedBatch]:
     """Worker: parse, validate and analyse a chunk of lines with this process's vocabulary."""
     assert _WORKER_VOCAB is not None
-    docs, numbers, errors = [], [], []
+    docs, numbers, errors, values = [], [], [], []
     kept = 0
     for lineno, text in lines:
         rec = text if isinstance(text, CorpusError) else parse_line(name, lineno, text)
@@ -61,13 +63,13 @@ def _analyze_lines(name: str, lines: list[tuple[int, str | CorpusError]]) -> tup
             if isinstance(rec, CorpusError):
                 raise rec
             doc = checked_document(rec, name, lineno, _WORKER_LENIENT)
-            checked_fields(doc, _WORKER_SCHEMA, name, lineno)
+            values.append(checked_fields(doc, _WORKER_SCHEMA, name, lineno))
             docs.append(doc)
             kept += bool(_WORKER_LENIENT and unknown_keys(rec))
             numbers.append(lineno)
         except CorpusError as err:
             errors.append(err)
-    batch = analyze_batch(docs, numbers, _WORKER_VOCAB, _WORKER_SCHEMA)
+    batch = analyze_batch(docs, numbers, _WORKER_VOCAB, _WORKER_SCHEMA, values)
     batch.errors = errors
     batch.kept = kept
     return os.getpid(), batch
@@ -113,15 +115,22 @@ def _parallel_batches(path: Path, jobs: int, analyzer: Analyzer, lenient: bool, 
 
 def _local_batches(source: Source, on_error: OnError, report: CorpusReport, analyzer: Analyzer, lenient: bool, schema: Schema) -> Iterator[tuple[Any, AnalyzedBatch]]:
     vocab = Vocabulary(analyzer)
-    docs = []
-    check = (lambda doc, name, line: checked_fields(doc, schema, name, line)) if schema else None
-    for doc in read_documents(source, on_error=on_error, report=report, lenient=lenient, check=check):
+    docs: list[Document] = []
+    values: list[list[Any]] = []  # each document's declared values, as the check found them
+    checked: list[Any] = [None, None]  # the last document checked, and its values (a later rule may still skip it)
+
+    def check(doc: Document, name: str | None, line: int) -> None:
+        checked[:] = [doc, checked_fields(doc, schema, name, line)]
+
+    for doc in read_documents(source, on_error=on_error, report=report, lenient=lenient, check=check if schema else None):
         docs.append(doc)
+        if schema:
+            values.append(checked[1] if checked[0] is doc else checked_fields(doc, schema, None, None))
         if len(docs) >= BATCH_DOCS:
-            yield "local", analyze_batch(docs, [], vocab, schema)
-            docs = []
+            yield "local", analyze_batch(docs, [], vocab, schema, values if schema else None)
+            docs, values = [], []
     if docs:
-        yield "local", analyze_batch(docs, [], vocab, schema)
+        yield "local", analyze_batch(docs, [], vocab, schema, values if schema else None)
 
 
 def _checked(batch: AnalyzedBatch, name: str, ids: IdRegistry, on_error: OnError, report: CorpusReport) -> AnalyzedBatch:

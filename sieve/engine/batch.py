@@ -129,9 +129,10 @@ class AnalyzedBatch:
         )
 
 
-def analyze_batch(docs: list[Document], lines: list[int], vocab: Vocabulary, schema: Schema = NO_FIELDS) -> AnalyzedBatch:
+def analyze_batch(docs: list[Document], lines: list[int], vocab: Vocabulary, schema: Schema = NO_FIELDS,
+                  values: list[list[Any]] | None = None) -> AnalyzedBatch:
     """Analyse documents into one batch (one regex pass over all their units), with the values of
-    `schema`'s fields (checked already, when the records were read)."""
+    `schema`'s fields: `values`, one list per document, when the records' check made them already."""
     texts: list[str] = []
     ufield: list[int] = []
     usection: list[int] = []
@@ -140,7 +141,8 @@ def analyze_batch(docs: list[Document], lines: list[int], vocab: Vocabulary, sch
     metas: list[bytes] = []
     sec_text: list[bytes] = []
     sections_per_doc: list[int] = []
-    values: list[list[Any]] = []
+    given = values is not None
+    values = values if values is not None else []
     text_fields = [i for i, (_, kind) in enumerate(schema.fields) if kind == "text"]
     for doc in docs:
         before = len(texts)
@@ -166,9 +168,10 @@ def analyze_batch(docs: list[Document], lines: list[int], vocab: Vocabulary, sch
             usection.append(j)
             sec_text.append(sec.text.encode())
         if schema:
-            values.append(schema.values(doc.metadata))
+            if not given:
+                values.append(schema.values(doc.metadata))
             for i in text_fields:
-                for text in values[-1][i]:
+                for text in values[len(units_per_doc)][i]:
                     texts.append(text)
                     ufield.append(DECLARED_FIELD)
                     usection.append(i)

@@ -289,3 +289,12 @@ def test_cli_declares_filters_and_adds_keep_them(tmp_path: Path) -> None:
     assert p.returncode == 0, p.stderr
     p = run("index", str(corpus), str(tmp_path / "bad"), "--field", "year")
     assert p.returncode != 0 and "NAME:TYPE" in p.stderr and "Traceback" not in p.stderr
+
+
+def test_a_skipped_record_never_shifts_the_values_of_the_next(tmp_path: Path) -> None:
+    """A duplicate id is found after the fields were checked: its values must go with it."""
+    recs = [{"id": "a", "text": "x", "year": 1, "abstract": "one"}, {"id": "a", "text": "y", "year": 2, "abstract": "two"},
+            {"id": "b", "text": "z", "year": 3, "abstract": "three"}, {"id": "c", "text": "w", "year": "bad"}, {"id": "d", "text": "v", "year": 4}]
+    ix = build_index(recs, fields={"year": "number", "abstract": "text"}, on_error="skip")
+    assert [ix.match(f"year[{y}]").ids for y in (1, 2, 3, 4)] == [["a"], [], ["b"], ["d"]]
+    assert ix.match("three[abstract]").ids == ["b"] and ix.match("two[abstract]").ids == []
