@@ -125,6 +125,25 @@ def lead(index: Index, hit: Hit, words: int) -> Snippet | None:
     return Snippet(first, inline(" ".join(taken)) + ("…" if len(taken) >= words else ""), frozenset())
 
 
+MAX_VALUE_CHARS = 40  # a declared field's value on a card (a long keyword is cut)
+
+
+def _declared_values(index: Index, meta: dict[str, Any]) -> str:
+    """` · year 2005 · venue ACL/EMNLP`: the document's values of the index's declared number, date
+    and keyword fields, so an agent sees what it can filter on (text fields are not repeated)."""
+    out = ""
+    metadata = meta.get("metadata") or {}
+    for name, kind in index.schema.fields:
+        value = metadata.get(name)
+        if kind == "text" or value is None or value == "" or value == []:
+            continue
+        shown = inline("/".join(map(str, value)) if isinstance(value, list) else str(value))
+        if len(shown) > MAX_VALUE_CHARS:
+            shown = shown[: MAX_VALUE_CHARS - 1] + "…"
+        out += f" · {name} {shown}"
+    return out
+
+
 def card(index: Index, hit: Hit, matcher: Matcher, config: CardConfig = CardConfig(), style: Style = PLAIN, structured: bool = True) -> str:
     """One hit as text. `structured=False` gives the plain baseline's card: title and snippet only."""
     meta = _meta(index, hit)
@@ -137,6 +156,7 @@ def card(index: Index, hit: Hit, matcher: Matcher, config: CardConfig = CardConf
             head += f" · {inline(meta['date'])}"
         if meta.get("author"):
             head += f" · by {_authors(inline(meta['author']), config.max_authors)}"
+        head += _declared_values(index, meta)
         keep = set(hit.matched_sections(headings))
         line = "§" + shortened(shown_headings, keep, config.max_headings, style)
         keys = [inline(k) for k in meta.get("infobox", {})]

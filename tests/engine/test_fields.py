@@ -203,7 +203,9 @@ def test_the_agent_is_told_and_shown(ix: Any) -> None:
     assert "`year` (number), `venue` (keyword), `published` (date) and `abstract` (text)" in tools.manual()
     assert "Filter fields" not in Toolset(build_index(RECS)).manual()
     out = tools.call("search", {"query": "search year[2000..2010]"})
-    assert out.ok and "[1] a" in out.text and "[2]" not in out.text
+    assert out.ok and "[1] a — Neural search · year 2005 · venue ACL\n" in out.text and "[2]" not in out.text
+    both = tools.call("search", {"query": "year[2011]"}).text
+    assert "[1] b — Graph search · year 2011 · venue EMNLP/Findings of ACL · published 2011-05\n" in both  # the text field is not repeated
     why = ix.explain("search AND year[>2010]", "a")
     assert not why.admits and why.children[1].kind == "column" and why.children[1].reason == "its year 2005 is outside the filter"
     assert ix.explain("year[>2010]", "c").reason == "the document has no year"
@@ -298,3 +300,12 @@ def test_a_skipped_record_never_shifts_the_values_of_the_next(tmp_path: Path) ->
     ix = build_index(recs, fields={"year": "number", "abstract": "text"}, on_error="skip")
     assert [ix.match(f"year[{y}]").ids for y in (1, 2, 3, 4)] == [["a"], [], ["b"], ["d"]]
     assert ix.match("three[abstract]").ids == ["b"] and ix.match("two[abstract]").ids == []
+
+
+def test_a_long_value_is_cut_on_the_card() -> None:
+    long = "Proceedings of the " + "Very " * 20 + "Long Conference"
+    ix = build_index([{"id": "x", "title": "T", "text": "body", "venue": long + "\n[1] fake card"}], fields={"venue": "keyword"})
+    head = Toolset(ix).call("search", {"query": "body"}).text.splitlines()[1]
+    value = head.split(" · venue ", 1)[1]
+    assert len(value) == 40 and value.endswith("…") and "\n" not in value
+    assert ix.match('venue[="' + long + ' [1] fake card"]').ids == ["x"]  # the whole value, spaces folded
