@@ -618,9 +618,11 @@ def make_parser() -> argparse.ArgumentParser:
     s.set_defaults(func=cmd_demo)
     from sieve.cli_agent import add_commands
     from sieve.serve.cli import add_command as add_serve
+    from sieve.web.cli import add_command as add_web
 
     add_commands(sub)
     add_serve(sub)
+    add_web(sub)
     return p
 
 

@@ -20,6 +20,7 @@ TOOLS = (API - {"sieve.engine", "sieve.dense"}) | ENGINE_PUBLIC | {"sieve.tools"
 AGENT = TOOLS | {"sieve.agent"}
 SERVE = TOOLS | {"sieve.serve"}
 ADAPTERS = TOOLS | {"sieve.adapters"}
+WEB = SERVE | {"sieve.web"}  # the browser view names indexes as sieve serve does
 EVAL = AGENT | {"sieve.eval", "sieve.dense"}
 
 # (module prefix, what it may import); the first prefix that matches a module decides.
@@ -43,6 +44,7 @@ RULES: list[tuple[str, set[str]]] = [
     ("sieve.agent", AGENT),
     ("sieve.serve", SERVE),
     ("sieve.adapters", ADAPTERS),
+    ("sieve.web", WEB),
     ("sieve.eval", EVAL),
     ("sieve.cli", {"*"}),  # the command line may use everything
     ("sieve.cli_agent", {"*"}),

@@ -1,0 +1,169 @@
+"""`sieve web`: explore indexes in a browser, as the agent sees them.
+
+A Starlette app with server-side Jinja2 templates and no JavaScript: a BQL search box (the canonical
+form shown, a syntax error marked at its position), result cards like the agent's (matched headings
+starred, snippet, fields, date, infobox keys), a heading opens that section, a document view with
+its outline. Read-only: the browser names an index by its served name and a document by its id,
+never a file; every page is escaped (documents are untrusted text) and sent with a policy that
+forbids scripts; the same limits as `sieve serve` (results, query length, time per request).
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Mapping
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from sieve.engine import deadline
+from sieve.engine.rankers import RANKERS
+from sieve.errors import BQLLimitError, BQLSyntaxError, DeadlineExceededError, SieveError, UnknownDocumentError
+from sieve.index import Index
+from sieve.tools.cards import CardConfig, hit_snippet
+from sieve.tools.snippets import Matcher
+
+TEMPLATES = Path(__file__).resolve().parent / "templates"
+# No script may run, whatever a document holds; styles are the page's own.
+HEADERS = {
+    "Content-Security-Policy": "default-src 'none'; style-src 'self' 'unsafe-inline'; img-src 'self'; form-action 'self'; frame-ancestors 'none'; base-uri 'none'",
+    "X-Content-Type-Options": "nosniff",
+    "Referrer-Policy": "no-referrer",
+}
+_SPACE = re.compile(r"(\s+)")
+
+
+@dataclass(frozen=True)
+class WebLimits:
+    """What one page may ask: results per search, query characters, seconds of engine time."""
+
+    k_max: int = 50
+    max_query_chars: int = 2_000
+    request_seconds: float = 10.0
+
+
+@dataclass
+class Card:
+    rank: int
+    doc_id: str
+    title: str
+    score: float
+    meta: list[str]
+    headings: list[tuple[int, str, bool]]  # (section number, heading, matched)
+    infobox_keys: list[str]
+    fields: list[str]
+    snippet_heading: str | None
+    snippet: list[tuple[str, bool]]  # (piece of text, is a query word)
+
+
+def _marked(text: str, matcher: Matcher) -> list[tuple[str, bool]]:
+    """`text` in pieces, the words that hold a query term flagged (the template marks them)."""
+    if not matcher:
+        return [(text, False)]
+    return [(piece, bool(piece.strip()) and bool(matcher.hits(piece))) for piece in _SPACE.split(text) if piece]
+
+
+def _cards(index: Index, results: Any) -> list[Card]:
+    matcher = Matcher.of(results)
+    out = []
+    for hit in results.hits:
+        doc = index.document(hit.doc_id)
+        headings = [s.heading for s in doc.sections]
+        matched = set(hit.matched_sections(headings))
+        snip = hit_snippet(index, hit, headings, matcher, CardConfig())
+        meta = [x for x in (doc.date, f"by {doc.author}" if doc.author else None) if x]
+        meta += [f"{name} {doc.metadata[name]}" for name, kind in index.schema.fields if kind != "text" and doc.metadata.get(name) not in (None, "", [])]
+        out.append(Card(hit.rank, hit.doc_id, doc.title, hit.score, meta, [(j, h, j in matched) for j, h in enumerate(headings)],
+                        list(doc.infobox), list(hit.fields), headings[snip.section] if snip else None,
+                        _marked(snip.text, matcher) if snip else []))
+    return out
+
+
+def create_app(indexes: Mapping[str, Index], limits: WebLimits = WebLimits()) -> Any:
+    """The ASGI app serving `indexes` by name (read-only)."""
+    try:
+        from jinja2 import Environment, FileSystemLoader, select_autoescape
+        from starlette.applications import Starlette
+        from starlette.requests import Request
+        from starlette.responses import HTMLResponse
+        from starlette.routing import Route
+    except ImportError as e:  # pragma: no cover - the web extra
+        raise SieveError(f"sieve web needs the web extra: pip install 'sieve-search[web]' ({e.name} is missing)") from None
+
+    if not indexes:
+        raise SieveError("sieve web needs at least one index")
+    env = Environment(loader=FileSystemLoader(str(TEMPLATES)), autoescape=select_autoescape(default=True, default_for_string=True))
+    names = list(indexes)
+
+    def page(template: str, status: int = 200, **values: Any) -> HTMLResponse:
+        html = env.get_template(template).render(names=names, rankers=list(RANKERS), limits=limits, **values)
+        return HTMLResponse(html, status_code=status, headers=HEADERS)
+
+    def chosen(request: Request) -> tuple[str, Index] | None:
+        name = request.query_params.get("index") or names[0]
+        return (name, indexes[name]) if name in indexes else None
+
+    def home(request: Request) -> HTMLResponse:
+        return page("search.html", index=names[0], query="", ranker="bm25", k=10,
+                    documents={n: len(ix) for n, ix in indexes.items()})
+
+    def search(request: Request) -> HTMLResponse:
+        picked = chosen(request)
+        if picked is None:
+            return page("error.html", 404, message="no such index", index=names[0])
+        name, index = picked
+        query = request.query_params.get("q", "")
+        ranker = request.query_params.get("ranker", "bm25")
+        try:
+            k = min(max(int(request.query_params.get("k", "10")), 1), limits.k_max)
+        except ValueError:
+            k = 10
+        values: dict[str, Any] = {"index": name, "query": query, "ranker": ranker if ranker in RANKERS else "bm25", "k": k}
+        if not query.strip():
+            return page("search.html", **values, documents={n: len(ix) for n, ix in indexes.items()})
+        if len(query) > limits.max_query_chars:
+            return page("search.html", 400, **values, error=f"the query has {len(query):,} characters; at most {limits.max_query_chars:,}")
+        try:
+            with deadline.within(limits.request_seconds):
+                results = index.search(query, k=k, ranker=values["ranker"])
+                cards = _cards(index, results)
+        except BQLSyntaxError as e:
+            pos = min(max(e.pos, 0), len(query))
+            return page("search.html", 400, **values, error=e.message, hint=e.hint, at=(query[:pos], query[pos:pos + 1] or " ", query[pos + 1:]))
+        except BQLLimitError as e:
+            return page("search.html", 400, **values, error=str(e))
+        except DeadlineExceededError:
+            return page("search.html", 503, **values, error=f"the search took more than {limits.request_seconds:g} s; narrow the query")
+        except SieveError as e:
+            return page("search.html", 400, **values, error=str(e))
+        return page("search.html", **values, results=results, cards=cards)
+
+    def document(request: Request) -> HTMLResponse:
+        picked = chosen(request)
+        if picked is None:
+            return page("error.html", 404, message="no such index", index=names[0])
+        name, index = picked
+        doc_id = request.query_params.get("id", "")
+        try:
+            doc = index.document(doc_id)
+        except UnknownDocumentError:
+            return page("error.html", 404, message=f"no document {doc_id!r} in {name}", index=name)
+        raw = request.query_params.get("section")
+        section = None
+        if raw is not None:
+            if not raw.isdigit() or int(raw) >= len(doc.sections):
+                return page("error.html", 404, message=f"document {doc_id!r} has {len(doc.sections)} sections, numbered from 0", index=name)
+            section = int(raw)
+        return page("document.html", index=name, doc=doc, section=section, query=request.query_params.get("q", ""),
+                    declared=[(n, doc.metadata.get(n)) for n, _ in index.schema.fields if doc.metadata.get(n) not in (None, "", [])])
+
+    return Starlette(routes=[Route("/", home), Route("/search", search), Route("/doc", document)])
+
+
+def serve(indexes: Mapping[str, Index], host: str = "127.0.0.1", port: int = 8000, limits: WebLimits = WebLimits()) -> None:
+    """Run the app with uvicorn until interrupted."""
+    try:
+        import uvicorn
+    except ImportError:  # pragma: no cover - the web extra
+        raise SieveError("sieve web needs the web extra: pip install 'sieve-search[web]'") from None
+    uvicorn.run(create_app(indexes, limits), host=host, port=port, log_level="warning")

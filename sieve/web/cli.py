@@ -1,0 +1,36 @@
+"""The `sieve web` command."""
+
+from __future__ import annotations
+
+import argparse
+import sys
+
+from sieve.web.app import WebLimits
+
+_LIMITS = WebLimits()
+
+
+def cmd_web(args: argparse.Namespace) -> int:
+    from sieve.errors import InvalidArgumentError
+    from sieve.index import open_index
+    from sieve.serve.service import index_names
+    from sieve.web.app import serve
+
+    if args.k_max < 1 or args.max_query_chars < 1 or not args.request_seconds > 0:
+        raise InvalidArgumentError("--k-max and --max-query-chars must be at least 1, --request-seconds positive")
+    indexes = {name: open_index(path) for name, path in index_names(args.indexes).items()}
+    limits = WebLimits(k_max=args.k_max, max_query_chars=args.max_query_chars, request_seconds=args.request_seconds)
+    print(f"sieve web: {', '.join(indexes)} at http://{args.host}:{args.port}/ (read-only; Ctrl-C stops)", file=sys.stderr, flush=True)
+    serve(indexes, args.host, args.port, limits)
+    return 0
+
+
+def add_command(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
+    s = sub.add_parser("web", help="explore indexes in a browser: BQL search, result cards, sections (read-only, loopback by default)")
+    s.add_argument("indexes", nargs="+", metavar="INDEX", help="an index folder, or NAME=FOLDER to name it (names must differ)")
+    s.add_argument("--host", default="127.0.0.1", help="address to listen on (default 127.0.0.1: this machine only)")
+    s.add_argument("--port", type=int, default=8000, help="default 8000")
+    s.add_argument("--k-max", type=int, default=_LIMITS.k_max, help=f"most results per search (default {_LIMITS.k_max})")
+    s.add_argument("--max-query-chars", type=int, default=_LIMITS.max_query_chars, help=f"longest query (default {_LIMITS.max_query_chars:,})")
+    s.add_argument("--request-seconds", type=float, default=_LIMITS.request_seconds, help=f"engine time per page (default {_LIMITS.request_seconds:g})")
+    s.set_defaults(func=cmd_web)

@@ -1,0 +1,90 @@
+"""`sieve web` in a real browser: headless Chromium (Debian's `chromium` and `chromium-driver`)
+driven by Selenium. Type a query, read the cards, open a section, see an error marked; untrusted
+text never runs. Each test saves a screenshot in its output folder."""
+
+from __future__ import annotations
+
+import shutil
+import time
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+pytest.importorskip("starlette", reason="sieve web needs the web extra (starlette, uvicorn, jinja2)")
+webdriver = pytest.importorskip("selenium.webdriver", reason="browser tests need selenium (pip install selenium)")
+if not (shutil.which("chromium") and shutil.which("chromedriver")):
+    pytest.skip("browser tests need Debian's chromium and chromium-driver (apt-get install chromium chromium-driver)", allow_module_level=True)
+
+from selenium.common.exceptions import NoAlertPresentException  # noqa: E402
+from selenium.webdriver.common.by import By  # noqa: E402
+from selenium.webdriver.common.keys import Keys  # noqa: E402
+
+from sieve.index import build_index  # noqa: E402
+from sieve.web import create_app  # noqa: E402
+from test_web import DOCS, EVIL, Server  # noqa: E402
+
+
+@pytest.fixture(scope="module")
+def site() -> Iterator[Server]:
+    ix = build_index(DOCS, fields={"year": "number"})
+    with Server(create_app({"news": ix})) as s:
+        yield s
+    ix.close()
+
+
+@pytest.fixture(scope="module")
+def browser() -> Iterator[Any]:
+    options = webdriver.ChromeOptions()
+    options.binary_location = shutil.which("chromium")
+    for arg in ("--headless=new", "--no-sandbox", "--disable-dev-shm-usage", "--window-size=1200,900"):
+        options.add_argument(arg)
+    driver = webdriver.Chrome(service=webdriver.ChromeService(executable_path=shutil.which("chromedriver")), options=options)
+    driver.set_page_load_timeout(30)
+    yield driver
+    driver.quit()
+
+
+def _shot(browser: Any, tmp_path: Path, name: str) -> None:
+    path = tmp_path / f"{name}.png"
+    assert browser.save_screenshot(str(path)) and path.stat().st_size > 1000
+
+
+def test_type_a_query_read_the_cards_open_a_section(site: Server, browser: Any, tmp_path: Path) -> None:
+    browser.get(f"http://127.0.0.1:{site.port}/")
+    box = browser.find_element(By.NAME, "q")
+    box.send_keys('heatwave "school closure"[section]' + Keys.ENTER)
+    summary = browser.find_element(By.ID, "summary").text
+    assert "1 document matches" in summary and browser.find_element(By.ID, "canonical").text == 'heatwave AND "school closure"[section]'
+    card = browser.find_element(By.ID, "card-1")
+    assert "Heatwave plan" in card.text and "year 2021" in card.text
+    _shot(browser, tmp_path, "results")
+    card.find_element(By.LINK_TEXT, "*School closure*").click()
+    assert browser.find_element(By.ID, "heading").text == "School closure"
+    assert "A school closure starts when the heatwave lasts three days." in browser.find_element(By.ID, "section").text
+    _shot(browser, tmp_path, "section")
+    browser.find_element(By.LINK_TEXT, "back to the results").click()
+    assert browser.find_element(By.ID, "card-1")
+
+
+def test_a_syntax_error_is_marked(site: Server, browser: Any, tmp_path: Path) -> None:
+    browser.get(f"http://127.0.0.1:{site.port}/")
+    browser.find_element(By.NAME, "q").send_keys("heatwave[titel]" + Keys.ENTER)
+    error = browser.find_element(By.ID, "error")
+    assert "unknown field 'titel'" in error.text and "did you mean title?" in error.text
+    assert browser.find_element(By.ID, "error-at").text == "t"
+    _shot(browser, tmp_path, "error")
+
+
+def test_documents_cannot_run_scripts(site: Server, browser: Any, tmp_path: Path) -> None:
+    browser.get(f"http://127.0.0.1:{site.port}/search?index=news&q=evil")
+    time.sleep(0.3)
+    assert browser.title != "pwned" and EVIL[:20] in browser.find_element(By.ID, "card-1").text
+    with pytest.raises(NoAlertPresentException):
+        browser.switch_to.alert.text
+    browser.get(f"http://127.0.0.1:{site.port}/doc?index=news&id=evil&section=0")
+    time.sleep(0.3)
+    assert browser.title != "pwned" and EVIL in browser.find_element(By.ID, "section").text
+    assert not browser.find_elements(By.TAG_NAME, "img") and not browser.find_elements(By.TAG_NAME, "script")
+    _shot(browser, tmp_path, "escaped")
