@@ -20,8 +20,8 @@ TOOLS = (API - {"sieve.engine", "sieve.dense"}) | ENGINE_PUBLIC | {"sieve.tools"
 AGENT = TOOLS | {"sieve.agent"}
 SERVE = TOOLS | {"sieve.serve"}
 ADAPTERS = TOOLS | {"sieve.adapters"}
-WEB = SERVE | {"sieve.web"}  # the browser view names indexes as sieve serve does
 EVAL = AGENT | {"sieve.eval", "sieve.dense"}
+WEB = EVAL | {"sieve.serve", "sieve.web"}  # the browser view names indexes as sieve serve does, and reads eval runs
 
 # (module prefix, what it may import); the first prefix that matches a module decides.
 RULES: list[tuple[str, set[str]]] = [

@@ -14,7 +14,7 @@ import re
 from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from sieve.engine import deadline
 from sieve.engine.rankers import RANKERS
@@ -22,6 +22,9 @@ from sieve.errors import BQLLimitError, BQLSyntaxError, DeadlineExceededError, S
 from sieve.index import Index
 from sieve.tools.cards import CardConfig, hit_snippet
 from sieve.tools.snippets import Matcher
+
+if TYPE_CHECKING:
+    from sieve.web.runs import LoadedRun
 
 TEMPLATES = Path(__file__).resolve().parent / "templates"
 # No script may run, whatever a document holds; styles are the page's own.
@@ -79,38 +82,73 @@ def _cards(index: Index, results: Any) -> list[Card]:
     return out
 
 
-def create_app(indexes: Mapping[str, Index], limits: WebLimits = WebLimits()) -> Any:
-    """The ASGI app serving `indexes` by name (read-only)."""
+def create_app(indexes: Mapping[str, Index], limits: WebLimits = WebLimits(), runs: Mapping[str, "LoadedRun"] | None = None) -> Any:
+    """The ASGI app serving `indexes` and `runs` (eval run folders, sieve.web.runs) by name (read-only)."""
     try:
         from jinja2 import Environment, FileSystemLoader, select_autoescape
         from starlette.applications import Starlette
         from starlette.requests import Request
-        from starlette.responses import HTMLResponse
+        from starlette.responses import FileResponse, HTMLResponse
         from starlette.routing import Route
     except ImportError as e:  # pragma: no cover - the web extra
         raise SieveError(f"sieve web needs the web extra: pip install 'sieve-search[web]' ({e.name} is missing)") from None
 
-    if not indexes:
-        raise SieveError("sieve web needs at least one index")
+    runs = dict(runs or {})
+    if not indexes and not runs:
+        raise SieveError("sieve web needs an index or a run to show")
     env = Environment(loader=FileSystemLoader(str(TEMPLATES)), autoescape=select_autoescape(default=True, default_for_string=True))
     names = list(indexes)
 
     def page(template: str, status: int = 200, **values: Any) -> HTMLResponse:
-        html = env.get_template(template).render(names=names, rankers=list(RANKERS), limits=limits, **values)
+        html = env.get_template(template).render(names=names, run_names=list(runs), rankers=list(RANKERS), limits=limits, **values)
         return HTMLResponse(html, status_code=status, headers=HEADERS)
 
+    def missing(what: str) -> HTMLResponse:
+        return page("error.html", 404, message=what, index=names[0] if names else "")
+
     def chosen(request: Request) -> tuple[str, Index] | None:
-        name = request.query_params.get("index") or names[0]
+        name = request.query_params.get("index") or (names[0] if names else "")
         return (name, indexes[name]) if name in indexes else None
 
     def home(request: Request) -> HTMLResponse:
+        if not names:
+            return runs_page(request)
         return page("search.html", index=names[0], query="", ranker="bm25", k=10,
                     documents={n: len(ix) for n, ix in indexes.items()})
+
+    def runs_page(request: Request) -> HTMLResponse:
+        return page("runs.html", runs=runs)
+
+    def run_page(request: Request) -> HTMLResponse:
+        run = runs.get(request.query_params.get("name", ""))
+        if run is None:
+            return missing("no such run")
+        return page("run.html", run=run)
+
+    def episode_page(request: Request) -> HTMLResponse:
+        run = runs.get(request.query_params.get("run", ""))
+        q = request.query_params.get("q", "")
+        if run is None or run.episode(q) is None:
+            return missing("no such run or question")
+        shown = [(run, run.episode(q))]
+        other = request.query_params.get("vs")
+        if other:
+            if other not in runs or runs[other].episode(q) is None:
+                return missing(f"run {other!r} has no question {q!r}")
+            shown.append((runs[other], runs[other].episode(q)))
+        return page("episode.html", shown=shown, q=q, others=[n for n in runs if n != run.name and runs[n].episode(q) is not None])
+
+    def figure(request: Request) -> Any:
+        run = runs.get(request.query_params.get("run", ""))
+        path = run.figure(request.query_params.get("name", "")) if run is not None else None
+        if path is None or not path.is_file():
+            return missing("no such figure")
+        return FileResponse(path, media_type="image/png", headers=HEADERS)
 
     def search(request: Request) -> HTMLResponse:
         picked = chosen(request)
         if picked is None:
-            return page("error.html", 404, message="no such index", index=names[0])
+            return missing("no such index")
         name, index = picked
         query = request.query_params.get("q", "")
         ranker = request.query_params.get("ranker", "bm25")
@@ -141,7 +179,7 @@ def create_app(indexes: Mapping[str, Index], limits: WebLimits = WebLimits()) ->
     def document(request: Request) -> HTMLResponse:
         picked = chosen(request)
         if picked is None:
-            return page("error.html", 404, message="no such index", index=names[0])
+            return missing("no such index")
         name, index = picked
         doc_id = request.query_params.get("id", "")
         try:
@@ -157,13 +195,15 @@ def create_app(indexes: Mapping[str, Index], limits: WebLimits = WebLimits()) ->
         return page("document.html", index=name, doc=doc, section=section, query=request.query_params.get("q", ""),
                     declared=[(n, doc.metadata.get(n)) for n, _ in index.schema.fields if doc.metadata.get(n) not in (None, "", [])])
 
-    return Starlette(routes=[Route("/", home), Route("/search", search), Route("/doc", document)])
+    return Starlette(routes=[Route("/", home), Route("/search", search), Route("/doc", document), Route("/runs", runs_page), Route("/run", run_page),
+                             Route("/episode", episode_page), Route("/figure", figure)])
 
 
-def serve(indexes: Mapping[str, Index], host: str = "127.0.0.1", port: int = 8000, limits: WebLimits = WebLimits()) -> None:
+def serve(indexes: Mapping[str, Index], host: str = "127.0.0.1", port: int = 8000, limits: WebLimits = WebLimits(),
+          runs: Mapping[str, "LoadedRun"] | None = None) -> None:
     """Run the app with uvicorn until interrupted."""
     try:
         import uvicorn
     except ImportError:  # pragma: no cover - the web extra
         raise SieveError("sieve web needs the web extra: pip install 'sieve-search[web]'") from None
-    uvicorn.run(create_app(indexes, limits), host=host, port=port, log_level="warning")
+    uvicorn.run(create_app(indexes, limits, runs), host=host, port=port, log_level="warning")

@@ -15,19 +15,25 @@ def cmd_web(args: argparse.Namespace) -> int:
     from sieve.index import open_index
     from sieve.serve.service import index_names
     from sieve.web.app import serve
+    from sieve.web.runs import load_all
 
     if args.k_max < 1 or args.max_query_chars < 1 or not args.request_seconds > 0:
         raise InvalidArgumentError("--k-max and --max-query-chars must be at least 1, --request-seconds positive")
-    indexes = {name: open_index(path) for name, path in index_names(args.indexes).items()}
+    if not args.indexes and not args.runs:
+        raise InvalidArgumentError("sieve web needs an index or --runs RUN_DIR to show")
+    indexes = {name: open_index(path) for name, path in index_names(args.indexes).items()} if args.indexes else {}
+    runs = load_all(args.runs or [])
     limits = WebLimits(k_max=args.k_max, max_query_chars=args.max_query_chars, request_seconds=args.request_seconds)
-    print(f"sieve web: {', '.join(indexes)} at http://{args.host}:{args.port}/ (read-only; Ctrl-C stops)", file=sys.stderr, flush=True)
-    serve(indexes, args.host, args.port, limits)
+    shown = ", ".join(list(indexes) + [f"run {r}" for r in runs])
+    print(f"sieve web: {shown} at http://{args.host}:{args.port}/ (read-only; Ctrl-C stops)", file=sys.stderr, flush=True)
+    serve(indexes, args.host, args.port, limits, runs)
     return 0
 
 
 def add_command(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
-    s = sub.add_parser("web", help="explore indexes in a browser: BQL search, result cards, sections (read-only, loopback by default)")
-    s.add_argument("indexes", nargs="+", metavar="INDEX", help="an index folder, or NAME=FOLDER to name it (names must differ)")
+    s = sub.add_parser("web", help="explore indexes and replay agent runs in a browser (read-only, loopback by default)")
+    s.add_argument("indexes", nargs="*", metavar="INDEX", help="an index folder, or NAME=FOLDER to name it (names must differ)")
+    s.add_argument("--runs", nargs="+", action="extend", metavar="RUN_DIR", help="eval run folders to replay (trajectories.jsonl, summary.json; their report/ if any), or `sieve ask --json` records")
     s.add_argument("--host", default="127.0.0.1", help="address to listen on (default 127.0.0.1: this machine only)")
     s.add_argument("--port", type=int, default=8000, help="default 8000")
     s.add_argument("--k-max", type=int, default=_LIMITS.k_max, help=f"most results per search (default {_LIMITS.k_max})")

@@ -88,3 +88,30 @@ def test_documents_cannot_run_scripts(site: Server, browser: Any, tmp_path: Path
     assert browser.title != "pwned" and EVIL in browser.find_element(By.ID, "section").text
     assert not browser.find_elements(By.TAG_NAME, "img") and not browser.find_elements(By.TAG_NAME, "script")
     _shot(browser, tmp_path, "escaped")
+
+
+from test_runs_view import runs  # noqa: E402,F401  (the fixture: two real eval runs and their report)
+from sieve.web.runs import load_all  # noqa: E402
+
+
+@pytest.fixture(scope="module")
+def run_site(runs: Path) -> Iterator[Server]:  # noqa: F811
+    with Server(create_app({}, runs=load_all([str(runs / "runA"), str(runs / "runB")]))) as s:
+        yield s
+
+
+def test_open_a_run_step_through_a_question_see_the_gold_document(run_site: Server, browser: Any, tmp_path: Path) -> None:
+    browser.get(f"http://127.0.0.1:{run_site.port}/")
+    browser.find_element(By.LINK_TEXT, "runA").click()
+    assert browser.find_element(By.ID, "run").text == "runA"
+    assert all(img.get_property("naturalWidth") > 100 for img in browser.find_elements(By.TAG_NAME, "img"))  # the report's figures load
+    _shot(browser, tmp_path, "run")
+    browser.find_element(By.LINK_TEXT, "q1").click()
+    steps = browser.find_elements(By.CSS_SELECTOR, "div.step")
+    assert len(steps) == 3 and "search(query='Fort Santiago[title]')" in steps[0].text and "fetch(sections=" in steps[1].text
+    assert any(m.text == "d1" for m in browser.find_elements(By.CSS_SELECTOR, "mark.gold"))
+    assert browser.find_element(By.ID, "em-1").text == "EM 1.0"
+    _shot(browser, tmp_path, "episode")
+    browser.find_element(By.CSS_SELECTOR, "button[type=submit]").click()  # side by side with runB
+    assert browser.find_element(By.ID, "episode-2")
+    _shot(browser, tmp_path, "side-by-side")

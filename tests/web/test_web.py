@@ -57,9 +57,9 @@ class Server:
         url = f"http://127.0.0.1:{self.port}{path}" + ("?" + urllib.parse.urlencode(params) if params else "")
         try:
             with urllib.request.urlopen(url, timeout=20) as r:
-                return r.status, r.read().decode(), dict(r.headers)
+                return r.status, r.read().decode("utf-8", "replace"), dict(r.headers)  # an image's bytes are not UTF-8
         except urllib.error.HTTPError as e:
-            return e.code, e.read().decode(), dict(e.headers)
+            return e.code, e.read().decode("utf-8", "replace"), dict(e.headers)
 
 
 @pytest.fixture(scope="module")

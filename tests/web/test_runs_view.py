@@ -1,0 +1,118 @@
+"""The run viewer of `sieve web --runs`: two real `eval run` folders (the scripted loopback model on
+a small real collection, as tests/eval does) and their report, read back through HTTP."""
+
+from __future__ import annotations
+
+import html
+import json
+import re
+import shutil
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+pytest.importorskip("starlette", reason="sieve web needs the web extra (starlette, uvicorn, jinja2)")
+
+from loopback import LoopbackServer, Say  # noqa: E402
+
+from sieve.cli import main  # noqa: E402
+from sieve.errors import SieveError  # noqa: E402
+from sieve.eval.run import run_collection  # noqa: E402
+from sieve.web import create_app  # noqa: E402
+from sieve.web.runs import load_all, steps  # noqa: E402
+from test_web import Server  # noqa: E402
+
+FIX = Path(__file__).parents[1] / "eval" / "fixtures" / "beir"
+
+
+def scripted(body: dict[str, Any]) -> Say:
+    """Search the question's capitalised words in titles, read rank 1's History, answer from it;
+    the Intramuros question is answered wrong without reading."""
+    texts = [str(m.get("content") or "") for m in body["messages"]]
+    question, seen = texts[1], "\n".join(texts[2:])
+    built = re.search(r"Built in \d+ by ([^.\n]+)", seen)
+    if built:
+        return Say(f"<answer>{built.group(1)}</answer>")
+    if "matches" in seen and "[1]" in seen:
+        return Say('<tool_call>{"name": "fetch", "arguments": {"sections": [{"doc": 1, "section": "History"}]}}</tool_call>')
+    if "Intramuros" in question:
+        return Say("<answer>Quezon City</answer>")
+    words = " ".join(w for w in re.findall(r"[A-Z]\w+", question) if w != "Who")
+    return Say(json.dumps({"name": "search", "arguments": {"query": f"{words}[title]"}}).join(["<tool_call>", "</tool_call>"]))
+
+
+@pytest.fixture(scope="module")
+def runs(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    root = tmp_path_factory.mktemp("runs")
+    shutil.copytree(FIX, root / "beir")
+    with LoopbackServer(scripted) as srv:
+        run_collection(root / "beir", root / "runA", "sieve", "bm25", [srv.url], "scripted", native=False, progress=False)
+        run_collection(root / "beir", root / "runB", "search-fetch", "bm25", [srv.url], "scripted", native=False, progress=False)
+    assert main(["eval", "report", str(root / "runA"), str(root / "runB")]) == 0  # report.md and figures in runA/report
+    return root
+
+
+@pytest.fixture(scope="module")
+def site(runs: Path) -> Iterator[Server]:
+    with Server(create_app({}, runs=load_all([str(runs / "runA"), str(runs / "runB")]))) as s:
+        yield s
+
+
+def test_runs_and_a_run_page(site: Server, runs: Path) -> None:
+    status, page, _ = site.get("/")
+    assert status == 200 and 'href="/run?name=runA"' in page and 'href="/run?name=runB"' in page
+    status, page, _ = site.get("/run", name="runA")
+    assert status == 200
+    cells = " ".join(html.unescape(re.sub(r"<[^>]+>", " ", page)).split())  # table cells apart
+    assert "q1 : Who built Fort Santiago? Miguel López de Legazpi 1.0" in cells and "q2 : Which city has Intramuros? Quezon City 0.0" in cells
+    assert 'id="report"' in page and "runB" in page[page.index('id="report"'):]
+    figures = re.findall(r'<img src="(/figure\?run=runA&amp;name=[^"]+)"', page)
+    assert len(figures) == 3
+    status, png, headers = site.get("/figure", run="runA", name="accuracy_vs_tokens.png")
+    assert status == 200 and headers["content-type"] == "image/png" and png[1:4] == "PNG"
+    for name in ("../summary.json", "report.md", "/etc/passwd"):
+        assert site.get("/figure", run="runA", name=name)[0] == 404  # only the listed figures, never a path
+
+
+def test_a_question_step_by_step_with_its_gold_document(site: Server, runs: Path) -> None:
+    status, page, _ = site.get("/episode", run="runA", q="q1")
+    assert status == 200
+    rec = next(json.loads(x) for x in (runs / "runA" / "trajectories.jsonl").read_text().splitlines() if json.loads(x)["question_id"] == "q1")
+    shown = steps(rec, ["d1"])
+    assert len(shown) == rec["llm_calls"] == len(re.findall(r'<div class="step" id="step-', page))
+    assert shown[-1].step_summed == rec["tokens"]["step_summed"] and shown[-1].distinct == rec["tokens"]["distinct"]
+    assert f"step-summed so far {shown[-1].step_summed}" in page
+    assert "search(query=&#39;Fort Santiago[title]&#39;)" in page and "fetch(sections=" in page  # each call beside what it returned
+    assert '<mark class="gold">d1</mark>' in page  # the gold document where it surfaced and was opened
+    assert 'id="em-1">EM 1.0' in page and "Miguel López de Legazpi" in page
+    status, page, _ = site.get("/episode", run="runA", q="q1", vs="runB")
+    assert status == 200 and 'id="episode-1"' in page and 'id="episode-2"' in page and "runB" in page
+    assert site.get("/episode", run="runA", q="nope")[0] == 404 and site.get("/episode", run="runZ", q="q1")[0] == 404
+    assert site.get("/run", name="../runA")[0] == 404
+
+
+def test_an_ask_record_is_a_run_of_one_question(runs: Path, tmp_path: Path) -> None:
+    rec = next(json.loads(x) for x in (runs / "runA" / "trajectories.jsonl").read_text().splitlines())
+    (tmp_path / "asked.json").write_text(json.dumps(rec))
+    (tmp_path / "broken.json").write_text("{")
+    loaded = load_all([str(tmp_path / "asked.json")])["asked"]
+    assert [q["id"] for q in loaded.questions()] == [rec["question_id"]] and len(loaded.episode(rec["question_id"]).steps) == rec["llm_calls"]
+    with pytest.raises(SieveError, match="not an episode record"):
+        load_all([str(tmp_path / "broken.json")])
+    with pytest.raises(SieveError, match="not a run folder"):
+        load_all([str(tmp_path)])
+    with pytest.raises(SieveError, match="two runs are called 'runA'"):
+        load_all([str(runs / "runA"), str(runs / "runA")])
+
+
+def test_the_steps_follow_the_record_even_without_gold() -> None:
+    rec = {"messages": [{"role": "system", "content": "s"}, {"role": "user", "content": "q"},
+                        {"role": "assistant", "content": "call"}, {"role": "user", "content": "<tool_response>\n[1] d9 — T\n</tool_response>"},
+                        {"role": "user", "content": "a note"}, {"role": "assistant", "content": "<answer>x</answer>"}],
+           "calls": [{"prompt_tokens": 10, "completion_tokens": 2}, {"prompt_tokens": 20, "completion_tokens": 3}],
+           "tool_calls": [{"name": "search", "arguments": {"query": "t"}}]}
+    got = steps(rec, [])
+    assert [(s.number, s.step_summed, s.distinct) for s in got] == [(1, 12, 12), (2, 35, 23)]
+    assert [r[0] for r in got[0].results] == ["search(query='t')", "note"] and got[1].results == []
