@@ -90,14 +90,27 @@ def test_documents_cannot_run_scripts(site: Server, browser: Any, tmp_path: Path
     _shot(browser, tmp_path, "escaped")
 
 
-from test_runs_view import runs  # noqa: E402,F401  (the fixture: two real eval runs and their report)
+import json  # noqa: E402
+
+from test_runs_view import evil_record, runs  # noqa: E402,F401  (the fixture: two real eval runs and their report)
 from sieve.web.runs import load_all  # noqa: E402
 
 
 @pytest.fixture(scope="module")
 def run_site(runs: Path) -> Iterator[Server]:  # noqa: F811
-    with Server(create_app({}, runs=load_all([str(runs / "runA"), str(runs / "runB")]))) as s:
+    (runs / "evil.json").write_text(json.dumps(evil_record()))
+    with Server(create_app({}, runs=load_all([str(runs / "runA"), str(runs / "runB"), str(runs / "evil.json")]))) as s:
         yield s
+
+
+def test_model_outputs_cannot_run_scripts(run_site: Server, browser: Any, tmp_path: Path) -> None:
+    browser.get(f"http://127.0.0.1:{run_site.port}/episode?run=evil&q=x")
+    time.sleep(0.3)
+    assert browser.title != "pwned" and EVIL in browser.find_element(By.ID, "step-1").text
+    with pytest.raises(NoAlertPresentException):
+        browser.switch_to.alert.text
+    assert not browser.find_elements(By.CSS_SELECTOR, "div.episode img") and not browser.find_elements(By.TAG_NAME, "script")
+    _shot(browser, tmp_path, "escaped-run")
 
 
 def test_open_a_run_step_through_a_question_see_the_gold_document(run_site: Server, browser: Any, tmp_path: Path) -> None:

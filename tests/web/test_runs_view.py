@@ -116,3 +116,25 @@ def test_the_steps_follow_the_record_even_without_gold() -> None:
     got = steps(rec, [])
     assert [(s.number, s.step_summed, s.distinct) for s in got] == [(1, 12, 12), (2, 35, 23)]
     assert [r[0] for r in got[0].results] == ["search(query='t')", "note"] and got[1].results == []
+
+
+def evil_record() -> dict[str, Any]:
+    """An episode whose question, model outputs, tool results and answer all hold markup."""
+    from test_web import EVIL
+
+    return {"question_id": "x", "question": "Q " + EVIL, "answer": EVIL, "outcome": "answered",
+            "messages": [{"role": "system", "content": "s"}, {"role": "user", "content": "q"},
+                         {"role": "assistant", "content": "thinking " + EVIL},
+                         {"role": "user", "content": "<tool_response>\n[1] d9 — " + EVIL + "\n</tool_response>"},
+                         {"role": "assistant", "content": "<answer>" + EVIL + "</answer>"}],
+            "calls": [{"prompt_tokens": 5, "completion_tokens": 1}, {"prompt_tokens": 9, "completion_tokens": 1}],
+            "tool_calls": [{"name": "search", "arguments": {"query": EVIL}}], "tokens": {"distinct": 10, "step_summed": 16}, "llm_calls": 2}
+
+
+def test_model_outputs_are_escaped(tmp_path: Path) -> None:
+    (tmp_path / "evil.json").write_text(json.dumps(evil_record()))
+    with Server(create_app({}, runs=load_all([str(tmp_path / "evil.json")]))) as s:
+        for path, params in (("/episode", {"run": "evil", "q": "x"}), ("/run", {"name": "evil"}), ("/runs", {})):
+            status, page, _ = s.get(path, **params)
+            assert status == 200 and "<script" not in page.lower() and "<img" not in page.lower(), path
+            assert "&lt;script&gt;" in page or path == "/runs"
