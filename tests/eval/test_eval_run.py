@@ -4,34 +4,17 @@ the summary must equal the numbers recomputed from the trajectory records."""
 from __future__ import annotations
 
 import json
-import re
 from pathlib import Path
 from typing import Any
 
 import pytest
 
 from loopback import LoopbackServer, Say  # noqa: E402
+from scripted_runs import FIX, scripted  # noqa: E402,F401  (the judge and report tests import them from here too)
 
 from sieve.eval.metrics import exact_match  # noqa: E402
 from sieve.eval.report import compare, load_run, plots, table  # noqa: E402
 from sieve.eval.run import run_collection  # noqa: E402
-
-FIX = Path(__file__).parent / "fixtures" / "beir"
-
-
-def scripted(body: dict[str, Any]) -> Say:
-    """Search the question's capitalised words in titles, read rank 1's History, answer from it."""
-    texts = [str(m.get("content") or "") for m in body["messages"]]
-    question, seen = texts[1], "\n".join(texts[2:])
-    built = re.search(r"Built in \d+ by ([^.\n]+)", seen)
-    if built:
-        return Say(f"<answer>{built.group(1)}</answer>")
-    if "matches" in seen and "[1]" in seen:
-        return Say('<tool_call>{"name": "fetch", "arguments": {"sections": [{"doc": 1, "section": "History"}]}}</tool_call>')
-    if "Intramuros" in question:
-        return Say("<answer>Quezon City</answer>")  # wrong on purpose, without reading
-    words = " ".join(w for w in re.findall(r"[A-Z]\w+", question) if w != "Who")
-    return Say(json.dumps({"name": "search", "arguments": {"query": f"{words}[title]"}}).join(["<tool_call>", "</tool_call>"]))
 
 
 @pytest.fixture()

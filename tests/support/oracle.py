@@ -246,3 +246,27 @@ def evaluate(node: ast.Node, docs: Sequence[OracleDoc]) -> list[str]:
         for leaf in _leaves(node):
             leaf_matches(leaf, empty)
     return [d.id for d in docs if matches(node, d)]
+
+
+def ranked_terms(doc: Document, analyzer: str = "plain", stopwords: frozenset[str] = frozenset()) -> list[str]:
+    """What BM25 counts of a document: the terms of its title, headings and section texts (stop words left out)."""
+    texts = [doc.title] + [t for s in doc.sections for t in ([s.heading] if s.heading != INTRO else []) + [s.text]]
+    return [t for text in texts for t in terms_of(text, analyzer, stopwords) if t is not None]
+
+
+def bm25_by_hand(docs: dict[str, list[str]], terms: list[str], k1: float = 0.9, b: float = 0.4) -> dict[str, float]:
+    """Each document's BM25 score for `terms`, from the formula (Lucene's idf, length over the average)."""
+    import math
+
+    n = len(docs)
+    avgdl = sum(map(len, docs.values())) / n
+    out = {}
+    for did, toks in docs.items():
+        score = 0.0
+        for term in terms:
+            tf = toks.count(term)
+            if tf:
+                df = sum(term in x for x in docs.values())
+                score += math.log(1 + (n - df + 0.5) / (df + 0.5)) * tf / (tf + k1 * (1 - b + b * len(toks) / avgdl))
+        out[did] = score
+    return out

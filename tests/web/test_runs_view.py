@@ -15,7 +15,7 @@ import pytest
 
 pytest.importorskip("starlette", reason="sieve web needs the web extra (starlette, uvicorn, jinja2)")
 
-from loopback import LoopbackServer, Say  # noqa: E402
+from loopback import LoopbackServer  # noqa: E402
 
 from sieve.cli import main  # noqa: E402
 from sieve.errors import SieveError  # noqa: E402
@@ -24,23 +24,7 @@ from sieve.web import create_app  # noqa: E402
 from sieve.web.runs import load_all, steps  # noqa: E402
 from test_web import Server  # noqa: E402
 
-FIX = Path(__file__).parents[1] / "eval" / "fixtures" / "beir"
-
-
-def scripted(body: dict[str, Any]) -> Say:
-    """Search the question's capitalised words in titles, read rank 1's History, answer from it;
-    the Intramuros question is answered wrong without reading."""
-    texts = [str(m.get("content") or "") for m in body["messages"]]
-    question, seen = texts[1], "\n".join(texts[2:])
-    built = re.search(r"Built in \d+ by ([^.\n]+)", seen)
-    if built:
-        return Say(f"<answer>{built.group(1)}</answer>")
-    if "matches" in seen and "[1]" in seen:
-        return Say('<tool_call>{"name": "fetch", "arguments": {"sections": [{"doc": 1, "section": "History"}]}}</tool_call>')
-    if "Intramuros" in question:
-        return Say("<answer>Quezon City</answer>")
-    words = " ".join(w for w in re.findall(r"[A-Z]\w+", question) if w != "Who")
-    return Say(json.dumps({"name": "search", "arguments": {"query": f"{words}[title]"}}).join(["<tool_call>", "</tool_call>"]))
+from scripted_runs import FIX, scripted  # noqa: E402  (the eval tests' scripted model and collection)
 
 
 @pytest.fixture(scope="module")
