@@ -51,6 +51,16 @@ class LoadedRun:
     report_text: str | None
     figures: list[str]
 
+    @property
+    def report_html(self) -> str | None:
+        """The report rendered from its Markdown, raw HTML in it shown as text (markdown-it with
+        HTML off escapes it, and refuses `javascript:` links)."""
+        if self.report_text is None:
+            return None
+        from markdown_it import MarkdownIt
+
+        return str(MarkdownIt("commonmark", {"html": False}).enable("table").render(self.report_text))
+
     def about(self) -> list[tuple[str, Any]]:
         return [(k, self.run.summary[k]) for k in SUMMARY_KEYS if self.run.summary.get(k) is not None]
 

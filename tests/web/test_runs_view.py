@@ -51,7 +51,7 @@ def test_runs_and_a_run_page(site: Server, runs: Path) -> None:
     assert status == 200
     cells = " ".join(html.unescape(re.sub(r"<[^>]+>", " ", page)).split())  # table cells apart
     assert "q1 : Who built Fort Santiago? Miguel López de Legazpi 1.0" in cells and "q2 : Which city has Intramuros? Quezon City 0.0" in cells
-    assert 'id="report"' in page and "runB" in page[page.index('id="report"'):]
+    assert 'id="report"' in page and "runB" in page[page.index('id="report"'):] and "<table>" in page[page.index('id="report"'):]
     figures = re.findall(r'<img src="(/figure\?run=runA&amp;name=[^"]+)"', page)
     assert len(figures) == 3
     status, png, headers = site.get("/figure", run="runA", name="accuracy_vs_tokens.png")
@@ -113,6 +113,19 @@ def evil_record() -> dict[str, Any]:
                          {"role": "assistant", "content": "<answer>" + EVIL + "</answer>"}],
             "calls": [{"prompt_tokens": 5, "completion_tokens": 1}, {"prompt_tokens": 9, "completion_tokens": 1}],
             "tool_calls": [{"name": "search", "arguments": {"query": EVIL}}], "tokens": {"distinct": 10, "step_summed": 16}, "llm_calls": 2}
+
+
+def test_a_report_is_rendered_without_its_markup(runs: Path, tmp_path: Path) -> None:
+    from test_web import EVIL
+
+    shutil.copytree(runs / "runA", tmp_path / "runC")
+    (tmp_path / "runC" / "summary.json").write_text(json.dumps({**json.loads((runs / "runA" / "summary.json").read_text()), "name": "runC"}))
+    (tmp_path / "runC" / "report" / "report.md").write_text(f"# Report\n\n| a | b |\n|---|---|\n| {EVIL} | [x](javascript:alert(1)) |\n")
+    with Server(create_app({}, runs=load_all([str(tmp_path / "runC")]))) as s:
+        status, page, _ = s.get("/run", name="runC")
+    report = page[page.index('id="report"'):]
+    assert status == 200 and "<table>" in report and "&lt;script&gt;" in report
+    assert "<script" not in page.lower() and "<img src=x" not in page and 'href="javascript' not in page
 
 
 def test_model_outputs_are_escaped(tmp_path: Path) -> None:
