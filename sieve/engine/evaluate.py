@@ -179,7 +179,7 @@ class Evaluator:
             at = np.searchsorted(pos, target)
             np.minimum(at, len(pos) - 1, out=at)  # past the end: compared with the last, which is smaller
             start = start[pos[at] == target]
-        start = start[self.r.within_units(start, offsets[-1])]
+        start = start[self.r.within_units(start, offsets)]
         return self._docs_of(start, fmask)
 
     def near(self, ta: int, tb: int, n: int, fmask: int, cands: np.ndarray | None) -> np.ndarray:

@@ -49,7 +49,7 @@ def leaf_positions(r: IndexReader, leaf: LeafPlan, d: int) -> np.ndarray:
     start = positions_in_doc(r, leaf.tids[0], d).astype(np.int64)
     for off, tid in zip(leaf.offsets[1:], leaf.tids[1:]):
         start = start[np.isin(start + off, positions_in_doc(r, tid, d).astype(np.int64))]
-    return start[r.within_units(start, leaf.offsets[-1])]
+    return start[r.within_units(start, leaf.offsets)]
 
 
 class Explainer:
@@ -111,7 +111,7 @@ class Explainer:
                 keep = np.isin(pos + off, nxt)
                 pos, owner = pos[keep], owner[keep]
             if leaf.kind == "phrase":
-                keep = self.r.within_units(pos, leaf.offsets[-1])
+                keep = self.r.within_units(pos, leaf.offsets)
                 pos, owner = pos[keep], owner[keep]
             self._collect(pos, owner, leaf.mask, fields, sections)
         return [([_FIELDS[f] for f in sorted(fs)], sorted(ss)) for fs, ss in zip(fields, sections)]

@@ -186,7 +186,7 @@ class IndriScorer:
             ok = at < len(nxt)
             ok[ok] = nxt[at[ok]] == start[ok] + i
             start = start[ok]
-        return start[r.within_units(start, leaf.offsets[-1])]
+        return start[r.within_units(start, leaf.offsets)]
 
     def _in_range(self, leaf: LeafPlan) -> np.ndarray:
         if leaf.declared:

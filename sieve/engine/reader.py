@@ -351,11 +351,13 @@ class IndexReader:
     def units_of(self, positions: np.ndarray) -> np.ndarray:
         return search_sorted(self.unit_start, positions, side="right") - 1
 
-    def within_units(self, starts: np.ndarray, span: int) -> np.ndarray:
-        """Which of the `starts` have start + span in the same unit. Always so for span 1 (the gap
-        position after every unit); a phrase with a stop word inside spans more, and could
-        otherwise join the end of one unit to the start of the next."""
-        if span <= 1 or not len(starts):
+    def within_units(self, starts: np.ndarray, offsets: tuple[int, ...]) -> np.ndarray:
+        """Which phrase `starts` have all of the phrase's `offsets` in one unit. A phrase without a
+        gap always does (the unused position after every unit breaks it, so nothing is computed);
+        one with a stop word inside spans more, and could otherwise join the end of one unit to
+        the start of the next."""
+        span = offsets[-1] if offsets else 0
+        if span <= len(offsets) - 1 or not len(starts):
             return np.ones(len(starts), dtype=bool)
         return self.units_of(starts) == self.units_of(starts.astype(np.int64) + span)
 

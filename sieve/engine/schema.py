@@ -24,9 +24,12 @@ import re
 from dataclasses import dataclass
 from typing import Any, Iterable, Mapping
 
+from sieve.documents import checked_date
 from sieve.engine.analysis import fold
-from sieve.errors import CorpusError, InvalidArgumentError
+from sieve.engine.bql.dates import parse_date_spec
 from sieve.engine.fields import DATE_TAG, FIELD_ALIASES
+from sieve.errors import CorpusError, InvalidArgumentError
+from sieve.isodate import first_day
 
 FIELD_TYPES = ("keyword", "number", "date", "text")
 # A declared text field's units carry this field code (the built-in fields use 0-4), with the
@@ -104,9 +107,6 @@ class Schema:
         """Each field's value from a document's metadata: a float (NaN: none) for a number, a
         YYYYMMDD int (-1: none) for a date, a list of keywords for a keyword. Raises CorpusError
         (without a place: the caller knows the line)."""
-        from sieve.documents import checked_date
-        from sieve.isodate import first_day
-
         out: list[Any] = []
         for name, kind in self.fields:
             value = metadata.get(name)
@@ -203,8 +203,6 @@ def _float(text: str) -> float:
 def filter_bounds(kind: str, spec: str) -> tuple[Any, Any]:
     """The inclusive (lo, hi) a filter spec on a field of `kind` admits (None: open end); for a
     keyword, (folded value, None). Raises ValueError saying what is wrong."""
-    from sieve.engine.bql.dates import parse_date_spec
-
     if kind == "keyword":
         if not spec.startswith("="):
             raise ValueError(f"a keyword field is filtered by value: name[=value] or name[=\"two words\"], not [{spec}]")

@@ -11,7 +11,7 @@ never from token overlap. Matched headings are starred and always shown, however
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any, Iterator, Sequence
+from typing import Any, Iterator, Mapping, Sequence
 
 from sieve.engine import deadline
 from sieve.engine.rankers import SOFT_RANKERS
@@ -81,7 +81,9 @@ def _doc_number(index: Index, hit: Hit) -> int:
     return hit.doc if hit.doc >= 0 else index.reader.doc_number(hit.doc_id)
 
 
-def _meta(index: Index, hit: Hit) -> dict[str, Any]:
+def hit_meta(index: Index, hit: Hit) -> dict[str, Any]:
+    """What a card shows of a hit's document, from the stored record alone (no section text):
+    id, title, headings, and author, date, infobox and metadata where it has them."""
     return index.reader.meta(_doc_number(index, hit))
 
 
@@ -112,7 +114,7 @@ def lead(index: Index, hit: Hit, words: int) -> Snippet | None:
     d = _doc_number(index, hit)
     taken: list[str] = []
     first = None
-    for j in range(len(_meta(index, hit)["headings"])):
+    for j in range(len(hit_meta(index, hit)["headings"])):
         deadline.check()
         got = index.reader.section_text(d, j)[: 64 * words].split()
         if got and first is None:
@@ -128,25 +130,28 @@ def lead(index: Index, hit: Hit, words: int) -> Snippet | None:
 MAX_VALUE_CHARS = 40  # a declared field's value on a card (a long keyword is cut)
 
 
-def _declared_values(index: Index, meta: dict[str, Any]) -> str:
-    """` · year 2005 · venue ACL/EMNLP`: the document's values of the index's declared number, date
-    and keyword fields, so an agent sees what it can filter on (text fields are not repeated)."""
-    out = ""
-    metadata = meta.get("metadata") or {}
+def declared_values(index: Index, metadata: Mapping[str, Any], text: bool = False) -> list[tuple[str, str]]:
+    """(field, value on one line) of a document's values of the index's declared fields: number,
+    date and keyword (what an agent can filter on), text fields too with `text`. A list is shown
+    `a/b`."""
+    out = []
     for name, kind in index.schema.fields:
         value = metadata.get(name)
-        if kind == "text" or value is None or value == "" or value == []:
+        if (kind == "text" and not text) or value is None or value == "" or value == []:
             continue
-        shown = inline("/".join(map(str, value)) if isinstance(value, list) else str(value))
-        if len(shown) > MAX_VALUE_CHARS:
-            shown = shown[: MAX_VALUE_CHARS - 1] + "…"
-        out += f" · {name} {shown}"
+        out.append((name, inline("/".join(map(str, value)) if isinstance(value, list) else str(value))))
     return out
+
+
+def _declared_line(index: Index, meta: dict[str, Any]) -> str:
+    """` · year 2005 · venue ACL/EMNLP` (a long value cut)."""
+    return "".join(f" · {name} {shown if len(shown) <= MAX_VALUE_CHARS else shown[: MAX_VALUE_CHARS - 1] + '…'}"
+                   for name, shown in declared_values(index, meta.get("metadata") or {}))
 
 
 def card(index: Index, hit: Hit, matcher: Matcher, config: CardConfig = CardConfig(), style: Style = PLAIN, structured: bool = True) -> str:
     """One hit as text. `structured=False` gives the plain baseline's card: title and snippet only."""
-    meta = _meta(index, hit)
+    meta = hit_meta(index, hit)
     headings: list[str] = meta["headings"]
     shown_headings = [inline(h) for h in headings]  # nothing from a document may start a line of its own
     head = f"[{hit.rank}] {style.id(inline(hit.doc_id))} — {inline(meta['title'])}"
@@ -156,7 +161,7 @@ def card(index: Index, hit: Hit, matcher: Matcher, config: CardConfig = CardConf
             head += f" · {inline(meta['date'])}"
         if meta.get("author"):
             head += f" · by {_authors(inline(meta['author']), config.max_authors)}"
-        head += _declared_values(index, meta)
+        head += _declared_line(index, meta)
         keep = set(hit.matched_sections(headings))
         line = "§" + shortened(shown_headings, keep, config.max_headings, style)
         keys = [inline(k) for k in meta.get("infobox", {})]

@@ -20,7 +20,7 @@ from sieve.engine import deadline
 from sieve.engine.rankers import RANKERS
 from sieve.errors import BQLLimitError, BQLSyntaxError, DeadlineExceededError, SieveError, UnknownDocumentError
 from sieve.index import Index
-from sieve.tools.cards import CardConfig, hit_snippet
+from sieve.tools.cards import CardConfig, declared_values, hit_meta, hit_snippet
 from sieve.tools.snippets import Matcher
 
 if TYPE_CHECKING:
@@ -34,6 +34,13 @@ HEADERS = {
     "Referrer-Policy": "no-referrer",
 }
 _SPACE = re.compile(r"(\s+)")
+
+
+class _NotFound(Exception):
+    """A page for a name the app does not serve: carries the 404 page to send."""
+
+    def __init__(self, response: Any) -> None:
+        self.response = response
 
 
 @dataclass(frozen=True)
@@ -70,14 +77,14 @@ def _cards(index: Index, results: Any) -> list[Card]:
     matcher = Matcher.of(results)
     out = []
     for hit in results.hits:
-        doc = index.document(hit.doc_id)
-        headings = [s.heading for s in doc.sections]
+        stored = hit_meta(index, hit)  # the stored record: no section is read but the snippet's
+        headings: list[str] = stored["headings"]
         matched = set(hit.matched_sections(headings))
         snip = hit_snippet(index, hit, headings, matcher, CardConfig())
-        meta = [x for x in (doc.date, f"by {doc.author}" if doc.author else None) if x]
-        meta += [f"{name} {doc.metadata[name]}" for name, kind in index.schema.fields if kind != "text" and doc.metadata.get(name) not in (None, "", [])]
-        out.append(Card(hit.rank, hit.doc_id, doc.title, hit.score, meta, [(j, h, j in matched) for j, h in enumerate(headings)],
-                        list(doc.infobox), list(hit.fields), headings[snip.section] if snip else None,
+        meta = [x for x in (stored.get("date"), f"by {stored['author']}" if stored.get("author") else None) if x]
+        meta += [f"{name} {value}" for name, value in declared_values(index, stored.get("metadata") or {})]
+        out.append(Card(hit.rank, hit.doc_id, stored["title"], hit.score, meta, [(j, h, j in matched) for j, h in enumerate(headings)],
+                        list(stored.get("infobox") or {}), list(hit.fields), headings[snip.section] if snip else None,
                         _marked(snip.text, matcher) if snip else []))
     return out
 
@@ -106,9 +113,12 @@ def create_app(indexes: Mapping[str, Index], limits: WebLimits = WebLimits(), ru
     def missing(what: str) -> HTMLResponse:
         return page("error.html", 404, message=what, index=names[0] if names else "")
 
-    def chosen(request: Request) -> tuple[str, Index] | None:
+    def chosen(request: Request) -> tuple[str, Index]:
+        """The index a page asks for (the first by default); a 404 page, raised, for any other name."""
         name = request.query_params.get("index") or (names[0] if names else "")
-        return (name, indexes[name]) if name in indexes else None
+        if name not in indexes:
+            raise _NotFound(missing("no such index"))
+        return name, indexes[name]
 
     def home(request: Request) -> HTMLResponse:
         if not names:
@@ -146,10 +156,7 @@ def create_app(indexes: Mapping[str, Index], limits: WebLimits = WebLimits(), ru
         return FileResponse(path, media_type="image/png", headers=HEADERS)
 
     def search(request: Request) -> HTMLResponse:
-        picked = chosen(request)
-        if picked is None:
-            return missing("no such index")
-        name, index = picked
+        name, index = chosen(request)
         query = request.query_params.get("q", "")
         ranker = request.query_params.get("ranker", "bm25")
         try:
@@ -177,10 +184,7 @@ def create_app(indexes: Mapping[str, Index], limits: WebLimits = WebLimits(), ru
         return page("search.html", **values, results=results, cards=cards)
 
     def document(request: Request) -> HTMLResponse:
-        picked = chosen(request)
-        if picked is None:
-            return missing("no such index")
-        name, index = picked
+        name, index = chosen(request)
         doc_id = request.query_params.get("id", "")
         try:
             doc = index.document(doc_id)
@@ -193,9 +197,13 @@ def create_app(indexes: Mapping[str, Index], limits: WebLimits = WebLimits(), ru
                 return page("error.html", 404, message=f"document {doc_id!r} has {len(doc.sections)} sections, numbered from 0", index=name)
             section = int(raw)
         return page("document.html", index=name, doc=doc, section=section, query=request.query_params.get("q", ""),
-                    declared=[(n, doc.metadata.get(n)) for n, _ in index.schema.fields if doc.metadata.get(n) not in (None, "", [])])
+                    declared=declared_values(index, doc.metadata, text=True))
 
-    return Starlette(routes=[Route("/", home), Route("/search", search), Route("/doc", document), Route("/runs", runs_page), Route("/run", run_page),
+    async def not_found(request: Request, exc: Exception) -> HTMLResponse:
+        assert isinstance(exc, _NotFound)
+        return exc.response
+
+    return Starlette(exception_handlers={_NotFound: not_found}, routes=[Route("/", home), Route("/search", search), Route("/doc", document), Route("/runs", runs_page), Route("/run", run_page),
                              Route("/episode", episode_page), Route("/figure", figure)])
 
 

@@ -42,8 +42,18 @@ def browser() -> Iterator[Any]:
         options.add_argument(arg)
     driver = webdriver.Chrome(service=webdriver.ChromeService(executable_path=shutil.which("chromedriver")), options=options)
     driver.set_page_load_timeout(30)
+    driver.implicitly_wait(10)  # a lookup right after a click or Enter waits for the next page
     yield driver
     driver.quit()
+
+
+def _absent(browser: Any, by: str, what: str) -> bool:
+    """No such element on the loaded page (asked without the implicit wait, which would wait it out)."""
+    browser.implicitly_wait(0)
+    try:
+        return not browser.find_elements(by, what)
+    finally:
+        browser.implicitly_wait(10)
 
 
 def _shot(browser: Any, tmp_path: Path, name: str) -> None:
@@ -86,7 +96,7 @@ def test_documents_cannot_run_scripts(site: Server, browser: Any, tmp_path: Path
     browser.get(f"http://127.0.0.1:{site.port}/doc?index=news&id=evil&section=0")
     time.sleep(0.3)
     assert browser.title != "pwned" and EVIL in browser.find_element(By.ID, "section").text
-    assert not browser.find_elements(By.TAG_NAME, "img") and not browser.find_elements(By.TAG_NAME, "script")
+    assert _absent(browser, By.TAG_NAME, "img") and _absent(browser, By.TAG_NAME, "script")
     _shot(browser, tmp_path, "escaped")
 
 
@@ -109,7 +119,7 @@ def test_model_outputs_cannot_run_scripts(run_site: Server, browser: Any, tmp_pa
     assert browser.title != "pwned" and EVIL in browser.find_element(By.ID, "step-1").text
     with pytest.raises(NoAlertPresentException):
         browser.switch_to.alert.text
-    assert not browser.find_elements(By.CSS_SELECTOR, "div.episode img") and not browser.find_elements(By.TAG_NAME, "script")
+    assert _absent(browser, By.CSS_SELECTOR, "div.episode img") and _absent(browser, By.TAG_NAME, "script")
     _shot(browser, tmp_path, "escaped-run")
 
 
