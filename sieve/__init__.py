@@ -6,6 +6,7 @@ from sieve.errors import (
     BQLError,
     BQLLimitError,
     BQLSyntaxError,
+    ClusterError,
     CorpusError,
     DeadlineExceededError,
     DuplicateIdError,
@@ -28,7 +29,7 @@ from sieve.index import Index, Match, build_index, open_index
 __version__ = "0.2.0"  # the one version source (pyproject.toml reads it)
 
 __all__ = [
-    "Analyzer", "BM25Params", "BQLError", "BQLLimitError", "BQLSyntaxError", "CorpusError", "CorpusReport", "DeadlineExceededError", "Document", "DuplicateIdError", "Index",
+    "Analyzer", "BM25Params", "BQLError", "BQLLimitError", "BQLSyntaxError", "ClusterError", "CorpusError", "CorpusReport", "DeadlineExceededError", "Document", "DuplicateIdError", "Index",
     "IndexDamagedError", "IndexDirectoryError", "IndexExistsError", "IndexFormatError", "IndexLockedError", "IndexNotFoundError", "InvalidArgumentError", "Match", "Hit", "Results", "Section", "SieveError",
     "UnknownAnalyzerError", "UnknownDocumentError", "analyzer_names", "build_index", "open_index", "read_documents",
 ]

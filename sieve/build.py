@@ -113,7 +113,8 @@ def _parallel_batches(path: Path, jobs: int, analyzer: Analyzer, lenient: bool, 
         pool.join()
 
 
-def _local_batches(source: Source, on_error: OnError, report: CorpusReport, analyzer: Analyzer, lenient: bool, schema: Schema) -> Iterator[tuple[Any, AnalyzedBatch]]:
+def _local_batches(source: Source, on_error: OnError, report: CorpusReport, analyzer: Analyzer, lenient: bool, schema: Schema,
+                   select: Callable[[int, Any], bool] | None = None) -> Iterator[tuple[Any, AnalyzedBatch]]:
     vocab = Vocabulary(analyzer)
     docs: list[Document] = []
     values: list[list[Any]] = []  # each document's declared values, as the check found them
@@ -122,7 +123,7 @@ def _local_batches(source: Source, on_error: OnError, report: CorpusReport, anal
     def check(doc: Document, name: str | None, line: int) -> None:
         checked[:] = [doc, checked_fields(doc, schema, name, line)]
 
-    for doc in read_documents(source, on_error=on_error, report=report, lenient=lenient, check=check if schema else None):
+    for doc in read_documents(source, on_error=on_error, report=report, lenient=lenient, check=check if schema else None, select=select):
         docs.append(doc)
         if schema:
             values.append(checked[1] if checked[0] is doc else checked_fields(doc, schema, None, None))
@@ -153,15 +154,19 @@ def _checked(batch: AnalyzedBatch, name: str, ids: IdRegistry, on_error: OnError
 
 
 def _batches(source: Source, on_error: OnError, report: CorpusReport, jobs: int | None, analyzer: Analyzer, lenient: bool = False,
-             schema: Schema = NO_FIELDS) -> Iterator[tuple[Any, AnalyzedBatch]]:
-    """The corpus as analysed batches in corpus order, from worker processes for a large JSONL file."""
+             schema: Schema = NO_FIELDS, select: Callable[[int, Any], bool] | None = None) -> Iterator[tuple[Any, AnalyzedBatch]]:
+    """The corpus as analysed batches in corpus order, from worker processes for a large JSONL file
+    (`select`: the records to read, see `read_documents`; always read in this process)."""
     if on_error not in ("raise", "skip"):  # now, not at the first batch
         raise InvalidArgumentError(f"on_error must be 'raise' or 'skip', not {on_error!r}")
-    return _batch_stream(source, on_error, report, jobs, analyzer, lenient, schema)
+    return _batch_stream(source, on_error, report, jobs, analyzer, lenient, schema, select)
 
 
 def _batch_stream(source: Source, on_error: OnError, report: CorpusReport, jobs: int | None, analyzer: Analyzer, lenient: bool,
-                  schema: Schema) -> Iterator[tuple[Any, AnalyzedBatch]]:
+                  schema: Schema, select: Callable[[int, Any], bool] | None = None) -> Iterator[tuple[Any, AnalyzedBatch]]:
+    if select is not None:
+        yield from _local_batches(source, on_error, report, analyzer, lenient, schema, select)
+        return
     jobs = jobs if jobs is not None else min(os.cpu_count() or 1, 4)
     path = corpus_file(source) if isinstance(source, (str, os.PathLike)) and not is_document_folder(source) else None
     if path is not None and jobs > 1 and path.stat().st_size >= PARALLEL_MIN_BYTES and path.suffix != ".gz":
@@ -240,19 +245,25 @@ def build_segments(
     analyzer: Analyzer = PLAIN,
     lenient: bool = False,
     schema: Schema = NO_FIELDS,
+    select: Callable[[int, Any], bool] | None = None,
+    allow_empty: bool = False,
 ) -> list[tuple[Path, dict[str, Any]]]:
     """Index `source` into as many segments as the memory budget needs, each in a directory
     `new_segment()` gives; returns (directory, manifest) of each, in order. The documents are
-    split between segments in corpus order (index order is unchanged by the split)."""
+    split between segments in corpus order (index order is unchanged by the split). `select`:
+    only these records (one shard's share, see `read_documents`); `allow_empty`: a source with
+    no document gives one empty segment instead of an error (a shard that drew no id)."""
     report = report if report is not None else CorpusReport()
-    batches = _batches(source, on_error, report, jobs, analyzer, lenient, schema)
+    batches = _batches(source, on_error, report, jobs, analyzer, lenient, schema, select)
     out = _Segmenter(new_segment, memory_mb, segment_bytes, analyzer, schema)
     for key, batch in batches:
         out.add(batch, key)
         if progress is not None:
             progress(out.total, out.progress_bytes())
     if not out.total:
-        raise _nothing_to_index(report)
+        if not allow_empty:
+            raise _nothing_to_index(report)
+        out.writer = IndexWriter(new_segment(), memory_mb if memory_mb is not None else DEFAULT_MEMORY_MB, analyzer, schema)
     out.flush({"source": report.source, "skipped": report.skipped})
     return out.finished
 

@@ -35,7 +35,8 @@ def _n(count: int, word: str) -> str:
 
 def _build(corpus: Any, out: Path, force: bool, skip: bool, quiet: bool, jobs: int | None = None,
            memory_mb: int | None = None, analyzer: str | None = None, lenient: bool = False,
-           stopwords: str | None = None, fields: list[str] | None = None) -> tuple[Any, dict[str, Any]]:
+           stopwords: str | None = None, fields: list[str] | None = None, shards: int | None = None,
+           ray: str | None = None) -> tuple[Any, dict[str, Any]]:
 
     from sieve.corpus import CorpusReport, count_records
     from sieve.engine.analysis import get_analyzer
@@ -54,7 +55,8 @@ def _build(corpus: Any, out: Path, force: bool, skip: bool, quiet: bool, jobs: i
     t0 = time.perf_counter()
     try:
         index = build_index(corpus, out, force=force, on_error="skip" if skip else "raise", progress=progress, report=report, jobs=jobs,
-                            memory_mb=memory_mb, analyzer=analyzer or "plain", stopwords=stopwords, fields=fields, lenient=lenient)
+                            memory_mb=memory_mb, analyzer=analyzer or "plain", stopwords=stopwords, fields=fields, lenient=lenient,
+                            shards=shards, ray=ray)
     finally:
         bar.close()
     seconds = time.perf_counter() - t0
@@ -76,6 +78,7 @@ def _build(corpus: Any, out: Path, force: bool, skip: bool, quiet: bool, jobs: i
         "index_mb": round((total - store) / 1e6, 3),
         "store_mb": round(store / 1e6, 3),
         "segments": stats["segments"],
+        "shards": index.snapshot.shards,
         "analyzer": index.analyzer.name,
         "stopwords": len(index.analyzer.stopwords),
         "fields": dict(index.schema.fields),
@@ -85,14 +88,15 @@ def _build(corpus: Any, out: Path, force: bool, skip: bool, quiet: bool, jobs: i
 
 def cmd_index(args: argparse.Namespace) -> int:
     _, s = _build(args.corpus, Path(args.out), args.force, args.skip_bad, args.quiet or args.json, args.jobs, args.memory_mb, args.analyzer, args.lenient,
-                  args.stopwords, args.field)
+                  args.stopwords, args.field, args.shards, args.ray)
     if args.json:
         _print_json(s)
         return 0
     print(f"indexed {_n(s['documents'], 'document')} in {s['seconds']} s ({s['docs_per_second']} docs/s) into {s['index']}")
     analysis = s["analyzer"] + " analyzer" + (f", {s['stopwords']} stop words not indexed" if s["stopwords"] else "")
     print(f"  {s['terms']} terms ({analysis}), {s['tokens']} tokens, {s['postings']} postings; index {s['index_mb']} MB, document store {s['store_mb']} MB"
-          + (f"; {s['segments']} segments (past half the memory budget, a build starts a new one)" if s["segments"] > 1 else ""))
+          + (f"; {s['shards']} shards, {s['segments']} segments" if s["shards"] else "")
+          + (f"; {s['segments']} segments (past half the memory budget, a build starts a new one)" if s["segments"] > 1 and not s["shards"] else ""))
     if s["fields"]:
         print("  filter fields: " + ", ".join(f"{n} ({t})" for n, t in s["fields"].items()))
     if s["kept"]:
@@ -512,6 +516,10 @@ def make_parser() -> argparse.ArgumentParser:
     s.add_argument("--field", action="append", metavar="NAME:TYPE", help=FIELD_HELP)
     s.add_argument("--lenient", action="store_true", help="keep text under keys the corpus format does not know (Title, a section's body) as metadata, "
                    "counted in the summary, instead of stopping with an error")
+    s.add_argument("--shards", type=int, help="split the documents into N shards by a hash of their ids, built in parallel (--jobs processes, "
+                   "or Ray tasks with --ray); the index answers as an unsharded one (docs/scale.md)")
+    s.add_argument("--ray", metavar="ADDRESS", help="build the shards as tasks on this Ray cluster (HOST:PORT, auto, or local; the `ray` extra); "
+                   "OUT must be a path every node sees")
     s.add_argument("--quiet", action="store_true", help="no progress bar")
     s.add_argument("--json", action="store_true")
     s.set_defaults(func=cmd_index)

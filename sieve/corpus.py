@@ -208,16 +208,21 @@ class IdRegistry:
 
 
 def read_documents(source: Source, on_error: OnError = "raise", report: CorpusReport | None = None, lenient: bool = False,
-                   check: Callable[[Document, str | None, int], None] | None = None) -> Iterator[Document]:
+                   check: Callable[[Document, str | None, int], None] | None = None,
+                   select: Callable[[int, Any], bool] | None = None) -> Iterator[Document]:
     """Yield the documents of `source`. A bad record raises CorpusError, or is counted in `report` when skipping.
     Text under keys the format does not know is an error unless `lenient` (then kept as metadata, and counted).
-    `check(document, file, line)`: more rules (a build's declared fields), raising CorpusError."""
+    `check(document, file, line)`: more rules (a build's declared fields), raising CorpusError.
+    `select(position, record)`: the records to read at all (position: 1-based, over the whole
+    source), before any check; the others are passed over unread and uncounted (one shard's share)."""
     if on_error not in ("raise", "skip"):
         raise InvalidArgumentError(f"on_error must be 'raise' or 'skip', not {on_error!r}")
     report = report if report is not None else CorpusReport()
     report.source = str(source) if isinstance(source, (str, os.PathLike)) else "<iterable>"
     ids = IdRegistry()
-    for name, line, rec in records(source):
+    for position, (name, line, rec) in enumerate(records(source), 1):
+        if select is not None and not select(position, rec):
+            continue
         try:
             if isinstance(rec, CorpusError):
                 raise rec

@@ -144,3 +144,8 @@ class UnknownDocumentError(SieveError, KeyError):
 
 class DuplicateIdError(InvalidArgumentError):
     """Adding a document whose id the index already has, to a writer that does not replace."""
+
+
+class ClusterError(SieveError):
+    """A Ray cluster could not be reached, or a part of it (a shard's actor, a worker) failed
+    past its retries: the answer would be incomplete, so none is given."""

@@ -83,9 +83,10 @@ class Match:
 
     @property
     def docs(self) -> np.ndarray:
-        """Internal document numbers, ascending (materialised on first use)."""
+        """Internal document numbers in index order (ascending, but in a sharded index the order
+        of its corpus); materialised on first use."""
         if self._docs is None:
-            self._docs = bitset.to_ids(self._reader.join(self._parts), self._capacity)
+            self._docs = self._reader.in_order(bitset.to_ids(self._reader.join(self._parts), self._capacity))
         return self._docs
 
     @property
@@ -137,8 +138,8 @@ class Index:
         return self.snapshot.segments
 
     def doc_numbers(self) -> np.ndarray:
-        """Every document's internal number, ascending (index order). After deletions the numbers
-        have gaps: they are positions in the index, not a count."""
+        """Every document's internal number, ascending (index order, but in a sharded index see
+        `Match.docs`). After deletions the numbers have gaps: they are positions in the index, not a count."""
         return self.snapshot.live_ids
 
     def writer(self, replace: bool = True, policy: "MergePolicy | None" = None, memory_mb: int | None = None) -> "IndexWriter":
@@ -384,6 +385,8 @@ def build_index(
     stopwords: str | Iterable[str] | None = None,
     fields: Mapping[str, str] | Iterable[str] | None = None,
     lenient: bool = False,
+    shards: int | None = None,
+    ray: str | None = None,
 ) -> Index:
     """Build an index at `path` from a JSONL file, a BEIR folder, or an iterable of records.
 
@@ -408,6 +411,10 @@ def build_index(
     `body`) is a CorpusError naming the key, or with `lenient` is kept as metadata (counted in
     `report.kept`).
 
+    `shards`: split the documents into that many shards by a hash of their ids, built in
+    parallel (`jobs` processes, or Ray tasks on the cluster at `ray`); the index opens and answers
+    as an unsharded one does (sieve.shards). `source` must then be a path or a list.
+
     Without `path`, the index is temporary: built by the same code in a private folder (in
     memory, /dev/shm, where the system has it) that is removed when the Index is closed or
     garbage-collected, or when the interpreter exits. For tests and small throwaway collections.
@@ -420,7 +427,14 @@ def build_index(
     schema = declare(fields)
     if path is None:
         return _temporary_index(source, on_error=on_error, progress=progress, report=report, jobs=jobs, memory_mb=memory_mb, analyzer=analyzer,
-                                stopwords=stopwords, fields=fields, lenient=lenient)
+                                stopwords=stopwords, fields=fields, lenient=lenient, shards=shards, ray=ray)
+    if shards is not None or ray is not None:
+        from sieve.shards import build_sharded
+
+        build_sharded(source, _as_path(path, "an index path"), shards if shards is not None else 1, force=force, on_error=on_error,
+                      report=report, progress=progress, jobs=jobs, memory_mb=memory_mb, segment_bytes=segment_bytes, analyzer=chosen,
+                      schema=schema, lenient=lenient, ray=ray)
+        return Index(path)
     commit = storage.Commit(_as_path(path, "an index path"), force=force)
     try:
         names: dict[Path, str] = {}

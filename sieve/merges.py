@@ -29,6 +29,7 @@ from sieve.engine.analysis import Analyzer
 from sieve.engine.reader import IndexReader
 from sieve.engine.schema import Schema
 from sieve.engine.segments import CommitEntry, write_commit
+from sieve.shards import refuse_sharded
 from sieve.engine.writer import BYTES_PER_DOCUMENT, BYTES_PER_UNIT, DEFAULT_MEMORY_MB
 from sieve.errors import InvalidArgumentError
 
@@ -168,6 +169,7 @@ def merge_index(path: str | os.PathLike, max_segments: int = 1, memory_mb: int |
     lock.acquire()
     try:
         index = open_index(path)
+        refuse_sharded(index, "merged")
         snap = index.snapshot
         entries = [CommitEntry.of(s, s.deleted) for s in snap.segments]
         before = len(entries)

@@ -28,6 +28,7 @@ from sieve.corpus import CorpusReport, OnError, Source, read_documents
 from sieve.documents import Document, checked_document
 from sieve.engine import bitset, storage
 from sieve.engine.segments import CommitEntry, write_commit
+from sieve.shards import refuse_sharded
 from sieve.engine.writer import DEFAULT_MEMORY_MB
 from sieve.errors import DuplicateIdError, InvalidArgumentError
 
@@ -72,6 +73,7 @@ class IndexWriter:
         try:
             # Start from the newest commit, whatever generation `index` reads.
             self.base = open_index(self.path) if index.retired else index
+            refuse_sharded(self.base, "changed")
         except BaseException:
             self.lock.release()
             raise

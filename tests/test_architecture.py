@@ -14,7 +14,7 @@ FOUNDATION = {"sieve.errors", "sieve.isodate", "sieve.templates", "sieve.progres
 DATA = FOUNDATION | {"sieve.documents", "sieve.folders", "sieve.corpus", "sieve.demo_corpus"}
 ENGINE = DATA | {"sieve.engine"}
 DENSE = ENGINE | {"sieve.dense", "sieve.index"}
-API = DENSE | {"sieve", "sieve.index", "sieve.build", "sieve.writes", "sieve.merges", "sieve.testing"}
+API = DENSE | {"sieve", "sieve.index", "sieve.build", "sieve.writes", "sieve.merges", "sieve.testing", "sieve.shards", "sieve.cluster"}
 ENGINE_PUBLIC = {f"sieve.engine.{m}" for m in ("analysis", "fields", "bql", "deadline", "rankers", "search")}
 TOOLS = (API - {"sieve.engine", "sieve.dense"}) | ENGINE_PUBLIC | {"sieve.tools"}
 AGENT = TOOLS | {"sieve.agent"}
@@ -29,6 +29,7 @@ RULES: list[tuple[str, set[str]]] = [
     ("sieve.isodate", {"sieve.errors"}),
     ("sieve.templates", {"sieve.errors"}),
     ("sieve.progress", set()),
+    ("sieve.cluster", {"sieve.errors"}),
     ("sieve.documents", FOUNDATION | {"sieve.documents"}),
     ("sieve.folders", FOUNDATION | {"sieve.documents"}),
     ("sieve.corpus", FOUNDATION | {"sieve.documents", "sieve.folders", "sieve.corpus"}),
@@ -39,6 +40,8 @@ RULES: list[tuple[str, set[str]]] = [
     ("sieve.build", API),
     ("sieve.writes", API),
     ("sieve.merges", API),
+    ("sieve.shards", API),
+    ("sieve.shard_service", API),
     ("sieve.testing", API),
     ("sieve.tools", TOOLS),
     ("sieve.agent", AGENT),

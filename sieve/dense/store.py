@@ -462,8 +462,8 @@ class DenseIndex:
             sims = _dot(self.vectors.whole(), q)
             if self.owner is not None:
                 sims = np.maximum.reduceat(sims, self.starts[:-1])
-            return top_k(self.docs, sims.astype(np.float64), k)
-        return top_k(docs, self._row_similarity(q, self.rows(docs)).astype(np.float64), k)
+            return top_k(self.docs, sims.astype(np.float64), k, self.index.snapshot.order)
+        return top_k(docs, self._row_similarity(q, self.rows(docs)).astype(np.float64), k, self.index.snapshot.order)
 
     def approximate(self, q: np.ndarray, bits: np.ndarray | None, k: int) -> tuple[np.ndarray, np.ndarray]:
         n = len(self.docs)
@@ -490,7 +490,7 @@ class DenseIndex:
                 rows, first = np.unique(rows, return_index=True)  # hnswlib answers nearest first: the first of a row is its best
                 sims = sims[first]
             if len(rows) >= k or want >= total:
-                return top_k(self.docs[rows], sims, k)
+                return top_k(self.docs[rows], sims, k, self.index.snapshot.order)
             want = min(total, want * 4)
 
     def similarity(self, text: str, docs: np.ndarray) -> np.ndarray:

@@ -83,8 +83,9 @@ class DenseScorer(Protocol):
         ...
 
 
-def top_k(docs: np.ndarray, scores: np.ndarray, k: int) -> tuple[np.ndarray, np.ndarray]:
-    """The k best (doc, score) pairs, best first; equal scores in document order."""
+def top_k(docs: np.ndarray, scores: np.ndarray, k: int, order: np.ndarray | None = None) -> tuple[np.ndarray, np.ndarray]:
+    """The k best (doc, score) pairs, best first; equal scores in index order (`order`: each
+    internal number's order key, for a snapshot whose index order is not ascending number)."""
     if len(docs) > k:
         # A floor under the k-th best score: the least of k block maxima (k distinct entries, so
         # the k-th best is at least that). It leaves a few dozen candidates to partition instead
@@ -97,8 +98,8 @@ def top_k(docs: np.ndarray, scores: np.ndarray, k: int) -> tuple[np.ndarray, np.
             kth = np.partition(sub, len(sub) - k)[len(sub) - k]
             sel = sel[sub >= kth]  # ties at the boundary all enter, order decides below
         docs, scores = docs[sel], scores[sel]
-    order = np.lexsort((docs, -scores))[:k]
-    return docs[order], scores[order]
+    best = np.lexsort((docs if order is None else order[docs], -scores))[:k]
+    return docs[best], scores[best]
 
 
 @dataclass(frozen=True)
@@ -284,16 +285,17 @@ class Searcher:
         each one's best FUSION_POOL documents. Documents a date excludes never appear."""
         scores = self.indri_scores(plans)
         alive = np.flatnonzero(np.isfinite(scores))
+        order = self.snapshot.order
         if ranker == "indri" or not plans.text or not len(alive):
-            return top_k(alive, scores[alive], k)
+            return top_k(alive, scores[alive], k, order)
         if self.dense is None:
             raise InvalidArgumentError(f"the {ranker} ranker needs embeddings attached (Index.use_dense)")
         pool = max(k, FUSION_POOL)
-        best, _ = top_k(alive, scores[alive], pool)
+        best, _ = top_k(alive, scores[alive], pool, order)
         near, _ = self.dense.top(plans.text, None, None, pool)  # embeddings hold live documents only
         cand = np.union1d(best, near[np.isfinite(scores[near])])
         dense = np.log((1.0 + np.clip(self.dense.similarity(plans.text, cand), -1.0, 1.0)) / 2.0)
-        return top_k(cand, (scores[cand] + dense) / 2.0, k)
+        return top_k(cand, (scores[cand] + dense) / 2.0, k, order)
 
     def indri_scores(self, plans: Plans) -> np.ndarray:
         """Every internal number's Indri belief (-inf: excluded by a date, deleted, or no document)."""
@@ -344,7 +346,7 @@ class Searcher:
             return got_d[0], got_s[0]
         if not got_d:
             return np.zeros(0, dtype=np.int64), np.zeros(0)
-        return top_k(np.concatenate(got_d), np.concatenate(got_s), k)
+        return top_k(np.concatenate(got_d), np.concatenate(got_s), k, snap.order)
 
     def rank(self, plans: Plans, ranker: str, bits: list[np.ndarray] | None, k: int) -> tuple[np.ndarray, np.ndarray]:
         """The best k by `ranker` of each segment's admitted set `bits` (None: the whole collection)."""
@@ -358,12 +360,12 @@ class Searcher:
             whole = self.snapshot.join(bits)
             docs = bitset.to_ids(whole, self.snapshot.capacity)
         if not plans.text:  # nothing to compare: index order, as for BM25 with no positive term
-            order = docs if docs is not None else np.zeros(0, dtype=np.int64)
-            return order[:k], np.zeros(min(k, len(order)))
+            first = self.snapshot.in_order(docs)[:k] if docs is not None else np.zeros(0, dtype=np.int64)
+            return first, np.zeros(len(first))
         if ranker == "dense":
             return self.dense.top(plans.text, docs, whole, k)
         pool = max(k, FUSION_POOL)
-        return rrf([self.bm25_top(plans, bits, pool)[0], self.dense.top(plans.text, docs, whole, pool)[0]], k)
+        return rrf([self.bm25_top(plans, bits, pool)[0], self.dense.top(plans.text, docs, whole, pool)[0]], k, order=self.snapshot.order)
 
     def _results(self, plans: Plans, ranker: str, docs: np.ndarray | None, scores: np.ndarray | None, explain: bool, count: int = 0,
                  fallback: bool = False, missing: list[str] | None = None, diagnosis: Diagnosis | None = None) -> Results:
@@ -393,14 +395,15 @@ class Searcher:
         return hits
 
 
-def rrf(orderings: list[np.ndarray], k: int, c: int = RRF_K) -> tuple[np.ndarray, np.ndarray]:
-    """Reciprocal rank fusion: score(d) = sum over orderings of 1 / (c + rank), rank from 1."""
+def rrf(orderings: list[np.ndarray], k: int, c: int = RRF_K, order: np.ndarray | None = None) -> tuple[np.ndarray, np.ndarray]:
+    """Reciprocal rank fusion: score(d) = sum over orderings of 1 / (c + rank), rank from 1
+    (equal fused scores in index order: `order` as for `top_k`)."""
     fused: dict[int, float] = {}
-    for order in orderings:
-        for rank, d in enumerate(order.tolist(), 1):
+    for ranking in orderings:
+        for rank, d in enumerate(ranking.tolist(), 1):
             fused[d] = fused.get(d, 0.0) + 1.0 / (c + rank)
     if not fused:
         return np.zeros(0, dtype=np.int64), np.zeros(0)
     docs = np.fromiter(fused.keys(), dtype=np.int64, count=len(fused))
     scores = np.fromiter(fused.values(), dtype=np.float64, count=len(fused))
-    return top_k(docs, scores, k)
+    return top_k(docs, scores, k, order)

@@ -43,6 +43,11 @@ def deletes_name(segment: str) -> str:
     return f"{segment}.del.sva"
 
 
+def order_name(segment: str) -> str:
+    """The file of a sharded index's segment that gives each of its documents its order key."""
+    return f"{segment}.order.sva"
+
+
 @dataclass(eq=False)
 class Segment:
     """One segment as a snapshot sees it: its reader, where its numbers start, what is deleted."""
@@ -114,21 +119,32 @@ def _padded(n: int) -> int:
 class Snapshot:
     """The segments of one commit point, opened; document-level reads by internal number."""
 
-    def __init__(self, root: Path, gen: Path, verify: bool = False) -> None:
+    def __init__(self, root: Path, gen: Path, verify: bool = False, shard: int | None = None) -> None:
+        """`shard`: of a sharded index, only that shard's segments (what one shard's server reads;
+        its statistics are then the shard's own, not the collection's)."""
         self.root = root
         self.gen = gen
         self.manifest = m = storage.read_manifest(gen)
         segments: list[Segment] = []
+        keys: list[np.ndarray] = []
         base = 0
+        self.shards = 0  # a sharded index's shard count (its segments are grouped by shard)
         if m.get("kind") != COMMIT_KIND:  # format 2: the generation is its one segment
             segments.append(Segment(gen.name, IndexReader(gen, verify=verify), 0, None))
         else:
             entries = m.get("segments")
             if not isinstance(entries, list) or not entries:
                 raise IndexDamagedError(storage.MANIFEST, "lists no segments")
+            self.shards = int(m.get("shards") or 0)
+            if shard is not None and not 0 <= shard < self.shards:
+                raise IndexDamagedError(storage.MANIFEST, f"has no shard {shard} (it has {self.shards})")
             for e in entries:
                 if not isinstance(e, dict) or not {"name", "documents", "manifest_crc32", "deletes"} <= e.keys():
                     raise IndexDamagedError(storage.MANIFEST, "has a malformed segment entry")
+                if self.shards and (not isinstance(e.get("shard"), int) or not 0 <= e["shard"] < self.shards or not isinstance(e.get("order"), dict)):
+                    raise IndexDamagedError(storage.MANIFEST, f"segment {e['name']} names no shard or no order keys")
+                if shard is not None and e["shard"] != shard:
+                    continue
                 where = root / str(e["name"])
                 if manifest_crc(where) != e["manifest_crc32"]:
                     raise IndexDamagedError(f"{e['name']}/{storage.MANIFEST}", "is not the one this commit names (checksum mismatch)")
@@ -141,6 +157,12 @@ class Snapshot:
                     deleted = storage.open_array(gen / name, name, e["deletes"], verify=True).whole()
                     if len(deleted) != bitset.words(reader.n_docs):
                         raise IndexDamagedError(name, "length disagrees with its segment")
+                if self.shards:
+                    name = order_name(str(e["name"]))
+                    key = storage.open_array(gen / name, name, e["order"], verify=True).whole()
+                    if len(key) != reader.n_docs or (len(key) > 1 and not (np.diff(key) > 0).all()):
+                        raise IndexDamagedError(name, "does not give each document of its segment an ascending key")
+                    keys.append(key)
                 segments.append(Segment(str(e["name"]), reader, base, deleted))
                 base += _padded(reader.n_docs)
         self.segments = segments
@@ -155,6 +177,14 @@ class Snapshot:
         self.n_live = sum(s.n_live for s in segments)
         self._bases = [s.base for s in segments]
         self.total_len = sum(s.live_len for s in segments)
+        self.order: np.ndarray | None = None  # None: index order is ascending internal number
+        if keys:
+            # A sharded index: each document's position in the corpus it was cut from (numbers
+            # between segments are never live; they sort last).
+            order = np.full(self.capacity, np.iinfo(np.int64).max, dtype=np.int64)
+            for seg, key in zip(segments, keys):
+                order[seg.base : seg.base + seg.n] = key
+            self.order = order
 
     # ------------------------------------------------------------ numbering
 
@@ -189,8 +219,13 @@ class Snapshot:
 
     @functools.cached_property
     def live_ids(self) -> np.ndarray:
-        """Every live document's internal number, ascending (index order)."""
+        """Every live document's internal number, ascending."""
         return bitset.to_ids(self.live_bits, self.capacity)
+
+    def in_order(self, docs: np.ndarray) -> np.ndarray:
+        """`docs` (internal numbers, ascending) in index order: the same, but in a sharded index
+        (whose segments are grouped by shard) the order of the corpus the shards were cut from."""
+        return docs if self.order is None else docs[np.argsort(self.order[docs], kind="stable")]
 
     # ------------------------------------------------------------ documents
 
@@ -268,15 +303,20 @@ class Snapshot:
 
     def files(self) -> list[tuple[Path, str, dict[str, int]]]:
         """(path, name for messages, manifest entry) of every array file of this snapshot."""
+        listed = {e["name"]: e for e in self.manifest.get("segments", [])}
         out = []
         for j, s in enumerate(self.segments):
             # Named as the reader's errors name them; with several segments, the segment says which.
             prefix = "" if len(self.segments) == 1 else f"{s.name}/"
             for name in s.reader.files:
                 out.append((s.reader.dir / name, prefix + name, s.reader.manifest["files"][name]))
+            entry = listed.get(s.name, {})  # format 2: no entries, and nothing deleted
             if s.deleted is not None:
                 name = deletes_name(s.name)
-                out.append((self.gen / name, name, self.manifest["segments"][j]["deletes"]))
+                out.append((self.gen / name, name, entry["deletes"]))
+            if self.order is not None:
+                name = order_name(s.name)
+                out.append((self.gen / name, name, entry["order"]))
         return out
 
 
@@ -297,6 +337,7 @@ class CommitEntry:
     deleted: np.ndarray | None = None  # bitset of deleted local documents
     reader: IndexReader | None = None  # open, when the segment is already part of the index
     new: bool = False  # written by this commit
+    extra: dict[str, Any] = field(default_factory=dict)  # more keys of its entry (a sharded index's shard and order keys)
 
     @property
     def documents(self) -> int:
@@ -336,7 +377,7 @@ def write_commit(gen_dir: Path, entries: list[CommitEntry], extra: dict[str, Any
     `extra`: more manifest keys (a build's source and skipped records)."""
     listed = []
     for e in entries:
-        item: dict[str, Any] = {"name": e.name, "documents": e.documents, "manifest_crc32": manifest_crc(e.dir), "deletes": None}
+        item: dict[str, Any] = {"name": e.name, "documents": e.documents, "manifest_crc32": manifest_crc(e.dir), "deletes": None, **e.extra}
         if e.n_deleted:
             item["deletes"] = storage.write_array(gen_dir / deletes_name(e.name), e.deleted)
         listed.append(item)
