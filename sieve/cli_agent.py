@@ -60,6 +60,7 @@ def cmd_eval_run(args: argparse.Namespace) -> int:
         twin=args.twin, native=args.tool_style == "native", index_dir=Path(args.index_dir) if args.index_dir else None, budgets=_budgets(args),
         k=args.k, read_cap=args.read_cap, api_key=args.api_key, read_parts=args.read_parts, fmt=args.format, dates=args.dates,
         fallback=not args.no_fallback, snippet="none" if args.no_snippets else args.snippet, diagnose=not args.no_diagnosis, k_max=args.k_max,
+        ray=args.ray,
     )
     keep = {k: v for k, v in s.items() if k != "per_question"}
     if args.json:
@@ -172,7 +173,7 @@ def cmd_eval_grid(args: argparse.Namespace) -> int:
     runs = run_grid(Path(args.collection), out, cells, args.llm_url, args.model, index_dir=Path(args.index_dir) if args.index_dir else None,
                     fmt=args.format, dates=args.dates, on_cell=lambda c: print(f"run {c.name}", file=sys.stderr),
                     limit=args.limit, workers=args.workers, native=args.tool_style == "native", budgets=_budgets(args), k=args.k,
-                    read_cap=args.read_cap, api_key=args.api_key, read_parts=args.read_parts, progress=not args.json, k_max=args.k_max)
+                    read_cap=args.read_cap, api_key=args.api_key, read_parts=args.read_parts, progress=not args.json, k_max=args.k_max, ray=args.ray)
     if not args.no_report:
         baseline = args.baseline or next((r.name for r in runs if r.name == "search-visit-bm25"), "0")
         report = ["eval", "report", *map(str, runs), "--baseline", baseline, "--out", str(out / "report")] + (["--json"] if args.json else [])
@@ -180,6 +181,13 @@ def cmd_eval_grid(args: argparse.Namespace) -> int:
         if code:
             return code
     return _crashes(runs)
+
+
+def _spread_options(s: argparse.ArgumentParser) -> None:
+    """How many episodes at once, and where: threads here, or tasks on a Ray cluster."""
+    s.add_argument("--workers", type=int, help="episodes at once (default 1; with --ray, one per CPU of the cluster)")
+    s.add_argument("--ray", metavar="ADDRESS", help="run the episodes on a Ray cluster: HOST:PORT of its head, `auto`, or `local` for a private "
+                   "cluster on this machine (needs the `ray` extra; the index folder must be at the same path on every node)")
 
 
 def _collection_options(s: argparse.ArgumentParser) -> None:
@@ -207,7 +215,7 @@ def add_commands(sub: Any) -> None:
     r.add_argument("--collection", required=True)
     r.add_argument("--out", required=True)
     r.add_argument("--limit", type=int)
-    r.add_argument("--workers", type=int, default=1)
+    _spread_options(r)
     r.add_argument("--twin", default="structured", choices=["structured", "flat"])
     r.add_argument("--index-dir", help="where the twins' indexes live (default COLLECTION/sieve-index; for a single-file collection, NAME.sieve-index beside it)")
     r.add_argument("-k", type=int, default=5, help="results per search, and the most an agent may ask for (default 5, as the paper)")
@@ -233,7 +241,7 @@ def add_commands(sub: Any) -> None:
     g.add_argument("--baseline", help="the run the report tests against (default search-visit-bm25 when in the grid, else the first)")
     g.add_argument("--no-report", action="store_true")
     g.add_argument("--limit", type=int)
-    g.add_argument("--workers", type=int, default=1)
+    _spread_options(g)
     g.add_argument("--index-dir", help="where the twins' indexes and the DCI files live (as eval run)")
     g.add_argument("-k", type=int, default=5)
     g.add_argument("--k-max", type=int, help="the most results an agent may ask a search for (default: k)")

@@ -10,11 +10,13 @@ cluster: asking for another while connected is an error, not a silent switch.
 from __future__ import annotations
 
 import os
+import socket
 from typing import Any
 
 from sieve.errors import ClusterError, InvalidArgumentError
 
 LOCAL = "local"
+PROBE_SECONDS = 5.0  # Ray itself waits minutes on an address where nothing listens
 _joined: dict[str, str] = {}  # the address this process connected to, as asked
 
 
@@ -35,9 +37,11 @@ def connect(address: str) -> Any:
     ray = ray_module()
     if ray.is_initialized():
         joined = _joined.get("address")
-        if joined is not None and joined != address and LOCAL not in (joined, address):
+        if joined is not None and joined != address:
             raise ClusterError(f"this process is connected to the Ray cluster at {joined}; it cannot also join {address}")
         return ray
+    if address not in (LOCAL, "auto"):
+        _probe(address)
     options: dict[str, Any] = {"log_to_driver": False, "configure_logging": False}
     try:
         if address == LOCAL:
@@ -49,3 +53,14 @@ def connect(address: str) -> Any:
         raise ClusterError(f"cannot reach the Ray cluster at {address}: {type(e).__name__}: {e}") from e
     _joined["address"] = address
     return ray
+
+
+def _probe(address: str) -> None:
+    """A HOST:PORT where nothing listens is a ClusterError within seconds, not after Ray's retries."""
+    host, _, port = address.split("://", 1)[-1].rpartition(":")
+    if not host or not port.isdigit():
+        return  # not HOST:PORT: Ray says what is wrong with it
+    try:
+        socket.create_connection((host.strip("[]"), int(port)), timeout=PROBE_SECONDS).close()
+    except OSError as e:
+        raise ClusterError(f"cannot reach the Ray cluster at {address}: {e.strerror or e} (is `ray start --head` running there?)") from None

@@ -3,8 +3,24 @@
 from __future__ import annotations
 
 
+from typing import Any
+
+
 class SieveError(Exception):
     """Root of every error sieve raises for bad input, bad data or a damaged index."""
+
+    def __reduce__(self) -> tuple[Any, ...]:
+        # Subclasses take their own constructor arguments, which pickle's default (the class called
+        # with `args`) would not match: rebuild from the attributes instead, so an error raised in a
+        # worker process or a Ray actor arrives as itself.
+        return (_rebuilt, (type(self), self.args, self.__dict__))
+
+
+def _rebuilt(cls: type, args: tuple[Any, ...], state: dict[str, Any]) -> SieveError:
+    error = Exception.__new__(cls)
+    error.args = args
+    error.__dict__.update(state)
+    return error
 
 
 class BQLError(SieveError):

@@ -22,7 +22,6 @@ import multiprocessing
 import os
 import shutil
 import tempfile
-from collections.abc import Iterable, Mapping
 from concurrent.futures import ProcessPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path

@@ -59,6 +59,12 @@ class TrajectoryWriter:
             os.fsync(fh.fileno())
 
 
+def pending(questions: Iterable[Question], done: dict[str, dict[str, Any]]) -> list[Question]:
+    """The questions a run still has to do: not recorded, or recorded with a server fault or a
+    crash (redone; the new line supersedes the old one)."""
+    return [q for q in questions if q.id not in done or done[q.id].get("server_fault") or done[q.id].get("crashed")]
+
+
 def run_all(
     questions: Iterable[Question],
     agents: list[Agent],
@@ -68,9 +74,7 @@ def run_all(
     on_episode: Callable[[Episode], None] | None = None,
 ) -> dict[str, dict[str, Any]]:
     """Run every question not yet in `out`; `agents` (one per server URL) are used round-robin."""
-    done = recorded(out)
-    # An episode the model server failed is redone; its new line supersedes the old one.
-    todo = [q for q in questions if q.id not in done or done[q.id].get("server_fault") or done[q.id].get("crashed")]
+    todo = pending(questions, recorded(out))
     writer = TrajectoryWriter(out)
 
     def one(i: int, q: Question) -> Episode:

@@ -222,13 +222,13 @@ class SegmentSearch:
     """One segment's share of every search: its filter, its BM25 and Indri scorers, all over its
     live documents and with the whole collection's statistics."""
 
-    def __init__(self, seg: Segment, snapshot: Snapshot, params: BM25Params, indri: IndriParams) -> None:
+    def __init__(self, seg: Segment, snapshot: Snapshot, params: BM25Params, indri: IndriParams, avgdl: float | None = None) -> None:
         self.seg = seg
         self.reader = seg.reader
         deleted = seg.deleted is not None
         self.evaluator = Evaluator(seg.reader, seg.live if deleted else None)
         # One segment with nothing deleted is its own collection: today's numbers, computed as a fresh build does.
-        self.bm25 = BM25Scorer(seg.reader, params, None if snapshot.dense else snapshot.avgdl)
+        self.bm25 = BM25Scorer(seg.reader, params, avgdl if avgdl is not None else None if snapshot.dense else snapshot.avgdl)
         self.indri = IndriScorer(seg.reader, indri, seg.live_flags if deleted else None)
 
 
@@ -237,10 +237,15 @@ class Searcher:
     every segment of a snapshot: each segment filters and scores its own documents with the
     collection's statistics, and the best of each are merged (equal scores in index order)."""
 
-    def __init__(self, snapshot: Snapshot, params: BM25Params = BM25Params(), indri: IndriParams = IndriParams()) -> None:
+    def __init__(self, snapshot: Snapshot, params: BM25Params = BM25Params(), indri: IndriParams = IndriParams(),
+                 collection: tuple[int, int] | None = None) -> None:
+        """`collection`: (live documents, their total length) of the whole collection when
+        `snapshot` is one shard of it (sieve.shard_service); BM25's idfs then come with each call."""
         self.snapshot = snapshot
         self.params = params
-        self.parts = [SegmentSearch(seg, snapshot, params, indri) for seg in snapshot.segments]
+        self.collection = collection
+        avgdl = collection[1] / collection[0] if collection and collection[0] else None
+        self.parts = [SegmentSearch(seg, snapshot, params, indri, avgdl) for seg in snapshot.segments]
         self.dense: DenseScorer | None = None
 
     # ------------------------------------------------------------ filtering
@@ -321,11 +326,13 @@ class Searcher:
             out[part.seg.base : part.seg.base + part.seg.n] = got
         return out
 
-    def bm25_top(self, plans: Plans, bits: list[np.ndarray] | None, k: int) -> tuple[np.ndarray, np.ndarray]:
-        """BM25's best k of the admitted sets `bits` (None: of the whole collection), by internal number."""
+    def bm25_top(self, plans: Plans, bits: list[np.ndarray] | None, k: int, idfs: tuple[float, ...] | None = None) -> tuple[np.ndarray, np.ndarray]:
+        """BM25's best k of the admitted sets `bits` (None: of the whole collection), by internal
+        number; `idfs`: each positive term's idf in the whole collection, when this is one shard."""
         snap = self.snapshot
-        idfs = None
-        if not snap.dense:  # the collection's N and document frequencies, over live documents
+        if idfs is None and self.collection is not None:
+            raise InvalidArgumentError("a shard's searcher needs the collection's idfs")
+        if idfs is None and not snap.dense:  # the collection's N and document frequencies, over live documents
             idfs = tuple(float(idf(snap.n_live, snap.text_df([plan.term_ids[i] for plan in plans.parts])))
                          for i in range(len(plans.terms)))
         got_d: list[np.ndarray] = []

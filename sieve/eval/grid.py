@@ -115,12 +115,17 @@ def load_grid(path: str | Path) -> list[Cell]:
 
 
 def run_grid(collection: Path, out: Path, cells: list[Cell], urls: list[str], model: str, index_dir: Path | None = None,
-             fmt: str = "beir", dates: str = "strict", on_cell: Any = None, **options: Any) -> list[Path]:
+             fmt: str = "beir", dates: str = "strict", on_cell: Any = None, ray: str | None = None, **options: Any) -> list[Path]:
     """Run every cell into `out/<cell name>` (a finished cell's episodes are not run again);
-    `options` go to each `run_collection`. Writes `out/grid.json` listing the cells and their runs."""
+    `options` go to each `run_collection`; `ray`: every cell's episodes run on that Ray cluster.
+    Writes `out/grid.json` listing the cells and their runs."""
     from sieve.eval.collections import load_collection
     from sieve.eval.run import default_index_dir, run_collection, twin_index
 
+    if ray:
+        from sieve.eval.distributed import join
+
+        join(ray)  # an unreachable cluster fails before the twins are built
     out.mkdir(parents=True, exist_ok=True)
     root = Path(index_dir) if index_dir else default_index_dir(Path(collection))
     c = load_collection(collection, fmt, dates)
@@ -133,6 +138,6 @@ def run_grid(collection: Path, out: Path, cells: list[Cell], urls: list[str], mo
             on_cell(cell)
         run_collection(collection, out / cell.name, cell.condition, cell.ranker if cell.ranker != "none" else "bm25", urls, model,
                        twin=cell.twin, index_dir=root, fmt=fmt, dates=dates, fallback=cell.fallback, snippet=cell.snippet,
-                       diagnose=cell.diagnose, **options)
+                       diagnose=cell.diagnose, ray=ray, **options)
         runs.append(out / cell.name)
     return runs

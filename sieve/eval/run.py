@@ -68,7 +68,7 @@ def run_collection(
     urls: list[str],
     model: str,
     limit: int | None = None,
-    workers: int = 1,
+    workers: int | None = None,
     twin: str = "structured",
     native: bool = True,
     index_dir: Path | None = None,
@@ -84,12 +84,19 @@ def run_collection(
     snippet: str | None = None,
     diagnose: bool = True,
     k_max: int | None = None,
+    ray: str | None = None,
 ) -> dict[str, Any]:
     """Run one condition over a collection. As the paper: `k` results per search is also the most an
     agent may ask for, and a read stops at `read_cap` tokens (`read_parts=True`: numbered parts).
     Ablations: `fallback=False` (strict Boolean search), `diagnose=False` (zero-hit searches
     name no relaxations), `snippet` ("none": cards without snippets; "lead"/"query": what a card
-    quotes), `twin="flat"`."""
+    quotes), `twin="flat"`. `ray`: the address of a Ray cluster to spread the episodes over
+    (sieve.eval.distributed), `workers` of them at once (default: one per CPU of the cluster;
+    locally 1); the records and the summary are those of a local run."""
+    if ray:
+        from sieve.eval.distributed import join
+
+        join(ray)  # an unreachable cluster fails before any work
     cond = find_condition(condition)
     c = load_collection(collection_dir, fmt, dates)
     root = Path(index_dir) if index_dir else default_index_dir(Path(collection_dir))
@@ -99,17 +106,29 @@ def run_collection(
         index.use_dense()
     questions = c.questions[:limit] if limit else c.questions
     gold = {q.id: list(q.answers) for q in questions}
-    agents = [Agent(ChatClient(u, model, api_key=api_key), native_tools=native, budgets=budgets, condition=condition, ranker=ranker) for u in urls]
+    clients = [ChatClient(u, model, api_key=api_key) for u in urls]  # a malformed URL fails here, before any episode
     out_dir.mkdir(parents=True, exist_ok=True)
     traj = out_dir / "trajectories.jsonl"
     on_episode = _progress(len(questions), gold) if progress else None
 
+    options: dict[str, Any] = dict(ranker=ranker if ranker != "none" else "bm25", k=k, read_cap=read_cap, k_max=k_max or k, read_parts=read_parts,
+                                   fallback=fallback, snippet=snippet, diagnose=diagnose, files=root / "dci")
+
     def tools() -> Any:
-        return make_tools(index, condition, ranker if ranker != "none" else "bm25", k=k, read_cap=read_cap, k_max=k_max or k, read_parts=read_parts,
-                          fallback=fallback, snippet=snippet, diagnose=diagnose, files=root / "dci")
+        return make_tools(index, condition, **options)
 
     tools()  # stages the DCI files once, before the workers start
-    records = run_all([Question(q.id, q.question) for q in questions], agents, tools, traj, workers=workers, on_episode=on_episode)
+    asked = [Question(q.id, q.question) for q in questions]
+    if ray:  # each worker builds its agents (the servers may answer the cluster only) and opens the index
+        from sieve.eval.distributed import EpisodeSetup, run_all_ray
+
+        # Absolute paths: a worker's working directory is not the driver's.
+        setup = EpisodeSetup(model, str(Path(index.path).resolve()), condition, {**options, "files": (root / "dci").resolve()},
+                             {"native_tools": native, "budgets": budgets, "ranker": ranker}, api_key, dense=ranker in DENSE_RANKERS)
+        records = run_all_ray(asked, urls, setup, traj, ray, workers=workers, on_episode=on_episode)
+    else:
+        agents = [Agent(c, native_tools=native, budgets=budgets, condition=condition, ranker=ranker) for c in clients]
+        records = run_all(asked, agents, tools, traj, workers=workers or 1, on_episode=on_episode)
     about = {"name": out_dir.name, "condition": cond.name, "family": cond.family, "ranker": ranker, "twin": twin, "model": model,
              "collection": str(collection_dir), "format": fmt, "k": k, "k_max": k_max or k, "read_cap": read_cap, "read_parts": read_parts,
              "max_steps": budgets.max_steps, "fallback": fallback, "diagnose": diagnose, "snippet": snippet or cond.snippet,

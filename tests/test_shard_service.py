@@ -1,0 +1,133 @@
+"""A sharded index served by Ray actors (sieve.shard_service) on a local Ray cluster (this machine
+only) answers exactly as one index over the same corpus, and a shard that is gone is an error,
+never a partial answer passed off as complete."""
+
+from __future__ import annotations
+
+import os
+import signal
+import sys
+import tempfile
+import time
+from pathlib import Path
+from typing import Any
+
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from sieve import BQLSyntaxError, ClusterError, InvalidArgumentError, UnknownDocumentError, build_index
+from sieve.cluster import connect
+from sieve.demo_corpus import stdlib_documents
+from sieve.shard_service import open_ray_index
+
+sys.path.insert(0, str(Path(__file__).parent / "engine"))
+from test_match_oracle import HYPOTHESIS, _Draws, gen_corpus, gen_tree, printed_query  # noqa: E402
+from test_shards import stdlib_queries  # noqa: E402
+
+
+def seen(index: Any, query: str, k: int) -> tuple:
+    r = index.search(query, k=k)
+    return (index.match(query).ids, r.query, r.count, r.fallback, r.missing, r.terms, [(h.doc_id, h.fields, h.sections) for h in r.hits],
+            [h.score for h in r.hits])
+
+
+def assert_same(one: Any, served: Any, queries: list[str], k: int = 10) -> None:
+    for q in queries:
+        a, b = seen(one, q, k), seen(served, q, k)
+        assert a[:-1] == b[:-1], q
+        assert b[-1] == pytest.approx(a[-1], rel=1e-9, abs=1e-12), q
+
+
+@pytest.fixture(scope="module")
+def ray_cluster() -> Any:
+    os.environ.setdefault("SIEVE_RAY_CPUS", "2")
+    return connect("local")
+
+
+@pytest.fixture(scope="module")
+def pair(ray_cluster: Any, tmp_path_factory: pytest.TempPathFactory) -> Any:
+    root = tmp_path_factory.mktemp("served")
+    docs = list(stdlib_documents(limit=400))
+    one = build_index(docs, root / "one")
+    build_index(docs, root / "four", shards=4)
+    served = open_ray_index(root / "four", "local")
+    yield one, served
+    served.close()
+
+
+def test_four_shards_over_ray_answer_as_one_index(pair: Any) -> None:
+    one, served = pair
+    assert len(served) == len(one) and served.shards == 4
+    queries = stdlib_queries(one, 250, seed=11) + ["zzqx", "zzqx OR file", "zzqx AND file", "NOT file", "the"]
+    assert_same(one, served, queries, k=10)
+    assert_same(one, served, queries[:25], k=300)
+
+
+def test_documents_sections_and_ranked_search(pair: Any) -> None:
+    one, served = pair
+    for doc_id in one.match("NOT zzqx").ids[::41]:
+        assert served.document(doc_id) == one.document(doc_id)
+        assert served.section(doc_id, 0) == one.section(doc_id, 0)
+        g = served.reader.doc_number(doc_id)
+        assert served.reader.doc_id(g) == doc_id and served.reader.headings(g) == one.reader.headings(one.reader.doc_number(doc_id))
+    for text in ["read a file", "json parser", "the"]:
+        a, b = one.ranked_search(text, k=7), served.ranked_search(text, k=7)
+        assert [h.doc_id for h in b.hits] == [h.doc_id for h in a.hits] and b.query == a.query
+    with pytest.raises(UnknownDocumentError):
+        served.document("no-such-doc")
+    with pytest.raises(InvalidArgumentError, match="no section 99"):
+        served.section(one.match("NOT zzqx").ids[0], 99)
+
+
+def test_query_errors_come_back_as_they_are(pair: Any) -> None:
+    one, served = pair
+    with pytest.raises(BQLSyntaxError) as local:
+        one.search("a AND (b")
+    with pytest.raises(BQLSyntaxError) as remote:
+        served.search("a AND (b")
+    assert str(remote.value) == str(local.value)
+    with pytest.raises(InvalidArgumentError, match="bm25 only"):
+        served.search("file", ranker="dense")
+    with pytest.raises(InvalidArgumentError, match="not a sharded index"):
+        open_ray_index(one.path, "local")
+
+
+def test_a_killed_shard_is_restarted_and_the_answer_retried(pair: Any) -> None:
+    one, served = pair
+    ray = served.ray
+    before = seen(served, "file OR os", 10)
+    victim = served.actors[2]
+    pid = ray.get(victim.pid.remote())
+    os.kill(pid, signal.SIGKILL)  # the process dies as a crashed node's would; Ray restarts the actor
+    assert seen(served, "file OR os", 10) == before == seen(one, "file OR os", 10)[:-1] + (before[-1],)
+    assert ray.get(victim.pid.remote()) != pid
+
+
+def test_a_shard_gone_for_good_is_an_error_not_a_partial_answer(ray_cluster: Any, tmp_path: Path) -> None:
+    docs = list(stdlib_documents(limit=60))
+    build_index(docs, tmp_path / "ix", shards=3)
+    served = open_ray_index(tmp_path / "ix", "local", restarts=0)
+    try:
+        assert served.search("file").count > 0
+        served.ray.kill(served.actors[1], no_restart=True)
+        time.sleep(0.5)
+        with pytest.raises(ClusterError, match="no partial answer"):
+            served.search("file")
+        with pytest.raises(ClusterError):
+            served.match("file")
+    finally:
+        served.close()
+
+
+@given(st.composite(lambda draw: gen_corpus(_Draws(draw)))(),
+       st.lists(st.composite(lambda draw: gen_tree(_Draws(draw)))(), min_size=10, max_size=10),
+       st.integers(min_value=2, max_value=4))
+@pytest.mark.slow
+@settings(HYPOTHESIS, max_examples=5)  # each example starts its shards' actors: seconds apiece
+def test_random_corpora_served_over_ray_equal_one_index(ray_cluster: Any, recs: list[dict[str, Any]], trees: list[Any], shards: int) -> None:
+    with tempfile.TemporaryDirectory() as d:
+        one = build_index(recs, Path(d) / "one")
+        build_index(recs, Path(d) / "sharded", shards=shards, jobs=1)
+        with open_ray_index(Path(d) / "sharded", "local") as served:
+            assert_same(one, served, [printed_query(t) for t in trees] + ["alpha OR beta OR gamma"], k=30)
