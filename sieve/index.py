@@ -365,8 +365,14 @@ def _open_current(path: Path, verify: bool) -> tuple[Path, Snapshot]:
     raise last
 
 
-def open_index(path: str | os.PathLike, verify: bool = False, limits: Limits = Limits()) -> Index:
-    """Open an index directory (memory-mapped; cheap). `verify=True` checks every byte first."""
+def open_index(path: str | os.PathLike, verify: bool = False, limits: Limits = Limits(), ray: str | None = None) -> Any:
+    """Open an index directory (memory-mapped; cheap). `verify=True` checks every byte first.
+    `ray`: serve a sharded index from one actor per shard on the Ray cluster at that address
+    (HOST:PORT, `auto`, or `local`) instead: a `sieve.shard_service.RayIndex`."""
+    if ray is not None:
+        from sieve.shard_service import open_ray_index
+
+        return open_ray_index(path, ray, limits=limits)
     return Index(path, verify=verify, limits=limits)
 
 

@@ -70,8 +70,10 @@ class ShardServer:
         self._filter = [Evaluator(seg.reader, seg.live if seg.deleted is not None else None) for seg in self.snap.segments]
 
     def info(self) -> dict[str, Any]:
+        import resource
+
         return {"n_live": self.snap.n_live, "total_len": self.snap.total_len, "shards": self.snap.shards, "analyzer": self.snap.analyzer,
-                "schema": self.snap.schema, "pid": os.getpid()}
+                "schema": self.snap.schema, "pid": os.getpid(), "rss_mb": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss // 1024}
 
     def _plans(self, query: str) -> Plans:
         from sieve.index import parse_query
@@ -242,6 +244,10 @@ class RayIndex:
             raise ClusterError(f"a shard of {self.path} did not answer in {self.timeout_s:g} s; no partial answer is given") from e
         except ray.exceptions.RayError as e:
             raise ClusterError(f"a shard of {self.path} is gone ({type(e).__name__}); no partial answer is given") from e
+
+    def count(self, query: str) -> int:
+        """How many documents `query` admits (`Index.match(query).count`), without their ids."""
+        return sum(p.count for p in self._get([a.prepare.remote(query, self.collection) for a in self.actors]))
 
     def match(self, query: str) -> RayMatch:
         """What `query` admits, in index order (as `Index.match`)."""

@@ -16,7 +16,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from sieve import BQLSyntaxError, ClusterError, InvalidArgumentError, UnknownDocumentError, build_index
+from sieve import BQLSyntaxError, ClusterError, InvalidArgumentError, UnknownDocumentError, build_index, open_index
 from sieve.cluster import connect
 from sieve.demo_corpus import stdlib_documents
 from sieve.shard_service import open_ray_index
@@ -28,6 +28,8 @@ from test_shards import stdlib_queries  # noqa: E402
 
 def seen(index: Any, query: str, k: int) -> tuple:
     r = index.search(query, k=k)
+    if hasattr(index, "count"):
+        assert index.count(query) == r.count
     return (index.match(query).ids, r.query, r.count, r.fallback, r.missing, r.terms, [(h.doc_id, h.fields, h.sections) for h in r.hits],
             [h.score for h in r.hits])
 
@@ -91,6 +93,16 @@ def test_query_errors_come_back_as_they_are(pair: Any) -> None:
         served.search("file", ranker="dense")
     with pytest.raises(InvalidArgumentError, match="not a sharded index"):
         open_ray_index(one.path, "local")
+
+
+def test_shards_built_as_ray_tasks_and_opened_through_open_index(ray_cluster: Any, tmp_path: Path) -> None:
+    docs = list(stdlib_documents(limit=150))
+    local = build_index(docs, tmp_path / "local", shards=3)
+    remote = build_index(docs, tmp_path / "remote", shards=3, ray="local")
+    assert remote.manifest["segments"] == local.manifest["segments"]  # the same segments, files and keys
+    with open_index(tmp_path / "remote", ray="local") as served:
+        assert served.match("NOT zzqx").ids == local.match("NOT zzqx").ids
+        assert seen(served, "file OR os", 10)[:-1] == seen(local, "file OR os", 10)[:-1]
 
 
 def test_a_killed_shard_is_restarted_and_the_answer_retried(pair: Any) -> None:

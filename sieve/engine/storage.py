@@ -42,7 +42,8 @@ FORMAT_NAME = "sieve-index"
 # 5: positions in blocks; 6: the rest postings of terms with dense rows; 7: postings' document
 # ids in two bytes (sieve.engine.docids).
 FORMAT_VERSION = 7
-SUPPORTED_VERSIONS = (2, 3, 4, 5, 6, 7)  # 2: a generation is one segment, read as a commit of that segment alone
+SHARDED_VERSION = 8  # a sharded index's commit point: an older sieve must refuse it, not read it in the wrong order
+SUPPORTED_VERSIONS = (2, 3, 4, 5, 6, 7, 8)  # 2: a generation is one segment, read as a commit of that segment alone
 ARRAY_VERSION = 2  # the array file layout, unchanged since format 2
 
 ARRAY_MAGIC = b"SIEVEARR"
