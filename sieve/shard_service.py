@@ -10,7 +10,8 @@
    once, at open) and asks every shard for its best k scored with them; the merge takes the best k
    by (score, order key): exactly the hits, scores and tie order of one index over the corpus.
 
-The zero-hit fallback fires only when every shard admits nothing. A shard that cannot answer
+The zero-hit fallback fires only when every shard admits nothing; its diagnosis sums each shard's
+(sieve.engine.diagnose.merge_diagnoses). A shard that cannot answer
 (its actor died past its restarts, or did not answer in time) is a ClusterError: an answer
 from the other shards alone would be incomplete, and is never passed off as complete.
 
@@ -33,6 +34,7 @@ from sieve.documents import Document, Section
 from sieve.engine import bitset, storage
 from sieve.engine.bm25 import BM25Params, idf
 from sieve.engine.bql.free_text import free_text_query
+from sieve.engine.diagnose import ALL, Diagnosis, diagnose_parts, merge_diagnoses
 from sieve.engine.evaluate import Evaluator
 from sieve.engine.plan import Limits, Plans
 from sieve.engine.search import Hit, Results, Searcher, check_request
@@ -51,6 +53,7 @@ class Prepared:
     dfs: list[int]  # live documents holding each positive term
     volumes: list[int]  # positions each leaf examines here
     clause_hits: list[bool] | None  # when this shard admits nothing: whether each top-level clause matches here
+    diagnosis: Diagnosis | None  # when this shard admits nothing and it was asked: every relaxation admitting something here
     query: str
     terms: tuple[str, ...]
     stems: tuple[str, ...]
@@ -86,18 +89,19 @@ class ShardServer:
             got = self._searchers[collection] = Searcher(self.snap, self.params, collection=collection)
         return got
 
-    def prepare(self, query: str, collection: tuple[int, int]) -> Prepared:
+    def prepare(self, query: str, collection: tuple[int, int], diagnose: bool = False) -> Prepared:
         plans = self._plans(query)
         searcher = self._searcher(collection)
         bits = searcher.segment_bits(plans)
         count = sum(bitset.count(b) for b in bits)
         dfs = [self.snap.text_df([plan.term_ids[i] for plan in plans.parts]) for i in range(len(plans.terms))]
         volumes = [sum(plan.leaves[i].volume for plan in plans.parts) for i in range(len(plans.leaves))]
-        hits = None
+        hits, why = None, None
         if not count:
-            hits = [any(bool(part.evaluator.run(plan.clauses[i]).any()) for part, plan in zip(searcher.parts, plans.parts))
-                    for i in range(len(plans.clauses))]
-        return Prepared(count, dfs, volumes, hits, plans.query, plans.terms, plans.stems, plans.text,
+            clause_bits = [[part.evaluator.run(c) for c in plan.clauses] for part, plan in zip(searcher.parts, plans.parts)]
+            hits = [any(bool(cb[i].any()) for cb in clause_bits) for i in range(len(plans.clauses))]
+            why = diagnose_parts(searcher.pairs(plans), clause_bits, most=ALL) if diagnose else None
+        return Prepared(count, dfs, volumes, hits, why, plans.query, plans.terms, plans.stems, plans.text,
                         tuple(str(c.node) for c in plans.clauses), tuple(str(leaf.node) for leaf in plans.leaves))
 
     def top(self, query: str, collection: tuple[int, int], idfs: tuple[float, ...], k: int, whole: bool, explain: bool) -> list[tuple[Any, ...]]:
@@ -256,13 +260,13 @@ class RayIndex:
         ids = [i for _, _, shard_ids in got for i in shard_ids]
         return RayMatch(got[0][0], len(ids), [ids[i] for i in np.argsort(keys, kind="stable").tolist()])
 
-    def search(self, query: str, k: int = 5, ranker: str = "bm25", fallback: bool = True, explain: bool = True, diagnose: bool = False) -> Results:
-        """As `Index.search`, with BM25 (dense and Indri rankers need the index opened locally).
-        A zero-hit search lists the missing clauses but gives no diagnosis."""
+    def search(self, query: str, k: int = 5, ranker: str = "bm25", fallback: bool = True, explain: bool = True, diagnose: bool = True) -> Results:
+        """As `Index.search`, with BM25 (dense and Indri rankers need the index opened locally);
+        a zero-hit search's diagnosis is merged from every shard's."""
         check_request(k, ranker)
         if ranker != "bm25":
             raise InvalidArgumentError(f"an index served by Ray ranks with bm25 only, not {ranker}; open it locally (open_index) for {ranker}")
-        first = self._get([a.prepare.remote(query, self.collection) for a in self.actors])
+        first = self._get([a.prepare.remote(query, self.collection, diagnose) for a in self.actors])
         p = first[0]
         volumes = [sum(f.volumes[i] for f in first) for i in range(len(p.leaves))]
         if sum(volumes) > self.limits.max_positions:
@@ -272,10 +276,13 @@ class RayIndex:
                                 f"{volumes[at]:,}); use rarer words or fewer of them")
         count = sum(f.count for f in first)
         missing: list[str] = []
+        why = None
         if not count:
             missing = [c for i, c in enumerate(p.clauses) if not any(f.clause_hits[i] for f in first if f.clause_hits is not None)]
+            if diagnose:
+                why = merge_diagnoses([f.diagnosis for f in first if f.diagnosis is not None])
             if not fallback or not (p.terms or p.text):  # as Index.search: a prefix-only query falls back (to nothing BM25 can score)
-                return self._results(p, [], 0, False, missing)
+                return self._results(p, [], 0, False, missing, why)
         n, _ = self.collection
         idfs = tuple(float(idf(n, sum(f.dfs[i] for f in first))) for i in range(len(p.terms)))
         tops = self._get([a.top.remote(query, self.collection, idfs, k, not count, explain) for a in self.actors])
@@ -283,10 +290,10 @@ class RayIndex:
                         key=lambda t: (-t[1], t[0]))[:k]
         hits = [Hit(doc_id, rank, score, tuple(fields), tuple(sections), doc=g, section_numbers=tuple(numbers))
                 for rank, (_, score, g, (doc_id, fields, sections, numbers)) in enumerate(merged, 1)]
-        return self._results(p, hits, count, not count, missing)
+        return self._results(p, hits, count, not count, missing, why)
 
-    def _results(self, p: Prepared, hits: list[Hit], count: int, fell_back: bool, missing: list[str]) -> Results:
-        return Results(hits, count, p.query, fell_back, missing, "bm25", p.terms, p.stems, p.text, None, self.analyzer)
+    def _results(self, p: Prepared, hits: list[Hit], count: int, fell_back: bool, missing: list[str], why: Diagnosis | None) -> Results:
+        return Results(hits, count, p.query, fell_back, missing, "bm25", p.terms, p.stems, p.text, why, self.analyzer)
 
     def ranked_search(self, text: str, k: int = 5, ranker: str = "bm25", explain: bool = True) -> Results:
         """As `Index.ranked_search`."""
@@ -296,7 +303,7 @@ class RayIndex:
         query = free_text_query(text, self.analyzer)
         if query is None:
             return Results([], 0, "", ranker=ranker, analyzer=self.analyzer)
-        return self.search(query, k=k, ranker=ranker, fallback=False, explain=explain)
+        return self.search(query, k=k, ranker=ranker, fallback=False, explain=explain, diagnose=False)
 
     def _locate(self, doc_id: str) -> tuple[Any, int]:
         j = shard_of(str(doc_id), self.shards)

@@ -20,6 +20,7 @@ from sieve import BQLSyntaxError, ClusterError, InvalidArgumentError, UnknownDoc
 from sieve.cluster import connect
 from sieve.demo_corpus import stdlib_documents
 from sieve.shard_service import open_ray_index
+from sieve.tools.toolset import Toolset
 
 sys.path.insert(0, str(Path(__file__).parent / "engine"))
 from test_match_oracle import HYPOTHESIS, _Draws, gen_corpus, gen_tree, printed_query  # noqa: E402
@@ -30,8 +31,8 @@ def seen(index: Any, query: str, k: int) -> tuple:
     r = index.search(query, k=k)
     if hasattr(index, "count"):
         assert index.count(query) == r.count
-    return (index.match(query).ids, r.query, r.count, r.fallback, r.missing, r.terms, [(h.doc_id, h.fields, h.sections) for h in r.hits],
-            [h.score for h in r.hits])
+    return (index.match(query).ids, r.query, r.count, r.fallback, r.missing, r.diagnosis, r.terms,
+            [(h.doc_id, h.fields, h.sections) for h in r.hits], [h.score for h in r.hits])
 
 
 def assert_same(one: Any, served: Any, queries: list[str], k: int = 10) -> None:
@@ -80,6 +81,17 @@ def test_documents_sections_and_ranked_search(pair: Any) -> None:
         served.document("no-such-doc")
     with pytest.raises(InvalidArgumentError, match="no section 99"):
         served.section(one.match("NOT zzqx").ids[0], 99)
+
+
+def test_the_agents_tools_read_the_same_over_ray(pair: Any) -> None:
+    one, served = pair
+    tools = ["search", "fetch", "visit", "ranked_search"]
+    local, remote = Toolset(one, tools), Toolset(served, tools)
+    calls = [("search", {"query": "file OR json"}), ("search", {"query": "zzqx AND file"}), ("search", {"query": '"no such phrase"[title] AND os'}),
+             ("fetch", {"doc_id": "json", "section": "(intro)"}), ("visit", {"doc_id": "json"}), ("fetch", {"doc_id": "nope", "section": "x"}),
+             ("ranked_search", {"query": "read a file"})]
+    for name, args in calls:
+        assert remote.call(name, args).text == local.call(name, args).text, name
 
 
 def test_query_errors_come_back_as_they_are(pair: Any) -> None:

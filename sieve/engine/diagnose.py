@@ -203,3 +203,28 @@ def diagnose_parts(parts: Sequence[tuple[Plan, Evaluator]], clause_bits: list[li
             if got:
                 found.append(Relaxation("drop", str(node), None, _query(nodes[:i] + nodes[i + 1:]), got))
     return Diagnosis(counts, tuple(found[:most]))
+
+
+ALL = 1 << 62  # `most` that keeps every relaxation: what a shard sends to be merged
+
+
+def merge_diagnoses(parts: Sequence[Diagnosis], most: int = 8) -> Diagnosis:
+    """The diagnosis of one query over several shards, from each shard's own diagnosis made with
+    `most=ALL` (a shard lists exactly the relaxations that admit something there): counts summed,
+    relaxations in the order one diagnosis of the whole collection lists them."""
+    first = parts[0]
+    clauses = tuple((c, sum(p.clauses[i][1] for p in parts)) for i, (c, _) in enumerate(first.clauses))
+    rank = {kind: r for r, (kind, _) in enumerate(_LOOSEN)} | {"drop": len(_LOOSEN)}
+    where = {}
+    for i, (c, _) in enumerate(first.clauses):
+        where.setdefault(c, i)  # a clause written twice: its first place (both give the same relaxed query)
+    totals: dict[tuple[str, str, str, int], list] = {}
+    for p in parts:
+        seen: dict[tuple[str, str, str], int] = {}
+        for r in p.relaxations:
+            key = (r.kind, r.clause, r.query)
+            seen[key] = nth = seen.get(key, -1) + 1  # the same relaxation twice in one list stays two
+            got = totals.setdefault((*key, nth), [r, 0])
+            got[1] += r.count
+    merged = sorted(totals.items(), key=lambda kv: (rank[kv[0][0]], where.get(kv[0][1], 0), kv[0][3]))
+    return Diagnosis(clauses, tuple(replace(r, count=n) for _, (r, n) in merged[:most]))

@@ -5,6 +5,8 @@ documents is reported, and the order is the size of the change."""
 from __future__ import annotations
 
 import random
+import tempfile
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -15,7 +17,11 @@ from test_match_oracle import HYPOTHESIS, Corpus, _Draws, gen_corpus, gen_tree, 
 import oracle
 import sieve
 from sieve.engine.bql import And, Not
-from sieve.engine.diagnose import KINDS, diagnose_parts
+from sieve.documents import document_from_record
+from sieve.engine.diagnose import ALL, KINDS, diagnose_parts, merge_diagnoses
+from sieve.engine.plan import Plans
+from sieve.engine.search import Searcher
+from sieve.engine.segments import Snapshot
 from sieve.index import parse_query
 
 
@@ -105,3 +111,19 @@ def test_the_search_tool_says_what_would_admit_documents(small: sieve.Index) -> 
     assert "One change" not in quiet
     assert small.search('"heat plan"[section] AND date[2020..]', diagnose=False).diagnosis is None
     assert small.search("heat").diagnosis is None  # only a query that admits nothing is diagnosed
+
+
+@given(st.composite(lambda draw: gen_corpus(_Draws(draw)))(), st.integers(0, 2**32), st.integers(2, 4))
+@HYPOTHESIS
+def test_shards_diagnoses_merge_to_the_whole_collections(recs: list[dict[str, Any]], seed: int, shards: int) -> None:
+    # What sieve.shard_service does with each shard's diagnosis: the merge equals one index's, order included.
+    with tempfile.TemporaryDirectory() as d:
+        one = sieve.build_index(recs, Path(d) / "one")
+        sharded = sieve.build_index(recs, Path(d) / "sharded", shards=shards, jobs=1)
+        parts = [Snapshot(sharded.path, sharded.generation, shard=j) for j in range(shards)]
+        searchers = [Searcher(p) for p in parts]
+        c = Corpus(recs, oracle.prepare([document_from_record(r) for r in recs]), one)
+        for q in zero_hit_conjunctions(random.Random(seed), c, 8):
+            whole = diagnose_parts(one.searcher.pairs(one.plan(q)))
+            each = [diagnose_parts(s.pairs(Plans.of(parse_query(q), [seg.reader for seg in p.segments])), most=ALL) for s, p in zip(searchers, parts)]
+            assert merge_diagnoses(each) == whole, q
