@@ -103,15 +103,25 @@ def parse_line(name: str, lineno: int, line: str) -> Any:
         return CorpusError("invalid JSON: a number too long to read (more than 4,300 digits)", name, lineno)
 
 
-def records(source: Source) -> Iterator[tuple[str | None, int, Any]]:
-    """(file, 1-based line or record number, parsed record or a CorpusError)."""
+UNREAD = object()  # a record `records` was told to pass over unparsed
+
+
+def records(source: Source, unread: Callable[[str], bool] | None = None) -> Iterator[tuple[str | None, int, Any]]:
+    """(file, 1-based line or record number, parsed record or a CorpusError). `unread(line)`: True
+    for a JSON line certainly not wanted, given as UNREAD without being parsed (one shard's build
+    passing over the others' lines)."""
     if isinstance(source, (str, os.PathLike)) and folders.is_document_folder(source):
         yield from folders.records(Path(source))
     elif isinstance(source, (str, os.PathLike)):
         path = corpus_file(source)
         name = str(path)
         for lineno, line in raw_lines(path):
-            yield name, lineno, line if isinstance(line, CorpusError) else parse_line(name, lineno, line)
+            if isinstance(line, CorpusError):
+                yield name, lineno, line
+            elif unread is not None and unread(line):
+                yield name, lineno, UNREAD
+            else:
+                yield name, lineno, parse_line(name, lineno, line)
     else:
         for i, rec in enumerate(source, 1):
             yield None, i, rec
@@ -214,14 +224,15 @@ def read_documents(source: Source, on_error: OnError = "raise", report: CorpusRe
     Text under keys the format does not know is an error unless `lenient` (then kept as metadata, and counted).
     `check(document, file, line)`: more rules (a build's declared fields), raising CorpusError.
     `select(position, record)`: the records to read at all (position: 1-based, over the whole
-    source), before any check; the others are passed over unread and uncounted (one shard's share)."""
+    source), before any check; the others are passed over unread and uncounted (one shard's share).
+    A `select` with an `unread(line)` method lets JSON lines it can rule out go unparsed."""
     if on_error not in ("raise", "skip"):
         raise InvalidArgumentError(f"on_error must be 'raise' or 'skip', not {on_error!r}")
     report = report if report is not None else CorpusReport()
     report.source = str(source) if isinstance(source, (str, os.PathLike)) else "<iterable>"
     ids = IdRegistry()
-    for position, (name, line, rec) in enumerate(records(source), 1):
-        if select is not None and not select(position, rec):
+    for position, (name, line, rec) in enumerate(records(source, getattr(select, "unread", None)), 1):
+        if rec is UNREAD or (select is not None and not select(position, rec)):
             continue
         try:
             if isinstance(rec, CorpusError):

@@ -20,6 +20,7 @@ from __future__ import annotations
 import hashlib
 import multiprocessing
 import os
+import re
 import shutil
 import tempfile
 from concurrent.futures import ProcessPoolExecutor
@@ -62,8 +63,22 @@ def routing_id(rec: Any) -> str | None:
     return None
 
 
+# A line that opens with a string id free of escapes: its id without parsing the line. Only the
+# first key counts (a nested "id" never comes first), and only when "id" appears once (JSON's last
+# duplicate key wins, so a second one could be the real id).
+_LEADING_ID = re.compile(r'\s*\{\s*"id"\s*:\s*"([^"\\]+)"')
+
+
 class ShardSelector:
     """`select` for `read_documents`: this shard's records, remembering where each id was first seen."""
+
+    def unread(self, line: str) -> bool:
+        """Whether a JSON line certainly belongs to another shard (then it is not even parsed: each
+        shard's build reads the whole corpus, and parsing every line would cost each shard a full pass)."""
+        m = _LEADING_ID.match(line)
+        if m is None or line.count('"id"') != 1:
+            return False
+        return shard_of(m.group(1), self.shards) != self.shard
 
     def __init__(self, shard: int, shards: int) -> None:
         self.shard, self.shards = shard, shards

@@ -17,7 +17,7 @@ from hypothesis import strategies as st
 from sieve import CorpusError, InvalidArgumentError, build_index, open_index
 from sieve.cli import main
 from sieve.demo_corpus import stdlib_documents
-from sieve.shards import routing_id, shard_of
+from sieve.shards import ShardSelector, routing_id, shard_of
 from test_match_oracle import HYPOTHESIS, _Draws, gen_corpus, gen_tree, printed_query
 
 
@@ -156,3 +156,20 @@ def test_random_corpora_sharded_equal_one_index(recs: list[dict[str, Any]], tree
         one = build_index(recs, Path(d) / "one")
         sharded = build_index(recs, Path(d) / "sharded", shards=shards, jobs=1)
         assert_same(one, sharded, [printed_query(t) for t in trees] + ["alpha OR beta OR gamma", "NOT omega"], k=30)
+
+
+@given(st.text(min_size=0, max_size=8), st.booleans(), st.booleans(), st.integers(2, 6))
+def test_a_line_passed_over_unparsed_is_always_another_shards(doc_id: str, nested: bool, duplicate: bool, shards: int) -> None:
+    """`ShardSelector.unread` skips parsing only lines whose real id (JSON's reading) routes elsewhere."""
+    rec: dict[str, Any] = {"id": doc_id, "title": 'a "quoted" id'}
+    if nested:
+        rec["metadata"] = {"id": "other"}
+    line = json.dumps(rec, ensure_ascii=False)
+    if duplicate:  # JSON's last duplicate key wins: a reader of the first would route wrongly
+        line = line[:-1] + ', "id": "last"}'
+    real = routing_id(json.loads(line))
+    for j in range(shards):
+        skipped = ShardSelector(j, shards).unread(line)
+        assert not skipped or (real is not None and shard_of(real, shards) != j)
+    if not nested and not duplicate and doc_id and '"' not in doc_id and "\\" not in doc_id and doc_id.isprintable():
+        assert sum(ShardSelector(j, shards).unread(line) for j in range(shards)) == shards - 1  # the fast path is taken
