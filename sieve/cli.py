@@ -298,7 +298,9 @@ def cmd_search(args: argparse.Namespace) -> int:
     from sieve.tools.snippets import Matcher
     from sieve.tools.style import terminal_style
 
-    index = open_index(args.index)
+    if args.ray and (args.topics or args.run):
+        raise InvalidArgumentError("--topics runs on an index opened here; drop --ray (a sharded index opens locally too)")
+    index = open_index(args.index, ray=args.ray)
     if args.topics or args.run:
         return _search_topics(index, args)
     if args.query is None:
@@ -319,10 +321,14 @@ def cmd_search(args: argparse.Namespace) -> int:
                          "snippet": None if snip is None else {"section": meta["headings"][snip.section], "text": snip.text}})
         _print_json({"query": r.query, "count": r.count, "fallback": r.fallback, "missing": r.missing,
                      "diagnosis": None if r.diagnosis is None else r.diagnosis.to_dict(), "ranker": r.ranker, "ms": round(ms, 3), "hits": hits})
+        if args.ray:
+            index.close()
         return 0
     style = terminal_style(sys.stdout)
     header = cards.ranked_header(r) if args.ranked else cards.search_header(r)
     print(cards.listing(index, r, header, Matcher.of(r), style=style))
+    if args.ray:
+        index.close()
     return 0
 
 
@@ -581,6 +587,8 @@ def make_parser() -> argparse.ArgumentParser:
     s.add_argument("--ranked", action="store_true", help="QUERY is plain language, not BQL: rank every document holding any of its words")
     s.add_argument("--topics", help="many queries, one per line: JSON Lines with _id (or id) and text (or query), or TSV of id and query; needs --run")
     s.add_argument("--run", help="with --topics: write the results as a TREC run file (qid Q0 docid rank score tag)")
+    s.add_argument("--ray", metavar="ADDRESS", help="a sharded INDEX answered by one Ray actor per shard on this cluster (HOST:PORT, auto, "
+                   "or local; the `ray` extra): the same results, BM25 only")
     s.add_argument("--json", action="store_true")
     s.set_defaults(func=cmd_search)
 

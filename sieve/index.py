@@ -46,6 +46,17 @@ def _parsed(text: str, text_fields: frozenset[str]) -> Node:
         return parse(text)
 
 
+def ranked_search(index: Any, text: str, k: int, ranker: str, explain: bool) -> Results:
+    """`Index.ranked_search` for anything with an `analyzer` and a `search` (a RayIndex too)."""
+    if not isinstance(text, str):
+        raise InvalidArgumentError(f"ranked_search takes text, got {type(text).__name__}")
+    check_request(k, ranker)
+    query = free_text_query(text, index.analyzer)
+    if query is None:
+        return Results([], 0, "", ranker=ranker, analyzer=index.analyzer)
+    return index.search(query, k=k, ranker=ranker, fallback=False, explain=explain, diagnose=False)
+
+
 def _damage_guard(method: Callable[..., Any]) -> Callable[..., Any]:
     """Open verifies only the small files, so reading a damaged large payload can trip numpy (an
     index out of range, an unreadable record) before any checksum does. Then verify the index:
@@ -252,13 +263,7 @@ class Index:
         characters in `text` are words like any other. `Results.query` shows the BQL that ran (an OR
         of the quoted words, stop words left out); a text with no word gives no hits. What `sieve search --ranked` and the
         baselines' `ranked_search` tool run."""
-        if not isinstance(text, str):
-            raise InvalidArgumentError(f"ranked_search takes text, got {type(text).__name__}")
-        check_request(k, ranker)
-        query = free_text_query(text, self.analyzer)
-        if query is None:
-            return Results([], 0, "", ranker=ranker, analyzer=self.analyzer)
-        return self.search(query, k=k, ranker=ranker, fallback=False, explain=explain, diagnose=False)
+        return ranked_search(self, text, k, ranker, explain)
 
     def _attach_dense(self) -> None:
         if self.searcher.dense is None:

@@ -33,7 +33,6 @@ import numpy as np
 from sieve.documents import Document, Section
 from sieve.engine import bitset, storage
 from sieve.engine.bm25 import BM25Params, idf
-from sieve.engine.bql.free_text import free_text_query
 from sieve.engine.diagnose import ALL, Diagnosis, diagnose_parts, merge_diagnoses
 from sieve.engine.evaluate import Evaluator
 from sieve.engine.plan import Limits, Plans
@@ -297,13 +296,9 @@ class RayIndex:
 
     def ranked_search(self, text: str, k: int = 5, ranker: str = "bm25", explain: bool = True) -> Results:
         """As `Index.ranked_search`."""
-        if not isinstance(text, str):
-            raise InvalidArgumentError(f"ranked_search takes text, got {type(text).__name__}")
-        check_request(k, ranker)
-        query = free_text_query(text, self.analyzer)
-        if query is None:
-            return Results([], 0, "", ranker=ranker, analyzer=self.analyzer)
-        return self.search(query, k=k, ranker=ranker, fallback=False, explain=explain, diagnose=False)
+        from sieve.index import ranked_search
+
+        return ranked_search(self, text, k, ranker, explain)
 
     def _locate(self, doc_id: str) -> tuple[Any, int]:
         j = shard_of(str(doc_id), self.shards)

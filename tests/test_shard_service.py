@@ -4,6 +4,7 @@ never a partial answer passed off as complete."""
 
 from __future__ import annotations
 
+import json
 import os
 import signal
 import sys
@@ -17,6 +18,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from sieve import BQLSyntaxError, ClusterError, InvalidArgumentError, UnknownDocumentError, build_index, open_index
+from sieve.cli import main
 from sieve.cluster import connect
 from sieve.demo_corpus import stdlib_documents
 from sieve.shard_service import open_ray_index
@@ -92,6 +94,22 @@ def test_the_agents_tools_read_the_same_over_ray(pair: Any) -> None:
              ("ranked_search", {"query": "read a file"})]
     for name, args in calls:
         assert remote.call(name, args).text == local.call(name, args).text, name
+
+
+def test_sieve_search_over_ray(pair: Any, capsys: pytest.CaptureFixture[str]) -> None:
+    one, served = pair
+    outputs = []
+    for extra in ([], ["--ray", "local"]):
+        for query in ("file OR json", "zzqx AND file"):
+            assert main(["search", str(served.path), query, "-k", "4", "--json", *extra]) == 0
+            got = json.loads(capsys.readouterr().out)
+            got.pop("ms")
+            outputs.append(got)
+        assert main(["search", str(served.path), "json[title]", *extra]) == 0
+        outputs.append(capsys.readouterr().out)
+    assert outputs[:3] == outputs[3:] and outputs[0]["hits"] and outputs[1]["diagnosis"] is not None
+    assert main(["search", str(served.path), "--topics", "t.tsv", "--run", "r", "--ray", "local"]) == 1
+    assert "drop --ray" in capsys.readouterr().err
 
 
 def test_query_errors_come_back_as_they_are(pair: Any) -> None:
