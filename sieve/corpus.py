@@ -21,6 +21,9 @@ Source = Union[str, os.PathLike, Iterable[Any]]
 OnError = Literal["raise", "skip"]
 
 
+MAX_ERRORS = 20  # bad records a report quotes (it counts them all)
+
+
 @dataclass
 class CorpusReport:
     """What reading a corpus found: documents read, records skipped and why (first few kept)."""
@@ -33,7 +36,7 @@ class CorpusReport:
 
     def note(self, err: CorpusError) -> None:
         self.skipped += 1
-        if len(self.errors) < 20:
+        if len(self.errors) < MAX_ERRORS:
             self.errors.append(str(err))
 
 

@@ -30,7 +30,7 @@ from typing import Any, Callable
 
 import numpy as np
 
-from sieve.corpus import CorpusReport, OnError, Source
+from sieve.corpus import MAX_ERRORS, CorpusReport, OnError, Source
 from sieve.documents import Document
 from sieve.engine import storage
 from sieve.engine.analysis import Analyzer
@@ -125,7 +125,7 @@ class ShardBuilt:
     documents: int = 0
     skipped: int = 0
     kept: int = 0
-    errors: list[str] = field(default_factory=list)
+    errors: list[tuple[int, str]] = field(default_factory=list)  # (line, message) of its first bad records
     failure: tuple[str, str | None, int | None] | None = None  # a CorpusError's message, file and line
 
 
@@ -134,7 +134,7 @@ def build_shard(task: ShardTask) -> ShardBuilt:
     from sieve.build import build_segments
 
     select = ShardSelector(task.shard, task.shards)
-    report = CorpusReport()
+    report = _LinedReport()
     parts = iter(range(1, 1 << 30))
 
     def new_segment() -> Path:
@@ -155,8 +155,22 @@ def build_shard(task: ShardTask) -> ShardBuilt:
         keys = np.fromiter((select.first[reader.doc_id(d)] for d in range(reader.n_docs)), dtype=np.int64, count=reader.n_docs)
         out.segments.append((str(where), manifest, keys))
         out.documents += reader.n_docs
-    out.skipped, out.kept, out.errors = report.skipped, report.kept, report.errors
+    out.skipped, out.kept, out.errors = report.skipped, report.kept, report.lined
     return out
+
+
+class _LinedReport(CorpusReport):
+    """A report that keeps where each of its first errors is, so the shards' can be put in corpus order."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.lined: list[tuple[int, str]] = []
+
+    def note(self, err: CorpusError) -> None:
+        kept = len(self.errors)
+        super().note(err)
+        if len(self.errors) > kept:
+            self.lined.append((err.line or 0, self.errors[-1]))
 
 
 def _run_local(tasks: list[ShardTask], workers: int, done: Callable[[ShardBuilt], None]) -> list[ShardBuilt]:
@@ -243,7 +257,8 @@ def build_sharded(
         report.documents = sum(r.documents for r in results)
         report.skipped = sum(r.skipped for r in results)
         report.kept = sum(r.kept for r in results)
-        report.errors = [e for r in results for e in r.errors][:20]
+        # Each shard kept its first bad records, so the corpus's first ones are among them.
+        report.errors = [e for _, e in sorted((e for r in results for e in r.errors), key=lambda e: e[0])][:MAX_ERRORS]
         if not report.documents:
             from sieve.build import _nothing_to_index
 

@@ -14,7 +14,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from sieve import CorpusError, InvalidArgumentError, build_index, open_index
+from sieve import CorpusError, CorpusReport, InvalidArgumentError, build_index, open_index
 from sieve.cli import main
 from sieve.demo_corpus import stdlib_documents
 from sieve.shards import ShardSelector, routing_id, shard_of
@@ -133,6 +133,13 @@ def test_bad_records_named_as_an_unsharded_build_names_them(tmp_path: Path) -> N
     b = build_index(corpus, tmp_path / "four", on_error="skip", shards=4)
     assert b.manifest["skipped"] == a.manifest["skipped"] == 2
     assert b.match("NOT zzqx").ids == a.match("NOT zzqx").ids
+    # The report quotes the same first bad records, in corpus order, as an unsharded build's.
+    recs = [{"id": f"e{i}", "title": "x"} if i % 3 else {"id": f"e{i}", "title": ["not text"]} for i in range(90)]
+    corpus = write_jsonl(tmp_path / "bad.jsonl", recs)
+    one_report, sharded_report = CorpusReport(), CorpusReport()
+    build_index(corpus, tmp_path / "bad-one", on_error="skip", report=one_report)
+    build_index(corpus, tmp_path / "bad-four", on_error="skip", report=sharded_report, shards=4)
+    assert sharded_report.errors == one_report.errors and len(one_report.errors) == 20 and sharded_report.skipped == one_report.skipped == 30
 
 
 def test_more_shards_than_documents_and_a_generator_refused(tmp_path: Path) -> None:
