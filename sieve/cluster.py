@@ -9,6 +9,7 @@ cluster: asking for another while connected is an error, not a silent switch.
 
 from __future__ import annotations
 
+import json
 import os
 import socket
 from typing import Any
@@ -45,8 +46,10 @@ def connect(address: str) -> Any:
     options: dict[str, Any] = {"log_to_driver": False, "configure_logging": False}
     try:
         if address == LOCAL:
+            # SIEVE_RAY_CPUS and SIEVE_RAY_RESOURCES (JSON, e.g. {"sieve_shard_0": 1}) shape the private cluster.
             cpus = int(os.environ.get("SIEVE_RAY_CPUS", "0")) or os.cpu_count() or 1
-            ray.init(num_cpus=cpus, include_dashboard=False, object_store_memory=256 * 1024 * 1024, **options)
+            resources = json.loads(os.environ.get("SIEVE_RAY_RESOURCES") or "{}")
+            ray.init(num_cpus=cpus, resources=resources, include_dashboard=False, object_store_memory=256 * 1024 * 1024, **options)
         else:
             ray.init(address=address, **options)
     except Exception as e:  # ray raises ConnectionError, RuntimeError, or its own kinds

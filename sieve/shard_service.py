@@ -74,8 +74,11 @@ class ShardServer:
     def info(self) -> dict[str, Any]:
         import resource
 
+        from sieve.cluster import ray_module
+
         return {"n_live": self.snap.n_live, "total_len": self.snap.total_len, "shards": self.snap.shards, "analyzer": self.snap.analyzer,
-                "schema": self.snap.schema, "pid": os.getpid(), "rss_mb": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss // 1024}
+                "schema": self.snap.schema, "pid": os.getpid(), "rss_mb": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss // 1024,
+                "resources": sorted(ray_module().get_runtime_context().get_assigned_resources())}
 
     def _plans(self, query: str) -> Plans:
         from sieve.index import parse_query

@@ -7,6 +7,7 @@ from __future__ import annotations
 import json
 import os
 import signal
+import subprocess
 import sys
 import tempfile
 import time
@@ -160,6 +161,25 @@ def test_a_shard_gone_for_good_is_an_error_not_a_partial_answer(ray_cluster: Any
             served.match("file")
     finally:
         served.close()
+
+
+PLACEMENT = """
+import json, os, sys
+os.environ["SIEVE_RAY_CPUS"] = "1"
+os.environ["SIEVE_RAY_RESOURCES"] = json.dumps({"sieve_shard_0": 1, "sieve_shard_1": 1})
+from sieve.shard_service import open_ray_index
+with open_ray_index(sys.argv[1], "local") as served:
+    infos = served._get([a.info.remote() for a in served.actors])
+    print(json.dumps([i["resources"] for i in infos]))
+"""
+
+
+def test_each_shards_actor_asks_for_its_node_when_the_cluster_names_one(tmp_path: Path) -> None:
+    # A node started with the resource sieve_shard_<j> holds shard j: its actor must land there.
+    build_index(list(stdlib_documents(limit=30)), tmp_path / "ix", shards=2)
+    p = subprocess.run([sys.executable, "-c", PLACEMENT, str(tmp_path / "ix")], capture_output=True, text=True, timeout=300)
+    assert p.returncode == 0, p.stderr[-2000:]
+    assert json.loads(p.stdout.strip().splitlines()[-1]) == [["sieve_shard_0"], ["sieve_shard_1"]]
 
 
 @given(st.composite(lambda draw: gen_corpus(_Draws(draw)))(),
