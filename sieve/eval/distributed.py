@@ -16,8 +16,8 @@ the same path on every node: a shared file system, or one machine.
 from __future__ import annotations
 
 import contextlib
-import socket
 import math
+import socket
 import traceback
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -135,7 +135,7 @@ def _episode(setup: EpisodeSetup, url: str, question_id: str, question: str) -> 
 
 def _index(path: str, dense: bool) -> Index:
     key = (path, dense)
-    if key not in _indexes:
+    if key not in _indexes or _indexes[key].retired:  # a long-lived worker must not answer from a replaced build
         index = open_index(path)
         if dense:
             index.use_dense()
