@@ -396,7 +396,7 @@ class Searcher:
                 where[at] = w
         hits = []
         for rank, (d, score, (fields, sections)) in enumerate(zip(doc_list, score_list, where), 1):
-            headings = snap.headings(d)
+            headings = snap.headings(d) if sections else ()  # the store is read only to name matched sections
             hits.append(Hit(snap.doc_id(d), rank, float(score), tuple(f.label for f in fields), tuple(headings[j] for j in sections), doc=d,
                             section_numbers=tuple(sections)))
         return hits
