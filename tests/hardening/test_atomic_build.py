@@ -125,6 +125,35 @@ def test_kill_before_every_step_of_a_forced_rebuild(corpora: dict[str, Any], tmp
     assert leftovers(target) == [] and unreferenced(target) == []  # a successful switch tidies up
 
 
+@pytest.mark.slow
+def test_kill_before_every_step_of_a_sharded_rebuild(corpora: dict[str, Any], tmp_path: Path) -> None:
+    """A sharded build (its shards built in this process, so every step is reached) killed at any
+    step leaves the old index or the new one, never a mix; the new one answers as an unsharded
+    build of its corpus (`answers` is the same for both)."""
+    target = tmp_path / "idx"
+    sieve.build_index(corpora["a"], target, jobs=1)
+
+    def sharded(want: str) -> Any:
+        return lambda: sieve.build_index(corpora[want], target, force=True, jobs=1, shards=3)
+
+    shutil.copytree(target, tmp_path / "probe")
+    steps = count_op_events(lambda: sieve.build_index(corpora["b"], tmp_path / "probe", force=True, jobs=1, shards=3))
+    have, outcomes = "a", Counter[str]()
+    for k in _kill_points(steps) + [len(steps)]:
+        want = _other(have)
+        result = fork_op(sharded(want), kill_at=k)
+        s = state(target, {"a": corpora["a?"], "b": corpora["b?"]})
+        assert s in (have, want), (k, s)
+        outcomes["old" if s == have else "new"] += 1
+        assert result == "killed" or s == want, (k, result)
+        have = s
+    assert outcomes["old"] >= 10 and outcomes["new"] >= 1, outcomes
+    assert sieve.open_index(target).snapshot.shards == 3
+    sieve.build_index(corpora[_other(have)], target, force=True, jobs=1, shards=3)
+    assert state(target, {"a": corpora["a?"], "b": corpora["b?"]}) == _other(have)
+    assert leftovers(target) == [] and unreferenced(target) == []
+
+
 def _write(target: Path, adds: list[dict[str, Any]], deletes: list[str]) -> None:
     with sieve.open_index(target).writer() as w:
         for rec in adds:
