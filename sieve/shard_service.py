@@ -137,8 +137,22 @@ class ShardServer:
             raise InvalidArgumentError(f"unknown read {what!r}")
         return getattr(self.snap, what)(d, *args)
 
+    def field_lengths(self) -> np.ndarray:
+        return self.snap.field_lengths()
+
     def pid(self) -> int:
         return os.getpid()
+
+
+class RemoteSnapshot:
+    """What the tools' manual reads of a snapshot, gathered from the shards."""
+
+    def __init__(self, owner: "RayIndex") -> None:
+        self.owner = owner
+
+    def field_lengths(self) -> np.ndarray:
+        """Tokens per field of every live document (rows shard by shard: counts and sums only)."""
+        return np.concatenate(self.owner._get([a.field_lengths.remote() for a in self.owner.actors]))
 
 
 class RemoteReader:
@@ -216,9 +230,15 @@ class RayIndex:
         self.collection = (self.n_live, sum(i["total_len"] for i in infos))
         self.analyzer, self.schema = infos[0]["analyzer"], infos[0]["schema"]
         self.reader = RemoteReader(self)
+        self.snapshot = RemoteSnapshot(self)
 
     def __len__(self) -> int:
         return self.n_live
+
+    @property
+    def stats(self) -> dict[str, int]:
+        """As `Index.stats`: the commit's figures."""
+        return dict(self.manifest["stats"])
 
     def __repr__(self) -> str:
         return f"RayIndex({str(self.path)!r}, shards={self.shards}, documents={self.n_live})"

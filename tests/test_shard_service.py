@@ -22,6 +22,7 @@ from sieve import BQLSyntaxError, ClusterError, InvalidArgumentError, UnknownDoc
 from sieve.cli import main
 from sieve.cluster import connect
 from sieve.demo_corpus import stdlib_documents
+from sieve.serve.service import Service
 from sieve.shard_service import open_ray_index
 from sieve.tools.toolset import Toolset
 
@@ -97,6 +98,17 @@ def test_the_agents_tools_read_the_same_over_ray(pair: Any) -> None:
         assert remote.call(name, args).text == local.call(name, args).text, name
 
 
+def test_the_mcp_service_over_ray_describes_and_answers_as_over_one_index(pair: Any) -> None:
+    one, served = pair
+    local, remote = Service({"ix": one}), Service({"ix": served})
+    assert remote.instructions() == local.instructions() and remote.manual("ix") == local.manual("ix")
+    assert [t.description for t in remote.tools] == [t.description for t in local.tools]
+    a, b = local.new_session(), remote.new_session()
+    for name, args in [("search", {"query": "json OR file", "k": 3}), ("show", {"doc": 2}), ("fetch", {"doc_id": "json", "section": "(intro)"}),
+                       ("search", {"query": "zzqx AND file"})]:
+        assert remote.call(b, name, args).text == local.call(a, name, args).text, name
+
+
 def test_sieve_search_over_ray(pair: Any, capsys: pytest.CaptureFixture[str]) -> None:
     one, served = pair
     outputs = []
@@ -167,6 +179,7 @@ PLACEMENT = """
 import json, os, sys
 os.environ["SIEVE_RAY_CPUS"] = "1"
 os.environ["SIEVE_RAY_RESOURCES"] = json.dumps({"sieve_shard_0": 1, "sieve_shard_1": 1})
+from sieve.serve.service import Service
 from sieve.shard_service import open_ray_index
 with open_ray_index(sys.argv[1], "local") as served:
     infos = served._get([a.info.remote() for a in served.actors])

@@ -20,7 +20,11 @@ def cmd_serve(args: argparse.Namespace) -> int:
     limits = ServeLimits(k_max=args.k_max, max_sections=args.max_sections, max_query_chars=args.max_query_chars,
                          call_seconds=args.call_seconds, workers=args.workers)
     tools = [t.strip() for t in args.tools.split(",") if t.strip()]
-    service = Service.open(args.indexes, tools=tools, limits=limits, config=ToolConfig(ranker=args.ranker))
+    if args.ray and args.ranker != "bm25":
+        from sieve.errors import InvalidArgumentError
+
+        raise InvalidArgumentError(f"indexes served by Ray rank with bm25 only, not {args.ranker}")
+    service = Service.open(args.indexes, ray=args.ray, tools=tools, limits=limits, config=ToolConfig(ranker=args.ranker))
     if args.ranker in DENSE_RANKERS:
         for index in service.indexes.values():
             index.use_dense()
@@ -65,5 +69,7 @@ def add_command(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-a
     s.add_argument("--max-query-chars", type=int, default=_LIMITS.max_query_chars, help=f"longest query (default {_LIMITS.max_query_chars:,})")
     s.add_argument("--call-seconds", type=float, default=_LIMITS.call_seconds, help=f"time limit per call (default {_LIMITS.call_seconds:g})")
     s.add_argument("--workers", type=int, default=_LIMITS.workers, help=f"calls computed at once (default {_LIMITS.workers})")
+    s.add_argument("--ray", metavar="ADDRESS", help="sharded indexes answered by their shards' actors on this Ray cluster (HOST:PORT, auto, "
+                   "or local; the `ray` extra; bm25 only)")
     s.add_argument("--json", action="store_true", help="announce the server as one JSON line on stderr")
     s.set_defaults(func=cmd_serve)

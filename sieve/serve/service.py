@@ -101,9 +101,10 @@ class Service:
         self.tools = self._served_tools()
 
     @classmethod
-    def open(cls, specs: Sequence[str], **kwargs: Any) -> Service:
-        """Open each `PATH` or `NAME=PATH` read-only and serve them."""
-        return cls({name: open_index(path) for name, path in index_names(specs).items()}, **kwargs)
+    def open(cls, specs: Sequence[str], ray: str | None = None, **kwargs: Any) -> Service:
+        """Open each `PATH` or `NAME=PATH` read-only and serve them (`ray`: sharded indexes, each
+        answered by its shards' actors on that Ray cluster)."""
+        return cls({name: open_index(path, ray=ray) for name, path in index_names(specs).items()}, **kwargs)
 
     @property
     def several(self) -> bool:
