@@ -17,12 +17,14 @@ record with no usable id goes to shard (position - 1) mod N, which reports the e
 
 from __future__ import annotations
 
+import concurrent.futures
 import hashlib
 import multiprocessing
 import os
 import re
 import shutil
 import tempfile
+import time
 from concurrent.futures import ProcessPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -143,10 +145,11 @@ def build_shard(task: ShardTask) -> ShardBuilt:
         return where
 
     out = ShardBuilt(task.shard)
+    note = _progress_writer(task.stage)
     try:
         built = build_segments(task.source, new_segment, on_error=task.on_error, report=report, jobs=1, memory_mb=task.memory_mb,  # type: ignore[arg-type]
                                segment_bytes=task.segment_bytes, analyzer=task.analyzer, lenient=task.lenient, schema=task.schema,
-                               select=select, allow_empty=True)
+                               select=select, allow_empty=True, progress=note)
     except CorpusError as e:  # sent back as values: an exception with its own constructor may not survive pickling
         out.failure = (e.message, e.file, e.line)
         return out
@@ -155,6 +158,7 @@ def build_shard(task: ShardTask) -> ShardBuilt:
         keys = np.fromiter((select.first[reader.doc_id(d)] for d in range(reader.n_docs)), dtype=np.int64, count=reader.n_docs)
         out.segments.append((str(where), manifest, keys))
         out.documents += reader.n_docs
+    (Path(task.stage) / PROGRESS_FILE).write_text(str(out.documents))  # the final count, whatever the last note said
     out.skipped, out.kept, out.errors = report.skipped, report.kept, report.lined
     return out
 
@@ -173,38 +177,64 @@ class _LinedReport(CorpusReport):
             self.lined.append((err.line or 0, self.errors[-1]))
 
 
-def _run_local(tasks: list[ShardTask], workers: int, done: Callable[[ShardBuilt], None]) -> list[ShardBuilt]:
+PROGRESS_FILE = "progress"  # in a shard's stage: the documents its build has indexed so far
+PROGRESS_EVERY_S = 0.5
+
+
+def _progress_writer(stage: str) -> Callable[[int, int], None]:
+    """A build's progress callback that leaves its count in the stage for the parent to read
+    (processes and Ray tasks alike; a whole file, replaced, so never read half-written)."""
+    last = [0.0]
+
+    def note(documents: int, _bytes: int) -> None:
+        now = time.monotonic()
+        if now - last[0] >= PROGRESS_EVERY_S:
+            last[0] = now
+            tmp = Path(stage) / (PROGRESS_FILE + ".tmp")
+            tmp.write_text(str(documents))
+            os.replace(tmp, Path(stage) / PROGRESS_FILE)
+
+    return note
+
+
+def _indexed(stages: list[Path]) -> int:
+    total = 0
+    for stage in stages:
+        try:
+            total += int((stage / PROGRESS_FILE).read_text())
+        except (OSError, ValueError):
+            pass  # not started, or not reporting yet
+    return total
+
+
+def _run_local(tasks: list[ShardTask], workers: int, tick: Callable[[], None]) -> list[ShardBuilt]:
     if workers <= 1 or len(tasks) == 1:
         results = []
         for t in tasks:
             results.append(build_shard(t))
-            done(results[-1])
+            tick()
         return results
     # fork: the workers start at once and share the analyzer's tables; each builds whole shards.
     ctx = multiprocessing.get_context("fork" if "fork" in multiprocessing.get_all_start_methods() else None)
     with ProcessPoolExecutor(max_workers=workers, mp_context=ctx) as pool:
         futures = [pool.submit(build_shard, t) for t in tasks]
-        results = []
-        for f in futures:
-            results.append(f.result())
-            done(results[-1])
-        return results
+        while concurrent.futures.wait(futures, timeout=PROGRESS_EVERY_S).not_done:
+            tick()
+        tick()
+        return [f.result() for f in futures]
 
 
-def _run_ray(tasks: list[ShardTask], address: str, done: Callable[[ShardBuilt], None]) -> list[ShardBuilt]:
+def _run_ray(tasks: list[ShardTask], address: str, tick: Callable[[], None]) -> list[ShardBuilt]:
     from sieve.cluster import connect
 
     ray = connect(address)
     remote = ray.remote(num_cpus=1, max_retries=2)(build_shard)
     refs = [remote.remote(t) for t in tasks]
-    results: dict[int, ShardBuilt] = {}
     pending = list(refs)
     while pending:
-        ready, pending = ray.wait(pending, num_returns=1)
-        got = ray.get(ready[0])
-        results[got.shard] = got
-        done(got)
-    return [results[t.shard] for t in tasks]
+        _, pending = ray.wait(pending, num_returns=len(pending), timeout=PROGRESS_EVERY_S)
+        tick()
+    return ray.get(refs)
 
 
 def build_sharded(
@@ -242,14 +272,11 @@ def build_sharded(
     try:
         stages = [Path(tempfile.mkdtemp(prefix=f".shard-{j:04d}.building-", dir=commit.stage)) for j in range(shards)]
         tasks = [ShardTask(source, str(stages[j]), j, shards, on_error, each_mb, segment_bytes, analyzer, schema, lenient) for j in range(shards)]
-        total = [0]
-
-        def done(got: ShardBuilt) -> None:
-            total[0] += got.documents
+        def tick() -> None:
             if progress is not None:
-                progress(total[0], 0)
+                progress(_indexed(stages), 0)
 
-        results = _run_ray(tasks, ray, done) if ray else _run_local(tasks, workers, done)
+        results = _run_ray(tasks, ray, tick) if ray else _run_local(tasks, workers, tick)
         failures = [r.failure for r in results if r.failure is not None]
         if failures:  # the first bad record in the corpus, as an unsharded build would name it
             message, file, line = min(failures, key=lambda f: (f[2] if f[2] is not None else 0))

@@ -118,6 +118,14 @@ def test_sharded_check_and_cli(tmp_path: Path, stdlib_records: list[dict[str, An
     assert open_index(tmp_path / "ix").snapshot.shards == 0
 
 
+@pytest.mark.parametrize("jobs", [1, 2])
+def test_a_sharded_build_reports_its_progress(tmp_path: Path, stdlib_records: list[dict[str, Any]], jobs: int) -> None:
+    seen: list[int] = []
+    corpus = write_jsonl(tmp_path / "c.jsonl", stdlib_records)
+    index = build_index(corpus, tmp_path / "ix", shards=3, jobs=jobs, progress=lambda n, _b: seen.append(n))
+    assert seen and seen == sorted(seen) and seen[-1] == len(index)  # the shards' counts, summed, to the end
+
+
 def test_bad_records_named_as_an_unsharded_build_names_them(tmp_path: Path) -> None:
     recs = [{"id": f"d{i}", "title": f"word{i % 5}"} for i in range(40)]
     recs[17] = {"title": "no id here"}
