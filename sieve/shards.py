@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import concurrent.futures
 import hashlib
+import itertools
 import multiprocessing
 import os
 import re
@@ -137,7 +138,7 @@ def build_shard(task: ShardTask) -> ShardBuilt:
 
     select = ShardSelector(task.shard, task.shards)
     report = _LinedReport()
-    parts = iter(range(1, 1 << 30))
+    parts = itertools.count(1)
 
     def new_segment() -> Path:
         where = Path(task.stage) / f"part-{next(parts):06d}"
@@ -150,7 +151,7 @@ def build_shard(task: ShardTask) -> ShardBuilt:
         built = build_segments(task.source, new_segment, on_error=task.on_error, report=report, jobs=1, memory_mb=task.memory_mb,  # type: ignore[arg-type]
                                segment_bytes=task.segment_bytes, analyzer=task.analyzer, lenient=task.lenient, schema=task.schema,
                                select=select, allow_empty=True, progress=note)
-    except CorpusError as e:  # sent back as values: an exception with its own constructor may not survive pickling
+    except CorpusError as e:  # returned, not raised: the parent raises the first bad record of the corpus, whichever shard met it
         out.failure = (e.message, e.file, e.line)
         return out
     for where, manifest in built:
