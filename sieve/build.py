@@ -178,7 +178,7 @@ def _batch_stream(source: Source, on_error: OnError, report: CorpusReport, jobs:
         yield from _local_batches(source, on_error, report, analyzer, lenient, schema)
 
 
-def _nothing_to_index(report: CorpusReport) -> CorpusError:
+def nothing_to_index(report: CorpusReport) -> CorpusError:
     # An index of nothing answers every query with nothing: almost always a wrong path or format.
     what = f"every record was skipped ({report.skipped:,}; first: {report.errors[0]})" if report.skipped else "the corpus has no records"
     return CorpusError(f"nothing to index: {what}", report.source or None)
@@ -262,7 +262,7 @@ def build_segments(
             progress(out.total, out.progress_bytes())
     if not out.total:
         if not allow_empty:
-            raise _nothing_to_index(report)
+            raise nothing_to_index(report)
         out.writer = IndexWriter(new_segment(), memory_mb if memory_mb is not None else DEFAULT_MEMORY_MB, analyzer, schema)
     out.flush({"source": report.source, "skipped": report.skipped})
     return out.finished
@@ -291,5 +291,5 @@ def build(
         if progress is not None:
             progress(writer.documents, writer.bytes_in)
     if not writer.documents and not allow_empty:
-        raise _nothing_to_index(report)
+        raise nothing_to_index(report)
     return writer.finish({"source": report.source, "skipped": report.skipped})

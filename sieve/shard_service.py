@@ -35,10 +35,10 @@ from sieve.engine import bitset, storage
 from sieve.engine.bm25 import BM25Params, idf
 from sieve.engine.diagnose import ALL, Diagnosis, diagnose_parts, merge_diagnoses
 from sieve.engine.evaluate import Evaluator
-from sieve.engine.plan import Limits, Plans
+from sieve.engine.plan import Limits, Plans, check_volume
 from sieve.engine.search import Hit, Results, Searcher, check_request
 from sieve.engine.segments import Snapshot
-from sieve.errors import BQLLimitError, ClusterError, InvalidArgumentError, SieveError, UnknownDocumentError
+from sieve.errors import ClusterError, InvalidArgumentError, SieveError, UnknownDocumentError
 from sieve.shards import shard_of
 
 ANSWER_TIMEOUT_S = 120.0
@@ -112,7 +112,7 @@ class ShardServer:
         plans = self._plans(query)
         searcher = self._searcher(collection)
         docs, scores = searcher.bm25_top(plans, None if whole else searcher.segment_bits(plans), k, idfs=idfs)
-        hits = searcher._hits(plans, docs, scores, explain)
+        hits = searcher.hits(plans, docs, scores, explain)
         order = self.snap.order
         assert order is not None
         return [(int(order[h.doc]), h.score, h.doc, h.doc_id, h.fields, h.sections, h.section_numbers) for h in hits]
@@ -290,12 +290,7 @@ class RayIndex:
             raise InvalidArgumentError(f"an index served by Ray ranks with bm25 only, not {ranker}; open it locally (open_index) for {ranker}")
         first = self._get([a.prepare.remote(query, self.collection, diagnose) for a in self.actors])
         p = first[0]
-        volumes = [sum(f.volumes[i] for f in first) for i in range(len(p.leaves))]
-        if sum(volumes) > self.limits.max_positions:
-            at = int(np.argmax(volumes))
-            raise BQLLimitError("positions", sum(volumes), self.limits.max_positions,
-                                f"the phrases and NEARs of this query examine {sum(volumes):,} positions together (the largest, {p.leaves[at]}, "
-                                f"{volumes[at]:,}); use rarer words or fewer of them")
+        check_volume([(leaf, sum(f.volumes[i] for f in first)) for i, leaf in enumerate(p.leaves)], self.limits)
         count = sum(f.count for f in first)
         missing: list[str] = []
         why = None

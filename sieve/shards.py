@@ -288,9 +288,9 @@ def build_sharded(
         # Each shard kept its first bad records, so the corpus's first ones are among them.
         report.errors = [e for _, e in sorted((e for r in results for e in r.errors), key=lambda e: e[0])][:MAX_ERRORS]
         if not report.documents:
-            from sieve.build import _nothing_to_index
+            from sieve.build import nothing_to_index
 
-            raise _nothing_to_index(report)
+            raise nothing_to_index(report)
         entries = []
         for r in results:
             for where, manifest, keys in r.segments:

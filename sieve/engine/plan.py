@@ -321,10 +321,17 @@ def _same(term: str) -> str:
 def _check_volume(plan: Plan, limits: Limits) -> None:
     """The positions cap holds for the whole query: 500 NEARs over frequent words, each under the
     cap, would otherwise take half a minute together."""
-    if plan.volume > limits.max_positions:
-        largest = max(plan.leaves, key=lambda leaf: leaf.volume)
+    check_volume([(str(leaf.node), leaf.volume) for leaf in plan.leaves], limits)
+
+
+def check_volume(leaves: "list[tuple[str, int]]", limits: Limits) -> None:
+    """BQLLimitError when the leaves' positional volumes (each leaf's BQL and volume, summed over
+    every segment or shard that resolved it) pass the positions cap together."""
+    total = sum(v for _, v in leaves)
+    if total > limits.max_positions:
+        node, volume = max(leaves, key=lambda leaf: leaf[1])
         raise BQLLimitError(
-            "positions", plan.volume, limits.max_positions,
-            f"the phrases and NEARs of this query examine {plan.volume:,} positions together (the largest, {largest.node}, {largest.volume:,}); "
+            "positions", total, limits.max_positions,
+            f"the phrases and NEARs of this query examine {total:,} positions together (the largest, {node}, {volume:,}); "
             "use rarer words or fewer of them",
         )

@@ -376,11 +376,12 @@ class Searcher:
 
     def _results(self, plans: Plans, ranker: str, docs: np.ndarray | None, scores: np.ndarray | None, explain: bool, count: int = 0,
                  fallback: bool = False, missing: list[str] | None = None, diagnosis: Diagnosis | None = None) -> Results:
-        hits = [] if docs is None or scores is None else self._hits(plans, docs, scores, explain)
+        hits = [] if docs is None or scores is None else self.hits(plans, docs, scores, explain)
         return Results(hits, count, plans.query, fallback, missing or [], ranker, plans.terms, plans.stems, plans.text, diagnosis,
                        self.snapshot.analyzer)
 
-    def _hits(self, plans: Plans, docs: np.ndarray, scores: np.ndarray, explain: bool) -> list[Hit]:
+    def hits(self, plans: Plans, docs: np.ndarray, scores: np.ndarray, explain: bool) -> list[Hit]:
+        """Hits for ranked internal numbers: ids, and with `explain` the fields and sections matched."""
         snap = self.snapshot
         doc_list, score_list = docs.tolist(), scores.tolist()
         if not explain:

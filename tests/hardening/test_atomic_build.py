@@ -101,6 +101,21 @@ def test_kill_before_every_step_of_a_fresh_build(corpora: dict[str, Any], tmp_pa
     assert state(target, {"new": corpora["a?"]}) == "new"
 
 
+def _alternate_kills(corpora: dict[str, Any], target: Path, points: list[int], rebuild: Any) -> tuple[str, Counter[str]]:
+    """Rebuild `target` (holding corpus "a") with the other corpus each time, killed before step k
+    of each point: every kill leaves the old index or the new one. Returns the last one and counts."""
+    have, outcomes = "a", Counter[str]()
+    for k in points:
+        want = _other(have)
+        result = rebuild(want, k)
+        s = state(target, {"a": corpora["a?"], "b": corpora["b?"]})
+        assert s in (have, want), (k, s)
+        outcomes["old" if s == have else "new"] += 1
+        assert result == "killed" or s == want, (k, result)
+        have = s
+    return have, outcomes
+
+
 @pytest.mark.slow
 def test_kill_before_every_step_of_a_forced_rebuild(corpora: dict[str, Any], tmp_path: Path) -> None:
     target = tmp_path / "idx"
@@ -109,15 +124,9 @@ def test_kill_before_every_step_of_a_forced_rebuild(corpora: dict[str, Any], tmp
     shutil.copytree(target, tmp_path / "probe")
     steps = count_events(corpora["b"], tmp_path / "probe", force=True)
     assert {"fsync", "rename", "replace", "rmtree"} <= set(steps)
-    have, outcomes = "a", Counter[str]()
-    for k in _kill_points(steps) + [len(steps), len(steps) + 1]:  # the last ones land in (or after) the removal of stale directories
-        want = _other(have)
-        result = fork_build(corpora[want], target, force=True, kill_at=k)
-        s = state(target, {"a": corpora["a?"], "b": corpora["b?"]})
-        assert s in (have, want), (k, s)
-        outcomes["old" if s == have else "new"] += 1
-        assert result == "killed" or s == want, (k, result)
-        have = s
+    # The last kill points land in (or after) the removal of stale directories.
+    have, outcomes = _alternate_kills(corpora, target, _kill_points(steps) + [len(steps), len(steps) + 1],
+                                      lambda want, k: fork_build(corpora[want], target, force=True, kill_at=k))
     assert outcomes["old"] >= 1 and outcomes["new"] >= 1, outcomes
     assert answers(reader) == corpora["a?"]  # its memory maps outlive the removed generation
     sieve.build_index(corpora[_other(have)], target, force=True, jobs=1)
@@ -138,15 +147,7 @@ def test_kill_before_every_step_of_a_sharded_rebuild(corpora: dict[str, Any], tm
 
     shutil.copytree(target, tmp_path / "probe")
     steps = count_op_events(lambda: sieve.build_index(corpora["b"], tmp_path / "probe", force=True, jobs=1, shards=3))
-    have, outcomes = "a", Counter[str]()
-    for k in _kill_points(steps) + [len(steps)]:
-        want = _other(have)
-        result = fork_op(sharded(want), kill_at=k)
-        s = state(target, {"a": corpora["a?"], "b": corpora["b?"]})
-        assert s in (have, want), (k, s)
-        outcomes["old" if s == have else "new"] += 1
-        assert result == "killed" or s == want, (k, result)
-        have = s
+    have, outcomes = _alternate_kills(corpora, target, _kill_points(steps) + [len(steps)], lambda want, k: fork_op(sharded(want), kill_at=k))
     assert outcomes["old"] >= 10 and outcomes["new"] >= 1, outcomes
     assert sieve.open_index(target).snapshot.shards == 3
     sieve.build_index(corpora[_other(have)], target, force=True, jobs=1, shards=3)
