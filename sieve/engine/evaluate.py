@@ -80,6 +80,10 @@ class Evaluator:
 
     def term(self, tid: int, fmask: int) -> np.ndarray:
         r = self.r
+        if not ALL_MASK & ~fmask:  # every field: a frequent term's documents may be one stored row
+            row = r.any_row(tid)
+            if row is not None:
+                return row
         acc, rest = None, fmask
         # Where the postings to read are: all of the term's, unless rows and rest postings stand in.
         docs_of, masks_of = r.post_doc, r.post_mask
@@ -105,6 +109,8 @@ class Evaluator:
                     # The postings in the fields without rows, each with those fields' mask only.
                     docs_of, masks_of = r.rest_doc, r.rest_mask
                     lo, hi = int(r.rest_ptr[a]), int(r.rest_ptr[b])
+                    if lo == hi:  # no postings beyond the rows: the rows are the answer
+                        return acc if acc is not None else bitset.empty(self.n)
                     unasked = ALL_MASK & ~covered & ~rest
         docs = docs_of[lo:hi]
         if unasked:

@@ -150,10 +150,11 @@ class Plan:
         return self._derived
 
     @classmethod
-    def of(cls, node: ast.Node, reader: IndexReader, limits: Limits = Limits()) -> "Plan":
+    def of(cls, node: ast.Node, reader: IndexReader, limits: Limits = Limits(), memo: "dict[ast.Node, Any] | None" = None) -> "Plan":
         """Resolve `node` against `reader`. Raises BQLLimitError for a prefix that expands past the
-        cap or a query whose phrases and NEARs would examine too many positions together."""
-        builder = _Builder(reader, limits)
+        cap or a query whose phrases and NEARs would examine too many positions together. `memo`:
+        leaves already analysed for another segment of the same index (shared, filled here)."""
+        builder = _Builder(reader, limits, {} if memo is None else memo)
         root = builder.build(node, positive=True)
         plan = cls(
             root=root,
@@ -179,7 +180,8 @@ class Plans:
     def of(cls, node: ast.Node, readers: "list[IndexReader]", limits: Limits = Limits()) -> "Plans":
         """Resolve `node` against every segment's reader. The positions cap holds for the whole
         query over all segments; the prefix cap for each segment's dictionary."""
-        parts = tuple(Plan.of(node, r, limits) for r in readers)
+        memo: dict[ast.Node, Any] = {}  # each leaf analysed once, whatever the number of segments
+        parts = tuple(Plan.of(node, r, limits, memo) for r in readers)
         if len(parts) > 1:
             whole = Plan(parts[0].root, parts[0].query, parts[0].leaves, parts[0].positive, parts[0].clauses,
                          volume=sum(p.volume for p in parts))
@@ -220,13 +222,17 @@ class Plans:
 
 
 class _Builder:
-    def __init__(self, reader: IndexReader, limits: Limits) -> None:
+    def __init__(self, reader: IndexReader, limits: Limits, memo: "dict[ast.Node, Any]") -> None:
         self.r = reader
         self.limits = limits
         self.analyzer = reader.analyzer
         self.leaves: list[LeafPlan] = []
         self.positive: list[LeafPlan] = []
         self._resolved: dict[ast.Node, LeafPlan] = {}  # equal leaves are analysed and looked up once
+        # A leaf's analysis depends on the index's analyzer and schema, which every segment shares:
+        # segments after the first only look its terms up (an index of 13 segments analysed each
+        # word 13 times before).
+        self._memo = memo
 
     def build(self, node: ast.Node, positive: bool) -> PlanNode:
         kind = type(node)
@@ -260,7 +266,38 @@ class _Builder:
             return DECLARED_BIT, name, functools.partial(namespaced, number)  # type: ignore[return-value]
         return mask_of(fields), "", _same  # type: ignore[arg-type]
 
-    def _ids(self, terms: list[str]) -> tuple[int, ...]:
+    def _analysed(self, node: ast.Node, analyse: Callable[[Any], Any]) -> Any:
+        got = self._memo.get(node)
+        if got is None:
+            got = self._memo[node] = analyse(node)
+        return got
+
+    def _words(self, node: ast.Term | ast.Phrase) -> tuple[tuple[str, ...], tuple[int, ...], int, str]:
+        """(terms, each one's place relative to the first, mask, declared field) of a word or phrase."""
+        written = node.word if isinstance(node, ast.Term) else node.text
+        # Stop words are not indexed: at either end of a phrase they are dropped, inside one
+        # they stand for any one word (their place is kept), as in Lucene (docs/bql.md).
+        placed = [(i, t) for i, t in enumerate(self.analyzer.analyze(written)) if t != STOP]
+        if not placed:
+            raise self._all_stop(node, written)
+        mask, declared, ns = self._scope(node.fields)
+        return tuple(ns(t) for _, t in placed), tuple(i - placed[0][0] for i, _ in placed), mask, declared
+
+    def _stem(self, node: ast.Prefix) -> tuple[str, int, str]:
+        # A stemming index holds stems, so the prefix is stemmed too: `running*` is `run*` and
+        # admits every document `running` admits (docs/bql.md, "Analyzers"). A prefix is
+        # never a stop word: `the*` is every indexed term starting with `the`.
+        mask, declared, ns = self._scope(node.fields)
+        return ns(self.analyzer.stem(Analyzer.words(node.stem), stop=False)[0]), mask, declared
+
+    def _pair(self, node: ast.Near) -> tuple[tuple[str, ...], int, str]:
+        terms = [self.analyzer.analyze(node.left)[0], self.analyzer.analyze(node.right)[0]]
+        if STOP in terms:
+            raise self._all_stop(node, node.left if terms[0] == STOP else node.right)
+        mask, declared, ns = self._scope(node.fields)
+        return tuple(ns(t) for t in terms), mask, declared
+
+    def _ids(self, terms: tuple[str, ...]) -> tuple[int, ...]:
         return tuple(map(self.r.term_id, terms))
 
     def _leaf(self, node: ast.Node) -> LeafPlan:
@@ -277,39 +314,24 @@ class _Builder:
             return LeafPlan(node, "column", column=node.name, bounds=bounds)
         if isinstance(node, (ast.Term, ast.Phrase)):
             written = node.word if isinstance(node, ast.Term) else node.text
-            # Stop words are not indexed: at either end of a phrase they are dropped, inside one
-            # they stand for any one word (their place is kept), as in Lucene (docs/bql.md).
-            placed = [(i, t) for i, t in enumerate(self.analyzer.analyze(written)) if t != STOP]
-            if not placed:
-                raise self._all_stop(node, written)
-            mask, declared, ns = self._scope(node.fields)
-            terms = [ns(t) for _, t in placed]
+            terms, offsets, mask, declared = self._analysed(node, self._words)
             tids = self._ids(terms)
             if len(terms) == 1:
-                return LeafPlan(node, "term", tuple(terms), tids, mask=mask, text=written, declared=declared)
-            offsets = tuple(i - placed[0][0] for i, _ in placed)
+                return LeafPlan(node, "term", terms, tids, mask=mask, text=written, declared=declared)
             # Only the rarest term's positions are scanned; the others are probed by binary search.
             volume = 0 if min(tids) < 0 else min(self.r.position_count(t) for t in tids)
-            return LeafPlan(node, "phrase", tuple(terms), tids, mask=mask, volume=volume, text=written, offsets=offsets, declared=declared)
+            return LeafPlan(node, "phrase", terms, tids, mask=mask, volume=volume, text=written, offsets=offsets, declared=declared)
         if isinstance(node, ast.Prefix):
-            # A stemming index holds stems, so the prefix is stemmed too: `running*` is `run*` and
-            # admits every document `running` admits (docs/bql.md, "Analyzers"). A prefix is
-            # never a stop word: `the*` is every indexed term starting with `the`.
-            mask, declared, ns = self._scope(node.fields)
-            stem = ns(self.analyzer.stem(Analyzer.words(node.stem), stop=False)[0])
+            stem, mask, declared = self._analysed(node, self._stem)
             lo, hi = self.r.terms.prefix_range(stem.encode())
             if hi - lo > self.limits.max_prefix_terms:
                 raise BQLLimitError("prefix expansion", hi - lo, self.limits.max_prefix_terms, f"{node.stem}* matches {hi - lo} terms; lengthen the stem")
             return LeafPlan(node, "prefix", (stem,), term_range=(lo, hi), mask=mask, text=node.stem, declared=declared)
         if isinstance(node, ast.Near):
-            terms = [self.analyzer.analyze(node.left)[0], self.analyzer.analyze(node.right)[0]]
-            if STOP in terms:
-                raise self._all_stop(node, node.left if terms[0] == STOP else node.right)
-            mask, declared, ns = self._scope(node.fields)
-            terms = [ns(t) for t in terms]
+            terms, mask, declared = self._analysed(node, self._pair)
             tids = self._ids(terms)
             volume = 0 if min(tids) < 0 else sum(self.r.position_count(t) for t in set(tids))
-            return LeafPlan(node, "near", tuple(terms), tids, mask=mask, distance=node.distance, volume=volume,
+            return LeafPlan(node, "near", terms, tids, mask=mask, distance=node.distance, volume=volume,
                             text=f"{node.left} {node.right}", declared=declared)
         raise TypeError(f"not a BQL node: {node!r}")
 

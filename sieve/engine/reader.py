@@ -32,10 +32,13 @@ STORE_FILES = ("store.meta.blocks.sva", "store.text.blocks.sva")
 # Written since format 6: the postings of terms with dense rows in their other fields. A segment
 # without them reads all of such a term's postings when a leaf reaches past its rows.
 REST_FILES = ("post.rest.ptr.sva", "post.rest.mask.sva")
+# Written since 0.9 (format 7 still: a reader without them reads the rows and postings instead and
+# answers the same): for each frequent term, one bitset of its documents in any field.
+ANY_FILES = ("post.any.sva", "post.any.terms.sva")
 # Document ids of postings (`post.doc`) and of rest postings (`post.rest.doc`): split in two
 # (sieve.engine.docids) since format 7, one raw int32 array (`{prefix}.sva`) before.
 # Positions: in blocks since format 5, one raw array before.
-WRITTEN = FILES + docids.files("post.doc") + DENSE_FILES + REST_FILES + docids.files("post.rest.doc") + STORE_FILES + BLOCK_FILES  # what this version writes in a segment
+WRITTEN = FILES + docids.files("post.doc") + DENSE_FILES + REST_FILES + ANY_FILES + docids.files("post.rest.doc") + STORE_FILES + BLOCK_FILES  # what this version writes in a segment
 
 
 def column_files(schema: Schema) -> tuple[str, ...]:
@@ -157,7 +160,7 @@ class IndexReader:
         if not isinstance(files, dict):
             raise IndexDamagedError(label + storage.MANIFEST, "has no file list")
         a: dict[str, storage.ArrayFile] = {}
-        names = FILES + _id_files("post.doc", files) + tuple(n for group in (DENSE_FILES, REST_FILES) if any(n in files for n in group) for n in group)
+        names = FILES + _id_files("post.doc", files) + tuple(n for group in (DENSE_FILES, REST_FILES, ANY_FILES) if any(n in files for n in group) for n in group)
         if any(n in files for n in REST_FILES):
             names += _id_files("post.rest.doc", files)
         names += STORE_FILES if any(n in files for n in STORE_FILES) else ()
@@ -193,6 +196,13 @@ class IndexReader:
         self.rest_ptr = self.rest_doc = self.rest_mask = None
         if "post.rest.ptr.sva" in a:
             self.rest_ptr, self.rest_doc, self.rest_mask = a["post.rest.ptr.sva"].whole(), self._ids(a, "post.rest.doc"), a["post.rest.mask.sva"]
+        # A term's row of documents in any field: any[i] for the term any_terms[i] (ascending).
+        # None: a segment written before them.
+        self.any = self.any_terms = None
+        self._any_row: dict[int, int] = {}
+        if "post.any.sva" in a:
+            self.any, self.any_terms = a["post.any.sva"], a["post.any.terms.sva"].whole()
+            self._any_row = {t: i for i, t in enumerate(self.any_terms.tolist())}  # a few hundred a segment
         self.files = a
         self._columns = a
         self._keyword_tables: dict[int, tuple[StringTable, np.ndarray]] = {}
@@ -263,6 +273,10 @@ class IndexReader:
             checks += [("post.bits.ptr.sva", len(self.dense_ptr) == t + 1 and int(self.dense_ptr[-1]) == rows and bool(np.all(np.diff(self.dense_ptr.astype(np.int64)) >= 0))),
                        ("post.bits.sva", len(self.dense) == rows and (rows == 0 or self.dense.shape[1] == (n + 63) // 64)),
                        ("post.bits.field.sva", bool(np.all(self.dense_field < 8)))]
+        if self.any is not None:
+            rows = len(self.any_terms)
+            checks += [("post.any.sva", len(self.any) == rows and (rows == 0 or self.any.shape[1] == (n + 63) // 64)),
+                       ("post.any.terms.sva", rows == 0 or (int(self.any_terms[-1]) < t and bool(np.all(np.diff(self.any_terms.astype(np.int64)) > 0))))]
         for prefix, ids in (("post.doc", self.post_doc), ("post.rest.doc", self.rest_doc)):
             if isinstance(ids, docids.SplitIds):
                 checks.append((prefix + ".runs.sva", ids.tables_agree()))
@@ -279,6 +293,12 @@ class IndexReader:
 
     def _term_id(self, term: str) -> int:
         return self.terms.find(term.encode())
+
+    def any_row(self, tid: int) -> np.ndarray | None:
+        """The bitset of every document holding term `tid` in any field, where the segment stores
+        one (frequent terms whose documents no single field row holds); else None."""
+        i = self._any_row.get(tid)
+        return None if i is None else self.any[i]  # type: ignore[index]
 
     def postings(self, tid: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
         """(documents, field masks, term frequencies) of one term, by ascending document."""

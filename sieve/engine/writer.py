@@ -195,7 +195,9 @@ class IndexWriter:
     def _put_dense(self, n_docs: int) -> None:
         """`post.bits*`: a bitset per frequent (term, field), read back from the postings just written;
         `post.rest*`: for each term with rows, its postings in the fields without one (what a leaf
-        over fields beyond the rows must still read, instead of every posting of a frequent term)."""
+        over fields beyond the rows must still read, instead of every posting of a frequent term);
+        `post.any*`: a bitset per frequent term of all its documents, whatever the field (what an
+        unscoped leaf reads as it is), unless one field row already holds them all."""
         ptr, masks = (storage.open_array(self.dir / n, n, self.entries[n]) for n in ("post.ptr.sva", "post.mask.sva"))
         docs = docids.open_ids(self.dir, "post.doc", self.entries)
         starts = np.asarray(ptr, dtype=np.int64)
@@ -206,25 +208,32 @@ class IndexWriter:
         row_ptr = np.zeros(len(starts), dtype=np.int64)
         rest_ptr = [0]  # at every row boundary: a term's rest runs from its first row's entry to its last's
         fields = array("B")
+        any_rows = storage.ArrayWriter(self.dir / "post.any.sva", np.uint64, columns=bitset.words(n_docs))
+        any_terms: list[int] = []
         candidates = np.flatnonzero(np.diff(starts) >= need)
         for t in candidates.tolist():
             lo, hi = int(starts[t]), int(starts[t + 1])
             d, m = docs[lo:hi], masks[lo:hi]
-            covered = 0
+            covered, own, rest = 0, 0, 0
             for f in range(N_FIELDS):
                 inside = (m & np.uint8(1 << f)) != 0
                 if np.count_nonzero(inside) >= need:
                     rows.append(bitset.from_ids(d[inside], n_docs)[None, :])
                     fields.append(f)
                     covered |= 1 << f
+                    own += 1
                     rest_ptr.append(rest_ptr[-1])
             if covered:
                 other = m & np.uint8(~covered & 0xFF)
                 keep = np.flatnonzero(other)
                 rest_doc.append(d[keep])
                 rest_mask.append(other[keep])
-                rest_ptr[-1] += len(keep)
+                rest = len(keep)
+                rest_ptr[-1] += rest
             row_ptr[t + 1] = len(fields)
+            if own != 1 or rest:
+                any_rows.append(bitset.from_ids(d, n_docs)[None, :])
+                any_terms.append(t)
         # Terms between candidates hold no rows: carry each candidate's end forward.
         row_ptr = np.maximum.accumulate(row_ptr)
         self.entries["post.bits.sva"] = rows.close()
@@ -233,6 +242,8 @@ class IndexWriter:
         self.entries.update(rest_doc.close())
         self.entries["post.rest.mask.sva"] = rest_mask.close()
         self._put_offsets("post.rest.ptr.sva", rest_ptr)
+        self.entries["post.any.sva"] = any_rows.close()
+        self._put("post.any.terms.sva", np.asarray(any_terms, dtype=np.uint32))
 
     def _put_columns(self) -> None:
         """`col.<i>.sva`, the i-th declared field: a value per document for a number (NaN: none)

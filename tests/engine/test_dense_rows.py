@@ -1,5 +1,6 @@
 """Dense rows (`post.bits*`): a (term, field) pair frequent in a segment is also stored as a bitset,
-and the term's postings in its other fields are kept apart (`post.rest*`).
+and the term's postings in its other fields are kept apart (`post.rest*`); a frequent term's
+documents in any field are one more bitset (`post.any*`) unless a single field row holds them.
 
 The rows are an acceleration only: every term leaf must admit exactly what its postings say,
 for every field mask, with the rows read, with them ignored (a segment written before they
@@ -63,6 +64,30 @@ def test_rest_postings_are_the_postings_in_the_fields_without_rows(stdlib_reader
     assert some > 0
 
 
+def test_any_rows_hold_the_frequent_terms_no_single_row_holds(stdlib_reader) -> None:
+    """A term found in at least `need` documents has a row of all its documents, unless it has
+    exactly one field row and no rest postings (that row is then the same set)."""
+    r = stdlib_reader
+    need = max(-(-r.n_docs // DENSE_FRACTION), DENSE_MIN)
+    ptr = np.asarray(r.post_ptr, dtype=np.int64)
+    rest = np.asarray(r.rest_ptr, dtype=np.int64)
+    expected = []
+    for t in np.flatnonzero(np.diff(ptr) >= need).tolist():
+        a, b = int(r.dense_ptr[t]), int(r.dense_ptr[t + 1])
+        if b - a != 1 or rest[b] > rest[a]:
+            expected.append(t)
+    assert r.any_terms.tolist() == expected and len(expected) > 20
+    singles = [t for t in np.flatnonzero(np.diff(ptr) >= need).tolist() if t not in set(expected)]
+    assert singles  # the fixture has terms whose one field row is the whole answer
+    for t in expected + singles[:20]:
+        truth = _from_postings(r, t, 0xFF)
+        row = r.any_row(t)
+        if row is None:
+            assert np.array_equal(r.dense[int(r.dense_ptr[t])], truth)
+        else:
+            assert np.array_equal(row, truth), r.terms[t]
+
+
 @pytest.mark.parametrize("fmask", [ALL_MASK, 0b00111, 0b00001, 0b00100, 0b10000, 0b01010, 0b11011])
 def test_term_leaf_equals_its_postings_with_and_without_rows(stdlib_reader, fmask: int) -> None:
     r = stdlib_reader
@@ -72,10 +97,14 @@ def test_term_leaf_equals_its_postings_with_and_without_rows(stdlib_reader, fmas
     for t in sample:
         truth = _from_postings(r, t, fmask)
         assert np.array_equal(with_rows.term(t, fmask), truth), (r.terms[t], fmask)
-    # A segment written before rest postings (format 5) reads the rows and then all the postings;
-    # one written before rows (format 3) reads the postings alone.
-    saved = r.dense_ptr, r.rest_ptr
+    # A segment written before the any-field rows reads the field rows and rest postings; one written
+    # before rest postings (format 5) reads the rows and then all the postings; one written before
+    # rows (format 3) reads the postings alone.
+    saved = r.dense_ptr, r.rest_ptr, r._any_row
     try:
+        r._any_row = {}
+        for t in sample:
+            assert np.array_equal(with_rows.term(t, fmask), _from_postings(r, t, fmask))
         r.rest_ptr = None
         for t in sample:
             assert np.array_equal(with_rows.term(t, fmask), _from_postings(r, t, fmask))
@@ -84,7 +113,7 @@ def test_term_leaf_equals_its_postings_with_and_without_rows(stdlib_reader, fmas
         for t in sample:
             assert np.array_equal(without.term(t, fmask), _from_postings(r, t, fmask))
     finally:
-        r.dense_ptr, r.rest_ptr = saved
+        r.dense_ptr, r.rest_ptr, r._any_row = saved
 
 
 def test_rows_never_admit_a_deleted_document(tmp_path, stdlib: sieve.Index) -> None:
@@ -136,11 +165,13 @@ def test_an_admitted_set_is_the_callers_own(stdlib_reader) -> None:
     t = next(t for t in range(len(r.terms)) if r.dense_ptr[t + 1] > r.dense_ptr[t] and r.terms[t].decode().isalpha())
     f = int(r.dense_field[int(r.dense_ptr[t])])
     word, tag = r.terms[t].decode(), ["title", "section", "body", "author", "infobox"][f]
+    common = next(r.terms[int(t)].decode() for t in r.any_terms if r.terms[int(t)].decode().isalpha())  # a leaf read from post.any
     ev = Evaluator(r)
-    for query in (f"{word}[{tag}]", word, f"NOT {word}", f"{word} OR zzzznotaword"):
+    for query in (f"{word}[{tag}]", word, f"NOT {word}", f"{word} OR zzzznotaword", common, f"{common} OR zzzznotaword"):
         plan = Plan.of(parse(query), r)
         first = ev.run(plan)
-        assert first.flags.writeable and not np.shares_memory(first, r.dense.a) and not np.shares_memory(first, ev.universe)
+        assert first.flags.writeable and not np.shares_memory(first, ev.universe)
+        assert not np.shares_memory(first, r.dense.a) and not np.shares_memory(first, r.any.a)
         expected = first.copy()
         first[:] = 0
         assert np.array_equal(ev.run(plan), expected), query
