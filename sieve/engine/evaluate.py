@@ -19,6 +19,9 @@ from sieve.engine.reader import IndexReader
 # its documents (measured on man-sections: below that, searching all its positions is cheaper).
 _FILTER_MIN_POSITIONS = 4096
 _FILTER_SHARE = 16
+# A term leaf inside an AND looks its candidates up in its postings (instead of scattering them all
+# into a bitset) when they number fewer than 1/_FEW_SHARE of its postings.
+_FEW_SHARE = 8
 
 
 class Evaluator:
@@ -69,7 +72,7 @@ class Evaluator:
         if leaf.unknown:
             return bitset.empty(self.n)
         if leaf.kind == "term":
-            return self.term(leaf.tids[0], leaf.mask)
+            return self.term(leaf.tids[0], leaf.mask, cands)
         if leaf.kind == "prefix":
             return self.prefix(leaf.term_range, leaf.mask)
         if leaf.kind == "phrase":
@@ -78,7 +81,8 @@ class Evaluator:
 
     # ------------------------------------------------------------ leaves
 
-    def term(self, tid: int, fmask: int) -> np.ndarray:
+    def term(self, tid: int, fmask: int, cands: np.ndarray | None = None) -> np.ndarray:
+        """The documents with term `tid` in fields `fmask` (exact inside `cands`, None: all)."""
         r = self.r
         if not ALL_MASK & ~fmask:  # every field: a frequent term's documents may be one stored row
             row = r.any_row(tid)
@@ -115,8 +119,22 @@ class Evaluator:
         docs = docs_of[lo:hi]
         if unasked:
             docs = docs[(masks_of[lo:hi] & rest) != 0]
+        if cands is not None and len(docs) * bitset.SPARSE >= self.n:
+            # Scattering this many postings costs time in the segment's size; when the documents
+            # still in question are few, look each of them up in the postings instead.
+            few = self._few(cands, len(docs))
+            if few is not None:
+                at = docs.searchsorted(few)
+                np.minimum(at, len(docs) - 1, out=at)
+                docs = few[docs[at] == few]
         bits = bitset.from_ids(docs, self.n)
         return bits if acc is None else acc | bits
+
+    def _few(self, cands: np.ndarray, postings: int) -> np.ndarray | None:
+        """The documents of `cands` when they are few next to `postings` (else None)."""
+        if bitset.count(cands) * _FEW_SHARE > postings:
+            return None
+        return bitset.to_ids(cands, self.n)
 
     def prefix(self, term_range: tuple[int, int], fmask: int) -> np.ndarray:
         lo, hi = term_range

@@ -60,6 +60,7 @@ class LeafPlan:
     column: str = ""  # column: the declared field it filters
     declared: str = ""  # a text leaf scoped to a declared text field: its name (such a leaf only filters)
     bounds: tuple[Any, Any] = (None, None)  # column: inclusive (lo, hi), or (keyword, None)
+    size: int = 0  # postings it reads in this segment (term, prefix; documents for a date or column): rarer first in an AND
     positional: bool = field(init=False)  # phrase or near: checks positions
     cost: int = field(init=False)  # cheap operands first in an AND, so positional ones only see documents that survived
     unknown: bool = field(init=False)  # a term it needs is not in the index, so it matches nothing
@@ -80,7 +81,7 @@ class AndPlan:
     cost: int = field(init=False, default=1)
 
     def __post_init__(self) -> None:
-        self.by_cost = tuple(sorted(self.children, key=_cost))
+        self.by_cost = tuple(sorted(self.children, key=_order))
 
 
 @dataclass(slots=True, eq=False)
@@ -100,8 +101,10 @@ class NotPlan:
 PlanNode = Union[LeafPlan, AndPlan, OrPlan, NotPlan]
 
 
-def _cost(node: PlanNode) -> int:
-    return node.cost
+def _order(node: PlanNode) -> tuple[int, int]:
+    """An AND's operands: cheap kinds first, and of leaves of a kind the rarer first, so the later
+    ones are read only inside the documents the earlier admitted (and an empty one stops it)."""
+    return node.cost, node.size if type(node) is LeafPlan else 0
 
 
 @dataclass(slots=True, eq=False)
@@ -297,12 +300,15 @@ class _Builder:
         mask, declared, ns = self._scope(node.fields)
         return tuple(ns(t) for t in terms), mask, declared
 
+    def _df(self, tid: int) -> int:
+        return 0 if tid < 0 else int(self.r.post_ptr[tid + 1]) - int(self.r.post_ptr[tid])
+
     def _ids(self, terms: tuple[str, ...]) -> tuple[int, ...]:
         return tuple(map(self.r.term_id, terms))
 
     def _leaf(self, node: ast.Node) -> LeafPlan:
         if isinstance(node, ast.DateRange):
-            return LeafPlan(node, "date", dates=(node.lo, node.hi))
+            return LeafPlan(node, "date", dates=(node.lo, node.hi), size=self.r.n_docs)
         if isinstance(node, ast.Filter):
             kind = self.r.schema.type_of(node.name)
             if kind is None:
@@ -311,13 +317,13 @@ class _Builder:
                 bounds = filter_bounds(kind, node.spec)
             except ValueError as e:
                 raise BQLSyntaxError(f"bad {kind} filter on {node.name}", node.spec_pos, str(e)) from None
-            return LeafPlan(node, "column", column=node.name, bounds=bounds)
+            return LeafPlan(node, "column", column=node.name, bounds=bounds, size=self.r.n_docs)
         if isinstance(node, (ast.Term, ast.Phrase)):
             written = node.word if isinstance(node, ast.Term) else node.text
             terms, offsets, mask, declared = self._analysed(node, self._words)
             tids = self._ids(terms)
             if len(terms) == 1:
-                return LeafPlan(node, "term", terms, tids, mask=mask, text=written, declared=declared)
+                return LeafPlan(node, "term", terms, tids, mask=mask, text=written, declared=declared, size=self._df(tids[0]))
             # Only the rarest term's positions are scanned; the others are probed by binary search.
             volume = 0 if min(tids) < 0 else min(self.r.position_count(t) for t in tids)
             return LeafPlan(node, "phrase", terms, tids, mask=mask, volume=volume, text=written, offsets=offsets, declared=declared)
@@ -326,7 +332,8 @@ class _Builder:
             lo, hi = self.r.terms.prefix_range(stem.encode())
             if hi - lo > self.limits.max_prefix_terms:
                 raise BQLLimitError("prefix expansion", hi - lo, self.limits.max_prefix_terms, f"{node.stem}* matches {hi - lo} terms; lengthen the stem")
-            return LeafPlan(node, "prefix", (stem,), term_range=(lo, hi), mask=mask, text=node.stem, declared=declared)
+            size = int(self.r.post_ptr[hi]) - int(self.r.post_ptr[lo])
+            return LeafPlan(node, "prefix", (stem,), term_range=(lo, hi), mask=mask, text=node.stem, declared=declared, size=size)
         if isinstance(node, ast.Near):
             terms, mask, declared = self._analysed(node, self._pair)
             tids = self._ids(terms)

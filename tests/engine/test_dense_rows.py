@@ -175,3 +175,26 @@ def test_an_admitted_set_is_the_callers_own(stdlib_reader) -> None:
         expected = first.copy()
         first[:] = 0
         assert np.array_equal(ev.run(plan), expected), query
+
+
+@pytest.mark.parametrize("template", ["{r} AND {a}", "{r} AND {a}[body] AND NOT {b}", "({r} OR {x}) AND {a}[title,body] AND {b}", "{a} AND {r}[body]"])
+def test_term_leaves_looked_up_by_candidates_answer_as_scattered(stdlib: sieve.Index, monkeypatch: pytest.MonkeyPatch, template: str) -> None:
+    """Inside an AND, a frequent term's leaf may look the few surviving documents up in its
+    postings instead of scattering them all; the answer must not change (nor the operands'
+    order, rarest first, which decides what survives to be looked up)."""
+    from sieve.engine import evaluate
+
+    r = stdlib.segments[0].reader
+    df = np.diff(np.asarray(r.post_ptr, dtype=np.int64))
+    words = [r.terms[t].decode() for t in np.argsort(-df)[:400:10].tolist() if r.terms[t].decode().isalpha()]
+    rare = [r.terms[t].decode() for t in np.flatnonzero((df > 2) & (df < 40)).tolist()[:400:20] if r.terms[t].decode().isalpha()]
+    queries = [template.format(r=x, x=y, a=a, b=b) for x, y in zip(rare, rare[1:]) for a, b in zip(words[:8], words[1:9])]
+
+    def answers() -> list[list[str]]:
+        index = sieve.open_index(stdlib.path)  # fresh: no cached plans
+        return [index.match(q).ids for q in queries]
+
+    monkeypatch.setattr(evaluate, "_FEW_SHARE", 0)  # always look up
+    looked_up = answers()
+    monkeypatch.setattr(evaluate, "_FEW_SHARE", 10**12)  # never
+    assert answers() == looked_up and sum(map(len, looked_up)) > 0
