@@ -88,7 +88,8 @@ class Match:
     __slots__ = ("query", "count", "_parts", "_capacity", "_reader", "_docs")
 
     def __init__(self, query: str, parts: list[np.ndarray], capacity: int, reader: Snapshot) -> None:
-        """`parts`: each segment's admitted set, in the snapshot's order."""
+        """`parts`: each segment's admitted set, in the snapshot's order (read, never written:
+        some may be the index's own read-only rows)."""
         self.query = query
         # Popcounts: a caller that wants only the count pays for nothing else (not even the join).
         self.count = sum(bitset.count(b) for b in parts)
@@ -223,7 +224,7 @@ class Index:
     def match(self, query: str) -> Match:
         """Documents that satisfy the BQL `query` exactly. Raises BQLSyntaxError / BQLLimitError."""
         plans = self.plan(query)
-        return Match(plans.query, self.searcher.segment_bits(plans), self.snapshot.capacity, self.snapshot)
+        return Match(plans.query, self.searcher.segment_bits(plans, shared=True), self.snapshot.capacity, self.snapshot)
 
     @_damage_guard
     def explain(self, query: str, doc_id: str) -> "Explanation":

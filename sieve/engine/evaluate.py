@@ -34,13 +34,15 @@ class Evaluator:
         self.universe = bitset.full(self.n) if live is None else live
         self._all_live = live is None
 
-    def run(self, plan: Plan | PlanNode) -> np.ndarray:
-        """The exact admitted set of a plan, or of one of its nodes (an array the caller owns)."""
+    def run(self, plan: Plan | PlanNode, shared: bool = False) -> np.ndarray:
+        """The exact admitted set of a plan, or of one of its nodes: an array the caller owns, or
+        with `shared`, possibly a read-only row of the index (for a caller that only reads it)."""
         bits = self.eval(plan.root if isinstance(plan, Plan) else plan, None)
         # With nothing deleted the universe is every document, and no set holds a padding bit, so
         # the AND would only copy. Every writeable set here was made by this call; the one shared
-        # set a leaf returns as it is, a dense row, is a read-only map and still gets copied.
-        if self._all_live and bits.flags.writeable:
+        # set a leaf returns as it is, a dense row, is a read-only map and gets copied unless the
+        # caller said it will not write.
+        if self._all_live and (shared or bits.flags.writeable):
             return bits
         return bits & self.universe
 

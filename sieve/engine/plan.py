@@ -153,15 +153,16 @@ class Plan:
         return self._derived
 
     @classmethod
-    def of(cls, node: ast.Node, reader: IndexReader, limits: Limits = Limits(), memo: "dict[ast.Node, Any] | None" = None) -> "Plan":
+    def of(cls, node: ast.Node, reader: IndexReader, limits: Limits = Limits(), shared: "_Shared | None" = None) -> "Plan":
         """Resolve `node` against `reader`. Raises BQLLimitError for a prefix that expands past the
-        cap or a query whose phrases and NEARs would examine too many positions together. `memo`:
-        leaves already analysed for another segment of the same index (shared, filled here)."""
-        builder = _Builder(reader, limits, {} if memo is None else memo)
+        cap or a query whose phrases and NEARs would examine too many positions together. `shared`:
+        what another segment of the same index already worked out for this query (filled here)."""
+        shared = _Shared(node) if shared is None else shared
+        builder = _Builder(reader, limits, shared.leaves)
         root = builder.build(node, positive=True)
         plan = cls(
             root=root,
-            query=str(node),
+            query=shared.query,
             leaves=tuple(builder.leaves),
             positive=tuple(builder.positive),
             clauses=root.children if isinstance(root, AndPlan) else (root,),
@@ -183,8 +184,8 @@ class Plans:
     def of(cls, node: ast.Node, readers: "list[IndexReader]", limits: Limits = Limits()) -> "Plans":
         """Resolve `node` against every segment's reader. The positions cap holds for the whole
         query over all segments; the prefix cap for each segment's dictionary."""
-        memo: dict[ast.Node, Any] = {}  # each leaf analysed once, whatever the number of segments
-        parts = tuple(Plan.of(node, r, limits, memo) for r in readers)
+        shared = _Shared(node)  # each leaf analysed once, whatever the number of segments
+        parts = tuple(Plan.of(node, r, limits, shared) for r in readers)
         if len(parts) > 1:
             whole = Plan(parts[0].root, parts[0].query, parts[0].leaves, parts[0].positive, parts[0].clauses,
                          volume=sum(p.volume for p in parts))
@@ -222,6 +223,17 @@ class Plans:
     @property
     def positive(self) -> tuple[LeafPlan, ...]:
         return self.parts[0].positive
+
+
+class _Shared:
+    """What a query's plans for the segments of one index have in common: its canonical form and
+    each leaf's analysis (the segments share the analyzer and the declared fields)."""
+
+    __slots__ = ("query", "leaves")
+
+    def __init__(self, node: ast.Node) -> None:
+        self.query = str(node)
+        self.leaves: dict[ast.Node, Any] = {}
 
 
 class _Builder:
@@ -350,6 +362,8 @@ def _same(term: str) -> str:
 def _check_volume(plan: Plan, limits: Limits) -> None:
     """The positions cap holds for the whole query: 500 NEARs over frequent words, each under the
     cap, would otherwise take half a minute together."""
+    if plan.volume <= limits.max_positions:
+        return  # the usual case: no leaf's BQL need be printed
     check_volume([(str(leaf.node), leaf.volume) for leaf in plan.leaves], limits)
 
 

@@ -250,9 +250,10 @@ class Searcher:
 
     # ------------------------------------------------------------ filtering
 
-    def segment_bits(self, plans: Plans) -> list[np.ndarray]:
-        """Each segment's admitted set (local numbers, live documents only)."""
-        return [part.evaluator.run(plan) for part, plan in zip(self.parts, plans.parts)]
+    def segment_bits(self, plans: Plans, shared: bool = False) -> list[np.ndarray]:
+        """Each segment's admitted set (local numbers, live documents only); with `shared`, some
+        may be read-only rows of the index (`Evaluator.run`)."""
+        return [part.evaluator.run(plan, shared) for part, plan in zip(self.parts, plans.parts)]
 
     def pairs(self, plans: Plans) -> list[tuple[Plan, Evaluator]]:
         return [(plan, part.evaluator) for part, plan in zip(self.parts, plans.parts)]

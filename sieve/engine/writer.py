@@ -42,6 +42,11 @@ BYTES_PER_UNIT = 48
 # the segment, not with the answer).
 DENSE_FRACTION = 32
 DENSE_MIN = 8
+# A term found in at least 1/ANY_FRACTION of a segment's documents (and in at least DENSE_MIN) gets
+# a row of all its documents (`post.any`), unless its one field row holds them all: an unscoped leaf
+# (the common kind) then scatters nothing. Scattering a term of N/64 documents into a bitset costs
+# about as much as building the whole bitset (measured at 800k documents: ~45 us either way).
+ANY_FRACTION = 64
 
 
 class IndexWriter:
@@ -210,10 +215,16 @@ class IndexWriter:
         fields = array("B")
         any_rows = storage.ArrayWriter(self.dir / "post.any.sva", np.uint64, columns=bitset.words(n_docs))
         any_terms: list[int] = []
-        candidates = np.flatnonzero(np.diff(starts) >= need)
-        for t in candidates.tolist():
+        need_any = min(need, max(-(-n_docs // ANY_FRACTION), DENSE_MIN))
+        df = np.diff(starts)
+        for t in np.flatnonzero(df >= need_any).tolist():
             lo, hi = int(starts[t]), int(starts[t + 1])
-            d, m = docs[lo:hi], masks[lo:hi]
+            d = docs[lo:hi]
+            if hi - lo < need:  # too rare for a field row: frequent enough for an any-field row
+                any_rows.append(bitset.from_ids(d, n_docs)[None, :])
+                any_terms.append(t)
+                continue
+            m = masks[lo:hi]
             covered, own, rest = 0, 0, 0
             for f in range(N_FIELDS):
                 inside = (m & np.uint8(1 << f)) != 0
