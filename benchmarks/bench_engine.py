@@ -27,6 +27,9 @@ from sieve.engine.analysis import analyze
 from sieve.engine.bql.lexer import OPERATORS
 from sieve.index import parse_query
 
+# Older sieves (--same-scripts in ab.py) had parse_query itself memoised; newer ones a wrapper with cache_clear.
+clear_parse_cache = getattr(parse_query, "cache_clear", None) or sieve.index._parsed.cache_clear
+
 HERE = Path(__file__).resolve().parent
 CLASSES = ["term", "field", "and", "or", "not", "phrase", "prefix", "date", "near", "nested"]
 
@@ -220,7 +223,7 @@ def main() -> int:
 
     table: dict[str, Any] = {}
     for cls in CLASSES:
-        parse_query.cache_clear()
+        clear_parse_cache()
         row: dict[str, Any] = {"queries": len(specs[cls])}
         sieve_ms, counts = [], []
         for spec in specs[cls]:

@@ -26,6 +26,9 @@ sys.path.insert(0, str(HERE.parent))
 
 import sieve  # noqa: E402
 from sieve.index import parse_query  # noqa: E402
+
+# Older sieves (--same-scripts in ab.py) had parse_query itself memoised; newer ones a wrapper with cache_clear.
+clear_parse_cache = getattr(parse_query, "cache_clear", None) or sieve.index._parsed.cache_clear  # noqa: E402
 from bench_engine import CLASSES, Sampler, to_bql  # noqa: E402
 from bench_rank import sample_queries  # noqa: E402
 
@@ -79,7 +82,7 @@ def main() -> int:
                 run = runner(index, cls)
                 times = []
                 for _ in range(REPEATS):
-                    parse_query.cache_clear()  # parse and plan every run, as a new query would be
+                    clear_parse_cache()  # parse and plan every run, as a new query would be
                     index._plans.cache_clear()
                     t = time.perf_counter()
                     run(q)

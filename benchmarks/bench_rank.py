@@ -28,6 +28,9 @@ from sieve.engine.analysis import analyze
 from sieve.engine.bql.lexer import OPERATORS
 from sieve.index import parse_query
 
+# Older sieves (--same-scripts in ab.py) had parse_query itself memoised; newer ones a wrapper with cache_clear.
+clear_parse_cache = getattr(parse_query, "cache_clear", None) or sieve.index._parsed.cache_clear
+
 HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE))
 from bench_engine import percentiles, timed  # noqa: E402
@@ -49,11 +52,11 @@ def sample_queries(index: sieve.Index, n: int, seed: int) -> list[list[str]]:
 def bm25_section(index: sieve.Index, queries: list[list[str]], peers: dict[str, Any]) -> dict[str, Any]:
     res: dict[str, Any] = {}
     for mode, joiner in (("and", " "), ("or", " OR ")):
-        parse_query.cache_clear()
+        clear_parse_cache()
         index._plans.cache_clear()  # each pass parses and plans every query, as the peers do
         qs = [joiner.join(q) for q in queries]
         ms = [timed(lambda: index.search(q, k=10))[0] for q in qs]
-        parse_query.cache_clear()
+        clear_parse_cache()
         index._plans.cache_clear()
         bare = [timed(lambda: index.search(q, k=10, explain=False))[0] for q in qs]
         row: dict[str, Any] = {"sieve": percentiles(ms), "sieve_ids_scores": percentiles(bare),

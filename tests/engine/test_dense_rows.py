@@ -24,8 +24,25 @@ def _from_postings(r: sieve.engine.reader.IndexReader, tid: int, fmask: int) -> 
 
 
 @pytest.fixture(scope="module")
-def stdlib_reader(stdlib: sieve.Index) -> sieve.engine.reader.IndexReader:
-    return stdlib.segments[0].reader
+def stdlib_rows(tmp_path_factory: pytest.TempPathFactory, stdlib: sieve.Index) -> sieve.Index:
+    """The stdlib fixture's documents built again with any-field rows, which a segment this small
+    would not get (writer.ANY_MIN_DOCS)."""
+    from sieve.engine import writer
+
+    docs = [stdlib.document(stdlib.reader.doc_id(d)).to_record() for d in stdlib.doc_numbers().tolist()]
+    with pytest.MonkeyPatch.context() as m:
+        m.setattr(writer, "ANY_MIN_DOCS", 0)
+        return sieve.build_index(docs, tmp_path_factory.mktemp("rows") / "idx")
+
+
+@pytest.fixture(scope="module")
+def stdlib_reader(stdlib_rows: sieve.Index) -> sieve.engine.reader.IndexReader:
+    return stdlib_rows.segments[0].reader
+
+
+def test_small_segments_have_no_any_field_rows(stdlib: sieve.Index) -> None:
+    r = stdlib.segments[0].reader
+    assert r.n_docs < sieve.engine.writer.ANY_MIN_DOCS and r.any is not None and len(r.any_terms) == 0
 
 
 def test_rows_hold_exactly_the_frequent_pairs(stdlib_reader) -> None:
@@ -117,7 +134,8 @@ def test_term_leaf_equals_its_postings_with_and_without_rows(stdlib_reader, fmas
         r.dense_ptr, r.rest_ptr, r._any_row = saved
 
 
-def test_rows_never_admit_a_deleted_document(tmp_path, stdlib: sieve.Index) -> None:
+def test_rows_never_admit_a_deleted_document(tmp_path, stdlib: sieve.Index, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(sieve.engine.writer, "ANY_MIN_DOCS", 0)
     r = stdlib.segments[0].reader
     t = max(range(len(r.terms)), key=lambda t: int(r.dense_ptr[t + 1] - r.dense_ptr[t]))
     word = r.terms[t].decode()
@@ -179,20 +197,20 @@ def test_an_admitted_set_is_the_callers_own(stdlib_reader) -> None:
 
 
 @pytest.mark.parametrize("template", ["{r} AND {a}", "{r} AND {a}[body] AND NOT {b}", "({r} OR {x}) AND {a}[title,body] AND {b}", "{a} AND {r}[body]"])
-def test_term_leaves_looked_up_by_candidates_answer_as_scattered(stdlib: sieve.Index, monkeypatch: pytest.MonkeyPatch, template: str) -> None:
+def test_term_leaves_looked_up_by_candidates_answer_as_scattered(stdlib_rows: sieve.Index, monkeypatch: pytest.MonkeyPatch, template: str) -> None:
     """Inside an AND, a frequent term's leaf may look the few surviving documents up in its
     postings instead of scattering them all; the answer must not change (nor the operands'
     order, rarest first, which decides what survives to be looked up)."""
     from sieve.engine import evaluate
 
-    r = stdlib.segments[0].reader
+    r = stdlib_rows.segments[0].reader
     df = np.diff(np.asarray(r.post_ptr, dtype=np.int64))
     words = [r.terms[t].decode() for t in np.argsort(-df)[:400:10].tolist() if r.terms[t].decode().isalpha()]
     rare = [r.terms[t].decode() for t in np.flatnonzero((df > 2) & (df < 40)).tolist()[:400:20] if r.terms[t].decode().isalpha()]
     queries = [template.format(r=x, x=y, a=a, b=b) for x, y in zip(rare, rare[1:]) for a, b in zip(words[:8], words[1:9])]
 
     def answers() -> list[list[str]]:
-        index = sieve.open_index(stdlib.path)  # fresh: no cached plans
+        index = sieve.open_index(stdlib_rows.path)  # fresh: no cached plans
         return [index.match(q).ids for q in queries]
 
     monkeypatch.setattr(evaluate, "_FEW_SHARE", 0)  # always look up

@@ -18,7 +18,7 @@ import random
 import tempfile
 from dataclasses import dataclass, replace
 from pathlib import Path
-from typing import Any, Callable, Sequence
+from typing import Any, Callable, Iterator, Sequence
 
 import pytest
 from hypothesis import HealthCheck, given, settings
@@ -31,7 +31,20 @@ from sieve.engine.fields import ALL_FIELDS, FIELD_ALIASES, Field
 from sieve.errors import BQLSyntaxError
 from sieve.index import build_index, parse_query  # parse_query: `parse`, memoised as Index.match does
 
+
 import oracle  # noqa: E402
+
+
+@pytest.fixture(scope="module", autouse=True)
+def _any_field_rows() -> Iterator[None]:
+    """Every segment here gets any-field rows (sieve.engine.writer), however small: the oracle checks
+    the leaves that read them too."""
+    from sieve.engine import writer
+
+    with pytest.MonkeyPatch.context() as m:
+        m.setattr(writer, "ANY_MIN_DOCS", 0)
+        yield
+
 
 HYPOTHESIS = settings(
     max_examples=30,
