@@ -27,7 +27,7 @@ sys.path.insert(0, str(HERE.parent))
 import sieve  # noqa: E402
 from sieve.index import parse_query  # noqa: E402
 
-# Older sieves (--same-scripts in ab.py) had parse_query itself memoised; newer ones a wrapper with cache_clear.
+# parse_query was memoised itself in older sieves (ab.py --same-scripts runs these on them); now it wraps _parsed.
 clear_parse_cache = getattr(parse_query, "cache_clear", None) or sieve.index._parsed.cache_clear  # noqa: E402
 from bench_engine import CLASSES, Sampler, to_bql  # noqa: E402
 from bench_rank import sample_queries  # noqa: E402

@@ -28,7 +28,7 @@ from sieve.engine.analysis import analyze
 from sieve.engine.bql.lexer import OPERATORS
 from sieve.index import parse_query
 
-# Older sieves (--same-scripts in ab.py) had parse_query itself memoised; newer ones a wrapper with cache_clear.
+# parse_query was memoised itself in older sieves (ab.py --same-scripts runs these on them); now it wraps _parsed.
 clear_parse_cache = getattr(parse_query, "cache_clear", None) or sieve.index._parsed.cache_clear
 
 HERE = Path(__file__).resolve().parent

@@ -46,9 +46,6 @@ def _parsed(text: str, text_fields: frozenset[str]) -> Node:
         return parse(text)
 
 
-parse_query.cache_clear = _parsed.cache_clear  # type: ignore[attr-defined]  # what benchmarks call to time parsing
-
-
 def ranked_search(index: Any, text: str, k: int, ranker: str, explain: bool) -> Results:
     """`Index.ranked_search` for anything with an `analyzer` and a `search` (a RayIndex too)."""
     if not isinstance(text, str):

@@ -32,8 +32,8 @@ STORE_FILES = ("store.meta.blocks.sva", "store.text.blocks.sva")
 # Written since format 6: the postings of terms with dense rows in their other fields. A segment
 # without them reads all of such a term's postings when a leaf reaches past its rows.
 REST_FILES = ("post.rest.ptr.sva", "post.rest.mask.sva")
-# Written since 0.9 (format 7 still: a reader without them reads the rows and postings instead and
-# answers the same): for each frequent term, one bitset of its documents in any field.
+# Written since sieve 0.2.0 (format 7 still: a reader without them reads the rows and postings
+# instead and answers the same): for each frequent term, one bitset of its documents in any field.
 ANY_FILES = ("post.any.sva", "post.any.terms.sva")
 # Document ids of postings (`post.doc`) and of rest postings (`post.rest.doc`): split in two
 # (sieve.engine.docids) since format 7, one raw int32 array (`{prefix}.sva`) before.

@@ -220,33 +220,30 @@ class IndexWriter:
         any_terms: list[int] = []
         with_any = n_docs >= ANY_MIN_DOCS
         need_any = min(need, max(-(-n_docs // ANY_FRACTION), DENSE_MIN)) if with_any else need
-        df = np.diff(starts)
-        for t in np.flatnonzero(df >= need_any).tolist():
+        for t in np.flatnonzero(np.diff(starts) >= need_any).tolist():
             lo, hi = int(starts[t]), int(starts[t + 1])
             d = docs[lo:hi]
-            if hi - lo < need:  # too rare for a field row: frequent enough for an any-field row
-                any_rows.append(bitset.from_ids(d, n_docs)[None, :])
-                any_terms.append(t)
-                continue
-            m = masks[lo:hi]
-            covered, own, rest = 0, 0, 0
-            for f in range(N_FIELDS):
-                inside = (m & np.uint8(1 << f)) != 0
-                if np.count_nonzero(inside) >= need:
-                    rows.append(bitset.from_ids(d[inside], n_docs)[None, :])
-                    fields.append(f)
-                    covered |= 1 << f
-                    own += 1
-                    rest_ptr.append(rest_ptr[-1])
-            if covered:
-                other = m & np.uint8(~covered & 0xFF)
-                keep = np.flatnonzero(other)
-                rest_doc.append(d[keep])
-                rest_mask.append(other[keep])
-                rest = len(keep)
-                rest_ptr[-1] += rest
-            row_ptr[t + 1] = len(fields)
-            if with_any and (own != 1 or rest):
+            own = rest = 0  # field rows; postings in fields without one
+            if hi - lo >= need:  # frequent enough that a field may earn a row
+                m = masks[lo:hi]
+                covered = 0
+                for f in range(N_FIELDS):
+                    inside = (m & np.uint8(1 << f)) != 0
+                    if np.count_nonzero(inside) >= need:
+                        rows.append(bitset.from_ids(d[inside], n_docs)[None, :])
+                        fields.append(f)
+                        covered |= 1 << f
+                        own += 1
+                        rest_ptr.append(rest_ptr[-1])
+                if covered:
+                    other = m & np.uint8(~covered & 0xFF)
+                    keep = np.flatnonzero(other)
+                    rest_doc.append(d[keep])
+                    rest_mask.append(other[keep])
+                    rest = len(keep)
+                    rest_ptr[-1] += rest
+                row_ptr[t + 1] = len(fields)
+            if with_any and (own != 1 or rest):  # one field row and nothing else: that row is the answer
                 any_rows.append(bitset.from_ids(d, n_docs)[None, :])
                 any_terms.append(t)
         # Terms between candidates hold no rows: carry each candidate's end forward.
