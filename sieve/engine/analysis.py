@@ -18,6 +18,7 @@ called from Python (20 MB of text: 1.2 s for `re.findall` against 11.6 s for
 from __future__ import annotations
 
 import hashlib
+import itertools
 import re
 import threading
 import unicodedata
@@ -95,15 +96,46 @@ def _no_nul(text: str) -> str:
     return text.replace(SEPARATOR, " ") if SEPARATOR in text else text
 
 
+# Splitting a batch without the regex: every ASCII byte that is not a letter, digit or SEPARATOR
+# becomes a space (one C pass over the UTF-8 bytes), then the text splits on whitespace. Those
+# bytes are never part of a term, so each term lies inside one chunk; an ASCII chunk is a term
+# (on ASCII, [^\W_] is [A-Za-z0-9]), and only the few chunks with other characters need the
+# regex. The same terms as _WORD_OR_SEP finds, 3-4x faster on mostly-ASCII text.
+_TERM_BYTES = bytes(c + 32 if 65 <= c <= 90 else c if 97 <= c <= 122 or 48 <= c <= 57 or c == 0 or c >= 128 else 32 for c in range(256))
+
+
+def _split(joined: str) -> list[str]:
+    """The terms and SEPARATORs of folded, joined text."""
+    if joined.isascii():
+        return joined.encode("ascii").translate(_TERM_BYTES).decode("ascii").replace(SEPARATOR, " \x00 ").split()
+    chunks = joined.encode("utf-8", "surrogatepass").translate(_TERM_BYTES).decode("utf-8", "surrogatepass").replace(SEPARATOR, " \x00 ").split()
+    out: list[str] = []
+    for c in chunks:
+        if c.isascii():
+            out.append(c)
+        else:
+            out += _WORD.findall(c)
+    return out
+
+
 def analyze_joined(texts: list[str]) -> list[str]:
     """The terms of many texts in one pass, each text's terms followed by SEPARATOR.
 
-    Equal to concatenating `analyze(t) + [SEPARATOR]` for each text, but one regex call per batch
-    instead of one per text: indexing spends most of its time here.
+    Equal to concatenating `analyze(t) + [SEPARATOR]` for each text, but one pass per batch
+    instead of one per text: indexing spends most of its time here. Runs of ASCII texts (most
+    text, and `str.isascii` costs nothing) are split in one piece, the other texts chunk by chunk.
     """
+    if not texts:
+        return []
     # A NUL inside a text would read as the end of a unit: it separates words, like a space.
-    joined = SEPARATOR.join(_no_nul(t.lower() if t.isascii() else fold(t)) for t in texts) + SEPARATOR
-    return _WORD_OR_SEP.findall(joined)
+    folded = [_no_nul(t.lower() if t.isascii() else fold(t)) for t in texts]
+    joined = SEPARATOR.join(folded) + SEPARATOR
+    if joined.isascii():
+        return _split(joined)
+    out: list[str] = []
+    for _, run in itertools.groupby(folded, key=str.isascii):
+        out += _split(SEPARATOR.join(run) + SEPARATOR)
+    return out
 
 
 def _stemmer_module() -> Any:

@@ -27,12 +27,23 @@ CHUNK_POSTINGS = 1 << 22  # postings merged at a time (bounds the merge's memory
 
 
 def stable_argsort(keys: np.ndarray) -> np.ndarray:
-    """Stable argsort of non-negative int32 keys as two 16-bit radix passes (about 2x numpy's
-    stable sort of int32, which is a merge sort)."""
-    if len(keys) == 0 or int(keys.max()) < 2**16:
+    """Stable argsort of non-negative int32 keys.
+
+    Each key is paired with its index in one int64 (key in the high half), and the pairs are
+    sorted by numpy's default sort: distinct pairs need no stability, and on x86 numpy sorts 64-bit
+    integers with SIMD, 4-5x faster than its stable sort (a radix sort only for 16-bit keys, a
+    merge sort above). Keys of 16 bits or fewer keep the radix sort, which is faster still."""
+    n = len(keys)
+    if n == 0 or int(keys.max()) < 2**16:
         return np.argsort(keys.astype(np.uint16), kind="stable")
-    first = np.argsort((keys & 0xFFFF).astype(np.uint16), kind="stable")
-    return first[np.argsort((keys[first] >> 16).astype(np.uint16), kind="stable")]
+    if n >= 2**32:  # the index would not fit the low half (never within a writer's token budget)
+        first = np.argsort((keys & 0xFFFF).astype(np.uint16), kind="stable")
+        return first[np.argsort((keys[first] >> 16).astype(np.uint16), kind="stable")]
+    pairs = keys.astype(np.int64) << 32
+    pairs |= np.arange(n, dtype=np.int64)
+    pairs.sort()
+    pairs &= 0xFFFFFFFF
+    return pairs
 
 
 @dataclass
@@ -47,14 +58,47 @@ class Postings:
     pos: np.ndarray  # int64, grouped by entry
 
 
+def _by_key(keys: np.ndarray, tok_unit: np.ndarray, tok_pos: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """(keys, units, positions) of the tokens ordered by key, then position.
+
+    Since positions ascend in stream order, that is the stable order by key, and it is one sort of
+    int64 pairs (key high, position offset low) that carries the positions with it: no
+    permutation to gather keys and positions through (random reads, the costly part). The unit
+    of each sorted position is then read from a table over the buffer's span of positions."""
+    n = len(keys)
+    if n == 0:
+        return keys.copy(), tok_unit.copy(), tok_pos.astype(np.int64)
+    base = int(tok_pos[0])
+    span = int(tok_pos[-1]) - base + 1
+    shift = span.bit_length()
+    if int(keys.max()) >= 1 << (63 - shift):  # cannot pair in 63 bits: permute instead
+        order = stable_argsort(keys)
+        return keys[order], tok_unit[order], tok_pos[order].astype(np.int64)
+    off = tok_pos - base
+    pairs = keys.astype(np.int64)
+    pairs <<= shift
+    pairs |= off
+    pairs.sort()
+    s_key = (pairs >> shift).astype(keys.dtype)
+    pairs &= (1 << shift) - 1  # now each token's position less base
+    if span <= 2 * n + 1024:  # dense positions (a gap after each unit, maybe stop words): a table
+        unit_at = np.empty(span, dtype=tok_unit.dtype)
+        unit_at[off] = tok_unit
+        del off
+        s_unit = unit_at[pairs]
+        del unit_at
+    else:  # sparse positions: find each one among the tokens'
+        s_unit = tok_unit[np.searchsorted(off, pairs)]
+        del off
+    pairs += base
+    return s_key, s_unit, pairs
+
+
 def sort_tokens(keys: np.ndarray, tok_unit: np.ndarray, tok_pos: np.ndarray, unit_doc: np.ndarray, unit_field: np.ndarray) -> Postings:
     """Postings of tokens with sort `keys` (stable: stream order within a key), each in unit
-    `tok_unit` at position `tok_pos`; `unit_doc`/`unit_field` index by unit."""
-    order = stable_argsort(keys)
-    s_key = keys[order]
-    s_unit = tok_unit[order]
-    s_pos = tok_pos[order]
-    del order
+    `tok_unit` at position `tok_pos`; `unit_doc`/`unit_field` index by unit. Tokens come in stream
+    order: `tok_pos` strictly ascending, `tok_unit` ascending."""
+    s_key, s_unit, s_pos = _by_key(keys, tok_unit, tok_pos)
     s_doc = unit_doc[s_unit]
     s_bit = (np.uint8(1) << unit_field[s_unit]).astype(np.uint8)
     del s_unit
@@ -66,11 +110,16 @@ def sort_tokens(keys: np.ndarray, tok_unit: np.ndarray, tok_pos: np.ndarray, uni
         new[1:] |= s_doc[1:] != s_doc[:-1]
         starts = np.flatnonzero(new)
         mask = np.bitwise_or.reduceat(s_bit, starts)
-        ttf = np.add.reduceat(((s_bit & TEXT_BITS) != 0).astype(np.uint32), starts)
+        # Title, headings and body hold nearly every token: count the few others (the posting of
+        # each is the last start at or before it) and take them from tf, instead of summing a
+        # flag per token (np.add.reduceat: 8x slower).
+        other = np.flatnonzero((s_bit & TEXT_BITS) == 0)
+        others = np.bincount(np.searchsorted(starts, other, side="right") - 1, minlength=len(starts)).astype(np.uint32)
     else:
         starts = np.zeros(0, dtype=np.int64)
-        mask, ttf = np.zeros(0, np.uint8), np.zeros(0, np.uint32)
+        mask, others = np.zeros(0, np.uint8), np.zeros(0, np.uint32)
     tf = np.diff(np.append(starts, n)).astype(np.uint32)
+    ttf = tf - others
     return Postings(s_key[starts], s_doc[starts].astype(np.int32), tf, mask, ttf, s_pos)
 
 

@@ -8,7 +8,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from sieve.engine.analysis import analyze
+from sieve.engine.analysis import SEPARATOR, analyze, analyze_joined
 
 
 @pytest.mark.parametrize(
@@ -79,3 +79,24 @@ def test_the_lazy_mark_table_deletes_exactly_the_combining_marks() -> None:
     want = "".join(c for c in text if not unicodedata.category(c).startswith("M"))
     assert text.translate(_MARKS) == want
     assert text.translate(_MARKS) == want  # and again from the filled table
+
+
+_ASCII = st.text(alphabet=st.characters(max_codepoint=127), max_size=30)
+_ANY = st.text(alphabet=st.characters(blacklist_categories=("Cs",)), max_size=20)
+# Mostly ASCII with a few others (letters, digits, punctuation, spaces, a lone surrogate), as real text is.
+_MOSTLY_ASCII = st.text(alphabet=st.one_of(st.characters(max_codepoint=127), st.sampled_from("éïÉ’“”—€²ßΣς東\u2003\x85\u0660\u0301\ud800")), max_size=30)
+
+
+@settings(max_examples=300)
+@given(st.lists(st.one_of(_ASCII, _MOSTLY_ASCII, _ANY), max_size=12))
+def test_a_joined_batch_equals_each_text_analysed_alone(texts: list[str]) -> None:
+    """Batches of ASCII texts (split without the regex), other texts, and runs of both: the
+    terms of each text in turn, each text's followed by SEPARATOR (NULs, controls and
+    underscores inside a text included)."""
+    assert analyze_joined(texts) == [t for text in texts for t in [*analyze(text), SEPARATOR]]
+
+
+def test_a_joined_batch_of_mixed_runs() -> None:
+    texts = ["Fast_Path 42", "a\x00b", "Zürich café’s", "ΣΊΣΥΦΟΣ", "\x1cplain\x0btext\t", "", "東京 x2"]
+    assert analyze_joined(texts) == ["fast", "path", "42", SEPARATOR, "a", "b", SEPARATOR, "zurich", "cafe", "s", SEPARATOR,
+                                     "σισυφοσ", SEPARATOR, "plain", "text", SEPARATOR, SEPARATOR, "東京", "x2", SEPARATOR]

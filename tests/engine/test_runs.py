@@ -10,7 +10,10 @@ import sys
 from pathlib import Path
 from typing import Any
 
+import numpy as np
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 from test_match_oracle import gen_corpus
 
 import sieve
@@ -78,3 +81,48 @@ def test_the_cli_takes_a_memory_budget(tmp_path: Path) -> None:
                          capture_output=True, text=True)
     assert out.returncode == 0, out.stderr
     assert sieve.open_index(tmp_path / "ix").match("def").count == sieve.build_index(list(stdlib_documents(limit=30))).match("def").count
+
+
+def _postings_by_brute_force(keys: list[int], units: list[int], pos: list[int], unit_doc: list[int], unit_field: list[int]) -> list[tuple]:
+    """(key, doc, tf, mask, text tf, positions) per (key, document), from the tokens one by one."""
+    text_bits = int(runs_module.TEXT_BITS)
+    out: dict[tuple[int, int], list] = {}
+    for i in sorted(range(len(keys)), key=lambda i: (keys[i], i)):
+        u = units[i]
+        entry = out.setdefault((keys[i], unit_doc[u]), [0, 0, 0, []])
+        bit = 1 << unit_field[u]
+        entry[0] += 1
+        entry[1] |= bit
+        entry[2] += bool(bit & text_bits)
+        entry[3].append(pos[i])
+    return [(k, d, tf, mask, ttf, p) for (k, d), (tf, mask, ttf, p) in out.items()]
+
+
+@settings(max_examples=200, deadline=None)
+@given(st.data())
+def test_sort_tokens_equals_brute_force(data: Any) -> None:
+    """Token streams of random keys, units and position gaps (wide gaps push the pairs past 63
+    bits, where the sort falls back to a permutation); the postings are those counted one by one."""
+    n_units = data.draw(st.integers(1, 12))
+    unit_doc = sorted(data.draw(st.lists(st.integers(0, 5), min_size=n_units, max_size=n_units)))
+    unit_field = data.draw(st.lists(st.integers(0, 6), min_size=n_units, max_size=n_units))
+    n = data.draw(st.integers(0, 60))
+    units = sorted(data.draw(st.lists(st.integers(0, n_units - 1), min_size=n, max_size=n)))
+    gaps = data.draw(st.lists(st.sampled_from([1, 1, 1, 2, 5, 1 << 20, 1 << 40]), min_size=n, max_size=n))
+    start = data.draw(st.integers(0, 1 << 30))
+    pos = [start + sum(gaps[: i + 1]) for i in range(n)]
+    keys = data.draw(st.lists(st.sampled_from([0, 1, 2, 3, 7, 40_000, 70_000, (1 << 31) - 1]), min_size=n, max_size=n))
+    p = runs_module.sort_tokens(np.asarray(keys, np.int32), np.asarray(units, np.int32), np.asarray(pos, np.int64),
+                                np.asarray(unit_doc, np.int32), np.asarray(unit_field, np.uint8))
+    ends = np.cumsum(p.tf).tolist()
+    got = [(int(k), int(d), int(tf), int(m), int(ttf), p.pos[e - tf : e].tolist())
+           for k, d, tf, m, ttf, e in zip(p.term, p.doc, p.tf, p.mask, p.ttf, ends)]
+    assert got == _postings_by_brute_force(keys, units, pos, unit_doc, unit_field)
+    assert len(p.pos) == n
+
+
+def test_stable_argsort_equals_numpy_stable_sort() -> None:
+    rng = np.random.default_rng(3)
+    for high in (10, 1 << 16, 1 << 20, (1 << 31) - 1):
+        keys = rng.integers(0, high, 5000).astype(np.int32)
+        assert np.array_equal(runs_module.stable_argsort(keys), np.argsort(keys, kind="stable"))
