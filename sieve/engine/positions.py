@@ -51,7 +51,7 @@ def encode(values: np.ndarray, counts: np.ndarray, row_base: tuple[int, ...] = (
     heads = starts[owner] + (np.arange(len(owner)) - (np.cumsum(full) - full)[owner]) * BLOCK
     # Every BLOCK-long window of the values as a (view) row; a block is the row at its head.
     windows = np.lib.stride_tricks.sliding_window_view(values, BLOCK) if len(values) >= BLOCK else values[:0].reshape(0, BLOCK)
-    blocks = windows[heads].astype(np.int64)
+    blocks = windows[heads].astype(np.int64, copy=False)
     diffs = np.diff(blocks, axis=1)
     if len(diffs) and int(diffs.min()) < 0:
         raise ValueError("positions must ascend within each term")

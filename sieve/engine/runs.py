@@ -74,12 +74,15 @@ def _by_key(keys: np.ndarray, tok_unit: np.ndarray, tok_pos: np.ndarray) -> tupl
     if int(keys.max()) >= 1 << (63 - shift):  # cannot pair in 63 bits: permute instead
         order = stable_argsort(keys)
         return keys[order], tok_unit[order], tok_pos[order].astype(np.int64)
-    off = tok_pos - base
+    # Fresh memory costs more than the arithmetic here (the kernel zeroes every new page: most of a
+    # build's final sort was system time), so temporaries are few and written in place.
+    off = tok_pos - base if base else tok_pos
     pairs = keys.astype(np.int64)
     pairs <<= shift
     pairs |= off
     pairs.sort()
-    s_key = (pairs >> shift).astype(keys.dtype)
+    s_key = np.empty(n, dtype=keys.dtype)
+    np.right_shift(pairs, shift, out=s_key, casting="unsafe")
     pairs &= (1 << shift) - 1  # now each token's position less base
     if span <= 2 * n + 1024:  # dense positions (a gap after each unit, maybe stop words): a table
         unit_at = np.empty(span, dtype=tok_unit.dtype)
@@ -90,7 +93,8 @@ def _by_key(keys: np.ndarray, tok_unit: np.ndarray, tok_pos: np.ndarray) -> tupl
     else:  # sparse positions: find each one among the tokens'
         s_unit = tok_unit[np.searchsorted(off, pairs)]
         del off
-    pairs += base
+    if base:
+        pairs += base
     return s_key, s_unit, pairs
 
 
@@ -100,27 +104,32 @@ def sort_tokens(keys: np.ndarray, tok_unit: np.ndarray, tok_pos: np.ndarray, uni
     order: `tok_pos` strictly ascending, `tok_unit` ascending."""
     s_key, s_unit, s_pos = _by_key(keys, tok_unit, tok_pos)
     s_doc = unit_doc[s_unit]
-    s_bit = (np.uint8(1) << unit_field[s_unit]).astype(np.uint8)
+    s_bit = (np.uint8(1) << unit_field.astype(np.uint8))[s_unit]
     del s_unit
     n = len(s_key)
     if n:
         new = np.empty(n, dtype=bool)
         new[0] = True
         np.not_equal(s_key[1:], s_key[:-1], out=new[1:])
-        new[1:] |= s_doc[1:] != s_doc[:-1]
+        step = np.not_equal(s_doc[1:], s_doc[:-1])
+        new[1:] |= step
+        del step
         starts = np.flatnonzero(new)
+        del new
         mask = np.bitwise_or.reduceat(s_bit, starts)
         # Title, headings and body hold nearly every token: count the few others (the posting of
         # each is the last start at or before it) and take them from tf, instead of summing a
         # flag per token (np.add.reduceat: 8x slower).
         other = np.flatnonzero((s_bit & TEXT_BITS) == 0)
         others = np.bincount(np.searchsorted(starts, other, side="right") - 1, minlength=len(starts)).astype(np.uint32)
+        tf = np.empty(len(starts), dtype=np.uint32)
+        np.subtract(starts[1:], starts[:-1], out=tf[:-1], casting="unsafe")
+        tf[-1] = n - starts[-1]
     else:
         starts = np.zeros(0, dtype=np.int64)
-        mask, others = np.zeros(0, np.uint8), np.zeros(0, np.uint32)
-    tf = np.diff(np.append(starts, n)).astype(np.uint32)
+        mask, others, tf = np.zeros(0, np.uint8), np.zeros(0, np.uint32), np.zeros(0, np.uint32)
     ttf = tf - others
-    return Postings(s_key[starts], s_doc[starts].astype(np.int32), tf, mask, ttf, s_pos)
+    return Postings(s_key[starts], s_doc[starts].astype(np.int32, copy=False), tf, mask, ttf, s_pos)
 
 
 class Runs:

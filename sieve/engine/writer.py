@@ -163,7 +163,8 @@ class IndexWriter:
         tok_unit = np.repeat(units, unit_len[self.spilled_units:])
         tokens = np.frombuffer(self.tokens, dtype=np.int32)
         # position = index in the whole token stream + number of units before (one gap each)
-        tok_pos = np.arange(self.spilled_tokens, self.spilled_tokens + len(tokens), dtype=np.int64) + tok_unit
+        tok_pos = np.arange(self.spilled_tokens, self.spilled_tokens + len(tokens), dtype=np.int64)
+        tok_pos += tok_unit
         stop = self.vocab.ids.get(STOP)
         if stop is not None:
             kept = tokens != stop
