@@ -15,7 +15,7 @@ from typing import Any, Callable, Iterator
 
 import numpy as np
 
-from sieve.corpus import CorpusReport, IdRegistry, OnError, Source, corpus_file, parse_line, raw_lines, read_documents
+from sieve.corpus import CorpusReport, IdRegistry, OnError, Source, corpus_file, line_spans, parse_line, read_documents, span_lines
 from sieve.documents import Document, checked_document, unknown_keys
 from sieve.folders import is_document_folder
 from sieve.engine.analysis import PLAIN, Analyzer
@@ -75,15 +75,10 @@ def _analyze_lines(name: str, lines: list[tuple[int, str | CorpusError]]) -> tup
     return os.getpid(), batch
 
 
-def _chunks(path: Path) -> Iterator[list[tuple[int, str | CorpusError]]]:
-    chunk: list[tuple[int, str | CorpusError]] = []
-    for item in raw_lines(path):
-        chunk.append(item)
-        if len(chunk) >= BATCH_DOCS:
-            yield chunk
-            chunk = []
-    if chunk:
-        yield chunk
+def _analyze_span(name: str, offset: int, length: int, first: int) -> tuple[int, AnalyzedBatch]:
+    """Worker: `_analyze_lines` of a piece of the file it reads itself (sending it the text cost
+    this process more than reading it)."""
+    return _analyze_lines(name, span_lines(Path(name), offset, length, first))
 
 
 def _parallel_batches(path: Path, jobs: int, analyzer: Analyzer, lenient: bool, schema: Schema) -> Iterator[tuple[Any, AnalyzedBatch]]:
@@ -91,8 +86,8 @@ def _parallel_batches(path: Path, jobs: int, analyzer: Analyzer, lenient: bool, 
     pool = multiprocessing.Pool(jobs, initializer=_init_worker, initargs=(analyzer, lenient, schema))
     try:
         pending: deque[Any] = deque()
-        for chunk in _chunks(path):
-            pending.append(pool.apply_async(_analyze_lines, (name, chunk)))
+        for span in line_spans(path, BATCH_DOCS):
+            pending.append(pool.apply_async(_analyze_span, (name, *span)))
             if len(pending) >= 2 * jobs:  # bounded read-ahead: memory stays a few chunks
                 yield pending.popleft().get()
         while pending:

@@ -63,6 +63,15 @@ _BOM = b"\xef\xbb\xbf"
 _STREAM_ERRORS = (EOFError, OSError, zlib.error)
 
 
+def _line(name: str, lineno: int, raw: bytes) -> str | CorpusError | None:
+    """One line as `raw_lines` gives it: its text, a CorpusError if it is not UTF-8, None if blank."""
+    try:
+        line = raw.decode("utf-8")
+    except UnicodeDecodeError as e:
+        return CorpusError(f"not UTF-8 text ({e.reason} at byte {e.start + 1} of the line)", name, lineno)
+    return line if line.strip() else None
+
+
 def raw_lines(path: Path) -> Iterator[tuple[int, str | CorpusError]]:
     """(1-based line number, text) of each non-blank line, or a CorpusError for a line that is not
     UTF-8 (the lines after it are still read).
@@ -84,13 +93,45 @@ def raw_lines(path: Path) -> Iterator[tuple[int, str | CorpusError]]:
             lineno += 1
             if lineno == 1 and raw.startswith(_BOM):
                 raw = raw[len(_BOM):]
-            try:
-                line = raw.decode("utf-8")
-            except UnicodeDecodeError as e:
-                yield lineno, CorpusError(f"not UTF-8 text ({e.reason} at byte {e.start + 1} of the line)", name, lineno)
-                continue
-            if line.strip():
-                yield lineno, line
+            item = _line(name, lineno, raw)
+            if item is not None:
+                yield lineno, item
+
+
+def line_spans(path: Path, lines: int) -> Iterator[tuple[int, int, int]]:
+    """(byte offset, byte length, number of its first line) of consecutive pieces of a plain
+    (uncompressed) file of `lines` lines each, the last maybe fewer: what `span_lines` reads."""
+    with open(path, "rb") as fh:
+        start = end = 0
+        first, count = 1, 0
+        for raw in fh:  # lines end at \n, as readline's do
+            end += len(raw)
+            count += 1
+            if count == lines:
+                yield start, end - start, first
+                start, first, count = end, first + count, 0
+        if count:
+            yield start, end - start, first
+
+
+def span_lines(path: Path, offset: int, length: int, first: int) -> list[tuple[int, str | CorpusError]]:
+    """What `raw_lines` gives for the lines of one `line_spans` piece: a worker reads its own piece
+    of the file instead of being sent the text."""
+    name = str(path)
+    with open(path, "rb") as fh:
+        fh.seek(offset)
+        data = fh.read(length)
+    pieces = data.split(b"\n")
+    if pieces[-1] == b"":  # the piece ends with its last line's newline
+        pieces.pop()
+    out: list[tuple[int, str | CorpusError]] = []
+    for lineno, raw in enumerate(pieces, first):
+        if lineno == 1 and raw.startswith(_BOM):
+            raw = raw[len(_BOM):]
+        item = _line(name, lineno, raw)
+        if item is not None:
+            out.append((lineno, item))
+    return out
 
 
 def parse_line(name: str, lineno: int, line: str) -> Any:

@@ -7,9 +7,11 @@ import json
 from pathlib import Path
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 import sieve
-from sieve.corpus import CorpusReport, read_documents
+from sieve.corpus import CorpusReport, line_spans, raw_lines, read_documents, span_lines
 from sieve.documents import INTRO, Document, Section, document_from_record
 from sieve.errors import CorpusError
 
@@ -248,3 +250,21 @@ def test_cli_lenient(tmp_path: Path) -> None:
     assert p.returncode == 1 and "c.jsonl:1: key 'Title'" in p.stderr and "indexing" not in p.stderr  # no bar before the error
     p = subprocess.run([sys.executable, "-m", "sieve", "index", str(path), str(tmp_path / "ix"), "--lenient", "--json"], capture_output=True, text=True)
     assert p.returncode == 0 and json.loads(p.stdout)["kept"] == 1
+
+
+_LINE_BYTES = st.lists(st.sampled_from([b"a", b"{}", b" ", b"\r", b"\n", b"\n", b"\xef\xbb\xbf", b"\xff", b"\xc3\xa9", b"\t"]), max_size=40).map(b"".join)
+
+
+@settings(max_examples=200, deadline=None)
+@given(data=_LINE_BYTES, lines=st.integers(1, 5))
+def test_pieces_read_by_workers_give_the_lines_of_the_file(tmp_path_factory: pytest.TempPathFactory, data: bytes, lines: int) -> None:
+    """The parallel build's workers read `line_spans` pieces with `span_lines`: together the same
+    (line number, text or error) as `raw_lines` (BOM, blank lines, \\r, bad UTF-8, no final newline)."""
+    path = tmp_path_factory.mktemp("spans") / "c.jsonl"
+    path.write_bytes(data)
+    spans = list(line_spans(path, lines))
+    assert sum(length for _, length, _ in spans) == len(data)
+    got = [item for span in spans for item in span_lines(path, *span)]
+    want = list(raw_lines(path))
+    assert [(n, str(x) if isinstance(x, CorpusError) else x.rstrip("\n")) for n, x in got] == \
+           [(n, str(x) if isinstance(x, CorpusError) else x.rstrip("\n")) for n, x in want]

@@ -61,3 +61,21 @@ def test_parallel_skip_matches_local_skip(tmp_path: Path) -> None:
     assert reports[0].skipped == reports[1].skipped == 4  # d3 again, bad JSON, bad date, and d50 seen later at its own line
     assert files(sieve.open_index(tmp_path / "p")) == files(sieve.open_index(tmp_path / "l"))
     assert storage.read_manifest(sieve.open_index(tmp_path / "p").generation)["skipped"] == 4
+
+
+def test_workers_reading_their_own_pieces_see_what_the_local_build_sees(tmp_path: Path) -> None:
+    """A byte-order mark, blank lines, a line that is not UTF-8, a raw \\r inside a record and no
+    final newline: the same skips, errors and files with workers as without."""
+    src = corpus(tmp_path / "c.jsonl")
+    lines = src.read_bytes().split(b"\n")
+    lines[3:3] = [b"", b"   ", b'{"id": "bad\xff"}', b'{"id": "cr", "title": "a\rb"}']
+    src.write_bytes(b"\xef\xbb\xbf" + b"\n".join(lines).rstrip(b"\n"))
+    reports = []
+    for jobs, name in ((2, "p"), (1, "l")):
+        report = CorpusReport()
+        sieve.build_index(src, tmp_path / name, jobs=jobs, on_error="skip", report=report)
+        reports.append(report)
+    assert reports[0].errors == reports[1].errors and reports[0].skipped == 1
+    assert "c.jsonl:6: not UTF-8 text" in reports[0].errors[0]
+    assert files(sieve.open_index(tmp_path / "p")) == files(sieve.open_index(tmp_path / "l"))
+    assert sieve.open_index(tmp_path / "p").match('"a b"[title]').ids == ["cr"]
