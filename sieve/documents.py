@@ -108,6 +108,7 @@ class Document:
 
 
 _SURROGATE = re.compile("[\ud800-\udfff]")
+_JSON = json.JSONEncoder(ensure_ascii=False)  # made once: json.dumps with options makes one a call
 
 
 def _text(value: Any, what: str) -> str:
@@ -223,7 +224,7 @@ def document_from_record(rec: Any, lenient: bool = False) -> Document:
             metadata[KEPT_SECTION_KEYS] = kept
     if metadata:
         try:  # stored as UTF-8 JSON: every value must serialise and every string be valid Unicode
-            json.dumps(metadata, ensure_ascii=False).encode()
+            _JSON.encode(metadata).encode()
         except UnicodeEncodeError as e:  # before ValueError, its base class
             raise CorpusError(f"metadata holds a lone surrogate U+{ord(e.object[e.start]):04X} (not valid Unicode text)") from None
         except (TypeError, ValueError, RecursionError):

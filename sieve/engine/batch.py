@@ -7,6 +7,7 @@ processes analyse in parallel while one writer assembles the index in document o
 
 from __future__ import annotations
 
+import functools
 import itertools
 import json
 from array import array
@@ -75,8 +76,13 @@ class Vocabulary:
         return out
 
 
+# Documents of one corpus share few dates: each is parsed once.
+_first_day = functools.lru_cache(maxsize=1 << 12)(first_day)
+_JSON = json.JSONEncoder(ensure_ascii=False, separators=(",", ":"))  # made once: json.dumps with options makes one a call
+
+
 def _dumps(obj: Any) -> bytes:
-    return json.dumps(obj, ensure_ascii=False, separators=(",", ":")).encode()
+    return _JSON.encode(obj).encode()
 
 
 @dataclass
@@ -177,7 +183,7 @@ def analyze_batch(docs: list[Document], lines: list[int], vocab: Vocabulary, sch
                     usection.append(i)
         units_per_doc.append(len(texts) - before)
         sections_per_doc.append(len(doc.sections))
-        dates.append(first_day(doc.date) if doc.date else NO_DATE)
+        dates.append(_first_day(doc.date) if doc.date else NO_DATE)
         meta: dict[str, Any] = {"id": doc.id, "title": doc.title, "headings": doc.headings, **doc.optional_fields()}
         if doc.metadata:
             meta["metadata"] = dict(doc.metadata)
