@@ -20,6 +20,7 @@ from sieve.engine import bitset, docids, storage
 from sieve.engine.analysis import PLAIN, STOP, Analyzer
 from sieve.engine.batch import NO_DATE, AnalyzedBatch, Vocabulary
 from sieve.engine.fields import Field
+from sieve.engine.pages import small_pages
 from sieve.engine.positions import PositionsWriter
 from sieve.engine.runs import Runs, sort_tokens
 from sieve.engine.schema import NO_FIELDS, Schema
@@ -172,6 +173,10 @@ class IndexWriter:
         return tokens, tok_unit, tok_pos
 
     def _spill(self) -> None:
+        with small_pages():
+            self._sort_run()
+
+    def _sort_run(self) -> None:
         # Only the buffered units' tables: building them for every unit so far would make each
         # spill cost (and hold) as much as the whole build's tables.
         unit_len = np.frombuffer(self.unit_len, dtype=np.int32)
@@ -284,6 +289,10 @@ class IndexWriter:
 
     def finish(self, extra: dict[str, Any]) -> dict[str, Any]:
         """Sort the token stream into postings and write every file and the manifest."""
+        with small_pages():
+            return self._finish(extra)
+
+    def _finish(self, extra: dict[str, Any]) -> dict[str, Any]:
         self.entries.update(self.meta.close())
         self.entries.update(self.text.close())
         n_docs = len(self.ids)
