@@ -5,7 +5,8 @@ the kernel then compacts memory to find a free 2 MiB page at each first touch (`
 `madvise`, a common default), a process that allocates hundreds of fresh megabytes, as a segment's
 final sort does, stalls there: on the build machine, with the page cache full, a 100k-document
 build's last step took 2.2 s with huge pages (1.5 s of it system time) and 1.5 s without, the
-whole build 5.4 s and 4.6 s (benchmarks/bench_build.py, results/build-pages.json). Queries allocate far less than 4 MiB and are left alone.
+whole build 5.4 s and 4.6 s (benchmarks/bench_build.py, results/build-pages.json). Queries
+allocate far less than 4 MiB and are left alone.
 """
 
 from __future__ import annotations
