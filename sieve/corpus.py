@@ -121,6 +121,8 @@ def span_lines(path: Path, offset: int, length: int, first: int) -> list[tuple[i
     with open(path, "rb") as fh:
         fh.seek(offset)
         data = fh.read(length)
+    if len(data) != length:  # the file was cut short after it was split: never index part of it silently
+        raise CorpusError(f"the file changed while it was read (line {first} onward is gone)", name, first)
     pieces = data.split(b"\n")
     if pieces[-1] == b"":  # the piece ends with its last line's newline
         pieces.pop()

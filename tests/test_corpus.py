@@ -268,3 +268,14 @@ def test_pieces_read_by_workers_give_the_lines_of_the_file(tmp_path_factory: pyt
     want = list(raw_lines(path))
     assert [(n, str(x) if isinstance(x, CorpusError) else x.rstrip("\n")) for n, x in got] == \
            [(n, str(x) if isinstance(x, CorpusError) else x.rstrip("\n")) for n, x in want]
+
+
+def test_a_piece_cut_short_after_the_split_is_an_error(tmp_path: Path) -> None:
+    path = tmp_path / "c.jsonl"
+    path.write_bytes(b'{"id": "a"}\n{"id": "b"}\n{"id": "c"}\n')
+    spans = list(line_spans(path, 2))
+    path.write_bytes(b'{"id": "a"}\n{"id": "b"}\n')  # truncated between the split and the read
+    assert [n for n, _ in span_lines(path, *spans[0])] == [1, 2]
+    with pytest.raises(CorpusError, match="changed while it was read") as info:
+        span_lines(path, *spans[1])
+    assert info.value.line == 3
