@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import functools
 import json
 import re
 from dataclasses import dataclass, field
@@ -163,6 +164,12 @@ def checked_date(value: Any) -> str | None:
     """A record's date as stored (ISO, day precision at most), None for none; raises CorpusError."""
     if value is None or value == "":
         return None
+    if type(value) is str:  # a corpus repeats a few dates: each string is checked once
+        return _checked_date_text(value)
+    return _checked_date(value)
+
+
+def _checked_date(value: Any) -> str | None:
     if isinstance(value, int) and not isinstance(value, bool):
         value = str(value)
     if not isinstance(value, str):
@@ -176,6 +183,9 @@ def checked_date(value: Any) -> str | None:
     except ValueError as e:
         raise CorpusError(f"unparseable date {value!r}: {e}") from None
     return value
+
+
+_checked_date_text = functools.lru_cache(maxsize=1 << 12)(_checked_date)  # errors are raised, never cached
 
 
 def _sections(rec: Mapping[str, Any]) -> tuple[Section, ...]:
@@ -222,8 +232,10 @@ def document_from_record(rec: Any, lenient: bool = False) -> Document:
                 for i, sec in enumerate(rec["sections"]) if isinstance(sec, dict) and any(k not in _SECTION_KEYS for k in sec)}
         if kept:
             metadata[KEPT_SECTION_KEYS] = kept
-    if metadata:
-        try:  # stored as UTF-8 JSON: every value must serialise and every string be valid Unicode
+    # Stored as UTF-8 JSON: every value must serialise and every string be valid Unicode. ASCII
+    # strings under string keys (most metadata) certainly do, without serialising them to see.
+    if metadata and not all(type(k) is str and k.isascii() and type(v) is str and v.isascii() for k, v in metadata.items()):
+        try:
             _JSON.encode(metadata).encode()
         except UnicodeEncodeError as e:  # before ValueError, its base class
             raise CorpusError(f"metadata holds a lone surrogate U+{ord(e.object[e.start]):04X} (not valid Unicode text)") from None

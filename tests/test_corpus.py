@@ -84,6 +84,9 @@ def test_round_trip_through_to_record() -> None:
         ({"id": "a", "infobox": {"k": {"nested": 1}}}, "infobox value of 'k' must be a string, number or list of them"),
         ([1, 2], "a record must be a JSON object, got list"),
         ({"id": "a", "extra": object()}, "metadata must be JSON-serialisable"),
+        ({"id": "a", "extra": "ok", "x\ud800": "v"}, "metadata holds a lone surrogate U+D800 (not valid Unicode text)"),
+        ({"id": "a", "extra": "caf\ud800"}, "metadata holds a lone surrogate U+D800 (not valid Unicode text)"),
+        ({"id": "a", "date": ["2020"]}, "date must be a string, got list"),
     ],
 )
 def test_bad_records(record: object, message: str) -> None:
@@ -279,3 +282,13 @@ def test_a_piece_cut_short_after_the_split_is_an_error(tmp_path: Path) -> None:
     with pytest.raises(CorpusError, match="changed while it was read") as info:
         span_lines(path, *spans[1])
     assert info.value.line == 3
+
+
+def test_a_date_checked_again_gives_the_same_answer() -> None:
+    """Dates are checked once per distinct string: a repeated good date is kept the same way, a
+    repeated bad one refused every time."""
+    for _ in range(3):
+        assert document_from_record({"id": "a", "date": " 2020-01-02T10:00:00Z"}).date == "2020-01-02"
+        assert document_from_record({"id": "a", "date": 2020}).date == "2020"
+        with pytest.raises(CorpusError, match="unparseable date 'yesterday'"):
+            document_from_record({"id": "a", "date": "yesterday"})
