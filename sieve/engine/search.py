@@ -194,7 +194,9 @@ class BM25Scorer:
                 held = sum(p.hi - p.lo for p in by_rarity[:split])
                 if held * 8 > sum(p.hi - p.lo for p in rest) or (docs is not None and held * 4 > len(docs)):
                     break  # the rare terms' documents are not few: the scan this saves is not the larger cost
-                cand = np.unique(np.concatenate([self.r.post_doc[p.lo : p.hi] for p in by_rarity[:split]]))
+                held_docs = [self.r.post_doc[p.lo : p.hi] for p in by_rarity[:split]]
+                # One term's documents are ascending and distinct already: only a union needs a sort.
+                cand = np.asarray(held_docs[0]) if split == 1 else np.unique(np.concatenate(held_docs))
                 if bits is not None:
                     cand = cand[bitset.contains(bits, cand)]
                 if len(cand) < k:
