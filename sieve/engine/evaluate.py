@@ -230,7 +230,7 @@ class Evaluator:
             pa = self._positions(ta, cands)
             close = np.flatnonzero(np.diff(pa.astype(np.int64)) <= n)
             units = self.r.units_of(pa[close])
-            same = units == self.r.units_of(pa[close + 1])
+            same = self.r.in_units(units, pa[close + 1])
             return self._docs_of(pa[close[same]], fmask, units[same])
         if self.r.position_count(ta) > self.r.position_count(tb):  # search the shorter list in the longer one
             ta, tb = tb, ta
@@ -252,6 +252,6 @@ class Evaluator:
         mine = np.concatenate([right, left])
         theirs = np.concatenate([at[right], at[left] - 1])
         units = self.r.units_of(pa[mine])
-        same = units == self.r.units_of(pb[theirs])
+        same = self.r.in_units(units, pb[theirs])
         return self._docs_of(pa[mine[same]], fmask, units[same])
 
