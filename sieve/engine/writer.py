@@ -10,6 +10,7 @@ length (BM25's), as in Lucene.
 from __future__ import annotations
 
 import shutil
+from concurrent.futures import ThreadPoolExecutor
 from array import array
 from pathlib import Path
 from typing import Any
@@ -51,6 +52,12 @@ ANY_FRACTION = 64
 # ...in segments of at least this many documents: below it a scatter costs microseconds and the rows
 # would only add size (at 100k documents they made no query class faster and the index 10% larger).
 ANY_MIN_DOCS = 1 << 18
+
+
+def _write_positions(writer: PositionsWriter, values: np.ndarray, counts: np.ndarray) -> dict[str, dict[str, int]]:
+    """Every term's positions (`counts[i]` each) into `writer`'s files; their manifest entries."""
+    writer.append(values, counts)
+    return writer.close()
 
 
 class IndexWriter:
@@ -348,16 +355,19 @@ class IndexWriter:
             pos_ptr = np.zeros(n_terms + 1, dtype=np.int64)
             pos_ptr[1:] = np.cumsum(np.bincount(p.term, weights=p.tf, minlength=n_terms)).astype(np.int64)
             n_postings = len(p.doc)
-            self._put_offsets("post.ptr.sva", post_ptr)
-            self._put("terms.df.sva", text_df)
-            self.entries.update(docids.write(self.dir, "post.doc", p.doc))
-            self._put_counts("post.tf", p.tf)
-            self._put_counts("post.ttf", p.ttf)
-            self._put("post.mask.sva", p.mask, np.uint8)
-            self._put_offsets("pos.ptr.sva", pos_ptr)
-            positions = PositionsWriter(self.dir, pos_dtype, total_positions)
-            positions.append(p.pos, np.diff(pos_ptr))
-            self.entries.update(positions.close())
+            # The positions' blocks are encoded and written on a helper thread (numpy and file
+            # writes release the GIL) while this one writes the postings: the second core is
+            # otherwise idle in this step (finish 1.50-1.59 -> 1.32-1.42 s at 100k documents).
+            with ThreadPoolExecutor(1, thread_name_prefix="sieve-positions") as helper:
+                pos_files = helper.submit(_write_positions, PositionsWriter(self.dir, pos_dtype, total_positions), p.pos, np.diff(pos_ptr))
+                self._put_offsets("post.ptr.sva", post_ptr)
+                self._put("terms.df.sva", text_df)
+                self.entries.update(docids.write(self.dir, "post.doc", p.doc))
+                self._put_counts("post.tf", p.tf)
+                self._put_counts("post.ttf", p.ttf)
+                self._put("post.mask.sva", p.mask, np.uint8)
+                self._put_offsets("pos.ptr.sva", pos_ptr)
+                self.entries.update(pos_files.result())
             del p
         self._put_dense(n_docs)
         self._put("unit.start.sva", unit_start.astype(pos_dtype))
