@@ -104,17 +104,28 @@ def _no_nul(text: str) -> str:
 _TERM_BYTES = bytes(c + 32 if 65 <= c <= 90 else c if 97 <= c <= 122 or 48 <= c <= 57 or c == 0 or c >= 128 else 32 for c in range(256))
 
 
+def _chunks(raw: bytes) -> list[str]:
+    return raw.translate(_TERM_BYTES).decode("utf-8", "surrogatepass").replace(SEPARATOR, " \x00 ").split()
+
+
 def _split(joined: str) -> list[str]:
-    """The terms and SEPARATORs of folded, joined text."""
+    """The terms and SEPARATORs of joined text: ASCII letters are lowered here, and a chunk with
+    other characters is folded alone. Folding commutes with the split: a chunk ends at an ASCII
+    byte that is not a letter or digit, or at Unicode white space, which folding leaves a
+    separator and which starts no composition that folding keeps. Text dense in other characters
+    (another script) is folded whole instead: one call beats one per word."""
     if joined.isascii():
         return joined.encode("ascii").translate(_TERM_BYTES).decode("ascii").replace(SEPARATOR, " \x00 ").split()
-    chunks = joined.encode("utf-8", "surrogatepass").translate(_TERM_BYTES).decode("utf-8", "surrogatepass").replace(SEPARATOR, " \x00 ").split()
+    raw = joined.encode("utf-8", "surrogatepass")
+    if (len(raw) - len(joined)) * 8 > len(joined):
+        folded = fold(joined)
+        return [t for c in _chunks(folded.encode("utf-8", "surrogatepass")) for t in ((c,) if c.isascii() else _WORD.findall(c))]
     out: list[str] = []
-    for c in chunks:
+    for c in _chunks(raw):
         if c.isascii():
             out.append(c)
         else:
-            out += _WORD.findall(c)
+            out += _WORD.findall(fold(c))
     return out
 
 
@@ -123,17 +134,18 @@ def analyze_joined(texts: list[str]) -> list[str]:
 
     Equal to concatenating `analyze(t) + [SEPARATOR]` for each text, but one pass per batch
     instead of one per text: indexing spends most of its time here. Runs of ASCII texts (most
-    text, and `str.isascii` costs nothing) are split in one piece, the other texts chunk by chunk.
+    text, and `str.isascii` costs nothing) are split in one piece, the other texts chunk by chunk
+    (only the chunks with other characters folded).
     """
     if not texts:
         return []
     # A NUL inside a text would read as the end of a unit: it separates words, like a space.
-    folded = [_no_nul(t.lower() if t.isascii() else fold(t)) for t in texts]
-    joined = SEPARATOR.join(folded) + SEPARATOR
+    plain = [_no_nul(t) for t in texts]
+    joined = SEPARATOR.join(plain) + SEPARATOR
     if joined.isascii():
         return _split(joined)
     out: list[str] = []
-    for _, run in itertools.groupby(folded, key=str.isascii):
+    for _, run in itertools.groupby(plain, key=str.isascii):
         out += _split(SEPARATOR.join(run) + SEPARATOR)
     return out
 

@@ -100,3 +100,20 @@ def test_a_joined_batch_of_mixed_runs() -> None:
     texts = ["Fast_Path 42", "a\x00b", "Zürich café’s", "ΣΊΣΥΦΟΣ", "\x1cplain\x0btext\t", "", "東京 x2"]
     assert analyze_joined(texts) == ["fast", "path", "42", SEPARATOR, "a", "b", SEPARATOR, "zurich", "cafe", "s", SEPARATOR,
                                      "σισυφοσ", SEPARATOR, "plain", "text", SEPARATOR, SEPARATOR, "東京", "x2", SEPARATOR]
+
+
+@pytest.mark.parametrize("context", ["one two three four five a{}b six", "{}x", "e\u0301{}\u0338 word. {}"])
+def test_every_character_splits_and_folds_as_the_query_side_does(context: str) -> None:
+    """A batch folds only the chunks that hold other characters than ASCII (or the whole text when
+    they are dense): every 5th code point, inside mostly-ASCII text and alone, gives the terms
+    `analyze` gives each text (the query side, which folds the whole text)."""
+    texts = [context.format(chr(c), chr(c)) for c in range(0, 0x110000, 5) if not 0xD800 <= c <= 0xDFFF]
+    assert analyze_joined(texts) == [t for text in texts for t in [*analyze(text), SEPARATOR]]
+
+
+def test_folding_only_the_chunks_that_need_it() -> None:
+    mostly_ascii = "It\u2019s a \ufb01le na\u0131ve E\u0301TE \u212a <\u0338 x\u00a0y \u00bd caf\u00e9"
+    cyrillic = "\u041f\u0440\u0438\u0432\u0435\u0442, \u043c\u0438\u0440! \u0401\u043b\u043a\u0430"
+    assert analyze_joined([mostly_ascii, cyrillic]) == [*analyze(mostly_ascii), SEPARATOR, *analyze(cyrillic), SEPARATOR]
+    assert analyze(mostly_ascii) == ["it", "s", "a", "file", "na\u0131ve", "ete", "k", "x", "y", "1", "2", "cafe"]
+    assert analyze(cyrillic) == ["\u043f\u0440\u0438\u0432\u0435\u0442", "\u043c\u0438\u0440", "\u0435\u043b\u043a\u0430"]
