@@ -64,7 +64,10 @@ _STREAM_ERRORS = (EOFError, OSError, zlib.error)
 
 
 def _line(name: str, lineno: int, raw: bytes) -> str | CorpusError | None:
-    """One line as `raw_lines` gives it: its text, a CorpusError if it is not UTF-8, None if blank."""
+    """One line as `raw_lines` gives it: its text (a first line's byte-order mark dropped), a
+    CorpusError if it is not UTF-8, None if blank."""
+    if lineno == 1 and raw.startswith(_BOM):
+        raw = raw[len(_BOM):]
     try:
         line = raw.decode("utf-8")
     except UnicodeDecodeError as e:
@@ -91,8 +94,6 @@ def raw_lines(path: Path) -> Iterator[tuple[int, str | CorpusError]]:
             if not raw:
                 return
             lineno += 1
-            if lineno == 1 and raw.startswith(_BOM):
-                raw = raw[len(_BOM):]
             item = _line(name, lineno, raw)
             if item is not None:
                 yield lineno, item
@@ -128,8 +129,6 @@ def span_lines(path: Path, offset: int, length: int, first: int) -> list[tuple[i
         pieces.pop()
     out: list[tuple[int, str | CorpusError]] = []
     for lineno, raw in enumerate(pieces, first):
-        if lineno == 1 and raw.startswith(_BOM):
-            raw = raw[len(_BOM):]
         item = _line(name, lineno, raw)
         if item is not None:
             out.append((lineno, item))

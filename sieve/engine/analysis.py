@@ -115,17 +115,17 @@ def _split(joined: str) -> list[str]:
     separator and which starts no composition that folding keeps. Text dense in other characters
     (another script) is folded whole instead: one call beats one per word."""
     if joined.isascii():
-        return joined.encode("ascii").translate(_TERM_BYTES).decode("ascii").replace(SEPARATOR, " \x00 ").split()
+        return _chunks(joined.encode("ascii"))
     raw = joined.encode("utf-8", "surrogatepass")
-    if (len(raw) - len(joined)) * 8 > len(joined):
-        folded = fold(joined)
-        return [t for c in _chunks(folded.encode("utf-8", "surrogatepass")) for t in ((c,) if c.isascii() else _WORD.findall(c))]
+    dense = (len(raw) - len(joined)) * 8 > len(joined)
+    if dense:
+        raw = fold(joined).encode("utf-8", "surrogatepass")
     out: list[str] = []
     for c in _chunks(raw):
         if c.isascii():
             out.append(c)
         else:
-            out += _WORD.findall(fold(c))
+            out += _WORD.findall(c if dense else fold(c))
     return out
 
 
@@ -137,13 +137,11 @@ def analyze_joined(texts: list[str]) -> list[str]:
     text, and `str.isascii` costs nothing) are split in one piece, the other texts chunk by chunk
     (only the chunks with other characters folded).
     """
-    if not texts:
-        return []
     # A NUL inside a text would read as the end of a unit: it separates words, like a space.
     plain = [_no_nul(t) for t in texts]
     joined = SEPARATOR.join(plain) + SEPARATOR
-    if joined.isascii():
-        return _split(joined)
+    if joined.isascii():  # most batches: one split, no pass over the texts to group them
+        return _split(joined) if texts else []
     out: list[str] = []
     for _, run in itertools.groupby(plain, key=str.isascii):
         out += _split(SEPARATOR.join(run) + SEPARATOR)

@@ -39,10 +39,18 @@ def stable_argsort(keys: np.ndarray) -> np.ndarray:
     if n >= 2**32:  # the index would not fit the low half (never within a writer's token budget)
         first = np.argsort((keys & 0xFFFF).astype(np.uint16), kind="stable")
         return first[np.argsort((keys[first] >> 16).astype(np.uint16), kind="stable")]
-    pairs = keys.astype(np.int64) << 32
-    pairs |= np.arange(n, dtype=np.int64)
-    pairs.sort()
+    pairs = _sorted_pairs(keys, np.arange(n, dtype=np.int64), 32)
     pairs &= 0xFFFFFFFF
+    return pairs
+
+
+def _sorted_pairs(keys: np.ndarray, low: np.ndarray, shift: int) -> np.ndarray:
+    """keys << shift | low (each low below 2**shift, distinct), sorted: the order by key and
+    then low, in one int64 sort with no stability needed."""
+    pairs = keys.astype(np.int64)
+    pairs <<= shift
+    pairs |= low
+    pairs.sort()
     return pairs
 
 
@@ -77,10 +85,7 @@ def _by_key(keys: np.ndarray, tok_unit: np.ndarray, tok_pos: np.ndarray) -> tupl
     # Fresh memory costs more than the arithmetic here (the kernel zeroes every new page: most of a
     # build's final sort was system time), so temporaries are few and written in place.
     off = tok_pos - base if base else tok_pos
-    pairs = keys.astype(np.int64)
-    pairs <<= shift
-    pairs |= off
-    pairs.sort()
+    pairs = _sorted_pairs(keys, off, shift)
     s_key = np.empty(n, dtype=keys.dtype)
     np.right_shift(pairs, shift, out=s_key, casting="unsafe")
     pairs &= (1 << shift) - 1  # now each token's position less base
