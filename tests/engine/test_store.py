@@ -64,3 +64,26 @@ def test_disagreements_are_damage(tmp_path: Path) -> None:
         bad.read(0, 5)
     with pytest.raises(IndexDamagedError, match="outside the stream"):
         reader.read(5, BLOCK * 3)
+
+
+def test_waits_for_the_helper_when_far_ahead(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    # With a tiny allowance every append waits for the blocks before it: the stream is still whole and in order.
+    monkeypatch.setattr(BlockWriter, "AHEAD_BYTES", 1)
+    records = [(b"record %d " % i) * (i % 300) for i in range(400)]
+    reader = _write(tmp_path, records)
+    assert reader.read(0, sum(map(len, records))) == b"".join(records)
+
+
+def test_a_failed_block_fails_the_build(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    # An error on the helper thread reaches the builder (at an append or at close), never a store with a hole.
+    from sieve.engine import store
+
+    def broken(raw: bytes) -> bytes:
+        raise OSError("disk full")
+
+    monkeypatch.setattr(store, "compress", broken)
+    w = BlockWriter(tmp_path, "store.text")
+    with pytest.raises(OSError, match="disk full"):
+        for _ in range(8):
+            w.append(b"x" * BLOCK)
+        w.close()
