@@ -209,7 +209,7 @@ def main() -> int:
     peers: dict[str, Any] = {}
     if args.peer:
         sys.path.insert(0, str(HERE))
-        from peers import PEERS  # type: ignore[import-not-found]
+        from peers import PEERS, latency_ms  # type: ignore[import-not-found]
 
         for pname in args.peer:
             peer = PEERS[pname]()
@@ -241,7 +241,7 @@ def main() -> int:
             pms, agree = [], 0
             for i in ok:
                 ms, c = timed(lambda: peer.count(specs[cls][i]))
-                pms.append(ms)
+                pms.append(latency_ms(peer, ms))
                 agree += int(c == counts[i])
             sub = percentiles([sieve_ms[i] for i in ok])
             row[pname] = {**percentiles(pms), "queries": len(ok), "count_agreement": round(agree / len(ok), 3), "sieve_same_queries": sub}

@@ -62,8 +62,10 @@ def bm25_section(index: sieve.Index, queries: list[list[str]], peers: dict[str, 
         row: dict[str, Any] = {"sieve": percentiles(ms), "sieve_ids_scores": percentiles(bare),
                                "median_admitted": int(np.median([index.match(q).count for q in qs[:100]]))}
         if mode == "or":
+            from peers import latency_ms  # type: ignore[import-not-found]
+
             for name, peer in peers.items():
-                pms = [timed(lambda: peer.bm25_top(q, 10))[0] for q in queries]
+                pms = [latency_ms(peer, timed(lambda: peer.bm25_top(q, 10))[0]) for q in queries]
                 row[name] = percentiles(pms)
         res[mode] = row
     return res

