@@ -2,7 +2,7 @@
 //
 //   java -cp LUCENE_JARS:DIR LucenePeer build CORPUS.jsonl INDEX_DIR   -> {"seconds": s, "documents": n}
 //   java -cp LUCENE_JARS:DIR LucenePeer serve INDEX_DIR                -> answers JSON requests, one per line:
-//        {"cmd": "count", "spec": SPEC}            -> {"count": n, "ns": t}
+//        {"cmd": "count", "spec": SPEC}            -> {"count": n, "ns": t}   (the matches collected in a bitset)
 //        {"cmd": "bm25", "terms": [..], "k": 10}   -> {"hits": [[id, score], ..], "ns": t}
 //        {"cmd": "warm", "queries": n}             -> {"ok": true}   (JIT warm-up on the index's own terms)
 //
@@ -43,6 +43,7 @@ import org.apache.lucene.document.TextField;
 import org.apache.lucene.index.DirectoryReader;
 import org.apache.lucene.index.IndexWriter;
 import org.apache.lucene.index.IndexWriterConfig;
+import org.apache.lucene.index.LeafReaderContext;
 import org.apache.lucene.index.MultiTerms;
 import org.apache.lucene.index.StoredFields;
 import org.apache.lucene.index.Term;
@@ -56,11 +57,14 @@ import org.apache.lucene.search.PhraseQuery;
 import org.apache.lucene.search.PrefixQuery;
 import org.apache.lucene.search.Query;
 import org.apache.lucene.search.ScoreDoc;
+import org.apache.lucene.search.ScoreMode;
+import org.apache.lucene.search.SimpleCollector;
 import org.apache.lucene.search.TermQuery;
 import org.apache.lucene.search.TopDocs;
 import org.apache.lucene.search.similarities.BM25Similarity;
 import org.apache.lucene.store.FSDirectory;
 import org.apache.lucene.util.BytesRef;
+import org.apache.lucene.util.FixedBitSet;
 
 public class LucenePeer {
   static final String[] FIELDS = {"title", "section", "body"};
@@ -227,7 +231,7 @@ public class LucenePeer {
         switch (req.get("cmd").asText()) {
           case "count": {
             long t0 = System.nanoTime();
-            int c = searcher.count(query(req.get("spec")));
+            int c = matches(searcher, query(req.get("spec")), reader.maxDoc());
             res.put("ns", System.nanoTime() - t0);
             res.put("count", c);
             break;
@@ -263,6 +267,31 @@ public class LucenePeer {
     }
   }
 
+  // The matching documents as a bitset, as sieve's match gives them, and their number. Not
+  // IndexSearcher.count: it answers a lone term from its document frequency and a range from the
+  // points' tree without visiting a document.
+  static int matches(IndexSearcher searcher, Query q, int maxDoc) throws java.io.IOException {
+    BitsCollector c = new BitsCollector(maxDoc);
+    searcher.search(q, c);
+    return c.bits.cardinality();
+  }
+
+  static final class BitsCollector extends SimpleCollector {
+    final FixedBitSet bits;
+    int base;
+
+    BitsCollector(int maxDoc) { bits = new FixedBitSet(maxDoc); }
+
+    @Override
+    protected void doSetNextReader(LeafReaderContext ctx) { base = ctx.docBase; }
+
+    @Override
+    public void collect(int doc) { bits.set(base + doc); }
+
+    @Override
+    public ScoreMode scoreMode() { return ScoreMode.COMPLETE_NO_SCORES; }
+  }
+
   // Term, phrase, prefix, Boolean and ranked queries over words of the index itself, until the JIT
   // has compiled the search paths (the other engines need no warm-up of this kind).
   static void warm(DirectoryReader reader, IndexSearcher searcher, int queries) throws Exception {
@@ -278,11 +307,13 @@ public class LucenePeer {
       BooleanQuery.Builder any = new BooleanQuery.Builder();
       for (String f : FIELDS) any.add(new TermQuery(new Term(f, a)), Occur.SHOULD);
       Query qa = any.build();
-      searcher.count(qa);
-      searcher.count(new BooleanQuery.Builder().add(qa, Occur.MUST).add(new TermQuery(new Term("body", b)), Occur.MUST_NOT).build());
-      searcher.count(phrase("body", new String[] {a, b}, new int[] {0, 1}, q % 3));
-      if (a.length() > 2) searcher.count(new PrefixQuery(new Term("body", a.substring(0, 3))));
-      searcher.count(IntPoint.newRangeQuery("date", 19900101 + q, 20200101));
+      int n = reader.maxDoc();
+      matches(searcher, qa, n);
+      matches(searcher, new TermQuery(new Term("title", a)), n);
+      matches(searcher, new BooleanQuery.Builder().add(qa, Occur.MUST).add(new TermQuery(new Term("body", b)), Occur.MUST_NOT).build(), n);
+      matches(searcher, phrase("body", new String[] {a, b}, new int[] {0, 1}, q % 3), n);
+      if (a.length() > 2) matches(searcher, new PrefixQuery(new Term("body", a.substring(0, 3))), n);
+      matches(searcher, IntPoint.newRangeQuery("date", 19900101 + q, 20200101), n);
       searcher.search(qa, 10);
     }
   }
