@@ -178,21 +178,24 @@ class BM25Scorer:
         return docs, acc[docs]
 
     def top(self, tids: tuple[int, ...], docs: np.ndarray | None, bits: np.ndarray | None, k: int,
-            idfs: tuple[float, ...] | None = None) -> tuple[np.ndarray, np.ndarray]:
+            idfs: tuple[float, ...] | None = None, admitted: int | None = None) -> tuple[np.ndarray, np.ndarray]:
         """`top_k(*scores(tids, docs), k)` (`bits`: `docs` as a bitset; with `docs` None, the documents that may appear), the same documents and the same scores, without
         scanning every posting of frequent terms when that provably cannot change the top k.
+        `admitted` (with `docs` None): `bits` is the admitted set, of that many documents, and is
+        read as a list of numbers only if every posting must be scored (MaxScore needs none).
 
         MaxScore, term-at-a-time: score exactly only the documents that hold one of the rarest
         terms; if the k-th best of those is at least the sum of the other terms' upper bounds (their
         idf), a document holding only those other terms scores strictly less and cannot enter.
         Contributions are added in query order, as `scores` adds them, so sums agree to the bit."""
         postings = self._postings(tids, idfs)
+        size = len(docs) if docs is not None else admitted
         if len(postings) > 1:
             by_rarity = sorted(postings, key=lambda p: -p.idf)
             for split in range(1, len(by_rarity)):
                 rest = by_rarity[split:]
                 held = sum(p.hi - p.lo for p in by_rarity[:split])
-                if held * 8 > sum(p.hi - p.lo for p in rest) or (docs is not None and held * 4 > len(docs)):
+                if held * 8 > sum(p.hi - p.lo for p in rest) or (size is not None and held * 4 > size):
                     break  # the rare terms' documents are not few: the scan this saves is not the larger cost
                 held_docs = [self.r.post_doc[p.lo : p.hi] for p in by_rarity[:split]]
                 # One term's documents are ascending and distinct already: only a union needs a sort.
@@ -209,6 +212,8 @@ class BM25Scorer:
                 kth = float(np.partition(acc, len(acc) - k)[len(acc) - k])
                 if sum(p.idf for p in rest) <= kth:
                     return top_k(cand, acc, k)
+        if docs is None and admitted is not None and bits is not None:
+            docs = bitset.to_ids(bits, self.r.n_docs)
         return top_k(*self._scores(postings, docs, bits), k)
 
 
@@ -342,14 +347,15 @@ class Searcher:
         got_s: list[np.ndarray] = []
         for j, (part, plan) in enumerate(zip(self.parts, plans.parts)):
             seg = part.seg
+            admitted = None
             if bits is None:  # the whole collection: documents holding a term, live ones only
-                b, docs = (None if seg.deleted is None else seg.live), None
+                b = None if seg.deleted is None else seg.live
             else:
                 b = bits[j]
-                docs = bitset.to_ids(b, seg.n)
-                if not len(docs):
+                admitted = bitset.count(b)  # the scorer lists the admitted documents only if it must
+                if not admitted:
                     continue
-            d, sc = part.bm25.top(plan.term_ids, docs, b, k, idfs)
+            d, sc = part.bm25.top(plan.term_ids, None, b, k, idfs, admitted)
             got_d.append(d + seg.base if seg.base else d)
             got_s.append(sc)
         if len(got_d) == 1:

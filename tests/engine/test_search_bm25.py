@@ -232,6 +232,10 @@ def test_pruned_top_k_equals_the_full_ranking(zipf_index: sieve.Index, words: li
         want_d, want_s = top_k(*scorer.scores(terms, where), k)
         got_d, got_s = scorer.top(terms, where, b, k)
         assert got_d.tolist() == want_d.tolist() and got_s.tolist() == want_s.tolist()  # bit for bit, ties in order
+    if len(docs):  # the admitted set given as its bitset only, as searches give it
+        want_d, want_s = top_k(*scorer.scores(terms, docs), k)
+        got_d, got_s = scorer.top(terms, None, bits, k, admitted=len(docs))
+        assert got_d.tolist() == want_d.tolist() and got_s.tolist() == want_s.tolist()
 
 
 def test_pruning_happens_on_rare_and_frequent_words(zipf_index: sieve.Index) -> None:
@@ -245,6 +249,19 @@ def test_pruning_happens_on_rare_and_frequent_words(zipf_index: sieve.Index) -> 
     finally:
         del scorer._scores
     assert not full and len(r.hits) == 3 and r.hits[0].score > r.hits[2].score
+
+
+def test_a_pruned_search_never_lists_the_admitted_set(zipf_index: sieve.Index, monkeypatch: pytest.MonkeyPatch) -> None:
+    """MaxScore needs the admitted set only as a bitset: listing it (bitset.to_ids, tens of
+    microseconds at 100k documents) is for the full scan alone."""
+    from sieve.engine import bitset, search
+
+    listed, real = [], bitset.to_ids
+    monkeypatch.setattr(search.bitset, "to_ids", lambda *a: listed.append(1) or real(*a))
+    pruned = zipf_index.search("w0 OR w1 OR w55", k=3, explain=False)
+    assert not listed and len(pruned.hits) == 3
+    zipf_index.search("w0 OR w1", k=3, explain=False)  # two frequent words: every posting is scored
+    assert listed
 
 
 def test_search_without_explanation_gives_the_same_ranking(zipf_index: sieve.Index) -> None:
