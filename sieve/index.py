@@ -21,7 +21,7 @@ from sieve.engine.analysis import get_analyzer
 from sieve.engine.schema import declare
 from sieve.engine.bql import Node, parse
 from sieve.engine.bql.free_text import free_text_query
-from sieve.engine.bql.parser import declared_text_fields
+from sieve.engine.bql.parser import parse_for
 from sieve.engine.bm25 import BM25Params
 from sieve.engine.decision import Decider, Explanation
 from sieve.engine.plan import Limits, Plans
@@ -42,8 +42,7 @@ def parse_query(text: str, text_fields: frozenset[str] = frozenset()) -> Node:
 
 @lru_cache(maxsize=4096)
 def _parsed(text: str, text_fields: frozenset[str]) -> Node:
-    with declared_text_fields(text_fields):
-        return parse(text)
+    return parse_for(text, text_fields)
 
 
 def ranked_search(index: Any, text: str, k: int, ranker: str, explain: bool) -> Results:
