@@ -16,7 +16,7 @@ import numpy as np
 
 from sieve.corpus import CorpusReport, OnError, Source
 from sieve.documents import Document, Section
-from sieve.engine import bitset, storage
+from sieve.engine import bitset, storage, weak
 from sieve.engine.analysis import get_analyzer
 from sieve.engine.schema import declare
 from sieve.engine.bql import Node, parse
@@ -138,7 +138,7 @@ class Index:
         self.schema = self.snapshot.schema  # declared fields: name[...] filters
         self._cleanup: weakref.finalize | None = None  # set for a temporary index (build_index without a path)
         # Agents repeat queries; a plan is immutable and belongs to this reader, so caching is always right.
-        self._plans = functools.lru_cache(maxsize=1024)(self._plan_of)
+        self._plans = weak.cached_method(self, "_plan_of", 1024)
 
     def __len__(self) -> int:
         return self.snapshot.n_live

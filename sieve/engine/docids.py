@@ -19,7 +19,7 @@ from typing import Any
 
 import numpy as np
 
-from sieve.engine import storage
+from sieve.engine import storage, weak
 from sieve.errors import IndexDamagedError
 
 LOW_BITS = 16
@@ -121,7 +121,7 @@ class SplitIds:
             if low.verified:
                 self.low = low.a
             else:
-                low.on_verified = self._plain
+                low.on_verified = weak.method_callback(self, "_plain")
         self._sources = (starts, highs)
         self.n_docs, self.label = n_docs, label
         self.starts: np.ndarray | None = None

@@ -10,7 +10,7 @@ from typing import Any, Sequence
 
 import numpy as np
 
-from sieve.engine import docids, storage
+from sieve.engine import docids, storage, weak
 from sieve.engine.analysis import Analyzer
 from sieve.engine.positions import BLOCK, BLOCK_FILES, RAW_FILES, BlockPositions, RawPositions
 from sieve.engine.schema import Schema
@@ -217,20 +217,20 @@ class IndexReader:
                            ("doc_units", "doc.units.sva"), ("dates", "doc.date.sva"), ("doc_len", "doc.len.sva"),
                            ("id_doc", "ids.doc.sva"), ("id_rank", "ids.rank.sva"), ("doc_sections", "store.sections.sva")):
             if not a[name].verified:
-                a[name].on_verified = functools.partial(setattr, self, attr)
+                a[name].on_verified = weak.setter(self, attr)
             else:  # verified when opened (small, or verify=True)
                 setattr(self, attr, a[name].a)
         if not a["pos.ptr.sva"].verified:  # the positions read the pointer table too: hand them the plain array as well
-            a["pos.ptr.sva"].on_verified = self._pos_ptr_verified
+            a["pos.ptr.sva"].on_verified = weak.method_callback(self, "_pos_ptr_verified")
         else:
             self.pos.ptr = self.pos_ptr
         self._check_shapes()
         # One query looks each term up three times (filter, scorer, explanation) and agents repeat
         # words across queries; the table is immutable, so a bounded cache is always right.
-        self.term_id = functools.lru_cache(maxsize=1 << 16)(self._term_id)
+        self.term_id = weak.cached_method(self, "_term_id", 1 << 16)
         # Every hit needs its headings (matched sections by name, card outlines, one section's read);
         # a tuple is immutable, so sharing it between callers is safe.
-        self.headings = functools.lru_cache(maxsize=1 << 13)(self._headings)
+        self.headings = weak.cached_method(self, "_headings", 1 << 13)
 
     def _ids(self, a: dict[str, storage.ArrayFile], prefix: str) -> Any:
         """The document ids under `prefix`: sliced as an int array either way (`ids[lo:hi]`)."""

@@ -19,7 +19,7 @@ from pathlib import Path
 import lz4.block
 import numpy as np
 
-from sieve.engine import storage
+from sieve.engine import storage, weak
 from sieve.errors import IndexDamagedError
 
 # Block sizes, 2^shift bytes of a stream, and the codec. LZ4 (high-compression mode, level 4) was
@@ -109,7 +109,7 @@ class BlockReader:
         self.blob, self.starts, self.length, self.label, self.shift = blob, starts, length, label, shift
         if len(starts) - 1 != -(-length >> shift) or (len(starts) and int(starts[-1]) != len(blob)):
             raise IndexDamagedError(label, "block table disagrees with the offsets")
-        self.block = functools.lru_cache(maxsize=max(1, CACHED_BYTES >> shift))(self._block)
+        self.block = weak.cached_method(self, "_block", max(1, CACHED_BYTES >> shift))
 
     def _block(self, i: int) -> bytes:
         packed = self.blob[int(self.starts[i]) : int(self.starts[i + 1])].tobytes()

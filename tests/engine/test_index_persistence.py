@@ -184,3 +184,32 @@ def test_leftover_temporaries_are_not_mistaken_for_an_index(tmp_path: Path) -> N
     sieve.build_index(RECORDS, tmp_path / "idx")
     assert len(sieve.open_index(tmp_path / "idx")) == 3
     assert os.path.isdir(stage)
+
+
+@pytest.mark.parametrize("lazy", [False, True])
+def test_dropping_an_index_closes_its_files(built: Path, lazy: bool, monkeypatch: pytest.MonkeyPatch) -> None:
+    """An index's memory maps each hold a file descriptor. Dropping the last reference frees them
+    at once, without waiting for the cyclic garbage collector: nothing the index caches (plans,
+    term ids, headings, store blocks, verification callbacks) points back at it. A process that
+    reopened an index in a loop ran out of descriptors (test_concurrent_writes)."""
+    import gc
+
+    fds = Path("/proc/self/fd")
+    if not fds.is_dir():
+        pytest.skip("needs /proc/self/fd (Linux) to count open files")
+    if lazy:  # large files are verified block by block, through callbacks set when opened
+        monkeypatch.setattr(storage, "VERIFY_ON_OPEN_BYTES", 0)
+    gc.collect()
+    before = len(list(fds.iterdir()))
+    gc.disable()
+    try:
+        index = sieve.open_index(built)
+        answers(index)
+        hit = index.search("heatwave school", k=3).hits[0]
+        index.section(hit.doc_id, 0)
+        index.document(hit.doc_id)
+        assert len(list(fds.iterdir())) > before + 20
+        del index, hit
+        assert len(list(fds.iterdir())) == before
+    finally:
+        gc.enable()
