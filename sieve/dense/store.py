@@ -20,6 +20,7 @@ import hashlib
 import json
 import os
 import re
+import weakref
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Callable
 
@@ -351,7 +352,9 @@ class DenseIndex:
     passage's. Arguments and results are internal numbers; None as `docs` means every document."""
 
     def __init__(self, index: "Index", directory: Path, meta: dict[str, Any], encoder: Encoder | None = None) -> None:
-        self.index = index
+        # Held weakly: the index holds this (its searcher's `dense`), and a reference back would
+        # keep both, and every file they map, alive until the cyclic garbage collector ran.
+        self._index = weakref.ref(index)
         self.dir = directory
         self.meta = meta
         self.unit = meta.get("unit", "document")
@@ -371,6 +374,13 @@ class DenseIndex:
                 raise IndexDamagedError(f"embeddings/{directory.name}/owner.sva", "does not give every document its passages in order")
             self.owner = owner
             self.starts = first_rows(owner)
+
+    @property
+    def index(self) -> "Index":
+        index = self._index()
+        if index is None:
+            raise InvalidArgumentError("these embeddings' index was closed: open it again and call use_dense")
+        return index
 
     def rows(self, docs: np.ndarray) -> np.ndarray:
         return docs if self._identity else np.searchsorted(self.docs, docs)

@@ -32,3 +32,32 @@ def test_dense_and_hybrid_over_shards_equal_one_index(tmp_path: Path, unit: str)
             assert [h.doc_id for h in b.hits] == [h.doc_id for h in a.hits] and b.fallback == a.fallback, (query, ranker)
             assert [h.score for h in b.hits] == [h.score for h in a.hits], (query, ranker)
             assert a.hits or query == "zzqx AND file"  # something was ranked, so the comparison has material
+
+
+def test_dropping_an_index_with_embeddings_closes_its_files(tmp_path: Path) -> None:
+    """The opened embeddings hold their index weakly (the index holds them): dropping the index
+    frees both and closes every file they map, without the cyclic garbage collector."""
+    import gc
+
+    import sieve
+
+    fds = Path("/proc/self/fd")
+    if not fds.is_dir():
+        pytest.skip("needs /proc/self/fd (Linux) to count open files")
+    embed(build_index(list(stdlib_documents(limit=60)), tmp_path / "idx"), model="hash-64", encoder=HashEncoder())
+    gc.collect()
+    before = len(list(fds.iterdir()))
+    gc.disable()
+    try:
+        ix = sieve.open_index(tmp_path / "idx")
+        ix.use_dense(model="hash-64", encoder=HashEncoder())
+        dense = ix.searcher.dense
+        assert ix.search("read a file", k=3, ranker="hybrid").hits
+        assert len(list(fds.iterdir())) > before + 20
+        del ix
+        with pytest.raises(sieve.InvalidArgumentError, match="index was closed"):
+            dense.top("read a file", None, None, 3)  # kept by this test alone: its index is gone
+        del dense
+        assert len(list(fds.iterdir())) == before
+    finally:
+        gc.enable()
