@@ -85,6 +85,14 @@ class Peer(Protocol):
     def bm25_top(self, terms: list[str], k: int) -> list[tuple[str, float]]: ...
 
 
+OPS = ("term", "phrase", "prefix", "near", "date", "and", "or", "not")
+
+
+def every_op_known(spec: Spec) -> bool:
+    """Whether every node of `spec` is one of the ops (what tantivy and Lucene express exactly)."""
+    return all(s["op"] in OPS for s in _walk(spec))
+
+
 def _walk(spec: Spec) -> Iterator[Spec]:
     yield spec
     for c in spec.get("children", [spec["child"]] if "child" in spec else []):
@@ -277,7 +285,7 @@ class TantivyPeer:
         self.searcher = self._index(workdir / self.name, create=False).searcher()
 
     def supports(self, spec: Spec) -> bool:
-        return all(s["op"] in ("term", "phrase", "prefix", "near", "date", "and", "or", "not") for s in _walk(spec))
+        return every_op_known(spec)
 
     def count(self, spec: Spec) -> int:
         # A value_count aggregation over `n` (one value per document) is exact and needs no scoring; on
@@ -416,7 +424,7 @@ class LucenePeer:
         return res
 
     def supports(self, spec: Spec) -> bool:
-        return all(s["op"] in ("term", "phrase", "prefix", "near", "date", "and", "or", "not") for s in _walk(spec))
+        return every_op_known(spec)
 
     def count(self, spec: Spec) -> int:
         return int(self._ask({"cmd": "count", "spec": spec})["count"])

@@ -212,8 +212,8 @@ class BM25Scorer:
                 kth = float(np.partition(acc, len(acc) - k)[len(acc) - k])
                 if sum(p.idf for p in rest) <= kth:
                     return top_k(cand, acc, k)
-        if docs is None and admitted is not None and bits is not None:
-            docs = bitset.to_ids(bits, self.r.n_docs)
+        if docs is None and admitted is not None:  # `bits` is the admitted set: list it for the scan
+            docs = bitset.to_ids(bits, self.r.n_docs)  # type: ignore[arg-type]
         return top_k(*self._scores(postings, docs, bits), k)
 
 

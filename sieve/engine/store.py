@@ -10,7 +10,6 @@ the stream's file and `<stream>.blocks.sva` gives where each starts (one more en
 
 from __future__ import annotations
 
-import functools
 from array import array
 from collections import deque
 from concurrent.futures import Future, ThreadPoolExecutor
@@ -70,7 +69,11 @@ class BlockWriter:
             self.pool = ThreadPoolExecutor(1, thread_name_prefix=f"sieve-{self.name}")
         self.queue.append((self.pool.submit(self._compress_write, chunk), len(chunk)))
         self.queued += len(chunk)
-        while self.queue and (self.queued > self.AHEAD_BYTES or self.queue[0][0].done()):
+        self._collect(self.AHEAD_BYTES)
+
+    def _collect(self, ahead: int) -> None:
+        """Collect finished tasks, waiting while more than `ahead` raw bytes are queued."""
+        while self.queue and (self.queued > ahead or self.queue[0][0].done()):
             done, size = self.queue.popleft()
             done.result()  # a failed write raises here, in the builder's thread
             self.queued -= size
@@ -87,9 +90,7 @@ class BlockWriter:
         if self.pending:
             self._submit(bytes(self.pending))
             self.pending = bytearray()
-        while self.queue:
-            self.queue.popleft()[0].result()
-        self.queued = 0
+        self._collect(-1)
         if self.pool is not None:
             self.pool.shutdown()
         starts = np.frombuffer(self.starts, dtype=np.int64)

@@ -97,11 +97,8 @@ def parse_for(text: str, names: frozenset[str]) -> ast.Node:
     """`parse` with `names` (an index's declared text fields) accepted as field tags."""
     if not names and not _DECLARED.get():  # most indexes declare none: nothing to set (a context manager costs 2 us)
         return parse(text)
-    token = _DECLARED.set(names)
-    try:
+    with declared_text_fields(names):
         return parse(text)
-    finally:
-        _DECLARED.reset(token)
 
 
 def parse_fields(tag: Tok) -> frozenset[Field] | frozenset[str] | str:
