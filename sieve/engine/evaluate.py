@@ -110,7 +110,7 @@ class Evaluator:
                 return row
         acc, rest = None, fmask
         # Where the postings to read are: all of the term's, unless rows and rest postings stand in.
-        docs_of, masks_of = r.post_doc, r.post_mask
+        docs_of, rest_masks = r.post_doc, None
         lo, hi = int(r.post_ptr[tid]), int(r.post_ptr[tid + 1])
         # Fields not asked for: postings there alone must be filtered out (by `rest`, which may also
         # drop documents the rows below already hold).
@@ -131,14 +131,14 @@ class Evaluator:
                     return acc
                 if r.rest_ptr is not None:
                     # The postings in the fields without rows, each with those fields' mask only.
-                    docs_of, masks_of = r.rest_doc, r.rest_mask
+                    docs_of, rest_masks = r.rest_doc, r.rest_mask
                     lo, hi = int(r.rest_ptr[a]), int(r.rest_ptr[b])
                     if lo == hi:  # no postings beyond the rows: the rows are the answer
                         return acc if acc is not None else bitset.empty(self.n)
                     unasked = ALL_MASK & ~covered & ~rest
         docs = docs_of[lo:hi]
         if unasked:
-            docs = docs[(masks_of[lo:hi] & rest) != 0]
+            docs = docs[r.attrs.meets(lo, hi, rest) if rest_masks is None else (rest_masks[lo:hi] & rest) != 0]
         if cands is not None and len(docs) * bitset.SPARSE >= self.n:
             # Scattering this many postings costs time in the segment's size; when the documents
             # still in question are few, look each of them up in the postings instead.
@@ -162,7 +162,7 @@ class Evaluator:
         # Terms sharing a prefix are neighbours in the sorted dictionary, so their postings are one slice.
         docs = self.r.post_doc[a:b]
         if fmask != ALL_MASK:
-            docs = docs[(self.r.post_mask[a:b] & fmask) != 0]
+            docs = docs[self.r.attrs.meets(a, b, fmask)]
         return bitset.from_ids(docs, self.n)
 
     def dates(self, lo: int | None, hi: int | None) -> np.ndarray:
@@ -183,7 +183,7 @@ class Evaluator:
         plo, phi = int(self.r.post_ptr[tid]), int(self.r.post_ptr[tid + 1])
         if bitset.count(cands) * _FILTER_SHARE > phi - plo:
             return self.r.positions(tid)  # the candidates are not few next to the term's documents: the filter costs more than it saves
-        docs, _, tf = self.r.postings(tid)
+        docs, tf = self.r.post_doc[plo:phi], self.r.tf(plo, phi)
         keep = bitset.contains(cands, docs)
         ends = np.cumsum(tf)
         tf_k = tf[keep]

@@ -1,12 +1,20 @@
-"""Term positions on disk: raw (format 4 and older) or delta-coded in blocks (format 5).
+"""Term positions on disk: raw (format 4 and older) or delta-coded in blocks (format 5 on).
 
-Format 5 cuts each term's positions into blocks of `BLOCK`: a full block keeps its first value in
-`pos.first` and its 127 differences in the narrowest of four row tables (`pos.d1` to `pos.d8`,
-one, two, four or eight bytes a difference) that holds its largest; `pos.dir` says which table and
-row. The last `count % BLOCK` positions of a term (all of a rare term's) are its tail, kept raw in
+Each term's positions are cut into blocks of `BLOCK`: a full block keeps its first value in
+`pos.first` and its 127 differences in one row of a table; `pos.dir` says which table and row.
+The last `count % BLOCK` positions of a term (all of a rare term's) are its tail, kept raw in
 `pos.tail`. Decoding a block is a row copy and a running sum, so a phrase or NEAR decodes only
 the blocks that can hold what it looks for (a binary search in the term's first values), and a
 term rarer than a block decodes nothing.
+
+Format 9 packs the differences: each block takes the width of 8, 12, 16 or 32 bits that stores it
+in the fewest bytes, counting the differences too large for it as exceptions, kept aside whole
+(`pos.exc.at`: where in the block, `pos.exc.val`: the difference; block j's are
+`pos.exc.ptr[j]:pos.exc.ptr[j + 1]`). Widths are whole bytes but for 12 bits (two differences in
+three bytes), so a row is still unpacked by a few array operations, and a gap of one long
+difference (a word's next position in another document) no longer widens the whole block.
+Formats 5 to 8 keep each block in the narrowest of one, two, four or eight bytes that holds its
+largest difference (`pos.d1` to `pos.d8`), with no exceptions.
 """
 
 from __future__ import annotations
@@ -21,11 +29,18 @@ import numpy as np
 from sieve.engine import storage
 
 BLOCK = 128
+# Format 9: the packed row tables (bits per difference, and how each is stored) and the exceptions.
+PACKED_BITS = (8, 12, 16, 32)
+PACKED_FILES_ROWS = tuple(f"pos.p{b}.sva" for b in PACKED_BITS)
+PACKED_DTYPES = (np.uint8, np.uint8, np.uint16, np.uint32)
+PACKED_COLUMNS = (BLOCK - 1, BLOCK * 3 // 2, BLOCK - 1, BLOCK - 1)  # p12: 128 values (the last unused), two in three bytes
+EXCEPTION_FILES = ("pos.exc.ptr.sva", "pos.exc.at.sva", "pos.exc.val.sva")
+PACKED_FILES = ("pos.blocks.ptr.sva", "pos.first.sva", "pos.dir.sva") + PACKED_FILES_ROWS + EXCEPTION_FILES + ("pos.tail.sva",)
+# Formats 5 to 8: one row table per whole width, no exceptions.
 WIDTHS = (np.uint8, np.uint16, np.uint32, np.uint64)  # row tables pos.d1, pos.d2, pos.d4, pos.d8
 ROW_FILES = tuple(f"pos.d{np.dtype(w).itemsize}.sva" for w in WIDTHS)
 BLOCK_FILES = ("pos.blocks.ptr.sva", "pos.first.sva", "pos.dir.sva") + ROW_FILES + ("pos.tail.sva",)
 RAW_FILES = ("pos.data.sva",)
-_LIMITS = [np.iinfo(w).max for w in WIDTHS]
 
 
 class Encoded(NamedTuple):
@@ -34,13 +49,39 @@ class Encoded(NamedTuple):
     blocks: np.ndarray  # int64 [terms]: full blocks of each term
     first: np.ndarray  # int64 [blocks]
     dir: np.ndarray  # int64 [blocks]: row << 2 | table
-    rows: tuple[np.ndarray, ...]  # per table: [rows, BLOCK - 1] differences
+    rows: tuple[np.ndarray, ...]  # per table (PACKED_BITS): its rows as stored
+    exceptions: np.ndarray  # int64 [blocks]: each block's exceptions
+    exc_at: np.ndarray  # uint8: where in its block's differences each exception is, block after block
+    exc_val: np.ndarray  # int64: the whole difference
     tail: np.ndarray  # int64: each term's last count % BLOCK positions, term after term
 
 
+def _pack12(values: np.ndarray) -> np.ndarray:
+    """Rows of BLOCK - 1 values below 4096 as rows of BLOCK * 3 / 2 bytes (two values in three)."""
+    v = np.zeros((len(values), BLOCK), dtype=np.uint16)
+    v[:, : BLOCK - 1] = values
+    a, b = v[:, 0::2], v[:, 1::2]
+    out = np.empty((len(values), BLOCK // 2, 3), dtype=np.uint8)
+    out[:, :, 0] = a & 0xFF
+    out[:, :, 1] = (a >> 8) | ((b & 0xF) << 4)
+    out[:, :, 2] = b >> 4
+    return out.reshape(len(values), BLOCK * 3 // 2)
+
+
+def _unpack12(rows: np.ndarray, out: np.ndarray) -> None:
+    """Write what `_pack12` packed into `out` ([len(rows), BLOCK - 1])."""
+    t = rows.reshape(len(rows), BLOCK // 2, 3)
+    a, mid, b = t[:, :, 0].astype(np.uint16), t[:, :, 1].astype(np.uint16), t[:, :, 2].astype(np.uint16)
+    full = np.empty((len(rows), BLOCK // 2, 2), dtype=np.uint16)
+    np.bitwise_or(a, (mid & 0xF) << 8, out=full[:, :, 0])
+    np.bitwise_or(mid >> 4, b << 4, out=full[:, :, 1])
+    out[...] = full.reshape(len(rows), BLOCK)[:, : BLOCK - 1]
+
+
 def encode(values: np.ndarray, counts: np.ndarray, row_base: tuple[int, ...] = (0, 0, 0, 0)) -> Encoded:
-    """Blocks of consecutive terms' positions (`counts[i]` each, ascending within a term); rows
-    are numbered from `row_base` in each table (the rows already written)."""
+    """Blocks of consecutive terms' positions (`counts[i]` each, ascending within a term), packed
+    as format 9 writes them; rows are numbered from `row_base` in each table (the rows already
+    written)."""
     values = np.asarray(values)
     counts = np.asarray(counts, dtype=np.int64)
     terms = np.arange(len(counts))
@@ -55,25 +96,39 @@ def encode(values: np.ndarray, counts: np.ndarray, row_base: tuple[int, ...] = (
     diffs = np.diff(blocks, axis=1)
     if len(diffs) and int(diffs.min()) < 0:
         raise ValueError("positions must ascend within each term")
-    top = diffs.max(axis=1) if len(diffs) else np.zeros(0, dtype=np.int64)
-    table = np.searchsorted(np.asarray(_LIMITS[:-1], dtype=np.uint64), top.astype(np.uint64), side="left").astype(np.int64)
+    # Each block's table: the fewest bytes, its row plus (one byte + the value) per exception.
+    exc_bytes = 1 + max(values.dtype.itemsize, 4)
+    cost = np.empty((len(PACKED_BITS), len(diffs)), dtype=np.int64)
+    for k, bits in enumerate(PACKED_BITS):
+        row_bytes = PACKED_COLUMNS[k] * np.dtype(PACKED_DTYPES[k]).itemsize
+        cost[k] = row_bytes + exc_bytes * np.count_nonzero(diffs >> bits, axis=1)
+    table = cost.argmin(axis=0).astype(np.int64) if len(diffs) else np.zeros(0, dtype=np.int64)
+    limit = (np.int64(1) << np.asarray(PACKED_BITS, dtype=np.int64))[table] - 1
+    over = diffs > limit[:, None]
+    exc_block, exc_at = np.nonzero(over)  # row-major: block after block, ascending within one
+    exceptions = np.count_nonzero(over, axis=1).astype(np.int64)
+    exc_val = diffs[exc_block, exc_at]
+    low = diffs & limit[:, None]
     # Rows are numbered in block order within each table: sort the blocks by table once.
     order = np.argsort(table, kind="stable")
-    per_table = np.bincount(table, minlength=len(WIDTHS))
-    row = np.empty(len(top), dtype=np.int64)
+    per_table = np.bincount(table, minlength=len(PACKED_BITS))
+    row = np.empty(len(table), dtype=np.int64)
     row[order] = np.arange(len(order)) - np.repeat(np.cumsum(per_table) - per_table - np.asarray(row_base, dtype=np.int64), per_table)
-    grouped = diffs[order]
+    grouped = low[order]
     cuts = np.cumsum(per_table)
-    rows = [part.astype(width) for part, width in zip(np.split(grouped, cuts[:-1]), WIDTHS)]
+    rows = []
+    for k, part in enumerate(np.split(grouped, cuts[:-1])):
+        rows.append(_pack12(part) if PACKED_BITS[k] == 12 else part.astype(PACKED_DTYPES[k]))
     # Tails: the rest of each term.
     rest = counts - full * BLOCK
     owner = np.repeat(terms, rest)
     tail = values[(starts + full * BLOCK)[owner] + np.arange(len(owner)) - (np.cumsum(rest) - rest)[owner]]
-    return Encoded(full, blocks[:, 0].copy(), row << 2 | table, tuple(rows), tail.astype(np.int64))
+    return Encoded(full, blocks[:, 0].copy(), row << 2 | table, tuple(rows), exceptions, exc_at.astype(np.uint8),
+                   exc_val.astype(np.int64), tail.astype(np.int64))
 
 
 class PositionsWriter:
-    """Streams the block files of format 5: `append` whole terms in term order, `close` seals them."""
+    """Streams the block files of format 9: `append` whole terms in term order, `close` seals them."""
 
     def __init__(self, folder: Path, pos_dtype: Any, total: int) -> None:
         self.folder = folder
@@ -82,9 +137,12 @@ class PositionsWriter:
         dir_dtype = np.uint32 if (total // BLOCK + 1) << 2 < 2**32 else np.int64
         self.first = storage.ArrayWriter(folder / "pos.first.sva", self.dtype)
         self.dir = storage.ArrayWriter(folder / "pos.dir.sva", dir_dtype)
-        self.rows = [storage.ArrayWriter(folder / name, w, columns=BLOCK - 1) for name, w in zip(ROW_FILES, WIDTHS)]
+        self.rows = [storage.ArrayWriter(folder / name, w, columns=c) for name, w, c in zip(PACKED_FILES_ROWS, PACKED_DTYPES, PACKED_COLUMNS)]
+        self.exc_at = storage.ArrayWriter(folder / "pos.exc.at.sva", np.uint8)
+        self.exc_val = storage.ArrayWriter(folder / "pos.exc.val.sva", self.dtype)
         self.tail = storage.ArrayWriter(folder / "pos.tail.sva", self.dtype)
         self.blocks: list[np.ndarray] = []
+        self.exceptions: list[np.ndarray] = []
 
     def append(self, values: np.ndarray, counts: np.ndarray) -> None:
         e = encode(values, counts, tuple(w.rows for w in self.rows))
@@ -92,16 +150,23 @@ class PositionsWriter:
         self.dir.append(e.dir)
         for w, rows in zip(self.rows, e.rows):
             w.append(rows)
+        self.exc_at.append(e.exc_at)
+        self.exc_val.append(e.exc_val.astype(self.dtype))
         self.tail.append(e.tail.astype(self.dtype))
         self.blocks.append(e.blocks)
+        self.exceptions.append(e.exceptions)
 
     def close(self) -> dict[str, dict[str, int]]:
-        """The manifest entries of the files, `pos.blocks.ptr` (blocks before each term) included."""
-        ptr = np.zeros(sum(len(b) for b in self.blocks) + 1, dtype=np.int64)
-        if self.blocks:
-            np.cumsum(np.concatenate(self.blocks), out=ptr[1:])
-        entries = {"pos.blocks.ptr.sva": storage.write_array(self.folder / "pos.blocks.ptr.sva", ptr, np.uint32 if ptr[-1] < 2**32 else np.int64)}
-        for name, w in (("pos.first.sva", self.first), ("pos.dir.sva", self.dir), *zip(ROW_FILES, self.rows), ("pos.tail.sva", self.tail)):
+        """The manifest entries of the files, the pointer tables (`pos.blocks.ptr`: blocks before
+        each term; `pos.exc.ptr`: exceptions before each block) included."""
+        entries = {}
+        for name, counts in (("pos.blocks.ptr.sva", self.blocks), ("pos.exc.ptr.sva", self.exceptions)):
+            ptr = np.zeros(sum(len(c) for c in counts) + 1, dtype=np.int64)
+            if counts:
+                np.cumsum(np.concatenate(counts), out=ptr[1:])
+            entries[name] = storage.write_array(self.folder / name, ptr, np.uint32 if ptr[-1] < 2**32 else np.int64)
+        for name, w in (("pos.first.sva", self.first), ("pos.dir.sva", self.dir), *zip(PACKED_FILES_ROWS, self.rows),
+                        ("pos.exc.at.sva", self.exc_at), ("pos.exc.val.sva", self.exc_val), ("pos.tail.sva", self.tail)):
             entries[name] = w.close()
         return entries
 
@@ -143,9 +208,13 @@ class BlockPositions:
     WHOLE_SHARE = 4
     WHOLE_BLOCKS = 32
 
-    def __init__(self, ptr: Any, blocks_ptr: Any, first: Any, directory: Any, rows: tuple[Any, ...], tail: Any, positions: int = 0) -> None:
-        """`positions`: how many the segment holds (sets the budget)."""
+    def __init__(self, ptr: Any, blocks_ptr: Any, first: Any, directory: Any, rows: tuple[Any, ...], tail: Any, positions: int = 0,
+                 exceptions: tuple[Any, Any, Any] | None = None) -> None:
+        """`rows`: the row tables, `exceptions` the (pointer, place, value) tables of format 9
+        (`PACKED_FILES`), or None for the whole-width tables of formats 5 to 8 (`ROW_FILES`);
+        `positions`: how many the segment holds (sets the budget)."""
         self.ptr, self.blocks_ptr, self.first, self.dir, self.rows, self.tail = ptr, blocks_ptr, first, directory, rows, tail
+        self.exceptions = exceptions
         self.dtype = np.dtype(first.dtype)
         self.budget = min(self.CACHED_BYTES, positions * self.dtype.itemsize // 4)
         self._kept: OrderedDict[int, np.ndarray] = OrderedDict()
@@ -189,6 +258,13 @@ class BlockPositions:
             self._read_once.add(tid)
             return False
 
+    def _rows(self, k: int, rows: Any, out: np.ndarray) -> None:
+        """Write rows of table k (as stored) into `out` ([rows, BLOCK - 1] differences)."""
+        if self.exceptions is not None and k == 1:
+            _unpack12(np.asarray(rows), out)
+        else:
+            out[...] = rows
+
     def decode(self, blocks: np.ndarray) -> np.ndarray:
         """The positions of some blocks (ascending block numbers), BLOCK of each, in order."""
         out = np.empty((len(blocks), BLOCK), dtype=self.dtype)
@@ -200,9 +276,19 @@ class BlockPositions:
         for k in np.unique(table).tolist():
             mine = table == k
             if mine.all():
-                out[:, 1:] = self.rows[k][row]
+                self._rows(k, self.rows[k][row], out[:, 1:])
             else:
-                out[mine, 1:] = self.rows[k][row[mine]]
+                part = np.empty((int(mine.sum()), BLOCK - 1), dtype=self.dtype)
+                self._rows(k, self.rows[k][row[mine]], part)
+                out[mine, 1:] = part
+        if self.exceptions is not None:
+            ptr, at, val = self.exceptions
+            lo, hi = np.asarray(ptr[blocks]).astype(np.int64), np.asarray(ptr[blocks + 1]).astype(np.int64)
+            counts = hi - lo
+            total = int(counts.sum())
+            if total:
+                idx = np.arange(total) + np.repeat(lo - (np.cumsum(counts) - counts), counts)
+                out[np.repeat(np.arange(len(blocks)), counts), np.asarray(at[idx]).astype(np.intp) + 1] = val[idx]
         np.cumsum(out, axis=1, out=out)
         return out.reshape(-1)
 
@@ -222,7 +308,19 @@ class BlockPositions:
             if not len(at):
                 continue
             r0 = int(code[at[0]]) >> 2
-            out[mine, 1:] = self.rows[k][r0 : r0 + (len(at) if mixed else b - a)]
+            rows = self.rows[k][r0 : r0 + (len(at) if mixed else b - a)]
+            if mixed:
+                part = np.empty((len(at), BLOCK - 1), dtype=self.dtype)
+                self._rows(k, rows, part)
+                out[mine, 1:] = part
+            else:
+                self._rows(k, rows, out[:, 1:])
+        if self.exceptions is not None:
+            ptr, place, val = self.exceptions
+            e0, e1 = int(ptr[a]), int(ptr[b])
+            if e0 < e1:  # a run's exceptions are one slice
+                owner = np.repeat(np.arange(b - a), np.diff(np.asarray(ptr[a : b + 1]).astype(np.int64)))
+                out[owner, np.asarray(place[e0:e1]).astype(np.intp) + 1] = val[e0:e1]
         np.cumsum(out, axis=1, out=out)
         return out.reshape(-1)
 

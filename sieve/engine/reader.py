@@ -10,17 +10,15 @@ from typing import Any, Sequence
 
 import numpy as np
 
-from sieve.engine import docids, storage, weak
+from sieve.engine import attributes, docids, storage, weak
 from sieve.engine.analysis import Analyzer
-from sieve.engine.positions import BLOCK, BLOCK_FILES, RAW_FILES, BlockPositions, RawPositions
+from sieve.engine.positions import BLOCK, BLOCK_FILES, EXCEPTION_FILES, PACKED_COLUMNS, PACKED_FILES, PACKED_FILES_ROWS, RAW_FILES, ROW_FILES, BlockPositions, RawPositions
 from sieve.engine.schema import Schema
 from sieve.engine.store import CODEC, BlockReader, RawStream
 from sieve.errors import IndexDamagedError, InvalidArgumentError
 
 FILES = (
-    "terms.blob.sva", "terms.off.sva", "post.ptr.sva", "post.tf.sva", "post.mask.sva",
-    "post.tf.big.idx.sva", "post.tf.big.val.sva", "post.ttf.sva", "post.ttf.big.idx.sva", "post.ttf.big.val.sva",
-    "pos.ptr.sva", "unit.start.sva", "unit.field.sva", "unit.section.sva",
+    "terms.blob.sva", "terms.off.sva", "post.ptr.sva", "pos.ptr.sva", "unit.start.sva", "unit.field.sva", "unit.section.sva",
     "doc.units.sva", "doc.date.sva", "doc.flen.sva", "doc.len.sva", "store.meta.sva", "store.meta.off.sva",
     "store.text.sva", "store.text.off.sva", "store.sections.sva", "ids.blob.sva", "ids.off.sva", "ids.doc.sva",
     "ids.rank.sva", "terms.df.sva",
@@ -37,8 +35,11 @@ REST_FILES = ("post.rest.ptr.sva", "post.rest.mask.sva")
 ANY_FILES = ("post.any.sva", "post.any.terms.sva")
 # Document ids of postings (`post.doc`) and of rest postings (`post.rest.doc`): split in two
 # (sieve.engine.docids) since format 7, one raw int32 array (`{prefix}.sva`) before.
-# Positions: in blocks since format 5, one raw array before.
-WRITTEN = FILES + docids.files("post.doc") + DENSE_FILES + REST_FILES + ANY_FILES + docids.files("post.rest.doc") + STORE_FILES + BLOCK_FILES  # what this version writes in a segment
+# Positions: in packed blocks since format 9, in blocks of whole widths since format 5, one raw
+# array before. Postings' masks and counts: coded together since format 9, a byte each before
+# (sieve.engine.attributes).
+WRITTEN = (FILES + docids.files("post.doc") + DENSE_FILES + REST_FILES + ANY_FILES + docids.files("post.rest.doc") + STORE_FILES
+           + attributes.CODED_FILES + PACKED_FILES)  # what this version writes in a segment
 
 
 def column_files(schema: Schema) -> tuple[str, ...]:
@@ -164,7 +165,8 @@ class IndexReader:
         if any(n in files for n in REST_FILES):
             names += _id_files("post.rest.doc", files)
         names += STORE_FILES if any(n in files for n in STORE_FILES) else ()
-        names += BLOCK_FILES if any(n in files for n in BLOCK_FILES) else RAW_FILES
+        names += attributes.CODED_FILES if attributes.CODED_FILES[0] in files else attributes.BYTE_FILES
+        names += PACKED_FILES if EXCEPTION_FILES[0] in files else BLOCK_FILES if any(n in files for n in BLOCK_FILES) else RAW_FILES
         names += column_files(self.schema)
         for name in names:
             entry = files.get(name)
@@ -175,9 +177,8 @@ class IndexReader:
         # The tables sample every 64th entry when opened: verified whole, then read as plain arrays.
         self.terms = StringTable(a["terms.blob.sva"].whole(), a["terms.off.sva"].whole())
         self.text_df = a["terms.df.sva"]  # documents with the term in title, headings or body
-        self.post_ptr, self.post_doc, self.post_mask = a["post.ptr.sva"], self._ids(a, "post.doc"), a["post.mask.sva"]
-        self._tf = (a["post.tf.sva"], a["post.tf.big.idx.sva"], a["post.tf.big.val.sva"])
-        self._ttf = (a["post.ttf.sva"], a["post.ttf.big.idx.sva"], a["post.ttf.big.val.sva"])
+        self.post_ptr, self.post_doc = a["post.ptr.sva"], self._ids(a, "post.doc")
+        self.attrs = attributes.Attributes(a)  # each posting's field mask and counts
         self.pos_ptr = a["pos.ptr.sva"]
         self.unit_start, self.unit_field, self.unit_section = a["unit.start.sva"], a["unit.field.sva"], a["unit.section.sva"]
         self.doc_units, self.dates, self.field_len, self.doc_len = a["doc.units.sva"], a["doc.date.sva"], a["doc.flen.sva"], a["doc.len.sva"]
@@ -209,8 +210,10 @@ class IndexReader:
         if "pos.data.sva" in a:
             self.pos: RawPositions | BlockPositions = RawPositions(a["pos.ptr.sva"], a["pos.data.sva"])
         else:
+            packed = EXCEPTION_FILES[0] in a
             self.pos = BlockPositions(a["pos.ptr.sva"], a["pos.blocks.ptr.sva"], a["pos.first.sva"], a["pos.dir.sva"],
-                                      tuple(a[n] for n in BLOCK_FILES[3:7]), a["pos.tail.sva"], int(m["stats"]["tokens"]))
+                                      tuple(a[n] for n in (PACKED_FILES_ROWS if packed else ROW_FILES)), a["pos.tail.sva"], int(m["stats"]["tokens"]),
+                                      tuple(a[n] for n in EXCEPTION_FILES) if packed else None)  # type: ignore[arg-type]
         # Hot tables are read through their wrappers until every block is verified, then directly.
         for attr, name in (("text_df", "terms.df.sva"), ("post_ptr", "post.ptr.sva"), ("pos_ptr", "pos.ptr.sva"),
                            ("unit_start", "unit.start.sva"), ("unit_field", "unit.field.sva"), ("unit_section", "unit.section.sva"),
@@ -253,9 +256,8 @@ class IndexReader:
         n, t = self.n_docs, len(self.terms)
         checks = [
             ("post.ptr.sva", len(self.post_ptr) == t + 1), ("terms.df.sva", len(self.text_df) == t), ("pos.ptr.sva", len(self.pos_ptr) == t + 1),
-            ("post.tf.sva", len(self._tf[0]) == len(self.post_doc)),
-            ("post.ttf.sva", len(self._ttf[0]) == len(self.post_doc)),
-            ("post.tf.big.val.sva", len(self._tf[2]) == len(self._tf[1])), ("post.ttf.big.val.sva", len(self._ttf[2]) == len(self._ttf[1])), ("post.mask.sva", len(self.post_mask) == len(self.post_doc)),
+            ("post.attr.sva" if self.attrs.coded else "post.mask.sva", len(self.attrs) == len(self.post_doc)),
+            ("post.attr.table.sva" if self.attrs.coded else "post.tf.sva", self.attrs.agree()),
             ("doc.units.sva", len(self.doc_units) == n + 1), ("doc.date.sva", len(self.dates) == n),
             ("doc.len.sva", len(self.doc_len) == n), ("store.meta.off.sva", len(self.meta_off) == n + 1),
             ("store.sections.sva", len(self.doc_sections) == n + 1), ("ids.doc.sva", len(self.id_doc) == n), ("ids.rank.sva", len(self.id_rank) == n),
@@ -267,7 +269,12 @@ class IndexReader:
             p, tokens = self.pos, int(self.manifest["stats"]["tokens"])
             checks += [("pos.blocks.ptr.sva", len(p.blocks_ptr) == t + 1), ("pos.dir.sva", len(p.dir) == len(p.first)),
                        ("pos.tail.sva", len(p.tail) + BLOCK * len(p.first) == tokens)]
-            checks += [(name, r.ndim == 2 and (r.shape[0] == 0 or r.shape[1] == BLOCK - 1)) for name, r in zip(BLOCK_FILES[3:7], p.rows)]
+            if p.exceptions is None:
+                checks += [(name, r.ndim == 2 and (r.shape[0] == 0 or r.shape[1] == BLOCK - 1)) for name, r in zip(ROW_FILES, p.rows)]
+            else:
+                checks += [(name, r.ndim == 2 and (r.shape[0] == 0 or r.shape[1] == cols)) for name, r, cols in zip(PACKED_FILES_ROWS, p.rows, PACKED_COLUMNS)]
+                ptr, at, val = p.exceptions
+                checks += [("pos.exc.ptr.sva", len(ptr) == len(p.first) + 1), ("pos.exc.val.sva", len(val) == len(at))]
         if self.dense is not None:
             rows = len(self.dense_field)
             checks += [("post.bits.ptr.sva", len(self.dense_ptr) == t + 1 and int(self.dense_ptr[-1]) == rows and bool(np.all(np.diff(self.dense_ptr.astype(np.int64)) >= 0))),
@@ -303,32 +310,15 @@ class IndexReader:
     def postings(self, tid: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
         """(documents, field masks, term frequencies) of one term, by ascending document."""
         lo, hi = int(self.post_ptr[tid]), int(self.post_ptr[tid + 1])
-        return self.post_doc[lo:hi], self.post_mask[lo:hi], self.tf(lo, hi)
-
-    @staticmethod
-    def _counts(c: tuple[np.ndarray, np.ndarray, np.ndarray], lo: int, hi: int, sel: np.ndarray | None) -> np.ndarray:
-        """Exact counts (int64) of postings lo..hi, or of postings lo + sel (sel ascending), from a
-        one-byte array whose values of 255 or more live in a sparse (posting, value) side list."""
-        small, big_idx, big_val = c
-        out = (small[lo:hi] if sel is None else small[lo + sel]).astype(np.int64)
-        a, b = search_sorted(big_idx, [lo, hi])
-        if a < b:
-            at, v = big_idx[a:b] - lo, big_val[a:b].astype(np.int64)
-            if sel is not None:
-                i = np.searchsorted(sel, at)
-                ok = i < len(sel)
-                ok[ok] = sel[i[ok]] == at[ok]
-                at, v = i[ok], v[ok]
-            out[at] = v
-        return out
+        return self.post_doc[lo:hi], self.attrs.masks(lo, hi), self.tf(lo, hi)
 
     def tf(self, lo: int, hi: int, sel: np.ndarray | None = None) -> np.ndarray:
-        """Term frequencies of postings lo..hi (or lo + sel)."""
-        return self._counts(self._tf, lo, hi, sel)
+        """Term frequencies (int64) of postings lo..hi (or lo + sel, sel ascending)."""
+        return self.attrs.tf(lo, hi, sel)
 
     def text_tf(self, lo: int, hi: int, sel: np.ndarray | None = None) -> np.ndarray:
         """Term frequencies in title, headings and body only (what BM25 counts)."""
-        return self._counts(self._ttf, lo, hi, sel)
+        return self.attrs.text_tf(lo, hi, sel)
 
     def position_count(self, tid: int) -> int:
         """Positions of a term (0 for -1: not in the index)."""

@@ -18,7 +18,7 @@ from typing import Any, Callable
 
 import numpy as np
 
-from sieve.engine import docids, storage
+from sieve.engine import attributes, docids, storage
 from sieve.engine.fields import Field
 from sieve.engine.positions import PositionsWriter
 
@@ -182,12 +182,12 @@ class Runs:
         post_count = np.zeros(n_terms, dtype=np.int64)
         pos_count = np.zeros(n_terms, dtype=np.int64)
         text_df = np.zeros(n_terms, dtype=np.int64)
-        writers = {name: storage.ArrayWriter(gen_dir / f"{name}.sva", dtype) for name, dtype in
-                   (("post.mask", np.uint8), ("post.tf", np.uint8), ("post.ttf", np.uint8))}
+        # The attribute table is the segment's most frequent (mask, tf, ttf) triples: count them first.
+        table = attributes.table_of(*attributes.merge([attributes.histogram(self._load(i, "mask"), self._load(i, "tf"), self._load(i, "ttf"))
+                                                       for i in range(self.count)]))
+        attr_writer = attributes.AttributesWriter(gen_dir, table)
         doc_writer = docids.SplitIdsWriter(gen_dir, "post.doc")
         positions = PositionsWriter(gen_dir, pos_dtype, total_positions)
-        big: dict[str, tuple[list[np.ndarray], list[np.ndarray]]] = {"post.tf": ([], []), "post.ttf": ([], [])}
-        done = 0  # postings written so far (the big counts' indices are global)
         for j in range(len(edges) - 1):
             a, b = int(edges[j]), int(edges[j + 1])
             parts: dict[str, list[np.ndarray]] = {k: [] for k in ("rank", "doc", "tf", "mask", "ttf", "pos")}
@@ -210,27 +210,17 @@ class Runs:
             lens = tf[perm].astype(np.int64)
             idx = np.repeat(starts[perm] - np.concatenate(([0], np.cumsum(lens)[:-1])), lens) + np.arange(int(lens.sum()))
             doc_writer.append(np.concatenate(parts["doc"])[perm])
-            writers["post.mask"].append(np.concatenate(parts["mask"])[perm])
             ttf = np.concatenate(parts["ttf"])[perm]
-            for name, counts in (("post.tf", tf[perm]), ("post.ttf", ttf)):
-                # As IndexWriter._put_counts: one byte each, the few of 255 or more kept exactly aside.
-                writers[name].append(np.minimum(counts, 255))
-                at = np.flatnonzero(counts >= 255)
-                big[name][0].append(at + done)
-                big[name][1].append(counts[at])
-            done += len(perm)
+            attr_writer.append(np.concatenate(parts["mask"])[perm], tf[perm], ttf)
             k = key[perm]
             post_count[a:b] += np.bincount(k, minlength=b - a)
             chunk_positions = np.bincount(k, weights=lens, minlength=b - a).astype(np.int64)
             positions.append(np.concatenate(parts["pos"])[idx], chunk_positions)
             pos_count[a:b] += chunk_positions
             text_df[a:b] += np.bincount(k[ttf > 0], minlength=b - a)
-        entries = {f"{name}.sva": w.close() for name, w in writers.items()}
+        entries = attr_writer.close()
         entries.update(doc_writer.close())
         entries.update(positions.close())
-        for name, (where, values) in big.items():
-            entries[f"{name}.big.idx.sva"] = storage.write_array(gen_dir / f"{name}.big.idx.sva", np.concatenate(where or [np.zeros(0, np.int64)]), np.int64)
-            entries[f"{name}.big.val.sva"] = storage.write_array(gen_dir / f"{name}.big.val.sva", np.concatenate(values or [np.zeros(0, np.uint32)]), np.uint32)
         post_ptr = np.zeros(n_terms + 1, dtype=np.int64)
         np.cumsum(post_count, out=post_ptr[1:])
         pos_ptr = np.zeros(n_terms + 1, dtype=np.int64)

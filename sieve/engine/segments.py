@@ -388,6 +388,6 @@ def write_commit(gen_dir: Path, entries: list[CommitEntry], extra: dict[str, Any
     analyzer = {k: entries[0].manifest[k] for k in ("analyzer", "stopwords", "fields") if k in entries[0].manifest}
     body = {**commit_body(analyzer, listed, stats), **(extra or {})}
     if body.get("shards"):
-        body["version"] = storage.SHARDED_VERSION
+        body["version"] = max(storage.FORMAT_VERSION, storage.SHARDED_VERSION)
     storage.write_manifest(gen_dir, body)
     return body

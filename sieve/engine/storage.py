@@ -40,10 +40,14 @@ FORMAT_NAME = "sieve-index"
 # 3: a generation is a commit point listing segments (docs/index-format.md); 4: segments also
 # hold dense rows and a compressed document store (a version 3 segment is read without them);
 # 5: positions in blocks; 6: the rest postings of terms with dense rows; 7: postings' document
-# ids in two bytes (sieve.engine.docids).
-FORMAT_VERSION = 7
-SHARDED_VERSION = 8  # a sharded index's commit point: an older sieve must refuse it, not read it in the wrong order
-SUPPORTED_VERSIONS = (2, 3, 4, 5, 6, 7, 8)  # 2: a generation is one segment, read as a commit of that segment alone
+# ids in two bytes (sieve.engine.docids); 8: sharded commit points (segments of format 7); 9:
+# positions' blocks packed with exceptions (sieve.engine.positions) and postings' masks and counts
+# coded in one byte (sieve.engine.attributes), in commits sharded or not.
+FORMAT_VERSION = 9
+# A sharded index's commit point is written at least at this version: an older sieve must refuse
+# it, not read it in the wrong order.
+SHARDED_VERSION = 8
+SUPPORTED_VERSIONS = (2, 3, 4, 5, 6, 7, 8, 9)  # 2: a generation is one segment, read as a commit of that segment alone
 ARRAY_VERSION = 2  # the array file layout, unchanged since format 2
 
 ARRAY_MAGIC = b"SIEVEARR"

@@ -17,7 +17,7 @@ from typing import Any
 
 import numpy as np
 
-from sieve.engine import bitset, docids, storage
+from sieve.engine import attributes, bitset, docids, storage
 from sieve.engine.analysis import PLAIN, STOP, Analyzer
 from sieve.engine.batch import NO_DATE, AnalyzedBatch, Vocabulary
 from sieve.engine.fields import Field
@@ -206,20 +206,14 @@ class IndexWriter:
         arr = np.asarray(data, dtype=np.int64)
         self._put(name, arr, np.uint32 if arr[-1] < 2**32 else np.int64)
 
-    def _put_counts(self, name: str, counts: np.ndarray) -> None:
-        """Counts in one byte each; the few of 255 or more are kept exactly in a sparse side list."""
-        big = np.flatnonzero(counts >= 255)
-        self._put(f"{name}.sva", np.minimum(counts, 255), np.uint8)
-        self._put(f"{name}.big.idx.sva", big, np.int64)
-        self._put(f"{name}.big.val.sva", counts[big], np.uint32)
-
     def _put_dense(self, n_docs: int) -> None:
         """`post.bits*`: a bitset per frequent (term, field), read back from the postings just written;
         `post.rest*`: for each term with rows, its postings in the fields without one (what a leaf
         over fields beyond the rows must still read, instead of every posting of a frequent term);
         `post.any*`: a bitset per frequent term of all its documents, whatever the field (what an
         unscoped leaf reads as it is), unless one field row already holds them all."""
-        ptr, masks = (storage.open_array(self.dir / n, n, self.entries[n]) for n in ("post.ptr.sva", "post.mask.sva"))
+        ptr = storage.open_array(self.dir / "post.ptr.sva", "post.ptr.sva", self.entries["post.ptr.sva"])
+        attrs = attributes.Attributes({n: storage.open_array(self.dir / n, n, self.entries[n]) for n in attributes.CODED_FILES})
         docs = docids.open_ids(self.dir, "post.doc", self.entries)
         starts = np.asarray(ptr, dtype=np.int64)
         need = max(-(-n_docs // DENSE_FRACTION), DENSE_MIN)
@@ -238,7 +232,7 @@ class IndexWriter:
             d = docs[lo:hi]
             own = rest = 0  # field rows; postings in fields without one
             if hi - lo >= need:  # frequent enough that a field may earn a row
-                m = masks[lo:hi]
+                m = attrs.masks(lo, hi)
                 covered = 0
                 for f in range(N_FIELDS):
                     inside = (m & np.uint8(1 << f)) != 0
@@ -397,9 +391,7 @@ class IndexWriter:
                 self._put_offsets("post.ptr.sva", post_ptr)
                 self._put("terms.df.sva", text_df)
                 self.entries.update(docids.write(self.dir, "post.doc", p.doc))
-                self._put_counts("post.tf", p.tf)
-                self._put_counts("post.ttf", p.ttf)
-                self._put("post.mask.sva", p.mask, np.uint8)
+                self.entries.update(attributes.write(self.dir, p.mask, p.tf, p.ttf))
                 self._put_offsets("pos.ptr.sva", pos_ptr)
                 del p  # the helper holds the positions it still needs
             self._put_dense(n_docs)

@@ -51,7 +51,7 @@ def test_rows_hold_exactly_the_frequent_pairs(stdlib_reader) -> None:
     ptr = np.asarray(r.post_ptr, dtype=np.int64)
     expected = []
     for t in range(len(r.terms)):
-        masks = np.asarray(r.post_mask[ptr[t] : ptr[t + 1]])
+        masks = r.attrs.masks(int(ptr[t]), int(ptr[t + 1]))
         expected += [(t, f) for f in range(5) if np.count_nonzero(masks & (1 << f)) >= need]
     stored = [(t, int(r.dense_field[i])) for t in range(len(r.terms)) for i in range(int(r.dense_ptr[t]), int(r.dense_ptr[t + 1]))]
     assert stored == expected and len(stored) > 50  # the fixture is big enough to have many

@@ -165,7 +165,7 @@ def test_other_format_versions(built: Path, version: int, word: str) -> None:
     storage.write_manifest(gen, body)
     with pytest.raises(IndexFormatError) as info:
         sieve.open_index(built)
-    assert f"index format version {version} at {gen} is {word} than this sieve supports (2, 3, 4, 5, 6, 7, 8)" in str(info.value)
+    assert f"index format version {version} at {gen} is {word} than this sieve supports (2, 3, 4, 5, 6, 7, 8, 9)" in str(info.value)
     assert info.value.found == version
 
 

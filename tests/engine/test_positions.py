@@ -1,9 +1,11 @@
-"""Positions in blocks (format 5) against the raw lists they encode.
+"""Positions in packed blocks (format 9) against the raw lists they encode.
 
 Every read a query makes (a whole term, the blocks covering some ranges, some positions by number,
 several terms at once) must give what the raw list gives: exactly, for `all`, `at` and
 `of_terms`; for `covering`, an ascending superset holding every position in the ranges and only
-positions of the term. The lists are drawn with gaps for every row table (1, 2, 4 and 8 bytes).
+positions of the term. The lists are drawn with gaps for every row table (8, 12, 16 and 32 bits)
+and for exceptions (differences too large for the block's table, 64-bit ones included). Formats 5
+to 8's whole-width tables are read by tests/engine/test_segments.py's older segments.
 """
 
 from __future__ import annotations
@@ -16,7 +18,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from sieve.engine import storage
-from sieve.engine.positions import BLOCK, BLOCK_FILES, ROW_FILES, BlockPositions, PositionsWriter, RawPositions, encode
+from sieve.engine.positions import BLOCK, EXCEPTION_FILES, PACKED_BITS, PACKED_FILES, PACKED_FILES_ROWS, BlockPositions, PositionsWriter, RawPositions, encode
 
 GAPS = st.one_of(st.integers(1, 3), st.integers(1, 255), st.integers(256, 70_000), st.integers(70_000, 2**33))
 
@@ -45,9 +47,11 @@ def _blocks(lists: list[list[int]], dtype: type, tmp: Path, chunks: int = 1) -> 
     for a, b in zip(cuts[:-1], cuts[1:]):
         w.append(values[ptr[a] : ptr[b]], counts[a:b])
     entries = w.close()
-    arrays = {name: storage.open_array(tmp / name, name, entries[name], verify=True).whole() for name in BLOCK_FILES}
+    assert sorted(entries) == sorted(PACKED_FILES)
+    arrays = {name: storage.open_array(tmp / name, name, entries[name], verify=True).whole() for name in PACKED_FILES}
     blocks = BlockPositions(ptr, arrays["pos.blocks.ptr.sva"], arrays["pos.first.sva"], arrays["pos.dir.sva"],
-                            tuple(arrays[n] for n in ROW_FILES), arrays["pos.tail.sva"], positions=len(values))
+                            tuple(arrays[n] for n in PACKED_FILES_ROWS), arrays["pos.tail.sva"], positions=len(values),
+                            exceptions=tuple(arrays[n] for n in EXCEPTION_FILES))  # type: ignore[arg-type]
     return blocks, RawPositions(ptr, values.astype(dtype))
 
 
@@ -95,11 +99,18 @@ def test_u32_positions_and_the_row_tables(tmp_path_factory: pytest.TempPathFacto
         assert blocks.all(t).dtype == np.uint32 and np.array_equal(blocks.all(t), raw.all(t))
 
 
-def test_each_block_takes_the_narrowest_table() -> None:
-    lists = [list(range(1, 129)), list(range(0, 256 * 128, 256)), list(range(0, 70_000 * 128, 70_000)), [0, 2**33] + list(range(2**33 + 1, 2**33 + 127))]
+def test_each_block_takes_the_table_of_fewest_bytes() -> None:
+    """Gaps of 1, 256 (12 bits), 5000 and 70,000 (beyond 16 bits: the 32-bit table), and blocks
+    whose few large gaps are cheaper as exceptions than as a wider table."""
+    few_wide = np.cumsum([0] + [300 if i in (10, 50, 90) else 1 for i in range(127)]).tolist()  # three gaps of 300: exceptions
+    one_jump = list(range(100)) + list(range(70_000, 70_028))  # one gap of 69,901: an exception in the 8-bit table
+    lists = [list(range(1, 129)), list(range(0, 256 * 128, 256)), list(range(0, 5000 * 128, 5000)),
+             list(range(0, 70_000 * 128, 70_000)), few_wide, one_jump, [0, 2**33] + list(range(2**33 + 1, 2**33 + 127))]
     e = encode(np.concatenate([np.asarray(x) for x in lists]), np.array([len(x) for x in lists]))
-    assert (e.dir & 3).tolist() == [0, 1, 2, 3] and [len(r) for r in e.rows] == [1, 1, 1, 1]
-    assert e.first.tolist() == [1, 0, 0, 0] and len(e.tail) == 0
+    assert [PACKED_BITS[t] for t in (e.dir & 3).tolist()] == [8, 12, 16, 32, 8, 8, 8]
+    assert e.exceptions.tolist() == [0, 0, 0, 0, 3, 1, 1] and e.exc_at.tolist() == [10, 50, 90, 99, 0]
+    assert e.exc_val.tolist() == [300, 300, 300, 69_901, 2**33]
+    assert [len(r) for r in e.rows] == [4, 1, 1, 1] and e.first.tolist() == [1, 0, 0, 0, 0, 0, 0] and len(e.tail) == 0
 
 
 def test_positions_that_descend_are_refused() -> None:

@@ -17,6 +17,7 @@ from hypothesis import strategies as st
 from sieve import CorpusError, CorpusReport, InvalidArgumentError, build_index, open_index
 from sieve.cli import main
 from sieve.demo_corpus import stdlib_documents
+from sieve.engine import storage
 from sieve.shards import ShardSelector, routing_id, shard_of
 from test_match_oracle import HYPOTHESIS, _Draws, gen_corpus, gen_tree, printed_query
 
@@ -101,9 +102,9 @@ def test_sharded_check_and_cli(tmp_path: Path, stdlib_records: list[dict[str, An
     built = json.loads(capsys.readouterr().out)
     assert built["shards"] == 3 and built["documents"] == 120
     index = open_index(tmp_path / "ix")
-    # Version 8 only for sharded commits: an older sieve refuses them instead of reading them out of order.
-    assert index.manifest["version"] == 8 and index.manifest["partition"] == "blake2b-64(id) mod shards"
-    assert build_index(stdlib_records[:5], tmp_path / "plain").manifest["version"] == 7
+    # Sharded commits are version 8 or later: an older sieve refuses them instead of reading them out of order.
+    assert index.manifest["version"] == storage.FORMAT_VERSION == 9 and index.manifest["partition"] == "blake2b-64(id) mod shards"
+    assert build_index(stdlib_records[:5], tmp_path / "plain").manifest["version"] == 9
     checked = index.check()  # every shard's files and every order-key file verified
     assert sum(name.endswith(".order.sva") for name in checked) == 3
     assert main(["check", str(tmp_path / "ix")]) == 0

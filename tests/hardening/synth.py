@@ -36,7 +36,8 @@ def _text(rng: random.Random, lo: int, hi: int) -> str:
 
 def records(n: int, seed: int = 0, big_tf: bool = True) -> list[dict[str, Any]]:
     """`n` records with titles, sections, authors, dates and infoboxes. With `big_tf`, document 0
-    repeats one word 300 times, so the sparse tf >= 255 side lists are not empty."""
+    repeats one word 300 times, in two runs 256 positions apart (so its positions' block has an
+    exception), and another 256 times (so the sparse side lists of large counts are not empty)."""
     rng = random.Random(seed)
     out = []
     for i in range(n):
@@ -55,7 +56,7 @@ def records(n: int, seed: int = 0, big_tf: bool = True) -> list[dict[str, Any]]:
             rec["infobox"] = {"country": rng.choice(["France", "Schweiz", "Ελλάδα", "Japan"]), "kind": _text(rng, 1, 3)}
         out.append(rec)
     if big_tf and out:
-        out[0]["sections"].append({"heading": "Repeats", "text": " ".join(["heatwave"] * 300 + ["paris"] * 256)})
+        out[0]["sections"].append({"heading": "Repeats", "text": " ".join(["heatwave"] * 200 + ["paris"] * 256 + ["heatwave"] * 100)})
     return out
 
 
