@@ -36,10 +36,10 @@ ANY_FILES = ("post.any.sva", "post.any.terms.sva")
 # Document ids of postings (`post.doc`) and of rest postings (`post.rest.doc`): split in two
 # (sieve.engine.docids) since format 7, one raw int32 array (`{prefix}.sva`) before.
 # Positions: in packed blocks since format 9, in blocks of whole widths since format 5, one raw
-# array before. Postings' masks and counts: coded together since format 9, a byte each before
+# array before. Postings' counts: two in a byte since format 9, a byte each before
 # (sieve.engine.attributes).
 WRITTEN = (FILES + docids.files("post.doc") + DENSE_FILES + REST_FILES + ANY_FILES + docids.files("post.rest.doc") + STORE_FILES
-           + attributes.CODED_FILES + PACKED_FILES)  # what this version writes in a segment
+           + attributes.PACKED_FILES + PACKED_FILES)  # what this version writes in a segment
 
 
 def column_files(schema: Schema) -> tuple[str, ...]:
@@ -165,7 +165,7 @@ class IndexReader:
         if any(n in files for n in REST_FILES):
             names += _id_files("post.rest.doc", files)
         names += STORE_FILES if any(n in files for n in STORE_FILES) else ()
-        names += attributes.CODED_FILES if attributes.CODED_FILES[0] in files else attributes.BYTE_FILES
+        names += attributes.PACKED_FILES if "post.tfs.sva" in files else attributes.BYTE_FILES
         names += PACKED_FILES if EXCEPTION_FILES[0] in files else BLOCK_FILES if any(n in files for n in BLOCK_FILES) else RAW_FILES
         names += column_files(self.schema)
         for name in names:
@@ -256,8 +256,8 @@ class IndexReader:
         n, t = self.n_docs, len(self.terms)
         checks = [
             ("post.ptr.sva", len(self.post_ptr) == t + 1), ("terms.df.sva", len(self.text_df) == t), ("pos.ptr.sva", len(self.pos_ptr) == t + 1),
-            ("post.attr.sva" if self.attrs.coded else "post.mask.sva", len(self.attrs) == len(self.post_doc)),
-            ("post.attr.table.sva" if self.attrs.coded else "post.tf.sva", self.attrs.agree()),
+            ("post.mask.sva", len(self.attrs) == len(self.post_doc)),
+            ("post.tfs.sva" if self.attrs.packed is not None else "post.tf.sva", self.attrs.agree()),
             ("doc.units.sva", len(self.doc_units) == n + 1), ("doc.date.sva", len(self.dates) == n),
             ("doc.len.sva", len(self.doc_len) == n), ("store.meta.off.sva", len(self.meta_off) == n + 1),
             ("store.sections.sva", len(self.doc_sections) == n + 1), ("ids.doc.sva", len(self.id_doc) == n), ("ids.rank.sva", len(self.id_rank) == n),

@@ -182,10 +182,7 @@ class Runs:
         post_count = np.zeros(n_terms, dtype=np.int64)
         pos_count = np.zeros(n_terms, dtype=np.int64)
         text_df = np.zeros(n_terms, dtype=np.int64)
-        # The attribute table is the segment's most frequent (mask, tf, ttf) triples: count them first.
-        table = attributes.table_of(*attributes.merge([attributes.histogram(self._load(i, "mask"), self._load(i, "tf"), self._load(i, "ttf"))
-                                                       for i in range(self.count)]))
-        attr_writer = attributes.AttributesWriter(gen_dir, table)
+        attr_writer = attributes.AttributesWriter(gen_dir)
         doc_writer = docids.SplitIdsWriter(gen_dir, "post.doc")
         positions = PositionsWriter(gen_dir, pos_dtype, total_positions)
         for j in range(len(edges) - 1):

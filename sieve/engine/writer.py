@@ -213,7 +213,7 @@ class IndexWriter:
         `post.any*`: a bitset per frequent term of all its documents, whatever the field (what an
         unscoped leaf reads as it is), unless one field row already holds them all."""
         ptr = storage.open_array(self.dir / "post.ptr.sva", "post.ptr.sva", self.entries["post.ptr.sva"])
-        attrs = attributes.Attributes({n: storage.open_array(self.dir / n, n, self.entries[n]) for n in attributes.CODED_FILES})
+        attrs = attributes.Attributes({n: storage.open_array(self.dir / n, n, self.entries[n]) for n in attributes.PACKED_FILES})
         docs = docids.open_ids(self.dir, "post.doc", self.entries)
         starts = np.asarray(ptr, dtype=np.int64)
         need = max(-(-n_docs // DENSE_FRACTION), DENSE_MIN)

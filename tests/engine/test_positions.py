@@ -26,7 +26,7 @@ GAPS = st.one_of(st.integers(1, 3), st.integers(1, 255), st.integers(256, 70_000
 @st.composite
 def term_lists(draw: st.DrawFn, big: bool = False) -> list[list[int]]:
     """Ascending position lists, one per term: sizes around the block edges."""
-    sizes = draw(st.lists(st.sampled_from([0, 1, 2, 127, 128, 129, 255, 256, 257, 300, 640]), min_size=1, max_size=6))
+    sizes = draw(st.lists(st.sampled_from([0, 1, 2, 127, 128, 129, 255, 256, 257, 300, 640, 1100, 2000]), min_size=1, max_size=6))
     out = []
     for n in sizes:
         gap = draw(GAPS) if big else draw(st.integers(1, 300))
@@ -61,6 +61,8 @@ def test_every_read_gives_the_raw_lists(tmp_path_factory: pytest.TempPathFactory
     """`partial`: every read decodes only the blocks it needs; `whole`: every read decodes whole
     lists (nothing kept); `kept`: the default, whole lists kept once decoded."""
     blocks, raw = _blocks(lists, np.uint64, tmp_path_factory.mktemp("pos"), chunks)
+    # Blocks decoded transposed as by default, always or never.
+    blocks.TRANSPOSED_MIN, blocks.TRANSPOSED = data.draw(st.sampled_from([(8, 1024), (0, 10**9), (10**9, 0)]))
     if mode != "kept":
         blocks.budget = 0
         blocks.WHOLE_SHARE = 0 if mode == "partial" else 10**9

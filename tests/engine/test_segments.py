@@ -130,12 +130,12 @@ def test_a_commit_adds_one_segment_and_rewrites_none(tmp_path: Path) -> None:
     index, live = many_segments(tmp_path / "ix", r, commits=3)
     names = [s.name for s in index.segments]
     assert names == ["seg-000001", "seg-000002", "seg-000003", "seg-000004"]
-    stamps = {s.name: (s.reader.dir / "post.attr.sva").stat().st_mtime_ns for s in index.segments}
+    stamps = {s.name: (s.reader.dir / "post.mask.sva").stat().st_mtime_ns for s in index.segments}
     with index.writer(policy=NEVER) as w:
         w.delete(live[0]["id"])
     again = index.reopen()
     assert [s.name for s in again.segments] == names  # a delete writes a deletion bitset, no segment
-    assert {s.name: (s.reader.dir / "post.attr.sva").stat().st_mtime_ns for s in again.segments} == stamps
+    assert {s.name: (s.reader.dir / "post.mask.sva").stat().st_mtime_ns for s in again.segments} == stamps
     assert sorted(p.name for p in (tmp_path / "ix").iterdir()) == ["CURRENT", "gen-000005", *names]
     gen = sorted((tmp_path / "ix" / "gen-000005").iterdir())
     assert [p.name for p in gen] == ["manifest.json"] + sorted(f"{n}.del.sva" for n in names if n != "seg-000004")[: len(gen) - 1]
@@ -493,8 +493,8 @@ def _legacy_blocks(seg: Any) -> dict[str, np.ndarray]:
 
 
 def _as_format(root: Path, version: int) -> None:
-    """Rewrite the one segment of `root` as format `version` (3 to 7) wrote it: masks and
-    occurrence counts a byte each and positions' blocks in whole widths (all); document ids as raw int32 arrays (3 to
+    """Rewrite the one segment of `root` as format `version` (3 to 7) wrote it: occurrence counts
+    a byte each and positions' blocks in whole widths (all); document ids as raw int32 arrays (3 to
     6); no rest postings (3 to 5); positions as one raw array (3, 4); the document store
     uncompressed and no dense rows (3). The commit is rewritten to list the changed segment manifest."""
     from sieve.engine import attributes, docids
@@ -513,7 +513,7 @@ def _as_format(root: Path, version: int) -> None:
     tf, ttf, masks = seg.tf(0, n_postings), seg.text_tf(0, n_postings), seg.attrs.masks(0, n_postings)
     legacy = _legacy_blocks(seg)
     legacy.update({name: np.array(seg.files[name].whole()) for name in ("pos.blocks.ptr.sva", "pos.tail.sva")})  # as format 9 writes them
-    for name in PACKED_FILES + attributes.CODED_FILES:
+    for name in PACKED_FILES + attributes.PACKED_FILES:
         (seg.dir / name).unlink()
         del body["files"][name]
     body["files"]["post.mask.sva"] = storage.write_array(seg.dir / "post.mask.sva", masks, np.uint8)
@@ -551,8 +551,8 @@ def _as_format(root: Path, version: int) -> None:
 @pytest.mark.parametrize("version", [3, 4, 5, 6, 7])
 def test_an_older_segment_is_read_merged_and_written(tmp_path: Path, version: int) -> None:
     """A segment of format 3 (no dense rows, the store uncompressed, raw positions), 4 (raw
-    positions), 5 (no rest postings), 6 (raw document ids) or 7 (masks and counts a byte each,
-    positions' blocks in whole widths) answers as a fresh build; after a write it sits beside a segment of
+    positions), 5 (no rest postings), 6 (raw document ids) or 7 (counts a byte each, positions'
+    blocks in whole widths) answers as a fresh build; after a write it sits beside a segment of
     this format, and a merge rewrites it in this format."""
     from sieve.engine.docids import SplitIds
     from sieve.engine.positions import BlockPositions, RawPositions
@@ -568,7 +568,7 @@ def test_an_older_segment_is_read_merged_and_written(tmp_path: Path, version: in
     assert isinstance(reader.pos, RawPositions if version < 5 else BlockPositions) and old.check()
     assert (reader.dense is None) == (version == 3) and ("store.text.blocks.sva" in reader.files) == (version > 3) and (reader.rest_ptr is None) == (version < 6)
     assert ("post.doc.sva" in reader.files) == (version < 7) and isinstance(reader.post_doc, SplitIds) == (version == 7)
-    assert not reader.attrs.coded and "post.tf.sva" in reader.files
+    assert reader.attrs.packed is None and "post.tf.sva" in reader.files
     assert version < 5 or (reader.pos.exceptions is None and "pos.d1.sva" in reader.files)
     same_answers(old, docs, r, queries=20)
     assert old.match("heat").count == 40 and old.match('"heat wave"').count == 40 and old.match("NEAR/2(heat, wave)").count == 40
