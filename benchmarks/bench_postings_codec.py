@@ -5,9 +5,9 @@
 `post.doc` was raw int32 up to format 6 (23.6 MB of man-sections' 87.5 MB index); format 7 stores
 the "split 16" codec below. Compared here, on the first segment of INDEX (of any format):
 - raw: a slice;
-- blocks: positions' codec (sieve.engine.positions.encode: 128 per block, each block's 127
-  differences in the narrowest of u8/u16/u32/u64, the last count % 128 raw), decoded whole by
-  `BlockPositions.all` with nothing kept;
+- blocks: positions' codec (sieve.engine.positions.encode, format 9: 128 per block, each term's
+  blocks' 127 differences in 8, 12, 16 or 32 bits with the larger ones as exceptions, the last
+  count % 128 raw), decoded whole by `BlockPositions.all` with nothing kept;
 - term width: each term's first document raw and its differences in the narrowest width that
   holds the term's largest gap, decoded by one running sum;
 - split 16: sieve.engine.docids, what format 7 stores (the low 16 bits of each id, the high bits
@@ -36,7 +36,7 @@ sys.path.insert(0, str(HERE.parent))
 import sieve  # noqa: E402
 from sieve.engine import bitset  # noqa: E402
 from sieve.engine.docids import SplitIds, split  # noqa: E402
-from sieve.engine.positions import WIDTHS, BlockPositions, encode  # noqa: E402
+from sieve.engine.positions import BlockPositions, encode  # noqa: E402
 from bench_engine import Sampler, to_bql  # noqa: E402
 
 
@@ -98,9 +98,12 @@ def main() -> int:
     enc = encode(docs, np.diff(ptr))
     blocks_ptr = np.zeros(len(ptr), dtype=np.int64)
     blocks_ptr[1:] = np.cumsum(enc.blocks)
-    rows = tuple(part.astype(w) for part, w in zip(enc.rows, WIDTHS))
-    blocks = BlockPositions(ptr, blocks_ptr, enc.first.astype(docs.dtype), enc.dir, rows, enc.tail.astype(docs.dtype), 0)
-    blocks_bytes = 4 * (len(enc.first) + len(enc.dir) + len(enc.tail) + 2 * len(ptr)) + sum(x.nbytes for x in rows)
+    exc_ptr = np.zeros(len(enc.first) + 1, dtype=np.int64)
+    np.cumsum(enc.exceptions, out=exc_ptr[1:])
+    exceptions = (exc_ptr, enc.exc_at, enc.exc_val.astype(docs.dtype))
+    blocks = BlockPositions(ptr, blocks_ptr, enc.first.astype(docs.dtype), enc.dir, enc.rows, enc.tail.astype(docs.dtype), 0, exceptions)
+    blocks_bytes = (4 * (len(enc.first) + len(enc.dir) + len(enc.tail) + 2 * len(ptr) + len(exc_ptr)) + sum(x.nbytes for x in enc.rows)
+                    + enc.exc_at.nbytes + 4 * len(enc.exc_val))
     width = TermWidth(docs, ptr)
     low, starts, highs = split(docs)
     split16 = SplitIds(low, starts, highs)

@@ -95,21 +95,21 @@ def encode(values: np.ndarray, counts: np.ndarray, row_base: tuple[int, ...] = (
     heads = starts[owner] + (np.arange(len(owner)) - (np.cumsum(full) - full)[owner]) * BLOCK
     # Every BLOCK-long window of the values as a (view) row; a block is the row at its head.
     windows = np.lib.stride_tricks.sliding_window_view(values, BLOCK) if len(values) >= BLOCK else values[:0].reshape(0, BLOCK)
-    blocks = windows[heads].astype(np.int64, copy=False)
-    diffs = np.diff(blocks, axis=1)
-    if len(diffs) and int(diffs.min()) < 0:
+    blocks = windows[heads]  # in the values' dtype (u32 for most indexes): half the bytes of int64
+    if len(blocks) and bool((blocks[:, 1:] < blocks[:, :-1]).any()):
         raise ValueError("positions must ascend within each term")
+    diffs = np.diff(blocks, axis=1)
     # Each block's table: the fewest bytes, its row plus (one byte + the value) per exception.
     exc_bytes = 1 + max(values.dtype.itemsize, 4)
     cost = np.empty((len(PACKED_BITS), len(diffs)), dtype=np.int64)
     for k, bits in enumerate(PACKED_BITS):
         row_bytes = PACKED_COLUMNS[k] * np.dtype(PACKED_DTYPES[k]).itemsize
-        cost[k] = row_bytes + exc_bytes * np.count_nonzero(diffs >> bits, axis=1)
+        cost[k] = row_bytes + exc_bytes * np.count_nonzero(diffs > (1 << bits) - 1, axis=1)
     # One table for all of a term's blocks: a read of a term (or a run of its blocks) is then one
     # slice of one table, and the bytes grow by 4% over the best table block by block.
     per_term = np.stack([np.bincount(owner, weights=c, minlength=len(counts)) for c in cost]) if len(diffs) else cost
     table = per_term.argmin(axis=0)[owner].astype(np.int64) if len(diffs) else np.zeros(0, dtype=np.int64)
-    limit = (np.int64(1) << np.asarray(PACKED_BITS, dtype=np.int64))[table] - 1
+    limit = ((np.int64(1) << np.asarray(PACKED_BITS, dtype=np.int64)) - 1).astype(diffs.dtype)[table]
     over = diffs > limit[:, None]
     exc_block, exc_at = np.nonzero(over)  # row-major: block after block, ascending within one
     exceptions = np.count_nonzero(over, axis=1).astype(np.int64)
