@@ -35,16 +35,19 @@ BYTE_FILES = ("post.mask.sva", "post.tf.sva", "post.ttf.sva") + SIDE_FILES  # fo
 
 def pack(tf: np.ndarray, ttf: np.ndarray) -> tuple[np.ndarray, tuple[np.ndarray, np.ndarray], tuple[np.ndarray, np.ndarray]]:
     """(the count bytes, (postings, tf) of the tf side list, (postings, ttf) of the ttf side list)
-    of postings numbered from 0; every ttf is at most its tf."""
-    tf = np.asarray(tf, dtype=np.int64)
-    ttf = np.asarray(ttf, dtype=np.int64)
-    extra = tf - ttf
-    if len(extra) and int(extra.min()) < 0:
+    of postings numbered from 0; every ttf is at most its tf. Works in the counts' own dtype (a
+    build's are u32): no temporary wider than they are."""
+    tf, ttf = np.asarray(tf), np.asarray(ttf)
+    if len(tf) and bool((ttf > tf).any()):
         raise ValueError("a posting's text count exceeds its count")
-    low, high = np.minimum(ttf, TEXT_FULL), np.minimum(extra, EXTRA_FULL)
-    byte = (low | high << TEXT_BITS).astype(np.uint8)
-    tf_at = np.flatnonzero((low == TEXT_FULL) | (high == EXTRA_FULL))
-    ttf_at = np.flatnonzero(low == TEXT_FULL)
+    extra = tf - ttf
+    np.minimum(extra, EXTRA_FULL, out=extra)
+    byte = extra.astype(np.uint8)
+    byte <<= TEXT_BITS
+    big_text = ttf >= TEXT_FULL
+    byte |= np.minimum(ttf, TEXT_FULL).astype(np.uint8)
+    tf_at = np.flatnonzero(big_text | (extra == EXTRA_FULL))
+    ttf_at = np.flatnonzero(big_text)
     return byte, (tf_at, tf[tf_at]), (ttf_at, ttf[ttf_at])
 
 
