@@ -323,12 +323,17 @@ class BlockPositions:
                 self._scatter(k, self.rows[k][row[at]], out, at)
         if self.exceptions is not None:
             ptr, place, val = self.exceptions
-            lo, hi = np.asarray(ptr[blocks]).astype(np.int64), np.asarray(ptr[blocks + 1]).astype(np.int64)
-            counts = hi - lo
-            total = int(counts.sum())
-            if total:
-                idx = np.arange(total) + np.repeat(lo - (np.cumsum(counts) - counts), counts)
-                out[np.repeat(np.arange(len(blocks)), counts), np.asarray(place[idx]).astype(np.intp) + 1] = val[idx]
+            if len(blocks) == 1:  # one block (a phrase's lookup, an explanation's hit): its exceptions are a slice
+                e0, e1 = int(ptr[blocks[0]]), int(ptr[blocks[0] + 1])
+                if e0 < e1:
+                    out[0, np.asarray(place[e0:e1]).astype(np.intp) + 1] = val[e0:e1]
+            else:
+                lo, hi = np.asarray(ptr[blocks]).astype(np.int64), np.asarray(ptr[blocks + 1]).astype(np.int64)
+                counts = hi - lo
+                total = int(counts.sum())
+                if total:
+                    idx = np.arange(total) + np.repeat(lo - (np.cumsum(counts) - counts), counts)
+                    out[np.repeat(np.arange(len(blocks)), counts), np.asarray(place[idx]).astype(np.intp) + 1] = val[idx]
         return self._finish(store, transposed)
 
     def decode_run(self, a: int, b: int) -> np.ndarray:
@@ -341,8 +346,11 @@ class BlockPositions:
         out[:, 0] = self.first[a:b]
         code = np.asarray(self.dir[a:b])
         table = code & 3
-        edges = np.flatnonzero(table[1:] != table[:-1]) + 1
-        if len(edges) < self.STRETCHES:
+        k0, r0 = int(table[0]), int(code[0]) >> 2
+        edges = np.flatnonzero(table[1:] != table[:-1]) + 1 if (table != k0).any() else ()
+        if not len(edges):  # one table (a term's blocks share one since format 9): one slice
+            self._rows(k0, self.rows[k0][r0 : r0 + n], out[:, 1:])
+        elif len(edges) < self.STRETCHES:
             starts = [0, *edges.tolist()]
             for s, e in zip(starts, [*starts[1:], n]):
                 k, r0 = int(table[s]), int(code[s]) >> 2
@@ -357,7 +365,8 @@ class BlockPositions:
             ptr, place, val = self.exceptions
             e0, e1 = int(ptr[a]), int(ptr[b])
             if e0 < e1:  # a run's exceptions are one slice
-                owner = np.repeat(np.arange(n), np.diff(np.asarray(ptr[a : b + 1]).astype(np.int64)))
+                bounds = np.asarray(ptr[a : b + 1])
+                owner = np.repeat(np.arange(n), bounds[1:] - bounds[:-1])
                 out[owner, np.asarray(place[e0:e1]).astype(np.intp) + 1] = val[e0:e1]
         return self._finish(store, transposed)
 
