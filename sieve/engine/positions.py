@@ -47,7 +47,7 @@ class Encoded(NamedTuple):
     """Some terms' positions in blocks (rows numbered from 0 in each table)."""
 
     blocks: np.ndarray  # int64 [terms]: full blocks of each term
-    first: np.ndarray  # int64 [blocks]
+    first: np.ndarray  # [blocks], in the values' dtype
     dir: np.ndarray  # int64 [blocks]: row << 2 | table
     rows: tuple[np.ndarray, ...]  # per table (PACKED_BITS): its rows as stored
     exceptions: np.ndarray  # int64 [blocks]: each block's exceptions
