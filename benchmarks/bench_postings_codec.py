@@ -2,15 +2,15 @@
 
     python benchmarks/bench_postings_codec.py INDEX [--queries 200]
 
-`post.doc` was raw int32 up to format 6 (23.6 MB of man-sections' 87.5 MB index); format 7 stores
-the "split 16" codec below. Compared here, on the first segment of INDEX (of any format):
+`post.doc` was raw int32 up to format 6 (23.6 MB of man-sections' 87.5 MB index); formats 7 and 9
+store the "split 16" codec below. Compared here, on the first segment of INDEX (of any format):
 - raw: a slice;
 - blocks: positions' codec (sieve.engine.positions.encode, format 9: 128 per block, each term's
   blocks' 127 differences in 8, 12, 16 or 32 bits with the larger ones as exceptions, the last
   count % 128 raw), decoded whole by `BlockPositions.all` with nothing kept;
 - term width: each term's first document raw and its differences in the narrowest width that
   holds the term's largest gap, decoded by one running sum;
-- split 16: sieve.engine.docids, what format 7 stores (the low 16 bits of each id, the high bits
+- split 16: sieve.engine.docids, what formats 7 and 9 store (the low 16 bits of each id, the high bits
   once per run), sliced as a term leaf reads it.
 For each: bytes, and the median over bench_engine's term-class words of the best of 30 warm
 `bitset.from_ids(docs)` (what a term leaf does with its postings). Prints a table and writes
