@@ -213,7 +213,7 @@ class IndexWriter:
         `post.any*`: a bitset per frequent term of all its documents, whatever the field (what an
         unscoped leaf reads as it is), unless one field row already holds them all."""
         ptr = storage.open_array(self.dir / "post.ptr.sva", "post.ptr.sva", self.entries["post.ptr.sva"])
-        attrs = attributes.Attributes({n: storage.open_array(self.dir / n, n, self.entries[n]) for n in attributes.PACKED_FILES})
+        masks = storage.open_array(self.dir / "post.mask.sva", "post.mask.sva", self.entries["post.mask.sva"])  # the counts are not needed
         docs = docids.open_ids(self.dir, "post.doc", self.entries)
         starts = np.asarray(ptr, dtype=np.int64)
         need = max(-(-n_docs // DENSE_FRACTION), DENSE_MIN)
@@ -232,7 +232,7 @@ class IndexWriter:
             d = docs[lo:hi]
             own = rest = 0  # field rows; postings in fields without one
             if hi - lo >= need:  # frequent enough that a field may earn a row
-                m = attrs.masks(lo, hi)
+                m = np.asarray(masks[lo:hi])
                 covered = 0
                 for f in range(N_FIELDS):
                     inside = (m & np.uint8(1 << f)) != 0
