@@ -145,10 +145,10 @@ class Attributes:
             out = ((b & TEXT_FULL) + (b >> TEXT_BITS)).astype(np.int64)  # at most 38: the sum stays in a byte
         return _patch(out, self.tf_side, lo, hi, sel)
 
-    def text_tf(self, lo: int, hi: int, sel: np.ndarray | None = None) -> np.ndarray:
-        """Occurrences (int64) in title, headings and body."""
+    def text_tf(self, lo: int, hi: int, sel: np.ndarray | None = None, dtype: Any = np.int64) -> np.ndarray:
+        """Occurrences in title, headings and body (int64, or `dtype`: BM25 reads them as floats)."""
         if self.packed is None:
-            out = self._read(self.ttf_bytes, lo, hi, sel).astype(np.int64)
+            out = self._read(self.ttf_bytes, lo, hi, sel).astype(dtype)
         else:
-            out = (self._read(self.packed, lo, hi, sel) & TEXT_FULL).astype(np.int64)
+            out = (self._read(self.packed, lo, hi, sel) & TEXT_FULL).astype(dtype)
         return _patch(out, self.ttf_side, lo, hi, sel)

@@ -7,6 +7,8 @@ import numpy as np
 
 # from_ids sets bits one by one below n / SPARSE documents (measured crossover, 100k to 1M documents).
 SPARSE = 128
+# contains() unpacks the set when the ids number at least 1/UNPACKED_SHARE of the documents (measured crossover ~1/50 at 100k).
+UNPACKED_SHARE = 32
 
 
 def words(n: int) -> int:
@@ -79,5 +81,9 @@ def count(bits: np.ndarray) -> int:
 
 def contains(bits: np.ndarray, ids: np.ndarray) -> np.ndarray:
     """Boolean array: is each of `ids` in the set?"""
+    if len(ids) * UNPACKED_SHARE >= len(bits) * 64:
+        # Many ids: one byte per document, unpacked once, and one gather (3.5x faster at 71,000
+        # ids in 100,000 documents, and no id-sized temporaries: each is pages to map and zero).
+        return to_bool(bits, len(bits) * 64)[ids]
     ids = np.asarray(ids, dtype=np.int64)
     return ((bits[ids >> 6] >> (ids & 63).astype(np.uint64)) & np.uint64(1)).astype(bool)

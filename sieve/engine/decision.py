@@ -16,6 +16,7 @@ from typing import Any, Callable
 import numpy as np
 
 from sieve.engine import bitset
+from sieve.engine.distinct import distinct
 from sieve.engine.evaluate import Evaluator
 from sieve.engine.explain import leaf_positions, positions_in_doc
 from sieve.engine.fields import ALL_MASK, Field
@@ -126,7 +127,7 @@ class Decider:
         r = self.r
         if not len(pos):
             return [], 0, set()
-        pos = np.unique(pos.astype(np.int64))
+        pos = distinct(pos.astype(np.int64))
         units = r.units_of(pos)
         ufield = np.asarray(r.unit_field)[units].astype(np.int64)
         every = set(ufield.tolist())

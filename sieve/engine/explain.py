@@ -9,6 +9,7 @@ from __future__ import annotations
 import numpy as np
 
 from sieve.engine import deadline
+from sieve.engine.distinct import distinct
 from sieve.engine.fields import Field
 from sieve.engine.plan import LeafPlan, Plan
 from sieve.engine.reader import IndexReader, search_sorted
@@ -126,10 +127,10 @@ class Explainer:
         owner, ufield, usec = owner[keep], ufield[keep], r.unit_section[units[keep]].astype(np.int64)
         # A frequent word matches hundreds of times in one document: only its distinct (document,
         # field) and (document, section) pairs reach Python.
-        for key in np.unique(owner * 8 + ufield).tolist():
+        for key in distinct(owner * 8 + ufield).tolist():
             fields[key >> 3].add(key & 7)
         inside = usec >= 0
-        for key in np.unique((owner[inside] << 32) + usec[inside]).tolist():
+        for key in distinct((owner[inside] << 32) + usec[inside]).tolist():
             sections[key >> 32].add(key & 0xFFFFFFFF)
 
     def matched(self, d: int) -> tuple[list[Field], list[int]]:

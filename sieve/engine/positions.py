@@ -27,6 +27,7 @@ from typing import Any, NamedTuple
 import numpy as np
 
 from sieve.engine import storage
+from sieve.engine.distinct import distinct, distinct_sorted
 
 BLOCK = 128
 # Format 9: the packed row tables (bits per difference, and how each is stored) and the exceptions.
@@ -318,7 +319,7 @@ class BlockPositions:
         if not (table != k0).any():  # one table (a term's blocks share one since format 9)
             self._rows(k0, self.rows[k0][row], out[:, 1:])
         else:
-            for k in np.unique(table).tolist():
+            for k in distinct(table).tolist():
                 at = np.flatnonzero(table == k)
                 self._scatter(k, self.rows[k][row[at]], out, at)
         if self.exceptions is not None:
@@ -419,7 +420,7 @@ class BlockPositions:
         head, rest = idx[:split], idx[split:]
         out = np.empty(len(idx), dtype=self.dtype)
         if len(head):
-            need = np.unique(head // BLOCK)
+            need = distinct_sorted(head // BLOCK)  # idx ascends
             decoded = self.decode(need + a)
             out[:split] = decoded[np.searchsorted(need, head // BLOCK) * BLOCK + head % BLOCK]
         out[split:] = self.tail[ta:tb][rest - cut]

@@ -316,9 +316,9 @@ class IndexReader:
         """Term frequencies (int64) of postings lo..hi (or lo + sel, sel ascending)."""
         return self.attrs.tf(lo, hi, sel)
 
-    def text_tf(self, lo: int, hi: int, sel: np.ndarray | None = None) -> np.ndarray:
-        """Term frequencies in title, headings and body only (what BM25 counts)."""
-        return self.attrs.text_tf(lo, hi, sel)
+    def text_tf(self, lo: int, hi: int, sel: np.ndarray | None = None, dtype: Any = np.int64) -> np.ndarray:
+        """Term frequencies in title, headings and body only (what BM25 counts), int64 or `dtype`."""
+        return self.attrs.text_tf(lo, hi, sel, dtype)
 
     def position_count(self, tid: int) -> int:
         """Positions of a term (0 for -1: not in the index)."""

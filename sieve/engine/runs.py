@@ -19,6 +19,7 @@ from typing import Any, Callable
 import numpy as np
 
 from sieve.engine import attributes, docids, storage
+from sieve.engine.distinct import distinct
 from sieve.engine.fields import Field
 from sieve.engine.positions import PositionsWriter
 
@@ -147,7 +148,7 @@ class Runs:
     def spill(self, tokens: np.ndarray, tok_unit: np.ndarray, tok_pos: np.ndarray, unit_doc: np.ndarray, unit_field: np.ndarray,
               term_of: Callable[[int], str]) -> None:
         """Sort the buffered tokens (term ids) into a run ordered by term string, and write it."""
-        ids = np.unique(tokens)
+        ids = distinct(tokens)
         by_string = sorted(ids.tolist(), key=term_of)
         local = np.zeros(int(ids[-1]) + 1 if len(ids) else 1, dtype=np.int32)
         local[np.asarray(by_string, dtype=np.int64)] = np.arange(len(by_string), dtype=np.int32)
@@ -162,7 +163,7 @@ class Runs:
         return np.load(self.dir / f"run{i}.{name}.npy", mmap_mode="r")
 
     def used_terms(self) -> np.ndarray:
-        return np.unique(np.concatenate([np.unique(self._load(i, "term")) for i in range(self.count)]))
+        return distinct(np.concatenate([distinct(self._load(i, "term")) for i in range(self.count)]))
 
     def merge(self, rank: np.ndarray, n_terms: int, gen_dir: Path, pos_dtype: Any, total_positions: int) -> dict[str, Any]:
         """Write the posting files (post.*, pos.*) for final term `rank[term id]`; returns their

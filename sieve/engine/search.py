@@ -7,8 +7,9 @@ the same scorer, and says so (`fallback=True`, with the clauses that matched not
 
 from __future__ import annotations
 
+import threading
 from dataclasses import dataclass, field
-from typing import Protocol
+from typing import Iterator, Protocol
 
 import numpy as np
 
@@ -16,6 +17,7 @@ from sieve.engine import bitset, deadline
 from sieve.engine.analysis import PLAIN, Analyzer
 from sieve.engine.bm25 import BM25Params, idf, length_norm, term_scores
 from sieve.engine.diagnose import Diagnosis, diagnose_parts
+from sieve.engine.distinct import distinct
 from sieve.engine.evaluate import Evaluator
 from sieve.engine.explain import Explainer
 from sieve.engine.indri import IndriCollection, IndriParams, IndriScorer
@@ -26,6 +28,11 @@ from sieve.engine.segments import Segment, Snapshot
 from sieve.errors import InvalidArgumentError
 
 RRF_K = 60
+# Postings scored at a time in a scan (64 KB of floats: sizes malloc reuses without new pages).
+CHUNK = 8192
+# MaxScore holds the rarest terms while their postings are at most 1/_HELD_SHARE of the query's:
+# beyond that, scoring them all costs about what scanning everything does.
+_HELD_SHARE = 4
 FUSION_POOL = 1000  # each ranker's depth fused by RRF: deep enough for dense to promote BM25's low ranks
 
 
@@ -122,6 +129,7 @@ class BM25Scorer:
             avgdl = float(np.asarray(reader.doc_len, dtype=np.float64).mean()) if n else 1.0
         self.avgdl = avgdl or 1.0
         self.norm = length_norm(reader.doc_len, self.avgdl, params)
+        self._local = threading.local()  # scorers are shared between threads; each has its own buffer
 
     def _postings(self, tids: tuple[int, ...], idfs: tuple[float, ...] | None = None) -> list[_Posting]:
         """`idfs`: each term's idf over the whole collection (default: from this reader's statistics)."""
@@ -139,43 +147,74 @@ class BM25Scorer:
         ok = at < len(pdocs)
         ok[ok] = pdocs[at[ok]] == docs[ok]
         where = np.flatnonzero(ok)
-        return where, term_scores(self.r.text_tf(p.lo, p.hi, at[where]), self.norm[docs[where]], p.idf)
+        return where, term_scores(self.r.text_tf(p.lo, p.hi, at[where], np.float64), self.norm[docs[where]], p.idf, scratch=True)
 
     def scores(self, tids: tuple[int, ...], docs: np.ndarray | None, idfs: tuple[float, ...] | None = None) -> tuple[np.ndarray, np.ndarray]:
         """(documents, BM25 score) of the terms `tids` (-1: absent). `docs`: the candidate set, or
         None for every document (then only documents containing a term are returned)."""
         return self._scores(self._postings(tids, idfs), docs)
 
+    def _term(self, p: _Posting, d: np.ndarray, lo: int | None = None) -> np.ndarray:
+        """The term's score in its postings from `lo` (default: its first) on, whose documents are `d`."""
+        lo = p.lo if lo is None else lo
+        # np.take gathers by postings' numbers faster than indexing does (measured on int32: 1.5-2.5x).
+        # tf 0 (the term only in author or infobox) scores 0: harmless, and cheaper than filtering.
+        return term_scores(self.r.text_tf(lo, lo + len(d), dtype=np.float64), np.take(self.norm, d), p.idf, scratch=True)
+
+    def _chunks(self, p: _Posting) -> Iterator[tuple[np.ndarray, np.ndarray]]:
+        """(documents, scores) of a term's postings, CHUNK at a time. A long list scored at once
+        makes arrays of megabytes, fresh pages for the kernel to map and zero on every search (a
+        71,556-posting word's took 667 page faults, half its time); chunks reuse the same memory
+        and stay in the CPU's cache between the steps."""
+        for a in range(p.lo, p.hi, CHUNK):
+            d = self.r.post_doc[a : min(a + CHUNK, p.hi)]
+            yield d, self._term(p, d, a)
+
+    def _buffer(self) -> np.ndarray:
+        """This thread's accumulator: a score per document, all 0.0 between calls. Kept, not made
+        per search: a fresh one is pages to map and zero (800 KB at 100,000 documents)."""
+        acc = getattr(self._local, "acc", None)
+        if acc is None:
+            acc = self._local.acc = np.zeros(self.r.n_docs, dtype=np.float64)
+        return acc
+
     def _scores(self, postings: list[_Posting], docs: np.ndarray | None, bits: np.ndarray | None = None) -> tuple[np.ndarray, np.ndarray]:
         """`docs` None: the documents holding a term (those in `bits`, if given, as for live documents only)."""
-        r = self.r
-        n = r.n_docs
-        parts_d: list[np.ndarray] = []
-        parts_s: list[np.ndarray] = []
-        for p in postings:
-            deadline.check()
-            if docs is not None and len(docs) * 16 < p.hi - p.lo:
-                # Few candidates, long postings: look the candidates up instead of scanning.
-                where, s = self._at(p, docs)
-                parts_d.append(docs[where])
-                parts_s.append(s)
-                continue
-            # Score every posting: only the admitted documents' entries are read back below,
-            # which is cheaper than testing each posting against the admitted set.
-            # tf 0 (the term only in author or infobox) scores 0: harmless, and cheaper than filtering.
-            d = r.post_doc[p.lo : p.hi]
-            parts_d.append(d)
-            # np.take gathers by postings' numbers faster than indexing does (measured on int32: 1.5-2.5x)
-            parts_s.append(term_scores(r.text_tf(p.lo, p.hi), np.take(self.norm, d), p.idf))
-        if parts_d:  # one weighted bincount sums every term's contributions (faster than += by index)
-            acc = np.bincount(np.concatenate(parts_d), weights=np.concatenate(parts_s), minlength=n)
-        else:
-            acc = np.zeros(n, dtype=np.float64)
-        if docs is None:
-            docs = np.flatnonzero(acc > 0)
-            if bits is not None:
-                docs = docs[bitset.contains(bits, docs)]
-        return docs, acc[docs]
+        acc = self._buffer()
+        # Clearing the buffer afterwards: the touched entries, unless they are many (then all of it).
+        every = sum(p.hi - p.lo for p in postings) * 8 > len(acc)
+        touched: list[np.ndarray] = []
+        try:
+            for p in postings:
+                deadline.check()
+                if docs is not None and len(docs) * 16 < p.hi - p.lo:
+                    # Few candidates, long postings: look the candidates up instead of scanning.
+                    where, s = self._at(p, docs)
+                    parts = [(docs[where], s)]
+                else:
+                    # Score every posting: only the admitted documents' entries are read back below,
+                    # which is cheaper than testing each posting against the admitted set.
+                    parts = self._chunks(p)  # type: ignore[assignment]
+                for d, s in parts:
+                    # A term's documents are distinct, so this adds each contribution once, per
+                    # document in query order from 0.0: the sums np.bincount of them all makes, to the bit.
+                    acc[d] += s
+                    if not every:
+                        touched.append(d)
+            if docs is None:
+                if every:
+                    docs = np.flatnonzero(acc > 0)
+                else:
+                    docs = distinct(np.concatenate(touched)) if touched else np.zeros(0, dtype=np.intp)
+                    docs = docs[acc[docs] > 0]
+                if bits is not None:
+                    docs = docs[bitset.contains(bits, docs)]
+            return docs, acc[docs]
+        finally:
+            if every:
+                acc.fill(0.0)
+            for d in touched:
+                acc[d] = 0.0
 
     def top(self, tids: tuple[int, ...], docs: np.ndarray | None, bits: np.ndarray | None, k: int,
             idfs: tuple[float, ...] | None = None, admitted: int | None = None) -> tuple[np.ndarray, np.ndarray]:
@@ -184,37 +223,111 @@ class BM25Scorer:
         `admitted` (with `docs` None): `bits` is the admitted set, of that many documents, and is
         read as a list of numbers only if every posting must be scored (MaxScore needs none).
 
-        MaxScore, term-at-a-time: score exactly only the documents that hold one of the rarest
-        terms; if the k-th best of those is at least the sum of the other terms' upper bounds (their
-        idf), a document holding only those other terms scores strictly less and cannot enter.
-        Contributions are added in query order, as `scores` adds them, so sums agree to the bit."""
+        MaxScore, term-at-a-time, in two passes. The rarest terms are "held": every document
+        holding one is a candidate, scored by the held terms alone (a lower bound of its score).
+        A document can only be in the top k if that bound plus the other terms' upper bounds
+        (their idf) reaches the k-th best bound; only those few survivors are looked up in the
+        other terms' postings, by binary search, and scored exactly. If the k-th best exact score
+        is at least the other terms' upper bounds together, a document holding only other terms
+        scores strictly less and cannot enter. Exact scores add contributions in query order, as
+        `scores` adds them, so sums agree to the bit."""
         postings = self._postings(tids, idfs)
         size = len(docs) if docs is not None else admitted
         if len(postings) > 1:
             by_rarity = sorted(postings, key=lambda p: -p.idf)
+            total = sum(p.hi - p.lo for p in postings)
             for split in range(1, len(by_rarity)):
-                rest = by_rarity[split:]
-                held = sum(p.hi - p.lo for p in by_rarity[:split])
-                if held * 8 > sum(p.hi - p.lo for p in rest) or (size is not None and held * 4 > size):
-                    break  # the rare terms' documents are not few: the scan this saves is not the larger cost
-                held_docs = [self.r.post_doc[p.lo : p.hi] for p in by_rarity[:split]]
-                # One term's documents are ascending and distinct already: only a union needs a sort.
-                cand = np.asarray(held_docs[0]) if split == 1 else np.unique(np.concatenate(held_docs))
-                if bits is not None:
-                    cand = cand[bitset.contains(bits, cand)]
-                if len(cand) < k:
-                    continue  # too few to set a bar: take in the next rarest term
-                acc = np.zeros(len(cand), dtype=np.float64)
-                for p in postings:
-                    deadline.check()
-                    where, s = self._at(p, cand)
-                    acc[where] += s
-                kth = float(np.partition(acc, len(acc) - k)[len(acc) - k])
-                if sum(p.idf for p in rest) <= kth:
-                    return top_k(cand, acc, k)
-        if docs is None and admitted is not None:  # `bits` is the admitted set: list it for the scan
-            docs = bitset.to_ids(bits, self.r.n_docs)  # type: ignore[arg-type]
+                held, rest = by_rarity[:split], by_rarity[split:]
+                n_held = sum(p.hi - p.lo for p in held)
+                if n_held * _HELD_SHARE > total or (size is not None and n_held * 4 > size):
+                    break  # the held terms' postings are not few: scoring them all is about the scan's cost
+                if sum(p.idf for p in held) < sum(p.idf for p in rest):
+                    continue  # a document would need most of the other terms too: the bound rarely holds
+                got = self._pruned(postings, held, rest, bits, k)
+                if got is not None:
+                    return got
+        if docs is None and admitted is not None:  # `bits` is the admitted set
+            if len(postings) == 1:
+                got = self._one(postings[0], bits, k)  # type: ignore[arg-type]
+                if got is not None:
+                    return got
+            docs = bitset.to_ids(bits, self.r.n_docs)  # type: ignore[arg-type]  # listed for the scan
         return top_k(*self._scores(postings, docs, bits), k)
+
+    def _one(self, p: _Posting, bits: np.ndarray, k: int) -> tuple[np.ndarray, np.ndarray] | None:
+        """The top k of one term's admitted postings, when at least k of them score above 0: then
+        no other admitted document (scoring 0) can enter, and neither the admitted set's list nor
+        a sum per document is needed. None otherwise."""
+        best_d: list[np.ndarray] = []
+        best_s: list[np.ndarray] = []
+        scored = 0
+        flags = bitset.to_bool(bits, len(bits) * 64)
+        for d, s in self._chunks(p):
+            deadline.check()
+            keep = flags[d]
+            if not keep.all():
+                d, s = d[keep], s[keep]
+            scored += int(np.count_nonzero(s))
+            # A chunk's best k hold every document of it in the whole top k (chunks are in
+            # document order, so ties across chunks fall as they would in one list).
+            d, s = top_k(d, s, k)
+            best_d.append(d)
+            best_s.append(s)
+        if scored < k:
+            return None
+        return top_k(np.concatenate(best_d), np.concatenate(best_s), k)
+
+    def _pruned(self, postings: list[_Posting], held: list[_Posting], rest: list[_Posting], bits: np.ndarray | None,
+                k: int) -> tuple[np.ndarray, np.ndarray] | None:
+        """The top k by MaxScore with `held` scored in full and the `rest` (rarest first) looked
+        up for survivors only; None when that cannot prove the top k (then the caller holds more
+        terms or scans)."""
+        r = self.r
+        column = {id(p): j for j, p in enumerate(postings)}  # each term's contributions, in query order
+        if len(held) == 1:  # one term's documents are ascending and distinct already
+            p = held[0]
+            cand = r.post_doc[p.lo : p.hi]
+            part = np.zeros((len(cand), len(postings)), dtype=np.float64)
+            part[:, column[id(p)]] = self._term(p, cand)
+        else:
+            held_docs = [r.post_doc[p.lo : p.hi] for p in held]
+            cand = distinct(np.concatenate(held_docs))
+            part = np.zeros((len(cand), len(postings)), dtype=np.float64)
+            for p, d in zip(held, held_docs):
+                # Each held posting's document is a candidate: find its place among them.
+                part[np.searchsorted(cand, d), column[id(p)]] = self._term(p, d)
+        if bits is not None:
+            keep = bitset.contains(bits, cand)
+            cand, part = cand[keep], part[keep]
+        if len(cand) < k:
+            return None  # too few to set a bar: hold the next rarest term too
+        outside = sum(p.idf for p in rest)  # a document holding none of `held` scores strictly less
+        ahead = outside  # what the terms not yet looked up can still add
+        low = part.sum(axis=1)
+        for p in rest:
+            # `low` is a lower bound of each candidate's score, `low + ahead` an upper one: only a
+            # candidate whose upper bound reaches the k-th best lower bound can be in the top k.
+            # The bounds are sums in another order than the exact scores: the margin, far above
+            # rounding, keeps every candidate whose exact score could reach it.
+            floor = float(np.partition(low, len(low) - k)[len(low) - k])
+            surv = np.flatnonzero(low + ahead >= floor - 1e-9 * (1.0 + floor))
+            if len(surv) < len(cand):
+                cand, part, low = cand[surv], part[surv], low[surv]
+            deadline.check()
+            where, s = self._at(p, cand)
+            part[where, column[id(p)]] = s
+            low[where] += s
+            ahead -= p.idf
+            if float(np.partition(low, len(low) - k)[len(low) - k]) + ahead < outside:
+                return None  # even at best a document holding only other terms could still enter
+        # Exact scores: the contributions added in query order, as `scores` adds them (a term
+        # missing from a document adds 0.0, which changes no sum), so they agree to the bit.
+        acc = np.zeros(len(cand), dtype=np.float64)
+        for j in range(len(postings)):
+            acc += part[:, j]
+        if outside > float(np.partition(acc, len(acc) - k)[len(acc) - k]):
+            return None
+        return top_k(cand, acc, k)
 
 
 def check_request(k: int, ranker: str) -> None:
@@ -306,7 +419,7 @@ class Searcher:
         pool = max(k, FUSION_POOL)
         best, _ = top_k(alive, scores[alive], pool, order)
         near, _ = self.dense.top(plans.text, None, None, pool)  # embeddings hold live documents only
-        cand = np.union1d(best, near[np.isfinite(scores[near])])
+        cand = distinct(np.concatenate((best, near[np.isfinite(scores[near])])))
         dense = np.log((1.0 + np.clip(self.dense.similarity(plans.text, cand), -1.0, 1.0)) / 2.0)
         return top_k(cand, (scores[cand] + dense) / 2.0, k, order)
 

@@ -22,6 +22,7 @@ from typing import Any, BinaryIO, Callable
 
 import numpy as np
 
+from sieve.engine.distinct import distinct
 from sieve.errors import IndexDamagedError, IndexExistsError, IndexFormatError, IndexLockedError, IndexNotFoundError
 
 try:
@@ -245,7 +246,7 @@ class ArrayFile:
                 if self._straddle:
                     blocks = np.concatenate([blocks, ((rows + 1) * self._row - 1) >> self._shift])
                 if not self._okv[blocks].all():
-                    for b in np.unique(blocks[self._okv[blocks] == 0]).tolist():
+                    for b in distinct(blocks[self._okv[blocks] == 0]).tolist():
                         self._verify(b, b)
         return self.a[key]
 

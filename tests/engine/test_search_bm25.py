@@ -4,6 +4,7 @@ and zero-hit recovery fires exactly when the filter admits nothing."""
 from __future__ import annotations
 
 import math
+import sys
 import tempfile
 from pathlib import Path
 
@@ -236,6 +237,61 @@ def test_pruned_top_k_equals_the_full_ranking(zipf_index: sieve.Index, words: li
         want_d, want_s = top_k(*scorer.scores(terms, docs), k)
         got_d, got_s = scorer.top(terms, None, bits, k, admitted=len(docs))
         assert got_d.tolist() == want_d.tolist() and got_s.tolist() == want_s.tolist()
+
+
+@settings(max_examples=150, deadline=None, derandomize=True, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(zipf_query, st.sampled_from([" OR ", " "]), st.integers(1, 12), st.sampled_from([1, 7, 64]))
+def test_scans_in_chunks_rank_as_one_pass(zipf_index: sieve.Index, words: list[str], joiner: str, k: int, chunk: int) -> None:
+    """Long lists are scored CHUNK postings at a time (8,192: never split in this index): cut into
+    chunks of 1, 7 and 64, every path (one term's best k per chunk, the accumulator, MaxScore)
+    gives the oracle's documents and scores, bit for bit."""
+    from sieve.engine import bitset, search
+    from sieve.engine.search import top_k
+
+    plan = zipf_index.plan(joiner.join(words)).first
+    bits = zipf_index.searcher.parts[0].evaluator.run(plan)
+    docs = bitset.to_ids(bits, len(zipf_index))
+    scorer = zipf_index.searcher.parts[0].bm25
+    want_d, want_s = top_k(*scorer.scores(plan.term_ids, docs), k)  # one pass over unsplit lists
+    old = search.CHUNK
+    search.CHUNK = chunk
+    try:
+        got_d, got_s = scorer.top(plan.term_ids, None, bits, k, admitted=len(docs)) if len(docs) else (want_d, want_s)
+        all_d, all_s = scorer.scores(plan.term_ids, None)  # the zero-hit fallback's whole collection
+    finally:
+        search.CHUNK = old
+    assert got_d.tolist() == want_d.tolist() and got_s.tolist() == want_s.tolist()
+    ref_d, ref_s = scorer.scores(plan.term_ids, None)
+    assert all_d.tolist() == ref_d.tolist() and all_s.tolist() == ref_s.tolist()
+
+
+def test_an_interrupted_scan_leaves_no_score_behind(zipf_index: sieve.Index, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Scans add into one buffer per thread, kept between searches: a search stopped half-way
+    (its deadline passed) must not leave its partial sums for the next search to add to."""
+    from sieve.engine import deadline
+    from sieve.errors import DeadlineExceededError
+
+    q = "w0 OR w1 OR w2"  # frequent words: every posting is scanned
+    want = [(h.doc_id, h.score) for h in zipf_index.search(q, k=10, explain=False).hits]
+    calls = {"n": 0}
+    real = deadline.check
+
+    def stop_at_the_second_term() -> None:
+        if sys._getframe(1).f_code.co_name == "_scores":  # the scan's check before each term
+            calls["n"] += 1
+            if calls["n"] == 2:  # the first term's scores are in the buffer
+                raise DeadlineExceededError(0.001)
+        real()
+
+    with monkeypatch.context() as m:
+        m.setattr(deadline, "check", stop_at_the_second_term)
+        with pytest.raises(DeadlineExceededError):
+            for _ in range(5):
+                zipf_index.search(q, k=10, explain=False)
+    assert calls["n"] == 2
+    scorer = zipf_index.searcher.parts[0].bm25
+    assert not scorer._buffer().any()
+    assert [(h.doc_id, h.score) for h in zipf_index.search(q, k=10, explain=False).hits] == want
 
 
 def test_pruning_happens_on_rare_and_frequent_words(zipf_index: sieve.Index) -> None:
