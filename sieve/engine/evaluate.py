@@ -11,7 +11,7 @@ import numpy as np
 from sieve.engine import bitset, deadline
 from sieve.engine.batch import NO_DATE
 from sieve.engine.fields import ALL_MASK
-from sieve.engine.plan import LeafPlan, NotPlan, OrPlan, Plan, PlanNode
+from sieve.engine.plan import AndPlan, LeafPlan, NotPlan, OrPlan, Plan, PlanNode
 from sieve.engine.reader import IndexReader
 
 # Filtering a term's positions to the candidate documents (a ragged gather over its postings) pays
@@ -71,10 +71,13 @@ class Evaluator:
         if isinstance(node, NotPlan):
             return self.universe & ~self.eval(node.child, cands)
         if isinstance(node, OrPlan):
-            acc = self.eval(node.children[0], cands)
-            for child in node.children[1:]:
-                acc = acc | self.eval(child, cands)
-            return acc
+            return self.union(node, cands)
+        return self.intersection(node, cands)
+
+    def intersection(self, node: AndPlan, cands: np.ndarray | None) -> np.ndarray:
+        """An AND, cheapest operands first, each evaluated inside what the earlier ones admitted.
+        (Keeping what they admit as a list of documents while the operands are terms, instead of
+        sets, was measured: no faster for AND, 6-8% slower for AND NOT.)"""
         acc_and: np.ndarray | None = None
         for child in node.by_cost:
             bits = self.eval(child, acc_and if acc_and is not None else cands)
@@ -83,6 +86,27 @@ class Evaluator:
                 break
         assert acc_and is not None
         return acc_and
+
+    def union(self, node: OrPlan, cands: np.ndarray | None) -> np.ndarray:
+        """An OR: its terms' document lists scattered into one set (a set of the segment's size
+        made and packed once, not once a term), the other operands' sets added to it."""
+        acc: np.ndarray | None = None
+        lists: list[np.ndarray] = []
+        for child in node.children:
+            if type(child) is LeafPlan and child.kind == "term" and not child.unknown:
+                deadline.check()
+                bits, docs = self._term_parts(child.tids[0], child.mask, cands)
+                if docs is not None:
+                    lists.append(docs)
+            else:
+                bits = self.eval(child, cands)
+            if bits is not None:
+                # A stored row is read-only and shared: the first is copied by the first OR.
+                acc = bits if acc is None else acc | bits
+        if lists:
+            scattered = bitset.from_ids(lists[0] if len(lists) == 1 else np.concatenate(lists), self.n)
+            acc = scattered if acc is None else acc | scattered
+        return acc if acc is not None else bitset.empty(self.n)
 
     def leaf(self, leaf: LeafPlan, cands: np.ndarray | None) -> np.ndarray:
         if leaf.kind == "date":
@@ -103,11 +127,20 @@ class Evaluator:
 
     def term(self, tid: int, fmask: int, cands: np.ndarray | None = None) -> np.ndarray:
         """The documents with term `tid` in fields `fmask` (exact inside `cands`, None: all)."""
+        rows, docs = self._term_parts(tid, fmask, cands)
+        if docs is None:
+            return rows if rows is not None else bitset.empty(self.n)
+        bits = bitset.from_ids(docs, self.n)
+        return bits if rows is None else rows | bits
+
+    def _term_parts(self, tid: int, fmask: int, cands: np.ndarray | None) -> tuple[np.ndarray | None, np.ndarray | None]:
+        """`term`'s answer in two parts, (a set from stored rows, a list of document numbers),
+        either None when empty: an OR of terms scatters every list into one set."""
         r = self.r
         if not ALL_MASK & ~fmask:  # every field: a frequent term's documents may be one stored row
             row = r.any_row(tid)
             if row is not None:
-                return row
+                return row, None
         acc, rest = None, fmask
         # Where the postings to read are: all of the term's, unless rows and rest postings stand in.
         docs_of, rest_masks = r.post_doc, None
@@ -127,14 +160,13 @@ class Evaluator:
                         acc = r.dense[row] if acc is None else acc | r.dense[row]
                         rest &= ~(1 << f)
                 if not rest:
-                    assert acc is not None
-                    return acc
+                    return acc, None
                 if r.rest_ptr is not None:
                     # The postings in the fields without rows, each with those fields' mask only.
                     docs_of, rest_masks = r.rest_doc, r.rest_mask
                     lo, hi = int(r.rest_ptr[a]), int(r.rest_ptr[b])
                     if lo == hi:  # no postings beyond the rows: the rows are the answer
-                        return acc if acc is not None else bitset.empty(self.n)
+                        return acc, None
                     unasked = ALL_MASK & ~covered & ~rest
         docs = docs_of[lo:hi]
         if unasked:
@@ -147,8 +179,7 @@ class Evaluator:
                 at = docs.searchsorted(few)
                 np.minimum(at, len(docs) - 1, out=at)
                 docs = few[docs[at] == few]
-        bits = bitset.from_ids(docs, self.n)
-        return bits if acc is None else acc | bits
+        return acc, docs
 
     def _few(self, cands: np.ndarray, postings: int) -> np.ndarray | None:
         """The documents of `cands` when they are few next to `postings` (else None)."""
