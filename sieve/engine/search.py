@@ -251,6 +251,13 @@ class BM25Scorer:
                 got = self._one(postings[0], bits, k)  # type: ignore[arg-type]
                 if got is not None:
                     return got
+            elif postings and admitted * 16 >= max(p.hi - p.lo for p in postings):
+                # The admitted documents that score above 0, from the postings themselves: when
+                # there are k of them, no other admitted document (scoring 0) can enter, and the
+                # admitted set need not be listed.
+                got_d, got_s = self._scores(postings, None, bits)
+                if len(got_d) >= k:
+                    return top_k(got_d, got_s, k)
             docs = bitset.to_ids(bits, self.r.n_docs)  # type: ignore[arg-type]  # listed for the scan
         return top_k(*self._scores(postings, docs, bits), k)
 
@@ -283,27 +290,33 @@ class BM25Scorer:
         up for survivors only; None when that cannot prove the top k (then the caller holds more
         terms or scans)."""
         r = self.r
-        column = {id(p): j for j, p in enumerate(postings)}  # each term's contributions, in query order
+        # Each term's contribution to each candidate, one array a term (in query order; None: no
+        # contribution yet), so that exact sums add them in the order `scores` does.
+        part: list[np.ndarray | None] = [None] * len(postings)
+        column = {id(p): j for j, p in enumerate(postings)}
         if len(held) == 1:  # one term's documents are ascending and distinct already
             p = held[0]
             cand = r.post_doc[p.lo : p.hi]
-            part = np.zeros((len(cand), len(postings)), dtype=np.float64)
-            part[:, column[id(p)]] = self._term(p, cand)
+            part[column[id(p)]] = self._term(p, cand)
+            low = part[column[id(p)]].copy()  # type: ignore[union-attr]  # grows; the column stays
         else:
             held_docs = [r.post_doc[p.lo : p.hi] for p in held]
             cand = distinct(np.concatenate(held_docs))
-            part = np.zeros((len(cand), len(postings)), dtype=np.float64)
+            low = np.zeros(len(cand), dtype=np.float64)
             for p, d in zip(held, held_docs):
                 # Each held posting's document is a candidate: find its place among them.
-                part[np.searchsorted(cand, d), column[id(p)]] = self._term(p, d)
+                col = part[column[id(p)]] = np.zeros(len(cand), dtype=np.float64)
+                col[np.searchsorted(cand, d)] = self._term(p, d)
+                low += col
         if bits is not None:
             keep = bitset.contains(bits, cand)
-            cand, part = cand[keep], part[keep]
+            if not keep.all():
+                cand, low = cand[keep], low[keep]
+                part = [c if c is None else c[keep] for c in part]
         if len(cand) < k:
             return None  # too few to set a bar: hold the next rarest term too
         outside = sum(p.idf for p in rest)  # a document holding none of `held` scores strictly less
         ahead = outside  # what the terms not yet looked up can still add
-        low = part.sum(axis=1)
         for p in rest:
             # `low` is a lower bound of each candidate's score, `low + ahead` an upper one: only a
             # candidate whose upper bound reaches the k-th best lower bound can be in the top k.
@@ -312,19 +325,22 @@ class BM25Scorer:
             floor = float(np.partition(low, len(low) - k)[len(low) - k])
             surv = np.flatnonzero(low + ahead >= floor - 1e-9 * (1.0 + floor))
             if len(surv) < len(cand):
-                cand, part, low = cand[surv], part[surv], low[surv]
+                cand, low = cand[surv], low[surv]
+                part = [c if c is None else c[surv] for c in part]
             deadline.check()
             where, s = self._at(p, cand)
-            part[where, column[id(p)]] = s
-            low[where] += s
+            col = part[column[id(p)]] = np.zeros(len(cand), dtype=np.float64)
+            col[where] = s
+            low += col
             ahead -= p.idf
             if float(np.partition(low, len(low) - k)[len(low) - k]) + ahead < outside:
                 return None  # even at best a document holding only other terms could still enter
         # Exact scores: the contributions added in query order, as `scores` adds them (a term
         # missing from a document adds 0.0, which changes no sum), so they agree to the bit.
         acc = np.zeros(len(cand), dtype=np.float64)
-        for j in range(len(postings)):
-            acc += part[:, j]
+        for col in part:
+            if col is not None:
+                acc += col
         if outside > float(np.partition(acc, len(acc) - k)[len(acc) - k]):
             return None
         return top_k(cand, acc, k)

@@ -307,17 +307,22 @@ def test_pruning_happens_on_rare_and_frequent_words(zipf_index: sieve.Index) -> 
     assert not full and len(r.hits) == 3 and r.hits[0].score > r.hits[2].score
 
 
-def test_a_pruned_search_never_lists_the_admitted_set(zipf_index: sieve.Index, monkeypatch: pytest.MonkeyPatch) -> None:
-    """MaxScore needs the admitted set only as a bitset: listing it (bitset.to_ids, tens of
-    microseconds at 100k documents) is for the full scan alone."""
+def test_the_admitted_set_is_listed_only_to_fill_ranks_with_zero_scores(zipf_index: sieve.Index, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The admitted set is a bitset; listing it (bitset.to_ids, tens of microseconds at 100k
+    documents) is needed only when fewer than k admitted documents score above 0, so that
+    documents admitted without a scored term fill the ranks: not for MaxScore, nor for a scan."""
     from sieve.engine import bitset, search
 
     listed, real = [], bitset.to_ids
     monkeypatch.setattr(search.bitset, "to_ids", lambda *a: listed.append(1) or real(*a))
     pruned = zipf_index.search("w0 OR w1 OR w55", k=3, explain=False)
     assert not listed and len(pruned.hits) == 3
-    zipf_index.search("w0 OR w1", k=3, explain=False)  # two frequent words: every posting is scored
-    assert listed
+    scanned = zipf_index.search("w0 OR w1", k=3, explain=False)  # two frequent words: every posting is scored
+    assert not listed and len(scanned.hits) == 3
+    rare = zipf_index.search("w2* OR w59", k=150, explain=False)  # a prefix admits, only w59 scores
+    holding = zipf_index.match("w59").count
+    assert listed and 0 < holding < 150 and len(rare.hits) == 150
+    assert all(h.score > 0 for h in rare.hits[:holding]) and all(h.score == 0 for h in rare.hits[holding:])
 
 
 def test_search_without_explanation_gives_the_same_ranking(zipf_index: sieve.Index) -> None:
