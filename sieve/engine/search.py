@@ -178,12 +178,15 @@ class BM25Scorer:
             acc = self._local.acc = np.zeros(self.r.n_docs, dtype=np.float64)
         return acc
 
-    def _scores(self, postings: list[_Posting], docs: np.ndarray | None, bits: np.ndarray | None = None) -> tuple[np.ndarray, np.ndarray]:
-        """`docs` None: the documents holding a term (those in `bits`, if given, as for live documents only)."""
+    def _scores(self, postings: list[_Posting], docs: np.ndarray | None, bits: np.ndarray | None = None,
+                ordered: bool = True) -> tuple[np.ndarray, np.ndarray]:
+        """`docs` None: the documents holding a term with a score above 0 (those in `bits`, if
+        given, as for live documents only), ascending unless not `ordered`."""
         acc = self._buffer()
-        # Clearing the buffer afterwards: the touched entries, unless they are many (then all of it).
-        every = sum(p.hi - p.lo for p in postings) * 8 > len(acc)
-        touched: list[np.ndarray] = []
+        # The documents whose sum left 0.0, each once, in the order they did (a score is never
+        # negative, so a sum leaves 0.0 once and for good). Every other entry of the buffer is
+        # still 0.0 when the scan ends, so clearing these clears it.
+        risen: list[np.ndarray] = []
         try:
             for p in postings:
                 deadline.check()
@@ -198,22 +201,22 @@ class BM25Scorer:
                 for d, s in parts:
                     # A term's documents are distinct, so this adds each contribution once, per
                     # document in query order from 0.0: the sums np.bincount of them all makes, to the bit.
-                    acc[d] += s
-                    if not every:
-                        touched.append(d)
+                    before = acc[d]
+                    rise = before == 0.0
+                    rise &= s > 0.0
+                    before += s
+                    acc[d] = before
+                    if rise.any():
+                        risen.append(d[rise])
             if docs is None:
-                if every:
-                    docs = np.flatnonzero(acc > 0)
-                else:
-                    docs = distinct(np.concatenate(touched)) if touched else np.zeros(0, dtype=np.intp)
-                    docs = docs[acc[docs] > 0]
+                docs = np.concatenate(risen) if risen else np.zeros(0, dtype=np.intp)
+                if ordered:
+                    docs = np.sort(docs)
                 if bits is not None:
                     docs = docs[bitset.contains(bits, docs)]
             return docs, acc[docs]
         finally:
-            if every:
-                acc.fill(0.0)
-            for d in touched:
+            for d in risen:
                 acc[d] = 0.0
 
     def top(self, tids: tuple[int, ...], docs: np.ndarray | None, bits: np.ndarray | None, k: int,
@@ -255,7 +258,7 @@ class BM25Scorer:
                 # The admitted documents that score above 0, from the postings themselves: when
                 # there are k of them, no other admitted document (scoring 0) can enter, and the
                 # admitted set need not be listed.
-                got_d, got_s = self._scores(postings, None, bits)
+                got_d, got_s = self._scores(postings, None, bits, ordered=False)
                 if len(got_d) >= k:
                     return top_k(got_d, got_s, k)
             docs = bitset.to_ids(bits, self.r.n_docs)  # type: ignore[arg-type]  # listed for the scan
