@@ -99,20 +99,30 @@ def raw_lines(path: Path) -> Iterator[tuple[int, str | CorpusError]]:
                 yield lineno, item
 
 
-def line_spans(path: Path, lines: int) -> Iterator[tuple[int, int, int]]:
+SPAN_READ = 8 << 20  # bytes `line_spans` reads at a time
+
+
+def line_spans(path: Path, lines: int, read_size: int = SPAN_READ) -> Iterator[tuple[int, int, int]]:
     """(byte offset, byte length, number of its first line) of consecutive pieces of a plain
-    (uncompressed) file of `lines` lines each, the last maybe fewer: what `span_lines` reads."""
+    (uncompressed) file of `lines` lines each, the last maybe fewer: what `span_lines` reads.
+    Lines end at \n, as readline's do; the file is read `read_size` bytes at a time and its
+    newlines found by numpy (a Python loop over 100,000 lines took 0.17 s of the builder's time,
+    beside the workers)."""
     with open(path, "rb") as fh:
-        start = end = 0
-        first, count = 1, 0
-        for raw in fh:  # lines end at \n, as readline's do
-            end += len(raw)
-            count += 1
-            if count == lines:
+        start = at = 0  # where the piece being counted starts; where the next read starts
+        first, count = 1, 0  # the piece's first line; its lines so far
+        while chunk := fh.read(read_size):
+            ends = np.flatnonzero(np.frombuffer(chunk, dtype=np.uint8) == 10)  # each line's newline
+            i = lines - count - 1  # the newline that completes the piece
+            while i < len(ends):
+                end = at + int(ends[i]) + 1
                 yield start, end - start, first
-                start, first, count = end, first + count, 0
-        if count:
-            yield start, end - start, first
+                start, first = end, first + lines
+                i += lines
+            count = len(ends) - (i - lines + 1)  # lines of the piece after the last one yielded
+            at += len(chunk)
+        if at > start:  # the last piece, maybe ending in a line without a newline
+            yield start, at - start, first
 
 
 def span_lines(path: Path, offset: int, length: int, first: int) -> list[tuple[int, str | CorpusError]]:

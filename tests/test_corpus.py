@@ -258,14 +258,18 @@ def test_cli_lenient(tmp_path: Path) -> None:
 _LINE_BYTES = st.lists(st.sampled_from([b"a", b"{}", b" ", b"\r", b"\n", b"\n", b"\xef\xbb\xbf", b"\xff", b"\xc3\xa9", b"\t"]), max_size=40).map(b"".join)
 
 
-@settings(max_examples=200, deadline=None)
-@given(data=_LINE_BYTES, lines=st.integers(1, 5))
-def test_pieces_read_by_workers_give_the_lines_of_the_file(tmp_path_factory: pytest.TempPathFactory, data: bytes, lines: int) -> None:
+@settings(max_examples=300, deadline=None)
+@given(data=_LINE_BYTES, lines=st.integers(1, 5), read_size=st.sampled_from([1, 2, 3, 7, 64, 1 << 20]))
+def test_pieces_read_by_workers_give_the_lines_of_the_file(tmp_path_factory: pytest.TempPathFactory, data: bytes, lines: int,
+                                                           read_size: int) -> None:
     """The parallel build's workers read `line_spans` pieces with `span_lines`: together the same
-    (line number, text or error) as `raw_lines` (BOM, blank lines, \\r, bad UTF-8, no final newline)."""
+    (line number, text or error) as `raw_lines` (BOM, blank lines, \\r, bad UTF-8, no final newline),
+    however the file is cut into reads, and every piece but the last holds `lines` lines."""
     path = tmp_path_factory.mktemp("spans") / "c.jsonl"
     path.write_bytes(data)
-    spans = list(line_spans(path, lines))
+    spans = list(line_spans(path, lines, read_size))
+    assert [first for _, _, first in spans] == list(range(1, 1 + lines * len(spans), lines))
+    assert all(data[a : a + n].count(b"\n") == lines for a, n, _ in spans[:-1])
     assert sum(length for _, length, _ in spans) == len(data)
     got = [item for span in spans for item in span_lines(path, *span)]
     want = list(raw_lines(path))
