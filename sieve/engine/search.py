@@ -129,7 +129,9 @@ class BM25Scorer:
             avgdl = float(np.asarray(reader.doc_len, dtype=np.float64).mean()) if n else 1.0
         self.avgdl = avgdl or 1.0
         self.norm = length_norm(reader.doc_len, self.avgdl, params)
-        self._local = threading.local()  # scorers are shared between threads; each has its own buffer
+        # Accumulators kept between scans, one per scan running at once (scorers are shared by threads).
+        self._spare: list[np.ndarray] = []
+        self._spare_lock = threading.Lock()
 
     def _postings(self, tids: tuple[int, ...], idfs: tuple[float, ...] | None = None) -> list[_Posting]:
         """`idfs`: each term's idf over the whole collection (default: from this reader's statistics)."""
@@ -170,19 +172,25 @@ class BM25Scorer:
             d = self.r.post_doc[a : min(a + CHUNK, p.hi)]
             yield d, self._term(p, d, a)
 
-    def _buffer(self) -> np.ndarray:
-        """This thread's accumulator: a score per document, all 0.0 between calls. Kept, not made
-        per search: a fresh one is pages to map and zero (800 KB at 100,000 documents)."""
-        acc = getattr(self._local, "acc", None)
-        if acc is None:
-            acc = self._local.acc = np.zeros(self.r.n_docs, dtype=np.float64)
-        return acc
+    def _take(self) -> np.ndarray:
+        """An accumulator: a score per document, all 0.0. Kept between scans rather than made per
+        scan: a fresh one is pages to map and zero (800 KB at 100,000 documents). As many exist as
+        scans ever ran at once, not one per thread that ever searched."""
+        with self._spare_lock:
+            if self._spare:
+                return self._spare.pop()
+        return np.zeros(self.r.n_docs, dtype=np.float64)
+
+    def _give(self, acc: np.ndarray) -> None:
+        """Return an accumulator `_take` gave, all 0.0 again."""
+        with self._spare_lock:
+            self._spare.append(acc)
 
     def _scores(self, postings: list[_Posting], docs: np.ndarray | None, bits: np.ndarray | None = None,
                 ordered: bool = True) -> tuple[np.ndarray, np.ndarray]:
         """`docs` None: the documents holding a term with a score above 0 (those in `bits`, if
         given, as for live documents only), ascending unless not `ordered`."""
-        acc = self._buffer()
+        acc = self._take()
         # The documents whose sum left 0.0, each once, in the order they did (a score is never
         # negative, so a sum leaves 0.0 once and for good). Every other entry of the buffer is
         # still 0.0 when the scan ends, so clearing these clears it.
@@ -218,6 +226,7 @@ class BM25Scorer:
         finally:
             for d in risen:
                 acc[d] = 0.0
+            self._give(acc)
 
     def top(self, tids: tuple[int, ...], docs: np.ndarray | None, bits: np.ndarray | None, k: int,
             idfs: tuple[float, ...] | None = None, admitted: int | None = None) -> tuple[np.ndarray, np.ndarray]:

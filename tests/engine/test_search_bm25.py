@@ -265,9 +265,24 @@ def test_scans_in_chunks_rank_as_one_pass(zipf_index: sieve.Index, words: list[s
     assert all_d.tolist() == ref_d.tolist() and all_s.tolist() == ref_s.tolist()
 
 
+def test_searches_in_threads_rank_as_one_at_a_time(zipf_index: sieve.Index) -> None:
+    """Scans running at once each take an accumulator of their own: eight threads searching the
+    same index give every query the ranking it has alone, and the accumulators kept afterwards
+    number at most the scans that ran at once, each cleared."""
+    from concurrent.futures import ThreadPoolExecutor
+
+    queries = ["w0 OR w1", "w0 OR w1 OR w2", "w1 OR w3 OR w55", "w2 OR w4", "w0", "w5 OR w6 OR w7"] * 8
+    alone = {q: [(h.doc_id, h.score) for h in zipf_index.search(q, k=10, explain=False).hits] for q in set(queries)}
+    with ThreadPoolExecutor(8) as pool:
+        together = list(pool.map(lambda q: [(h.doc_id, h.score) for h in zipf_index.search(q, k=10, explain=False).hits], queries))
+    assert together == [alone[q] for q in queries]
+    spare = zipf_index.searcher.parts[0].bm25._spare
+    assert 1 <= len(spare) <= 8 and not any(acc.any() for acc in spare)
+
+
 def test_an_interrupted_scan_leaves_no_score_behind(zipf_index: sieve.Index, monkeypatch: pytest.MonkeyPatch) -> None:
-    """Scans add into one buffer per thread, kept between searches: a search stopped half-way
-    (its deadline passed) must not leave its partial sums for the next search to add to."""
+    """Scans add into accumulators kept between searches: a search stopped half-way (its
+    deadline passed) must not leave its partial sums for the next search to add to."""
     from sieve.engine import deadline
     from sieve.errors import DeadlineExceededError
 
@@ -290,7 +305,7 @@ def test_an_interrupted_scan_leaves_no_score_behind(zipf_index: sieve.Index, mon
                 zipf_index.search(q, k=10, explain=False)
     assert calls["n"] == 2
     scorer = zipf_index.searcher.parts[0].bm25
-    assert not scorer._buffer().any()
+    assert scorer._spare and not any(acc.any() for acc in scorer._spare)
     assert [(h.doc_id, h.score) for h in zipf_index.search(q, k=10, explain=False).hits] == want
 
 
