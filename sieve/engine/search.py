@@ -258,19 +258,22 @@ class BM25Scorer:
                 got = self._pruned(postings, held, rest, bits, k)
                 if got is not None:
                     return got
-        if docs is None and admitted is not None:  # `bits` is the admitted set
+        # Few admitted documents next to the postings (an AND, a filter): they are listed and
+        # looked up in the postings below; else the postings are scanned.
+        if docs is None and admitted is not None and postings and admitted * 16 >= max(p.hi - p.lo for p in postings):
             if len(postings) == 1:
                 got = self._one(postings[0], bits, k)  # type: ignore[arg-type]
                 if got is not None:
                     return got
-            elif postings and admitted * 16 >= max(p.hi - p.lo for p in postings):
+            else:
                 # The admitted documents that score above 0, from the postings themselves: when
                 # there are k of them, no other admitted document (scoring 0) can enter, and the
                 # admitted set need not be listed.
                 got_d, got_s = self._scores(postings, None, bits, ordered=False)
                 if len(got_d) >= k:
                     return top_k(got_d, got_s, k)
-            docs = bitset.to_ids(bits, self.r.n_docs)  # type: ignore[arg-type]  # listed for the scan
+        if docs is None and admitted is not None:
+            docs = bitset.to_ids(bits, self.r.n_docs)  # type: ignore[arg-type]
         return top_k(*self._scores(postings, docs, bits), k)
 
     def _one(self, p: _Posting, bits: np.ndarray, k: int) -> tuple[np.ndarray, np.ndarray] | None:
