@@ -70,14 +70,23 @@ class Sampler:
         self.index = index
         self.rng = random.Random(seed)
         self.n = len(index)
+        # Documents are drawn segment by segment (an index of several has gaps between the
+        # segments' internal numbers): a segment in proportion to its documents, then one of them.
+        self.readers = [seg.reader for seg in index.segments]
+        self.cum = np.cumsum([r.n_docs for r in self.readers])
         dates = np.asarray(index.segments[0].reader.dates)  # a fresh build: one segment
         years = dates[dates >= 0] // 10000
         self.years = sorted(set(int(y) for y in years)) or [2000]
 
+    def doc(self) -> tuple[Any, int]:
+        """(a segment's reader, one of its documents), at random."""
+        at = self.rng.randrange(int(self.cum[-1]))
+        i = int(np.searchsorted(self.cum, at, side="right"))
+        return self.readers[i], at - (int(self.cum[i - 1]) if i else 0)
+
     def words(self) -> list[str]:
         for _ in range(100):
-            d = self.rng.randrange(self.n)
-            r = self.index.reader
+            r, d = self.doc()
             j = self.rng.randrange(max(1, r.section_count(d)))
             terms = analyze(r.section_text(d, j)) if r.section_count(d) else []
             terms = [w for w in terms if w.upper() not in OPERATORS]  # bare and/or/not are operators in BQL
@@ -90,7 +99,8 @@ class Sampler:
 
     def title_term(self) -> str:
         for _ in range(100):
-            terms = [w for w in analyze(self.index.reader.meta(self.rng.randrange(self.n))["title"]) if w.upper() not in OPERATORS]
+            r, d = self.doc()
+            terms = [w for w in analyze(r.meta(d)["title"]) if w.upper() not in OPERATORS]
             if terms:
                 return self.rng.choice(terms)
         return self.term()
