@@ -235,14 +235,14 @@ class BM25Scorer:
         `admitted` (with `docs` None): `bits` is the admitted set, of that many documents, and is
         read as a list of numbers only if every posting must be scored (MaxScore needs none).
 
-        MaxScore, term-at-a-time, in two passes. The rarest terms are "held": every document
-        holding one is a candidate, scored by the held terms alone (a lower bound of its score).
-        A document can only be in the top k if that bound plus the other terms' upper bounds
-        (their idf) reaches the k-th best bound; only those few survivors are looked up in the
-        other terms' postings, by binary search, and scored exactly. If the k-th best exact score
-        is at least the other terms' upper bounds together, a document holding only other terms
-        scores strictly less and cannot enter. Exact scores add contributions in query order, as
-        `scores` adds them, so sums agree to the bit."""
+        MaxScore, term at a time. The rarest terms are "held": every document holding one is a
+        candidate, scored by the held terms alone (a lower bound of its score). Before each other
+        term, rarest first, is looked up (by binary search, in its postings) a candidate survives
+        only if its bound plus the idfs of the terms not yet looked up (their upper bounds) reaches
+        the k-th best bound. If the k-th best exact score is then at least the other terms' idfs
+        together, a document holding only other terms scores strictly less and cannot enter.
+        Exact scores add contributions in query order, as `scores` adds them, so sums agree to the
+        bit. Otherwise, the postings are scanned (`_scores`, `_one`)."""
         postings = self._postings(tids, idfs)
         size = len(docs) if docs is not None else admitted
         if len(postings) > 1:
