@@ -134,8 +134,9 @@ class Evaluator:
         return bits if rows is None else rows | bits
 
     def _term_parts(self, tid: int, fmask: int, cands: np.ndarray | None) -> tuple[np.ndarray | None, np.ndarray | None]:
-        """`term`'s answer in two parts, (a set from stored rows, a list of document numbers),
-        either None when empty: an OR of terms scatters every list into one set."""
+        """`term`'s answer in two parts: (a set from stored rows, or None; the documents from
+        postings, ascending, or None when the rows hold them all). An OR of terms scatters every
+        part's list into one set."""
         r = self.r
         if not ALL_MASK & ~fmask:  # every field: a frequent term's documents may be one stored row
             row = r.any_row(tid)
