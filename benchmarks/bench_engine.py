@@ -69,7 +69,6 @@ class Sampler:
     def __init__(self, index: sieve.Index, seed: int) -> None:
         self.index = index
         self.rng = random.Random(seed)
-        self.n = len(index)
         # Documents are drawn segment by segment (an index of several has gaps between the
         # segments' internal numbers): a segment in proportion to its documents, then one of them.
         self.readers = [seg.reader for seg in index.segments]

@@ -258,21 +258,19 @@ class BM25Scorer:
                 got = self._pruned(postings, held, rest, bits, k)
                 if got is not None:
                     return got
-        # Few admitted documents next to the postings (an AND, a filter): they are listed and
-        # looked up in the postings below; else the postings are scanned.
-        if docs is None and admitted is not None and postings and admitted * 16 >= max(p.hi - p.lo for p in postings):
-            if len(postings) == 1:
-                got = self._one(postings[0], bits, k)  # type: ignore[arg-type]
+        if docs is None and admitted is not None:  # `bits` is the admitted set
+            # Unless the admitted documents are few next to the postings (an AND, a filter: then
+            # they are listed and looked up below), the postings are scanned, and the admitted
+            # documents that score above 0 come from them: when there are k of them, no other
+            # admitted document (scoring 0) can enter, and the admitted set need not be listed.
+            if postings and admitted * 16 >= max(p.hi - p.lo for p in postings):
+                if len(postings) == 1:
+                    got = self._one(postings[0], bits, k)  # type: ignore[arg-type]
+                else:
+                    got_d, got_s = self._scores(postings, None, bits, ordered=False)
+                    got = top_k(got_d, got_s, k) if len(got_d) >= k else None
                 if got is not None:
                     return got
-            else:
-                # The admitted documents that score above 0, from the postings themselves: when
-                # there are k of them, no other admitted document (scoring 0) can enter, and the
-                # admitted set need not be listed.
-                got_d, got_s = self._scores(postings, None, bits, ordered=False)
-                if len(got_d) >= k:
-                    return top_k(got_d, got_s, k)
-        if docs is None and admitted is not None:
             docs = bitset.to_ids(bits, self.r.n_docs)  # type: ignore[arg-type]
         return top_k(*self._scores(postings, docs, bits), k)
 
