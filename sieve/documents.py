@@ -16,6 +16,7 @@ INTRO = "(intro)"
 # Record keys with a meaning; every other key is kept as metadata, as it is.
 _KNOWN_KEYS = {"id", "_id", "title", "sections", "text", "author", "date", "infobox"}
 _SECTION_KEYS = ("heading", "text")
+_SECTION_KEY_SET = frozenset(_SECTION_KEYS)
 KEPT_SECTION_KEYS = "section_keys"  # metadata key of unknown section keys kept by a lenient read
 _LENIENT_HINT = "--lenient (lenient=True) keeps unknown keys as metadata instead"
 
@@ -29,7 +30,8 @@ def unknown_keys(rec: Mapping[str, Any]) -> list[str]:
     sections = rec.get("sections")
     if isinstance(sections, list):
         for i, sec in enumerate(sections):
-            if isinstance(sec, dict):
+            # The usual section is tested in one step; only one with another key is listed.
+            if isinstance(sec, dict) and not sec.keys() <= _SECTION_KEY_SET:
                 out += [f"sections[{i}].{k}" for k in sec if k not in _SECTION_KEYS]
     return out
 
@@ -112,13 +114,15 @@ _SURROGATE = re.compile("[\ud800-\udfff]")
 _JSON = json.JSONEncoder(ensure_ascii=False)  # made once: json.dumps with options makes one a call
 
 
-def _text(value: Any, what: str) -> str:
+def _text(value: Any, what: str, *args: Any) -> str:
+    """`value` if it is valid text, else CorpusError naming it as `what.format(*args)` (formatted
+    only then: a record has many texts and they are nearly always valid)."""
     if not isinstance(value, str):
-        raise CorpusError(f"{what} must be a string, got {type(value).__name__}")
+        raise CorpusError(f"{what.format(*args)} must be a string, got {type(value).__name__}")
     if not value.isascii():  # isascii is O(1); the search runs only on non-ASCII text
         bad = _SURROGATE.search(value)
         if bad:
-            raise CorpusError(f"{what} holds a lone surrogate U+{ord(bad.group()):04X} at character {bad.start()} (not valid Unicode text)")
+            raise CorpusError(f"{what.format(*args)} holds a lone surrogate U+{ord(bad.group()):04X} at character {bad.start()} (not valid Unicode text)")
     return value
 
 
@@ -134,11 +138,11 @@ def _author(value: Any) -> str | None:
 
 def _infobox_value(key: str, value: Any) -> str:
     if isinstance(value, str):
-        return _text(value, f"infobox value of {key!r}")
+        return _text(value, "infobox value of {!r}", key)
     if isinstance(value, (int, float)) and not isinstance(value, bool):
         return str(value)
     if isinstance(value, list) and all(isinstance(v, (str, int, float)) for v in value):
-        return _text("; ".join(str(v) for v in value), f"infobox value of {key!r}")
+        return _text("; ".join(str(v) for v in value), "infobox value of {!r}", key)
     raise CorpusError(f"infobox value of {key!r} must be a string, number or list of them")
 
 
@@ -146,9 +150,15 @@ def _infobox(value: Any) -> dict[str, str]:
     if value is None:
         return {}
     if isinstance(value, dict):
-        return {_text(k, "infobox key"): _infobox_value(k, v) for k, v in value.items()}
-    if isinstance(value, str):
         box: dict[str, str] = {}
+        for k, v in value.items():
+            if type(k) is str and type(v) is str and k.isascii() and v.isascii():  # the usual item: valid as it is
+                box[k] = v
+            else:
+                box[_text(k, "infobox key")] = _infobox_value(k, v)
+        return box
+    if isinstance(value, str):
+        box = {}
         for part in value.split(";"):
             if not part.strip():
                 continue
@@ -188,6 +198,13 @@ def _checked_date(value: Any) -> str | None:
 _checked_date_text = functools.lru_cache(maxsize=1 << 12)(_checked_date)  # errors are raised, never cached
 
 
+def _ascii_strings(d: Mapping[Any, Any]) -> bool:
+    for k, v in d.items():
+        if not (type(k) is str and type(v) is str and k.isascii() and v.isascii()):
+            return False
+    return True
+
+
 def _sections(rec: Mapping[str, Any]) -> tuple[Section, ...]:
     raw = rec.get("sections")
     if raw is None:
@@ -200,8 +217,8 @@ def _sections(rec: Mapping[str, Any]) -> tuple[Section, ...]:
         if not isinstance(s, dict):
             raise CorpusError(f"section {i} must be an object with heading and text")
         heading = s.get("heading")
-        heading = INTRO if heading in (None, "") else _text(heading, f"section {i} heading")
-        out.append(Section(heading, _text(s.get("text", ""), f"section {i} text")))
+        heading = INTRO if heading in (None, "") else _text(heading, "section {} heading", i)
+        out.append(Section(heading, _text(s.get("text", ""), "section {} text", i)))
     return tuple(out)
 
 
@@ -234,7 +251,7 @@ def document_from_record(rec: Any, lenient: bool = False) -> Document:
             metadata[KEPT_SECTION_KEYS] = kept
     # Stored as UTF-8 JSON: every value must serialise and every string be valid Unicode. ASCII
     # strings under string keys (most metadata) certainly do, without serialising them to see.
-    if metadata and not all(type(k) is str and k.isascii() and type(v) is str and v.isascii() for k, v in metadata.items()):
+    if metadata and not _ascii_strings(metadata):
         try:
             _JSON.encode(metadata).encode()
         except UnicodeEncodeError as e:  # before ValueError, its base class

@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import functools
 import itertools
-import json
 from array import array
 from collections import defaultdict
 from dataclasses import dataclass, field
@@ -17,6 +16,7 @@ from typing import Any
 
 import numpy as np
 
+from sieve import jsonio
 from sieve.documents import INTRO, Document
 from sieve.engine.analysis import PLAIN, SEPARATOR, STOP, Analyzer, analyze_joined
 from sieve.isodate import first_day
@@ -78,11 +78,6 @@ class Vocabulary:
 
 # Documents of one corpus share few dates: each is parsed once.
 _first_day = functools.lru_cache(maxsize=1 << 12)(first_day)
-_JSON = json.JSONEncoder(ensure_ascii=False, separators=(",", ":"))  # made once: json.dumps with options makes one a call
-
-
-def _dumps(obj: Any) -> bytes:
-    return _JSON.encode(obj).encode()
 
 
 @dataclass
@@ -187,7 +182,7 @@ def analyze_batch(docs: list[Document], lines: list[int], vocab: Vocabulary, sch
         meta: dict[str, Any] = {"id": doc.id, "title": doc.title, "headings": doc.headings, **doc.optional_fields()}
         if doc.metadata:
             meta["metadata"] = dict(doc.metadata)
-        metas.append(_dumps(meta))
+        metas.append(jsonio.dumps(meta))
     ids = vocab.lookup(analyze_joined(texts)) if texts else np.zeros(0, np.int32)
     ends = np.flatnonzero(ids == 0)  # SEPARATOR has id 0: one after every unit
     unit_len = (np.diff(ends, prepend=-1) - 1).astype(np.int32)

@@ -4,12 +4,12 @@ from __future__ import annotations
 
 import bisect
 import functools
-import json
 from pathlib import Path
 from typing import Any, Sequence
 
 import numpy as np
 
+from sieve import jsonio
 from sieve.engine import attributes, docids, storage, weak
 from sieve.engine.analysis import Analyzer
 from sieve.engine.positions import BLOCK, BLOCK_FILES, EXCEPTION_FILES, PACKED_COLUMNS, PACKED_FILES, PACKED_FILES_ROWS, RAW_FILES, ROW_FILES, BlockPositions, RawPositions
@@ -397,7 +397,7 @@ class IndexReader:
     def meta(self, d: int) -> dict[str, Any]:
         raw = self._meta.read(int(self.meta_off[d]), int(self.meta_off[d + 1]))
         try:
-            return json.loads(raw)
+            return jsonio.loads(raw)
         except (ValueError, UnicodeDecodeError):
             raise self.damaged(("store.meta.off.sva", "store.meta.sva"), f"record of document {d} is unreadable") from None
 

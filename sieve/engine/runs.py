@@ -67,7 +67,7 @@ class Postings:
     pos: np.ndarray  # int64, grouped by entry
 
 
-def _by_key(keys: np.ndarray, tok_unit: np.ndarray, tok_pos: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+def by_key(keys: np.ndarray, tok_unit: np.ndarray, tok_pos: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """(keys, units, positions) of the tokens ordered by key, then position.
 
     Since positions ascend in stream order, that is the stable order by key, and it is one sort of
@@ -108,7 +108,11 @@ def sort_tokens(keys: np.ndarray, tok_unit: np.ndarray, tok_pos: np.ndarray, uni
     """Postings of tokens with sort `keys` (stable: stream order within a key), each in unit
     `tok_unit` at position `tok_pos`; `unit_doc`/`unit_field` index by unit. Tokens come in stream
     order: `tok_pos` strictly ascending, `tok_unit` ascending."""
-    s_key, s_unit, s_pos = _by_key(keys, tok_unit, tok_pos)
+    return postings(*by_key(keys, tok_unit, tok_pos), unit_doc, unit_field)
+
+
+def postings(s_key: np.ndarray, s_unit: np.ndarray, s_pos: np.ndarray, unit_doc: np.ndarray, unit_field: np.ndarray) -> Postings:
+    """The postings of tokens sorted by `by_key` (their keys, units and positions)."""
     s_doc = unit_doc[s_unit]
     s_bit = (np.uint8(1) << unit_field.astype(np.uint8))[s_unit]
     del s_unit

@@ -64,13 +64,13 @@ def test_an_error_inside_restores_the_setting(advice: bool) -> None:
 
 def test_a_build_sorts_without_the_advice_and_leaves_it_as_it_was(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, advice: bool) -> None:
     during: list[bool] = []
-    real = runs.sort_tokens
+    real = runs.by_key
 
-    def spy(*args: object) -> runs.Postings:
+    def spy(*args: object) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
         during.append(get_advice())
         return real(*args)  # type: ignore[arg-type]
 
-    monkeypatch.setattr("sieve.engine.writer.sort_tokens", spy)
+    monkeypatch.setattr("sieve.engine.writer.by_key", spy)
     index = sieve.build_index(list(stdlib_documents())[:50], tmp_path / "idx")
     assert len(index) == 50
     assert during == [False]
