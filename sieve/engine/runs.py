@@ -67,14 +67,21 @@ class Postings:
     pos: np.ndarray  # int64, grouped by entry
 
 
-def by_key(keys: np.ndarray, tok_unit: np.ndarray, tok_pos: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+def by_key(keys: np.ndarray, tok_unit: np.ndarray, tok_pos: np.ndarray | int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """(keys, units, positions) of the tokens ordered by key, then position.
 
     Since positions ascend in stream order, that is the stable order by key, and it is one sort of
     int64 pairs (key high, position offset low) that carries the positions with it: no
     permutation to gather keys and positions through (random reads, the costly part). The unit
-    of each sorted position is then read from a table over the buffer's span of positions."""
+    of each sorted position is then read from a table over the buffer's span of positions.
+
+    `tok_pos` may be an int, `first`: token i is at position `first + i + tok_unit[i]` (a stream
+    that left no token out, so one gap position per unit before it). The pairs then carry token
+    numbers, whose units are read from `tok_unit` itself: neither the positions nor the table
+    over them is made (0.1 s of a 100k-document build's final step)."""
     n = len(keys)
+    if isinstance(tok_pos, (int, np.integer)):
+        return _by_key_in_stream(keys, tok_unit, int(tok_pos))
     if n == 0:
         return keys.copy(), tok_unit.copy(), tok_pos.astype(np.int64)
     base = int(tok_pos[0])
@@ -104,10 +111,26 @@ def by_key(keys: np.ndarray, tok_unit: np.ndarray, tok_pos: np.ndarray) -> tuple
     return s_key, s_unit, pairs
 
 
-def sort_tokens(keys: np.ndarray, tok_unit: np.ndarray, tok_pos: np.ndarray, unit_doc: np.ndarray, unit_field: np.ndarray) -> Postings:
+def _by_key_in_stream(keys: np.ndarray, tok_unit: np.ndarray, first: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    n = len(keys)
+    shift = max(n - 1, 0).bit_length()
+    if n == 0 or int(keys.max()) >= 1 << (63 - shift):  # nothing to pair, or too wide to: as positions
+        return by_key(keys, tok_unit, first + np.arange(n, dtype=np.int64) + tok_unit)
+    pairs = _sorted_pairs(keys, np.arange(n, dtype=np.int64), shift)
+    s_key = np.empty(n, dtype=keys.dtype)
+    np.right_shift(pairs, shift, out=s_key, casting="unsafe")
+    pairs &= (1 << shift) - 1  # now each token's number
+    s_unit = tok_unit[pairs]
+    pairs += s_unit  # its position less `first`
+    if first:
+        pairs += first
+    return s_key, s_unit, pairs
+
+
+def sort_tokens(keys: np.ndarray, tok_unit: np.ndarray, tok_pos: np.ndarray | int, unit_doc: np.ndarray, unit_field: np.ndarray) -> Postings:
     """Postings of tokens with sort `keys` (stable: stream order within a key), each in unit
     `tok_unit` at position `tok_pos`; `unit_doc`/`unit_field` index by unit. Tokens come in stream
-    order: `tok_pos` strictly ascending, `tok_unit` ascending."""
+    order: `tok_pos` strictly ascending (or an int: see `by_key`), `tok_unit` ascending."""
     return postings(*by_key(keys, tok_unit, tok_pos), unit_doc, unit_field)
 
 
@@ -149,7 +172,7 @@ class Runs:
         self.dir = folder
         self.count = 0
 
-    def spill(self, tokens: np.ndarray, tok_unit: np.ndarray, tok_pos: np.ndarray, unit_doc: np.ndarray, unit_field: np.ndarray,
+    def spill(self, tokens: np.ndarray, tok_unit: np.ndarray, tok_pos: np.ndarray | int, unit_doc: np.ndarray, unit_field: np.ndarray,
               term_of: Callable[[int], str]) -> None:
         """Sort the buffered tokens (term ids) into a run ordered by term string, and write it."""
         ids = distinct(tokens)

@@ -165,19 +165,20 @@ class IndexWriter:
         unit_doc = np.repeat(np.arange(len(doc_units) - 1, dtype=np.int32), np.diff(doc_units))
         return unit_len, unit_doc, np.frombuffer(self.unit_field, dtype=np.int8).astype(np.uint8)
 
-    def _buffered(self, unit_len: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-        """(term ids, unit, position) of the buffered tokens that are indexed (not stop words)."""
+    def _buffered(self, unit_len: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray | int]:
+        """(term ids, unit, position) of the buffered tokens that are indexed (not stop words).
+        Without stop words the positions are given as where the buffer starts (`runs.by_key`)."""
         units = np.arange(self.spilled_units, len(unit_len), dtype=np.int32)
         tok_unit = np.repeat(units, unit_len[self.spilled_units:])
         tokens = np.frombuffer(self.tokens, dtype=np.int32)
+        stop = self.vocab.ids.get(STOP)
+        if stop is None:  # token i at self.spilled_tokens + i + its unit (one gap position per unit)
+            return tokens, tok_unit, self.spilled_tokens
         # position = index in the whole token stream + number of units before (one gap each)
         tok_pos = np.arange(self.spilled_tokens, self.spilled_tokens + len(tokens), dtype=np.int64)
         tok_pos += tok_unit
-        stop = self.vocab.ids.get(STOP)
-        if stop is not None:
-            kept = tokens != stop
-            tokens, tok_unit, tok_pos = tokens[kept], tok_unit[kept], tok_pos[kept]
-        return tokens, tok_unit, tok_pos
+        kept = tokens != stop
+        return tokens[kept], tok_unit[kept], tok_pos[kept]
 
     def _spill(self) -> None:
         with small_pages():
@@ -192,6 +193,8 @@ class IndexWriter:
         unit_doc = (np.searchsorted(doc_units, np.arange(first, len(unit_len), dtype=np.int64), side="right") - 1).astype(np.int32)
         unit_field = np.frombuffer(self.unit_field, dtype=np.int8)[first:].astype(np.uint8)
         tokens, tok_unit, tok_pos = self._buffered(unit_len)
+        if isinstance(tok_pos, int):  # positions after units counted from `first`: start `first` later
+            tok_pos += first
         terms = list(self.vocab.ids)
         self.runs.spill(tokens, tok_unit - first, tok_pos, unit_doc, unit_field, terms.__getitem__)
         self.spilled_tokens += len(self.tokens)  # the whole stream, stop words too: positions count them
@@ -336,14 +339,15 @@ class IndexWriter:
         if self.runs.count:
             used_ids = self.runs.used_terms().tolist()
         else:
-            used = np.bincount(np.frombuffer(self.tokens, dtype=np.int32), minlength=len(terms)) > 0
+            occurs = np.bincount(np.frombuffer(self.tokens, dtype=np.int32), minlength=len(terms))  # each term's positions
             if STOP in self.vocab.ids:
-                used[self.vocab.ids[STOP]] = False
-            used_ids = np.flatnonzero(used).tolist()
+                occurs[self.vocab.ids[STOP]] = 0
+            used_ids = np.flatnonzero(occurs).tolist()
         order = sorted(used_ids, key=terms.__getitem__)
         rank = np.zeros(len(terms), dtype=np.int32)
         rank[np.asarray(order, dtype=np.int64)] = np.arange(len(order), dtype=np.int32)
         sorted_terms = [terms[i].encode() for i in order]
+        pos_count = None if self.runs.count else occurs[np.asarray(order, dtype=np.int64)]  # by final term
         del terms, order, used_ids
 
         unit_len, unit_doc, unit_field = self._unit_tables()
@@ -382,7 +386,6 @@ class IndexWriter:
                 tokens, tok_unit, tok_pos = self._buffered(unit_len)
                 keys = rank[tokens]
                 del tokens
-                pos_count = np.bincount(keys, minlength=n_terms)  # each term's positions
                 s_key, s_unit, s_pos = by_key(keys, tok_unit, tok_pos)
                 del keys, tok_unit, tok_pos
                 # The positions need nothing more: their blocks are made while the postings are.

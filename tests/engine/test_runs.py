@@ -121,6 +121,31 @@ def test_sort_tokens_equals_brute_force(data: Any) -> None:
     assert len(p.pos) == n
 
 
+@settings(max_examples=200, deadline=None)
+@given(st.data())
+def test_a_stream_start_gives_the_postings_of_its_positions(data: Any) -> None:
+    """`sort_tokens` given where a stream with no token left out starts (token i at
+    start + i + its unit) equals it given those positions, and the brute force."""
+    n_units = data.draw(st.integers(1, 12))
+    unit_doc = sorted(data.draw(st.lists(st.integers(0, 5), min_size=n_units, max_size=n_units)))
+    unit_field = data.draw(st.lists(st.integers(0, 6), min_size=n_units, max_size=n_units))
+    n = data.draw(st.integers(0, 60))
+    units = sorted(data.draw(st.lists(st.integers(0, n_units - 1), min_size=n, max_size=n)))
+    start = data.draw(st.sampled_from([0, 1, 12345, 1 << 40]))
+    keys = data.draw(st.lists(st.sampled_from([0, 1, 2, 3, 7, 40_000, 70_000, (1 << 31) - 1]), min_size=n, max_size=n))
+    pos = [start + i + u for i, u in enumerate(units)]
+    args = (np.asarray(keys, np.int32), np.asarray(units, np.int32))
+    tables = (np.asarray(unit_doc, np.int32), np.asarray(unit_field, np.uint8))
+    got = runs_module.sort_tokens(*args, start, *tables)
+    want = runs_module.sort_tokens(*args, np.asarray(pos, np.int64), *tables)
+    for name in ("term", "doc", "tf", "mask", "ttf", "pos"):
+        assert np.array_equal(getattr(got, name), getattr(want, name)) and getattr(got, name).dtype == getattr(want, name).dtype, name
+    ends = np.cumsum(got.tf).tolist()
+    assert [(int(k), int(d), int(tf), int(m), int(ttf), got.pos[e - tf : e].tolist())
+            for k, d, tf, m, ttf, e in zip(got.term, got.doc, got.tf, got.mask, got.ttf, ends)] == \
+        _postings_by_brute_force(keys, units, pos, unit_doc, unit_field)
+
+
 def test_stable_argsort_equals_numpy_stable_sort() -> None:
     rng = np.random.default_rng(3)
     for high in (10, 1 << 16, 1 << 20, (1 << 31) - 1):
