@@ -66,6 +66,23 @@ class Postings:
     ttf: np.ndarray  # uint32: occurrences in title, headings and body
     pos: np.ndarray  # int64, grouped by entry
 
+    @staticmethod
+    def joined(parts: list["Postings"], pos: np.ndarray) -> "Postings":
+        """The postings of consecutive pieces of one sorted stream (each cut where a key starts),
+        whose positions, together, are `pos`."""
+        return Postings(*(np.concatenate([getattr(p, name) for p in parts]) for name in ("term", "doc", "tf", "mask", "ttf")), pos)
+
+
+def key_start_near_middle(s_key: np.ndarray) -> int:
+    """Where a key starts in sorted `s_key`, near its middle: the stream cut there makes postings
+    on both sides (`postings` of each, then `Postings.joined`) as it does whole. `len(s_key)`
+    when one key holds the first token and the middle one."""
+    if len(s_key) == 0:
+        return 0
+    middle = s_key[len(s_key) // 2]
+    cut = int(np.searchsorted(s_key, middle, side="left"))
+    return cut if cut else int(np.searchsorted(s_key, middle, side="right"))
+
 
 def by_key(keys: np.ndarray, tok_unit: np.ndarray, tok_pos: np.ndarray | int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """(keys, units, positions) of the tokens ordered by key, then position.

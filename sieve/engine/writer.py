@@ -23,7 +23,7 @@ from sieve.engine.batch import NO_DATE, AnalyzedBatch, Vocabulary
 from sieve.engine.fields import Field
 from sieve.engine.pages import small_pages
 from sieve.engine.positions import PositionsWriter
-from sieve.engine.runs import Runs, by_key, postings
+from sieve.engine.runs import Postings, Runs, by_key, key_start_near_middle, postings
 from sieve.engine.schema import NO_FIELDS, Schema
 from sieve.engine.store import CODEC, SHIFTS, BlockWriter
 
@@ -388,10 +388,14 @@ class IndexWriter:
                 del tokens
                 s_key, s_unit, s_pos = by_key(keys, tok_unit, tok_pos)
                 del keys, tok_unit, tok_pos
-                # The positions need nothing more: their blocks are made while the postings are.
+                # The postings are made in two halves, one on the helper, which then encodes the
+                # positions (they need nothing more) while this thread writes the postings.
+                cut = key_start_near_middle(s_key)
+                first = helper.submit(postings, s_key[:cut], s_unit[:cut], s_pos[:cut], unit_doc, unit_field)
                 pos_files = helper.submit(_write_positions, PositionsWriter(self.dir, pos_dtype, total_positions), s_pos, pos_count)
-                p = postings(s_key, s_unit, s_pos, unit_doc, unit_field)
-                del s_key, s_unit, s_pos
+                second = postings(s_key[cut:], s_unit[cut:], s_pos[cut:], unit_doc, unit_field)
+                p = Postings.joined([first.result(), second], s_pos)
+                del s_key, s_unit, s_pos, first, second
                 text_df = np.bincount(p.term[p.ttf > 0], minlength=n_terms).astype(np.int32)
                 post_ptr = np.zeros(n_terms + 1, dtype=np.int64)
                 post_ptr[1:] = np.cumsum(np.bincount(p.term, minlength=n_terms))

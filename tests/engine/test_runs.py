@@ -146,6 +146,28 @@ def test_a_stream_start_gives_the_postings_of_its_positions(data: Any) -> None:
         _postings_by_brute_force(keys, units, pos, unit_doc, unit_field)
 
 
+@settings(max_examples=200, deadline=None)
+@given(st.data())
+def test_postings_of_two_halves_joined_equal_the_whole(data: Any) -> None:
+    """The build's final step makes postings in two halves cut where a key starts: joined, they
+    are the whole stream's, whatever the keys (one key throughout, many, none)."""
+    n_units = data.draw(st.integers(1, 12))
+    unit_doc = np.asarray(sorted(data.draw(st.lists(st.integers(0, 5), min_size=n_units, max_size=n_units))), np.int32)
+    unit_field = np.asarray(data.draw(st.lists(st.integers(0, 6), min_size=n_units, max_size=n_units)), np.uint8)
+    n = data.draw(st.integers(0, 60))
+    units = np.asarray(sorted(data.draw(st.lists(st.integers(0, n_units - 1), min_size=n, max_size=n))), np.int32)
+    keys = np.asarray(data.draw(st.lists(st.integers(0, data.draw(st.sampled_from([0, 2, 50]))), min_size=n, max_size=n)), np.int32)
+    s_key, s_unit, s_pos = runs_module.by_key(keys, units, 0)
+    whole = runs_module.postings(s_key, s_unit, s_pos, unit_doc, unit_field)
+    cut = runs_module.key_start_near_middle(s_key)
+    assert cut == n or cut == 0 or s_key[cut] != s_key[cut - 1]
+    parts = [runs_module.postings(s_key[:cut], s_unit[:cut], s_pos[:cut], unit_doc, unit_field),
+             runs_module.postings(s_key[cut:], s_unit[cut:], s_pos[cut:], unit_doc, unit_field)]
+    joined = runs_module.Postings.joined(parts, s_pos)
+    for name in ("term", "doc", "tf", "mask", "ttf", "pos"):
+        assert np.array_equal(getattr(joined, name), getattr(whole, name)) and getattr(joined, name).dtype == getattr(whole, name).dtype, name
+
+
 def test_stable_argsort_equals_numpy_stable_sort() -> None:
     rng = np.random.default_rng(3)
     for high in (10, 1 << 16, 1 << 20, (1 << 31) - 1):
