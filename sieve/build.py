@@ -1,8 +1,10 @@
 """The build pipeline: corpus -> analysed batches (in this process or in worker processes) -> writer.
 
-With a JSONL file and `jobs > 1`, worker processes parse, validate and analyse chunks of lines
-while this process assembles the index in line order; an iterable of records is analysed here.
-Either way every bad record is reported with its line, exactly as `read_documents` would.
+A plain JSONL file is read in pieces of lines, each parsed, validated and analysed as one batch:
+by worker processes with `jobs > 1` (while this process assembles the index in line order), or
+here. Other sources (gzip, folders, iterables, one shard's share) are read record by record with
+`read_documents`. Either way every bad record is reported with its line, exactly as
+`read_documents` would.
 """
 
 from __future__ import annotations
@@ -53,8 +55,14 @@ def checked_fields(doc: Document, schema: Schema, name: str | None, line: int | 
 
 
 def _analyze_lines(name: str, lines: list[tuple[int, str | CorpusError]]) -> tuple[int, AnalyzedBatch]:
-    """Worker: parse, validate and analyse a chunk of lines with this process's vocabulary."""
+    """Worker: `analyze_lines` with this process's vocabulary."""
     assert _WORKER_VOCAB is not None
+    return os.getpid(), analyze_lines(name, lines, _WORKER_VOCAB, _WORKER_LENIENT, _WORKER_SCHEMA)
+
+
+def analyze_lines(name: str, lines: list[tuple[int, str | CorpusError]], vocab: Vocabulary, lenient: bool, schema: Schema) -> AnalyzedBatch:
+    """Parse, validate and analyse a chunk of lines (`span_lines`) into one batch; the records
+    left out are in its `errors` (duplicate ids are `_checked` later, across batches)."""
     docs, numbers, errors, values = [], [], [], []
     kept = 0
     for lineno, text in lines:
@@ -62,17 +70,17 @@ def _analyze_lines(name: str, lines: list[tuple[int, str | CorpusError]]) -> tup
         try:
             if isinstance(rec, CorpusError):
                 raise rec
-            doc = checked_document(rec, name, lineno, _WORKER_LENIENT)
-            values.append(checked_fields(doc, _WORKER_SCHEMA, name, lineno))
+            doc = checked_document(rec, name, lineno, lenient)
+            values.append(checked_fields(doc, schema, name, lineno))
             docs.append(doc)
-            kept += bool(_WORKER_LENIENT and unknown_keys(rec))
+            kept += bool(lenient and unknown_keys(rec))
             numbers.append(lineno)
         except CorpusError as err:
             errors.append(err)
-    batch = analyze_batch(docs, numbers, _WORKER_VOCAB, _WORKER_SCHEMA, values)
+    batch = analyze_batch(docs, numbers, vocab, schema, values)
     batch.errors = errors
     batch.kept = kept
-    return os.getpid(), batch
+    return batch
 
 
 def _analyze_span(name: str, offset: int, length: int, first: int) -> tuple[int, AnalyzedBatch]:
@@ -106,6 +114,14 @@ def _parallel_batches(path: Path, jobs: int, analyzer: Analyzer, lenient: bool, 
     else:
         pool.close()
         pool.join()
+
+
+def _file_batches(path: Path, analyzer: Analyzer, lenient: bool, schema: Schema) -> Iterator[tuple[Any, AnalyzedBatch]]:
+    """What `_parallel_batches` gives, made in this process: a batch per piece of lines, not a
+    generator step per record (a one-process build of 100k man-sections records: 5.8 -> 4.9 s)."""
+    vocab = Vocabulary(analyzer)
+    for span in line_spans(path, BATCH_DOCS):
+        yield "local", analyze_lines(str(path), span_lines(path, *span), vocab, lenient, schema)
 
 
 def _local_batches(source: Source, on_error: OnError, report: CorpusReport, analyzer: Analyzer, lenient: bool, schema: Schema,
@@ -165,10 +181,12 @@ def _batch_stream(source: Source, on_error: OnError, report: CorpusReport, jobs:
         return
     jobs = jobs if jobs is not None else min(os.cpu_count() or 1, 4)
     path = corpus_file(source) if isinstance(source, (str, os.PathLike)) and not is_document_folder(source) else None
-    if path is not None and jobs > 1 and path.stat().st_size >= PARALLEL_MIN_BYTES and path.suffix != ".gz":
+    if path is not None and path.suffix != ".gz":
         report.source = str(source)
         ids = IdRegistry()
-        for key, batch in _parallel_batches(path, jobs, analyzer, lenient, schema):
+        parallel = jobs > 1 and path.stat().st_size >= PARALLEL_MIN_BYTES
+        batches = _parallel_batches(path, jobs, analyzer, lenient, schema) if parallel else _file_batches(path, analyzer, lenient, schema)
+        for key, batch in batches:
             yield key, _checked(batch, str(path), ids, on_error, report)
     else:
         yield from _local_batches(source, on_error, report, analyzer, lenient, schema)
