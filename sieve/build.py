@@ -12,6 +12,7 @@ from __future__ import annotations
 import multiprocessing
 import os
 from collections import deque
+from contextlib import closing
 from pathlib import Path
 from typing import Any, Callable, Iterator
 
@@ -186,8 +187,14 @@ def _batch_stream(source: Source, on_error: OnError, report: CorpusReport, jobs:
         ids = IdRegistry()
         parallel = jobs > 1 and path.stat().st_size >= PARALLEL_MIN_BYTES
         batches = _parallel_batches(path, jobs, analyzer, lenient, schema) if parallel else _file_batches(path, analyzer, lenient, schema)
-        for key, batch in batches:
-            yield key, _checked(batch, str(path), ids, on_error, report)
+        try:
+            for key, batch in batches:
+                yield key, _checked(batch, str(path), ids, on_error, report)
+        finally:
+            # Now, not when this frame goes: a traceback that keeps it (a caller's saved error)
+            # would keep the workers' pool open, and at exit multiprocessing's terminate of it
+            # can deadlock on the task queue's lock.
+            batches.close()
     else:
         yield from _local_batches(source, on_error, report, analyzer, lenient, schema)
 
@@ -268,12 +275,13 @@ def build_segments(
     only these records (one shard's share, see `read_documents`); `allow_empty`: a source with
     no document gives one empty segment instead of an error (a shard that drew no id)."""
     report = report if report is not None else CorpusReport()
-    batches = _batches(source, on_error, report, jobs, analyzer, lenient, schema, select)
     out = _Segmenter(new_segment, memory_mb, segment_bytes, analyzer, schema)
-    for key, batch in batches:
-        out.add(batch, key)
-        if progress is not None:
-            progress(out.total, out.progress_bytes())
+    # Closed on the way out, error or not: a traceback kept by the caller must not keep the workers.
+    with closing(_batches(source, on_error, report, jobs, analyzer, lenient, schema, select)) as batches:
+        for key, batch in batches:
+            out.add(batch, key)
+            if progress is not None:
+                progress(out.total, out.progress_bytes())
     if not out.total:
         if not allow_empty:
             raise nothing_to_index(report)
@@ -298,12 +306,12 @@ def build(
     batch. An empty source is an error (a wrong path or format, almost always) unless `allow_empty`
     (a writer that deleted every document, a merge of nothing)."""
     report = report if report is not None else CorpusReport()
-    batches = _batches(source, on_error, report, jobs, analyzer, schema=schema)
     writer = IndexWriter(gen_dir, memory_mb if memory_mb is not None else DEFAULT_MEMORY_MB, analyzer, schema)
-    for key, batch in batches:
-        writer.add_batch(batch, key)
-        if progress is not None:
-            progress(writer.documents, writer.bytes_in)
+    with closing(_batches(source, on_error, report, jobs, analyzer, schema=schema)) as batches:
+        for key, batch in batches:
+            writer.add_batch(batch, key)
+            if progress is not None:
+                progress(writer.documents, writer.bytes_in)
     if not writer.documents and not allow_empty:
         raise nothing_to_index(report)
     return writer.finish({"source": report.source, "skipped": report.skipped})

@@ -38,7 +38,9 @@ def test_parallel_and_local_builds_are_byte_identical(tmp_path: Path) -> None:
     src = corpus(tmp_path / "c.jsonl")
     a = sieve.build_index(src, tmp_path / "a", jobs=2)
     b = sieve.build_index(src, tmp_path / "b", jobs=1)
-    assert files(a) == files(b)
+    records = [json.loads(line) for line in src.read_text(encoding="utf-8").splitlines()]
+    c = sieve.build_index(records, tmp_path / "c")  # record by record (read_documents), not in pieces of lines
+    assert files(a) == files(b) == files(c)
     assert a.match("common AND date[2005..2010]").ids == b.match("common AND date[2005..2010]").ids
 
 
@@ -48,6 +50,26 @@ def test_parallel_errors_name_the_first_bad_line(tmp_path: Path) -> None:
         sieve.build_index(src, tmp_path / "idx", jobs=2)
     assert str(info.value) == f"{src}:11: duplicate id 'd3' (first seen at line 4)"
     assert not (tmp_path / "idx").exists()
+
+
+def test_a_kept_error_keeps_no_worker_alive(tmp_path: Path) -> None:
+    """A caller that keeps a build's error keeps its traceback, and so the build's frames: the
+    workers' pool must be closed by then, not left to multiprocessing's terminate at exit (which
+    can deadlock on the task queue's lock: a test run hung there)."""
+    import multiprocessing
+
+    src = corpus(tmp_path / "c.jsonl", ['{"id": "d3"}'])
+    with pytest.raises(CorpusError) as info:
+        sieve.build_index(src, tmp_path / "idx", jobs=2)
+    assert info.value.line == 11 and info.traceback  # the frames are still held
+    assert multiprocessing.active_children() == []
+
+    def stop(documents: int, size: int) -> None:  # the consumer fails, not the corpus
+        raise RuntimeError("stop")
+
+    with pytest.raises(RuntimeError) as stopped:
+        sieve.build_index(corpus(tmp_path / "d.jsonl"), tmp_path / "idx", jobs=2, progress=stop)
+    assert stopped.traceback and multiprocessing.active_children() == []
 
 
 def test_parallel_skip_matches_local_skip(tmp_path: Path) -> None:
