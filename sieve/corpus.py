@@ -259,8 +259,9 @@ class IdRegistry:
         """`duplicate` of each id in turn (a batch's ids at their lines), the errors in order.
 
         A batch whose ids are all new (nearly every batch) is checked and added in a few calls
-        over all its ids, not a Python step per id: a parallel build's main process spent 2.4 us
-        an id on `duplicate`, beside its workers. Any other batch goes id by id."""
+        over all its ids, not a Python step per id (0.8 us an id instead of 1.0, most of it the
+        digest), in a parallel build's main process beside its workers. Any other batch goes id
+        by id."""
         keys = [self._key(i) for i in doc_ids]
         first = dict(zip(reversed(keys), reversed(lines)))  # each key's earliest line in the batch
         if len(first) < len(keys) or any(map(self._recent.__contains__, keys)) or self._seen_before(keys):

@@ -18,7 +18,7 @@ from typing import Any, Callable
 
 import numpy as np
 
-from sieve.engine import attributes, docids, storage
+from sieve.engine import attributes, docids
 from sieve.engine.distinct import distinct
 from sieve.engine.fields import Field
 from sieve.engine.positions import PositionsWriter
