@@ -1,6 +1,6 @@
 """Build speed beside the peers, in one run: sieve in one process and with worker processes, and each peer.
 
-    python benchmarks/bench_build_peers.py --corpus benchmarks/data/man-sections.jsonl --peer tantivy --peer lucene [--rounds 3]
+    python benchmarks/bench_build_peers.py --corpus benchmarks/data/man-sections.jsonl --peer tantivy --peer lucene [--rounds 5]
 
 Every build runs in a fresh process, the engines in turn within each round (this machine's state moves
 single runs by 10-20%, so rounds interleave them), into a fresh folder. Wall seconds from the start of the
@@ -43,7 +43,7 @@ def main() -> int:
     ap.add_argument("--corpus", type=Path, required=True)
     ap.add_argument("--peer", action="append", default=[], help="tantivy, lucene, sqlite-fts5")
     ap.add_argument("--jobs", type=int, default=2, help="sieve's worker processes besides the one-process build")
-    ap.add_argument("--rounds", type=int, default=3)
+    ap.add_argument("--rounds", type=int, default=5, help="tantivy's builds here vary by up to 40%% from run to run: 3 rounds are too few for a stable ratio")
     ap.add_argument("--out", type=Path, default=HERE / "results" / "build-peers.json")
     args = ap.parse_args()
     corpus = args.corpus.resolve()
@@ -65,16 +65,19 @@ def main() -> int:
     finally:
         shutil.rmtree(work, ignore_errors=True)
     med = {e: statistics.median(x["seconds"] for x in rs) for e, rs in runs.items()}
+    spread = {e: (min(x["seconds"] for x in rs), max(x["seconds"] for x in rs)) for e, rs in runs.items()}
     docs = runs[engines[0]][0]["documents"]
-    print(f"\nmedians of {args.rounds} rounds, {docs:,} documents")
+    print(f"\nmedians of {args.rounds} rounds, {docs:,} documents (fastest and slowest round beside)")
     for e in engines:
-        print(f"{e:22s} {med[e]:6.2f} s {docs / med[e]:>9,.0f} docs/s")
+        print(f"{e:22s} {med[e]:6.2f} s {docs / med[e]:>9,.0f} docs/s   ({spread[e][0]:.2f}-{spread[e][1]:.2f} s)")
     ratios = {f"{s} / {p}": med[p] / med[s] for s in engines[:2] for p in args.peer}
+    # The ratio's range: sieve's slowest round against the peer's fastest, and the other way round.
+    ranges = {f"{s} / {p}": (spread[p][0] / spread[s][1], spread[p][1] / spread[s][0]) for s in engines[:2] for p in args.peer}
     for k, v in ratios.items():
-        print(f"docs/s ratio {k}: {v:.2f}")
+        print(f"docs/s ratio {k}: {v:.2f} (rounds' extremes {ranges[k][0]:.2f}-{ranges[k][1]:.2f})")
     args.out.parent.mkdir(parents=True, exist_ok=True)
     args.out.write_text(json.dumps({"corpus": str(args.corpus), "documents": docs, "rounds": args.rounds, "median_seconds": med,
-                                    "docs_per_s_ratios": ratios, "runs": runs}, indent=1) + "\n")
+                                    "docs_per_s_ratios": ratios, "ratio_extremes": ranges, "range_seconds": spread, "runs": runs}, indent=1) + "\n")
     print(f"wrote {args.out}")
     return 0
 
