@@ -150,12 +150,11 @@ def _checked(batch: AnalyzedBatch, name: str, ids: IdRegistry, on_error: OnError
     """Apply the corpus rules a worker cannot (duplicate ids across chunks) and report errors in line order."""
     problems = list(batch.errors)
     keep = np.ones(len(batch.ids), dtype=bool)
-    dups = ids.duplicates(batch.ids, name, batch.lines)
-    if dups:
-        at = {line: i for i, line in enumerate(batch.lines)}
-        for dup in dups:
-            keep[at[dup.line]] = False
-        problems += dups
+    for i, (doc_id, line) in enumerate(zip(batch.ids, batch.lines)):
+        dup = ids.duplicate(doc_id, name, line)
+        if dup is not None:
+            problems.append(dup)
+            keep[i] = False
     problems.sort(key=lambda e: e.line or 0)
     if problems and on_error == "raise":
         raise problems[0]

@@ -251,45 +251,8 @@ class IdRegistry:
             order = np.argsort(keys, kind="stable")
             self._levels.append((keys[order], lines[order]))
 
-    @staticmethod
-    def _key(doc_id: str) -> bytes:
-        return hashlib.blake2b(doc_id.encode("utf-8", "surrogatepass"), digest_size=16).digest()
-
-    def duplicates(self, doc_ids: list[str], file: str | None, lines: list[int]) -> list[CorpusError]:
-        """`duplicate` of each id in turn (a batch's ids at their lines), the errors in order.
-
-        A batch whose ids are all new (nearly every batch) is checked and added in a few calls
-        over all its ids, not a Python step per id (0.8 us an id instead of 1.0, most of it the
-        digest), in a parallel build's main process beside its workers. Any other batch goes id
-        by id."""
-        keys = [self._key(i) for i in doc_ids]
-        first = dict(zip(reversed(keys), reversed(lines)))  # each key's earliest line in the batch
-        if len(first) < len(keys) or any(map(self._recent.__contains__, keys)) or self._seen_before(keys):
-            return [e for e in map(self.duplicate, doc_ids, [file] * len(doc_ids), lines) if e is not None]
-        if self._bitmap is not None:
-            np.bitwise_or.at(*self._bits(keys))
-        self._recent.update(first)
-        if len(self._recent) >= self.RECENT:
-            self._spill()
-        return []
-
-    def _bits(self, keys: list[bytes]) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-        """(bitmap bytes, each key's byte in them, its bit in that byte): the bitmap position of a
-        key is its first 8 bytes (little-endian) modulo BITS, as `duplicate` takes it."""
-        assert self._bitmap is not None
-        bits = np.frombuffer(b"".join(keys), dtype="<u8")[::2] & np.uint64(self.BITS - 1)
-        return np.frombuffer(self._bitmap, dtype=np.uint8), (bits >> np.uint64(3)).astype(np.int64), np.uint8(1) << (bits & np.uint64(7)).astype(np.uint8)
-
-    def _seen_before(self, keys: list[bytes]) -> bool:
-        """Whether any of `keys` is in the sorted arrays: looked up there only where the bitmap
-        has its bit (at 10M ids, about 4% of new ids)."""
-        if self._bitmap is None:
-            return False
-        bitmap, at, bit = self._bits(keys)
-        return any(self._first_line(keys[i]) is not None for i in np.flatnonzero(bitmap[at] & bit).tolist())
-
     def duplicate(self, doc_id: str, file: str | None, line: int) -> CorpusError | None:
-        key = self._key(doc_id)
+        key = hashlib.blake2b(doc_id.encode("utf-8", "surrogatepass"), digest_size=16).digest()
         first = None
         if self._bitmap is None:
             first = self._recent.get(key)

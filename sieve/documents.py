@@ -150,15 +150,11 @@ def _infobox(value: Any) -> dict[str, str]:
     if value is None:
         return {}
     if isinstance(value, dict):
-        box: dict[str, str] = {}
-        for k, v in value.items():
-            if type(k) is str and type(v) is str and k.isascii() and v.isascii():  # the usual item: valid as it is
-                box[k] = v
-            else:
-                box[_text(k, "infobox key")] = _infobox_value(k, v)
-        return box
+        if _ascii_strings(value):  # the usual box: valid as it is
+            return dict(value)
+        return {_text(k, "infobox key"): _infobox_value(k, v) for k, v in value.items()}
     if isinstance(value, str):
-        box = {}
+        box: dict[str, str] = {}
         for part in value.split(";"):
             if not part.strip():
                 continue

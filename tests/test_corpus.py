@@ -296,32 +296,3 @@ def test_a_date_checked_again_gives_the_same_answer() -> None:
         assert document_from_record({"id": "a", "date": 2020}).date == "2020"
         with pytest.raises(CorpusError, match="unparseable date 'yesterday'"):
             document_from_record({"id": "a", "date": "yesterday"})
-
-
-@pytest.mark.parametrize("seed", range(4))
-def test_the_id_registry_checks_a_batch_as_it_checks_each_id(seed: int, monkeypatch: pytest.MonkeyPatch) -> None:
-    """`duplicates` (a parallel build's batches) gives the errors `duplicate` gives id by id, and
-    leaves the registry answering alike: batches of new ids, batches with repeats inside, batches
-    that meet ids seen before in the dict or in the sorted arrays."""
-    import random
-
-    from sieve.corpus import IdRegistry
-
-    monkeypatch.setattr(IdRegistry, "RECENT", 97)
-    monkeypatch.setattr(IdRegistry, "BITS", 1 << 12)
-    r = random.Random(seed)
-    batched, single = IdRegistry(), IdRegistry()
-    line = 1
-    for _ in range(300):
-        size = r.choice([1, 5, 40])
-        pool = r.choice([10**6, 3000, 50])  # mostly new ids, or often repeated ones
-        ids = [f"d{r.randrange(pool)}" for _ in range(size)]
-        lines = list(range(line, line + size))
-        line += size
-        want = [e for e in (single.duplicate(i, "c.jsonl", n) for i, n in zip(ids, lines)) if e is not None]
-        got = batched.duplicates(ids, "c.jsonl", lines)
-        assert [str(e) for e in got] == [str(e) for e in want]
-    assert batched._levels  # the sorted arrays were reached
-    probes = [f"d{r.randrange(3000)}" for _ in range(200)]  # both now know the same first lines
-    assert [str(batched.duplicate(i, "c.jsonl", line + k)) for k, i in enumerate(probes)] == \
-           [str(single.duplicate(i, "c.jsonl", line + k)) for k, i in enumerate(probes)]
