@@ -200,6 +200,29 @@ class SplitIds:
         np.add(part, np.repeat(highs[k:j].astype(np.intp) << LOW_BITS, lens), out=part)
         return out
 
+    def take(self, at: np.ndarray) -> np.ndarray:
+        """The ids of postings `at` (ascending, int64), as slices give them: a gather, for a few
+        postings scattered over a long stretch."""
+        out = np.asarray(self.low[at]).astype(np.intp)
+        if not len(at):
+            return out
+        starts, highs = self.tables()
+        if self._flat:
+            return out
+        key = self._key
+        # `at` ascends: its runs are a short stretch of the table (a term's postings lie in one run or
+        # a few), searched alone.
+        k0 = int(starts.searchsorted(key(at[0]), "right")) - 1
+        k1 = int(starts.searchsorted(key(at[-1]), "right"))
+        if k1 - k0 == 1:
+            h = int(highs[k0])
+            if h:
+                out += h << LOW_BITS
+            return out
+        run = np.searchsorted(starts[k0:k1], at.astype(starts.dtype, copy=False), "right") - 1
+        out += highs[k0:k1][run].astype(np.intp) << LOW_BITS
+        return out
+
     def whole(self) -> np.ndarray:
         return self[0 : self._n]
 

@@ -242,6 +242,12 @@ class IndexReader:
         low, runs, high = docids.files(prefix)
         return docids.SplitIds(a[low], a[runs], a[high], self.n_docs, self.label + runs)
 
+    def post_docs_at(self, at: np.ndarray) -> np.ndarray:
+        """The documents of postings `at` (ascending, int64): `post_doc[a:b]` picked, without the slice."""
+        if isinstance(self.post_doc, docids.SplitIds):
+            return self.post_doc.take(at)
+        return np.asarray(self.post_doc[at]).astype(np.intp)
+
     def check_values(self) -> None:
         """The checks opening leaves to first use (the document ids' run tables, by value);
         raises IndexDamagedError."""

@@ -13,7 +13,7 @@ from typing import Iterator, Protocol
 
 import numpy as np
 
-from sieve.engine import bitset, deadline
+from sieve.engine import bitset, deadline, windows
 from sieve.engine.analysis import PLAIN, Analyzer
 from sieve.engine.bm25 import BM25Params, idf, length_norm, term_scores
 from sieve.engine.diagnose import Diagnosis, diagnose_parts
@@ -33,6 +33,16 @@ CHUNK = 8192
 # MaxScore holds the rarest terms while their postings are at most 1/_HELD_SHARE of the query's:
 # beyond that, scoring them all costs about what scanning everything does.
 _HELD_SHARE = 4
+# A scan that would score at least this many postings goes window by window (`_windowed`); below,
+# measuring the windows costs about what it saves.
+_WINDOWED_MIN = 65536
+# Postings the first round of a windowed scan scores (the windows with the highest bounds first):
+# its k-th best score is the bar every other window's bound must reach.
+_FIRST_ROUND = 4096
+_FIRST_SHARE = 3  # and at least 1/8 of the postings
+# A windowed scan gives way to a plain one when the windows left to score hold more than
+# 1/_WINDOWED_SHARE of the postings: gathering a posting costs about twice what reading it in order does.
+_WINDOWED_SHARE = 2
 FUSION_POOL = 1000  # each ranker's depth fused by RRF: deep enough for dense to promote BM25's low ranks
 
 
@@ -132,6 +142,7 @@ class BM25Scorer:
         # Accumulators kept between scans, one per scan running at once (scorers are shared by threads).
         self._spare: list[np.ndarray] = []
         self._spare_lock = threading.Lock()
+        self.windows = windows.WindowCache()  # long terms' window maxima, for the norms of these parameters
 
     def _postings(self, tids: tuple[int, ...], idfs: tuple[float, ...] | None = None) -> list[_Posting]:
         """`idfs`: each term's idf over the whole collection (default: from this reader's statistics)."""
@@ -264,15 +275,109 @@ class BM25Scorer:
             # documents that score above 0 come from them: when there are k of them, no other
             # admitted document (scoring 0) can enter, and the admitted set need not be listed.
             if postings and admitted * 16 >= max(p.hi - p.lo for p in postings):
-                if len(postings) == 1:
+                got = self._windowed(postings, bits, k)
+                if got is None and len(postings) == 1:
                     got = self._one(postings[0], bits, k)  # type: ignore[arg-type]
-                else:
+                elif got is None:
                     got_d, got_s = self._scores(postings, None, bits, ordered=False)
                     got = top_k(got_d, got_s, k) if len(got_d) >= k else None
                 if got is not None:
                     return got
             docs = bitset.to_ids(bits, self.r.n_docs)  # type: ignore[arg-type]
+        elif docs is None:  # the whole collection (`bits`: its live documents, or None)
+            got = self._windowed(postings, bits, k)
+            if got is not None:
+                return got
         return top_k(*self._scores(postings, docs, bits), k)
+
+    def term_windows(self, p: _Posting) -> windows.TermWindows:
+        """A term's postings by window of documents, with each window's largest tf / (tf + norm):
+        measured at its first windowed scan and kept (a rare term too: the fixed cost, some 40 us,
+        is most of what measuring it takes)."""
+        got = self.windows.get(p.lo)
+        if got is None:
+            d = self.r.post_doc[p.lo : p.hi]
+            fractions = term_scores(self.r.text_tf(p.lo, p.hi, dtype=np.float64), np.take(self.norm, d), 1.0, scratch=True)
+            got = windows.measure(d, fractions, self.r.n_docs)
+            self.windows.put(p.lo, got)
+        return got
+
+    def _windowed(self, postings: list[_Posting], bits: np.ndarray | None, k: int) -> tuple[np.ndarray, np.ndarray] | None:
+        """What a scan's `top_k` gives (the documents in `bits`, None: all, that score above 0),
+        scoring only the windows of documents whose bound reaches the k-th best score: first the
+        windows with the highest bounds, until k documents score, then every other window whose
+        bound reaches the k-th best of those (`sieve.engine.windows`). None when the postings are
+        too few to be worth it, or fewer than k documents score."""
+        total = sum(p.hi - p.lo for p in postings)
+        if not postings or total < _WINDOWED_MIN:
+            return None
+        spans = [self.term_windows(p) for p in postings]
+        bound = np.zeros(len(spans[0].best))
+        sizes = np.zeros(len(bound), dtype=np.int64)
+        for p, tw in zip(postings, spans):
+            bound += p.idf * tw.best
+            sizes += np.diff(tw.starts)
+        # A document's score is a sum of terms' contributions, each within rounding of idf times its
+        # fraction: the margin, far above rounding, keeps every window whose documents could reach the bar.
+        bound *= 1.0 + 1e-9
+        order = np.argsort(-bound, kind="stable")
+        order = order[bound[order] > 0.0]  # windows where no term scores hold nothing to rank
+        reached = np.cumsum(sizes[order])
+        acc = self._take()
+        risen: list[np.ndarray] = []
+        found: list[np.ndarray] = []  # the admitted documents that rose, round by round
+        try:
+            # Rounds over the windows by falling bound, each twice the postings of the one before;
+            # once k documents score, the k-th best is the bar, and it only rises.
+            done, want, bar, cand = 0, max(_FIRST_ROUND, total >> _FIRST_SHARE), -np.inf, None
+            while done < len(order) and bound[order[done]] >= bar:
+                if cand is not None:
+                    # What is left to score at this bar, at most: when that is most of the postings,
+                    # a scan (sequential reads, no gathers) costs less.
+                    left = order[done:]
+                    if int(sizes[left[bound[left] >= bar]].sum()) * _WINDOWED_SHARE > total:
+                        return None
+                upto = min(len(order), int(np.searchsorted(reached, want + (reached[done - 1] if done else 0))) + 1)
+                chosen = order[done:upto]
+                self._score_windows(postings, spans, np.sort(chosen[bound[chosen] >= bar]), acc, risen, found, bits)
+                done, want = upto, want * 2
+                if sum(len(f) for f in found) >= k:
+                    cand = np.concatenate(found)
+                    found[:] = [cand]
+                    got = acc[cand]
+                    bar = float(np.partition(got, len(got) - k)[len(got) - k])
+            if cand is None:
+                return None  # fewer than k score above 0: the caller fills ranks from the admitted set
+            return top_k(cand, acc[cand], k)
+        finally:
+            for d in risen:
+                acc[d] = 0.0
+            self._give(acc)
+
+    def _score_windows(self, postings: list[_Posting], spans: list[windows.TermWindows], chosen: np.ndarray, acc: np.ndarray, risen: list[np.ndarray], found: list[np.ndarray],
+                       bits: np.ndarray | None) -> None:
+        """Add every term's contributions in the `chosen` windows (ascending) to `acc`, terms in
+        query order as `_scores` adds them, so that sums agree to the bit; the documents that rose
+        from 0.0 go to `risen`, and those of them in `bits` to `found`."""
+        before_round = len(risen)
+        for p, tw in zip(postings, spans):
+            deadline.check()
+            first = tw.starts[chosen]
+            at = windows.ragged(first, tw.starts[chosen + 1] - first)
+            if not len(at):
+                continue
+            d = self.r.post_docs_at(at + p.lo)
+            s = term_scores(self.r.text_tf(p.lo, p.hi, at, np.float64), np.take(self.norm, d), p.idf, scratch=True)
+            before = acc[d]
+            rise = before == 0.0
+            rise &= s > 0.0
+            before += s
+            acc[d] = before
+            if rise.any():
+                risen.append(d[rise])
+        if len(risen) > before_round:
+            new = np.concatenate(risen[before_round:])
+            found.append(new if bits is None else new[bitset.contains(bits, new)])
 
     def _one(self, p: _Posting, bits: np.ndarray, k: int) -> tuple[np.ndarray, np.ndarray] | None:
         """The top k of one term's admitted postings, when at least k of them score above 0: then

@@ -212,6 +212,12 @@ class ArrayFile:
             if b0 != b1 or not self._ok[b0]:
                 self._verify(b0, b1)
 
+    def _all_verified(self, lo: int, hi: int) -> bool:
+        """Whether rows lo..hi (inclusive, both in range) lie in verified blocks only."""
+        if lo < 0 or hi >= self.shape[0]:
+            return False
+        return self._ok.find(0, (lo * self._row) >> self._shift, (((hi + 1) * self._row - 1) >> self._shift) + 1) == -1
+
     def whole(self) -> np.ndarray:
         """The array, every block verified."""
         if self._left:
@@ -240,6 +246,8 @@ class ArrayFile:
             idx = np.asarray(key)
             if idx.dtype.kind not in "iu" or idx.ndim != 1 or self._raw.nbytes <= GATHER_WHOLE_BYTES:
                 self.whole()
+            elif len(idx) and self._all_verified(int(idx.min()), int(idx.max())):
+                pass  # a gather within verified blocks (most, once an index has served a while): no per-row check
             elif len(idx):
                 rows = idx.astype(np.int64) % max(self.shape[0], 1)
                 blocks = (rows * self._row) >> self._shift

@@ -42,6 +42,9 @@ def test_every_slice_decodes_to_the_ids_written(tmp_path_factory: pytest.TempPat
         assert len(got) == len(ids) and np.array_equal(np.asarray(got), ids)
         for a, b in slices + [(0, len(ids)), (len(ids), len(ids))]:
             assert np.array_equal(got[a:b], ids[a:b]), (a, b)
+            # Any ascending pick of postings, from a stretch of one run or of many, gathers what slices give.
+            at = np.arange(min(a, b), min(max(a, b), len(ids)), 1 + (a + b) % 5, dtype=np.int64)
+            assert np.array_equal(got.take(at), ids[at]), (a, b)
 
 
 def test_runs_are_few_and_continue_across_pieces(tmp_path: Path) -> None:

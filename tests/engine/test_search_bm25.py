@@ -7,6 +7,7 @@ import math
 import sys
 import tempfile
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 import pytest
@@ -263,6 +264,76 @@ def test_scans_in_chunks_rank_as_one_pass(zipf_index: sieve.Index, words: list[s
     assert got_d.tolist() == want_d.tolist() and got_s.tolist() == want_s.tolist()
     ref_d, ref_s = scorer.scores(plan.term_ids, None)
     assert all_d.tolist() == ref_d.tolist() and all_s.tolist() == ref_s.tolist()
+
+
+@pytest.fixture
+def windowed(monkeypatch: pytest.MonkeyPatch) -> Any:
+    """Window-by-window scans for every query of the small index: narrow windows, no minimum size."""
+    from sieve.engine import search, windows
+
+    def setup(bits: int, first: int, share: int) -> None:
+        monkeypatch.setattr(windows, "WINDOW_BITS", bits)
+        monkeypatch.setattr(search, "_WINDOWED_MIN", 0)
+        monkeypatch.setattr(search, "_FIRST_ROUND", first)
+        monkeypatch.setattr(search, "_FIRST_SHARE", 62)
+        monkeypatch.setattr(search, "_WINDOWED_SHARE", share)
+
+    return setup
+
+
+@settings(max_examples=200, deadline=None, derandomize=True, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(zipf_query, st.sampled_from([" OR ", " "]), st.integers(1, 12), st.sampled_from([0, 2, 4, 7]), st.sampled_from([1, 40, 4096]),
+       st.sampled_from([0, 2]))
+def test_windowed_scans_rank_as_full_scans(zipf_index: sieve.Index, windowed: Any, words: list[str], joiner: str, k: int,
+                                           bits_: int, first: int, share: int) -> None:
+    """Scoring only the windows whose bound reaches the k-th best score gives the full scan's top k,
+    bit for bit and ties in order, whatever the windows' width, the first round's size and whether
+    it gives way to a scan (share 0: never); it declines only when fewer than k documents score."""
+    from sieve.engine import bitset
+    from sieve.engine.search import top_k
+
+    windowed(bits_, first, share)
+    plan = zipf_index.plan(joiner.join(words)).first
+    bits = zipf_index.searcher.parts[0].evaluator.run(plan)
+    scorer = zipf_index.searcher.parts[0].bm25
+    scorer.windows.clear()  # kept windows were measured at another width
+    postings = scorer._postings(plan.term_ids)
+    for b in (bits, None):  # the admitted set, and the zero-hit fallback's whole collection
+        want_d, want_s = top_k(*scorer._scores(postings, None, b), k)
+        got = scorer._windowed(postings, b, k)
+        if got is None:
+            assert share or len(want_d) < k or not postings
+            continue
+        assert got[0].tolist() == want_d.tolist() and got[1].tolist() == want_s.tolist()
+    docs = bitset.to_ids(bits, len(zipf_index))
+    if len(docs):  # through `top`, as searches call it
+        want_d, want_s = top_k(*scorer.scores(plan.term_ids, docs), k)
+        got_d, got_s = scorer.top(plan.term_ids, None, bits, k, admitted=len(docs))
+        assert got_d.tolist() == want_d.tolist() and got_s.tolist() == want_s.tolist()
+    scorer.windows.clear()
+
+
+def test_windowed_scans_skip_windows_that_cannot_reach_the_top(zipf_index: sieve.Index, windowed: Any,
+                                                                monkeypatch: pytest.MonkeyPatch) -> None:
+    """Guards the test above: frequent words, narrow windows, a small k: most postings are never scored."""
+    from sieve.engine import search
+
+    windowed(2, 40, 0)
+    scorer = zipf_index.searcher.parts[0].bm25
+    scorer.windows.clear()
+    scored, real = [], search.BM25Scorer._score_windows
+
+    def counting(self: Any, postings: Any, spans: Any, chosen: Any, *rest: Any) -> None:
+        scored.append(sum(int((tw.starts[chosen + 1] - tw.starts[chosen]).sum()) for tw in spans))
+        return real(self, postings, spans, chosen, *rest)
+
+    monkeypatch.setattr(search.BM25Scorer, "_score_windows", counting)
+    plan = zipf_index.plan("w0 OR w1").first
+    total = sum(p.hi - p.lo for p in scorer._postings(plan.term_ids))
+    hits = zipf_index.search("w0 OR w1", k=3, explain=False).hits
+    assert len(hits) == 3 and scored and sum(scored) * 2 < total
+    assert len(scorer.windows) == 2  # both words' windows kept for the next search
+    scorer.windows.clear()
 
 
 def test_searches_in_threads_rank_as_one_at_a_time(zipf_index: sieve.Index) -> None:
