@@ -119,6 +119,20 @@ def top_k(docs: np.ndarray, scores: np.ndarray, k: int, order: np.ndarray | None
     return docs[best], scores[best]
 
 
+def _add(acc: np.ndarray, d: np.ndarray, s: np.ndarray, risen: list[np.ndarray]) -> None:
+    """Add one term's scores `s` in documents `d` to the accumulator; the documents whose sum
+    rose from 0.0 go to `risen`. A term's documents are distinct, so each contribution is added
+    once, per document in query order from 0.0: the sums np.bincount of them all makes, to the bit.
+    A score is never negative, so a sum leaves 0.0 once and for good."""
+    before = acc[d]
+    rise = before == 0.0
+    rise &= s > 0.0
+    before += s
+    acc[d] = before
+    if rise.any():
+        risen.append(d[rise])
+
+
 @dataclass(frozen=True)
 class _Posting:
     lo: int  # the term's postings are post_doc[lo:hi]
@@ -142,7 +156,7 @@ class BM25Scorer:
         # Accumulators kept between scans, one per scan running at once (scorers are shared by threads).
         self._spare: list[np.ndarray] = []
         self._spare_lock = threading.Lock()
-        self.windows = windows.WindowCache()  # long terms' window maxima, for the norms of these parameters
+        self.windows = windows.WindowCache()  # terms' window maxima, for the norms of these parameters
 
     def _postings(self, tids: tuple[int, ...], idfs: tuple[float, ...] | None = None) -> list[_Posting]:
         """`idfs`: each term's idf over the whole collection (default: from this reader's statistics)."""
@@ -218,15 +232,7 @@ class BM25Scorer:
                     # which is cheaper than testing each posting against the admitted set.
                     parts = self._chunks(p)  # type: ignore[assignment]
                 for d, s in parts:
-                    # A term's documents are distinct, so this adds each contribution once, per
-                    # document in query order from 0.0: the sums np.bincount of them all makes, to the bit.
-                    before = acc[d]
-                    rise = before == 0.0
-                    rise &= s > 0.0
-                    before += s
-                    acc[d] = before
-                    if rise.any():
-                        risen.append(d[rise])
+                    _add(acc, d, s, risen)
             if docs is None:
                 docs = np.concatenate(risen) if risen else np.zeros(0, dtype=np.intp)
                 if ordered:
@@ -304,10 +310,11 @@ class BM25Scorer:
 
     def _windowed(self, postings: list[_Posting], bits: np.ndarray | None, k: int) -> tuple[np.ndarray, np.ndarray] | None:
         """What a scan's `top_k` gives (the documents in `bits`, None: all, that score above 0),
-        scoring only the windows of documents whose bound reaches the k-th best score: first the
-        windows with the highest bounds, until k documents score, then every other window whose
-        bound reaches the k-th best of those (`sieve.engine.windows`). None when the postings are
-        too few to be worth it, or fewer than k documents score."""
+        scoring only the windows of documents whose bound reaches the k-th best score
+        (`sieve.engine.windows`): in rounds, the windows with the highest bounds first, each round
+        skipping the windows whose bound is below the k-th best score found so far. None when the
+        postings are too few to be worth it, when most of them would be scored anyway (a scan is
+        then cheaper), or when fewer than k documents score."""
         total = sum(p.hi - p.lo for p in postings)
         if not postings or total < _WINDOWED_MIN:
             return None
@@ -354,8 +361,8 @@ class BM25Scorer:
                 acc[d] = 0.0
             self._give(acc)
 
-    def _score_windows(self, postings: list[_Posting], spans: list[windows.TermWindows], chosen: np.ndarray, acc: np.ndarray, risen: list[np.ndarray], found: list[np.ndarray],
-                       bits: np.ndarray | None) -> None:
+    def _score_windows(self, postings: list[_Posting], spans: list[windows.TermWindows], chosen: np.ndarray, acc: np.ndarray,
+                       risen: list[np.ndarray], found: list[np.ndarray], bits: np.ndarray | None) -> None:
         """Add every term's contributions in the `chosen` windows (ascending) to `acc`, terms in
         query order as `_scores` adds them, so that sums agree to the bit; the documents that rose
         from 0.0 go to `risen`, and those of them in `bits` to `found`."""
@@ -367,14 +374,7 @@ class BM25Scorer:
             if not len(at):
                 continue
             d = self.r.post_docs_at(at + p.lo)
-            s = term_scores(self.r.text_tf(p.lo, p.hi, at, np.float64), np.take(self.norm, d), p.idf, scratch=True)
-            before = acc[d]
-            rise = before == 0.0
-            rise &= s > 0.0
-            before += s
-            acc[d] = before
-            if rise.any():
-                risen.append(d[rise])
+            _add(acc, d, term_scores(self.r.text_tf(p.lo, p.hi, at, np.float64), np.take(self.norm, d), p.idf, scratch=True), risen)
         if len(risen) > before_round:
             new = np.concatenate(risen[before_round:])
             found.append(new if bits is None else new[bitset.contains(bits, new)])

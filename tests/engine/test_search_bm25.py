@@ -336,6 +336,36 @@ def test_windowed_scans_skip_windows_that_cannot_reach_the_top(zipf_index: sieve
     scorer.windows.clear()
 
 
+def test_an_interrupted_windowed_scan_leaves_no_score_behind(zipf_index: sieve.Index, windowed: Any,
+                                                             monkeypatch: pytest.MonkeyPatch) -> None:
+    """As a scan: a windowed scan stopped between two terms of a round leaves its accumulator clean."""
+    from sieve.engine import deadline
+    from sieve.errors import DeadlineExceededError
+
+    windowed(2, 40, 0)
+    scorer = zipf_index.searcher.parts[0].bm25
+    scorer.windows.clear()
+    q = "w0 OR w1 OR w2"
+    want = [(h.doc_id, h.score) for h in zipf_index.search(q, k=10, explain=False).hits]
+    calls = {"n": 0}
+    real = deadline.check
+
+    def stop_at_the_second_term() -> None:
+        if sys._getframe(1).f_code.co_name == "_score_windows":
+            calls["n"] += 1
+            if calls["n"] == 2:
+                raise DeadlineExceededError(0.001)
+        real()
+
+    with monkeypatch.context() as m:
+        m.setattr(deadline, "check", stop_at_the_second_term)
+        with pytest.raises(DeadlineExceededError):
+            zipf_index.search(q, k=10, explain=False)
+    assert calls["n"] == 2 and scorer._spare and not any(acc.any() for acc in scorer._spare)
+    assert [(h.doc_id, h.score) for h in zipf_index.search(q, k=10, explain=False).hits] == want
+    scorer.windows.clear()
+
+
 def test_searches_in_threads_rank_as_one_at_a_time(zipf_index: sieve.Index) -> None:
     """Scans running at once each take an accumulator of their own: eight threads searching the
     same index give every query the ranking it has alone, and the accumulators kept afterwards
