@@ -322,7 +322,7 @@ class BM25Scorer:
         bound = np.zeros(len(spans[0].best))
         sizes = np.zeros(len(bound), dtype=np.int64)
         for p, tw in zip(postings, spans):
-            bound += p.idf * tw.best
+            bound += tw.best.astype(np.float64) * p.idf  # in float64: a float32 product could round below
             sizes += np.diff(tw.starts)
         # A document's score is a sum of terms' contributions, each within rounding of idf times its
         # fraction: the margin, far above rounding, keeps every window whose documents could reach the bar.

@@ -25,16 +25,17 @@ from dataclasses import dataclass
 import numpy as np
 
 WINDOW_BITS = 7  # 128 documents a window
-KEPT_BYTES = 16 << 20  # per scorer: 12 bytes a window, 94 KB a term at 1M documents
+KEPT_BYTES = 16 << 20  # per scorer: 8 bytes a window, 62 KB a term at 1M documents
 
 
 @dataclass(frozen=True, slots=True)
 class TermWindows:
     """One term's postings by window: window w's are its postings `starts[w]:starts[w + 1]`
-    (offsets from its first), and `best[w]` is their largest tf / (tf + norm) (0.0 for none)."""
+    (offsets from its first), and `best[w]` is their largest tf / (tf + norm) (0.0 for none),
+    rounded up to a float32 (an upper bound is all a window's bound needs, in half the memory)."""
 
-    starts: np.ndarray  # int64 [windows + 1]
-    best: np.ndarray  # float64 [windows]
+    starts: np.ndarray  # int32 [windows + 1] (a segment holds fewer than 2**31 postings)
+    best: np.ndarray  # float32 [windows]
 
     @property
     def nbytes(self) -> int:
@@ -48,14 +49,17 @@ def window_count(n_docs: int) -> int:
 def measure(docs: np.ndarray, fractions: np.ndarray, n_docs: int) -> TermWindows:
     """A term's windows, from its documents (ascending) and each posting's tf / (tf + norm)."""
     edges = np.arange(window_count(n_docs) + 1, dtype=np.int64) << WINDOW_BITS
-    starts = np.searchsorted(docs, edges).astype(np.int64)
+    starts = np.searchsorted(docs, edges).astype(np.int32)
     best = np.zeros(len(edges) - 1, dtype=np.float64)
     held = starts[1:] > starts[:-1]
     if held.any():
         # reduceat over the windows that hold postings only: an empty window would read its
         # neighbour's first value.
         best[held] = np.maximum.reduceat(fractions, starts[:-1][held])
-    return TermWindows(starts, best)
+    narrow = best.astype(np.float32)
+    below = narrow < best  # rounded down: take the next float32 up
+    narrow[below] = np.nextafter(narrow[below], np.float32(np.inf))
+    return TermWindows(starts, narrow)
 
 
 def ragged(starts: np.ndarray, lengths: np.ndarray) -> np.ndarray:
