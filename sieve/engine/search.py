@@ -298,13 +298,11 @@ class BM25Scorer:
 
     def term_windows(self, p: _Posting) -> windows.TermWindows:
         """A term's postings by window of documents, with each window's largest tf / (tf + norm):
-        measured at its first windowed scan and kept (a rare term too: the fixed cost, some 40 us,
-        is most of what measuring it takes)."""
+        measured at its first windowed scan, in the scan's pieces, and kept (a rare term too: the
+        fixed cost, some 40 us, is most of what measuring it takes)."""
         got = self.windows.get(p.lo)
         if got is None:
-            d = self.r.post_doc[p.lo : p.hi]
-            fractions = term_scores(self.r.text_tf(p.lo, p.hi, dtype=np.float64), np.take(self.norm, d), 1.0, scratch=True)
-            got = windows.measure(d, fractions, self.r.n_docs)
+            got = windows.measure(self._chunks(_Posting(p.lo, p.hi, 1.0)), self.r.n_docs)  # idf 1: the fractions
             self.windows.put(p.lo, got)
         return got
 

@@ -12,14 +12,16 @@ array operations.
 
 A term's maxima are of `tf / (tf + norm)`, without its idf (a shard's searcher gets idfs from
 the collection): a term's contribution is that times its idf. They are computed from the term's
-postings when a scan first needs them (about 40% of the cost of one scan of the term) and kept
-per scorer, least recently used out past a byte budget.
+postings, a piece at a time, when a scan first needs them (about as much as one plain scan of the
+term: 0.39 ms for a word in 72% of man-sections' 100,000 documents) and kept per scorer, least
+recently used out past a byte budget.
 """
 
 from __future__ import annotations
 
 import threading
 from collections import OrderedDict
+from collections.abc import Iterable
 from dataclasses import dataclass
 
 import numpy as np
@@ -46,16 +48,26 @@ def window_count(n_docs: int) -> int:
     return (n_docs + (1 << WINDOW_BITS) - 1) >> WINDOW_BITS
 
 
-def measure(docs: np.ndarray, fractions: np.ndarray, n_docs: int) -> TermWindows:
-    """A term's windows, from its documents (ascending) and each posting's tf / (tf + norm)."""
-    edges = np.arange(window_count(n_docs) + 1, dtype=np.int64) << WINDOW_BITS
-    starts = np.searchsorted(docs, edges).astype(np.int32)
-    best = np.zeros(len(edges) - 1, dtype=np.float64)
-    held = starts[1:] > starts[:-1]
-    if held.any():
-        # reduceat over the windows that hold postings only: an empty window would read its
-        # neighbour's first value.
-        best[held] = np.maximum.reduceat(fractions, starts[:-1][held])
+def measure(chunks: Iterable[tuple[np.ndarray, np.ndarray]], n_docs: int) -> TermWindows:
+    """A term's windows, from its postings in order, a piece at a time: (documents, each one's
+    tf / (tf + norm)). Pieces, not the whole list: a long list's temporaries would be fresh pages
+    to map on every first search with the word (measured: 670 us for a 72,000-posting word, against
+    about 250 us in pieces)."""
+    count = window_count(n_docs)
+    best = np.zeros(count, dtype=np.float64)
+    held = np.zeros(count, dtype=np.int64)
+    for docs, fractions in chunks:
+        if not len(docs):
+            continue
+        a, b = int(docs[0]) >> WINDOW_BITS, (int(docs[-1]) >> WINDOW_BITS) + 1  # the windows this piece reaches
+        at = np.searchsorted(docs, np.arange(a, b + 1, dtype=np.int64) << WINDOW_BITS)
+        sizes = np.diff(at)
+        held[a:b] += sizes
+        some = sizes > 0  # reduceat over those only: an empty window would read its neighbour's first value
+        span = best[a:b]
+        span[some] = np.maximum(span[some], np.maximum.reduceat(fractions, at[:-1][some]))
+    starts = np.zeros(count + 1, dtype=np.int32)
+    np.cumsum(held, out=starts[1:])
     narrow = best.astype(np.float32)
     below = narrow < best  # rounded down: take the next float32 up
     narrow[below] = np.nextafter(narrow[below], np.float32(np.inf))

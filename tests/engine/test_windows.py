@@ -14,7 +14,8 @@ from sieve.engine import windows
 def test_windows_hold_their_postings_and_best_fraction(n_docs: int, data: st.DataObject) -> None:
     docs = np.array(sorted(data.draw(st.sets(st.integers(0, n_docs - 1), max_size=300))), dtype=np.intp)
     fractions = np.array(data.draw(st.lists(st.floats(0.0, 0.999), min_size=len(docs), max_size=len(docs))), dtype=np.float64)
-    tw = windows.measure(docs, fractions, n_docs)
+    piece = data.draw(st.integers(1, 400))
+    tw = windows.measure(((docs[i : i + piece], fractions[i : i + piece]) for i in range(0, len(docs), piece)), n_docs)
     width = 1 << windows.WINDOW_BITS
     assert len(tw.best) == windows.window_count(n_docs) == -(-n_docs // width)
     assert tw.starts[0] == 0 and tw.starts[-1] == len(docs)
