@@ -43,6 +43,9 @@ _FIRST_SHARE = 3  # and at least 1/8 of the postings
 # A windowed scan gives way to a plain one when the windows left to score hold more than
 # 1/_WINDOWED_SHARE of the postings: gathering a posting costs about twice what reading it in order does.
 _WINDOWED_SHARE = 2
+# ... and is not tried for a k above 1/_WINDOWS_PER_RANK of the windows (a hybrid search's pool of
+# 1,000 at 100,000 documents): the k-th best score then bars too few windows to pay for the rounds.
+_WINDOWS_PER_RANK = 4
 FUSION_POOL = 1000  # each ranker's depth fused by RRF: deep enough for dense to promote BM25's low ranks
 
 
@@ -311,10 +314,10 @@ class BM25Scorer:
         scoring only the windows of documents whose bound reaches the k-th best score
         (`sieve.engine.windows`): in rounds, the windows with the highest bounds first, each round
         skipping the windows whose bound is below the k-th best score found so far. None when the
-        postings are too few to be worth it, when most of them would be scored anyway (a scan is
-        then cheaper), or when fewer than k documents score."""
+        postings are too few or k too large to be worth it, when most of the postings would be
+        scored anyway (a scan is then cheaper), or when fewer than k documents score."""
         total = sum(p.hi - p.lo for p in postings)
-        if not postings or total < _WINDOWED_MIN:
+        if not postings or total < _WINDOWED_MIN or k * _WINDOWS_PER_RANK > windows.window_count(self.r.n_docs):
             return None
         spans = [self.term_windows(p) for p in postings]
         bound = np.zeros(len(spans[0].best))

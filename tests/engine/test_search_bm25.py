@@ -277,6 +277,7 @@ def windowed(monkeypatch: pytest.MonkeyPatch) -> Any:
         monkeypatch.setattr(search, "_FIRST_ROUND", first)
         monkeypatch.setattr(search, "_FIRST_SHARE", 62)
         monkeypatch.setattr(search, "_WINDOWED_SHARE", share)
+        monkeypatch.setattr(search, "_WINDOWS_PER_RANK", 0)
 
     return setup
 
@@ -333,6 +334,10 @@ def test_windowed_scans_skip_windows_that_cannot_reach_the_top(zipf_index: sieve
     hits = zipf_index.search("w0 OR w1", k=3, explain=False).hits
     assert len(hits) == 3 and scored and sum(scored) * 2 < total
     assert len(scorer.windows) == 2  # both words' windows kept for the next search
+    # A k that is large next to the windows (150 of them here) is left to the plain scan.
+    monkeypatch.setattr(search, "_WINDOWS_PER_RANK", 4)
+    postings = scorer._postings(plan.term_ids)
+    assert scorer._windowed(postings, None, 37) is not None and scorer._windowed(postings, None, 38) is None
     scorer.windows.clear()
 
 
