@@ -12,6 +12,7 @@ from sieve.engine import bitset, deadline
 from sieve.engine.batch import NO_DATE
 from sieve.engine.fields import ALL_MASK
 from sieve.engine.plan import AndPlan, LeafPlan, NotPlan, OrPlan, Plan, PlanNode
+from sieve.engine.ranges import ragged
 from sieve.engine.reader import IndexReader
 
 # Filtering a term's positions to the candidate documents (a ragged gather over its postings) pays
@@ -223,9 +224,7 @@ class Evaluator:
         total = int(tf_k.sum())
         if total == 0:
             return self.r.unit_start[:0]  # no positions, in the index's position dtype (decoding none)
-        # Ragged gather: for each kept posting, its run of positions.
-        idx = np.repeat(starts_k - np.concatenate(([0], np.cumsum(tf_k)[:-1])), tf_k) + np.arange(total)
-        return self.r.pos.at(tid, idx)
+        return self.r.pos.at(tid, ragged(starts_k, tf_k))  # each kept posting's run of positions
 
     def _docs_of(self, positions: np.ndarray, fmask: int, units: np.ndarray | None = None) -> np.ndarray:
         """The documents of matches at `positions` (in `units`, when already looked up) in fields `fmask`."""

@@ -12,6 +12,7 @@ from sieve.engine import deadline
 from sieve.engine.distinct import distinct
 from sieve.engine.fields import Field
 from sieve.engine.plan import LeafPlan, Plan
+from sieve.engine.ranges import ragged
 from sieve.engine.reader import IndexReader, search_sorted
 
 _FIELDS = tuple(Field)  # by bit number: an enum lookup by value costs a microsecond
@@ -81,8 +82,7 @@ class Explainer:
         hi = np.where(more, search_sorted(pos, nexts), len(pos))
         counts = hi - lo
         owner = np.repeat(np.arange(len(docs)), counts)
-        idx = np.repeat(lo - np.concatenate(([0], np.cumsum(counts)[:-1])), counts) + np.arange(int(counts.sum()))
-        return pos[idx].astype(np.int64), owner
+        return pos[ragged(lo, counts)].astype(np.int64), owner
 
     def matched_many(self, docs: list[int]) -> list[tuple[list[Field], list[int]]]:
         """`matched` for several documents at once: the binary searches are vectorised over them."""

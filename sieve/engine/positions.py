@@ -28,6 +28,7 @@ import numpy as np
 
 from sieve.engine import storage
 from sieve.engine.distinct import distinct, distinct_sorted
+from sieve.engine.ranges import ragged
 
 BLOCK = 128
 # Format 9: the packed row tables (bits per difference, and how each is stored) and the exceptions.
@@ -333,9 +334,8 @@ class BlockPositions:
             else:
                 lo, hi = np.asarray(ptr[blocks]).astype(np.int64), np.asarray(ptr[blocks + 1]).astype(np.int64)
                 counts = hi - lo
-                total = int(counts.sum())
-                if total:
-                    idx = np.arange(total) + np.repeat(lo - (np.cumsum(counts) - counts), counts)
+                if counts.any():
+                    idx = ragged(lo, counts)
                     out[np.repeat(np.arange(len(blocks)), counts), np.asarray(place[idx]).astype(np.intp) + 1] = val[idx]
         return self._finish(store, transposed)
 

@@ -14,6 +14,7 @@ from typing import Iterator, Protocol
 import numpy as np
 
 from sieve.engine import bitset, deadline, windows
+from sieve.engine.ranges import ragged
 from sieve.engine.analysis import PLAIN, Analyzer
 from sieve.engine.bm25 import BM25Params, idf, length_norm, term_scores
 from sieve.engine.diagnose import Diagnosis, diagnose_parts
@@ -371,7 +372,7 @@ class BM25Scorer:
         for p, tw in zip(postings, spans):
             deadline.check()
             first = tw.starts[chosen]
-            at = windows.ragged(first, tw.starts[chosen + 1] - first)
+            at = ragged(first, tw.starts[chosen + 1] - first)
             if not len(at):
                 continue
             d = self.r.post_docs_at(at + p.lo)

@@ -74,15 +74,6 @@ def measure(chunks: Iterable[tuple[np.ndarray, np.ndarray]], n_docs: int) -> Ter
     return TermWindows(starts, narrow)
 
 
-def ragged(starts: np.ndarray, lengths: np.ndarray) -> np.ndarray:
-    """The offsets starts[i] .. starts[i] + lengths[i] - 1 of every i, in order (int64)."""
-    total = int(lengths.sum())
-    if not total:
-        return np.zeros(0, dtype=np.int64)
-    before = np.cumsum(lengths) - lengths  # where run i begins in the output
-    return np.repeat(starts - before, lengths) + np.arange(total, dtype=np.int64)
-
-
 class WindowCache:
     """Kept `TermWindows` by the term's first posting (unique to a term in one segment): least
     recently used out once they take more than `budget` bytes. Safe to share between threads."""

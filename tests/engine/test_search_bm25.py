@@ -7,7 +7,7 @@ import math
 import sys
 import tempfile
 from pathlib import Path
-from typing import Any
+from typing import Any, Iterator
 
 import numpy as np
 import pytest
@@ -267,19 +267,26 @@ def test_scans_in_chunks_rank_as_one_pass(zipf_index: sieve.Index, words: list[s
 
 
 @pytest.fixture
-def windowed(monkeypatch: pytest.MonkeyPatch) -> Any:
-    """Window-by-window scans for every query of the small index: narrow windows, no minimum size."""
+def windowed(zipf_index: sieve.Index, monkeypatch: pytest.MonkeyPatch) -> Iterator[Any]:
+    """Window-by-window scans for every query of the small index (narrow windows, no minimum size):
+    sets them up and gives the scorer, its kept windows emptied before and after (they were
+    measured at another width)."""
     from sieve.engine import search, windows
 
-    def setup(bits: int, first: int, share: int) -> None:
+    scorer = zipf_index.searcher.parts[0].bm25
+
+    def setup(bits: int, first: int, share: int) -> Any:
         monkeypatch.setattr(windows, "WINDOW_BITS", bits)
         monkeypatch.setattr(search, "_WINDOWED_MIN", 0)
         monkeypatch.setattr(search, "_FIRST_ROUND", first)
         monkeypatch.setattr(search, "_FIRST_SHARE", 62)
         monkeypatch.setattr(search, "_WINDOWED_SHARE", share)
         monkeypatch.setattr(search, "_WINDOWS_PER_RANK", 0)
+        scorer.windows.clear()
+        return scorer
 
-    return setup
+    yield setup
+    scorer.windows.clear()
 
 
 @settings(max_examples=200, deadline=None, derandomize=True, suppress_health_check=[HealthCheck.function_scoped_fixture])
@@ -293,11 +300,9 @@ def test_windowed_scans_rank_as_full_scans(zipf_index: sieve.Index, windowed: An
     from sieve.engine import bitset
     from sieve.engine.search import top_k
 
-    windowed(bits_, first, share)
+    scorer = windowed(bits_, first, share)
     plan = zipf_index.plan(joiner.join(words)).first
     bits = zipf_index.searcher.parts[0].evaluator.run(plan)
-    scorer = zipf_index.searcher.parts[0].bm25
-    scorer.windows.clear()  # kept windows were measured at another width
     postings = scorer._postings(plan.term_ids)
     for b in (bits, None):  # the admitted set, and the zero-hit fallback's whole collection
         want_d, want_s = top_k(*scorer._scores(postings, None, b), k)
@@ -311,7 +316,6 @@ def test_windowed_scans_rank_as_full_scans(zipf_index: sieve.Index, windowed: An
         want_d, want_s = top_k(*scorer.scores(plan.term_ids, docs), k)
         got_d, got_s = scorer.top(plan.term_ids, None, bits, k, admitted=len(docs))
         assert got_d.tolist() == want_d.tolist() and got_s.tolist() == want_s.tolist()
-    scorer.windows.clear()
 
 
 def test_windowed_scans_skip_windows_that_cannot_reach_the_top(zipf_index: sieve.Index, windowed: Any,
@@ -319,9 +323,7 @@ def test_windowed_scans_skip_windows_that_cannot_reach_the_top(zipf_index: sieve
     """Guards the test above: frequent words, narrow windows, a small k: most postings are never scored."""
     from sieve.engine import search
 
-    windowed(2, 40, 0)
-    scorer = zipf_index.searcher.parts[0].bm25
-    scorer.windows.clear()
+    scorer = windowed(2, 40, 0)
     scored, real = [], search.BM25Scorer._score_windows
 
     def counting(self: Any, postings: Any, spans: Any, chosen: Any, *rest: Any) -> None:
@@ -338,37 +340,6 @@ def test_windowed_scans_skip_windows_that_cannot_reach_the_top(zipf_index: sieve
     monkeypatch.setattr(search, "_WINDOWS_PER_RANK", 4)
     postings = scorer._postings(plan.term_ids)
     assert scorer._windowed(postings, None, 37) is not None and scorer._windowed(postings, None, 38) is None
-    scorer.windows.clear()
-
-
-def test_an_interrupted_windowed_scan_leaves_no_score_behind(zipf_index: sieve.Index, windowed: Any,
-                                                             monkeypatch: pytest.MonkeyPatch) -> None:
-    """As a scan: a windowed scan stopped between two terms of a round leaves its accumulator clean."""
-    from sieve.engine import deadline
-    from sieve.errors import DeadlineExceededError
-
-    windowed(2, 40, 0)
-    scorer = zipf_index.searcher.parts[0].bm25
-    scorer.windows.clear()
-    q = "w0 OR w1 OR w2"
-    want = [(h.doc_id, h.score) for h in zipf_index.search(q, k=10, explain=False).hits]
-    calls = {"n": 0}
-    real = deadline.check
-
-    def stop_at_the_second_term() -> None:
-        if sys._getframe(1).f_code.co_name == "_score_windows":
-            calls["n"] += 1
-            if calls["n"] == 2:
-                raise DeadlineExceededError(0.001)
-        real()
-
-    with monkeypatch.context() as m:
-        m.setattr(deadline, "check", stop_at_the_second_term)
-        with pytest.raises(DeadlineExceededError):
-            zipf_index.search(q, k=10, explain=False)
-    assert calls["n"] == 2 and scorer._spare and not any(acc.any() for acc in scorer._spare)
-    assert [(h.doc_id, h.score) for h in zipf_index.search(q, k=10, explain=False).hits] == want
-    scorer.windows.clear()
 
 
 def test_searches_in_threads_rank_as_one_at_a_time(zipf_index: sieve.Index) -> None:
@@ -386,19 +357,24 @@ def test_searches_in_threads_rank_as_one_at_a_time(zipf_index: sieve.Index) -> N
     assert 1 <= len(spare) <= 8 and not any(acc.any() for acc in spare)
 
 
-def test_an_interrupted_scan_leaves_no_score_behind(zipf_index: sieve.Index, monkeypatch: pytest.MonkeyPatch) -> None:
+@pytest.mark.parametrize("scan", ["_scores", "_score_windows"])
+def test_an_interrupted_scan_leaves_no_score_behind(zipf_index: sieve.Index, windowed: Any, monkeypatch: pytest.MonkeyPatch,
+                                                    scan: str) -> None:
     """Scans add into accumulators kept between searches: a search stopped half-way (its
-    deadline passed) must not leave its partial sums for the next search to add to."""
+    deadline passed) must not leave its partial sums for the next search to add to, whether
+    it scanned every posting or window by window."""
     from sieve.engine import deadline
     from sieve.errors import DeadlineExceededError
 
+    if scan == "_score_windows":
+        windowed(2, 40, 0)
     q = "w0 OR w1 OR w2"  # frequent words: every posting is scanned
     want = [(h.doc_id, h.score) for h in zipf_index.search(q, k=10, explain=False).hits]
     calls = {"n": 0}
     real = deadline.check
 
     def stop_at_the_second_term() -> None:
-        if sys._getframe(1).f_code.co_name == "_scores":  # the scan's check before each term
+        if sys._getframe(1).f_code.co_name == scan:  # the scan's check before each term
             calls["n"] += 1
             if calls["n"] == 2:  # the first term's scores are in the buffer
                 raise DeadlineExceededError(0.001)

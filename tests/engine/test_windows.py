@@ -27,14 +27,6 @@ def test_windows_hold_their_postings_and_best_fraction(n_docs: int, data: st.Dat
         assert tw.best.dtype == np.float32 and top <= float(tw.best[w]) <= float(np.nextafter(np.float32(top), np.float32(np.inf)))
 
 
-@given(st.lists(st.tuples(st.integers(0, 50), st.integers(0, 6)), max_size=30))
-def test_ragged_lists_each_run_in_order(runs: list[tuple[int, int]]) -> None:
-    starts = np.array([s for s, _ in runs], dtype=np.int64)
-    lengths = np.array([n for _, n in runs], dtype=np.int64)
-    want = [s + i for s, n in runs for i in range(n)]
-    assert windows.ragged(starts, lengths).tolist() == want
-
-
 def test_the_cache_keeps_the_recently_used_within_its_budget() -> None:
     def item(n: int) -> windows.TermWindows:
         return windows.TermWindows(np.zeros(n + 1, dtype=np.int32), np.zeros(n, dtype=np.float32))
