@@ -22,7 +22,8 @@ from sieve.corpus import CorpusReport, IdRegistry, OnError, Source, corpus_file,
 from sieve.documents import Document, checked_document, unknown_keys
 from sieve.folders import is_document_folder
 from sieve.engine.analysis import PLAIN, Analyzer
-from sieve.engine.batch import AnalyzedBatch, Vocabulary, analyze_batch
+from sieve.engine.batch import AnalyzedBatch, analyze_batch
+from sieve.engine.vocabulary import Vocabulary
 from sieve.engine.schema import NO_FIELDS, Schema
 from sieve.engine.writer import DEFAULT_MEMORY_MB, IndexWriter
 from sieve.errors import CorpusError, InvalidArgumentError

@@ -18,13 +18,14 @@ called from Python (20 MB of text: 1.2 s for `re.findall` against 11.6 s for
 from __future__ import annotations
 
 import hashlib
-import itertools
 import re
 import threading
 import unicodedata
 from collections.abc import Iterable
 from pathlib import Path
 from typing import Any
+
+import numpy as np
 
 from sieve.errors import IndexDamagedError, InvalidArgumentError, UnknownAnalyzerError
 
@@ -97,55 +98,78 @@ def _no_nul(text: str) -> str:
 
 
 # Splitting a batch without the regex: every ASCII byte that is not a letter, digit or SEPARATOR
-# becomes a space (one C pass over the UTF-8 bytes), then the text splits on whitespace. Those
-# bytes are never part of a term, so each term lies inside one chunk; an ASCII chunk is a term
-# (on ASCII, [^\W_] is [A-Za-z0-9]), and only the few chunks with other characters need the
-# regex. The same terms as _WORD_OR_SEP finds, 3-4x faster on mostly-ASCII text.
+# becomes a space (one C pass over the UTF-8 bytes, which also lowers ASCII letters). Those bytes
+# are never part of a term, so each term lies inside one chunk (a run of other bytes); a chunk of
+# ASCII bytes is a term (on ASCII, [^\W_] is [A-Za-z0-9]), and only the few chunks with other
+# characters need folding and the regex. The same terms as the regex finds, 3-4x faster on
+# mostly-ASCII text.
 _TERM_BYTES = bytes(c + 32 if 65 <= c <= 90 else c if 97 <= c <= 122 or 48 <= c <= 57 or c == 0 or c >= 128 else 32 for c in range(256))
 
 
-def _chunks(raw: bytes) -> list[str]:
-    return raw.translate(_TERM_BYTES).decode("utf-8", "surrogatepass").replace(SEPARATOR, " \x00 ").split()
+# What folding and the regex make of a chunk with other characters than ASCII (its bytes as the
+# batch has them -> its words, as bytes apart by spaces): the same few chunks (typographic quotes,
+# dashes, accented names) recur throughout a corpus, and folding one costs about 2 us.
+_CHUNK_WORDS: dict[bytes, bytes] = {}
+_CHUNKS_KEPT = 1 << 16
 
 
-def _split(joined: str) -> list[str]:
-    """The terms and SEPARATORs of joined text: ASCII letters are lowered here, and a chunk with
-    other characters is folded alone. Folding commutes with the split: a chunk ends at an ASCII
-    byte that is not a letter or digit, or at Unicode white space, which folding leaves a
-    separator and which starts no composition that folding keeps. Text dense in other characters
-    (another script) is folded whole instead: one call beats one per word."""
-    if joined.isascii():
-        return _chunks(joined.encode("ascii"))
-    raw = joined.encode("utf-8", "surrogatepass")
-    dense = (len(raw) - len(joined)) * 8 > len(joined)
-    if dense:
-        raw = fold(joined).encode("utf-8", "surrogatepass")
-    out: list[str] = []
-    for c in _chunks(raw):
-        if c.isascii():
-            out.append(c)
-        else:
-            out += _WORD.findall(c if dense else fold(c))
-    return out
+def _chunk_words(chunk: bytes) -> bytes:
+    words = _CHUNK_WORDS.get(chunk)
+    if words is None:
+        if len(_CHUNK_WORDS) >= _CHUNKS_KEPT:
+            _CHUNK_WORDS.clear()
+        words = _CHUNK_WORDS[chunk] = " ".join(_WORD.findall(fold(chunk.decode("utf-8", "surrogatepass")))).encode("utf-8", "surrogatepass")
+    return words
+
+
+def joined_bytes(texts: list[str]) -> bytes:
+    """The terms of many texts as one UTF-8 byte string: terms apart by runs of spaces, each
+    text's terms followed by a NUL (SEPARATOR). What indexing reads: its terms are
+    `analyze_joined`'s, and a vocabulary can number them without making a string of each
+    (sieve.engine.vocabulary).
+
+    Folding commutes with the split: a chunk ends at an ASCII byte that is not a letter or digit,
+    or at Unicode white space, which folding leaves a separator and which starts no composition
+    that folding keeps. So only chunks with other characters than ASCII are folded, each alone
+    (`_CHUNK_WORDS`), in text in another script too: folding such a text whole, then one regex
+    pass, measured 5% faster on Cyrillic words drawn by a Zipf law, but 1.5x slower on man pages'
+    texts with other characters and 2x on texts half Cyrillic, half ASCII.
+    """
+    if not texts:
+        return b""
+    joined = SEPARATOR.join(texts) + SEPARATOR
+    if joined.count(SEPARATOR) != len(texts):
+        # A NUL inside a text would read as the end of a unit: it separates words, like a space.
+        texts = [_no_nul(t) for t in texts]
+        joined = SEPARATOR.join(texts) + SEPARATOR
+    if joined.isascii():  # most batches: one C pass
+        return joined.encode("ascii").translate(_TERM_BYTES)
+    raw = joined.encode("utf-8", "surrogatepass").translate(_TERM_BYTES)
+    b = np.frombuffer(raw, dtype=np.uint8)
+    high = np.flatnonzero(b >= 128)
+    # The chunks holding those bytes: from the separator byte before a run of them to the one after.
+    apart = np.flatnonzero(b <= 32)  # spaces and NULs; the last byte is a NUL
+    after = apart.searchsorted(high[np.diff(high, prepend=-2) > 1])  # ascending: one per run, repeats adjacent
+    after = after[np.diff(after, prepend=-1) > 0]
+    ends = apart[after]
+    starts = np.where(after > 0, apart[after - 1] + 1, 0)
+    pieces: list[bytes] = []
+    at = 0
+    for s, e in zip(starts.tolist(), ends.tolist()):
+        pieces.append(raw[at:s])
+        pieces.append(_chunk_words(raw[s:e]))
+        at = e
+    pieces.append(raw[at:])
+    return b"".join(pieces)
 
 
 def analyze_joined(texts: list[str]) -> list[str]:
     """The terms of many texts in one pass, each text's terms followed by SEPARATOR.
 
     Equal to concatenating `analyze(t) + [SEPARATOR]` for each text, but one pass per batch
-    instead of one per text: indexing spends most of its time here. Runs of ASCII texts (most
-    text, and `str.isascii` costs nothing) are split in one piece, the other texts chunk by chunk
-    (only the chunks with other characters folded).
+    instead of one per text (`joined_bytes`, whose terms these are).
     """
-    # A NUL inside a text would read as the end of a unit: it separates words, like a space.
-    plain = [_no_nul(t) for t in texts]
-    joined = SEPARATOR.join(plain) + SEPARATOR
-    if joined.isascii():  # most batches: one split, no pass over the texts to group them
-        return _split(joined) if texts else []
-    out: list[str] = []
-    for _, run in itertools.groupby(plain, key=str.isascii):
-        out += _split(SEPARATOR.join(run) + SEPARATOR)
-    return out
+    return joined_bytes(texts).decode("utf-8", "surrogatepass").replace(SEPARATOR, " \x00 ").split()
 
 
 def _stemmer_module() -> Any:

@@ -8,9 +8,6 @@ processes analyse in parallel while one writer assembles the index in document o
 from __future__ import annotations
 
 import functools
-import itertools
-from array import array
-from collections import defaultdict
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -18,62 +15,13 @@ import numpy as np
 
 from sieve import jsonio
 from sieve.documents import INTRO, Document
-from sieve.engine.analysis import PLAIN, SEPARATOR, STOP, Analyzer, analyze_joined
+from sieve.engine.analysis import joined_bytes
 from sieve.isodate import first_day
 from sieve.engine.fields import Field
-from sieve.engine.schema import DECLARED_FIELD, NO_FIELDS, Schema, namespaced
+from sieve.engine.schema import DECLARED_FIELD, NO_FIELDS, Schema
+from sieve.engine.vocabulary import Vocabulary
 
 NO_DATE = -1  # date column value of an undated document
-
-
-class Vocabulary:
-    """Term -> id in first-seen order. Id 0 is SEPARATOR, the end-of-unit mark in joined analysis.
-
-    With a stemming analyzer (or stop words), `lookup` takes folded words and gives their terms'
-    ids: each distinct word is stemmed once, when first seen, and after that a word costs one array
-    gather, so stemming adds little to indexing however often a word occurs. Stop words all get the
-    id of STOP (`stop_id`).
-    """
-
-    def __init__(self, analyzer: Analyzer = PLAIN) -> None:
-        self.analyzer = analyzer
-        self.ids: defaultdict[str, int] = defaultdict(itertools.count().__next__)
-        self.ids[SEPARATOR]
-        self._sent = 0
-        self._rev: list[str] = []  # id -> term, filled when a declared text field needs it
-        if analyzer.maps_words:
-            self._words: defaultdict[str, int] = defaultdict(itertools.count().__next__)
-            self._words[SEPARATOR]
-            self._word_term = array("i", [0])  # word id -> term id (grows amortised, unlike an ndarray)
-
-    def lookup(self, words: list[str]) -> np.ndarray:
-        """The term ids of folded `words` (SEPARATOR included), in order."""
-        if not self.analyzer.maps_words:
-            return np.fromiter(map(self.ids.__getitem__, words), dtype=np.int32, count=len(words))
-        seen = len(self._words)
-        wids = np.fromiter(map(self._words.__getitem__, words), dtype=np.int32, count=len(words))
-        if len(self._words) > seen:
-            new = self.analyzer.stem(list(itertools.islice(self._words, seen, None)))
-            self._word_term.extend(map(self.ids.__getitem__, new))
-        return np.frombuffer(self._word_term, dtype=np.int32)[wids]
-
-    @property
-    def stop_id(self) -> int | None:
-        """The id stop words get, once one has been seen."""
-        return self.ids.get(STOP)
-
-    def namespaced_ids(self, tids: np.ndarray, field_number: int) -> np.ndarray:
-        """The ids of `tids`' terms in a declared text field's namespace (STOP stays STOP)."""
-        if len(self._rev) < len(self.ids):
-            self._rev.extend(itertools.islice(self.ids, len(self._rev), None))
-        stop = self.stop_id
-        return np.fromiter((t if t == stop else self.ids[namespaced(field_number, self._rev[t])] for t in tids.tolist()), dtype=np.int32, count=len(tids))
-
-    def new_terms(self) -> list[str]:
-        """Terms added since the last call, in id order (the first call includes SEPARATOR)."""
-        out = list(itertools.islice(self.ids, self._sent, None))
-        self._sent += len(out)
-        return out
 
 
 # Documents of one corpus share few dates: each is parsed once.
@@ -183,7 +131,7 @@ def analyze_batch(docs: list[Document], lines: list[int], vocab: Vocabulary, sch
         if doc.metadata:
             meta["metadata"] = dict(doc.metadata)
         metas.append(jsonio.dumps(meta))
-    ids = vocab.lookup(analyze_joined(texts)) if texts else np.zeros(0, np.int32)
+    ids = vocab.ids_of(joined_bytes(texts)) if texts else np.zeros(0, np.int32)
     ends = np.flatnonzero(ids == 0)  # SEPARATOR has id 0: one after every unit
     unit_len = (np.diff(ends, prepend=-1) - 1).astype(np.int32)
     tokens = ids[ids != 0]

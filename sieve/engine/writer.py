@@ -19,7 +19,8 @@ import numpy as np
 
 from sieve.engine import attributes, bitset, docids, storage
 from sieve.engine.analysis import PLAIN, STOP, Analyzer
-from sieve.engine.batch import NO_DATE, AnalyzedBatch, Vocabulary
+from sieve.engine.batch import NO_DATE, AnalyzedBatch
+from sieve.engine.vocabulary import Vocabulary
 from sieve.engine.fields import Field
 from sieve.engine.pages import small_pages
 from sieve.engine.positions import PositionsWriter
