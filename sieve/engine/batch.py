@@ -131,10 +131,7 @@ def analyze_batch(docs: list[Document], lines: list[int], vocab: Vocabulary, sch
         if doc.metadata:
             meta["metadata"] = dict(doc.metadata)
         metas.append(jsonio.dumps(meta))
-    ids = vocab.ids_of(joined_bytes(texts)) if texts else np.zeros(0, np.int32)
-    ends = np.flatnonzero(ids == 0)  # SEPARATOR has id 0: one after every unit
-    unit_len = (np.diff(ends, prepend=-1) - 1).astype(np.int32)
-    tokens = ids[ids != 0]
+    tokens, unit_len = vocab.ids_of(joined_bytes(texts))
     if text_fields and DECLARED_FIELD in ufield:
         # A declared text field's words go under their field's namespace (sieve.engine.schema.namespaced).
         ufield_arr, usection_arr = np.asarray(ufield, dtype=np.int8), np.asarray(usection, dtype=np.int32)

@@ -105,15 +105,14 @@ class KeyTable:
 
 def word_spans(padded: bytes, n: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """The words of `joined_bytes` output `raw`, given as `padded` (a space, `raw` of `n` bytes,
-    then anything): (is_word per token, each word's start, each word's end, both in `raw`).
-    Tokens are the words and the NULs (SEPARATORs), in order."""
+    then anything): (each word's start, each word's end, both in `raw`; each text's word count)."""
     a = np.frombuffer(padded, dtype=np.uint8, count=n + 1)
     inside = a > 32  # a word byte (a letter, a digit, or part of a character other than ASCII)
-    starts_here = inside[1:] > inside[:-1]
-    ends_here = inside[:-1] > inside[1:]  # at raw[i]: the byte before ended a word
-    token_at = np.flatnonzero(starts_here | (a[1:] == 0))
-    is_word = starts_here[token_at]
-    return is_word, token_at[is_word], np.flatnonzero(ends_here)
+    # Starts and ends alternate: `raw` begins after a space and ends with a NUL.
+    edges = np.flatnonzero(inside[1:] != inside[:-1])
+    starts, ends = edges[0::2], edges[1::2]
+    words_before = starts.searchsorted(np.flatnonzero(a[1:] == 0))  # at each text's NUL
+    return starts, ends, np.diff(words_before, prepend=0).astype(np.int32)
 
 
 class Vocabulary:
@@ -137,10 +136,10 @@ class Vocabulary:
         self._words = 1  # word ids given; word 0 is SEPARATOR
         self._word_term = array("i", [0])  # word id -> term id (grows amortised, unlike an ndarray)
 
-    def ids_of(self, raw: bytes) -> np.ndarray:
-        """The term ids of the tokens of `raw` (`joined_bytes` output: words and SEPARATORs), in order."""
+    def ids_of(self, raw: bytes) -> tuple[np.ndarray, np.ndarray]:
+        """(The term ids of the words of `raw`, in order; each text's word count), for `raw` from `joined_bytes`."""
         padded = b" " + raw + bytes(2 * 8)
-        is_word, starts, ends = word_spans(padded, len(raw))
+        starts, ends, counts = word_spans(padded, len(raw))
         length = ends - starts
         # Each word's first 8 bytes, little-endian, by unaligned 8-byte reads; what lies past the
         # word is masked off.
@@ -169,9 +168,7 @@ class Vocabulary:
                 wid[i] = got_id
         if new_words:  # in word id order
             self._word_term.extend(map(self.ids.__getitem__, self.analyzer.stem(new_words)))
-        out = np.zeros(len(is_word), dtype=np.int32)
-        out[is_word] = np.frombuffer(self._word_term, dtype=np.int32)[wid]
-        return out
+        return np.frombuffer(self._word_term, dtype=np.int32)[wid], counts
 
     def _number(self, table: KeyTable, at: np.ndarray, lo: np.ndarray, hi: np.ndarray | None, wid: np.ndarray,
                 raw: bytes, starts: np.ndarray, ends: np.ndarray, new_words: list[str]) -> None:

@@ -11,9 +11,13 @@ from sieve.engine.analysis import SEPARATOR, STOP, analyze, get_analyzer, joined
 from sieve.engine.vocabulary import KeyTable, Vocabulary
 
 
-def _terms(vocab: Vocabulary, ids: np.ndarray) -> list[str]:
+def _terms(vocab: Vocabulary, numbered: tuple[np.ndarray, np.ndarray]) -> list[str]:
+    """The terms `ids_of` numbered, each text's followed by SEPARATOR."""
     names = list(vocab.ids)
-    return [names[i] for i in ids.tolist()]
+    ids, counts = numbered
+    assert ids.dtype == np.int32 and counts.dtype == np.int32 and counts.sum() == len(ids)
+    words = iter(ids.tolist())
+    return [t for c in counts.tolist() for t in [*(names[next(words)] for _ in range(c)), SEPARATOR]]
 
 
 def _expected(texts: list[str]) -> list[str]:
@@ -38,9 +42,9 @@ def test_batches_number_the_terms_each_text_has_alone(batches: list[list[str]]) 
     vocab = Vocabulary()
     seen: dict[str, int] = {}
     for texts in batches:
-        ids = vocab.ids_of(joined_bytes(texts))
-        assert _terms(vocab, ids) == _expected(texts)
-        for term, i in zip(_terms(vocab, ids), ids.tolist()):
+        numbered = vocab.ids_of(joined_bytes(texts))
+        assert _terms(vocab, numbered) == _expected(texts)
+        for term, i in zip([t for t in _terms(vocab, numbered) if t != SEPARATOR], numbered[0].tolist()):
             assert seen.setdefault(term, i) == i
 
 
@@ -50,7 +54,7 @@ def test_words_that_share_a_key_prefix_stay_apart() -> None:
     first = vocab.ids_of(joined_bytes(texts))
     assert _terms(vocab, first) == _expected(texts)
     again = vocab.ids_of(joined_bytes(texts))  # every word known now: no new ids
-    assert np.array_equal(first, again)
+    assert np.array_equal(first[0], again[0]) and np.array_equal(first[1], again[1])
     assert len(vocab.ids) == len(set(_expected(texts)))
 
 
@@ -66,9 +70,10 @@ def test_a_stemming_vocabulary_numbers_stems_and_stop_words() -> None:
 
 def test_an_empty_batch_and_texts_without_words() -> None:
     vocab = Vocabulary()
-    assert len(vocab.ids_of(b"")) == 0
-    ids = vocab.ids_of(joined_bytes(["", "  ...  ", "\u2014"]))
-    assert ids.tolist() == [0, 0, 0]
+    ids, counts = vocab.ids_of(b"")
+    assert len(ids) == len(counts) == 0
+    ids, counts = vocab.ids_of(joined_bytes(["", "  ...  ", "\u2014"]))
+    assert len(ids) == 0 and counts.tolist() == [0, 0, 0]
 
 
 @settings(max_examples=100, deadline=None)
