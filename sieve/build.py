@@ -18,7 +18,7 @@ from typing import Any, Callable, Iterator
 
 import numpy as np
 
-from sieve.corpus import CorpusReport, IdRegistry, OnError, Source, corpus_file, line_spans, parse_line, read_documents, span_lines
+from sieve.corpus import CorpusReport, IdRegistry, OnError, Source, corpus_file, duplicate_id, line_spans, parse_line, read_documents, span_lines
 from sieve.documents import Document, checked_document, unknown_keys
 from sieve.folders import is_document_folder
 from sieve.engine.analysis import PLAIN, Analyzer
@@ -151,11 +151,9 @@ def _checked(batch: AnalyzedBatch, name: str, ids: IdRegistry, on_error: OnError
     """Apply the corpus rules a worker cannot (duplicate ids across chunks) and report errors in line order."""
     problems = list(batch.errors)
     keep = np.ones(len(batch.ids), dtype=bool)
-    for i, (doc_id, line) in enumerate(zip(batch.ids, batch.lines)):
-        dup = ids.duplicate(doc_id, name, line)
-        if dup is not None:
-            problems.append(dup)
-            keep[i] = False
+    for i, first in ids.first_lines(batch.ids, batch.lines):
+        problems.append(duplicate_id(batch.ids[i], first, name, batch.lines[i]))
+        keep[i] = False
     problems.sort(key=lambda e: e.line or 0)
     if problems and on_error == "raise":
         raise problems[0]

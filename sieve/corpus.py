@@ -205,6 +205,11 @@ def count_records(source: Source) -> int | None:
         return None  # the build itself will say what is wrong
 
 
+def duplicate_id(doc_id: str, first: int, file: str | None, line: int) -> CorpusError:
+    """The error of a record whose id `doc_id` was first seen at line `first`."""
+    return CorpusError(f"duplicate id {doc_id!r} (first seen at line {first})", file, line)
+
+
 class IdRegistry:
     """Remembers where each id was first seen, to name both lines of a duplicate, in bounded memory.
 
@@ -252,24 +257,34 @@ class IdRegistry:
             self._levels.append((keys[order], lines[order]))
 
     def duplicate(self, doc_id: str, file: str | None, line: int) -> CorpusError | None:
-        key = hashlib.blake2b(doc_id.encode("utf-8", "surrogatepass"), digest_size=16).digest()
-        first = None
-        if self._bitmap is None:
-            first = self._recent.get(key)
-        else:
-            bit = int.from_bytes(key[:8], "little") & (self.BITS - 1)
-            if self._bitmap[bit >> 3] & (1 << (bit & 7)):  # perhaps seen: look it up
-                first = self._first_line(key)
-            else:
-                self._bitmap[bit >> 3] |= 1 << (bit & 7)
-        if first is None:
-            self._recent[key] = line
-            if len(self._recent) >= self.RECENT:
-                self._spill()
-            return None
-        if first == line:
-            return None
-        return CorpusError(f"duplicate id {doc_id!r} (first seen at line {first})", file, line)
+        """A CorpusError naming `doc_id`'s first line if it was seen at another line before, else
+        None (and `doc_id` is remembered at `line`)."""
+        for _, first in self.first_lines([doc_id], [line]):
+            return duplicate_id(doc_id, first, file, line)
+        return None
+
+    def first_lines(self, doc_ids: list[str], lines: list[int]) -> list[tuple[int, int]]:
+        """`duplicate` of each id in turn, as (its index, the line it was first seen at) for each
+        seen before at another line."""
+        out: list[tuple[int, int]] = []
+        recent, bitmap, wrap = self._recent, self._bitmap, self.BITS - 1
+        for i, (doc_id, line) in enumerate(zip(doc_ids, lines)):
+            key = hashlib.blake2b(doc_id.encode("utf-8", "surrogatepass"), digest_size=16).digest()
+            first = None
+            if bitmap is not None:
+                bit = int.from_bytes(key[:8], "little") & wrap
+                byte, flag = bitmap[bit >> 3], 1 << (bit & 7)
+                if byte & flag:  # perhaps seen: look it up
+                    first = self._first_line(key)
+                else:
+                    bitmap[bit >> 3] = byte | flag
+            if first is None:
+                first = recent.setdefault(key, line)
+            if first != line:
+                out.append((i, first))
+        if len(recent) >= self.RECENT:
+            self._spill()
+        return out
 
 
 def read_documents(source: Source, on_error: OnError = "raise", report: CorpusReport | None = None, lenient: bool = False,

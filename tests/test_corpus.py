@@ -158,10 +158,12 @@ def test_not_utf8_is_reported(tmp_path: Path) -> None:
     assert "not UTF-8" in str(info.value)
 
 
+@pytest.mark.parametrize("batched", [False, True])
 @pytest.mark.parametrize("seed", range(4))
-def test_the_id_registry_finds_every_duplicate_and_its_first_line(seed: int, monkeypatch: pytest.MonkeyPatch) -> None:
+def test_the_id_registry_finds_every_duplicate_and_its_first_line(seed: int, batched: bool, monkeypatch: pytest.MonkeyPatch) -> None:
     """The compact registry (digests in a dict, then in sorted arrays behind a bitmap) answers as
-    a plain dict of every id does, across many spills into the arrays."""
+    a plain dict of every id does, across many spills into the arrays: one id at a time, and in
+    batches of up to 300 (`first_lines`, an id repeated within a batch included)."""
     import random
 
     from sieve.corpus import IdRegistry
@@ -170,14 +172,24 @@ def test_the_id_registry_finds_every_duplicate_and_its_first_line(seed: int, mon
     monkeypatch.setattr(IdRegistry, "BITS", 1 << 12)  # a small bitmap: many ids reach the arrays
     r = random.Random(seed)
     reg, first_seen = IdRegistry(), {}
-    for line in range(1, 8000):
-        doc_id = r.choice([f"d{r.randrange(3000)}", "\u00fcber", "", "x\x00y", f"{r.random()}"])
-        got = reg.duplicate(doc_id, "c.jsonl", line)
+    ids = [r.choice([f"d{r.randrange(3000)}", "\u00fcber", "", "x\x00y", f"{r.random()}"]) for _ in range(1, 8000)]
+    got: dict[int, str | None] = {}
+    if batched:
+        line = 1
+        while line <= len(ids):
+            lines = list(range(line, min(line + r.randrange(1, 300), len(ids) + 1)))
+            found = dict(reg.first_lines([ids[n - 1] for n in lines], lines))
+            got.update({n: None if i not in found else f"c.jsonl:{n}: duplicate id {ids[n - 1]!r} (first seen at line {found[i]})"
+                        for i, n in enumerate(lines)})
+            line = lines[-1] + 1
+    else:
+        got = {n: None if (e := reg.duplicate(ids[n - 1], "c.jsonl", n)) is None else str(e) for n in range(1, len(ids) + 1)}
+    for line, doc_id in enumerate(ids, 1):
         first = first_seen.setdefault(doc_id, line)
         if first == line:
-            assert got is None, (doc_id, line)
+            assert got[line] is None, (doc_id, line)
         else:
-            assert got is not None and str(got) == f"c.jsonl:{line}: duplicate id {doc_id!r} (first seen at line {first})"
+            assert got[line] == f"c.jsonl:{line}: duplicate id {doc_id!r} (first seen at line {first})"
     assert reg._levels  # the arrays were used
 
 
