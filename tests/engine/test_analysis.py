@@ -117,3 +117,16 @@ def test_folding_only_the_chunks_that_need_it() -> None:
     assert analyze_joined([mostly_ascii, cyrillic]) == [*analyze(mostly_ascii), SEPARATOR, *analyze(cyrillic), SEPARATOR]
     assert analyze(mostly_ascii) == ["it", "s", "a", "file", "na\u0131ve", "ete", "k", "x", "y", "1", "2", "cafe"]
     assert analyze(cyrillic) == ["\u043f\u0440\u0438\u0432\u0435\u0442", "\u043c\u0438\u0440", "\u0435\u043b\u043a\u0430"]
+
+
+def test_the_kept_words_of_chunks_stay_bounded_and_right(monkeypatch: pytest.MonkeyPatch) -> None:
+    """A batch folds each chunk with other characters than ASCII once and keeps its words (up to
+    a bound, then starts again): the same terms every time, from kept words or fresh."""
+    from sieve.engine import analysis
+
+    monkeypatch.setattr(analysis, "_CHUNK_WORDS", {})
+    monkeypatch.setattr(analysis, "_CHUNKS_KEPT", 5)
+    texts = [f"caf\u00e9{i} na\u00efve\u2014{i % 3} \ufb01le" for i in range(40)]
+    for _ in range(2):
+        assert analyze_joined(texts) == [t for text in texts for t in [*analyze(text), SEPARATOR]]
+        assert 0 < len(analysis._CHUNK_WORDS) <= 5
