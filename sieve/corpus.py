@@ -205,6 +205,11 @@ def count_records(source: Source) -> int | None:
         return None  # the build itself will say what is wrong
 
 
+def id_key(doc_id: str) -> bytes:
+    """What `IdRegistry` keeps of an id: its 128-bit blake2b digest."""
+    return hashlib.blake2b(doc_id.encode("utf-8", "surrogatepass"), digest_size=16).digest()
+
+
 def duplicate_id(doc_id: str, first: int, file: str | None, line: int) -> CorpusError:
     """The error of a record whose id `doc_id` was first seen at line `first`."""
     return CorpusError(f"duplicate id {doc_id!r} (first seen at line {first})", file, line)
@@ -263,13 +268,13 @@ class IdRegistry:
             return duplicate_id(doc_id, first, file, line)
         return None
 
-    def first_lines(self, doc_ids: list[str], lines: list[int]) -> list[tuple[int, int]]:
+    def first_lines(self, doc_ids: list[str], lines: list[int], keys: bytes | None = None) -> list[tuple[int, int]]:
         """`duplicate` of each id in turn, as (its index, the line it was first seen at) for each
-        seen before at another line."""
+        seen before at another line. `keys`: the ids' `id_key`s, joined, when they were made already."""
         out: list[tuple[int, int]] = []
         recent, bitmap, wrap = self._recent, self._bitmap, self.BITS - 1
         for i, (doc_id, line) in enumerate(zip(doc_ids, lines)):
-            key = hashlib.blake2b(doc_id.encode("utf-8", "surrogatepass"), digest_size=16).digest()
+            key = id_key(doc_id) if keys is None else keys[16 * i : 16 * i + 16]
             first = None
             if bitmap is not None:
                 bit = int.from_bytes(key[:8], "little") & wrap

@@ -163,10 +163,11 @@ def test_not_utf8_is_reported(tmp_path: Path) -> None:
 def test_the_id_registry_finds_every_duplicate_and_its_first_line(seed: int, batched: bool, monkeypatch: pytest.MonkeyPatch) -> None:
     """The compact registry (digests in a dict, then in sorted arrays behind a bitmap) answers as
     a plain dict of every id does, across many spills into the arrays: one id at a time, and in
-    batches of up to 300 (`first_lines`, an id repeated within a batch included)."""
+    batches of up to 300 (`first_lines`, an id repeated within a batch included, digested by the
+    registry or given)."""
     import random
 
-    from sieve.corpus import IdRegistry
+    from sieve.corpus import IdRegistry, id_key
 
     monkeypatch.setattr(IdRegistry, "RECENT", 97)
     monkeypatch.setattr(IdRegistry, "BITS", 1 << 12)  # a small bitmap: many ids reach the arrays
@@ -178,7 +179,8 @@ def test_the_id_registry_finds_every_duplicate_and_its_first_line(seed: int, bat
         line = 1
         while line <= len(ids):
             lines = list(range(line, min(line + r.randrange(1, 300), len(ids) + 1)))
-            found = dict(reg.first_lines([ids[n - 1] for n in lines], lines))
+            batch = [ids[n - 1] for n in lines]
+            found = dict(reg.first_lines(batch, lines, b"".join(map(id_key, batch)) if r.random() < 0.5 else None))
             got.update({n: None if i not in found else f"c.jsonl:{n}: duplicate id {ids[n - 1]!r} (first seen at line {found[i]})"
                         for i, n in enumerate(lines)})
             line = lines[-1] + 1

@@ -52,6 +52,7 @@ class AnalyzedBatch:
     sections: np.ndarray = field(default_factory=lambda: np.zeros(0, np.int64))  # sections per document
     errors: list[Any] = field(default_factory=list)  # CorpusErrors of records left out, in line order
     kept: int = 0  # documents whose unknown keys a lenient read kept as metadata
+    id_keys: bytes = b""  # each id's 16-byte digest (sieve.corpus.id_key), made where the batch was analysed
     unit_stops: np.ndarray | None = None
     # Per declared field (sieve.engine.schema), one value per document: float64 for a number,
     # int32 YYYYMMDD for a date, a list of keywords for a keyword field.
