@@ -46,6 +46,19 @@ def check_side(tree: Path, work: Path) -> None:
         raise SystemExit(f"PYTHONPATH={tree} does not load that tree's sieve (an install shadows it?)")
 
 
+def sides(base: str, work: Path) -> tuple[str, dict[str, Path]]:
+    """(BASE's short hash, {"base": a worktree of it under `work`, "new": this tree}), each checked to load its own sieve."""
+    rev = subprocess.run(["git", "-C", str(ROOT), "rev-parse", "--short", base], check=True, capture_output=True, text=True).stdout.strip()
+    base_tree = work / f"tree-{rev}"
+    if not base_tree.exists():
+        work.mkdir(parents=True, exist_ok=True)
+        subprocess.run(["git", "-C", str(ROOT), "worktree", "add", "--detach", str(base_tree), rev], check=True, capture_output=True)
+    trees = {"base": base_tree, "new": ROOT}
+    for tree in trees.values():
+        check_side(tree, work)
+    return rev, trees
+
+
 def median(runs: list[dict[str, Any]], get: Callable[[dict[str, Any]], Any]) -> float | None:
     vals = []
     for r in runs:
@@ -100,16 +113,9 @@ def main() -> int:
                     help="run this tree's benchmark scripts on both sides (when BASE's scripts measured differently; the package still comes from each side)")
     args = ap.parse_args()
     corpus, work = args.corpus.resolve(), args.work.resolve()
-    rev = subprocess.run(["git", "-C", str(ROOT), "rev-parse", "--short", args.base], check=True, capture_output=True, text=True).stdout.strip()
+    rev, trees = sides(args.base, work)
     out = (args.out or HERE / "results" / f"ab-{rev}").resolve()
     out.mkdir(parents=True, exist_ok=True)
-    base_tree = work / f"tree-{rev}"
-    if not base_tree.exists():
-        work.mkdir(parents=True, exist_ok=True)
-        subprocess.run(["git", "-C", str(ROOT), "worktree", "add", "--detach", str(base_tree), rev], check=True, capture_output=True)
-    trees = {"base": base_tree, "new": ROOT}
-    for tree in trees.values():
-        check_side(tree, work)
     results: dict[str, dict[str, list[dict[str, Any]]]] = {b: {s: [] for s in SIDES} for b in ("engine", "rank")}
     for bench in ("engine", "rank"):  # engine first: it builds the index that rank then reuses, per side
         for i in range(1, args.rounds + 1):
