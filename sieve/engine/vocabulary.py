@@ -1,10 +1,10 @@
-"""Numbering terms: term -> id in first-seen order, for the analysed batches of indexing.
+"""Numbering terms: term -> id, for the analysed batches of indexing.
 
 Indexing numbers every word of every text, about ten million at 100k documents. A word costs
 little as bytes in an array and much as a Python string (made by a split, hashed, looked up in a
 dict: 130 of the 150 ns a word took). So a batch's words are numbered where they lie, in the
 bytes `joined_bytes` gives: each word of up to 16 UTF-8 bytes is its bytes read as two 64-bit
-integers (zero-padded: a term byte is never zero, so two words never share a key), looked up in
+integers (zero-padded: a term byte is never zero, so no two such words share a key), looked up in
 an open-addressing hash table of those keys in numpy, all the batch's words at once. Only the
 words seen for the first time, and the rare longer ones, become strings.
 """
@@ -21,7 +21,6 @@ from sieve.engine.analysis import PLAIN, SEPARATOR, STOP, Analyzer
 from sieve.engine.schema import namespaced
 
 _KEY_BYTES = 16  # longer words go through a dict of strings
-_ONES = np.uint64(0xFFFFFFFFFFFFFFFF)
 _MIX_LO = np.uint64(0x9E3779B97F4A7C15)  # odd 64-bit constants: Fibonacci hashing
 _MIX_HI = np.uint64(0xC2B2AE3D27D4EB4F)
 # _LOW_BYTES[n]: the low n bytes of a 64-bit word
@@ -116,7 +115,8 @@ def word_spans(padded: bytes, n: int) -> tuple[np.ndarray, np.ndarray, np.ndarra
 
 
 class Vocabulary:
-    """Term -> id in first-seen order. Id 0 is SEPARATOR, the end-of-unit mark in joined analysis.
+    """Term -> id, numbered as words first appear (within a batch: new words of up to 8 bytes in
+    order of first sight, then longer ones). Id 0 is SEPARATOR, the end-of-unit mark.
 
     `ids_of` numbers a batch's words (`joined_bytes`) by word id, then maps word ids to term ids:
     with a stemming analyzer (or stop words) each distinct word is stemmed once, when first seen,
