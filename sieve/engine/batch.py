@@ -89,34 +89,38 @@ def analyze_batch(docs: list[Document], lines: list[int], vocab: Vocabulary, sch
     units_per_doc: list[int] = []
     dates: list[int] = []
     metas: list[bytes] = []
-    sec_text: list[bytes] = []
+    sec_text: list[str] = []
     sections_per_doc: list[int] = []
     given = values is not None
     values = values if values is not None else []
     text_fields = [i for i, (_, kind) in enumerate(schema.fields) if kind == "text"]
+    title_f, author_f, box_f, heading_f, body_f = int(Field.TITLE), int(Field.AUTHOR), int(Field.INFOBOX), int(Field.SECTION), int(Field.BODY)
     for doc in docs:
         before = len(texts)
         texts.append(doc.title)
-        ufield.append(Field.TITLE)
+        ufield.append(title_f)
         usection.append(-1)
         if doc.author:
-            for name in doc.author.split(";"):
-                texts.append(name.strip())
-                ufield.append(Field.AUTHOR)
-                usection.append(-1)
-        for v in doc.infobox.values():
-            texts.append(v)
-            ufield.append(Field.INFOBOX)
-            usection.append(-1)
+            names = [name.strip() for name in doc.author.split(";")]
+            texts += names
+            ufield += [author_f] * len(names)
+            usection += [-1] * len(names)
+        box = doc.infobox
+        if box:
+            texts += box.values()
+            ufield += [box_f] * len(box)
+            usection += [-1] * len(box)
         for j, sec in enumerate(doc.sections):
+            text = sec.text
             if sec.heading != INTRO:
-                texts.append(sec.heading)
-                ufield.append(Field.SECTION)
+                texts += (sec.heading, text)
+                ufield += (heading_f, body_f)
+                usection += (j, j)
+            else:
+                texts.append(text)
+                ufield.append(body_f)
                 usection.append(j)
-            texts.append(sec.text)
-            ufield.append(Field.BODY)
-            usection.append(j)
-            sec_text.append(sec.text.encode())
+            sec_text.append(text)
         if schema:
             if not given:
                 values.append(schema.values(doc.metadata))
@@ -167,8 +171,8 @@ def analyze_batch(docs: list[Document], lines: list[int], vocab: Vocabulary, sch
         new_terms=vocab.new_terms(),
         meta=b"".join(metas),
         meta_len=np.fromiter(map(len, metas), dtype=np.int64, count=len(metas)),
-        text=b"".join(sec_text),
-        text_len=np.fromiter(map(len, sec_text), dtype=np.int64, count=len(sec_text)),
+        text="".join(sec_text).encode(),
+        text_len=np.fromiter((len(t) if t.isascii() else len(t.encode()) for t in sec_text), dtype=np.int64, count=len(sec_text)),
         sections=np.asarray(sections_per_doc, dtype=np.int64),
         unit_stops=unit_stops,
     )
