@@ -88,9 +88,7 @@ def analyze(text: str) -> list[str]:
     return _WORD.findall(fold(text))
 
 
-
 SEPARATOR = "\x00"  # never part of a term, so it can mark where one text ends in a joined batch
-_WORD_OR_SEP = re.compile(r"[^\W_]+|\x00")
 
 
 def _no_nul(text: str) -> str:

@@ -171,6 +171,7 @@ def analyze_batch(docs: list[Document], lines: list[int], vocab: Vocabulary, sch
         new_terms=vocab.new_terms(),
         meta=b"".join(metas),
         meta_len=np.fromiter(map(len, metas), dtype=np.int64, count=len(metas)),
+        # One encoding of all the texts; a text's byte length needs its own only if it is not ASCII.
         text="".join(sec_text).encode(),
         text_len=np.fromiter((len(t) if t.isascii() else len(t.encode()) for t in sec_text), dtype=np.int64, count=len(sec_text)),
         sections=np.asarray(sections_per_doc, dtype=np.int64),
