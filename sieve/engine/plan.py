@@ -118,6 +118,7 @@ class Plan:
     clauses: tuple[PlanNode, ...]  # the top-level conjuncts (what the zero-hit report names)
     volume: int = 0
     _derived: tuple[tuple[str, ...], tuple[int, ...], tuple[str, ...], str] | None = field(init=False, default=None, repr=False)
+    _admits_holders: bool | None = field(init=False, default=None, repr=False)
 
     # What ranking, snippets and dense search need from the whole query: computed on first use
     # (a `match` needs none of it).
@@ -140,6 +141,20 @@ class Plan:
     def text(self) -> str:
         """The positive words as written: what a dense encoder reads."""
         return self._derive()[3]
+
+    @property
+    def admits_holders(self) -> bool:
+        """Whether every document holding one of `terms`, in any field, is admitted: the root is
+        an unscoped word, or an OR with an unscoped word among its operands for each of `terms`
+        (an agent's plain `a OR b OR c`). Then a ranker need not test its scored documents
+        against the admitted set (in a segment with nothing deleted)."""
+        if self._admits_holders is None:
+            root = self.root
+            operands = root.children if type(root) is OrPlan else (root,)
+            words = {leaf.terms[0] for leaf in operands
+                     if type(leaf) is LeafPlan and leaf.kind == "term" and leaf.mask == ALL_MASK and not leaf.declared}
+            self._admits_holders = bool(words) and words.issuperset(self.terms)
+        return self._admits_holders
 
     def _derive(self) -> tuple[tuple[str, ...], tuple[int, ...], tuple[str, ...], str]:
         if self._derived is None:

@@ -400,6 +400,14 @@ class IndexReader:
         except (IndexError, UnicodeDecodeError):
             raise self.damaged(("ids.rank.sva", "ids.off.sva", "ids.blob.sva"), f"id of document {d} is unreadable") from None
 
+    def doc_ids(self, docs: np.ndarray) -> list[str]:
+        """The ids of documents `docs` (their places in the sorted ids by one gather)."""
+        ids = self.ids
+        try:
+            return [ids[i].decode() for i in np.asarray(self.id_rank[docs]).tolist()]
+        except (IndexError, UnicodeDecodeError):
+            raise self.damaged(("ids.rank.sva", "ids.off.sva", "ids.blob.sva"), "an id of the documents asked for is unreadable") from None
+
     def meta(self, d: int) -> dict[str, Any]:
         raw = self._meta.read(int(self.meta_off[d]), int(self.meta_off[d + 1]))
         try:

@@ -241,6 +241,12 @@ class Snapshot:
         seg, d = self.locate(g)
         return seg.reader.doc_id(d)
 
+    def doc_ids(self, gs: np.ndarray) -> list[str]:
+        """The ids of internal numbers `gs` (a hit list's: one gather when there is one segment)."""
+        if len(self.segments) == 1:
+            return self.segments[0].reader.doc_ids(gs)
+        return [self.doc_id(g) for g in gs.tolist()]
+
     def meta(self, g: int) -> dict[str, Any]:
         seg, d = self.locate(g)
         return seg.reader.meta(d)

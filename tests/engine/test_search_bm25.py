@@ -236,8 +236,55 @@ def test_pruned_top_k_equals_the_full_ranking(zipf_index: sieve.Index, words: li
         assert got_d.tolist() == want_d.tolist() and got_s.tolist() == want_s.tolist()  # bit for bit, ties in order
     if len(docs):  # the admitted set given as its bitset only, as searches give it
         want_d, want_s = top_k(*scorer.scores(terms, docs), k)
-        got_d, got_s = scorer.top(terms, None, bits, k, admitted=len(docs))
-        assert got_d.tolist() == want_d.tolist() and got_s.tolist() == want_s.tolist()
+        for holders in {False, plan.admits_holders}:  # an OR of bare words: scored documents not tested against it
+            got_d, got_s = scorer.top(terms, None, bits, k, admitted=len(docs), holders=holders)
+            assert got_d.tolist() == want_d.tolist() and got_s.tolist() == want_s.tolist()
+
+
+HOLDER_WORDS = ["ash", "birch", "cedar", "dogwood"]
+
+
+@pytest.fixture(scope="module")
+def fielded_index(tmp_path_factory: pytest.TempPathFactory) -> sieve.Index:
+    """Words in titles, sections, authors and infobox values: a word may be in a document only
+    where BM25 does not count it."""
+    import random
+
+    rng = random.Random(9)
+    words = lambda n: " ".join(rng.choices(HOLDER_WORDS, k=rng.randint(0, n)))  # noqa: E731
+    recs = [{"id": f"f{i}", "title": words(2), "sections": [{"heading": words(2), "text": words(8)}],
+             "authors": [words(1)] if rng.random() < 0.5 else [], "infobox": {"tree": words(2)} if rng.random() < 0.5 else {}}
+            for i in range(120)]
+    return sieve.build_index(recs, tmp_path_factory.mktemp("fielded") / "idx")
+
+
+holder_query = st.lists(st.sampled_from(HOLDER_WORDS + [w + "[title]" for w in HOLDER_WORDS] + ['"ash birch"', "NOT cedar", "ced*", "oak"]),
+                        min_size=1, max_size=4)
+
+
+@settings(max_examples=200, deadline=None, derandomize=True, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(holder_query, st.sampled_from([" OR ", " "]))
+def test_admits_holders_only_when_every_holder_is_admitted(fielded_index: sieve.Index, words: list[str], joiner: str) -> None:
+    from sieve.engine import bitset
+
+    query = joiner.join(words)
+    plan = fielded_index.plan(query).first
+    r = fielded_index.searcher.parts[0].reader
+    admitted = set(bitset.to_ids(fielded_index.searcher.parts[0].evaluator.run(plan), len(fielded_index)).tolist())
+    holders = {d for t in plan.term_ids if t >= 0 for d in r.post_doc[int(r.post_ptr[t]) : int(r.post_ptr[t + 1])].tolist()}
+    if plan.admits_holders:
+        assert holders <= admitted
+    # Expected: the operands of one OR (or the one operand) include a bare word for each word BM25 scores.
+    bare = {w for w in words if w in HOLDER_WORDS or w == "oak"}
+    scored = {t for w in words if not w.startswith("NOT") and not w.endswith("*") for t in w.split("[")[0].strip('"').split()}
+    assert plan.admits_holders == (bool(bare) and scored <= bare and (joiner == " OR " or len(words) == 1))
+    if admitted:  # the search ranks exactly the admitted set, zero scores (a word only in an author) included
+        from sieve.engine.search import top_k
+
+        docs = np.asarray(sorted(admitted), dtype=np.int64)
+        want_d, want_s = top_k(*fielded_index.searcher.parts[0].bm25.scores(plan.term_ids, docs), 5)
+        got = fielded_index.search(query, k=5, explain=False).hits
+        assert [h.doc for h in got] == want_d.tolist() and [h.score for h in got] == want_s.tolist()
 
 
 @settings(max_examples=150, deadline=None, derandomize=True, suppress_health_check=[HealthCheck.function_scoped_fixture])

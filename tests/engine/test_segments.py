@@ -237,6 +237,18 @@ def test_cards_and_reads_come_from_the_right_segment(tmp_path: Path) -> None:
     assert Toolset(index).call("visit", {"doc": last}).text == Toolset(fresh).call("visit", {"doc": last}).text
 
 
+def test_ids_of_many_documents_at_once_are_each_ones_id(tmp_path: Path) -> None:
+    index, live = many_segments(tmp_path / "ix", random.Random(13), commits=3)
+    numbers = index.doc_numbers()
+    assert len(index.segments) > 1
+    assert index.reader.doc_ids(numbers) == [index.reader.doc_id(g) for g in numbers.tolist()] == ids_in_order(index)
+    assert sorted(index.reader.doc_ids(numbers)) == sorted(d["id"] for d in live)
+    one = sieve.build_index(live)
+    picked = one.doc_numbers()[::-3]  # any order, as ranked hits come
+    assert one.reader.doc_ids(picked) == [one.reader.doc_id(g) for g in picked.tolist()]
+    assert one.reader.doc_ids(picked[:0]) == []
+
+
 def test_a_replaced_document_is_found_in_its_new_segment(tmp_path: Path) -> None:
     index = sieve.build_index([{"id": "a", "title": "old title"}, {"id": "b", "title": "bee"}], tmp_path / "ix")
     with index.writer() as w:
