@@ -266,6 +266,14 @@ class _Builder:
 
     def build(self, node: ast.Node, positive: bool) -> PlanNode:
         kind = type(node)
+        if kind is ast.Term:  # the most common node by far: resolved here in the fewest steps
+            leaf = self._resolved.get(node)
+            if leaf is None:
+                leaf = self._resolved[node] = self._term(node)  # type: ignore[arg-type]
+            self.leaves.append(leaf)
+            if positive and not leaf.declared:
+                self.positive.append(leaf)
+            return leaf
         if kind is ast.And:
             return AndPlan(node, tuple([self.build(c, positive) for c in node.children]))  # type: ignore[union-attr]
         if kind is ast.Or:
@@ -302,12 +310,28 @@ class _Builder:
             got = self._memo[node] = analyse(node)
         return got
 
+    def _term(self, node: ast.Term) -> LeafPlan:
+        """`_leaf` of a word: one term, or the phrase of the terms it analyses into."""
+        got = self._memo.get(node)
+        if got is None:
+            got = self._memo[node] = self._words(node)
+        terms, offsets, mask, declared = got
+        if len(terms) > 1:
+            return self._leaf(node)
+        tid = self.r.term_id(terms[0])
+        size = 0 if tid < 0 else int(self.r.post_ptr[tid + 1]) - int(self.r.post_ptr[tid])
+        return LeafPlan(node, "term", terms, (tid,), mask=mask, text=node.word, declared=declared, size=size)
+
     def _words(self, node: ast.Term | ast.Phrase) -> tuple[tuple[str, ...], tuple[int, ...], int, str]:
         """(terms, each one's place relative to the first, mask, declared field) of a word or phrase."""
         written = node.word if isinstance(node, ast.Term) else node.text
+        analysed = self.analyzer.analyze(written)
+        if len(analysed) == 1 and analysed[0] != STOP:  # one term (most words): no places to list and shift
+            mask, declared, ns = self._scope(node.fields)
+            return (ns(analysed[0]),), (0,), mask, declared
         # Stop words are not indexed: at either end of a phrase they are dropped, inside one
         # they stand for any one word (their place is kept), as in Lucene (docs/bql.md).
-        placed = [(i, t) for i, t in enumerate(self.analyzer.analyze(written)) if t != STOP]
+        placed = [(i, t) for i, t in enumerate(analysed) if t != STOP]
         if not placed:
             raise self._all_stop(node, written)
         mask, declared, ns = self._scope(node.fields)
