@@ -19,6 +19,7 @@ means rebuilding.
 
 from __future__ import annotations
 
+import functools
 import math
 import re
 from dataclasses import dataclass
@@ -69,7 +70,7 @@ class Schema:
     def __bool__(self) -> bool:
         return bool(self.fields)
 
-    @property
+    @functools.cached_property  # every query is parsed with it
     def text_fields(self) -> frozenset[str]:
         """The names of the declared text fields (what BQL accepts as tags besides its own)."""
         return frozenset(n for n, t in self.fields if t == "text")

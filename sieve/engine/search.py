@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import threading
 from dataclasses import dataclass, field
-from typing import Iterator, Protocol
+from typing import Iterator, NamedTuple, Protocol
 
 import numpy as np
 
@@ -105,10 +105,14 @@ class DenseScorer(Protocol):
         ...
 
 
+# top_k sorts this many candidates whole: fewer numpy calls than narrowing them first, and as fast.
+_SORT_ALL = 256
+
+
 def top_k(docs: np.ndarray, scores: np.ndarray, k: int, order: np.ndarray | None = None) -> tuple[np.ndarray, np.ndarray]:
     """The k best (doc, score) pairs, best first; equal scores in index order (`order`: each
     internal number's order key, for a snapshot whose index order is not ascending number)."""
-    if len(docs) > k:
+    if len(docs) > max(k, _SORT_ALL):
         # A floor under the k-th best score: the least of k block maxima (k distinct entries, so
         # the k-th best is at least that). It leaves a few dozen candidates to partition instead
         # of every score (np.partition costs ~10 ns an element: 0.1 ms for 11,000).
@@ -138,8 +142,7 @@ def _add(acc: np.ndarray, d: np.ndarray, s: np.ndarray, risen: list[np.ndarray])
         risen.append(d[rise])
 
 
-@dataclass(frozen=True)
-class _Posting:
+class _Posting(NamedTuple):  # made for every term of every search: a tuple, not a frozen dataclass
     lo: int  # the term's postings are post_doc[lo:hi]
     hi: int
     idf: float  # also a strict upper bound of the term's score in any document: tf / (tf + norm) < 1
@@ -460,11 +463,15 @@ class BM25Scorer:
             if float(np.partition(low, len(low) - k)[len(low) - k]) + ahead < outside:
                 return None  # even at best a document holding only other terms could still enter
         # Exact scores: the contributions added in query order, as `scores` adds them (a term
-        # missing from a document adds 0.0, which changes no sum), so they agree to the bit.
-        acc = np.zeros(len(cand), dtype=np.float64)
-        for col in part:
-            if col is not None:
-                acc += col
+        # missing from a document adds 0.0, which changes no sum), so they agree to the bit. When
+        # the terms were looked up in query order, `low` added them so already.
+        if all(a is b for a, b in zip(held + rest, postings)):
+            acc = low
+        else:
+            acc = np.zeros(len(cand), dtype=np.float64)
+            for col in part:
+                if col is not None:
+                    acc += col
         if outside > float(np.partition(acc, len(acc) - k)[len(acc) - k]):
             return None
         return top_k(cand, acc, k)
