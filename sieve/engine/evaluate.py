@@ -139,7 +139,11 @@ class Evaluator:
         postings, ascending, or None when the rows hold them all). An OR of terms scatters every
         part's list into one set."""
         r = self.r
-        if not ALL_MASK & ~fmask:  # every field: a frequent term's documents may be one stored row
+        present = r.fields_present
+        # Fields not asked for that some posting has: postings there alone must be filtered out (by
+        # `rest`, which may also drop documents the rows below already hold).
+        unasked = ALL_MASK & ~fmask & present
+        if not unasked:  # every field there is: a frequent term's documents may be one stored row
             row = r.any_row(tid)
             if row is not None:
                 return row, None
@@ -147,9 +151,6 @@ class Evaluator:
         # Where the postings to read are: all of the term's, unless rows and rest postings stand in.
         docs_of, rest_masks = r.post_doc, None
         lo, hi = int(r.post_ptr[tid]), int(r.post_ptr[tid + 1])
-        # Fields not asked for: postings there alone must be filtered out (by `rest`, which may also
-        # drop documents the rows below already hold).
-        unasked = ALL_MASK & ~fmask
         if r.dense_ptr is not None:
             a, b = int(r.dense_ptr[tid]), int(r.dense_ptr[tid + 1])
             if a < b:
@@ -169,7 +170,7 @@ class Evaluator:
                     lo, hi = int(r.rest_ptr[a]), int(r.rest_ptr[b])
                     if lo == hi:  # no postings beyond the rows: the rows are the answer
                         return acc, None
-                    unasked = ALL_MASK & ~covered & ~rest
+                    unasked = ALL_MASK & ~covered & ~rest & present
         docs = docs_of[lo:hi]
         if unasked:
             docs = docs[r.attrs.meets(lo, hi, rest) if rest_masks is None else (rest_masks[lo:hi] & rest) != 0]
@@ -194,7 +195,7 @@ class Evaluator:
         a, b = int(self.r.post_ptr[lo]), int(self.r.post_ptr[hi])
         # Terms sharing a prefix are neighbours in the sorted dictionary, so their postings are one slice.
         docs = self.r.post_doc[a:b]
-        if fmask != ALL_MASK:
+        if ALL_MASK & ~fmask & self.r.fields_present:
             docs = docs[self.r.attrs.meets(a, b, fmask)]
         return bitset.from_ids(docs, self.n)
 
@@ -230,7 +231,7 @@ class Evaluator:
         """The documents of matches at `positions` (in `units`, when already looked up) in fields `fmask`."""
         if units is None:
             units = self.r.units_of(positions)
-        if fmask != ALL_MASK:
+        if ALL_MASK & ~fmask & self.r.fields_present:  # (a built-in term is in no declared field's unit)
             units = units[((np.uint8(1) << self.r.unit_field[units]) & fmask) != 0]
         return bitset.from_ids(self.r.docs_of_units(units), self.n)
 

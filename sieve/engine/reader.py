@@ -307,6 +307,16 @@ class IndexReader:
     def _term_id(self, term: str) -> int:
         return self.terms.find(term.encode())
 
+    @functools.cached_property
+    def fields_present(self) -> int:
+        """The posting mask bits of the built-in fields that hold a term in some document: no
+        posting, and no unit of a built-in term, has another field's bit. A scope that takes
+        all of these filters nothing (`word[title,section,body]` in a segment with no author or
+        infobox values). Read from the field lengths at first use (1 MB at 100,000 documents)."""
+        flen = np.asarray(self.field_len)
+        used = flen.any(axis=0) if len(flen) else np.zeros(flen.shape[1] if flen.ndim == 2 else 0, dtype=bool)
+        return sum(1 << i for i, u in enumerate(used.tolist()) if u)
+
     def any_row(self, tid: int) -> np.ndarray | None:
         """The bitset of every document holding term `tid` in any field, where the segment stores
         one (frequent terms whose documents no single field row holds); else None."""
