@@ -6,11 +6,12 @@ import functools
 import json
 import re
 from dataclasses import dataclass, field
-from typing import Any, Mapping
+from typing import Any, Mapping, TypeVar
 
 from sieve.errors import CorpusError
-from sieve.frozen import made
 from sieve.isodate import parse_partial
+
+T = TypeVar("T")
 
 INTRO = "(intro)"
 
@@ -218,6 +219,16 @@ def _ascii_strings(d: Mapping[Any, Any]) -> bool:
         return "".join(d).isascii() and "".join(d.values()).isascii()
     except TypeError:
         return False
+
+
+def made(cls: type[T], fields: dict[str, Any]) -> T:
+    """`cls(**fields)` of a frozen dataclass (without `__slots__` or `__post_init__`), every field
+    given, for values the caller has checked: without the per-field `object.__setattr__` of its
+    `__init__` (a section 0.30 -> 0.2 us, a document 1.08 -> 0.4 us, a search hit 0.96 -> 0.4 us).
+    The instance is as frozen to its users as one `__init__` made."""
+    obj = object.__new__(cls)
+    obj.__dict__.update(fields)
+    return obj
 
 
 def _sections(rec: Mapping[str, Any]) -> tuple[Section, ...]:

@@ -26,8 +26,8 @@ from sieve.engine.plan import Plan, Plans
 from sieve.engine.rankers import RANKER_NAMES, SOFT_RANKERS
 from sieve.engine.reader import IndexReader, search_sorted
 from sieve.engine.segments import Segment, Snapshot
+from sieve.documents import made
 from sieve.errors import InvalidArgumentError
-from sieve.frozen import made
 
 RRF_K = 60
 # Postings scored at a time in a scan (64 KB of floats: sizes malloc reuses without new pages).
