@@ -5,7 +5,9 @@
 Prints a table and writes JSON (default benchmarks/results/engine-<corpus>.json). Queries are sampled
 from the corpus with a fixed seed; each is run once, cold (parsed and planned, never from a cache,
 even when a class draws it twice), after a warm-up pass over other queries. Peers (benchmarks/peers.py) answer the same queries in the same run, so the
-ratios are what to quote.
+ratios are what to quote. With `--rounds R`, each class is measured R times on fresh queries (seed,
+seed + 1000, ...), sieve and the peers in turn each round, and every figure is the median of the
+rounds' (a single round's p95 of 200 queries moves by a fifth from run to run on this machine).
 """
 
 from __future__ import annotations
@@ -179,6 +181,66 @@ def open_cost(path: Path) -> dict[str, float]:
     return {k: round(v, 2) for k, v in json.loads(out).items()}
 
 
+def measure_class(index: sieve.Index, specs: list[dict[str, Any]], peers: dict[str, Any]) -> dict[str, Any]:
+    """One round of one class: each query once through sieve (parsed and planned afresh), then
+    through each peer that can express it."""
+    row: dict[str, Any] = {"queries": len(specs)}
+    sieve_ms, counts = [], []
+    clear_parse_cache()
+    for spec in specs:
+        # A class draws some queries twice (frequent title words): each is parsed and planned
+        # afresh, as the peers do, not answered from the index's plan cache.
+        clear_parse_cache()
+        index._plans.cache_clear()
+        ms, m = timed(lambda: index.match(to_bql(spec)))
+        sieve_ms.append(ms)
+        counts.append(m.count)
+    row["sieve"] = percentiles(sieve_ms)
+    row["median_count"] = int(statistics.median(counts))
+    if peers:
+        from peers import latency_ms  # type: ignore[import-not-found]
+    for pname, p in peers.items():
+        peer = p["peer"]
+        ok = [i for i, s in enumerate(specs) if peer.supports(s)]
+        if not ok:
+            row[pname] = None
+            continue
+        pms, agree = [], 0
+        for i in ok:
+            ms, c = timed(lambda: peer.count(specs[i]))
+            pms.append(latency_ms(peer, ms))
+            agree += int(c == counts[i])
+        sub = percentiles([sieve_ms[i] for i in ok])
+        row[pname] = {**percentiles(pms), "queries": len(ok), "count_agreement": round(agree / len(ok), 3), "sieve_same_queries": sub}
+    return row
+
+
+def merge_rounds(rows: list[dict[str, Any]]) -> dict[str, Any]:
+    """A class's rounds as one row: each figure the median of the rounds' (the rounds' own rows under "rounds")."""
+    if len(rows) == 1:
+        return rows[0]
+
+    def med(dicts: list[dict[str, Any]]) -> dict[str, float]:
+        return {k: round(statistics.median(d[k] for d in dicts), 4) for k in ("p50", "p95", "mean")}
+
+    out: dict[str, Any] = {"queries": sum(r["queries"] for r in rows), "sieve": med([r["sieve"] for r in rows]),
+                           "median_count": int(statistics.median(r["median_count"] for r in rows))}
+    for key in rows[0]:
+        if key in out or key == "queries":
+            continue
+        got = [r[key] for r in rows]
+        if any(g is None for g in got):
+            out[key] = None
+            continue
+        out[key] = {**med(got), "queries": sum(g["queries"] for g in got),
+                    "count_agreement": round(statistics.mean(g["count_agreement"] for g in got), 3),
+                    "sieve_same_queries": med([g["sieve_same_queries"] for g in got]),
+                    "ratio_p50_rounds": [round(g["sieve_same_queries"]["p50"] / g["p50"], 3) if g["p50"] else None for g in got],
+                    "ratio_p95_rounds": [round(g["sieve_same_queries"]["p95"] / g["p95"], 3) if g["p95"] else None for g in got]}
+    out["rounds"] = rows
+    return out
+
+
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--corpus", type=Path, default=HERE / "data" / "man-sections.jsonl")
@@ -187,6 +249,7 @@ def main() -> int:
     ap.add_argument("--peer", action="append", default=[], help="sqlite-fts5 and/or tantivy")
     ap.add_argument("--seed", type=int, default=7)
     ap.add_argument("--reuse", action="store_true", help="reuse an index already built in --work")
+    ap.add_argument("--rounds", type=int, default=1, help="measure each class this many times on fresh queries; report medians")
     ap.add_argument("--out", type=Path)
     args = ap.parse_args()
 
@@ -208,8 +271,12 @@ def main() -> int:
     result["store_mb"] = round(store / 1e6, 2)
     result["open"] = open_cost(idx_path)
 
-    sampler = Sampler(index, args.seed)
-    specs = {cls: [sampler.spec(cls) for _ in range(args.queries)] for cls in CLASSES}
+    def draw(seed: int) -> dict[str, list[dict[str, Any]]]:
+        sampler = Sampler(index, seed)
+        return {cls: [sampler.spec(cls) for _ in range(args.queries)] for cls in CLASSES}
+
+    rounds = [draw(args.seed + 1000 * r) for r in range(max(1, args.rounds))]  # round 1: the queries of a run without --rounds
+    specs = rounds[0]
     warm = Sampler(index, args.seed + 1)
     for cls in CLASSES:  # warm-up on different queries: page cache, numpy, code paths
         for _ in range(10):
@@ -218,7 +285,7 @@ def main() -> int:
     peers: dict[str, Any] = {}
     if args.peer:
         sys.path.insert(0, str(HERE))
-        from peers import PEERS, latency_ms  # type: ignore[import-not-found]
+        from peers import PEERS  # type: ignore[import-not-found]
 
         for pname in args.peer:
             peer = PEERS[pname]()
@@ -230,35 +297,8 @@ def main() -> int:
                 info = peer.build(args.corpus, pdir)
                 peers[pname] = {"peer": peer, "build": info}
 
-    table: dict[str, Any] = {}
-    for cls in CLASSES:
-        clear_parse_cache()
-        row: dict[str, Any] = {"queries": len(specs[cls])}
-        sieve_ms, counts = [], []
-        for spec in specs[cls]:
-            # A class draws some queries twice (frequent title words): each is parsed and planned
-            # afresh, as the peers do, not answered from the index's plan cache.
-            clear_parse_cache()
-            index._plans.cache_clear()
-            ms, m = timed(lambda: index.match(to_bql(spec)))
-            sieve_ms.append(ms)
-            counts.append(m.count)
-        row["sieve"] = percentiles(sieve_ms)
-        row["median_count"] = int(statistics.median(counts))
-        for pname, p in peers.items():
-            peer = p["peer"]
-            ok = [i for i, s in enumerate(specs[cls]) if peer.supports(s)]
-            if not ok:
-                row[pname] = None
-                continue
-            pms, agree = [], 0
-            for i in ok:
-                ms, c = timed(lambda: peer.count(specs[cls][i]))
-                pms.append(latency_ms(peer, ms))
-                agree += int(c == counts[i])
-            sub = percentiles([sieve_ms[i] for i in ok])
-            row[pname] = {**percentiles(pms), "queries": len(ok), "count_agreement": round(agree / len(ok), 3), "sieve_same_queries": sub}
-        table[cls] = row
+    per_round = [{cls: measure_class(index, round_specs[cls], peers) for cls in CLASSES} for round_specs in rounds]
+    table = {cls: merge_rounds([t[cls] for t in per_round]) for cls in CLASSES}
     result["match"] = table
     overall = [timed(lambda: index.match(to_bql(s)))[0] for cls in CLASSES for s in specs[cls]]
     result["match_all_classes"] = percentiles(overall)

@@ -269,7 +269,7 @@ class _Builder:
         if kind is ast.Term:  # the most common node by far: resolved here in the fewest steps
             leaf = self._resolved.get(node)
             if leaf is None:
-                leaf = self._resolved[node] = self._term(node)  # type: ignore[arg-type]
+                leaf = self._resolved[node] = self._word(node, node.word)  # type: ignore[arg-type, union-attr]
             self.leaves.append(leaf)
             if positive and not leaf.declared:
                 self.positive.append(leaf)
@@ -310,17 +310,18 @@ class _Builder:
             got = self._memo[node] = analyse(node)
         return got
 
-    def _term(self, node: ast.Term) -> LeafPlan:
-        """`_leaf` of a word: one term, or the phrase of the terms it analyses into."""
+    def _word(self, node: ast.Term | ast.Phrase, written: str) -> LeafPlan:
+        """The leaf of a word or a phrase: one term, or the phrase of the terms it analyses into."""
         got = self._memo.get(node)
         if got is None:
             got = self._memo[node] = self._words(node)
         terms, offsets, mask, declared = got
-        if len(terms) > 1:
-            return self._leaf(node)
-        tid = self.r.term_id(terms[0])
-        size = 0 if tid < 0 else int(self.r.post_ptr[tid + 1]) - int(self.r.post_ptr[tid])
-        return LeafPlan(node, "term", terms, (tid,), mask=mask, text=node.word, declared=declared, size=size)
+        tids = self._ids(terms)
+        if len(terms) == 1:
+            return LeafPlan(node, "term", terms, tids, mask=mask, text=written, declared=declared, size=self._df(tids[0]))
+        # Only the rarest term's positions are scanned; the others are probed by binary search.
+        volume = 0 if min(tids) < 0 else min(self.r.position_count(t) for t in tids)
+        return LeafPlan(node, "phrase", terms, tids, mask=mask, volume=volume, text=written, offsets=offsets, declared=declared)
 
     def _words(self, node: ast.Term | ast.Phrase) -> tuple[tuple[str, ...], tuple[int, ...], int, str]:
         """(terms, each one's place relative to the first, mask, declared field) of a word or phrase."""
@@ -370,14 +371,7 @@ class _Builder:
                 raise BQLSyntaxError(f"bad {kind} filter on {node.name}", node.spec_pos, str(e)) from None
             return LeafPlan(node, "column", column=node.name, bounds=bounds, size=self.r.n_docs)
         if isinstance(node, (ast.Term, ast.Phrase)):
-            written = node.word if isinstance(node, ast.Term) else node.text
-            terms, offsets, mask, declared = self._analysed(node, self._words)
-            tids = self._ids(terms)
-            if len(terms) == 1:
-                return LeafPlan(node, "term", terms, tids, mask=mask, text=written, declared=declared, size=self._df(tids[0]))
-            # Only the rarest term's positions are scanned; the others are probed by binary search.
-            volume = 0 if min(tids) < 0 else min(self.r.position_count(t) for t in tids)
-            return LeafPlan(node, "phrase", terms, tids, mask=mask, volume=volume, text=written, offsets=offsets, declared=declared)
+            return self._word(node, node.word if isinstance(node, ast.Term) else node.text)
         if isinstance(node, ast.Prefix):
             stem, mask, declared = self._analysed(node, self._stem)
             lo, hi = self.r.terms.prefix_range(stem.encode())
