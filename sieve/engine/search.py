@@ -13,6 +13,7 @@ from typing import Iterator, NamedTuple, Protocol
 
 import numpy as np
 
+from sieve.documents import made
 from sieve.engine import bitset, deadline, windows
 from sieve.engine.ranges import ragged
 from sieve.engine.analysis import PLAIN, Analyzer
@@ -26,7 +27,6 @@ from sieve.engine.plan import Plan, Plans
 from sieve.engine.rankers import RANKER_NAMES, SOFT_RANKERS
 from sieve.engine.reader import IndexReader, search_sorted
 from sieve.engine.segments import Segment, Snapshot
-from sieve.documents import made
 from sieve.errors import InvalidArgumentError
 
 RRF_K = 60
