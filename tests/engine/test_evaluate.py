@@ -30,3 +30,20 @@ def test_common_takes_each_way() -> None:
     same = np.unique(np.concatenate([many[::3], rng.integers(0, 10**6, 5_000).astype(np.uint32)]))
     for other in (few, same):  # 40 against 20,000 (searched), 11,600 against 20,000 (merged)
         assert np.array_equal(common(many, other), np.intersect1d(many, other))
+
+
+def test_phrase_matches_find_their_documents_past_empty_ones(tmp_path) -> None:  # type: ignore[no-untyped-def]
+    # Documents with no text (no unit, no position) before, between and after the others: every
+    # match's document is found from its position, with or without a scope.
+    import sieve
+
+    recs = [{"id": "e0"}, {"id": "a", "title": "red fox", "text": "the red fox runs"}, {"id": "e1"}, {"id": "e2", "title": ""},
+            {"id": "b", "text": "a red fox and a red hen"}, {"id": "c", "title": "hen", "author": "red fox"}, {"id": "e3"}]
+    index = sieve.build_index(recs, tmp_path / "ix")
+    reader = index.segments[0].reader
+    assert index.match('"red fox"').ids == ["a", "b", "c"]
+    assert index.match('"red fox"[title,section,body]').ids == ["a", "b"]
+    assert index.match('"red hen"').ids == ["b"]
+    assert index.match("NEAR/2(fox, runs)").ids == ["a"]
+    fox = reader.positions(reader.term_id("fox"))
+    assert [index.reader.doc_id(d) for d in reader.docs_of_units(reader.units_of(fox)).tolist()] == ["a", "a", "b", "c"]
