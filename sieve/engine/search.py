@@ -179,9 +179,8 @@ class BM25Scorer:
         """(index into `docs`, the term's score there) for the `docs` (ascending) that hold the term."""
         pdocs = self.r.post_doc[p.lo : p.hi]
         at = search_sorted(pdocs, docs)
-        ok = at < len(pdocs)
-        ok[ok] = pdocs[at[ok]] == docs[ok]
-        where = np.flatnonzero(ok)
+        np.minimum(at, len(pdocs) - 1, out=at)  # past the end: compared with the last, which is smaller
+        where = np.flatnonzero(pdocs[at] == docs)
         return where, term_scores(self.r.text_tf(p.lo, p.hi, at[where], np.float64), self.norm[docs[where]], p.idf, scratch=True)
 
     def scores(self, tids: tuple[int, ...], docs: np.ndarray | None, idfs: tuple[float, ...] | None = None) -> tuple[np.ndarray, np.ndarray]:
@@ -417,24 +416,30 @@ class BM25Scorer:
         up for survivors only; None when that cannot prove the top k (then the caller holds more
         terms or scans)."""
         r = self.r
-        # Each term's contribution to each candidate, one array a term (in query order; None: no
-        # contribution yet), so that exact sums add them in the order `scores` does.
+        # When the terms are looked up in query order, `low` adds their contributions in the order
+        # `scores` does: it is the exact sum, bit for bit. Otherwise each term's contribution to
+        # each candidate is kept, one array a term (in query order; None: none yet), and added in
+        # that order at the end.
+        in_order = all(a is b for a, b in zip(held + rest, postings))
         part: list[np.ndarray | None] = [None] * len(postings)
         column = {id(p): j for j, p in enumerate(postings)}
         if len(held) == 1:  # one term's documents are ascending and distinct already
             p = held[0]
             cand = r.post_doc[p.lo : p.hi]
-            part[column[id(p)]] = self._term(p, cand)
-            low = part[column[id(p)]].copy()  # type: ignore[union-attr]  # grows; the column stays
+            low = self._term(p, cand)  # a fresh array: it grows
+            if not in_order:
+                part[column[id(p)]] = low.copy()
         else:
             held_docs = [r.post_doc[p.lo : p.hi] for p in held]
             cand = distinct(np.concatenate(held_docs))
             low = np.zeros(len(cand), dtype=np.float64)
             for p, d in zip(held, held_docs):
                 # Each held posting's document is a candidate: find its place among them.
-                col = part[column[id(p)]] = np.zeros(len(cand), dtype=np.float64)
+                col = np.zeros(len(cand), dtype=np.float64)
                 col[np.searchsorted(cand, d)] = self._term(p, d)
                 low += col
+                if not in_order:
+                    part[column[id(p)]] = col
         if bits is not None:
             keep = bitset.contains(bits, cand)
             if not keep.all():
@@ -444,34 +449,35 @@ class BM25Scorer:
             return None  # too few to set a bar: hold the next rarest term too
         outside = sum(p.idf for p in rest)  # a document holding none of `held` scores strictly less
         ahead = outside  # what the terms not yet looked up can still add
+        kth = float(np.partition(low, len(low) - k)[len(low) - k])  # the k-th best lower bound
         for p in rest:
             # `low` is a lower bound of each candidate's score, `low + ahead` an upper one: only a
-            # candidate whose upper bound reaches the k-th best lower bound can be in the top k.
-            # The bounds are sums in another order than the exact scores: the margin, far above
-            # rounding, keeps every candidate whose exact score could reach it.
-            floor = float(np.partition(low, len(low) - k)[len(low) - k])
-            surv = np.flatnonzero(low + ahead >= floor - 1e-9 * (1.0 + floor))
+            # candidate whose upper bound reaches the k-th best lower bound can be in the top k
+            # (the k best always do, so `kth` stays). The bounds are sums in another order than the
+            # exact scores: the margin, far above rounding, keeps every candidate whose exact score could reach it.
+            surv = np.flatnonzero(low + ahead >= kth - 1e-9 * (1.0 + kth))
             if len(surv) < len(cand):
                 cand, low = cand[surv], low[surv]
                 part = [c if c is None else c[surv] for c in part]
             deadline.check()
             where, s = self._at(p, cand)
-            col = part[column[id(p)]] = np.zeros(len(cand), dtype=np.float64)
+            col = np.zeros(len(cand), dtype=np.float64)
             col[where] = s
             low += col
+            if not in_order:
+                part[column[id(p)]] = col
             ahead -= p.idf
-            if float(np.partition(low, len(low) - k)[len(low) - k]) + ahead < outside:
+            kth = float(np.partition(low, len(low) - k)[len(low) - k])
+            if kth + ahead < outside:
                 return None  # even at best a document holding only other terms could still enter
+        if in_order:
+            return top_k(cand, low, k)  # `low` is exact, and the last test was the one below (`ahead` is 0)
         # Exact scores: the contributions added in query order, as `scores` adds them (a term
-        # missing from a document adds 0.0, which changes no sum), so they agree to the bit. When
-        # the terms were looked up in query order, `low` added them so already.
-        if all(a is b for a, b in zip(held + rest, postings)):
-            acc = low
-        else:
-            acc = np.zeros(len(cand), dtype=np.float64)
-            for col in part:
-                if col is not None:
-                    acc += col
+        # missing from a document adds 0.0, which changes no sum), so they agree to the bit.
+        acc = np.zeros(len(cand), dtype=np.float64)
+        for col in part:
+            if col is not None:
+                acc += col
         if outside > float(np.partition(acc, len(acc) - k)[len(acc) - k]):
             return None
         return top_k(cand, acc, k)
