@@ -158,9 +158,9 @@ class Attributes:
         """Field masks (u8) of postings lo..hi."""
         return np.asarray(self.mask[lo:hi])
 
-    def meets(self, lo: int, hi: int, fields: int, sel: np.ndarray | None = None) -> np.ndarray:
-        """Whether each of postings lo..hi (or lo + sel) is in any of `fields` (a mask)."""
-        return (self._read(self.mask, lo, hi, sel) & fields) != 0
+    def meets(self, lo: int, hi: int, fields: int) -> np.ndarray:
+        """Whether each of postings lo..hi is in any of `fields` (a mask)."""
+        return (np.asarray(self.mask[lo:hi]) & fields) != 0
 
     def tf(self, lo: int, hi: int, sel: np.ndarray | None = None) -> np.ndarray:
         """Occurrences (int64) in every field."""

@@ -172,21 +172,16 @@ class Evaluator:
                         return acc, None
                     unasked = ALL_MASK & ~covered & ~rest & present
         docs = docs_of[lo:hi]
+        if unasked:
+            docs = docs[r.attrs.meets(lo, hi, rest) if rest_masks is None else (rest_masks[lo:hi] & rest) != 0]
         if cands is not None and len(docs) * bitset.SPARSE >= self.n:
             # Scattering this many postings costs time in the segment's size; when the documents
-            # still in question are few, look each of them up in the postings instead (and test
-            # the fields of the postings found only).
+            # still in question are few, look each of them up in the postings instead.
             few = self._few(cands, len(docs))
             if few is not None:
                 at = docs.searchsorted(few)
                 np.minimum(at, len(docs) - 1, out=at)
-                found = np.flatnonzero(docs[at] == few)
-                if unasked:
-                    at = at[found]
-                    found = found[r.attrs.meets(lo, hi, rest, at) if rest_masks is None else (rest_masks[lo + at] & rest) != 0]
-                return acc, few[found]
-        if unasked:
-            docs = docs[r.attrs.meets(lo, hi, rest) if rest_masks is None else (rest_masks[lo:hi] & rest) != 0]
+                docs = few[docs[at] == few]
         return acc, docs
 
     def _few(self, cands: np.ndarray, postings: int) -> np.ndarray | None:
