@@ -96,7 +96,7 @@ def scan(text: str) -> list[tuple[str, Tok]] | None:
         kind = m.lastgroup
         pos = m.start(kind)  # type: ignore[arg-type]
         value = m.group(kind)  # type: ignore[arg-type]
-        if kind == "WORD" and (len(value) <= 3 or value[-1] == "*" or value[0] in "nN"):  # else a plain word (most)
+        if kind == "WORD":
             kind = _word_type(value)
             if kind is None:
                 return None

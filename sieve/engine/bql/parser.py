@@ -11,12 +11,11 @@ from __future__ import annotations
 import contextlib
 import contextvars
 import difflib
-from dataclasses import replace
+from dataclasses import dataclass, replace
 from typing import Any, Iterator
 
 from sly import Parser
 
-from sieve.documents import made
 from sieve.engine.analysis import analyze
 from sieve.engine.bql import ast
 from sieve.engine.bql.dates import parse_date_spec
@@ -34,14 +33,10 @@ _FIELD_NAMES = sorted(FIELD_ALIASES)
 FIELD_HELP = "title (ti), section (sec, heading), body (text, ab), author (au), infobox (ib), tiab, all, date"
 
 
+@dataclass
 class _Item:
-    """An operand of an AND level while parsing (one a word: a plain slotted class, not a dataclass)."""
-
-    __slots__ = ("node", "open_run")
-
-    def __init__(self, node: ast.Node, open_run: bool) -> None:
-        self.node = node
-        self.open_run = open_run  # an untagged bare word a later tag in the same run will scope
+    node: ast.Node
+    open_run: bool  # an untagged bare word a later tag in the same run will scope
 
 
 class _AndList:
@@ -365,8 +360,7 @@ def _bare(t: Tok, fields: ast.Fields = None, span: ast.Span | None = None) -> as
         raise BQLSyntaxError(f"'*' inside {t.text!r}", t.pos + t.text.index("*"), "'*' is a wildcard only at the end of a word")
     if not analyze(t.text):
         raise BQLSyntaxError(f"{t.text!r} has no searchable term", t.pos, "a term needs a letter or digit; quote text to search for a phrase")
-    # Every word of every query is one: `made` skips the frozen dataclass's setattr per field.
-    return made(ast.Term, {"word": t.text, "fields": fields, "span": span})
+    return ast.Term(t.text, fields, span=span)
 
 
 def _phrase(t: Tok) -> ast.Phrase:
