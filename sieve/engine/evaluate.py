@@ -10,7 +10,6 @@ import numpy as np
 
 from sieve.engine import bitset, deadline
 from sieve.engine.batch import NO_DATE
-from sieve.engine.fields import ALL_MASK
 from sieve.engine.plan import AndPlan, LeafPlan, NotPlan, OrPlan, Plan, PlanNode
 from sieve.engine.ranges import ragged
 from sieve.engine.reader import IndexReader
@@ -139,10 +138,9 @@ class Evaluator:
         postings, ascending, or None when the rows hold them all). An OR of terms scatters every
         part's list into one set."""
         r = self.r
-        present = r.fields_present
         # Fields not asked for that some posting has: postings there alone must be filtered out (by
         # `rest`, which may also drop documents the rows below already hold).
-        unasked = ALL_MASK & ~fmask & present
+        unasked = r.left_out(fmask)
         if not unasked:  # every field there is: a frequent term's documents may be one stored row
             row = r.any_row(tid)
             if row is not None:
@@ -170,7 +168,7 @@ class Evaluator:
                     lo, hi = int(r.rest_ptr[a]), int(r.rest_ptr[b])
                     if lo == hi:  # no postings beyond the rows: the rows are the answer
                         return acc, None
-                    unasked = ALL_MASK & ~covered & ~rest & present
+                    unasked = r.left_out(covered | rest)
         docs = docs_of[lo:hi]
         if unasked:
             docs = docs[r.attrs.meets(lo, hi, rest) if rest_masks is None else (rest_masks[lo:hi] & rest) != 0]
@@ -195,7 +193,7 @@ class Evaluator:
         a, b = int(self.r.post_ptr[lo]), int(self.r.post_ptr[hi])
         # Terms sharing a prefix are neighbours in the sorted dictionary, so their postings are one slice.
         docs = self.r.post_doc[a:b]
-        if ALL_MASK & ~fmask & self.r.fields_present:
+        if self.r.left_out(fmask):
             docs = docs[self.r.attrs.meets(a, b, fmask)]
         return bitset.from_ids(docs, self.n)
 
@@ -231,7 +229,7 @@ class Evaluator:
         """The documents of matches at `positions` (in `units`, when already looked up) in fields `fmask`."""
         if units is None:
             units = self.r.units_of(positions)
-        if ALL_MASK & ~fmask & self.r.fields_present:  # (a built-in term is in no declared field's unit)
+        if self.r.left_out(fmask):  # (a built-in term is in no declared field's unit)
             units = units[((np.uint8(1) << self.r.unit_field[units]) & fmask) != 0]
         return bitset.from_ids(self.r.docs_of_units(units), self.n)
 

@@ -312,10 +312,7 @@ class _Builder:
 
     def _word(self, node: ast.Term | ast.Phrase, written: str) -> LeafPlan:
         """The leaf of a word or a phrase: one term, or the phrase of the terms it analyses into."""
-        got = self._memo.get(node)
-        if got is None:
-            got = self._memo[node] = self._words(node)
-        terms, offsets, mask, declared = got
+        terms, offsets, mask, declared = self._analysed(node, self._words)
         tids = self._ids(terms)
         if len(terms) == 1:
             return LeafPlan(node, "term", terms, tids, mask=mask, text=written, declared=declared, size=self._df(tids[0]))

@@ -12,6 +12,7 @@ import numpy as np
 from sieve import jsonio
 from sieve.engine import attributes, docids, storage, weak
 from sieve.engine.analysis import Analyzer
+from sieve.engine.fields import ALL_MASK
 from sieve.engine.positions import BLOCK, BLOCK_FILES, EXCEPTION_FILES, PACKED_COLUMNS, PACKED_FILES, PACKED_FILES_ROWS, RAW_FILES, ROW_FILES, BlockPositions, RawPositions
 from sieve.engine.schema import Schema
 from sieve.engine.store import CODEC, BlockReader, RawStream
@@ -310,12 +311,17 @@ class IndexReader:
     @functools.cached_property
     def fields_present(self) -> int:
         """The posting mask bits of the built-in fields that hold a term in some document: no
-        posting, and no unit of a built-in term, has another field's bit. A scope that takes
-        all of these filters nothing (`word[title,section,body]` in a segment with no author or
-        infobox values). Read from the field lengths at first use (1 MB at 100,000 documents)."""
+        posting, and no unit of a built-in term, has another field's bit. Read from the field
+        lengths at first use (1 MB at 100,000 documents)."""
         flen = np.asarray(self.field_len)
         used = flen.any(axis=0) if len(flen) else np.zeros(flen.shape[1] if flen.ndim == 2 else 0, dtype=bool)
         return sum(1 << i for i, u in enumerate(used.tolist()) if u)
+
+    def left_out(self, fmask: int) -> int:
+        """The fields this segment has that the scope `fmask` leaves out: the postings (and units)
+        to filter away. 0 for a scope that takes every field there is (`word[title,section,body]`
+        in a segment with no author or infobox values), which filters nothing."""
+        return ALL_MASK & ~fmask & self.fields_present
 
     def any_row(self, tid: int) -> np.ndarray | None:
         """The bitset of every document holding term `tid` in any field, where the segment stores
