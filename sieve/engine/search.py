@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import threading
 from dataclasses import dataclass, field
-from typing import Iterator, NamedTuple, Protocol
+from typing import Any, Callable, Iterator, NamedTuple, Protocol
 
 import numpy as np
 
@@ -72,10 +72,30 @@ class Hit:
         return [j for j, h in enumerate(headings) if h in self.sections]
 
 
+class _ReadOnce:
+    """A dataclass field that may be given a zero-argument function instead of its value: called at
+    the first read, and its value kept. A search that ranks without listing the admitted set counts
+    it only if the count is read (an agent's card reads it; a caller after ids and scores does not)."""
+
+    def __set_name__(self, owner: type, name: str) -> None:
+        self.slot = "_" + name
+
+    def __get__(self, obj: object, owner: type | None = None) -> Any:
+        if obj is None:
+            raise AttributeError(self.slot)  # the field has no default
+        value = obj.__dict__[self.slot]
+        if callable(value):
+            value = obj.__dict__[self.slot] = value()
+        return value
+
+    def __set__(self, obj: object, value: Any) -> None:  # only __init__ gets here: the dataclass is frozen
+        obj.__dict__[self.slot] = value
+
+
 @dataclass(frozen=True)
 class Results:
     hits: list[Hit]
-    count: int  # exact size of the admitted set (0 when the fallback fired)
+    count: int = _ReadOnce()  # type: ignore[assignment]  # exact size of the admitted set (0 when the fallback fired)
     query: str  # canonical form
     fallback: bool = False
     missing: list[str] = field(default_factory=list)  # top-level clauses no document matches
@@ -93,6 +113,10 @@ class Results:
     def ranked(self) -> bool:
         """Whether the ranker had anything to score (BM25 ignores prefixes and dates; dense reads stems too)."""
         return bool(self.terms) if self.ranker == "bm25" else bool(self.text)
+
+    def __getstate__(self) -> dict[str, Any]:
+        self.count  # a count still to compute is computed: a function does not pickle
+        return self.__dict__
 
 
 class DenseScorer(Protocol):
@@ -253,13 +277,15 @@ class BM25Scorer:
             self._give(acc)
 
     def top(self, tids: tuple[int, ...], docs: np.ndarray | None, bits: np.ndarray | None, k: int,
-            idfs: tuple[float, ...] | None = None, admitted: int | None = None, holders: bool = False) -> tuple[np.ndarray, np.ndarray]:
+            idfs: tuple[float, ...] | None = None, admitted: int | None = None, holders: bool = False) -> tuple[np.ndarray, np.ndarray] | None:
         """`top_k(*scores(tids, docs), k)` (`bits`: `docs` as a bitset; with `docs` None, the documents that may appear), the same documents and the same scores, without
         scanning every posting of frequent terms when that provably cannot change the top k.
         `admitted` (with `docs` None): `bits` is the admitted set, of that many documents, and is
         read as a list of numbers only if every posting must be scored (MaxScore needs none).
-        `holders`: `bits` holds every document of the terms' postings (`Plan.admits_holders`, in a
-        segment with nothing deleted), so the documents scored are not tested against it.
+        `holders`: the admitted set holds every document of the terms' postings (`Plan.admits_holders`,
+        in a segment with nothing deleted), so the documents scored are not tested against it; it
+        may then be left out (`bits` and `admitted` None), and None is returned when it is needed:
+        when fewer than k documents score above 0 (the set's others fill the ranks).
 
         MaxScore, term at a time. The rarest terms are "held": every document holding one is a
         candidate, scored by the held terms alone (a lower bound of its score). Before each other
@@ -285,12 +311,12 @@ class BM25Scorer:
                 got = self._pruned(postings, held, rest, test, k)
                 if got is not None:
                     return got
-        if docs is None and admitted is not None:  # `bits` is the admitted set
+        if docs is None and (admitted is not None or holders):  # `bits` is the admitted set, or left out
             # Unless the admitted documents are few next to the postings (an AND, a filter: then
             # they are listed and looked up below), the postings are scanned, and the admitted
             # documents that score above 0 come from them: when there are k of them, no other
             # admitted document (scoring 0) can enter, and the admitted set need not be listed.
-            if postings and admitted * 16 >= max(p.hi - p.lo for p in postings):
+            if postings and (admitted is None or admitted * 16 >= max(p.hi - p.lo for p in postings)):
                 got = self._windowed(postings, test, k)
                 if got is None and len(postings) == 1:
                     got = self._one(postings[0], test, k)
@@ -299,7 +325,9 @@ class BM25Scorer:
                     got = top_k(got_d, got_s, k) if len(got_d) >= k else None
                 if got is not None:
                     return got
-            docs = bitset.to_ids(bits, self.r.n_docs)  # type: ignore[arg-type]
+            if bits is None:
+                return None  # the admitted set was left out, and its unscored documents are needed
+            docs = bitset.to_ids(bits, self.r.n_docs)
         elif docs is None:  # the whole collection (`bits`: its live documents, or None)
             got = self._windowed(postings, bits, k)
             if got is not None:
@@ -540,6 +568,12 @@ class Searcher:
         `Results.diagnosis` says which one-step relaxations would admit documents. A non-empty
         admitted set is never broadened."""
         check_request(k, ranker)
+        if ranker == "bm25" and self._some_holder(plans):
+            # The admitted set is not empty, and the ranking may not need it: it is made only where
+            # it is needed, and counted only when the count is read.
+            admitted = _Admitted(self, plans)
+            top, scores = self.bm25_top(plans, admitted, k)
+            return self._results(plans, ranker, top, scores, explain, count=admitted.count)
         bits = self.segment_bits(plans)
         count = sum(bitset.count(b) for b in bits)
         if ranker in SOFT_RANKERS:  # the whole collection, softly; the filter only counts
@@ -556,6 +590,12 @@ class Searcher:
             return self._results(plans, ranker, None, None, explain, missing=missing, diagnosis=why)
         top, scores = self.rank(plans, ranker, None, k)
         return self._results(plans, ranker, top, scores, explain, fallback=True, missing=missing, diagnosis=why)
+
+    def _some_holder(self, plans: Plans) -> bool:
+        """Whether a segment with nothing deleted admits every document of the query's terms'
+        postings (`Plan.admits_holders`) and holds one: then the query admits something."""
+        return any(part.seg.deleted is None and plan.admits_holders and any(t >= 0 for t in plan.term_ids)
+                   for part, plan in zip(self.parts, plans.parts))
 
     def soft(self, plans: Plans, ranker: str, k: int) -> tuple[np.ndarray, np.ndarray]:
         """The Indri-style rankers: every document scored by the plan as an inference network
@@ -600,9 +640,11 @@ class Searcher:
             out[part.seg.base : part.seg.base + part.seg.n] = got
         return out
 
-    def bm25_top(self, plans: Plans, bits: list[np.ndarray] | None, k: int, idfs: tuple[float, ...] | None = None) -> tuple[np.ndarray, np.ndarray]:
-        """BM25's best k of the admitted sets `bits` (None: of the whole collection), by internal
-        number; `idfs`: each positive term's idf in the whole collection, when this is one shard."""
+    def bm25_top(self, plans: Plans, bits: "list[np.ndarray] | _Admitted | None", k: int,
+                 idfs: tuple[float, ...] | None = None) -> tuple[np.ndarray, np.ndarray]:
+        """BM25's best k of the admitted sets `bits` (None: of the whole collection; an `_Admitted`:
+        made only for the segments whose ranking needs them), by internal number; `idfs`: each
+        positive term's idf in the whole collection, when this is one shard."""
         snap = self.snapshot
         if idfs is None and self.collection is not None:
             raise InvalidArgumentError("a shard's searcher needs the collection's idfs")
@@ -614,15 +656,19 @@ class Searcher:
         for j, (part, plan) in enumerate(zip(self.parts, plans.parts)):
             seg = part.seg
             admitted = None
+            holders = bits is not None and seg.deleted is None and plan.admits_holders
+            got = None
             if bits is None:  # the whole collection: documents holding a term, live ones only
                 b = None if seg.deleted is None else seg.live
             else:
-                b = bits[j]
-                admitted = bitset.count(b)  # the scorer lists the admitted documents only if it must
-                if not admitted:
-                    continue
-            holders = bits is not None and seg.deleted is None and plan.admits_holders
-            d, sc = part.bm25.top(plan.term_ids, None, b, k, idfs, admitted, holders)
+                if holders and isinstance(bits, _Admitted):
+                    got = part.bm25.top(plan.term_ids, None, None, k, idfs, None, True)
+                if got is None:
+                    b = bits[j]
+                    admitted = bitset.count(b)  # the scorer lists the admitted documents only if it must
+                    if not admitted:
+                        continue
+            d, sc = got if got is not None else part.bm25.top(plan.term_ids, None, b, k, idfs, admitted, holders)  # type: ignore[misc]
             got_d.append(d + seg.base if seg.base else d)
             got_s.append(sc)
         if len(got_d) == 1:
@@ -650,8 +696,8 @@ class Searcher:
         pool = max(k, FUSION_POOL)
         return rrf([self.bm25_top(plans, bits, pool)[0], self.dense.top(plans.text, docs, whole, pool)[0]], k, order=self.snapshot.order)
 
-    def _results(self, plans: Plans, ranker: str, docs: np.ndarray | None, scores: np.ndarray | None, explain: bool, count: int = 0,
-                 fallback: bool = False, missing: list[str] | None = None, diagnosis: Diagnosis | None = None) -> Results:
+    def _results(self, plans: Plans, ranker: str, docs: np.ndarray | None, scores: np.ndarray | None, explain: bool,
+                 count: int | Callable[[], int] = 0, fallback: bool = False, missing: list[str] | None = None, diagnosis: Diagnosis | None = None) -> Results:
         hits = [] if docs is None or scores is None else self.hits(plans, docs, scores, explain)
         return Results(hits, count, plans.query, fallback, missing or [], ranker, plans.terms, plans.stems, plans.text, diagnosis,
                        self.snapshot.analyzer)
@@ -679,6 +725,27 @@ class Searcher:
             hits.append(made(Hit, {"doc_id": i, "rank": rank, "score": float(score), "fields": tuple(f.label for f in fields),
                                    "sections": tuple(headings[j] for j in sections), "doc": d, "section_numbers": tuple(sections)}))
         return hits
+
+
+class _Admitted:
+    """Each segment's admitted set, evaluated when first asked for (`Searcher.search` of a query
+    whose ranking may need none of them)."""
+
+    __slots__ = ("searcher", "plans", "bits")
+
+    def __init__(self, searcher: Searcher, plans: Plans) -> None:
+        self.searcher, self.plans = searcher, plans
+        self.bits: list[np.ndarray | None] = [None] * len(plans.parts)
+
+    def __getitem__(self, j: int) -> np.ndarray:
+        b = self.bits[j]
+        if b is None:
+            b = self.bits[j] = self.searcher.parts[j].evaluator.run(self.plans.parts[j])
+        return b
+
+    def count(self) -> int:
+        """The admitted documents in every segment."""
+        return sum(bitset.count(self[j]) for j in range(len(self.bits)))
 
 
 def rrf(orderings: list[np.ndarray], k: int, c: int = RRF_K, order: np.ndarray | None = None) -> tuple[np.ndarray, np.ndarray]:

@@ -283,8 +283,9 @@ def test_admits_holders_only_when_every_holder_is_admitted(fielded_index: sieve.
 
         docs = np.asarray(sorted(admitted), dtype=np.int64)
         want_d, want_s = top_k(*fielded_index.searcher.parts[0].bm25.scores(plan.term_ids, docs), 5)
-        got = fielded_index.search(query, k=5, explain=False).hits
-        assert [h.doc for h in got] == want_d.tolist() and [h.score for h in got] == want_s.tolist()
+        got = fielded_index.search(query, k=5, explain=False)
+        assert [h.doc for h in got.hits] == want_d.tolist() and [h.score for h in got.hits] == want_s.tolist()
+        assert got.count == len(admitted)
 
 
 @settings(max_examples=150, deadline=None, derandomize=True, suppress_health_check=[HealthCheck.function_scoped_fixture])
@@ -467,6 +468,78 @@ def test_the_admitted_set_is_listed_only_to_fill_ranks_with_zero_scores(zipf_ind
     holding = zipf_index.match("w59").count
     assert listed and 0 < holding < 150 and len(rare.hits) == 150
     assert all(h.score > 0 for h in rare.hits[:holding]) and all(h.score == 0 for h in rare.hits[holding:])
+
+
+def test_a_plain_or_is_ranked_without_its_admitted_set(zipf_index: sieve.Index, monkeypatch: pytest.MonkeyPatch) -> None:
+    """An OR of bare words admits every document of its words' postings: BM25 ranks it without
+    evaluating the admitted set, which is evaluated only to fill ranks with zero scores or when the
+    count is read, and then once."""
+    import pickle
+
+    from sieve.engine.evaluate import Evaluator
+
+    runs, real = [], Evaluator.run
+    monkeypatch.setattr(Evaluator, "run", lambda *a, **kw: runs.append(1) or real(*a, **kw))
+    for q in ["w0 OR w1 OR w55", "w0 OR w1", "w44", "w3 OR w2* OR w9"]:
+        runs.clear()
+        r = zipf_index.search(q, k=3, explain=False)
+        assert not runs and len(r.hits) == 3, q
+        assert r.count == zipf_index.match(q).count and len(runs) == 2, q  # the count's run, and match's
+        assert r.count == zipf_index.match(q).count and len(runs) == 3, q  # counted once
+    runs.clear()
+    rare = zipf_index.search("w2* OR w59", k=150, explain=False)  # fewer than k score: the set fills the ranks
+    assert len(runs) == 1 and len(rare.hits) == 150 and rare.count == zipf_index.match("w2* OR w59").count and len(runs) == 2
+    for q in ["w0 w1", "w0[title] OR w1", "NOT w1"]:  # the set is needed to rank, or to know it is not empty
+        runs.clear()
+        zipf_index.search(q, k=3, explain=False)
+        assert len(runs) == 1, q
+    unread = zipf_index.search("w0 OR w7", k=3)
+    assert pickle.loads(pickle.dumps(unread)) == zipf_index.search("w0 OR w7", k=3)  # the count computed to pickle
+
+
+@settings(max_examples=60, deadline=None, derandomize=True, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(st.lists(st.sampled_from(ZIPF[:4] + ZIPF[8::4] + ["w2*", "w5[title]"]), min_size=1, max_size=4), st.integers(1, 12))
+def test_plain_ors_over_segments_with_deletions_rank_as_a_fresh_build(segmented_zipf: tuple[sieve.Index, sieve.Index],
+                                                                      words: list[str], k: int) -> None:
+    """Segments with and without deletions, words absent from some: the same hits and count as a
+    fresh build of the live documents."""
+    index, fresh = segmented_zipf
+    q = " OR ".join(words)
+    a, b = index.search(q, k=k, explain=False), fresh.search(q, k=k, explain=False)
+    assert [h.doc_id for h in a.hits] == [h.doc_id for h in b.hits], q
+    assert [h.score for h in a.hits] == pytest.approx([h.score for h in b.hits], rel=1e-9, abs=1e-12), q
+    assert (a.count, a.fallback) == (b.count, b.fallback) and a.count == index.match(q).count, q
+
+
+@pytest.fixture(scope="module")
+def segmented_zipf(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[sieve.Index, sieve.Index]]:
+    """The zipf corpus in four segments (later ones with words the first lacks), two with deletions;
+    and a fresh build of its live documents in index order."""
+    import random
+
+    from sieve.merges import MergePolicy
+
+    rng = random.Random(11)
+    weights = [1 / (i + 1) for i in range(len(ZIPF))]
+    recs = [{"id": f"s{i}", "title": " ".join(rng.choices(ZIPF[: 20 + 10 * (i // 100)], weights[: 20 + 10 * (i // 100)], k=3)),
+             "text": " ".join(rng.choices(ZIPF[: 20 + 10 * (i // 100)], weights[: 20 + 10 * (i // 100)], k=rng.randint(3, 40)))}
+            for i in range(400)]
+    tmp = tmp_path_factory.mktemp("segmented")
+    index = sieve.build_index(recs[:100], tmp / "ix")
+    never = MergePolicy(factor=1000, floor=1, max_documents=1, max_deleted=1.0)
+    for j in (1, 2, 3):
+        with index.writer(policy=never) as w:
+            for rec in recs[100 * j : 100 * j + 100]:
+                w.add(rec)
+    gone = {f"s{i}" for i in range(0, 400, 7) if i < 100 or 200 <= i < 300}
+    with index.writer(policy=never) as w:
+        for d in sorted(gone):
+            w.delete(d)
+    index = index.reopen()
+    assert len(index.segments) == 4 and [s.deleted is not None for s in index.segments] == [True, False, True, False]
+    fresh = sieve.build_index([r for r in recs if r["id"] not in gone], tmp / "fresh")
+    yield index, fresh
+    fresh.close()
 
 
 def test_search_without_explanation_gives_the_same_ranking(zipf_index: sieve.Index) -> None:
