@@ -152,11 +152,17 @@ def top_k(docs: np.ndarray, scores: np.ndarray, k: int, order: np.ndarray | None
     return docs[best], scores[best]
 
 
-def _add(acc: np.ndarray, d: np.ndarray, s: np.ndarray, risen: list[np.ndarray]) -> None:
+def _add(acc: np.ndarray, d: np.ndarray, s: np.ndarray, risen: list[np.ndarray], first: bool = False) -> None:
     """Add one term's scores `s` in documents `d` to the accumulator; the documents whose sum
     rose from 0.0 go to `risen`. A term's documents are distinct, so each contribution is added
     once, per document in query order from 0.0: the sums np.bincount of them all makes, to the bit.
-    A score is never negative, so a sum leaves 0.0 once and for good."""
+    A score is never negative, so a sum leaves 0.0 once and for good. `first`: nothing was added
+    in `d` before (the scan's first term), so each sum is the score itself."""
+    if first:
+        acc[d] = s  # 0.0 + s is s, to the bit
+        rise = s > 0.0  # tf 0 (the term only in author or infobox) adds nothing
+        risen.append(d if rise.all() else d[rise])
+        return
     before = acc[d]
     rise = before == 0.0
     rise &= s > 0.0
@@ -263,7 +269,7 @@ class BM25Scorer:
                     # which is cheaper than testing each posting against the admitted set.
                     parts = self._chunks(p)  # type: ignore[assignment]
                 for d, s in parts:
-                    _add(acc, d, s, risen)
+                    _add(acc, d, s, risen, p is postings[0])
             if docs is None:
                 docs = np.concatenate(risen) if risen else np.zeros(0, dtype=np.intp)
                 if ordered:
@@ -410,7 +416,9 @@ class BM25Scorer:
             if not len(at):
                 continue
             d = self.r.post_docs_at(at + p.lo)
-            _add(acc, d, term_scores(self.r.text_tf(p.lo, p.hi, at, np.float64), np.take(self.norm, d), p.idf, scratch=True), risen)
+            # The windows of a round were never scored before: the first term adds to 0.0.
+            _add(acc, d, term_scores(self.r.text_tf(p.lo, p.hi, at, np.float64), np.take(self.norm, d), p.idf, scratch=True), risen,
+                 p is postings[0])
         if len(risen) > before_round:
             new = np.concatenate(risen[before_round:])
             found.append(new if bits is None else new[bitset.contains(bits, new)])
