@@ -10,6 +10,7 @@ import numpy as np
 
 from sieve.engine import bitset, deadline
 from sieve.engine.batch import NO_DATE
+from sieve.engine.fields import ALL_MASK
 from sieve.engine.plan import AndPlan, LeafPlan, NotPlan, OrPlan, Plan, PlanNode
 from sieve.engine.ranges import ragged
 from sieve.engine.reader import IndexReader
@@ -132,6 +133,11 @@ class Evaluator:
             return rows if rows is not None else bitset.empty(self.n)
         bits = bitset.from_ids(docs, self.n)
         return bits if rows is None else rows | bits
+
+    def holders(self, tid: int) -> np.ndarray:
+        """Every document holding term `tid` in any field, deleted ones too: the documents of its
+        postings, as a set (from stored rows where a frequent term has them)."""
+        return self.term(tid, ALL_MASK)
 
     def _term_parts(self, tid: int, fmask: int, cands: np.ndarray | None) -> tuple[np.ndarray | None, np.ndarray | None]:
         """`term`'s answer in two parts: (a set from stored rows, or None; the documents from

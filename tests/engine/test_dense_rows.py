@@ -10,6 +10,8 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 import sieve
 from sieve.engine import bitset
@@ -217,3 +219,36 @@ def test_term_leaves_looked_up_by_candidates_answer_as_scattered(stdlib_rows: si
     looked_up = answers()
     monkeypatch.setattr(evaluate, "_FEW_SHARE", 10**12)  # never
     assert answers() == looked_up and sum(map(len, looked_up)) > 0
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.integers(1, 700).flatmap(lambda n: st.tuples(st.just(n), st.sets(st.integers(0, n - 1)), st.sets(st.integers(0, n - 1)))))
+def test_ranks_are_places_in_the_sorted_members(case: tuple[int, set[int], set[int]]) -> None:
+    n, members, ids = case
+    listed, asked = np.array(sorted(members), dtype=np.int64), np.array(sorted(ids), dtype=np.int64)
+    where, rank = bitset.ranks(bitset.from_ids(listed, n), asked)
+    held = [i for i, d in enumerate(asked.tolist()) if d in members]
+    assert where.tolist() == held
+    assert rank.tolist() == [int(np.searchsorted(listed, d)) for d in asked[held].tolist()]
+
+
+def test_a_terms_holders_are_its_postings_and_rank_them(stdlib_reader, monkeypatch: pytest.MonkeyPatch) -> None:
+    """`Evaluator.holders` (rows, rest postings, postings) is the set of a term's postings, and
+    BM25 looks candidates up by their ranks in it as by binary search in the postings."""
+    from sieve.engine import search
+
+    r = stdlib_reader
+    ev = Evaluator(r)
+    scorer = search.BM25Scorer(r, holders=ev.holders)
+    dense = {t for t in range(len(r.terms)) if r.dense_ptr[t + 1] > r.dense_ptr[t]}
+    rng = np.random.default_rng(3)
+    for t in sorted(dense)[:: max(1, len(dense) // 40)] + list(range(0, len(r.terms), max(1, len(r.terms) // 40))):
+        assert np.array_equal(ev.holders(t), _from_postings(r, t, ALL_MASK)), r.terms[t]
+        p = scorer._postings((t,))[0]
+        cands = np.sort(rng.choice(r.n_docs, size=int(rng.integers(1, r.n_docs)), replace=False))
+        got = []
+        for share in (r.n_docs + 1, 1):  # every lookup by rank; every one by binary search (fewer than all)
+            monkeypatch.setattr(search, "_RANKED_SHARE", share)
+            where, s = scorer._at(p, cands)
+            got.append((where.tolist(), s.tolist()))
+        assert got[0] == got[1] and len(got[0][0]) == len(set(cands.tolist()) & set(r.postings(t)[0].tolist())), r.terms[t]
