@@ -123,7 +123,7 @@ def test_positions_that_descend_are_refused() -> None:
 def test_kept_lists_stay_within_their_bytes(tmp_path: Path) -> None:
     lists = [list(range(i, i + 1000 * (i + 1), i + 1)) for i in range(7)] + [list(range(3000))]  # 8 KB each as u64, the last 24 KB
     blocks, raw = _blocks(lists, np.uint64, tmp_path)
-    assert blocks.budget == 10_000 * 8 // 4  # a quarter of the positions' raw bytes
+    assert blocks.budget == 10_000 * 8 // 2  # half of the positions' raw bytes
     blocks.budget = 40_000  # five lists of 8 KB; one over half of it is never kept
     for t in [0, 1, 2, 3, 4, 5, 0, 6]:
         got = blocks.all(t)
