@@ -207,8 +207,8 @@ class BlockPositions:
     words whose lists are long enough to cost a decode are the frequent ones, which recur from
     query to query (`the`, `file`), so a warm reader reads them as fast as raw ones. The default
     budget is half of what the segment's positions take raw (format 4 kept all of them in the page
-    cache), at most `CACHED_BYTES`: at 100,000 documents, half rather than a quarter made phrase
-    queries 12% faster at p50 and p95, for 11 MB more at most. A read of a term of at most `WHOLE_BLOCKS` blocks, or
+    cache), at most `CACHED_BYTES`: on man-sections (100,000 documents) half rather than a quarter
+    made phrase and NEAR queries 5-12% faster at p50, for 11 MB more at most. A read of a term of at most `WHOLE_BLOCKS` blocks, or
     that needs more than 1/`WHOLE_SHARE` of its blocks, decodes (and keeps) all of them: choosing
     the blocks would cost about as much as decoding the rest. Otherwise the first read of a term
     decodes only the blocks it needs, and the second decodes and keeps the whole list if it can be
