@@ -45,6 +45,45 @@ BLOCK_FILES = ("pos.blocks.ptr.sva", "pos.first.sva", "pos.dir.sva") + ROW_FILES
 RAW_FILES = ("pos.data.sva",)
 
 
+# Intersecting two ascending lists: by binary searches when one is this many times shorter, else by merging.
+MERGE_SHARE = 16
+
+
+def common(a: np.ndarray, b: np.ndarray) -> np.ndarray:
+    """The values in both `a` and `b` (each ascending without repeats, one dtype), ascending."""
+    if len(a) > len(b):
+        a, b = b, a
+    if len(a) * MERGE_SHARE < len(b):
+        # Few next to many: a binary search for each of the few.
+        at = np.searchsorted(b, a)
+        np.minimum(at, len(b) - 1, out=at)  # past the end: compared with the last, which is smaller
+        return a[b[at] == a]
+    # Comparable lengths: numpy's stable sort finds the two ascending runs and merges them in
+    # linear time, and a value in both ends up next to itself (1.3-2x the binary searches' speed).
+    both = np.concatenate((a, b))
+    both.sort(kind="stable")
+    return both[1:][both[1:] == both[:-1]]
+
+
+def bitmap(positions: np.ndarray) -> np.ndarray:
+    """The set of some ascending positions as bits (u8 words, bit i & 7 of byte i >> 3), up to the last."""
+    if not len(positions):
+        return np.zeros(0, dtype=np.uint8)
+    flags = np.zeros((int(positions[-1]) >> 3) + 1 << 3, dtype=bool)
+    flags[positions.astype(np.intp, copy=False)] = True
+    return np.packbits(flags, bitorder="little")
+
+
+def in_bitmap(bits: np.ndarray, target: np.ndarray) -> np.ndarray:
+    """The values of `target` (ascending, unsigned) whose bits are set in `bits` (a `bitmap`)."""
+    if len(target) and int(target[-1]) >= len(bits) << 3:  # past the last position: none of those
+        target = target[: int(np.searchsorted(target, len(bits) << 3))]
+    got = bits[target >> 3]
+    np.right_shift(got, (target & 7).astype(np.uint8), out=got)
+    np.bitwise_and(got, 1, out=got)
+    return target[got.view(bool)]
+
+
 class Encoded(NamedTuple):
     """Some terms' positions in blocks (rows numbered from 0 in each table)."""
 
@@ -196,6 +235,9 @@ class RawPositions:
     def at(self, tid: int, idx: np.ndarray) -> np.ndarray:
         return self.all(tid)[idx]
 
+    def present(self, tid: int, target: np.ndarray) -> np.ndarray:
+        return common(target, self.all(tid))
+
     def of_terms(self, lo: int, hi: int) -> np.ndarray:
         return self.data[int(self.ptr[lo]) : int(self.ptr[hi])]
 
@@ -213,7 +255,16 @@ class BlockPositions:
     the blocks would cost about as much as decoding the rest. Otherwise the first read of a term
     decodes only the blocks it needs, and the second decodes and keeps the whole list if it can be
     kept: a word read twice is likely read again.
+
+    A word found in at least 1/`BITMAP_SHARE` of what a bitmap of every position costs (its list's
+    raw bytes against one bit per position of the segment: `the`, `to`, `of` on man-sections),
+    looked up by many targets (a phrase's later word) for the second time, also gets a bitmap of
+    its positions, kept in the same budget: a lookup is then one bit test per target instead of
+    merging the targets with its list (on man-sections `"to the"`, 209,303 targets in 550,636
+    positions: 0.95 ms against 3.0).
     """
+
+    BITMAP_SHARE = 2
 
     CACHED_BYTES = 16 << 20
     WHOLE_SHARE = 4
@@ -227,8 +278,9 @@ class BlockPositions:
         self.ptr, self.blocks_ptr, self.first, self.dir, self.rows, self.tail = ptr, blocks_ptr, first, directory, rows, tail
         self.exceptions = exceptions
         self.dtype = np.dtype(first.dtype)
+        self.positions = positions
         self.budget = min(self.CACHED_BYTES, positions * self.dtype.itemsize // 2)
-        self._kept: OrderedDict[int, np.ndarray] = OrderedDict()
+        self._kept: OrderedDict[int, np.ndarray] = OrderedDict()  # term -> list; ~term -> bitmap
         self._read_once: set[int] = set()  # terms read in part once (bounded: cleared when large)
         self._kept_bytes = 0
         self._lock = threading.Lock()  # readers are shared between threads
@@ -245,15 +297,41 @@ class BlockPositions:
                 self._kept.move_to_end(tid)
                 return kept
         out = np.concatenate([self.decode_run(a, b), self.tail[ta:tb]])
-        out.flags.writeable = False  # shared by every caller from now on
-        if out.nbytes * 2 <= self.budget:
+        self._keep(tid, out)
+        return out
+
+    def _keep(self, key: int, arr: np.ndarray) -> None:
+        """Keep a decoded list or bitmap (read-only from now on: callers share it) if it fits."""
+        arr.flags.writeable = False
+        if arr.nbytes * 2 <= self.budget:
             with self._lock:
-                if tid not in self._kept:
-                    self._kept[tid] = out
-                    self._kept_bytes += out.nbytes
+                if key not in self._kept:
+                    self._kept[key] = arr
+                    self._kept_bytes += arr.nbytes
                     while self._kept_bytes > self.budget:
                         self._kept_bytes -= self._kept.popitem(last=False)[1].nbytes
-        return out
+
+    def present(self, tid: int, target: np.ndarray) -> np.ndarray:
+        """The values of `target` (ascending, in the positions' dtype) that are positions of term `tid`."""
+        with self._lock:
+            bits = self._kept.get(~tid)
+            if bits is not None:
+                self._kept.move_to_end(~tid)
+                return in_bitmap(bits, target)
+            count = int(self.ptr[tid + 1] - self.ptr[tid])
+            # Worth a bitmap (see the class): many targets, a frequent word (judged by the segment's
+            # positions, checked below against the word's last one), read before.
+            wanted = (len(target) * MERGE_SHARE >= count and self.positions // 8 <= self.BITMAP_SHARE * count * self.dtype.itemsize
+                      and (tid in self._kept or tid in self._read_once))
+        if not wanted:
+            return common(target, self.covering(tid, target, target))
+        pos = self.all(tid)
+        size = (int(pos[-1]) >> 3) + 1 if len(pos) else 0
+        if size > self.BITMAP_SHARE * pos.nbytes or size * 2 > self.budget:
+            return common(target, pos)
+        bits = bitmap(pos)
+        self._keep(~tid, bits)
+        return in_bitmap(bits, target)
 
     def _again(self, tid: int, a: int, b: int, ta: int, tb: int) -> bool:
         """Whether a term whose whole list would be kept was read in part before (and note that it

@@ -18,7 +18,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from sieve.engine import storage
-from sieve.engine.positions import BLOCK, EXCEPTION_FILES, PACKED_BITS, PACKED_FILES, PACKED_FILES_ROWS, BlockPositions, PositionsWriter, RawPositions, encode
+from sieve.engine.positions import BLOCK, EXCEPTION_FILES, PACKED_BITS, PACKED_FILES, PACKED_FILES_ROWS, BlockPositions, PositionsWriter, RawPositions, bitmap, encode, in_bitmap
 
 GAPS = st.one_of(st.integers(1, 3), st.integers(1, 255), st.integers(256, 70_000), st.integers(70_000, 2**33))
 
@@ -147,3 +147,57 @@ def test_a_second_partial_read_keeps_the_list_only_if_it_fits(tmp_path: Path) ->
     for _ in range(3):
         assert len(small.covering(0, target, target)) == BLOCK
     assert not small._kept
+
+
+@settings(max_examples=100, deadline=None)
+@given(st.lists(st.integers(0, 5000), max_size=300), st.lists(st.integers(0, 5100), max_size=300), st.sampled_from([np.uint32, np.uint64]))
+def test_a_bitmap_holds_exactly_its_positions(values: list[int], targets: list[int], dtype: type) -> None:
+    positions = np.unique(np.asarray(values, dtype=dtype))
+    target = np.unique(np.asarray(targets, dtype=dtype))  # some past the last position
+    bits = bitmap(positions)
+    assert bits.dtype == np.uint8 and len(bits) == (int(positions[-1]) // 8 + 1 if len(positions) else 0)
+    got = in_bitmap(bits, target)
+    assert got.dtype == dtype and np.array_equal(got, target[np.isin(target, positions)])
+
+
+@settings(max_examples=80, deadline=None)
+@given(st.booleans(), st.sampled_from([0, BlockPositions.BITMAP_SHARE, 10**9]), st.data())
+def test_present_is_the_intersection_with_or_without_a_bitmap(tmp_path_factory: pytest.TempPathFactory, big: bool, share: int, data: st.DataObject) -> None:
+    """`present` (a phrase's lookup of its later words) gives the targets that are positions of the
+    term, whether it merges them with the list (or the blocks that can hold them) or tests a bitmap
+    made at a later lookup of a frequent word; a bitmap too large for the budget or the share is
+    not made (`big`: gaps up to 2**33, which would make bitmaps of gigabytes)."""
+    lists = data.draw(term_lists(big=big))
+    blocks, raw = _blocks(lists, np.uint64 if big else np.uint32, tmp_path_factory.mktemp("pos"))
+    blocks.BITMAP_SHARE, blocks.budget = share, 4 << 20
+    for t, values in enumerate(lists):
+        whole = raw.all(t)
+        for _ in range(3):
+            top = (values[-1] if values else 0) + 300
+            target = np.unique(np.asarray(data.draw(st.lists(st.integers(0, top), max_size=300)), dtype=whole.dtype))
+            if data.draw(st.booleans()) and len(values):
+                target = np.union1d(target, whole[:: data.draw(st.integers(1, 7))])  # many hits
+            got = blocks.present(t, target)
+            assert got.dtype == whole.dtype and np.array_equal(got, np.intersect1d(target, whole))
+    assert blocks._kept_bytes <= blocks.budget
+    if share == 0:
+        assert all(k >= 0 for k in blocks._kept)
+
+
+def test_a_bitmap_is_made_at_the_second_many_target_lookup(tmp_path: Path) -> None:
+    lists = [list(range(0, 3000, 3)), list(range(1, 3000, 2))]
+    blocks, raw = _blocks(lists, np.uint32, tmp_path)
+    blocks.budget = 1 << 20
+    target = np.arange(0, 3000, 5, dtype=np.uint32)  # 600 targets: many, next to 1,000 positions
+    want = np.intersect1d(target, raw.all(0))
+    assert np.array_equal(blocks.present(0, target), want) and ~0 not in blocks._kept  # first read: the list only
+    assert 0 in blocks._kept
+    assert np.array_equal(blocks.present(0, target), want) and ~0 in blocks._kept
+    assert blocks._kept[~0].nbytes == 3000 // 8 and not blocks._kept[~0].flags.writeable
+    few = np.array([3, 4, 2997], dtype=np.uint32)  # a kept bitmap serves few targets too
+    assert np.array_equal(blocks.present(0, few), [3, 2997])
+    assert blocks._kept_bytes == sum(a.nbytes for a in blocks._kept.values())
+    blocks.BITMAP_SHARE = 0  # a rarer word than the share allows: merged, no bitmap
+    for _ in range(2):
+        assert np.array_equal(blocks.present(1, target), np.intersect1d(target, raw.all(1)))
+    assert ~1 not in blocks._kept
