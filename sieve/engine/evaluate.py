@@ -12,6 +12,7 @@ from sieve.engine import bitset, deadline
 from sieve.engine.batch import NO_DATE
 from sieve.engine.fields import ALL_MASK
 from sieve.engine.plan import AndPlan, LeafPlan, NotPlan, OrPlan, Plan, PlanNode
+from sieve.engine.positions import RANGE_BITS, any_in_bitmap
 from sieve.engine.ranges import ragged
 from sieve.engine.reader import IndexReader
 
@@ -248,8 +249,19 @@ class Evaluator:
         pa = self._positions(ta, cands)
         if not len(pa):
             return bitset.empty(self.n)
-        # Of the longer list, only the blocks within n of a position of the shorter.
         wide = pa.astype(np.int64)
+        bits = self.r.pos.bitmap_of(tb, len(pa)) if 2 * n + 1 <= RANGE_BITS else None
+        if bits is not None:  # a frequent longer word: the bits within n of each position, read at once
+            near = any_in_bitmap(bits, np.maximum(wide - n, 0), 2 * n + 1 - np.maximum(n - wide, 0) if len(wide) and wide[0] < n else 2 * n + 1)
+            wide = wide[near]
+            units = self.r.units_of(pa[near])
+            start = self.r.unit_start
+            after = np.minimum(units + 1, len(start) - 1)
+            end = np.where(after == units, wide + n, start[after].astype(np.int64) - 1)
+            lo = np.maximum(wide - n, start[units].astype(np.int64))
+            same = any_in_bitmap(bits, lo, np.clip(np.minimum(wide + n, end) - lo + 1, 0, None))
+            return self._docs_of(pa[near][same], fmask, units[same])
+        # Of the longer list, only the blocks within n of a position of the shorter.
         pb = self.r.pos.covering(tb, wide - n, wide + n)
         if not len(pb):
             return bitset.empty(self.n)

@@ -18,7 +18,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from sieve.engine import storage
-from sieve.engine.positions import BLOCK, EXCEPTION_FILES, PACKED_BITS, PACKED_FILES, PACKED_FILES_ROWS, BlockPositions, PositionsWriter, RawPositions, bitmap, encode, in_bitmap
+from sieve.engine.positions import BLOCK, EXCEPTION_FILES, PACKED_BITS, PACKED_FILES, PACKED_FILES_ROWS, RANGE_BITS, BlockPositions, PositionsWriter, RawPositions, any_in_bitmap, bitmap, encode, in_bitmap
 
 GAPS = st.one_of(st.integers(1, 3), st.integers(1, 255), st.integers(256, 70_000), st.integers(70_000, 2**33))
 
@@ -155,9 +155,23 @@ def test_a_bitmap_holds_exactly_its_positions(values: list[int], targets: list[i
     positions = np.unique(np.asarray(values, dtype=dtype))
     target = np.unique(np.asarray(targets, dtype=dtype))  # some past the last position
     bits = bitmap(positions)
-    assert bits.dtype == np.uint8 and len(bits) == (int(positions[-1]) // 8 + 1 if len(positions) else 0)
+    assert bits.dtype == np.uint8 and len(bits) == (int(positions[-1]) // 8 + 1 if len(positions) else 0) + 8
     got = in_bitmap(bits, target)
     assert got.dtype == dtype and np.array_equal(got, target[np.isin(target, positions)])
+
+
+@settings(max_examples=100, deadline=None)
+@given(st.lists(st.integers(0, 3000), max_size=200), st.lists(st.tuples(st.integers(0, 3100), st.integers(-3, RANGE_BITS)), min_size=1, max_size=100))
+def test_a_bitmap_tells_whether_a_range_holds_a_position(values: list[int], ranges: list[tuple[int, int]]) -> None:
+    """Ranges of up to RANGE_BITS positions (and empty ones), some past the last position."""
+    positions = np.unique(np.asarray(values, dtype=np.uint32))
+    lo = np.asarray([a for a, _ in ranges], dtype=np.int64)
+    width = np.asarray([max(w, 0) for _, w in ranges], dtype=np.int64)
+    want = [bool(((positions >= a) & (positions < a + w)).any()) for a, w in zip(lo.tolist(), width.tolist())]
+    bits = bitmap(positions)
+    assert any_in_bitmap(bits, lo, width).tolist() == want
+    for w in (0, 1, 7, RANGE_BITS):  # one width for all
+        assert any_in_bitmap(bits, lo, w).tolist() == [bool(((positions >= a) & (positions < a + w)).any()) for a in lo.tolist()]
 
 
 @settings(max_examples=80, deadline=None)
@@ -169,7 +183,7 @@ def test_present_is_the_intersection_with_or_without_a_bitmap(tmp_path_factory: 
     not made (`big`: gaps up to 2**33, which would make bitmaps of gigabytes)."""
     lists = data.draw(term_lists(big=big))
     blocks, raw = _blocks(lists, np.uint64 if big else np.uint32, tmp_path_factory.mktemp("pos"))
-    blocks.BITMAP_SHARE, blocks.budget = share, 4 << 20
+    blocks.BITMAP_SHARE, blocks.budget, blocks.map_budget = share, 4 << 20, 2 << 20
     for t, values in enumerate(lists):
         whole = raw.all(t)
         for _ in range(3):
@@ -179,25 +193,38 @@ def test_present_is_the_intersection_with_or_without_a_bitmap(tmp_path_factory: 
                 target = np.union1d(target, whole[:: data.draw(st.integers(1, 7))])  # many hits
             got = blocks.present(t, target)
             assert got.dtype == whole.dtype and np.array_equal(got, np.intersect1d(target, whole))
-    assert blocks._kept_bytes <= blocks.budget
+    assert blocks._kept_bytes <= blocks.budget and blocks._maps_bytes <= blocks.map_budget
     if share == 0:
-        assert all(k >= 0 for k in blocks._kept)
+        assert not blocks._maps
 
 
 def test_a_bitmap_is_made_at_the_second_many_target_lookup(tmp_path: Path) -> None:
     lists = [list(range(0, 3000, 3)), list(range(1, 3000, 2))]
     blocks, raw = _blocks(lists, np.uint32, tmp_path)
-    blocks.budget = 1 << 20
+    blocks.budget = blocks.map_budget = 1 << 20
     target = np.arange(0, 3000, 5, dtype=np.uint32)  # 600 targets: many, next to 1,000 positions
     want = np.intersect1d(target, raw.all(0))
-    assert np.array_equal(blocks.present(0, target), want) and ~0 not in blocks._kept  # first read: the list only
+    assert np.array_equal(blocks.present(0, target), want) and 0 not in blocks._maps  # first read: the list only
     assert 0 in blocks._kept
-    assert np.array_equal(blocks.present(0, target), want) and ~0 in blocks._kept
-    assert blocks._kept[~0].nbytes == 3000 // 8 and not blocks._kept[~0].flags.writeable
+    assert np.array_equal(blocks.present(0, target), want) and 0 in blocks._maps
+    assert blocks._maps[0].nbytes == 2997 // 8 + 1 + 8 and not blocks._maps[0].flags.writeable
     few = np.array([3, 4, 2997], dtype=np.uint32)  # a kept bitmap serves few targets too
     assert np.array_equal(blocks.present(0, few), [3, 2997])
-    assert blocks._kept_bytes == sum(a.nbytes for a in blocks._kept.values())
+    assert blocks._maps_bytes == blocks._maps[0].nbytes
     blocks.BITMAP_SHARE = 0  # a rarer word than the share allows: merged, no bitmap
     for _ in range(2):
         assert np.array_equal(blocks.present(1, target), np.intersect1d(target, raw.all(1)))
-    assert ~1 not in blocks._kept
+    assert 1 not in blocks._maps
+
+
+def test_bitmaps_stay_within_their_bytes(tmp_path: Path) -> None:
+    """Each word's bitmap is 383 bytes here; room for two: the least recently used goes first,
+    and the lists are kept apart from them (in their own budget)."""
+    lists = [list(range(i, 3000, 3)) for i in range(3)]
+    blocks, raw = _blocks(lists, np.uint32, tmp_path)
+    blocks.budget, blocks.map_budget = 1 << 20, 800
+    target = np.arange(0, 3000, 2, dtype=np.uint32)
+    for t in [0, 0, 1, 1, 0, 2, 2]:
+        assert np.array_equal(blocks.present(t, target), np.intersect1d(target, raw.all(t)))
+        assert blocks._maps_bytes == sum(b.nbytes for b in blocks._maps.values()) <= blocks.map_budget
+    assert list(blocks._maps) == [0, 2] and list(blocks._kept) == [0, 1, 2]
