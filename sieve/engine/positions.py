@@ -265,6 +265,17 @@ class RawPositions:
         return self.data[int(self.ptr[lo]) : int(self.ptr[hi])]
 
 
+def _put(kept: OrderedDict[int, np.ndarray], key: int, arr: np.ndarray, held: int, budget: int) -> int:
+    """Add `arr` to a least-recently-used store holding `held` bytes, drop the oldest past `budget`;
+    the bytes it then holds."""
+    if key not in kept:
+        kept[key] = arr
+        held += arr.nbytes
+        while held > budget:
+            held -= kept.popitem(last=False)[1].nbytes
+    return held
+
+
 class BlockPositions:
     """Positions in blocks (format 5); the same methods as `RawPositions`.
 
@@ -334,11 +345,7 @@ class BlockPositions:
         arr.flags.writeable = False
         if arr.nbytes * 2 <= self.budget:
             with self._lock:
-                if key not in self._kept:
-                    self._kept[key] = arr
-                    self._kept_bytes += arr.nbytes
-                    while self._kept_bytes > self.budget:
-                        self._kept_bytes -= self._kept.popitem(last=False)[1].nbytes
+                self._kept_bytes = _put(self._kept, key, arr, self._kept_bytes, self.budget)
 
     def present(self, tid: int, target: np.ndarray) -> np.ndarray:
         """The values of `target` (ascending, in the positions' dtype) that are positions of term `tid`."""
@@ -368,11 +375,7 @@ class BlockPositions:
         bits = bitmap(pos)
         bits.flags.writeable = False  # shared by every caller from now on
         with self._lock:
-            if tid not in self._maps:
-                self._maps[tid] = bits
-                self._maps_bytes += bits.nbytes
-                while self._maps_bytes > self.map_budget:
-                    self._maps_bytes -= self._maps.popitem(last=False)[1].nbytes
+            self._maps_bytes = _put(self._maps, tid, bits, self._maps_bytes, self.map_budget)
         return bits
 
     def _again(self, tid: int, a: int, b: int, ta: int, tb: int) -> bool:
