@@ -214,17 +214,3 @@ def test_dropping_an_index_closes_its_files(built: Path, lazy: bool, monkeypatch
     finally:
         gc.enable()
 
-
-@pytest.mark.parametrize("sections, dtype", [(1, "int8"), (127, "int8"), (200, "int16")])
-def test_section_numbers_take_the_narrowest_type(tmp_path: Path, sections: int, dtype: str) -> None:
-    """Units' section numbers (unit.section) are written in the narrowest signed type that holds
-    the largest; a match in any section is reported in it."""
-    recs = [{"id": "many", "title": "Many", "sections": [{"heading": f"h{i}", "text": f"word{i} common"} for i in range(sections)]},
-            {"id": "plain", "title": "Plain", "text": "common"}]
-    sieve.build_index(recs, tmp_path / "idx")
-    index = sieve.open_index(tmp_path / "idx")
-    assert str(index.segments[0].reader.unit_section.dtype) == dtype
-    last = sections - 1
-    hit = index.search(f"word{last}", k=1).hits[0]
-    assert (hit.doc_id, hit.sections, hit.section_numbers) == ("many", (f"h{last}",), (last,))
-    assert index.section("many", last).heading == f"h{last}"
