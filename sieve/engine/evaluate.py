@@ -252,7 +252,8 @@ class Evaluator:
         wide = pa.astype(np.int64)
         bits = self.r.pos.bitmap_of(tb, len(pa)) if 2 * n + 1 <= RANGE_BITS else None
         if bits is not None:  # a frequent longer word: the bits within n of each position, read at once
-            near = any_in_bitmap(bits, np.maximum(wide - n, 0), 2 * n + 1 - np.maximum(n - wide, 0) if len(wide) and wide[0] < n else 2 * n + 1)
+            # (a window cut at position 0 reads a few bits too many: the test within units below is exact)
+            near = any_in_bitmap(bits, np.maximum(wide - n, 0), 2 * n + 1)
             wide = wide[near]
             units = self.r.units_of(pa[near])
             start = self.r.unit_start

@@ -47,3 +47,29 @@ def test_phrase_matches_find_their_documents_past_empty_ones(tmp_path) -> None: 
     assert index.match("NEAR/2(fox, runs)").ids == ["a"]
     fox = reader.positions(reader.term_id("fox"))
     assert [index.reader.doc_id(d) for d in reader.docs_of_units(reader.units_of(fox)).tolist()] == ["a", "a", "b", "c"]
+
+
+def test_near_and_phrases_through_a_bitmap_stay_within_units(tmp_path) -> None:  # type: ignore[no-untyped-def]
+    """A frequent word's bitmap (made at its second heavy lookup) answers NEAR and phrases as its
+    list did: a neighbour across a unit's end (title to heading, heading to text, text to the next
+    section, author to author) is not near; one at the edge of the distance is; the first
+    positions of the segment (windows cut at 0) too."""
+    import sieve
+
+    filler = " ".join(["z"] * 40)
+    recs = [
+        {"id": "edge", "title": "y x", "text": f"z z z y {filler}"},  # at the segment's first positions
+        {"id": "cross", "title": "a b x", "sections": [{"heading": "y c", "text": f"{filler} x"}, {"heading": "y", "text": "q"}]},
+        {"id": "in", "text": f"x z z y {filler} y x"},  # y three after x, and y right before x
+        {"id": "far", "text": f"x z z z y {filler}"},  # four apart: near only at 4
+        {"id": "authors", "title": "t", "author": ["w x", "y w"]},
+        {"id": "xs", "text": " ".join(["x"] * 12) + " " + filler},  # enough x for a heavy lookup of y
+    ] + [{"id": f"f{i}", "text": " ".join(["y"] * 12) + " " + filler} for i in range(12)]  # y frequent (a block and more), x not
+    index = sieve.build_index(recs, tmp_path / "ix")
+    pos = index.segments[0].reader.pos
+    want = {1: ["edge", "in"], 3: ["edge", "in"], 4: ["edge", "in", "far"]}
+    for _ in range(3):  # the first reads decode y's list, a later one makes its bitmap
+        for n, ids in want.items():
+            assert index.match(f"NEAR/{n}(x, y)").ids == ids
+        assert index.match('"y x"').ids == ["edge", "in"] and index.match('"x y"').ids == []
+    assert pos._maps  # the bitmap answered the last round
