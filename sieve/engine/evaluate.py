@@ -256,11 +256,8 @@ class Evaluator:
             near = any_in_bitmap(bits, np.maximum(wide - n, 0), 2 * n + 1)
             wide = wide[near]
             units = self.r.units_of(pa[near])
-            start = self.r.unit_start
-            after = np.minimum(units + 1, len(start) - 1)
-            end = np.where(after == units, wide + n, start[after].astype(np.int64) - 1)
-            lo = np.maximum(wide - n, start[units].astype(np.int64))
-            same = any_in_bitmap(bits, lo, np.clip(np.minimum(wide + n, end) - lo + 1, 0, None))
+            lo = np.maximum(wide - n, self.r.unit_start[units].astype(np.int64))
+            same = any_in_bitmap(bits, lo, np.clip(np.minimum(wide + n + 1, self.r.unit_ends(units)) - lo, 0, None))
             return self._docs_of(pa[near][same], fmask, units[same])
         # Of the longer list, only the blocks within n of a position of the shorter.
         pb = self.r.pos.covering(tb, wide - n, wide + n)

@@ -383,12 +383,17 @@ class IndexReader:
     def units_of(self, positions: np.ndarray) -> np.ndarray:
         return search_sorted(self.unit_start, positions, side="right") - 1
 
-    def in_units(self, units: np.ndarray, positions: np.ndarray) -> np.ndarray:
-        """Whether each of `positions` lies in unit `units[i]` (the units of other positions
-        nearby): two gathers from the unit table instead of a second binary search in it."""
+    def unit_ends(self, units: np.ndarray) -> np.ndarray:
+        """Where each unit ends (int64, exclusive): the next unit's first position, or past every
+        position for the last unit."""
         start = self.unit_start
         after = np.minimum(units + 1, len(start) - 1)
-        return (positions >= start[units]) & ((positions < start[after]) | (after == units))
+        return np.where(after == units, np.int64(2**62), start[after].astype(np.int64))
+
+    def in_units(self, units: np.ndarray, positions: np.ndarray) -> np.ndarray:
+        """Whether each of `positions` lies in unit `units[i]` (the units of other positions
+        nearby): gathers from the unit table instead of a second binary search in it."""
+        return (positions >= self.unit_start[units]) & (positions < self.unit_ends(units))
 
     def within_units(self, starts: np.ndarray, offsets: tuple[int, ...]) -> np.ndarray:
         """Which phrase `starts` have all of the phrase's `offsets` in one unit. A phrase without a

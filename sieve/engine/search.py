@@ -617,8 +617,7 @@ class Searcher:
     def _some_holder(self, plans: Plans) -> bool:
         """Whether a segment with nothing deleted admits every document of the query's terms'
         postings (`Plan.admits_holders`) and holds one: then the query admits something."""
-        return any(part.seg.deleted is None and plan.admits_holders and any(t >= 0 for t in plan.term_ids)
-                   for part, plan in zip(self.parts, plans.parts))
+        return any(_admits_holders(part, plan) and any(t >= 0 for t in plan.term_ids) for part, plan in zip(self.parts, plans.parts))
 
     def soft(self, plans: Plans, ranker: str, k: int) -> tuple[np.ndarray, np.ndarray]:
         """The Indri-style rankers: every document scored by the plan as an inference network
@@ -679,7 +678,7 @@ class Searcher:
         for j, (part, plan) in enumerate(zip(self.parts, plans.parts)):
             seg = part.seg
             admitted = None
-            holders = bits is not None and seg.deleted is None and plan.admits_holders
+            holders = bits is not None and _admits_holders(part, plan)
             got = None
             if bits is None:  # the whole collection: documents holding a term, live ones only
                 b = None if seg.deleted is None else seg.live
@@ -748,6 +747,12 @@ class Searcher:
             hits.append(made(Hit, {"doc_id": i, "rank": rank, "score": float(score), "fields": tuple(f.label for f in fields),
                                    "sections": tuple(headings[j] for j in sections), "doc": d, "section_numbers": tuple(sections)}))
         return hits
+
+
+def _admits_holders(part: SegmentSearch, plan: Plan) -> bool:
+    """Whether the segment's admitted set holds every document of the plan's terms' postings
+    (`Plan.admits_holders`, and nothing deleted there)."""
+    return part.seg.deleted is None and plan.admits_holders
 
 
 class _Admitted:
