@@ -65,6 +65,39 @@ def _group(spec: dict[str, Any]) -> str:
     return f"({to_bql(spec)})" if spec["op"] in ("and", "or") else to_bql(spec)
 
 
+WORD_KEYS = ("term", "stem", "a", "b")
+
+
+def absent(spec: dict[str, Any], rng: random.Random) -> dict[str, Any]:
+    """The same query shape with each word replaced by one in no document (ten letters from
+    "qxzj..."): what sieve spends on a query before reading any postings (parsing, planning, an
+    evaluation that finds every term absent, the count)."""
+    def word() -> str:
+        return "qxzj" + "".join(rng.choice("abcdefghijklmnopqrstuvwxyz") for _ in range(6))
+    out = {k: (word() if k in WORD_KEYS else v) for k, v in spec.items()}
+    if "terms" in spec:
+        out["terms"] = [word() for _ in spec["terms"]]
+    if "child" in spec:
+        out["child"] = absent(spec["child"], rng)
+    if "children" in spec:
+        out["children"] = [absent(c, rng) for c in spec["children"]]
+    return out
+
+
+def floor(index: sieve.Index, specs: list[dict[str, Any]], seed: int) -> dict[str, float]:
+    """`absent` of each query, timed as `measure_class` times sieve's (parsed and planned afresh)."""
+    rng = random.Random(seed)
+    ms = []
+    for spec in specs:
+        gone = absent(spec, rng)
+        clear_parse_cache()
+        index._plans.cache_clear()
+        took, m = timed(lambda: index.match(to_bql(gone)))
+        assert m.count == 0, to_bql(gone)
+        ms.append(took)
+    return percentiles(ms)
+
+
 class Sampler:
     """Draws query words the way text uses them: a random word of a random section of a random document."""
 
@@ -302,6 +335,7 @@ def main() -> int:
     result["match"] = table
     overall = [timed(lambda: index.match(to_bql(s)))[0] for cls in CLASSES for s in specs[cls]]
     result["match_all_classes"] = percentiles(overall)
+    result["floor"] = {cls: floor(index, specs[cls], args.seed) for cls in CLASSES if cls != "date"}
     for pname, p in peers.items():
         if "build" in p:
             result.setdefault("peers", {})[pname] = p["build"]
@@ -334,6 +368,8 @@ def main() -> int:
         print(line)
     a = result["match_all_classes"]
     print(f"all classes: p50 {a['p50']:.3f} ms, p95 {a['p95']:.3f} ms")
+    print("floor, p50 ms (the same shapes with words in no document: parsing, planning, nothing read): "
+          + ", ".join(f"{cls} {f['p50']:.3f}" for cls, f in result["floor"].items()))
     print(f"\nwrote {out}")
     return 0
 
