@@ -47,9 +47,10 @@ BLOCK = positions.BLOCK
 
 
 @numba.njit(cache=True, nogil=True)
-def _decode_bytes(first: Any, rows: Any, eptr: Any, place: Any, val: Any, tail: Any, out: Any) -> None:  # pragma: no cover
-    """Blocks whose differences are one row element each (tables of 8, 16 or 32 bits): a running
-    sum per block, an exception's whole difference taken in place of its row's."""
+def _decode(first: Any, rows: Any, eptr: Any, place: Any, val: Any, tail: Any, out: Any, twelve: bool) -> None:  # pragma: no cover
+    """A running sum per block over its row's differences (one row element each for the tables of
+    8, 16 and 32 bits; with `twelve`, differences 2i and 2i + 1 in bytes 3i..3i + 2), an
+    exception's whole difference taken in place of its row's; then the tail."""
     e0 = eptr[0]
     for j in range(first.shape[0]):
         base = j * BLOCK
@@ -57,33 +58,16 @@ def _decode_bytes(first: Any, rows: Any, eptr: Any, place: Any, val: Any, tail: 
         out[base] = v
         k, end = eptr[j] - e0, eptr[j + 1] - e0
         for i in range(BLOCK - 1):
-            if k < end and place[k] == i:
-                v += val[k]
-                k += 1
+            if twelve:
+                h = 3 * (i >> 1)
+                if i & 1:
+                    d = (np.uint64(rows[j, h + 1]) >> 4) | (np.uint64(rows[j, h + 2]) << 4)
+                else:
+                    d = np.uint64(rows[j, h]) | ((np.uint64(rows[j, h + 1]) & np.uint64(0xF)) << 8)
             else:
-                v += rows[j, i]
-            out[base + i + 1] = v
-    for i in range(tail.shape[0]):
-        out[first.shape[0] * BLOCK + i] = tail[i]
-
-
-@numba.njit(cache=True, nogil=True)
-def _decode12(first: Any, rows: Any, eptr: Any, place: Any, val: Any, tail: Any, out: Any) -> None:  # pragma: no cover
-    """`_decode_bytes` for 12-bit rows (differences 2i and 2i + 1 in bytes 3i..3i + 2)."""
-    e0 = eptr[0]
-    for j in range(first.shape[0]):
-        base = j * BLOCK
-        v = first[j]
-        out[base] = v
-        k, end = eptr[j] - e0, eptr[j + 1] - e0
-        for i in range(BLOCK - 1):
-            h = 3 * (i >> 1)
-            if i & 1:
-                d = (np.uint32(rows[j, h + 1]) >> 4) | (np.uint32(rows[j, h + 2]) << 4)
-            else:
-                d = np.uint32(rows[j, h]) | ((np.uint32(rows[j, h + 1]) & np.uint32(0xF)) << 8)
+                d = np.uint64(rows[j, i])
             if k < end and place[k] == i:
-                d = np.uint32(val[k])
+                d = np.uint64(val[k])
                 k += 1
             v += d
             out[base + i + 1] = v
@@ -136,7 +120,7 @@ def compiled_term_list(self: positions.BlockPositions, a: int, b: int, ta: int, 
     e0, e1 = int(eptr[0]), int(eptr[-1])
     args = (np.asarray(self.first[a:b]), np.asarray(self.rows[k][r0 : r0 + n]), eptr,
             np.asarray(self.exceptions[1][e0:e1]), np.asarray(self.exceptions[2][e0:e1]), tail, out)
-    (_decode12 if k == 1 else _decode_bytes)(*args)
+    _decode(*args, k == 1)
     return out
 
 
