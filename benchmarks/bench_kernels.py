@@ -6,8 +6,8 @@
 sieve executes queries in numpy, and a phrase or NEAR query's median time on man-sections goes
 mostly to decoding position lists met for the first time (some 20 array operations a list, each
 paying numpy's per-call cost) and to intersecting sorted lists (a binary search per target). This
-script replaces exactly those two steps with loops compiled by numba (`BlockPositions._term_list`,
-the decode of a term's whole list, and `positions.common`, the intersection, by galloping) and
+script replaces exactly those two steps with loops compiled by numba (`BlockPositions.decode_run`
+where it decodes a term's whole list, and `positions.common`, the intersection, by galloping) and
 measures, in one process, both ways in turn:
 
 1. the decode of one term's whole list, by its number of blocks (median us, each list decoded once);
@@ -36,7 +36,7 @@ from sieve.engine import positions
 
 HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE))
-from bench_engine import CLASSES, Sampler, clear_parse_cache, percentiles, to_bql  # noqa: E402
+from bench_engine import CLASSES, Sampler, percentiles, sieve_runs, to_bql  # noqa: E402
 
 try:
     import numba
@@ -103,18 +103,19 @@ def _intersect(a: Any, b: Any) -> Any:  # pragma: no cover
     return out[:n]
 
 
-NUMPY_TERM_LIST = positions.BlockPositions._term_list
+NUMPY_DECODE_RUN = positions.BlockPositions.decode_run
 NUMPY_COMMON = positions.common
 
 
-def compiled_term_list(self: positions.BlockPositions, a: int, b: int, ta: int, tb: int) -> np.ndarray:
-    """`BlockPositions._term_list` by the compiled loops (format 9, one table; else numpy's)."""
+def compiled_decode_run(self: positions.BlockPositions, a: int, b: int, tail: Any = None) -> np.ndarray:
+    """`BlockPositions.decode_run` by the compiled loop where a run is one table's consecutive rows
+    with exceptions aside (format 9: a term's whole list); numpy's otherwise."""
     n = b - a
-    c0 = int(self.dir[a])
-    if self.exceptions is None or int(self.dir[b - 1]) != c0 + ((n - 1) << 2):
-        return NUMPY_TERM_LIST(self, a, b, ta, tb)
+    c0 = int(self.dir[a]) if n else 0
+    if not n or self.exceptions is None or int(self.dir[b - 1]) != c0 + ((n - 1) << 2):
+        return NUMPY_DECODE_RUN(self, a, b, tail)
     k, r0 = c0 & 3, c0 >> 2
-    tail = np.asarray(self.tail[ta:tb])
+    tail = np.asarray(tail if tail is not None else self.tail[:0])
     out = np.empty(n * BLOCK + len(tail), dtype=self.dtype)
     eptr = np.asarray(self.exceptions[0][a : b + 1]).astype(np.int64)
     e0, e1 = int(eptr[0]), int(eptr[-1])
@@ -125,7 +126,7 @@ def compiled_term_list(self: positions.BlockPositions, a: int, b: int, ta: int, 
 
 
 def use(compiled: bool) -> None:
-    positions.BlockPositions._term_list = compiled_term_list if compiled else NUMPY_TERM_LIST  # type: ignore[method-assign]
+    positions.BlockPositions.decode_run = compiled_decode_run if compiled else NUMPY_DECODE_RUN  # type: ignore[method-assign]
     positions.common = _intersect if compiled else NUMPY_COMMON
 
 
@@ -139,14 +140,14 @@ def decode_table(index: sieve.Index) -> dict[str, dict[str, float]]:
     for lo, hi in ((1, 4), (5, 20), (21, 60), (61, 200), (201, 1000)):
         tids = np.flatnonzero((blocks >= lo) & (blocks <= hi))
         rng.shuffle(tids)
-        ranges = [pos._range(int(t)) for t in tids[:300]]
+        ranges = [(a, b, pos.tail[ta:tb]) for a, b, ta, tb in (pos._range(int(t)) for t in tids[:300])]
         row: dict[str, list[float]] = {"numpy": [], "compiled": []}
         for r in ranges:
-            for name, f in (("numpy", NUMPY_TERM_LIST), ("compiled", compiled_term_list)):
+            for name, f in (("numpy", NUMPY_DECODE_RUN), ("compiled", compiled_decode_run)):
                 t0 = time.perf_counter()
                 got = f(pos, *r)
                 row[name].append((time.perf_counter() - t0) * 1e6)
-            assert np.array_equal(got, NUMPY_TERM_LIST(pos, *r))
+            assert np.array_equal(got, NUMPY_DECODE_RUN(pos, *r))
         out[f"{lo}-{hi} blocks"] = {name: round(statistics.median(v), 1) for name, v in row.items()}
     return out
 
@@ -180,13 +181,7 @@ def main() -> int:
         for way in (("numpy", "compiled") if r % 2 == 0 else ("compiled", "numpy")):
             use(way == "compiled")
             for cls in CLASSES:
-                ms = []
-                for spec in specs[cls]:
-                    clear_parse_cache()
-                    index._plans.cache_clear()
-                    t0 = time.perf_counter()
-                    index.match(to_bql(spec))
-                    ms.append((time.perf_counter() - t0) * 1e3)
+                ms, _ = sieve_runs(index, specs[cls])
                 times[way][cls] += ms
                 got[f"{way} {cls}"] = percentiles(ms)["p50"]
         per_round.append(got)

@@ -336,38 +336,8 @@ class BlockPositions:
             if kept is not None:
                 self._kept.move_to_end(tid)
                 return kept
-        out = self._term_list(a, b, ta, tb)
+        out = self.decode_run(a, b, self.tail[ta:tb])
         self._keep(tid, out)
-        return out
-
-    def _term_list(self, a: int, b: int, ta: int, tb: int) -> np.ndarray:
-        """One term's whole list: its blocks a..b - 1 (a < b) decoded straight into the array that
-        then takes its tail. A term's blocks share one table (format 9) as consecutive rows, which
-        its first and last blocks' codes prove; what they do not goes through `decode_run`. Most
-        lists decoded whole are short (a phrase's rarest word: 1-60 blocks), where the fixed cost
-        of each array step is most of the time, so this one takes as few as it can."""
-        n = b - a
-        c0 = int(self.dir[a])
-        if self.exceptions is None or int(self.dir[b - 1]) != c0 + ((n - 1) << 2):
-            return np.concatenate([self.decode_run(a, b), self.tail[ta:tb]])
-        k = c0 & 3
-        tail = self.tail[ta:tb]
-        out = np.empty(n * BLOCK + len(tail), dtype=self.dtype)
-        blocks = out[: n * BLOCK].reshape(n, BLOCK)
-        transposed = self.TRANSPOSED_MIN <= n <= self.TRANSPOSED
-        work = np.empty((BLOCK, n), dtype=self.dtype).T if transposed else blocks  # see `_buffer`
-        work[:, 0] = self.first[a:b]
-        self._rows(k, self.rows[k][c0 >> 2 : (c0 >> 2) + n], work[:, 1:])
-        bounds = self.exceptions[0][a : b + 1]
-        e0, e1 = int(bounds[0]), int(bounds[-1])
-        if e0 < e1:
-            work[np.repeat(np.arange(n), np.diff(bounds)), self.exceptions[1][e0:e1] + 1] = self.exceptions[2][e0:e1]
-        if transposed:
-            np.cumsum(work.T, axis=0, out=work.T)
-            blocks[...] = work
-        else:
-            np.cumsum(blocks, axis=1, out=blocks)
-        out[n * BLOCK :] = tail
         return out
 
     def _keep(self, key: int, arr: np.ndarray) -> None:
@@ -493,39 +463,55 @@ class BlockPositions:
                     out[np.repeat(np.arange(len(blocks)), counts), np.asarray(place[idx]).astype(np.intp) + 1] = val[idx]
         return self._finish(store, transposed)
 
-    def decode_run(self, a: int, b: int) -> np.ndarray:
-        """`decode` of blocks a..b - 1. A table numbers its rows in block order, so the blocks of
-        a run that share a table are consecutive rows of it: slices, not gathers."""
+    def decode_run(self, a: int, b: int, tail: Any = None) -> np.ndarray:
+        """`decode` of blocks a..b - 1, then `tail` (positions kept raw) if given, in one array.
+        A table numbers its rows in block order, so the blocks of a run that share a table are
+        consecutive rows of it: slices, not gathers. A run in one table as consecutive rows (a
+        term's, since format 9) is proven so by its first and last blocks' codes alone: most runs
+        decoded are one short term's (a phrase's rarest word: 1-60 blocks), where each array step's
+        fixed cost is most of the time."""
         n = b - a
-        store, out, transposed = self._buffer(n)
+        rest = 0 if tail is None else len(tail)
+        out = np.empty(n * BLOCK + rest, dtype=self.dtype)
+        if rest:
+            out[n * BLOCK :] = tail
         if not n:
-            return store.reshape(-1)
-        out[:, 0] = self.first[a:b]
-        code = np.asarray(self.dir[a:b])
-        table = code & 3
-        k0, r0 = int(table[0]), int(code[0]) >> 2
-        edges = np.flatnonzero(table[1:] != table[:-1]) + 1 if (table != k0).any() else ()
-        if not len(edges):  # one table (a term's blocks share one since format 9): one slice
-            self._rows(k0, self.rows[k0][r0 : r0 + n], out[:, 1:])
-        elif len(edges) < self.STRETCHES:
-            starts = [0, *edges.tolist()]
-            for s, e in zip(starts, [*starts[1:], n]):
-                k, r0 = int(table[s]), int(code[s]) >> 2
-                self._rows(k, self.rows[k][r0 : r0 + e - s], out[s:e, 1:])
+            return out
+        blocks = out[: n * BLOCK].reshape(n, BLOCK)
+        transposed = self.TRANSPOSED_MIN <= n <= self.TRANSPOSED
+        # Transposed, the running sum adds whole rows (one place of every block) at once: see `_buffer`.
+        work = np.empty((BLOCK, n), dtype=self.dtype).T if transposed else blocks
+        work[:, 0] = self.first[a:b]
+        c0 = int(self.dir[a])
+        if int(self.dir[b - 1]) == c0 + ((n - 1) << 2):  # one table, consecutive rows: one slice
+            self._rows(c0 & 3, self.rows[c0 & 3][c0 >> 2 : (c0 >> 2) + n], work[:, 1:])
         else:
-            for k in range(len(self.rows)):
-                at = np.flatnonzero(table == k)
-                if len(at):
-                    r0 = int(code[at[0]]) >> 2
-                    self._scatter(k, self.rows[k][r0 : r0 + len(at)], out, at)
+            code = np.asarray(self.dir[a:b])
+            table = code & 3
+            edges = np.flatnonzero(table[1:] != table[:-1]) + 1
+            if len(edges) < self.STRETCHES:
+                starts = [0, *edges.tolist()]
+                for s, e in zip(starts, [*starts[1:], n]):
+                    k, r0 = int(table[s]), int(code[s]) >> 2
+                    self._rows(k, self.rows[k][r0 : r0 + e - s], work[s:e, 1:])
+            else:
+                for k in range(len(self.rows)):
+                    at = np.flatnonzero(table == k)
+                    if len(at):
+                        r0 = int(code[at[0]]) >> 2
+                        self._scatter(k, self.rows[k][r0 : r0 + len(at)], work, at)
         if self.exceptions is not None:
             ptr, place, val = self.exceptions
-            e0, e1 = int(ptr[a]), int(ptr[b])
+            bounds = ptr[a : b + 1]
+            e0, e1 = int(bounds[0]), int(bounds[-1])
             if e0 < e1:  # a run's exceptions are one slice
-                bounds = np.asarray(ptr[a : b + 1])
-                owner = np.repeat(np.arange(n), bounds[1:] - bounds[:-1])
-                out[owner, np.asarray(place[e0:e1]).astype(np.intp) + 1] = val[e0:e1]
-        return self._finish(store, transposed)
+                work[np.repeat(np.arange(n), np.diff(bounds)), place[e0:e1] + 1] = val[e0:e1]
+        if transposed:
+            np.cumsum(work.T, axis=0, out=work.T)
+            blocks[...] = work
+        else:
+            np.cumsum(blocks, axis=1, out=blocks)
+        return out
 
     def all(self, tid: int) -> np.ndarray:
         """Every position of a term, ascending (read-only)."""
@@ -586,4 +572,4 @@ class BlockPositions:
         """The positions of terms lo..hi - 1 together, in no particular order."""
         a, b = int(self.blocks_ptr[lo]), int(self.blocks_ptr[hi])
         ta, tb = int(self.ptr[lo]) - BLOCK * a, int(self.ptr[hi]) - BLOCK * b
-        return np.concatenate([self.decode_run(a, b), self.tail[ta:tb]])
+        return self.decode_run(a, b, self.tail[ta:tb])
