@@ -17,6 +17,7 @@ from sieve.errors import (
     IndexLockedError,
     IndexNotFoundError,
     InvalidArgumentError,
+    SandboxError,
     SieveError,
     UnknownAnalyzerError,
     UnknownDocumentError,
@@ -30,6 +31,6 @@ __version__ = "0.2.0"  # the one version source (pyproject.toml reads it)
 
 __all__ = [
     "Analyzer", "BM25Params", "BQLError", "BQLLimitError", "BQLSyntaxError", "ClusterError", "CorpusError", "CorpusReport", "DeadlineExceededError", "Document", "DuplicateIdError", "Index",
-    "IndexDamagedError", "IndexDirectoryError", "IndexExistsError", "IndexFormatError", "IndexLockedError", "IndexNotFoundError", "InvalidArgumentError", "Match", "Hit", "Results", "Section", "SieveError",
+    "IndexDamagedError", "IndexDirectoryError", "IndexExistsError", "IndexFormatError", "IndexLockedError", "IndexNotFoundError", "InvalidArgumentError", "Match", "Hit", "Results", "SandboxError", "Section", "SieveError",
     "UnknownAnalyzerError", "UnknownDocumentError", "analyzer_names", "build_index", "open_index", "read_documents",
 ]

@@ -143,6 +143,10 @@ class DeadlineExceededError(SieveError):
                          "(fewer frequent words, fewer NEAR or prefix terms) or ask for fewer results")
 
 
+class SandboxError(SieveError):
+    """No operating-system sandbox for the agent's shell works here; the message names what to install."""
+
+
 class InvalidArgumentError(SieveError, ValueError):
     """An API or tool argument has the wrong type or value; the message says which and why."""
 

@@ -86,6 +86,10 @@ def run_all(
             where = traceback.extract_tb(e.__traceback__)[-1]
             ep = Episode(q.id, q.text, {"model": agent.client.model, "condition": agent.condition}, outcome="failed",
                          reason=f"{type(e).__name__}: {e} (at {Path(where.filename).name}:{where.lineno})", crashed=True)
+        finally:
+            close = getattr(tools, "close", None)  # a bounded DCI episode's own folder
+            if close is not None:
+                close()
         writer.write(ep)
         return ep
 

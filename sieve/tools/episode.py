@@ -6,6 +6,7 @@ grid all come here). A session is per episode: ranks, surfaced and opened docume
 
 from __future__ import annotations
 
+import weakref
 from dataclasses import replace
 from pathlib import Path
 from typing import Any
@@ -13,7 +14,8 @@ from typing import Any
 from sieve.index import Index
 from sieve.tools.cards import CardConfig
 from sieve.tools.conditions import Condition, condition
-from sieve.tools.files import FileToolConfig, FileTools, Staged, stage_bounded, stage_collection
+from sieve.tools.files import FileToolConfig, FileTools, Staged, remove_stage, stage_bounded, stage_collection
+from sieve.tools.sandbox import choose
 from sieve.tools.reading import ReadConfig
 from sieve.tools.toolset import ToolConfig, Toolset, free_text_query
 
@@ -25,20 +27,29 @@ def stage_root(index: Index) -> Path:
 
 class BoundedFiles(FileTools):
     """BM25-bounded DCI (RISE-style): at the start of an episode BM25 retrieves `bound` documents for
-    the question, once; the shell and reader see a folder holding only those."""
+    the question, once; the shell and reader see the episode's own folder holding only those,
+    removed by `close` (or when the tools are dropped)."""
 
     def __init__(self, index: Index, whole: Staged, config: FileToolConfig, bound: int) -> None:
         super().__init__(Staged(whole.root, {}), config)
         self.index, self.whole, self.bound = index, whole, bound
+        self._cleanup: weakref.finalize | None = None
 
     def begin(self, question: str) -> list[dict[str, Any]]:
         query = free_text_query(question, self.index.analyzer)
         hits = self.index.search(query, k=self.bound, ranker="bm25", fallback=False).hits if query else []
         ids = [h.doc_id for h in hits]
+        self.close()
         self.staged = stage_bounded(self.index, self.whole, ids)
+        self._cleanup = weakref.finalize(self, remove_stage, self.staged)
         self.surfaced = list(ids)
         return [{"name": "bm25_bound", "arguments": {"query": question, "k": self.bound}, "result_tokens": 0,
                  "result": "\n".join(ids), "admitted": len(ids)}]
+
+    def close(self) -> None:
+        if self._cleanup is not None:
+            self._cleanup()
+            self._cleanup = None
 
 
 def make_tools(
@@ -53,6 +64,7 @@ def make_tools(
     snippet: str | None = None,
     diagnose: bool = True,
     files: Path | None = None,
+    shell_sandbox: str = "auto",
 ) -> Toolset | FileTools:
     """A fresh tool session for one episode of the condition `condition_name`.
 
@@ -60,12 +72,13 @@ def make_tools(
     at the cap; `fallback=False` is strict Boolean search (no zero-hit recovery); `diagnose=False`
     leaves out the relaxations a zero-hit search would name; `snippet` overrides
     the condition's card text (query, lead, none); `files` is the DCI staging folder (default beside
-    the index), built on first use."""
+    the index), built on first use; `shell_sandbox` the DCI shell's sandbox (auto, bwrap, landlock,
+    none: `sieve.tools.sandbox.choose`, which raises SandboxError where none works)."""
     c: Condition = condition(condition_name)
     read = ReadConfig(cap=read_cap, parts=read_parts)
     if c.corpus != "index":
         whole = stage_collection(index, files or stage_root(index))
-        config = FileToolConfig(read=replace(read, parts=False))
+        config = FileToolConfig(read=replace(read, parts=False), sandbox=choose(shell_sandbox))
         return FileTools(whole, config) if c.corpus == "files" else BoundedFiles(index, whole, config, c.bound)
     config = ToolConfig(k=k, k_max=k_max if k_max is not None else ToolConfig.k_max, ranker=ranker, read=read, fallback=fallback, diagnose=diagnose,
                         autoread=c.autoread, cards=CardConfig(snippet=snippet or c.snippet))
