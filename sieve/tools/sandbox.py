@@ -38,6 +38,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from sieve.errors import InvalidArgumentError, SandboxError
+from sieve.tools.cgroup import CallGroup
 
 MECHANISMS = ("auto", "bwrap", "landlock", "none")
 CORPUS_MOUNT = "/corpus"  # where the folder appears inside bubblewrap
@@ -64,6 +65,7 @@ class ShellLimits:
     scratch_bytes: int = 64 << 20  # the scratch folder in all
     output_bytes: int = 64 << 10  # shown to the model; the rest is cut with a note
     max_chars: int = 4000  # of the command line
+    cgroup: bool = True  # a control group per call where one can be made (sieve.tools.cgroup); else the watchdog alone
 
     def __post_init__(self) -> None:
         for name in ("wall_seconds", "cpu_seconds", "memory_bytes", "processes", "file_bytes", "scratch_bytes", "output_bytes", "max_chars"):
@@ -157,8 +159,10 @@ def _jail_argv(folder: Path, scratch: Path, command: list[str]) -> list[str]:
     return [sys.executable, "-I", "-S", str(JAIL), json.dumps(config)]
 
 
-def _rlimits(limits: ShellLimits) -> None:
-    """In the child, before exec (inherited by the whole tree)."""
+def _child_setup(limits: ShellLimits, group: CallGroup | None) -> None:
+    """In the child, before exec (inherited by the whole tree): its control group, its rlimits."""
+    if group is not None:
+        group.enter()
     resource.setrlimit(resource.RLIMIT_CPU, (limits.cpu_seconds, limits.cpu_seconds))
     resource.setrlimit(resource.RLIMIT_AS, (limits.memory_bytes, limits.memory_bytes))
     fsize = min(limits.file_bytes, limits.scratch_bytes)  # one file cannot pass the scratch cap between two checks
@@ -168,8 +172,19 @@ def _rlimits(limits: ShellLimits) -> None:
 
 
 def _supervise(argv: list[str], env: dict[str, str], cwd: str, limits: ShellLimits, scratch: Path | None) -> Outcome:
+    # The group's task cap is a backstop far above the watchdog's process count (threads count as
+    # tasks: rg runs one per core); its memory cap is the limit itself.
+    group = CallGroup.make(2 * limits.processes + 16 + (os.cpu_count() or 1), limits.memory_bytes) if limits.cgroup else None
+    try:
+        return _watch(argv, env, cwd, limits, scratch, group)
+    finally:
+        if group is not None:
+            group.remove()
+
+
+def _watch(argv: list[str], env: dict[str, str], cwd: str, limits: ShellLimits, scratch: Path | None, group: CallGroup | None) -> Outcome:
     proc = subprocess.Popen(argv, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, cwd=cwd, env=env,
-                            close_fds=True, start_new_session=True, preexec_fn=functools.partial(_rlimits, limits))
+                            close_fds=True, start_new_session=True, preexec_fn=functools.partial(_child_setup, limits, group))
     assert proc.stdout is not None
     fd = proc.stdout.fileno()
     out = bytearray()
@@ -198,27 +213,29 @@ def _supervise(argv: list[str], env: dict[str, str], cwd: str, limits: ShellLimi
                     limit = "output"
                     break
             if time.monotonic() >= next_check:
-                limit = _over(proc.pid, limits, scratch)
+                limit = _over(proc.pid, limits, scratch, group)
                 if limit is not None:
                     break
                 interval = min(interval * 1.5, 0.1)
                 next_check = time.monotonic() + interval
     finally:
         sel.close()
-        kill_tree(proc.pid)
-        try:
-            os.killpg(proc.pid, signal.SIGKILL)  # without a sandbox, a background job re-parented away is still in the group
-        except (ProcessLookupError, PermissionError):
-            pass
+        if group is not None:
+            group.kill()
+        kill_tree(proc.pid, group=proc.pid)
         proc.stdout.close()
         proc.wait()
+    if limit is None and group is not None and group.oom_killed():
+        limit = "memory"
     status = proc.returncode if limit is None and proc.returncode is not None and proc.returncode >= 0 else None
     return Outcome(bytes(out), status, limit)
 
 
-def _over(root: int, limits: ShellLimits, scratch: Path | None) -> str | None:
-    """The limit the tree under `root` is past now, if any."""
-    tree = descendants(root, with_rss=True)
+def _over(root: int, limits: ShellLimits, scratch: Path | None, group: CallGroup | None) -> str | None:
+    """The limit the tree under `root` (or in `group`, exactly) is past now, if any."""
+    if group is not None and group.oom_killed():
+        return "memory"
+    tree = _resident(group.members()) if group is not None else descendants(root, with_rss=True)
     if len(tree) > limits.processes + 2:  # bwrap's monitor and init, or the jail, are not the command's
         return "processes"
     if sum(tree.values()) * resource.getpagesize() > limits.memory_bytes:
@@ -246,8 +263,8 @@ def _size(folder: Path, limits: ShellLimits) -> int:
     return total
 
 
-def _processes() -> dict[int, tuple[int, int, bytes]]:
-    """Every process now: pid -> (parent, resident pages, state)."""
+def _processes() -> dict[int, tuple[int, int, bytes, int]]:
+    """Every process now: pid -> (parent, resident pages, state, process group)."""
     found = {}
     for name in os.listdir("/proc"):
         if not name.isdigit():
@@ -257,15 +274,29 @@ def _processes() -> dict[int, tuple[int, int, bytes]]:
                 fields = f.read().rsplit(b")", 1)[1].split()
         except (OSError, IndexError):
             continue
-        found[int(name)] = (int(fields[1]), int(fields[21]), fields[0])
+        found[int(name)] = (int(fields[1]), int(fields[21]), fields[0], int(fields[2]))
     return found
 
 
-def descendants(root: int, with_rss: bool = False) -> dict[int, int]:
-    """The live processes under `root` (itself included): pid -> resident pages."""
+def _resident(pids: set[int]) -> dict[int, int]:
+    out = {}
+    for pid in pids:
+        try:
+            with open(f"/proc/{pid}/stat", "rb") as f:
+                fields = f.read().rsplit(b")", 1)[1].split()
+        except (OSError, IndexError):
+            continue
+        if fields[0] != b"Z":
+            out[pid] = int(fields[21])
+    return out
+
+
+def descendants(root: int, with_rss: bool = False, groups: set[int] | None = None) -> dict[int, int]:
+    """The live processes under `root` (itself included): pid -> resident pages; their process
+    groups are added to `groups` when given."""
     procs = _processes()
     children: dict[int, list[int]] = {}
-    for pid, (ppid, _, state) in procs.items():
+    for pid, (ppid, _, state, _) in procs.items():
         if state != b"Z":
             children.setdefault(ppid, []).append(pid)
     out, stack = {}, [root] if root in procs and procs[root][2] != b"Z" else []
@@ -273,22 +304,74 @@ def descendants(root: int, with_rss: bool = False) -> dict[int, int]:
         pid = stack.pop()
         out[pid] = procs[pid][1] if with_rss else 0
         stack.extend(children.get(pid, ()))
+        if groups is not None:
+            groups.add(procs[pid][3])
     return out
 
 
-def kill_tree(root: int) -> None:
-    """Freeze, then kill, every process under `root` until none is left (a fork bomb included)."""
-    for _ in range(100):
-        tree = descendants(root)
-        if not tree:
-            return
-        for sig in (signal.SIGSTOP, signal.SIGKILL):
-            for pid in tree:
-                try:
-                    os.kill(pid, sig)
-                except (ProcessLookupError, PermissionError):
-                    pass
+def kill_tree(root: int, group: int | None = None, wait: float = 5.0) -> None:
+    """Stop every process under `root` until no new one appears, then kill them all, and wait up
+    to `wait` seconds for them to be gone (a large one takes a moment to free its memory).
+
+    A stopped process cannot fork, so a fork bomb runs out; each process group found is stopped
+    with one signal, which outpaces a bomb whose thousands of runnable processes would otherwise
+    starve this one; `group` is the process group the call was started in. Without a sandbox, a
+    job re-parented away is still in its group. Under
+    bubblewrap the tree holds the PID namespace's init, whose death makes the kernel kill what
+    is left in the namespace."""
+    own = os.getpgrp()
+    groups: set[int] = {group} if group is not None and group != own else set()
+    for g in groups:
+        _signal_group(g, signal.SIGSTOP)
+    stopped: set[int] = set()
+    for _ in range(1000):
+        found: set[int] = set()
+        fresh = set(descendants(root, groups=found)) - stopped
+        for group in found - groups - {own}:
+            _signal_group(group, signal.SIGSTOP)
+        groups |= found - {own}
+        if not fresh:
+            break
+        _signal(fresh, signal.SIGSTOP)
+        stopped |= fresh
+    for group in groups:
+        _signal_group(group, signal.SIGKILL)
+    _signal(stopped, signal.SIGKILL)
+    for _ in range(100):  # any the scans missed, now that nothing can fork
+        left = set(descendants(root))
+        if not left:
+            break
+        _signal(left, signal.SIGKILL)
+        stopped |= left
         time.sleep(0.001)
+    until = time.monotonic() + wait
+    while stopped and time.monotonic() < until:
+        stopped = {pid for pid in stopped if _running(pid)}
+        if stopped:
+            time.sleep(0.002)
+
+
+def _signal_group(group: int, sig: int) -> None:
+    try:
+        os.killpg(group, sig)
+    except (ProcessLookupError, PermissionError):
+        pass
+
+
+def _signal(pids: set[int], sig: int) -> None:
+    for pid in pids:
+        try:
+            os.kill(pid, sig)
+        except (ProcessLookupError, PermissionError):
+            pass
+
+
+def _running(pid: int) -> bool:
+    try:
+        with open(f"/proc/{pid}/stat", "rb") as f:
+            return f.read().rsplit(b")", 1)[1].split()[0] not in (b"Z", b"X")
+    except (OSError, IndexError):
+        return False
 
 
 def _remove(folder: Path) -> None:
