@@ -12,6 +12,7 @@ from sieve.engine.rankers import DENSE_RANKERS, RANKER_NAMES
 from sieve.errors import InvalidArgumentError
 from sieve.eval.collections import DATE_POLICIES, FORMATS
 from sieve.tools.conditions import CONDITION_NAMES, SNIPPETS
+from sieve.tools.sandbox import MECHANISMS
 
 
 def _budgets(args: argparse.Namespace) -> Any:
@@ -30,7 +31,7 @@ def cmd_ask(args: argparse.Namespace) -> int:
     if args.ranker in DENSE_RANKERS:
         index.use_dense()
     ep = ask(index, args.question, args.llm_url, args.model, args.condition, args.ranker, native=args.tool_style == "native", budgets=_budgets(args), api_key=args.api_key,
-             out=sys.stderr if args.json else sys.stdout)
+             out=sys.stderr if args.json else sys.stdout, shell_sandbox=args.shell_sandbox)
     if args.json:
         json.dump(ep.record(), sys.stdout, ensure_ascii=False, indent=1)
         print()
@@ -60,7 +61,7 @@ def cmd_eval_run(args: argparse.Namespace) -> int:
         twin=args.twin, native=args.tool_style == "native", index_dir=Path(args.index_dir) if args.index_dir else None, budgets=_budgets(args),
         k=args.k, read_cap=args.read_cap, api_key=args.api_key, read_parts=args.read_parts, fmt=args.format, dates=args.dates,
         fallback=not args.no_fallback, snippet="none" if args.no_snippets else args.snippet, diagnose=not args.no_diagnosis, k_max=args.k_max,
-        ray=args.ray,
+        ray=args.ray, shell_sandbox=args.shell_sandbox,
     )
     keep = {k: v for k, v in s.items() if k != "per_question"}
     if args.json:
@@ -133,6 +134,9 @@ def _agent_options(s: argparse.ArgumentParser) -> None:
     s.add_argument("--temperature", type=float, default=0.6)
     s.add_argument("--seed", type=int, default=42)
     s.add_argument("--json", action="store_true")
+    s.add_argument("--shell-sandbox", default="auto", choices=MECHANISMS,
+                   help="the DCI conditions' shell sandbox: auto (bubblewrap, else Landlock, else refuse and say what to install), bwrap, "
+                        "landlock, or none (no confinement, for runs inside a container of your own; warns on every run)")
 
 
 def cmd_eval_retrieval(args: argparse.Namespace) -> int:
@@ -173,7 +177,8 @@ def cmd_eval_grid(args: argparse.Namespace) -> int:
     runs = run_grid(Path(args.collection), out, cells, args.llm_url, args.model, index_dir=Path(args.index_dir) if args.index_dir else None,
                     fmt=args.format, dates=args.dates, on_cell=lambda c: print(f"run {c.name}", file=sys.stderr),
                     limit=args.limit, workers=args.workers, native=args.tool_style == "native", budgets=_budgets(args), k=args.k,
-                    read_cap=args.read_cap, api_key=args.api_key, read_parts=args.read_parts, progress=not args.json, k_max=args.k_max, ray=args.ray)
+                    read_cap=args.read_cap, api_key=args.api_key, read_parts=args.read_parts, progress=not args.json, k_max=args.k_max, ray=args.ray,
+                    shell_sandbox=args.shell_sandbox)
     if not args.no_report:
         baseline = args.baseline or next((r.name for r in runs if r.name == "search-visit-bm25"), "0")
         report = ["eval", "report", *map(str, runs), "--baseline", baseline, "--out", str(out / "report")] + (["--json"] if args.json else [])

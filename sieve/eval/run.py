@@ -16,6 +16,7 @@ from sieve.tools.conditions import condition as find_condition
 from sieve.eval.summary import score, summarize
 from sieve.index import Index, build_index, open_index
 from sieve.progress import Progress
+from sieve.tools.sandbox import choose as choose_sandbox, warn_unconfined
 
 TWINS = ("structured", "flat")
 
@@ -85,6 +86,7 @@ def run_collection(
     diagnose: bool = True,
     k_max: int | None = None,
     ray: str | None = None,
+    shell_sandbox: str = "auto",
 ) -> dict[str, Any]:
     """Run one condition over a collection. As the paper: `k` results per search is also the most an
     agent may ask for, and a read stops at `read_cap` tokens (`read_parts=True`: numbered parts).
@@ -92,12 +94,17 @@ def run_collection(
     name no relaxations), `snippet` ("none": cards without snippets; "lead"/"query": what a card
     quotes), `twin="flat"`. `ray`: the address of a Ray cluster to spread the episodes over
     (sieve.eval.distributed), `workers` of them at once (default: one per CPU of the cluster;
-    locally 1); the records and the summary are those of a local run."""
+    locally 1); the records and the summary are those of a local run. `shell_sandbox`: the DCI
+    conditions' sandbox (auto, bwrap, landlock, none), chosen once here and recorded in the summary;
+    without one a DCI run fails before any episode."""
     if ray:
         from sieve.eval.distributed import join
 
         join(ray)  # an unreachable cluster fails before any work
     cond = find_condition(condition)
+    box = None if cond.retriever else choose_sandbox(shell_sandbox)
+    if box is not None:
+        warn_unconfined(box)
     c = load_collection(collection_dir, fmt, dates)
     root = Path(index_dir) if index_dir else default_index_dir(Path(collection_dir))
     index = twin_index(c, root, twin, embed=False)
@@ -112,7 +119,8 @@ def run_collection(
     on_episode = _progress(len(questions), gold) if progress else None
 
     options: dict[str, Any] = dict(ranker=ranker if ranker != "none" else "bm25", k=k, read_cap=read_cap, k_max=k_max or k, read_parts=read_parts,
-                                   fallback=fallback, snippet=snippet, diagnose=diagnose, files=root / "dci")
+                                   fallback=fallback, snippet=snippet, diagnose=diagnose, files=root / "dci",
+                                   shell_sandbox=box.mechanism if box is not None else shell_sandbox)
 
     def tools() -> Any:
         return make_tools(index, condition, **options)
@@ -132,7 +140,7 @@ def run_collection(
     about = {"name": out_dir.name, "condition": cond.name, "family": cond.family, "ranker": ranker, "twin": twin, "model": model,
              "collection": str(collection_dir), "format": fmt, "k": k, "k_max": k_max or k, "read_cap": read_cap, "read_parts": read_parts,
              "max_steps": budgets.max_steps, "fallback": fallback, "diagnose": diagnose, "snippet": snippet or cond.snippet,
-             "unparsed_dates": built_note(root).get("unparsed_dates", 0)}
+             "unparsed_dates": built_note(root).get("unparsed_dates", 0), "shell_sandbox": box.record() if box is not None else None}
     summary = write_summary(out_dir, records, c, questions, about)
     return summary
 

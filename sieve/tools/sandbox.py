@@ -382,6 +382,13 @@ def _remove(folder: Path) -> None:
     shutil.rmtree(folder, onerror=writable)
 
 
+def warn_unconfined(box: Sandbox, file: "object | None" = None) -> None:
+    """Say, on every run that uses it, that `none` confines nothing."""
+    if not box.confined:
+        print(f"warning: --shell-sandbox none: {box.detail}; the agent's shell commands can read, write and run anything this user can. "
+              "Use it only inside a container or machine of your own.", file=file or sys.stderr, flush=True)  # type: ignore[call-overload]
+
+
 # ---- choosing a mechanism -------------------------------------------------------------------------
 
 def choose(requested: str = "auto") -> Sandbox:

@@ -382,3 +382,27 @@ def test_a_dci_episode_refuses_to_start_without_a_sandbox(tmp_path: Path, gold_r
 
 def test_sandbox_error_is_a_sieve_error() -> None:
     assert issubclass(SandboxError, sieve.SieveError)
+
+
+def test_sieve_ask_with_no_sandbox_warns_and_a_missing_one_is_refused(tmp_path: Path, gold_records: list[dict[str, Any]],
+                                                                     capfd: pytest.CaptureFixture[str]) -> None:
+    """`--shell-sandbox none` runs and says so on stderr; where no sandbox works, `auto` exits 1
+    with the install hint before any request reaches the model server."""
+    from loopback import LoopbackServer, Say
+
+    from sieve.cli import main
+
+    index = sieve.build_index(gold_records, tmp_path / "idx")
+    with LoopbackServer(lambda body: Say("<answer>x</answer>")) as srv:
+        code = main(["ask", str(index.path), "what?", "--condition", "dci", "--llm-url", srv.url, "--model", "m", "--shell-sandbox", "none"])
+        assert code == 0
+        err = capfd.readouterr().err
+        assert err.startswith("warning: --shell-sandbox none: no sandbox: commands run unconfined as user ")
+        assert "the agent's shell commands can read, write and run anything this user can" in err
+        asked = len(srv.requests)
+        env = {**os.environ, "PYTHONPATH": os.pathsep.join(sys.path)}
+        out = subprocess.run([sys.executable, "-m", "sieve", "ask", str(index.path), "what?", "--condition", "dci", "--llm-url", srv.url,
+                              "--model", "m"], capture_output=True, text=True, timeout=120, **without_sandboxes(env))
+        assert out.returncode == 1 and "Traceback" not in out.stderr, out.stderr
+        assert "the shell tool needs an operating-system sandbox and none works here" in out.stderr and "apt install bubblewrap" in out.stderr
+        assert len(srv.requests) == asked  # refused before the model was asked anything
