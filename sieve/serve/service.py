@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import copy
 import json
+import math
 import re
 import threading
 from collections.abc import Mapping, Sequence
@@ -39,15 +40,22 @@ class ServeLimits:
     max_argument_chars: int = 50_000  # the JSON arguments of one call
     call_seconds: float = 10.0  # wall time of one call, waiting for a free worker included
     workers: int = 4  # calls computed at the same time (threads)
+    # Streamable HTTP: sessions open at once (each holds its listings and the SDK's transport), the
+    # time one may go without a request before it is closed, and the largest request body.
+    max_sessions: int = 100
+    session_idle_seconds: float = 600.0
+    max_request_bytes: int = 1 << 20
 
     def __post_init__(self) -> None:
-        for name in ("k_max", "max_sections", "max_query_chars", "max_argument_chars", "workers"):
+        for name in ("k_max", "max_sections", "max_query_chars", "max_argument_chars", "workers", "max_sessions", "max_request_bytes"):
             if getattr(self, name) < 1:
                 raise InvalidArgumentError(f"{name.replace('_', '-')} must be at least 1, got {getattr(self, name)}")
         if not 1 <= self.max_query_chars <= MAX_QUERY_CHARS:
             raise InvalidArgumentError(f"max-query-chars must be between 1 and {MAX_QUERY_CHARS:,}, got {self.max_query_chars:,}")
-        if not self.call_seconds > 0:
-            raise InvalidArgumentError(f"call-seconds must be positive, got {self.call_seconds}")
+        for name in ("call_seconds", "session_idle_seconds"):
+            value = getattr(self, name)
+            if not (value > 0 and math.isfinite(value)):
+                raise InvalidArgumentError(f"{name.replace('_', '-')} must be {'finite' if value > 0 else 'positive'}, got {value}")
 
 
 def index_names(specs: Sequence[str]) -> dict[str, Path]:
@@ -65,6 +73,19 @@ def index_names(specs: Sequence[str]) -> dict[str, Path]:
     if not named:
         raise InvalidArgumentError("no index to serve")
     return named
+
+
+def without_paths(text: str, places: Mapping[str, Path]) -> str:
+    """`text` with each folder of `places` ({name: folder}) written as its name: a client is shown
+    the names the server gives its indexes and runs, never where they live on the server."""
+    forms: dict[str, str] = {}
+    for name, folder in places.items():
+        for form in (folder, folder.absolute(), folder.resolve()):
+            if form.is_absolute() or len(form.parts) > 1:  # a bare relative name would match ordinary words
+                forms.setdefault(str(form), name)
+    for form in sorted(forms, key=len, reverse=True):  # a folder before its parent
+        text = text.replace(form, forms[form])
+    return text
 
 
 @dataclass
@@ -99,6 +120,7 @@ class Service:
         # The templates every session's Toolsets share: schemas and manuals are the same for all.
         self._templates = {name: Toolset(index, self.tool_names, self.config) for name, index in self.indexes.items()}
         self.tools = self._served_tools()
+        self._places = {name: Path(index.path) for name, index in self.indexes.items() if getattr(index, "path", None) is not None}
 
     @classmethod
     def open(cls, specs: Sequence[str], ray: str | None = None, **kwargs: Any) -> Service:
@@ -172,4 +194,10 @@ class Service:
             if toolset is None:
                 toolset = session.toolsets[target] = Toolset(self.indexes[target], self.tool_names, self.config,
                                                              keeps_listing=session.keeps_listing)
-            return toolset.call(name, args)
+            result = toolset.call(name, args)
+            # What a Toolset notes for an eval (every id surfaced and opened) grows with each call and
+            # no client reads it: a session keeps its last listing and nothing more.
+            toolset.surfaced.clear()
+            toolset.opened.clear()
+        # An engine error may name a file of the index (damage, missing embeddings): show its name instead.
+        return result if result.ok else replace(result, text=without_paths(result.text, self._places))
