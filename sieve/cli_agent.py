@@ -8,6 +8,7 @@ import sys
 from pathlib import Path
 from typing import Any
 
+from sieve.cluster import ADDRESS_HELP
 from sieve.engine.rankers import DENSE_RANKERS, RANKER_NAMES
 from sieve.errors import InvalidArgumentError
 from sieve.eval.collections import DATE_POLICIES, FORMATS
@@ -186,8 +187,8 @@ def cmd_eval_grid(args: argparse.Namespace) -> int:
 def _spread_options(s: argparse.ArgumentParser) -> None:
     """How many episodes at once, and where: threads here, or tasks on a Ray cluster."""
     s.add_argument("--workers", type=int, help="episodes at once (default 1; with --ray, one per CPU of the cluster)")
-    s.add_argument("--ray", metavar="ADDRESS", help="run the episodes on a Ray cluster: HOST:PORT of its head, `auto`, or `local` for a private "
-                   "cluster on this machine (needs the `ray` extra; the index folder must be at the same path on every node)")
+    s.add_argument("--ray", metavar="ADDRESS", help=f"run the episodes on a Ray cluster (the index folder must be at the same path on every node). "
+                   f"{ADDRESS_HELP}")
 
 
 def _collection_options(s: argparse.ArgumentParser) -> None:

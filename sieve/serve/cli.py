@@ -6,6 +6,7 @@ import argparse
 import json
 import sys
 
+from sieve.cluster import ADDRESS_HELP
 from sieve.serve.service import SERVED_TOOLS, ServeLimits
 from sieve.engine.rankers import DENSE_RANKERS, RANKER_NAMES
 
@@ -69,7 +70,6 @@ def add_command(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-a
     s.add_argument("--max-query-chars", type=int, default=_LIMITS.max_query_chars, help=f"longest query (default {_LIMITS.max_query_chars:,})")
     s.add_argument("--call-seconds", type=float, default=_LIMITS.call_seconds, help=f"time limit per call (default {_LIMITS.call_seconds:g})")
     s.add_argument("--workers", type=int, default=_LIMITS.workers, help=f"calls computed at once (default {_LIMITS.workers})")
-    s.add_argument("--ray", metavar="ADDRESS", help="sharded indexes answered by their shards' actors on this Ray cluster (HOST:PORT, auto, "
-                   "or local; the `ray` extra; bm25 only)")
+    s.add_argument("--ray", metavar="ADDRESS", help=f"sharded indexes answered by their shards' actors on this Ray cluster (bm25 only). {ADDRESS_HELP}")
     s.add_argument("--json", action="store_true", help="announce the server as one JSON line on stderr")
     s.set_defaults(func=cmd_serve)
