@@ -7,7 +7,7 @@ import sys
 from typing import Any, TextIO
 
 from sieve.tools.episode import make_tools
-from sieve.agent.llm import ChatClient
+from sieve.agent.llm import DEADLINE_S, ChatClient
 from sieve.agent.loop import Agent, Budgets, Episode
 from sieve.index import Index
 
@@ -32,8 +32,8 @@ def printer(out: TextIO) -> Any:
 
 
 def ask(index: Index, question: str, url: str, model: str, condition: str = "sieve", ranker: str = "bm25", native: bool = True,
-        budgets: Budgets = Budgets(), api_key: str | None = None, out: TextIO = sys.stdout) -> Episode:
-    client = ChatClient(url, model, api_key=api_key)
+        budgets: Budgets = Budgets(), api_key: str | None = None, out: TextIO = sys.stdout, llm_deadline: float = DEADLINE_S) -> Episode:
+    client = ChatClient(url, model, api_key=api_key, deadline=llm_deadline)
     agent = Agent(client, native_tools=native, budgets=budgets, condition=condition, ranker=ranker, on_event=printer(out))
     ep = agent.run(question, make_tools(index, condition, ranker))
     rec = ep.record()
