@@ -11,6 +11,7 @@ import time
 from pathlib import Path
 from typing import Any, Callable, Sequence
 
+from sieve.cluster import ADDRESS_HELP
 from sieve.errors import InvalidArgumentError, SieveError
 from sieve.progress import Progress
 from sieve.engine.rankers import RANKER_NAMES
@@ -524,8 +525,7 @@ def make_parser() -> argparse.ArgumentParser:
                    "counted in the summary, instead of stopping with an error")
     s.add_argument("--shards", type=int, help="split the documents into N shards by a hash of their ids, built in parallel (--jobs processes, "
                    "or Ray tasks with --ray); the index answers as an unsharded one (docs/scale.md)")
-    s.add_argument("--ray", metavar="ADDRESS", help="build the shards as tasks on this Ray cluster (HOST:PORT, auto, or local; the `ray` extra); "
-                   "OUT must be a path every node sees")
+    s.add_argument("--ray", metavar="ADDRESS", help=f"build the shards as tasks on this Ray cluster; OUT must be a path every node sees. {ADDRESS_HELP}")
     s.add_argument("--quiet", action="store_true", help="no progress bar")
     s.add_argument("--json", action="store_true")
     s.set_defaults(func=cmd_index)
@@ -587,8 +587,8 @@ def make_parser() -> argparse.ArgumentParser:
     s.add_argument("--ranked", action="store_true", help="QUERY is plain language, not BQL: rank every document holding any of its words")
     s.add_argument("--topics", help="many queries, one per line: JSON Lines with _id (or id) and text (or query), or TSV of id and query; needs --run")
     s.add_argument("--run", help="with --topics: write the results as a TREC run file (qid Q0 docid rank score tag)")
-    s.add_argument("--ray", metavar="ADDRESS", help="a sharded INDEX answered by one Ray actor per shard on this cluster (HOST:PORT, auto, "
-                   "or local; the `ray` extra): the same results, BM25 only")
+    s.add_argument("--ray", metavar="ADDRESS", help=f"a sharded INDEX answered by one Ray actor per shard on this cluster: the same results, "
+                   f"BM25 only. {ADDRESS_HELP}")
     s.add_argument("--json", action="store_true")
     s.set_defaults(func=cmd_search)
 

@@ -7,7 +7,7 @@ import sys
 from typing import Any, TextIO
 
 from sieve.tools.episode import make_tools
-from sieve.agent.llm import ChatClient
+from sieve.agent.llm import DEADLINE_S, ChatClient
 from sieve.agent.loop import Agent, Budgets, Episode
 from sieve.index import Index
 from sieve.tools.files import FileTools
@@ -34,11 +34,12 @@ def printer(out: TextIO) -> Any:
 
 
 def ask(index: Index, question: str, url: str, model: str, condition: str = "sieve", ranker: str = "bm25", native: bool = True,
-        budgets: Budgets = Budgets(), api_key: str | None = None, out: TextIO = sys.stdout, shell_sandbox: str = "auto") -> Episode:
+        budgets: Budgets = Budgets(), api_key: str | None = None, out: TextIO = sys.stdout, shell_sandbox: str = "auto",
+        llm_deadline: float = DEADLINE_S) -> Episode:
     tools = make_tools(index, condition, ranker, shell_sandbox=shell_sandbox)  # a DCI condition without a sandbox fails here, first
     if isinstance(tools, FileTools):
         warn_unconfined(tools.sandbox)
-    client = ChatClient(url, model, api_key=api_key)
+    client = ChatClient(url, model, api_key=api_key, deadline=llm_deadline)
     agent = Agent(client, native_tools=native, budgets=budgets, condition=condition, ranker=ranker, on_event=printer(out))
     ep = agent.run(question, tools)
     rec = ep.record()

@@ -7,7 +7,7 @@ from pathlib import Path
 from typing import Any, Callable
 
 from sieve.tools.episode import make_tools
-from sieve.agent.llm import ChatClient
+from sieve.agent.llm import DEADLINE_S, ChatClient
 from sieve.agent.loop import Agent, Budgets, Episode
 from sieve.agent.runner import Question, run_all
 from sieve.eval.collections import Collection, corpus_records, flat_twin, load_collection
@@ -87,6 +87,7 @@ def run_collection(
     k_max: int | None = None,
     ray: str | None = None,
     shell_sandbox: str = "auto",
+    llm_deadline: float = DEADLINE_S,
 ) -> dict[str, Any]:
     """Run one condition over a collection. As the paper: `k` results per search is also the most an
     agent may ask for, and a read stops at `read_cap` tokens (`read_parts=True`: numbered parts).
@@ -96,7 +97,8 @@ def run_collection(
     (sieve.eval.distributed), `workers` of them at once (default: one per CPU of the cluster;
     locally 1); the records and the summary are those of a local run. `shell_sandbox`: the DCI
     conditions' sandbox (auto, bwrap, landlock, none), chosen once here and recorded in the summary;
-    without one a DCI run fails before any episode."""
+    without one a DCI run fails before any episode. `llm_deadline`: the longest
+    one model call may take, retries included (sieve.agent.llm)."""
     if ray:
         from sieve.eval.distributed import join
 
@@ -113,7 +115,7 @@ def run_collection(
         index.use_dense()
     questions = c.questions[:limit] if limit else c.questions
     gold = {q.id: list(q.answers) for q in questions}
-    clients = [ChatClient(u, model, api_key=api_key) for u in urls]  # a malformed URL fails here, before any episode
+    clients = [ChatClient(u, model, api_key=api_key, deadline=llm_deadline) for u in urls]  # a malformed URL fails here, before any episode
     out_dir.mkdir(parents=True, exist_ok=True)
     traj = out_dir / "trajectories.jsonl"
     on_episode = _progress(len(questions), gold) if progress else None
@@ -132,7 +134,8 @@ def run_collection(
 
         # Absolute paths: a worker's working directory is not the driver's.
         setup = EpisodeSetup(model, str(Path(index.path).resolve()), condition, {**options, "files": (root / "dci").resolve()},
-                             {"native_tools": native, "budgets": budgets, "ranker": ranker}, api_key, dense=ranker in DENSE_RANKERS)
+                             {"native_tools": native, "budgets": budgets, "ranker": ranker}, api_key, dense=ranker in DENSE_RANKERS,
+                             llm_deadline=llm_deadline)
         records = run_all_ray(asked, urls, setup, traj, ray, workers=workers, on_episode=on_episode)
     else:
         agents = [Agent(c, native_tools=native, budgets=budgets, condition=condition, ranker=ranker) for c in clients]

@@ -86,7 +86,6 @@ def add_command(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-a
                    help=f"with --http: sessions open at once; one more is refused with HTTP 503 and a message (default {_LIMITS.max_sessions})")
     s.add_argument("--session-idle-seconds", type=float, default=_LIMITS.session_idle_seconds,
                    help=f"with --http: a session with no request for this long is closed (default {_LIMITS.session_idle_seconds:g})")
-    s.add_argument("--ray", metavar="ADDRESS", help="sharded indexes answered by their shards' actors on this Ray cluster (HOST:PORT, auto, "
-                   "or local; the `ray` extra; bm25 only)")
+    s.add_argument("--ray", metavar="ADDRESS", help=f"sharded indexes answered by their shards' actors on this Ray cluster (bm25 only). {ADDRESS_HELP}")
     s.add_argument("--json", action="store_true", help="announce the server as one JSON line on stderr")
     s.set_defaults(func=cmd_serve, usage_error=s.error)
