@@ -6,6 +6,7 @@ import argparse
 import json
 import sys
 
+from sieve.cluster import ADDRESS_HELP
 from sieve.serve.hosts import add_arguments
 from sieve.serve.service import SERVED_TOOLS, ServeLimits
 from sieve.engine.rankers import DENSE_RANKERS, RANKER_NAMES

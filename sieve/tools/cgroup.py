@@ -81,8 +81,9 @@ class CallGroup:
             pass
         return False
 
-    def kill(self, wait: float = 5.0) -> None:
-        """Kill every member (stopped first, so none forks meanwhile) and wait until the group is empty."""
+    def kill(self, wait: float = 5.0) -> bool:
+        """Kill every member (stopped first, so none forks meanwhile) and wait until the group is
+        empty; False if it is not empty after `wait` seconds."""
         kill_file = self.dirs[0] / "cgroup.kill"
         if self.version == 2 and kill_file.exists():
             try:
@@ -94,7 +95,7 @@ class CallGroup:
         while time.monotonic() < until:
             left = self.members()
             if not left:
-                return
+                return True
             for sig in (signal.SIGSTOP, signal.SIGKILL) if left - stopped else (signal.SIGKILL,):
                 for pid in left:
                     try:
@@ -103,6 +104,7 @@ class CallGroup:
                         pass
             stopped |= left
             time.sleep(0.002)
+        return not self.members()
 
     def remove(self) -> None:
         for d in reversed(self.dirs):

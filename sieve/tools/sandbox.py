@@ -220,9 +220,10 @@ def _watch(argv: list[str], env: dict[str, str], cwd: str, limits: ShellLimits, 
                 next_check = time.monotonic() + interval
     finally:
         sel.close()
-        if group is not None:
-            group.kill()
-        kill_tree(proc.pid, group=proc.pid)
+        # Every process of the call is in its control group, which lists them exactly: an emptied
+        # group means nothing is left, and the two scans of /proc that kill_tree makes are spared.
+        if group is None or not group.kill():
+            kill_tree(proc.pid, group=proc.pid)
         proc.stdout.close()
         proc.wait()
     if limit is None and group is not None and group.oom_killed():
