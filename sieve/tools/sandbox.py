@@ -24,6 +24,7 @@ bytes of output. A limit that fires is reported in `Outcome.limit`, never raised
 from __future__ import annotations
 
 import functools
+import marshal
 import os
 import platform
 import resource
@@ -151,12 +152,10 @@ def _bwrap_argv(folder: Path, limits: ShellLimits, command: list[str]) -> list[s
 
 
 def _jail_argv(folder: Path, scratch: Path, command: list[str]) -> list[str]:
-    import json
-
     rules = [(p, "system") for p in _SYSTEM + _SYSTEM_FILES] + [(str(folder), "read"), (str(scratch), "scratch")]
     rules += [(d, "device") for d in _DEVICES]
     config = {"parent": os.getpid(), "cwd": str(folder), "rules": rules, "argv": command, "env": _environment(str(scratch))}
-    return [sys.executable, "-I", "-S", str(JAIL), json.dumps(config)]
+    return [sys.executable, "-I", "-S", str(JAIL), marshal.dumps(config).hex()]
 
 
 def _child_setup(limits: ShellLimits, group: CallGroup | None) -> None:
