@@ -94,6 +94,11 @@ READS = [
     "cat /etc/shadow /etc/passwd /root/.bash_history 2>&1 | head",
     "dd if={secret} 2>&1",
     "tar cf - {tmp} 2>&1 | strings | grep TOP",
+    # Gaining privileges first: a user namespace, a mount, a setuid program.
+    "unshare -r cat {secret} 2>&1",
+    "unshare -rm sh -c 'mount --bind {tmp} $TMPDIR && cat $TMPDIR/secret.txt' 2>&1",
+    "su -c 'cat {secret}' root 2>&1 < /dev/null",
+    "mount --bind {tmp} $TMPDIR 2>&1; cat $TMPDIR/secret.txt 2>&1",
 ]
 
 
@@ -148,6 +153,27 @@ def test_nothing_can_be_written_outside_scratch(box: Sandbox, site: dict[str, An
     assert snapshot(site["root"]) == before
     assert not site["outside"].exists() and not (site["tmp"] / "pwned").exists() and not Path("/dev/shm/pwned").exists()
     assert site["secret"].read_text() == SECRET + "\n"
+
+
+MEMORY_READS = [
+    "dd if=/proc/{pid}/mem bs=1 skip={address} count=64 2>&1",
+    "python3 -c 'import os; f = os.open(\"/proc/{pid}/mem\", os.O_RDONLY); print(os.pread(f, 64, {address}))' 2>&1",
+    # process_vm_readv(pid, local iovec, 1, remote iovec, 1, 0), the call gdb-less memory dumpers use
+    "python3 -c 'import ctypes as c; b = c.create_string_buffer(64); l = (c.c_void_p * 2)(c.addressof(b), 64); "
+    "r = (c.c_void_p * 2)({address}, 64); n = c.CDLL(None, use_errno=True).process_vm_readv({pid}, l, 1, r, 1, 0); print(n, b.raw)' 2>&1",
+]
+
+
+@pytest.mark.parametrize("attack", MEMORY_READS)
+def test_sieves_memory_cannot_be_read(box: Sandbox, site: dict[str, Any], attack: str) -> None:
+    """A secret held in sieve's own memory (an API key), at an address the attacker is told."""
+    import ctypes
+
+    held = ctypes.create_string_buffer(SECRET.encode() * 4)
+    line = attack.format(pid=site["pid"], address=ctypes.addressof(held))
+    r = run(site["root"], line, ShellLimits(wall_seconds=10), box)
+    assert SECRET not in r.text and SECRET.encode().hex() not in r.text, (line, r.text)
+    assert held.raw.startswith(SECRET.encode())  # still there: the attack ran against live memory
 
 
 def test_the_environment_is_built_from_nothing(box: Sandbox, site: dict[str, Any]) -> None:
