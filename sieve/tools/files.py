@@ -129,6 +129,25 @@ def stage_bounded(index: Index, whole: Staged, doc_ids: list[str]) -> Staged:
     return _write_stage(root, index, doc_ids, copy_from=whole)
 
 
+def add_to_stage(staged: Staged, whole: Staged, doc_ids: Iterable[str]) -> list[str]:
+    """Copy into `staged` (read-only, as `stage_bounded` does) the files of those `doc_ids` it does
+    not hold yet, taken from `whole`; returns the file names added."""
+    by_id = {doc_id: name for name, doc_id in whole.ids.items()}
+    added = []
+    for doc_id in doc_ids:
+        name = by_id.get(doc_id)
+        if name is None or name in staged.ids:
+            continue
+        target = staged.files / name
+        shutil.copyfile(whole.files / name, target)  # a copy, never a link (see _write_stage)
+        target.chmod(0o444)
+        staged.ids[name] = doc_id
+        added.append(name)
+    if added:
+        (staged.root / IDS).write_text(json.dumps(staged.ids, ensure_ascii=False), encoding="utf-8")
+    return added
+
+
 def remove_stage(staged: Staged) -> None:
     """Delete a staged folder (its files are read-only: made writable first, for users other than root)."""
     def writable(func: Any, path: str, _exc: Any) -> None:
@@ -174,6 +193,7 @@ class FileTools:
                           example='{"path": "Fort_Santiago.txt"}'),
         }
         self.tools = {t: specs[t] for t in tools}
+        self._search_k = 0  # results per bm25_search, where a subclass offers it
 
     @property
     def unit(self) -> str:
@@ -190,10 +210,10 @@ class FileTools:
         return "\n".join(f"- `{t.name}`: {t.description} Arguments: {describe_params(t.parameters)}. Example: {t.example}" for t in self.tools.values())
 
     def manual(self) -> str:
-        flags = {"bash": "bash" in self.tools, "read": "read" in self.tools}
+        flags = {name: name in self.tools for name in ("bash", "read", "bm25_search")}
         return render(load("sieve.tools", "files_manual.md"), flags, documents=f"{len(self.staged.ids):,}",
                       programs=", ".join(f"`{p}`" for p in shell.PROGRAMS), cap=f"{self.config.read.cap:,}", unit=self.unit,
-                      seconds=f"{self.config.limits.wall_seconds:g}", folder=self.sandbox.folder_name).strip() + "\n"
+                      seconds=f"{self.config.limits.wall_seconds:g}", folder=self.sandbox.folder_name, k=str(self._search_k)).strip() + "\n"
 
     @property
     def sandbox(self) -> Sandbox:
