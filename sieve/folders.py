@@ -120,15 +120,19 @@ def _link(path: Path, root: str, cap: int) -> Entry | None:
     except OSError:
         target = None
     document = Path(path.name).suffix.lower() in KINDS
+    try:
+        to = repr(os.readlink(path))
+    except OSError:
+        to = "?"
     if target is not None and stat.S_ISDIR(target.st_mode):
         # Never followed: a folder inside is read where it is; one outside is not the corpus.
-        return None if _inside(real, root) else Entry(path, path, None, "links", f"is a symbolic link to the folder {real}, outside the folder")
+        return None if _inside(real, root) else Entry(path, path, None, "links", f"is a symbolic link to {to}, a folder outside the folder")
     if not document:
         return None
     if target is None:
-        return Entry(path, path, None, "links", "is a symbolic link to nothing (its target does not exist)")
+        return Entry(path, path, None, "links", f"is a symbolic link to {to}, which does not exist")
     if not _inside(real, root):
-        return Entry(path, path, None, "links", f"is a symbolic link to {real}, outside the folder")
+        return Entry(path, path, None, "links", f"is a symbolic link to {to}, outside the folder")
     return _file(path, Path(real), target, cap)
 
 
