@@ -24,7 +24,7 @@ import numpy as np
 
 from sieve import files
 from sieve.engine.distinct import distinct
-from sieve.errors import IndexDamagedError, IndexExistsError, IndexFormatError, IndexLockedError, IndexNotFoundError
+from sieve.errors import IndexDamagedError, IndexExistsError, IndexFormatError, IndexLockedError, IndexNotFoundError, IndexPathError
 
 try:
     # The same CRC-32 as zlib's, computed with carry-less multiplication: about 15 times zlib's
@@ -492,6 +492,12 @@ class WriteLock:
             os.close(fd)  # closing drops the flock
 
 
+def unwritable(root: Path, e: OSError) -> IndexPathError:
+    """The error of an index path the system would not let a build write."""
+    where = f" ({e.filename})" if e.filename and str(e.filename) != str(root) else ""
+    return IndexPathError(str(root), f"{(e.strerror or str(e)).lower()}{where}")
+
+
 class Commit:
     """Writes a new commit point (a generation) beside any existing one and switches CURRENT to it
     atomically; new segments are written with it.
@@ -513,9 +519,15 @@ class Commit:
         self.lock = lock if lock is not None else WriteLock(self.root)
         self._segments: list[tuple[Path, str]] = []  # (where it is written, its final name)
         if self._owns_lock:
-            self.lock.acquire()  # before looking: a concurrent build would delete this one's stage
+            try:
+                self.lock.acquire()  # before looking: a concurrent build would delete this one's stage
+            except OSError as e:  # /proc/x, a path through a file, a read-only folder
+                raise unwritable(self.root, e) from None
         try:
             self._prepare(force)
+        except OSError as e:
+            self._release()
+            raise unwritable(self.root, e) from None
         except BaseException:
             self._release()
             raise
