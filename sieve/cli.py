@@ -34,6 +34,31 @@ def _n(count: int, word: str) -> str:
     return f"{count:,} {word}{'' if count == 1 else 's'}"
 
 
+def _corpus(path: str, max_file_mb: float | None, strict: bool) -> Any:
+    """CORPUS as a build reads it: a folder of documents with the rules for its files asked for."""
+    from sieve.folders import MAX_FILE_MB, Folder, is_document_folder
+
+    if is_document_folder(path):
+        return Folder(path, MAX_FILE_MB if max_file_mb is None else max_file_mb, strict)
+    if max_file_mb is not None or strict:
+        raise InvalidArgumentError(f"--max-file-mb and --strict are for a folder of documents; {path} is read as a JSONL corpus")
+    return path
+
+
+UNREAD_WORDS = {"links": ("symbolic link", "out of the folder or to nothing"), "special": ("special file", "(FIFO, socket, device)"),
+                "oversized": ("file", "over --max-file-mb"), "unreadable": ("file", "that could not be read")}
+
+
+def _print_unread(s: dict[str, Any]) -> None:
+    """The files of a folder corpus passed over, on stderr."""
+    if not any(s["unread"].values()):
+        return
+    counts = ", ".join(f"{_n(n, UNREAD_WORDS[k][0])} {UNREAD_WORDS[k][1]}" for k, n in s["unread"].items() if n)
+    print(f"  not read: {counts} (--strict makes them errors); first ones:", file=sys.stderr)
+    for note in s["unread_files"]:
+        print(f"    {note}", file=sys.stderr)
+
+
 def _build(corpus: Any, out: Path, force: bool, skip: bool, quiet: bool, jobs: int | None = None,
            memory_mb: int | None = None, analyzer: str | None = None, lenient: bool = False,
            stopwords: str | None = None, fields: list[str] | None = None, shards: int | None = None,
@@ -71,6 +96,8 @@ def _build(corpus: Any, out: Path, force: bool, skip: bool, quiet: bool, jobs: i
         "skipped": report.skipped,
         "kept": report.kept,
         "errors": report.errors,
+        "unread": {k: report.unread.get(k, 0) for k in UNREAD_WORDS},  # a folder's files passed over
+        "unread_files": report.unread_files,
         "terms": stats["terms"],
         "tokens": stats["tokens"],
         "postings": stats["postings"],
@@ -88,7 +115,7 @@ def _build(corpus: Any, out: Path, force: bool, skip: bool, quiet: bool, jobs: i
 
 
 def cmd_index(args: argparse.Namespace) -> int:
-    _, s = _build(args.corpus, Path(args.out), args.force, args.skip_bad, args.quiet or args.json, args.jobs, args.memory_mb, args.analyzer, args.lenient,
+    _, s = _build(_corpus(args.corpus, args.max_file_mb, args.strict), Path(args.out), args.force, args.skip_bad, args.quiet or args.json, args.jobs, args.memory_mb, args.analyzer, args.lenient,
                   args.stopwords, args.field, args.shards, args.ray)
     if args.json:
         _print_json(s)
@@ -106,6 +133,7 @@ def cmd_index(args: argparse.Namespace) -> int:
         print(f"  skipped {s['skipped']} bad records; first ones:", file=sys.stderr)
         for e in s["errors"]:
             print(f"    {e}", file=sys.stderr)
+    _print_unread(s)
     return 0
 
 
@@ -116,10 +144,11 @@ def cmd_add(args: argparse.Namespace) -> int:
     from sieve.index import open_index
 
     path = Path(args.index)
+    corpus = _corpus(args.corpus, args.max_file_mb, args.strict)
     if not (path / "CURRENT").exists():  # `add` into nothing is a build
-        _, built = _build(args.corpus, path, False, args.skip_bad, True, None, args.memory_mb, args.analyzer, args.lenient, args.stopwords, args.field)
+        _, built = _build(corpus, path, False, args.skip_bad, True, None, args.memory_mb, args.analyzer, args.lenient, args.stopwords, args.field)
         s = {"added": built["documents"], "replaced": 0, "deleted": 0, "not_found": [], "skipped": built["skipped"], "kept": built["kept"],
-             "documents": built["documents"]}
+             "documents": built["documents"], "unread": built["unread"], "unread_files": built["unread_files"]}
     else:
         report = CorpusReport()
         index = open_index(path)
@@ -134,14 +163,16 @@ def cmd_add(args: argparse.Namespace) -> int:
             raise InvalidArgumentError(f"{path} declares {index.schema.listing()}, not {', '.join(args.field)}: changing an index's "
                                        f"fields means rebuilding it (sieve index CORPUS {path} --field ... --force)")
         with index.writer(replace=not args.no_replace, memory_mb=args.memory_mb) as w:
-            w.add_from(args.corpus, on_error="skip" if args.skip_bad else "raise", report=report, lenient=args.lenient)
+            w.add_from(corpus, on_error="skip" if args.skip_bad else "raise", report=report, lenient=args.lenient)
         s = w.summary.to_dict()
+        s.update(unread={k: report.unread.get(k, 0) for k in UNREAD_WORDS}, unread_files=report.unread_files)
     if args.json:
         _print_json(s)
     else:
         print(f"added {s['added']:,} and replaced {_n(s['replaced'], 'document')}; {path} now holds {s['documents']:,}"
               + (f" (skipped {s['skipped']:,} bad records)" if s["skipped"] else "")
               + (f" (kept text under unknown keys of {s['kept']:,} as metadata, not searchable)" if s["kept"] else ""))
+        _print_unread(s)
     return 0
 
 
@@ -504,6 +535,13 @@ class _Parser(argparse.ArgumentParser):
         raise SystemExit(2)
 
 
+def _folder_options(s: argparse.ArgumentParser) -> None:
+    s.add_argument("--max-file-mb", type=float, metavar="MB", help="a folder of documents: files larger than this are not read "
+                   "(skipped and counted; default 32)")
+    s.add_argument("--strict", action="store_true", help="a folder of documents: a file passed over (a symbolic link out of the folder, "
+                   "a FIFO, socket or device, a file over --max-file-mb, one that cannot be read) is an error instead of being skipped and counted")
+
+
 def make_parser() -> argparse.ArgumentParser:
     from sieve import __version__
 
@@ -511,7 +549,7 @@ def make_parser() -> argparse.ArgumentParser:
     p.add_argument("--version", action="version", version=f"sieve {__version__}")
     sub = p.add_subparsers(dest="command", required=True, parser_class=_Parser)
 
-    s = sub.add_parser("index", help="build an index from a JSONL corpus or a BEIR folder")
+    s = sub.add_parser("index", help="build an index from a JSONL corpus, a BEIR folder or a folder of Markdown, HTML and text files")
     s.add_argument("corpus")
     s.add_argument("out")
     s.add_argument("--force", action="store_true", help="replace an existing index (atomically)")
@@ -523,6 +561,7 @@ def make_parser() -> argparse.ArgumentParser:
     s.add_argument("--field", action="append", metavar="NAME:TYPE", help=FIELD_HELP)
     s.add_argument("--lenient", action="store_true", help="keep text under keys the corpus format does not know (Title, a section's body) as metadata, "
                    "counted in the summary, instead of stopping with an error")
+    _folder_options(s)
     s.add_argument("--shards", type=int, help="split the documents into N shards by a hash of their ids, built in parallel (--jobs processes, "
                    "or Ray tasks with --ray); the index answers as an unsharded one (docs/scale.md)")
     s.add_argument("--ray", metavar="ADDRESS", help=f"build the shards as tasks on this Ray cluster; OUT must be a path every node sees. {ADDRESS_HELP}")
@@ -538,6 +577,7 @@ def make_parser() -> argparse.ArgumentParser:
     s.add_argument("--stopwords", metavar="LIST", help="for a new index, as `sieve index --stopwords`; an existing index keeps its own (a different list is an error)")
     s.add_argument("--field", action="append", metavar="NAME:TYPE", help="for a new index, as `sieve index --field`; an existing index keeps its own (other fields are an error)")
     s.add_argument("--lenient", action="store_true", help="as `sieve index --lenient`")
+    _folder_options(s)
     s.add_argument("--memory-mb", type=int, default=None, help="memory budget (default 1,024): past half of it, added documents are written as a segment")
     s.add_argument("--skip-bad", action="store_true", help="skip malformed records (counted) instead of stopping")
     s.add_argument("--json", action="store_true")

@@ -7,13 +7,14 @@ import hashlib
 import json
 import os
 import zlib
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import IO, Any, Callable, Iterable, Iterator, Literal, Union
 
 import numpy as np
 
-from sieve import folders, jsonio
+from sieve import files, folders, jsonio
 from sieve.documents import Document, checked_document, unknown_keys
 from sieve.errors import CorpusError, InvalidArgumentError
 
@@ -33,29 +34,61 @@ class CorpusReport:
     errors: list[str] = field(default_factory=list)
     source: str = ""
     kept: int = 0  # documents whose text under unknown keys was kept as metadata (lenient reads)
+    # A folder's files passed over, by why (folders.UNREAD: links, special, oversized, unreadable),
+    # and the first few of them, "file: why".
+    unread: dict[str, int] = field(default_factory=dict)
+    unread_files: list[str] = field(default_factory=list)
 
     def note(self, err: CorpusError) -> None:
         self.skipped += 1
         if len(self.errors) < MAX_ERRORS:
             self.errors.append(str(err))
 
+    def pass_over(self, why: str, note: str) -> None:
+        """Count a folder's file that is not read (`why`: one of folders.UNREAD)."""
+        self.unread[why] = self.unread.get(why, 0) + 1
+        if len(self.unread_files) < MAX_ERRORS:
+            self.unread_files.append(note)
+
 
 def corpus_file(path: str | os.PathLike) -> Path:
     """The JSONL file of a corpus path: the file itself, or `corpus.jsonl[.gz]` of a BEIR folder.
-    (A folder without one is a folder of documents: sieve.folders reads it.)"""
+    (A folder without one is a folder of documents: sieve.folders reads it.) It must be a
+    regular file: a FIFO or a device (`/dev/stdin`, `<(zcat ...)`) is refused, as the file is
+    read more than once."""
     p = Path(path)
     if p.is_dir():
-        for name in ("corpus.jsonl", "corpus.jsonl.gz"):
-            if (p / name).is_file():
-                return p / name
-        raise CorpusError("a folder corpus needs a corpus.jsonl (BEIR layout)", str(p))
-    if not p.exists():
+        found = [p / n for n in ("corpus.jsonl", "corpus.jsonl.gz") if os.path.lexists(p / n)]
+        if not found:
+            raise CorpusError("a folder corpus needs a corpus.jsonl (BEIR layout)", str(p))
+        p = found[0]
+    elif not os.path.lexists(p):
         raise CorpusError("no such file or folder", str(p))
+    try:
+        files.regular_file(p)
+    except OSError as e:
+        hint = ": write the corpus to a file first" if isinstance(e, files.NotRegularFileError) and "FIFO" in e.what else ""
+        raise CorpusError(f"the corpus {files.reason(e)}{hint}", str(p)) from None
     return p
 
 
-def _open_bytes(path: Path) -> IO[bytes]:
-    return gzip.open(path, "rb") if path.suffix == ".gz" else open(path, "rb")
+def _opened(path: Path) -> IO[bytes]:
+    """The corpus file opened (never blocking on what was swapped in since `corpus_file`), or a
+    CorpusError naming it."""
+    try:
+        return files.open_binary(path)
+    except OSError as e:
+        raise CorpusError(f"the corpus {files.reason(e)}", str(path)) from None
+
+
+@contextmanager
+def _open_bytes(path: Path) -> Iterator[IO[bytes]]:
+    with _opened(path) as raw:
+        if path.suffix != ".gz":
+            yield raw
+            return
+        with gzip.open(raw, "rb") as fh:
+            yield fh  # type: ignore[misc]
 
 
 _BOM = b"\xef\xbb\xbf"
@@ -108,7 +141,7 @@ def line_spans(path: Path, lines: int, read_size: int = SPAN_READ) -> Iterator[t
     Lines end at \n, as readline's do; the file is read `read_size` bytes at a time and its
     newlines found by numpy (a Python loop over 100,000 lines took 0.17 s of the builder's time,
     beside the workers)."""
-    with open(path, "rb") as fh:
+    with _opened(path) as fh:
         start = at = 0  # where the piece being counted starts; where the next read starts
         first, count = 1, 0  # the piece's first line; its lines so far
         while chunk := fh.read(read_size):
@@ -129,7 +162,7 @@ def span_lines(path: Path, offset: int, length: int, first: int) -> list[tuple[i
     """What `raw_lines` gives for the lines of one `line_spans` piece: a worker reads its own piece
     of the file instead of being sent the text."""
     name = str(path)
-    with open(path, "rb") as fh:
+    with _opened(path) as fh:
         fh.seek(offset)
         data = fh.read(length)
     if len(data) != length:  # the file was cut short after it was split: never index part of it silently
@@ -161,12 +194,12 @@ def parse_line(name: str, lineno: int, line: str) -> Any:
 UNREAD = object()  # a record `records` was told to pass over unparsed
 
 
-def records(source: Source, unread: Callable[[str], bool] | None = None) -> Iterator[tuple[str | None, int, Any]]:
+def records(source: Source, unread: Callable[[str], bool] | None = None, report: CorpusReport | None = None) -> Iterator[tuple[str | None, int, Any]]:
     """(file, 1-based line or record number, parsed record or a CorpusError). `unread(line)`: True
     for a JSON line certainly not wanted, given as UNREAD without being parsed (one shard's build
-    passing over the others' lines)."""
+    passing over the others' lines). `report`: where a folder's files passed over are counted."""
     if isinstance(source, (str, os.PathLike)) and folders.is_document_folder(source):
-        yield from folders.records(Path(source))
+        yield from folders.records(source, None if report is None else report.pass_over)
     elif isinstance(source, (str, os.PathLike)):
         path = corpus_file(source)
         name = str(path)
@@ -190,13 +223,14 @@ def count_records(source: Source) -> int | None:
         return None
     try:
         if folders.is_document_folder(source):
-            return len(folders.document_files(Path(source)))
+            folder = source if isinstance(source, folders.Folder) else folders.Folder(source)
+            return len(folders.document_files(Path(folder.path), folder.max_file_bytes))
         path = corpus_file(source)
         if path.suffix == ".gz":
             return None
         lines = 0
         last = b"\n"
-        with open(path, "rb") as fh:
+        with _opened(path) as fh:
             while chunk := fh.read(1 << 24):
                 lines += chunk.count(b"\n")
                 last = chunk[-1:]
@@ -306,7 +340,7 @@ def read_documents(source: Source, on_error: OnError = "raise", report: CorpusRe
     report = report if report is not None else CorpusReport()
     report.source = str(source) if isinstance(source, (str, os.PathLike)) else "<iterable>"
     ids = IdRegistry()
-    for position, (name, line, rec) in enumerate(records(source, getattr(select, "unread", None)), 1):
+    for position, (name, line, rec) in enumerate(records(source, getattr(select, "unread", None), report), 1):
         if rec is UNREAD or (select is not None and not select(position, rec)):
             continue
         try:

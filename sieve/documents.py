@@ -203,6 +203,8 @@ def _checked_date(value: Any) -> str | None:
     m = _DATETIME_RE.match(value)
     if m:
         value = m.group(1)
+    if len(value) > 40:  # no date is this long: say so without quoting all of it (twice)
+        raise CorpusError(f"unparseable date {value[:20]!r}... ({len(value):,} characters): not an ISO date (YYYY, YYYY-MM or YYYY-MM-DD)")
     try:
         parse_partial(value)
     except ValueError as e:

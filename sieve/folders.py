@@ -14,59 +14,214 @@ skipped). A document's id is its path relative to DIR (`guide/install.md`).
   scripts, styles and templates are not text.
 - Text: the file name is the title and the whole text the intro.
 
-A file that is not UTF-8, or whose front matter is not valid YAML or gives a bad date, is a
-CorpusError naming the file and the line, as a bad JSONL record is.
+A file that is not UTF-8, or whose front matter is not valid YAML or gives a bad value, is a
+CorpusError naming the file and the line, as a bad JSONL record is (sieve.frontmatter).
+
+Only regular files inside the folder are read, each of at most `Folder.max_file_bytes` (32 MiB
+unless told). A symbolic link to a file inside the folder is read as that file (under its own
+name); one that leads out of the folder, or nowhere, is not, and links to folders are never
+followed (a folder's files are read where they are). FIFOs, sockets and devices are never opened.
+Those passed over are counted in the report (`CorpusReport.unread`), or with `strict` each is a
+CorpusError naming it.
 """
 
 from __future__ import annotations
 
-import datetime as dt
+import errno
 import os
 import re
+import stat
 from collections.abc import Iterator
+from dataclasses import dataclass
 from html.parser import HTMLParser
 from pathlib import Path
-from typing import Any
+from typing import Any, Callable
 
+from sieve import files
 from sieve.documents import checked_date
 from sieve.errors import CorpusError, InvalidArgumentError
+from sieve.frontmatter import front_matter
 
 KINDS = {".md": "markdown", ".markdown": "markdown", ".html": "html", ".htm": "html", ".txt": "text"}
+MAX_FILE_MB = 32
+
+
+@dataclass(frozen=True)
+class Folder:
+    """A folder of documents as a corpus, with the rules for its files: `build_index(Folder("docs",
+    max_file_mb=8, strict=True), "ix")`. A plain path to a folder without a corpus.jsonl reads
+    as `Folder(path)`. `strict`: a file passed over (a link out of the folder, a special file,
+    one over the size cap, one that cannot be read) is a CorpusError instead of a count."""
+
+    path: str
+    max_file_mb: float = MAX_FILE_MB
+    strict: bool = False
+
+    def __post_init__(self) -> None:
+        if not isinstance(self.path, (str, os.PathLike)):
+            raise InvalidArgumentError(f"a folder is a path, got {type(self.path).__name__}")
+        object.__setattr__(self, "path", os.fspath(self.path))
+        mb = self.max_file_mb
+        if isinstance(mb, bool) or not isinstance(mb, (int, float)) or not 0 < mb <= 1 << 20:
+            raise InvalidArgumentError(f"max_file_mb must be a number of megabytes above 0 (at most {1 << 20:,}), got {mb!r}")
+
+    @property
+    def max_file_bytes(self) -> int:
+        return int(self.max_file_mb * (1 << 20))
+
+    def __fspath__(self) -> str:
+        return self.path
+
+    def __str__(self) -> str:
+        return self.path
 
 
 def is_document_folder(path: str | os.PathLike) -> bool:
-    """A folder that is not a BEIR collection (which holds a corpus.jsonl)."""
+    """A folder that is not a BEIR collection (which holds a corpus.jsonl), or any `Folder`."""
+    if isinstance(path, Folder):
+        return True
     p = Path(path)
-    return p.is_dir() and not any((p / n).is_file() for n in ("corpus.jsonl", "corpus.jsonl.gz"))
+    return p.is_dir() and not any(os.path.lexists(p / n) for n in ("corpus.jsonl", "corpus.jsonl.gz"))
 
 
-def document_files(root: Path) -> list[Path]:
-    """The files of a folder corpus, in relative-path order."""
-    out = []
-    for here, dirs, names in os.walk(root):
-        # Hidden folders (.git) and sieve indexes (an index built inside the folder it indexes) are not documents.
-        dirs[:] = sorted(d for d in dirs if not d.startswith(".") and not (Path(here) / d / "CURRENT").is_file())
-        out += [Path(here) / n for n in names if not n.startswith(".") and Path(n).suffix.lower() in KINDS]
-    return sorted(out, key=lambda p: p.relative_to(root).as_posix())
+@dataclass(frozen=True)
+class Entry:
+    """One file of a folder corpus as the walk found it: `path` (under the root, its id's place),
+    what to open (`real`: itself, or a link's target inside the folder) and its `stat`, or
+    `skip` (why it is passed over: one of UNREAD) with the reason in words."""
+
+    path: Path
+    real: Path
+    st: os.stat_result | None
+    skip: str | None = None
+    why: str = ""
 
 
-def records(root: Path) -> Iterator[tuple[str, int, dict[str, Any] | CorpusError]]:
-    """(file, line, record or CorpusError) for each document file under `root`."""
-    found = document_files(root)
+UNREAD = ("links", "special", "oversized", "unreadable")  # the counts a report keeps of files passed over
+
+
+def _inside(target: str, root: str) -> bool:
+    return target == root or target.startswith(root.rstrip(os.sep) + os.sep)
+
+
+def _file(path: Path, real: Path, st: os.stat_result, cap: int) -> Entry:
+    if not stat.S_ISREG(st.st_mode):
+        return Entry(path, real, None, "special", f"is {files.kind(st.st_mode)}, never opened")
+    if st.st_size > cap:
+        return Entry(path, real, None, "oversized", f"is {st.st_size:,} bytes, over the {cap:,}-byte cap (--max-file-mb)")
+    return Entry(path, real, st)
+
+
+def _link(path: Path, root: str, cap: int) -> Entry | None:
+    """The walk's verdict on a symbolic link (None: not a document, or a folder inside the root)."""
+    real = os.path.realpath(path)
+    try:
+        target: os.stat_result | None = os.stat(real)
+    except OSError:
+        target = None
+    document = Path(path.name).suffix.lower() in KINDS
+    try:
+        to = repr(os.readlink(path))
+    except OSError:
+        to = "?"
+    if target is not None and stat.S_ISDIR(target.st_mode):
+        # Never followed: a folder inside is read where it is; one outside is not the corpus.
+        return None if _inside(real, root) else Entry(path, path, None, "links", f"is a symbolic link to {to}, a folder outside the folder")
+    if not document:
+        return None
+    if target is None:
+        return Entry(path, path, None, "links", f"is a symbolic link to {to}, which does not exist")
+    if not _inside(real, root):
+        return Entry(path, path, None, "links", f"is a symbolic link to {to}, outside the folder")
+    return _file(path, Path(real), target, cap)
+
+
+def walk(root: Path, cap: int) -> list[Entry]:
+    """Every document file under `root` and every one passed over, in relative-path order.
+    Hidden files and folders (`.git`) and folders holding a sieve index (one built inside the
+    folder it indexes) are not documents. Links are judged, never followed (`_link`)."""
+    base = os.path.realpath(root)
+    out: list[Entry] = []
+    stack = [root]
+    while stack:  # no recursion: a deep tree is no stack overflow
+        here = stack.pop()
+        try:
+            with os.scandir(here) as it:
+                items = list(it)
+        except OSError as e:
+            if here == root:
+                raise CorpusError(f"the folder {files.reason(e)}", str(root)) from None
+            out.append(Entry(here, here, None, "unreadable", f"is a folder that {files.reason(e)}"))
+            continue
+        for item in items:
+            if item.name.startswith("."):
+                continue
+            path = Path(item.path)
+            try:
+                st = item.stat(follow_symlinks=False)
+            except OSError:
+                continue  # gone since it was listed
+            if stat.S_ISDIR(st.st_mode):
+                if not os.path.isfile(path / "CURRENT"):
+                    stack.append(path)
+                continue
+            found = _link(path, base, cap) if stat.S_ISLNK(st.st_mode) else _file(path, path, st, cap) if path.suffix.lower() in KINDS else None
+            if found is not None:
+                out.append(found)
+    return sorted(out, key=lambda e: e.path.relative_to(root).as_posix())
+
+
+def document_files(root: Path, cap: int = MAX_FILE_MB << 20) -> list[Path]:
+    """The files of a folder corpus that are read, in relative-path order."""
+    return [e.path for e in walk(root, cap) if e.skip is None]
+
+
+def _passed_over(e: OSError) -> str:
+    """Which count a file that failed to open goes to (it changed since the walk, or cannot be read)."""
+    if isinstance(e, files.FileTooLargeError):
+        return "oversized"
+    if isinstance(e, files.NotRegularFileError):
+        return "special"
+    return "links" if e.errno == errno.ELOOP else "unreadable"
+
+
+def records(folder: Folder | str | os.PathLike, note: Callable[[str, str], None] | None = None) -> Iterator[tuple[str, int, dict[str, Any] | CorpusError]]:
+    """(file, line, record or CorpusError) for each document file of `folder` (a path reads as
+    `Folder(path)`). A file passed over is given to `note(count, "file: why")` (see UNREAD), or
+    with `folder.strict` is a CorpusError."""
+    folder = folder if isinstance(folder, Folder) else Folder(folder)
+    root, cap = Path(folder.path), folder.max_file_bytes
+    entries = walk(root, cap)
+    found = [e for e in entries if e.skip is None]
     if not found:  # a wrong folder, almost always: say what was looked for
-        raise CorpusError(f"a folder corpus needs a corpus.jsonl (BEIR layout) or {', '.join(sorted(KINDS))} files; this one has none", str(root))
-    for path in found:
-        name = str(path)
-        raw = path.read_bytes()
+        passed = [e for e in entries if e.skip is not None]
+        more = f" it can read ({len(passed)} passed over; first: {passed[0].path}: {passed[0].why})" if passed else ""
+        raise CorpusError(f"a folder corpus needs a corpus.jsonl (BEIR layout) or {', '.join(sorted(KINDS))} files; this one has none{more}", str(root))
+    for entry in entries:
+        name = str(entry.path)
+        skip, why = entry.skip, entry.why
+        raw = b""
+        if skip is None:
+            try:
+                # Not followed again: `real` is where the walk found the file, and it must still be that file.
+                raw = files.read_regular(entry.real, cap, follow_links=False, same_as=entry.st)
+            except OSError as e:
+                skip, why = _passed_over(e), files.reason(e)
+        if skip is not None:
+            if folder.strict:
+                yield name, 1, CorpusError(f"{why}; not read (--strict)", name)
+            elif note is not None:
+                note(skip, f"{name}: {why}")
+            continue
         try:
             text = raw.decode("utf-8-sig")
         except UnicodeDecodeError as e:
             line = raw[: e.start].count(b"\n") + 1
             yield name, line, CorpusError(f"not UTF-8 text ({e.reason} at byte {e.start + 1})", name, line)
             continue
-        rel = path.relative_to(root).as_posix()
+        rel = entry.path.relative_to(root).as_posix()
         try:
-            rec = _PARSERS[KINDS[path.suffix.lower()]](text, path.stem)
+            rec = _PARSERS[KINDS[entry.path.suffix.lower()]](text, entry.path.stem)
         except CorpusError as e:
             yield name, e.line or 1, CorpusError(e.message, name, e.line or 1)
             continue
@@ -76,20 +231,34 @@ def records(root: Path) -> Iterator[tuple[str, int, dict[str, Any] | CorpusError
 def _date(value: Any, line: int) -> str | None:
     if value is None or value == "":
         return None
-    if isinstance(value, dt.datetime):
-        value = value.date().isoformat()
-    elif isinstance(value, dt.date):
-        value = value.isoformat()
     try:
-        return checked_date(str(value))
+        return checked_date(value)
     except CorpusError as e:
         raise CorpusError(f"front matter date: {e.message}", None, line) from None
 
 
-def _author(value: Any) -> str | list[str] | None:
-    if isinstance(value, list):
+def _scalar(value: Any) -> bool:
+    return isinstance(value, (str, int, float)) and not isinstance(value, bool)
+
+
+def _title(value: Any, line: int) -> str | None:
+    if value is None or value == "":
+        return None
+    if not _scalar(value):
+        raise CorpusError(f"front matter title must be text, got {_what(value)}", None, line)
+    return str(value)
+
+
+def _author(value: Any, line: int) -> str | list[str] | None:
+    if isinstance(value, list) and all(_scalar(v) for v in value):
         return [str(v) for v in value]
-    return None if value is None else str(value)
+    if value is None or _scalar(value):
+        return None if value is None else str(value)
+    raise CorpusError(f"front matter author must be text or a list of names, got {_what(value)}", None, line)
+
+
+def _what(value: Any) -> str:
+    return {dict: "a mapping", list: "a list", bool: "true/false"}.get(type(value), type(value).__name__)
 
 
 def _sections(parts: list[tuple[str | None, list[str]]]) -> list[dict[str, str]]:
@@ -98,23 +267,6 @@ def _sections(parts: list[tuple[str | None, list[str]]]) -> list[dict[str, str]]
 
 # --------------------------------------------------------------------------------------------
 # Markdown
-
-
-def _front_matter(content: str, first_line: int) -> dict[str, Any]:
-    import yaml
-
-    try:
-        data = yaml.safe_load(content)
-    except yaml.YAMLError as e:
-        # Where the broken construct began (an unclosed bracket's line) says more than where the parser gave up.
-        mark = getattr(e, "context_mark", None) or getattr(e, "problem_mark", None)
-        line = first_line + 2 + (mark.line if mark is not None else 0)  # the YAML starts on the line after `---`
-        raise CorpusError(f"front matter is not valid YAML: {getattr(e, 'problem', None) or e}", None, line) from None
-    if data is None:
-        return {}
-    if not isinstance(data, dict):
-        raise CorpusError(f"front matter must be a mapping of keys to values, got {type(data).__name__}", None, first_line + 2)
-    return {str(k): v for k, v in data.items()}
 
 
 def _inline_text(token: Any) -> str:
@@ -137,7 +289,7 @@ def _markdown(text: str, stem: str) -> dict[str, Any]:
         raise InvalidArgumentError("Markdown files need markdown-it-py and mdit-py-plugins: pip install markdown-it-py mdit-py-plugins") from None
     tokens = MarkdownIt("commonmark").use(front_matter_plugin).enable("table").parse(text)
     meta: dict[str, Any] = {}
-    front_line = 0
+    lines: dict[str, int] = {}
     parts: list[tuple[str | None, list[str]]] = [(None, [])]
     title: str | None = None
     seen_text = False
@@ -145,8 +297,8 @@ def _markdown(text: str, stem: str) -> dict[str, Any]:
     while i < len(tokens):
         t = tokens[i]
         if t.type == "front_matter":
-            front_line = t.map[0] if t.map else 0
-            meta = _front_matter(t.content, front_line)
+            # The YAML starts on the line after the opening `---` (t.map[0], 0-based).
+            meta, lines = front_matter(t.content, (t.map[0] if t.map else 0) + 2)
         elif t.type == "heading_open":
             heading = _inline_text(tokens[i + 1]).strip()
             if t.tag == "h1" and title is None and not seen_text and len(parts) == 1 and "title" not in meta:
@@ -165,11 +317,12 @@ def _markdown(text: str, stem: str) -> dict[str, Any]:
             parts[-1][1].append(_html_text(t.content))
             seen_text = True
         i += 1
-    rec: dict[str, Any] = {"title": str(meta.pop("title", None) or title or stem), "sections": _sections(parts)}
-    date = _date(meta.pop("date", None), front_line + 1)
+    rec: dict[str, Any] = {"title": _title(meta.pop("title", None), lines.get("title", 1)) or title or stem, "sections": _sections(parts)}
+    date = _date(meta.pop("date", None), lines.get("date", 1))
     if date:
         rec["date"] = date
-    author = _author(meta.pop("author", meta.pop("authors", None)))
+    key = "author" if "author" in meta else "authors"
+    author = _author(meta.pop("author", meta.pop("authors", None)), lines.get(key, 1))
     if author:
         rec["author"] = author
     rec.update({k: v for k, v in meta.items() if k not in ("id", "_id", "sections", "text", "infobox")})

@@ -460,10 +460,16 @@ def build_index(
                                segment_bytes=segment_bytes, analyzer=chosen, lenient=lenient, schema=schema)
         write_commit(commit.gen_dir, [CommitEntry(names[where], where, manifest, new=True) for where, manifest in built],
                      {"source": report.source, "skipped": report.skipped})
+    except OSError as e:  # the corpus's own read errors are CorpusErrors by now: this is writing (a full disk)
+        commit.abort()
+        raise storage.unwritable(Path(path), e) from None
     except BaseException:
         commit.abort()
         raise
-    commit.commit()
+    try:
+        commit.commit()
+    except OSError as e:
+        raise storage.unwritable(Path(path), e) from None
     return Index(path)
 
 

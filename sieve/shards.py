@@ -129,6 +129,8 @@ class ShardBuilt:
     skipped: int = 0
     kept: int = 0
     errors: list[tuple[int, str]] = field(default_factory=list)  # (line, message) of its first bad records
+    unread: dict[str, int] = field(default_factory=dict)  # a folder's files passed over (every shard walks the same folder)
+    unread_files: list[str] = field(default_factory=list)
     failure: tuple[str, str | None, int | None] | None = None  # a CorpusError's message, file and line
 
 
@@ -161,6 +163,7 @@ def build_shard(task: ShardTask) -> ShardBuilt:
         out.documents += reader.n_docs
     (Path(task.stage) / PROGRESS_FILE).write_text(str(out.documents))  # the final count, whatever the last note said
     out.skipped, out.kept, out.errors = report.skipped, report.kept, report.lined
+    out.unread, out.unread_files = report.unread, report.unread_files
     return out
 
 
@@ -285,6 +288,7 @@ def build_sharded(
         report.documents = sum(r.documents for r in results)
         report.skipped = sum(r.skipped for r in results)
         report.kept = sum(r.kept for r in results)
+        report.unread, report.unread_files = results[0].unread, results[0].unread_files
         # Each shard kept its first bad records, so the corpus's first ones are among them.
         report.errors = [e for _, e in sorted((e for r in results for e in r.errors), key=lambda e: e[0])][:MAX_ERRORS]
         if not report.documents:

@@ -10,8 +10,8 @@ import pytest
 
 SIEVE = Path(__file__).resolve().parents[1] / "sieve"
 
-FOUNDATION = {"sieve.errors", "sieve.isodate", "sieve.templates", "sieve.progress", "sieve.jsonio"}
-DATA = FOUNDATION | {"sieve.documents", "sieve.folders", "sieve.corpus", "sieve.demo_corpus"}
+FOUNDATION = {"sieve.errors", "sieve.isodate", "sieve.templates", "sieve.progress", "sieve.jsonio", "sieve.files"}
+DATA = FOUNDATION | {"sieve.documents", "sieve.frontmatter", "sieve.folders", "sieve.corpus", "sieve.demo_corpus"}
 ENGINE = DATA | {"sieve.engine"}
 DENSE = ENGINE | {"sieve.dense", "sieve.index"}
 API = DENSE | {"sieve", "sieve.index", "sieve.build", "sieve.writes", "sieve.merges", "sieve.testing", "sieve.shards", "sieve.shard_service", "sieve.cluster"}
@@ -30,9 +30,11 @@ RULES: list[tuple[str, set[str]]] = [
     ("sieve.templates", {"sieve.errors"}),
     ("sieve.progress", set()),
     ("sieve.jsonio", set()),
+    ("sieve.files", set()),
     ("sieve.cluster", {"sieve.errors"}),
     ("sieve.documents", FOUNDATION | {"sieve.documents"}),
-    ("sieve.folders", FOUNDATION | {"sieve.documents"}),
+    ("sieve.frontmatter", {"sieve.errors"}),
+    ("sieve.folders", FOUNDATION | {"sieve.documents", "sieve.frontmatter"}),
     ("sieve.corpus", FOUNDATION | {"sieve.documents", "sieve.folders", "sieve.corpus"}),
     ("sieve.demo_corpus", DATA),
     ("sieve.engine", ENGINE),

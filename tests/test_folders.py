@@ -111,7 +111,7 @@ def test_index_a_folder_and_fetch_its_headings(folder: Path, tmp_path: Path) -> 
 @pytest.mark.parametrize("name, content, where, message", [
     ("bad.md", "---\ntitle: [unclosed\n---\ntext\n", 2, "front matter is not valid YAML"),
     ("later.md", "# t\n\n---\nnot: front matter\n---\n", 0, ""),
-    ("date.md", "---\ntitle: t\ndate: someday\n---\ntext\n", 1, "front matter date: unparseable date"),
+    ("date.md", "---\ntitle: t\ndate: someday\n---\ntext\n", 3, "front matter date: unparseable date"),  # the line of the date
     ("list.md", "---\n- a\n- b\n---\n", 2, "front matter must be a mapping"),
     ("latin.txt", b"caf\xe9 au lait\nline two\n", 1, "not UTF-8 text"),
     ("later.txt", b"ok\nfine\ncaf\xe9\n", 3, "not UTF-8 text"),

@@ -26,6 +26,7 @@ from typing import TYPE_CHECKING, Any, Callable
 
 import numpy as np
 
+from sieve import files as safe_files
 from sieve.dense.encoder import DEFAULT_MODEL, DenseUnavailableError, Encoder, loaded_encoder
 from sieve.documents import INTRO
 from sieve.engine import bitset, storage
@@ -66,7 +67,7 @@ def model_slug(model: str) -> str:
 
 def fingerprint(index: "Index") -> str:
     """Identity of one index generation: its name and the checksum of its manifest file."""
-    raw = (index.generation / storage.MANIFEST).read_bytes()
+    raw = storage.read_index_file(index.generation / storage.MANIFEST, storage.MANIFEST)
     return f"{index.generation.name}:{storage.crc32(raw):08x}"
 
 
@@ -181,9 +182,9 @@ def read_meta(directory: Path) -> dict[str, Any]:
     """meta.json of one embeddings directory, checked: its checksum, and the entries opening needs."""
     name = f"embeddings/{directory.name}/meta.json"
     try:
-        meta = json.loads((directory / "meta.json").read_text(encoding="utf-8"))
+        meta = json.loads(safe_files.read_regular(directory / "meta.json", storage.MANIFEST_MAX_BYTES).decode("utf-8"))
         checksum = meta.pop("checksum")
-    except (OSError, ValueError, UnicodeDecodeError, KeyError, TypeError, AttributeError):
+    except (OSError, ValueError, UnicodeDecodeError, KeyError, TypeError, AttributeError, RecursionError):
         raise IndexDamagedError(name, "unreadable, or not what sieve embed writes") from None
     if checksum != _meta_crc(meta):
         raise IndexDamagedError(name, "checksum mismatch (the contents are damaged)")
@@ -199,13 +200,22 @@ def read_meta(directory: Path) -> dict[str, Any]:
     return meta
 
 
+def embedding_dirs(root: Path) -> list[Path]:
+    """The embeddings directories under an index (those with a meta.json), by name; none when it
+    has no `embeddings` folder, IndexDamagedError when that cannot be listed."""
+    base = root / "embeddings"
+    if not os.path.isdir(base):
+        return []
+    try:
+        return sorted(p for p in base.iterdir() if os.path.lexists(p / "meta.json"))
+    except OSError as e:
+        raise IndexDamagedError("embeddings", f"cannot be listed ({safe_files.reason(e)})") from None
+
+
 def verify_embeddings(root: Path) -> list[str]:
     """Every byte of every embeddings directory under an index; returns the files checked."""
     checked: list[str] = []
-    base = root / "embeddings"
-    if not base.is_dir():
-        return checked
-    for directory in sorted(p for p in base.iterdir() if (p / "meta.json").exists()):
+    for directory in embedding_dirs(root):
         meta = read_meta(directory)
         prefix = f"embeddings/{directory.name}/"
         storage.verify_array(directory / "vectors.sva", prefix + "vectors.sva", meta["files"]["vectors.sva"])
@@ -227,10 +237,10 @@ def verify_embeddings(root: Path) -> list[str]:
 
 def _file_entry(path: Path) -> dict[str, int]:
     crc = 0
-    with open(path, "rb") as fh:
+    with safe_files.open_binary(path) as fh:  # a FIFO in its place is refused, not waited on
         while chunk := fh.read(1 << 20):
             crc = storage.crc32(chunk, crc)
-    return {"size": path.stat().st_size, "crc32": crc}
+        return {"size": os.fstat(fh.fileno()).st_size, "crc32": crc}
 
 
 def embed(
@@ -392,7 +402,7 @@ class DenseIndex:
         if unit is not None and unit not in UNITS:
             raise InvalidArgumentError(f"unknown embedding unit {unit!r}; known: {', '.join(UNITS)}")
         root = index.path / "embeddings"
-        names = sorted(p.name for p in root.iterdir() if (p / "meta.json").exists()) if root.is_dir() else []
+        names = [p.name for p in embedding_dirs(index.path)]
         models = list(dict.fromkeys(n.removesuffix(PASSAGES_SUFFIX) for n in names))
         if model is not None:
             slug = model_slug(model)

@@ -33,10 +33,7 @@ COMMIT_KIND = "commit"
 
 def manifest_crc(segment_dir: Path) -> int:
     """CRC32 of a segment's manifest file: a commit names each segment by it."""
-    try:
-        return storage.crc32((segment_dir / storage.MANIFEST).read_bytes())
-    except FileNotFoundError:
-        raise IndexDamagedError(f"{segment_dir.name}/{storage.MANIFEST}", "file is missing") from None
+    return storage.crc32(storage.read_index_file(segment_dir / storage.MANIFEST, f"{segment_dir.name}/{storage.MANIFEST}"))
 
 
 def deletes_name(segment: str) -> str:

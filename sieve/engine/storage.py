@@ -22,8 +22,9 @@ from typing import Any, BinaryIO, Callable
 
 import numpy as np
 
+from sieve import files
 from sieve.engine.distinct import distinct
-from sieve.errors import IndexDamagedError, IndexExistsError, IndexFormatError, IndexLockedError, IndexNotFoundError
+from sieve.errors import IndexDamagedError, IndexExistsError, IndexFormatError, IndexLockedError, IndexNotFoundError, IndexPathError
 
 try:
     # The same CRC-32 as zlib's, computed with carry-less multiplication: about 15 times zlib's
@@ -61,6 +62,10 @@ FOOTER_SIZE = FOOTER.size
 CURRENT = "CURRENT"
 _CURRENT_RE = re.compile(rb"(gen-[0-9]{6,})\n")
 MANIFEST = "manifest.json"
+# The most bytes read of CURRENT and of a manifest (what sieve writes is far smaller): a damaged
+# index cannot make opening it read without end.
+CURRENT_MAX_BYTES = 4096
+MANIFEST_MAX_BYTES = 64 << 20
 # Files at most this big are checksummed when an index is opened; `sieve check` verifies all.
 VERIFY_ON_OPEN_BYTES = 1 << 20
 # Payload blocks of 16 KiB: one costs ~4 us to verify (CRC32 runs at ~4 GB/s), a table entry is
@@ -267,20 +272,34 @@ class ArrayFile:
             raise IndexDamagedError(self.name, "checksum mismatch (the contents are damaged)")
 
 
+def _file_problem(name: str, e: OSError) -> IndexDamagedError:
+    """An index file that cannot be opened or read, as damage naming it."""
+    if isinstance(e, (FileNotFoundError, NotADirectoryError)):
+        return IndexDamagedError(name, "file is missing")
+    return IndexDamagedError(name, files.reason(e))
+
+
+def read_index_file(path: Path, name: str, limit: int = MANIFEST_MAX_BYTES) -> bytes:
+    """The bytes of one of an index's small files (a manifest), or IndexDamagedError naming it:
+    missing, not a regular file (never opened: a FIFO would block), unreadable, or too large."""
+    try:
+        return files.read_regular(path, limit)
+    except OSError as e:
+        raise _file_problem(name, e) from None
+
+
 def open_array(path: Path, name: str, entry: dict[str, int], verify: bool = False) -> ArrayFile:
     """Memory-map an array file after checking its header, block table and size, and (if asked
-    or small) every byte of its payload."""
+    or small) every byte of its payload. Only a regular file is opened, and what is mapped is
+    the file whose size was checked."""
     try:
-        size = path.stat().st_size
-    except FileNotFoundError:
-        raise IndexDamagedError(name, "file is missing") from None
-    if size != entry["size"]:
-        raise IndexDamagedError(name, f"size is {size} bytes, the manifest says {entry['size']} (truncated or overwritten)")
-    try:
-        fh = open(path, "rb")
-    except FileNotFoundError:
-        raise IndexDamagedError(name, "file is missing") from None
+        fh = files.open_binary(path)
+    except OSError as e:
+        raise _file_problem(name, e) from None
     with fh:
+        size = os.fstat(fh.fileno()).st_size
+        if size != entry["size"]:
+            raise IndexDamagedError(name, f"size is {size} bytes, the manifest says {entry['size']} (truncated or overwritten)")
         head = fh.read(HEADER_SIZE)
         if len(head) < HEADER_SIZE or _seal_header(head[: HEADER.size]) != head:
             raise IndexDamagedError(name, "bad header (damaged, or not a sieve array file)")
@@ -309,17 +328,16 @@ def open_array(path: Path, name: str, entry: dict[str, int], verify: bool = Fals
         crc, fmagic = FOOTER.unpack(fh.read(FOOTER_SIZE))
         if fmagic != FOOTER_MAGIC[:4] or crc != entry["crc32"]:
             raise IndexDamagedError(name, "bad footer or checksum does not match the manifest")
-    table = np.frombuffer(raw_table, dtype="<u4")
-    if nbytes == 0:
-        arr = np.zeros(shape, dtype=dtype)
-    else:
-        try:
-            with open(path, "rb") as fh:
+        table = np.frombuffer(raw_table, dtype="<u4")
+        if nbytes == 0:
+            arr = np.zeros(shape, dtype=dtype)
+        else:
+            try:
                 mapped = mmap.mmap(fh.fileno(), 0, access=mmap.ACCESS_READ)
-        except FileNotFoundError:
-            raise IndexDamagedError(name, "file is missing") from None
-        # A plain ndarray over the map (np.memmap's subclass makes every slice several times slower).
-        arr = np.frombuffer(mapped, dtype=dtype, count=int(np.prod(shape, dtype=np.int64)), offset=HEADER_SIZE).reshape(shape)
+            except (OSError, ValueError) as e:  # ValueError: the file was emptied since its size was read
+                raise IndexDamagedError(name, f"cannot be mapped ({e})") from None
+            # A plain ndarray over the map (np.memmap's subclass makes every slice several times slower).
+            arr = np.frombuffer(mapped, dtype=dtype, count=int(np.prod(shape, dtype=np.int64)), offset=HEADER_SIZE).reshape(shape)
     out = ArrayFile(arr, name, table, shift)
     if verify or nbytes <= VERIFY_ON_OPEN_BYTES:
         out.verify(crc)
@@ -352,16 +370,12 @@ def write_manifest(gen_dir: Path, body: dict[str, Any]) -> None:
 
 
 def read_manifest(gen_dir: Path) -> dict[str, Any]:
-    path = gen_dir / MANIFEST
-    try:
-        raw = path.read_bytes()
-    except FileNotFoundError:
-        raise IndexDamagedError(MANIFEST, "file is missing") from None
+    raw = read_index_file(gen_dir / MANIFEST, MANIFEST)
     try:
         doc = json.loads(raw)
         if not isinstance(doc, dict):
             raise ValueError
-    except (ValueError, UnicodeDecodeError):
+    except (ValueError, UnicodeDecodeError, RecursionError):
         raise IndexDamagedError(MANIFEST, "not valid JSON (damaged or truncated)") from None
     checksum = doc.pop("checksum", None)
     if doc.get("format") != FORMAT_NAME:
@@ -387,20 +401,23 @@ def read_manifest(gen_dir: Path) -> dict[str, Any]:
 
 def current_generation(root: Path) -> Path:
     """The generation directory CURRENT points at."""
-    if not root.exists():
+    # os.path's tests, which answer False where pathlib's raise (a folder that cannot be searched).
+    if not os.path.lexists(root):
         raise IndexNotFoundError(str(root), "no such index directory")
-    if not root.is_dir():
+    if not os.path.isdir(root):
         raise IndexNotFoundError(str(root), "not a directory")
     try:
-        raw = (root / CURRENT).read_bytes()
+        raw = files.read_regular(root / CURRENT, CURRENT_MAX_BYTES)
     except FileNotFoundError:
         raise IndexNotFoundError(str(root), "not a sieve index (no CURRENT file)") from None
+    except OSError as e:
+        raise _file_problem(CURRENT, e) from None
     # Exactly what _write_current writes, so no damaged byte is let through (not even a newline).
     m = _CURRENT_RE.fullmatch(raw)
     if m is None:
         raise IndexDamagedError(CURRENT, f"holds {raw[:40]!r}, not a generation name such as 'gen-000001'")
     name = m.group(1).decode("ascii")
-    if not (root / name).is_dir():
+    if not os.path.isdir(root / name):
         raise IndexDamagedError(CURRENT, f"points at {name!r}, which is not a generation directory")
     return root / name
 
@@ -475,6 +492,12 @@ class WriteLock:
             os.close(fd)  # closing drops the flock
 
 
+def unwritable(root: Path, e: OSError) -> IndexPathError:
+    """The error of an index path the system would not let a build write."""
+    where = f" ({e.filename})" if e.filename and str(e.filename) != str(root) else ""
+    return IndexPathError(str(root), f"{(e.strerror or str(e)).lower()}{where}")
+
+
 class Commit:
     """Writes a new commit point (a generation) beside any existing one and switches CURRENT to it
     atomically; new segments are written with it.
@@ -496,9 +519,15 @@ class Commit:
         self.lock = lock if lock is not None else WriteLock(self.root)
         self._segments: list[tuple[Path, str]] = []  # (where it is written, its final name)
         if self._owns_lock:
-            self.lock.acquire()  # before looking: a concurrent build would delete this one's stage
+            try:
+                self.lock.acquire()  # before looking: a concurrent build would delete this one's stage
+            except OSError as e:  # /proc/x, a path through a file, a read-only folder
+                raise unwritable(self.root, e) from None
         try:
             self._prepare(force)
+        except OSError as e:
+            self._release()
+            raise unwritable(self.root, e) from None
         except BaseException:
             self._release()
             raise
