@@ -10,6 +10,7 @@ from typing import Any
 
 from sieve.engine.rankers import DENSE_RANKERS, RANKER_NAMES
 from sieve.errors import InvalidArgumentError
+from sieve.terminal import json_text
 from sieve.eval.collections import DATE_POLICIES, FORMATS
 from sieve.tools.conditions import CONDITION_NAMES, SNIPPETS
 
@@ -32,8 +33,7 @@ def cmd_ask(args: argparse.Namespace) -> int:
     ep = ask(index, args.question, args.llm_url, args.model, args.condition, args.ranker, native=args.tool_style == "native", budgets=_budgets(args), api_key=args.api_key,
              out=sys.stderr if args.json else sys.stdout)
     if args.json:
-        json.dump(ep.record(), sys.stdout, ensure_ascii=False, indent=1)
-        print()
+        print(json_text(ep.record(), indent=1))
     # The loop ran: exit 0 whatever the model did, unless the server could not be reached at all.
     if ep.outcome == "failed" and ep.reason.startswith("model server") and not ep.calls:
         raise LLMError(ep.reason)
@@ -64,8 +64,7 @@ def cmd_eval_run(args: argparse.Namespace) -> int:
     )
     keep = {k: v for k, v in s.items() if k != "per_question"}
     if args.json:
-        json.dump(keep, sys.stdout, indent=1, ensure_ascii=False)
-        print()
+        print(json_text(keep, indent=1))
     else:
         print(f"{s['questions']} questions: accuracy {s.get('accuracy', 0):.3f}, {s.get('distinct_tokens', 0):.0f} distinct tokens and {s.get('llm_calls', 0):.1f} LLM calls per question; wrote {Path(args.out) / 'summary.json'}")
     return _crashes([Path(args.out)])
@@ -95,8 +94,7 @@ def cmd_eval_report(args: argparse.Namespace) -> int:
     pictures = plots(runs, out, baseline)
     json_path, md_path = write(report, out, pictures)
     if args.json:
-        json.dump({**report, "figures": [str(p) for p in pictures] if isinstance(pictures, list) else pictures}, sys.stdout, indent=1, ensure_ascii=False)
-        print()
+        print(json_text({**report, "figures": [str(p) for p in pictures] if isinstance(pictures, list) else pictures}, indent=1))
     else:
         print(markdown(report, pictures), end="")
     print(f"wrote {md_path} and {json_path}", file=sys.stderr)

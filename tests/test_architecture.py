@@ -10,7 +10,7 @@ import pytest
 
 SIEVE = Path(__file__).resolve().parents[1] / "sieve"
 
-FOUNDATION = {"sieve.errors", "sieve.isodate", "sieve.templates", "sieve.progress", "sieve.jsonio"}
+FOUNDATION = {"sieve.errors", "sieve.isodate", "sieve.templates", "sieve.progress", "sieve.jsonio", "sieve.terminal"}
 DATA = FOUNDATION | {"sieve.documents", "sieve.folders", "sieve.corpus", "sieve.demo_corpus"}
 ENGINE = DATA | {"sieve.engine"}
 DENSE = ENGINE | {"sieve.dense", "sieve.index"}
@@ -30,6 +30,7 @@ RULES: list[tuple[str, set[str]]] = [
     ("sieve.templates", {"sieve.errors"}),
     ("sieve.progress", set()),
     ("sieve.jsonio", set()),
+    ("sieve.terminal", set()),
     ("sieve.cluster", {"sieve.errors"}),
     ("sieve.documents", FOUNDATION | {"sieve.documents"}),
     ("sieve.folders", FOUNDATION | {"sieve.documents"}),
