@@ -8,12 +8,14 @@ import os
 import sys
 import tempfile
 import time
+import traceback
 from pathlib import Path
 from typing import Any, Callable, Sequence
 
 from sieve.cluster import ADDRESS_HELP
 from sieve.errors import InvalidArgumentError, SieveError
 from sieve.progress import Progress
+from sieve.terminal import escaping_streams, json_text
 from sieve.engine.rankers import RANKER_NAMES
 
 ANALYZER_HELP = ("how text becomes terms, for the documents and every query: plain (the default: folded words), english "
@@ -25,8 +27,7 @@ STOPWORDS_HELP = ("words left out of the index (their places are kept, so phrase
 
 
 def _print_json(obj: Any) -> None:
-    json.dump(obj, sys.stdout, ensure_ascii=False, indent=1)
-    sys.stdout.write("\n")
+    sys.stdout.write(json_text(obj, indent=1) + "\n")
 
 
 def _n(count: int, word: str) -> str:
@@ -693,10 +694,17 @@ def _report(e: Exception, as_json: bool) -> None:
         value = getattr(e, key, None)
         if isinstance(value, (str, int, float)) and value != "":
             out[key] = value
-    print(json.dumps(out, ensure_ascii=False), file=sys.stderr)
+    print(json_text(out), file=sys.stderr)
 
 
 def main(argv: Sequence[str] | None = None) -> int:
+    """Run one command. Everything it prints, on stdout and stderr, passes through
+    `sieve.terminal.EscapingStream`: no document, query or answer can act on the terminal."""
+    with escaping_streams():
+        return _main(argv)
+
+
+def _main(argv: Sequence[str] | None) -> int:
     args = make_parser().parse_args(argv)
     func: Callable[[argparse.Namespace], int] = args.func
     try:
@@ -716,6 +724,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     except KeyboardInterrupt:
         print("sieve: interrupted", file=sys.stderr)
         return 130
+    except Exception:  # a bug: Python's report, escaped like every other line (its message may quote a document)
+        traceback.print_exc()
+        return 1
 
 
 if __name__ == "__main__":

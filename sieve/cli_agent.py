@@ -11,6 +11,7 @@ from typing import Any
 from sieve.cluster import ADDRESS_HELP
 from sieve.engine.rankers import DENSE_RANKERS, RANKER_NAMES
 from sieve.errors import InvalidArgumentError
+from sieve.terminal import json_text
 from sieve.eval.collections import DATE_POLICIES, FORMATS
 from sieve.tools.conditions import CONDITION_NAMES, SNIPPETS
 from sieve.tools.sandbox import MECHANISMS
@@ -34,8 +35,7 @@ def cmd_ask(args: argparse.Namespace) -> int:
     ep = ask(index, args.question, args.llm_url, args.model, args.condition, args.ranker, native=args.tool_style == "native", budgets=_budgets(args), api_key=args.api_key,
              out=sys.stderr if args.json else sys.stdout, shell_sandbox=args.shell_sandbox, llm_deadline=args.llm_deadline)
     if args.json:
-        json.dump(ep.record(), sys.stdout, ensure_ascii=False, indent=1)
-        print()
+        print(json_text(ep.record(), indent=1))
     # The loop ran: exit 0 whatever the model did, unless the server could not be reached at all.
     if ep.outcome == "failed" and ep.reason.startswith("model server") and not ep.calls:
         raise LLMError(ep.reason)
@@ -66,8 +66,7 @@ def cmd_eval_run(args: argparse.Namespace) -> int:
     )
     keep = {k: v for k, v in s.items() if k != "per_question"}
     if args.json:
-        json.dump(keep, sys.stdout, indent=1, ensure_ascii=False)
-        print()
+        print(json_text(keep, indent=1))
     else:
         print(f"{s['questions']} questions: accuracy {s.get('accuracy', 0):.3f}, {s.get('distinct_tokens', 0):.0f} distinct tokens and {s.get('llm_calls', 0):.1f} LLM calls per question; wrote {Path(args.out) / 'summary.json'}")
     return _crashes([Path(args.out)])
@@ -97,8 +96,7 @@ def cmd_eval_report(args: argparse.Namespace) -> int:
     pictures = plots(runs, out, baseline)
     json_path, md_path = write(report, out, pictures)
     if args.json:
-        json.dump({**report, "figures": [str(p) for p in pictures] if isinstance(pictures, list) else pictures}, sys.stdout, indent=1, ensure_ascii=False)
-        print()
+        print(json_text({**report, "figures": [str(p) for p in pictures] if isinstance(pictures, list) else pictures}, indent=1))
     else:
         print(markdown(report, pictures), end="")
     print(f"wrote {md_path} and {json_path}", file=sys.stderr)

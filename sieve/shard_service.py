@@ -273,10 +273,12 @@ class RayIndex:
 
     def count(self, query: str) -> int:
         """How many documents `query` admits (`Index.match(query).count`), without their ids."""
+        self.limits.check_length(query)
         return sum(p.count for p in self._get([a.prepare.remote(query, self.collection) for a in self.actors]))
 
     def match(self, query: str) -> RayMatch:
         """What `query` admits, in index order (as `Index.match`)."""
+        self.limits.check_length(query)
         got = self._get([a.match.remote(query) for a in self.actors])
         keys = np.concatenate([k for _, k, _ in got])
         ids = [i for _, _, shard_ids in got for i in shard_ids]
@@ -284,8 +286,13 @@ class RayIndex:
 
     def search(self, query: str, k: int = 5, ranker: str = "bm25", fallback: bool = True, explain: bool = True, diagnose: bool = True) -> Results:
         """As `Index.search`, with BM25 (dense and Indri rankers need the index opened locally);
-        a zero-hit search's diagnosis is merged from every shard's."""
+        a zero-hit search's diagnosis is merged from every shard's. The time budget is the
+        answer timeout (`timeout_s`), not `limits.seconds`: the shards run in other processes."""
         check_request(k, ranker)
+        self.limits.check_length(query)
+        return self._search(query, k, ranker, fallback, explain, diagnose)
+
+    def _search(self, query: str, k: int, ranker: str, fallback: bool, explain: bool, diagnose: bool) -> Results:
         if ranker != "bm25":
             raise InvalidArgumentError(f"an index served by Ray ranks with bm25 only, not {ranker}; open it locally (open_index) for {ranker}")
         first = self._get([a.prepare.remote(query, self.collection, diagnose) for a in self.actors])

@@ -17,7 +17,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Callable, Iterable
 
-from sieve.agent.loop import Agent, AgentTools, Episode
+from sieve.agent.loop import Agent, AgentTools, Episode, dump
 
 
 @dataclass(frozen=True)
@@ -52,7 +52,7 @@ class TrajectoryWriter:
         self._lock = threading.Lock()
 
     def write(self, ep: Episode) -> None:
-        line = (json.dumps(ep.record(), ensure_ascii=False) + "\n").encode()
+        line = (dump(ep) + "\n").encode()
         with self._lock, open(self.path, "ab") as fh:
             fh.write(line)
             fh.flush()

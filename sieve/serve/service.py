@@ -24,7 +24,7 @@ from sieve.tools.toolset import ToolConfig, ToolResult, Toolset
 from sieve.engine.bql.parser import MAX_QUERY_CHARS
 from sieve.engine.fields import Field
 from sieve.errors import InvalidArgumentError
-from sieve.index import Index, open_index
+from sieve.index import Index, Limits, open_index
 
 SERVED_TOOLS = ("search", "fetch", "visit", "show")
 _NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]{0,63}$")
@@ -36,7 +36,7 @@ class ServeLimits:
 
     k_max: int = 50  # results per search
     max_sections: int = 8  # (doc, section) pairs per fetch
-    max_query_chars: int = 2_000  # agents write short queries; the language allows MAX_QUERY_CHARS
+    max_query_chars: int = Limits.max_query_chars  # the engine's default; the language allows MAX_QUERY_CHARS
     max_argument_chars: int = 50_000  # the JSON arguments of one call
     call_seconds: float = 10.0  # wall time of one call, waiting for a free worker included
     workers: int = 4  # calls computed at the same time (threads)
@@ -125,8 +125,11 @@ class Service:
     @classmethod
     def open(cls, specs: Sequence[str], ray: str | None = None, **kwargs: Any) -> Service:
         """Open each `PATH` or `NAME=PATH` read-only and serve them (`ray`: sharded indexes, each
-        answered by its shards' actors on that Ray cluster)."""
-        return cls({name: open_index(path, ray=ray) for name, path in index_names(specs).items()}, **kwargs)
+        answered by its shards' actors on that Ray cluster). The indexes take the server's query
+        length, and its time per call in place of their own budget (`call_seconds` bounds the call)."""
+        served = kwargs.get("limits", ServeLimits())
+        engine = Limits(max_query_chars=served.max_query_chars, seconds=None)
+        return cls({name: open_index(path, ray=ray, limits=engine) for name, path in index_names(specs).items()}, **kwargs)
 
     @property
     def several(self) -> bool:

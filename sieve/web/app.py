@@ -21,7 +21,7 @@ from typing import TYPE_CHECKING, Any
 from sieve.engine import deadline
 from sieve.engine.rankers import RANKERS
 from sieve.errors import BQLLimitError, BQLSyntaxError, DeadlineExceededError, IndexDirectoryError, SieveError, UnknownDocumentError
-from sieve.index import Index
+from sieve.index import Index, Limits
 from sieve.serve.hosts import HostPolicy, guarded, html_page
 from sieve.serve.service import without_paths
 from sieve.tools.cards import CardConfig, declared_values, hit_meta, hit_snippet
@@ -67,7 +67,7 @@ class WebLimits:
     """What one page may ask: results per search, query characters, seconds of engine time."""
 
     k_max: int = 50
-    max_query_chars: int = 2_000
+    max_query_chars: int = Limits.max_query_chars  # the engine's default
     request_seconds: float = 10.0
 
 
@@ -259,4 +259,5 @@ def serve(indexes: Mapping[str, Index], host: str = "127.0.0.1", port: int = 800
         import uvicorn
     except ImportError:  # pragma: no cover - the web extra
         raise SieveError("sieve web needs the web extra: pip install 'sieve-search[web]'") from None
-    uvicorn.run(create_app(indexes, limits, runs, HostPolicy.of(host, allow_hosts)), host=host, port=port, log_level="warning")
+    uvicorn.run(create_app(indexes, limits, runs, HostPolicy.of(host, allow_hosts)), host=host, port=port, log_level="warning",
+                use_colors=False)  # its log reaches stderr through sieve.terminal, which shows colour codes as text

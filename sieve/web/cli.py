@@ -6,6 +6,7 @@ import argparse
 import sys
 
 from sieve.serve.hosts import add_arguments
+from sieve.engine.bql.parser import MAX_QUERY_CHARS
 from sieve.web.app import WebLimits
 
 _LIMITS = WebLimits()
@@ -13,7 +14,7 @@ _LIMITS = WebLimits()
 
 def cmd_web(args: argparse.Namespace) -> int:
     from sieve.errors import InvalidArgumentError
-    from sieve.index import open_index
+    from sieve.index import Limits, open_index
     from sieve.serve.hosts import HostPolicy, bind_problem, exposure
     from sieve.serve.service import index_names
     from sieve.web.app import serve
@@ -22,11 +23,13 @@ def cmd_web(args: argparse.Namespace) -> int:
     problem = bind_problem(args.host, args.allow_remote)
     if problem:
         args.usage_error(problem)
-    if args.k_max < 1 or args.max_query_chars < 1 or not args.request_seconds > 0:
-        raise InvalidArgumentError("--k-max and --max-query-chars must be at least 1, --request-seconds positive")
+    if args.k_max < 1 or not 1 <= args.max_query_chars <= MAX_QUERY_CHARS or not args.request_seconds > 0:
+        raise InvalidArgumentError(f"--k-max must be at least 1, --max-query-chars between 1 and {MAX_QUERY_CHARS:,}, --request-seconds positive")
     if not args.indexes and not args.runs:
         raise InvalidArgumentError("sieve web needs an index or --runs RUN_DIR to show")
-    indexes = {name: open_index(path) for name, path in index_names(args.indexes).items()} if args.indexes else {}
+    # The page's query length and time per page (`--request-seconds`) in place of the indexes' own.
+    engine = Limits(max_query_chars=args.max_query_chars, seconds=None)
+    indexes = {name: open_index(path, limits=engine) for name, path in index_names(args.indexes).items()} if args.indexes else {}
     runs = load_all(args.runs or [])
     limits = WebLimits(k_max=args.k_max, max_query_chars=args.max_query_chars, request_seconds=args.request_seconds)
     shown = ", ".join(list(indexes) + [f"run {r}" for r in runs])
