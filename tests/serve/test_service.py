@@ -57,6 +57,20 @@ def test_limits_reach_the_schemas(lib: Path) -> None:
     assert not r.ok and r.text.startswith('search error: "k" must be at most 7, got 8')
 
 
+def test_query_caps_are_error_texts_the_agent_reads(lib: Path) -> None:
+    """Service.open gives each index the server's query length; a phrase past the engine's word cap
+    (the default Limits) is the same BQLLimitError text the Toolset gives, never a failed call."""
+    service = Service.open([str(lib)], limits=ServeLimits(max_query_chars=5_000))
+    session = service.new_session()
+    long = service.call(session, "search", {"query": " OR ".join(["gzip"] * 500)})
+    assert long.ok  # 5,000 characters allowed by this server, past the engine's default 2,000
+    phrase = service.call(session, "search", {"query": '"' + " ".join(["gzip"] * 65) + '"'})
+    assert not phrase.ok and phrase.text == ("search error: phrase length limit exceeded: 65 > 64 (words in one phrase; quote its rarest "
+                                             "few words, or leave the quotes off to find the words anywhere)")
+    past = service.call(session, "search", {"query": "gzip " * 1_001})
+    assert not past.ok and past.text.startswith('search error: "query" may be at most 5,000 characters long')
+
+
 def test_sessions_are_separate(lib: Path) -> None:
     service = Service({"lib": open_index(lib)})
     a, b = service.new_session(), service.new_session()

@@ -140,6 +140,9 @@ def test_own_origin_is_served_and_other_methods_get_a_message(site: Server) -> N
     ("/search?index=news&q=heat&ranker=dense", 400, "news has no embeddings: run `sieve embed news` first"),
     ("/episode?run=evil&q=x&vs=..%2Fevil", 404, "run '../evil' has no question 'x'"),
     ("/figure?run=evil&name=..%2F..%2Fevil.json", 404, "no such figure"),
+    ("/search?index=news&q=" + "heat+" * 401, 400, "the query has 2,005 characters; at most 2,000"),
+    ("/search?index=news&q=%22" + "+".join(["heat"] * 65) + "%22", 400,
+     "phrase length limit exceeded: 65 > 64 (words in one phrase; quote its rarest few words, or leave the quotes off to find the words anywhere)"),
 ])
 def test_bad_parameters_get_a_4xx_page_that_says_what_is_wrong(site: Server, places: dict[str, Path], target: str, status: int, message: str) -> None:
     got, page, _ = ask(site.port, "GET", target)
