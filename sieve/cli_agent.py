@@ -250,7 +250,7 @@ def add_commands(sub: Any) -> None:
     g.add_argument("--rankers", help="comma-separated among bm25,dense,hybrid (default all; each condition runs with the paper's rankers among these)")
     g.add_argument("--twins", help="comma-separated among structured,flat (default structured)")
     g.add_argument("--ablations", action="store_true", help="add strict Boolean SIEVE, SIEVE without snippets, SIEVE without the zero-hit diagnosis, Search-Visit on the flat twin")
-    g.add_argument("--controls", action="store_true", help="add the paper's Table 6: SIEVE with the Indri-style rankers (indri, indri+dense)")
+    g.add_argument("--controls", action="store_true", help="add the paper's Table 6: the indri-control condition (Indri's query language) with the Indri-style rankers (indri, indri+dense)")
     g.add_argument("--baseline", help="the run the report tests against (default search-visit-bm25 when in the grid, else the first)")
     g.add_argument("--no-report", action="store_true")
     g.add_argument("--limit", type=int)

@@ -40,6 +40,12 @@ class BQLSyntaxError(BQLError):
         super().__init__(text)
 
 
+class IndriSyntaxError(BQLSyntaxError):
+    """An Indri query (`sieve.engine.indriql`) is malformed: `pos` and `hint` as BQLSyntaxError's.
+    A subclass of it, so every caller that shows a query's syntax error with its position shows
+    this one the same way."""
+
+
 class BQLLimitError(BQLError):
     """A query exceeds a documented limit: `limit` names it, `value` is what was asked, `maximum` the cap."""
 

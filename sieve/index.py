@@ -22,6 +22,7 @@ from sieve.engine.schema import declare
 from sieve.engine.bql import Node, parse
 from sieve.engine.bql.free_text import free_text_query
 from sieve.engine.bql.parser import parse_for
+from sieve.engine.indriql import parse as parse_indri
 from sieve.engine.bm25 import BM25Params
 from sieve.engine.decision import Decider, Explanation
 from sieve.engine.plan import Limits, Plans
@@ -273,6 +274,18 @@ class Index:
             if ranker in DENSE_RANKERS:
                 self._attach_dense()
             return self.searcher.search(plan, k, ranker, fallback, explain, diagnose)
+
+    @_damage_guard
+    def indri_search(self, query: str, k: int = 5, ranker: str = "indri", explain: bool = True) -> Results:
+        """Rank by a query in Indri's own language (`sieve.engine.indriql`: `#combine`, `#weight`,
+        `#band`, `#or`, `#not`, `#odN`, `#uwN`, `#syn`, `#filreq`, `#date...`, `word.title`) with an
+        Indri-style ranker (`indri`, `indri+dense`): the documents the query matches, best `k` first
+        (sieve/engine/indri.py says what matches). Raises IndriSyntaxError, BQLLimitError."""
+        check_request(k, ranker)
+        plans = Plans.of(parse_indri(query), [s.reader for s in self.segments], self.limits)
+        if ranker in DENSE_RANKERS:
+            self._attach_dense()
+        return self.searcher.indri_search(plans, k, ranker, explain)
 
     @_damage_guard
     def ranked_search(self, text: str, k: int = 5, ranker: str = "bm25", explain: bool = True) -> Results:

@@ -12,6 +12,7 @@ from sieve.engine import deadline
 from sieve.engine.distinct import distinct
 from sieve.engine.fields import Field
 from sieve.engine.plan import LeafPlan, Plan
+from sieve.engine.proximity import window_starts
 from sieve.engine.ranges import ragged
 from sieve.engine.reader import IndexReader, search_sorted
 
@@ -35,7 +36,13 @@ def positions_in_doc(r: IndexReader, tid: int, d: int) -> np.ndarray:
 
 
 def leaf_positions(r: IndexReader, leaf: LeafPlan, d: int) -> np.ndarray:
-    """Where a term, phrase (its first word), prefix or NEAR leaf matches in document d, in any field."""
+    """Where a term, phrase (its first word), prefix or NEAR leaf matches in document d, in any
+    field; an Indri window where its matches start, a #syn where its operands match."""
+    if leaf.kind == "syn":
+        return np.concatenate([leaf_positions(r, p, d) for p in leaf.parts])
+    if leaf.kind in ("ordered", "unordered"):
+        lists = {t: positions_in_doc(r, t, d).astype(np.int64) for t in set(leaf.tids)}
+        return window_starts(r, [lists[t] for t in leaf.tids], leaf.distance or None, leaf.kind == "ordered")
     if leaf.kind == "prefix":
         lo, hi = leaf.term_range
         a, b = int(r.post_ptr[lo]), int(r.post_ptr[hi])
@@ -62,7 +69,8 @@ class Explainer:
         # Equal atoms match in the same places: `s*` written 1,024 times is explained once.
         distinct: dict[tuple[object, ...], LeafPlan] = {}
         for leaf in plan.positive:
-            distinct.setdefault((leaf.kind, leaf.terms, leaf.tids, leaf.offsets, leaf.term_range, leaf.mask, leaf.distance), leaf)
+            distinct.setdefault((leaf.kind, leaf.terms, leaf.tids, leaf.offsets, leaf.term_range, leaf.mask, leaf.distance,
+                                 str(leaf.node) if leaf.parts else ""), leaf)
         self.leaves = tuple(distinct.values())
 
     def _positions(self, leaf: LeafPlan, d: int) -> np.ndarray:
@@ -98,7 +106,7 @@ class Explainer:
 
         for leaf in self.leaves:
             deadline.check()
-            if leaf.kind in ("prefix", "near"):
+            if leaf.kind in ("prefix", "near", "ordered", "unordered", "syn"):
                 for i, d in enumerate(docs):  # rare atoms: the per-document path
                     deadline.check()
                     pos = self._positions(leaf, d)

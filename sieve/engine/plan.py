@@ -8,7 +8,10 @@ and the zero-hit report need from the whole query is computed here. Everything a
 (evaluate, explain, search) reads the plan and never analyses a query word again.
 
 This module is the only place that dispatches on the kinds of syntax node: a new operator is a
-grammar rule, an AST node, a case in `_build`, and its execution.
+grammar rule, an AST node, a case in `_build`, and its execution. It resolves the Indri query
+language's trees (`sieve.engine.indriql`) too, into the same plan nodes plus the few Indri has of
+its own (windows of any number of words, #syn, #weight, #band, #filreq); only the Indri-style
+scorer (indri.py) reads those.
 """
 
 from __future__ import annotations
@@ -19,13 +22,14 @@ from typing import Any, Callable, Literal, Union
 
 from sieve.engine.analysis import STOP, Analyzer
 from sieve.engine.bql import ast
+from sieve.engine.indriql import ast as iql
 from sieve.engine.fields import ALL_MASK, mask_of
 from sieve.engine.reader import IndexReader
 from sieve.engine.schema import DECLARED_BIT, filter_bounds, namespaced
 from sieve.engine.bql.parser import MAX_QUERY_CHARS
-from sieve.errors import BQLLimitError, BQLSyntaxError, InvalidArgumentError
+from sieve.errors import BQLLimitError, BQLSyntaxError, IndriSyntaxError, InvalidArgumentError
 
-LeafKind = Literal["term", "phrase", "prefix", "near", "date", "column"]
+LeafKind = Literal["term", "phrase", "prefix", "near", "date", "column", "ordered", "unordered", "syn"]
 
 
 @dataclass(frozen=True)
@@ -86,14 +90,17 @@ class LeafPlan:
     declared: str = ""  # a text leaf scoped to a declared text field: its name (such a leaf only filters)
     bounds: tuple[Any, Any] = (None, None)  # column: inclusive (lo, hi), or (keyword, None)
     size: int = 0  # postings it reads in this segment (term, prefix; documents for a date or column): rarer first in an AND
+    parts: tuple["LeafPlan", ...] = ()  # syn: its operands (their occurrences are its own)
     positional: bool = field(init=False)  # phrase or near: checks positions
     cost: int = field(init=False)  # cheap operands first in an AND, so positional ones only see documents that survived
     unknown: bool = field(init=False)  # a term it needs is not in the index, so it matches nothing
 
     def __post_init__(self) -> None:
-        self.positional = self.kind in ("phrase", "near")
-        self.cost = 2 if self.positional else 0
+        self.positional = self.kind in ("phrase", "near", "ordered", "unordered")
+        self.cost = 2 if self.positional or self.parts else 0
         self.unknown = self.term_range[0] >= self.term_range[1] if self.kind == "prefix" else bool(self.tids) and min(self.tids) < 0
+        if self.kind == "syn":
+            self.unknown = all(p.unknown for p in self.parts)
         if self.kind == "phrase" and not self.offsets:
             self.offsets = tuple(range(len(self.terms)))
 
@@ -102,6 +109,7 @@ class LeafPlan:
 class AndPlan:
     node: ast.Node
     children: tuple["PlanNode", ...]  # as written
+    weights: tuple[float, ...] | None = None  # Indri's #weight: each child's weight in the mean (None: equal)
     by_cost: tuple["PlanNode", ...] = field(init=False)  # cheapest first (stable: as written among equals)
     cost: int = field(init=False, default=1)
 
@@ -123,7 +131,19 @@ class NotPlan:
     cost: int = field(init=False, default=1)
 
 
-PlanNode = Union[LeafPlan, AndPlan, OrPlan, NotPlan]
+@dataclass(slots=True, eq=False)
+class BandPlan(AndPlan):
+    """Indri's #band: a Boolean AND (as an AndPlan to the Boolean evaluator); the Indri-style
+    scorer admits only the documents where every child matches and gives them #combine's belief."""
+
+
+@dataclass(slots=True, eq=False)
+class FilterPlan(AndPlan):
+    """Indri's #filreq / #filrej: `children` is (the filter, the query), the filter already negated
+    for #filrej; the Indri-style scorer ranks by the query the documents the filter admits."""
+
+
+PlanNode = Union[LeafPlan, AndPlan, OrPlan, NotPlan]  # BandPlan and FilterPlan are AndPlans
 
 
 def _order(node: PlanNode) -> tuple[int, int]:
@@ -184,11 +204,12 @@ class Plan:
     def _derive(self) -> tuple[tuple[str, ...], tuple[int, ...], tuple[str, ...], str]:
         if self._derived is None:
             ids: dict[str, int] = {}
-            for leaf in self.positive:
+            atoms = [p for leaf in self.positive for p in (leaf.parts or (leaf,))]  # a #syn's operands
+            for leaf in atoms:
                 if leaf.kind != "prefix":
                     for t, tid in zip(leaf.terms, leaf.tids):
                         ids.setdefault(t, tid)
-            stems = dict.fromkeys(leaf.terms[0] for leaf in self.positive if leaf.kind == "prefix")
+            stems = dict.fromkeys(leaf.terms[0] for leaf in atoms if leaf.kind == "prefix")
             self._derived = (tuple(ids), tuple(ids.values()), tuple(stems), " ".join(leaf.text for leaf in self.positive))
         return self._derived
 
@@ -305,6 +326,8 @@ class _Builder:
             return OrPlan(node, tuple([self.build(c, positive) for c in node.children]))  # type: ignore[union-attr]
         if kind is ast.Not:
             return NotPlan(node, self.build(node.child, False))  # type: ignore[union-attr]
+        if kind in _INDRI_OPERATORS:
+            return self._indri(node, positive)
         leaf = self._resolved.get(node)
         if leaf is None:
             leaf = self._resolved[node] = self._leaf(node)
@@ -312,6 +335,70 @@ class _Builder:
         if positive and leaf.kind not in ("date", "column") and not leaf.declared:
             self.positive.append(leaf)
         return leaf
+
+    # ------------------------------------------------------------ Indri's query language
+
+    def _indri(self, node: Any, positive: bool) -> PlanNode:
+        """An Indri operator: the belief operators become the plan nodes BQL's do (#combine and
+        #weight an AndPlan, #or an OrPlan, #not a NotPlan) and Indri's own; leaves resolve as BQL's
+        (a word as a Term, #od1 as a Phrase, a wildcard as a Prefix), so both languages mean the
+        same by them."""
+        kind = type(node)
+        if kind is iql.Combine:
+            return AndPlan(node, tuple([self.build(c, positive) for c in node.children]), node.weights)
+        if kind is iql.Or:
+            return OrPlan(node, tuple([self.build(c, positive) for c in node.children]))
+        if kind is iql.Not:
+            return NotPlan(node, self.build(node.child, False))
+        if kind is iql.Band:
+            return BandPlan(node, tuple([self.build(c, positive) for c in node.children]))
+        if kind is iql.Filter:
+            # The filter only admits: its words do not rank (nor show as matched on a card).
+            f = self.build(node.filter, False)
+            return FilterPlan(node, (f if node.require else NotPlan(node.filter, f), self.build(node.query, positive)))
+        leaf = self._resolved.get(node)
+        if leaf is None:
+            leaf = self._resolved[node] = self._indri_leaf(node)
+        self.leaves.append(leaf)
+        if positive and leaf.kind != "date":
+            self.positive.append(leaf)
+        return leaf
+
+    def _indri_leaf(self, node: Any) -> LeafPlan:
+        kind = type(node)
+        if kind is iql.Word:
+            return self._leaf(ast.Term(node.text, node.fields, node.span))
+        if kind is iql.Wildcard:
+            return self._leaf(ast.Prefix(node.stem, node.fields, node.span))
+        if kind is iql.Dates:
+            return LeafPlan(node, "date", dates=(node.lo, node.hi), size=self.r.n_docs)
+        if kind is iql.Syn:
+            parts = tuple(self._indri_leaf(o) for o in node.operands)
+            return LeafPlan(node, "syn", mask=mask_of(node.fields), text=" ".join(p.text for p in parts), parts=parts,
+                            volume=sum(p.volume for p in parts))
+        assert kind is iql.Window
+        if node.ordered and node.width == 1:  # the phrase, stop words and split words as BQL's
+            return self._leaf(ast.Phrase(" ".join(w.text for w in node.words), node.fields, node.span))
+        terms = self._analysed(node, self._window_terms)
+        tids = self._ids(terms)
+        volume = 0 if min(tids) < 0 else sum(self.r.position_count(t) for t in set(tids))
+        return LeafPlan(node, "ordered" if node.ordered else "unordered", terms, tids, mask=mask_of(node.fields),
+                        distance=node.width or 0, volume=volume, text=" ".join(w.text for w in node.words))
+
+    def _window_terms(self, node: Any) -> tuple[str, ...]:
+        """One term per word of a window wider than a phrase (a gap or a split word would have no
+        place in it)."""
+        out = []
+        for w in node.words:
+            analysed = self.analyzer.analyze(w.text)
+            if len(analysed) == 1 and analysed[0] == STOP:
+                raise IndriSyntaxError(f"{w.text!r} is a stop word, which this index does not index (its analyzer: {self.analyzer.label})",
+                                       w.span[0], "leave it out of the window")
+            if len(analysed) != 1:
+                raise IndriSyntaxError(f"{w.text!r} is several words to this index ({' '.join(t for t in analysed if t != STOP)})",
+                                       w.span[0], "write its pieces as separate words of the window, or use #1(...) for the exact phrase")
+            out.append(analysed[0])
+        return tuple(out)
 
     def _all_stop(self, node: ast.Node, written: str) -> BQLSyntaxError:
         """A leaf that could match nothing but what is not indexed: an error, not an empty answer."""
@@ -413,6 +500,9 @@ class _Builder:
             return LeafPlan(node, "near", terms, tids, mask=mask, distance=node.distance, volume=volume,
                             text=f"{node.left} {node.right}", declared=declared)
         raise TypeError(f"not a BQL node: {node!r}")
+
+
+_INDRI_OPERATORS = frozenset({iql.Combine, iql.Or, iql.Not, iql.Band, iql.Filter, iql.Word, iql.Wildcard, iql.Window, iql.Syn, iql.Dates})
 
 
 def _same(term: str) -> str:

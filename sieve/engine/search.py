@@ -619,12 +619,14 @@ class Searcher:
         postings (`Plan.admits_holders`) and holds one: then the query admits something."""
         return any(_admits_holders(part, plan) and any(t >= 0 for t in plan.term_ids) for part, plan in zip(self.parts, plans.parts))
 
-    def soft(self, plans: Plans, ranker: str, k: int) -> tuple[np.ndarray, np.ndarray]:
+    def soft(self, plans: Plans, ranker: str, k: int, scores: np.ndarray | None = None) -> tuple[np.ndarray, np.ndarray]:
         """The Indri-style rankers: every document scored by the plan as an inference network
         (indri.py); `indri+dense` adds the dense similarity as one more belief, log((1 + cos) / 2),
         combined with the query's belief as #combine does (the mean of the two), over the union of
-        each one's best FUSION_POOL documents. Documents a date excludes never appear."""
-        scores = self.indri_scores(plans)
+        each one's best FUSION_POOL documents. Documents a date excludes never appear (nor any
+        other whose belief in `scores`, default `indri_scores(plans)`, is -inf)."""
+        if scores is None:
+            scores = self.indri_scores(plans)
         alive = np.flatnonzero(np.isfinite(scores))
         order = self.snapshot.order
         if ranker == "indri" or not plans.text or not len(alive):
@@ -638,11 +640,24 @@ class Searcher:
         dense = np.log((1.0 + np.clip(self.dense.similarity(plans.text, cand), -1.0, 1.0)) / 2.0)
         return top_k(cand, (scores[cand] + dense) / 2.0, k, order)
 
-    def indri_scores(self, plans: Plans) -> np.ndarray:
-        """Every internal number's Indri belief (-inf: excluded by a date, deleted, or no document)."""
+    def indri_search(self, plans: Plans, k: int, ranker: str, explain: bool = True) -> Results:
+        """A query in Indri's own language (its plans from `sieve.engine.indriql`), ranked by an
+        Indri-style ranker over the documents it matches (`IndriScorer.holds`, within its #band,
+        #filreq and date filters); `Results.count` is how many those are."""
+        check_request(k, ranker)
+        if ranker not in SOFT_RANKERS:
+            raise InvalidArgumentError(f"an Indri query is ranked by {' or '.join(SOFT_RANKERS)}, not {ranker!r}")
+        scores = self.indri_scores(plans, candidates=True)
+        count = int(np.count_nonzero(np.isfinite(scores)))
+        top, got = self.soft(plans, ranker, k, scores)
+        return self._results(plans, ranker, top, got, explain, count=count)
+
+    def indri_scores(self, plans: Plans, candidates: bool = False) -> np.ndarray:
+        """Every internal number's Indri belief (-inf: excluded by a date, deleted, or no document;
+        with `candidates`, also where the query does not match, `IndriScorer.scores`)."""
         snap = self.snapshot
         if snap.dense:
-            return self.parts[0].indri.scores(plans.first)
+            return self.parts[0].indri.scores(plans.first, candidates=candidates)
         occurrences: dict[int, float] = {}
         lengths: dict[int, float] = {}
         tfs = []
@@ -656,7 +671,7 @@ class Searcher:
         collection = IndriCollection(occurrences, lengths)
         out = np.full(snap.capacity, -np.inf)
         for part, plan, tf in zip(self.parts, plans.parts, tfs):
-            got = part.indri.scores(plan, collection, tf)
+            got = part.indri.scores(plan, collection, tf, candidates)
             if part.seg.deleted is not None:
                 got[~part.seg.live_flags] = -np.inf
             out[part.seg.base : part.seg.base + part.seg.n] = got

@@ -7,7 +7,8 @@ says which), on the structured twin; `--twins structured,flat` adds the flat twi
 conditions that search an index, and `--ablations` adds the paper's ablations: strict Boolean
 search and SIEVE without snippets (BM25), and Search-Visit on the flat twin; and SIEVE without the
 zero-hit diagnosis line (sieve's addition, which the paper's tool did not have). `--controls` adds
-the paper's Table 6: SIEVE's tools with the Indri-style rankers (indri, indri+dense).
+the paper's Table 6: the `indri-control` condition (Indri's own query language, with the cards and
+fetch of SIEVE) with the Indri-style rankers (indri, indri+dense).
 """
 
 from __future__ import annotations
@@ -64,7 +65,7 @@ def plan(conditions: Iterable[str] | None = None, rankers: Iterable[str] | None 
          twins: Iterable[str] = ("structured",), ablations: bool = False, controls: bool = False) -> list[Cell]:
     """The cells: each condition with each of its paper rankers that is among `rankers` (default
     all), on each twin where the twin matters (conditions that search an index), then ablations,
-    then (`controls`) the paper's Table 6: SIEVE's tools with the Indri-style rankers."""
+    then (`controls`) the paper's Table 6: the `indri-control` condition with the Indri-style rankers."""
     names = [condition(n).name for n in (conditions or CONDITIONS)]
     wanted = set(rankers or ALL_RANKERS)
     unknown = wanted - set(ALL_RANKERS)
@@ -73,8 +74,12 @@ def plan(conditions: Iterable[str] | None = None, rankers: Iterable[str] | None 
     cells: list[Cell] = []
     for n in names:
         c = CONDITIONS[n]
+        # A control runs only with rankers outside the paper's three: by its rankers when named.
+        control = bool(c.rankers) and not set(c.rankers) & set(ALL_RANKERS)
+        if control and (conditions is None or controls):
+            continue  # `controls` adds it below; a whole-grid default leaves it out
         for r in c.rankers or ("none",):
-            if r != "none" and r not in wanted:
+            if r != "none" and r not in wanted and not control:
                 continue
             for t in (twins if c.retriever else ("structured",)):
                 cells.append(Cell(n, r, t))
@@ -83,8 +88,8 @@ def plan(conditions: Iterable[str] | None = None, rankers: Iterable[str] | None 
                       Cell("search-visit", "bm25", "flat")):
             if extra.condition in names and extra not in cells:
                 cells.append(extra)
-    if controls and "sieve" in names:
-        cells.extend(Cell("sieve", r) for r in ("indri", "indri+dense") if Cell("sieve", r) not in cells)
+    if controls:
+        cells.extend(Cell("indri-control", r) for r in CONDITIONS["indri-control"].rankers if Cell("indri-control", r) not in cells)
     return [c.check() for c in cells]
 
 

@@ -217,6 +217,14 @@ def search_header(r: Results) -> str:
     return f"{plural(r.count, 'document')} {verb} {r.query}; top {len(r.hits)} by {r.ranker}:"
 
 
+def indri_header(r: Results) -> str:
+    """The first line of an Indri-language listing: canonical query, how many documents it matches."""
+    if not r.hits:
+        return f"0 documents match {r.query}."
+    verb = "matches" if r.count == 1 else "match"
+    return f"{plural(r.count, 'document')} {verb} {r.query}; top {len(r.hits)} by {r.ranker}:"
+
+
 def ranked_header(r: Results) -> str:
     """The first line of a plain ranked listing (no query language to show)."""
     if not r.hits:

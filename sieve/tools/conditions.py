@@ -13,7 +13,7 @@ from dataclasses import dataclass
 
 from sieve.errors import InvalidArgumentError
 
-TOOL_NAMES = ("search", "ranked_search", "fetch", "visit", "show")  # tools over an index (the Toolset)
+TOOL_NAMES = ("search", "ranked_search", "fetch", "visit", "show", "indri_search")  # tools over an index (the Toolset)
 FILE_TOOL_NAMES = ("bash", "read")  # tools over a folder of document files (sieve.tools.files)
 BOUNDED_TOOL_NAMES = FILE_TOOL_NAMES + ("bm25_search",)  # bounded DCI also searches the whole collection, live (as the paper gives it)
 ALL_RANKERS = ("bm25", "dense", "hybrid")
@@ -56,6 +56,8 @@ CONDITIONS: dict[str, Condition] = {c.name: c for c in (
               description="plain ranked search, title and opening words, whole-document visit"),
     Condition("search-fetch", "search-fetch", ("ranked_search", "fetch"), description="plain ranked search, result cards, section fetch"),
     Condition("sieve", "sieve", ("search", "fetch"), description="BQL search, result cards, section fetch"),
+    Condition("indri-control", "indri-control", ("indri_search", "fetch"), rankers=("indri", "indri+dense"),
+              description="the paper's Table 6 control: Indri's own query language, result cards, section fetch"),
 )}
 ALIASES: dict[str, str] = {"rag": "one-shot"}
 CONDITION_NAMES: tuple[str, ...] = tuple(CONDITIONS) + tuple(ALIASES)  # what the CLI accepts

@@ -11,6 +11,7 @@ from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
+from sieve.engine.rankers import SOFT_RANKERS
 from sieve.errors import InvalidArgumentError
 from sieve.index import Index
 from sieve.tools.cards import CardConfig
@@ -110,6 +111,8 @@ def make_tools(
         whole = stage_collection(index, files or stage_root(index))
         config = FileToolConfig(read=replace(read, parts=False), sandbox=choose(shell_sandbox))
         return FileTools(whole, config, c.tools) if c.corpus == "files" else BoundedFiles(index, whole, config, c.bound, k, c.tools)
+    if "indri_search" in c.tools and ranker not in SOFT_RANKERS:
+        raise InvalidArgumentError(f"condition {c.name!r} ranks with {' or '.join(SOFT_RANKERS)} (Indri's query language), not {ranker!r}")
     config = ToolConfig(k=k, k_max=k_max if k_max is not None else ToolConfig.k_max, ranker=ranker, read=read, fallback=fallback, diagnose=diagnose,
                         autoread=c.autoread, cards=CardConfig(snippet=snippet or c.snippet))
     return Toolset(index, c.tools, config)

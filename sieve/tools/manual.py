@@ -65,9 +65,9 @@ def render_manual(toolset: "Toolset") -> str:
     extras = [f"an author ({counts[Field.AUTHOR]:,})"] * has["author"] + [f"a date ({dated:,})"] * has["date"] + [f"an infobox ({counts[Field.INFOBOX]:,})"] * has["infobox"]
     readers = [f"`{t}`" for t in ("fetch", "visit", "show") if t in tools]
     ranked_cards = config.ranked_cards if config.ranked_cards is not None else "fetch" in tools
-    cards = "search" in tools or ("ranked_search" in tools and ranked_cards)
+    cards = "search" in tools or "indri_search" in tools or ("ranked_search" in tools and ranked_cards)
     flags = {
-        **{t: t in tools for t in ("search", "ranked_search", "fetch", "visit", "show")},
+        **{t: t in tools for t in ("search", "ranked_search", "fetch", "visit", "show", "indri_search")},
         "dates": has["date"], "columns": bool(index.schema), "fallback": config.fallback, "diagnose": config.diagnose, "infobox": has["infobox"],
         "cards": cards, "snippets": "ranked_search" in tools and not ranked_cards,
     }

@@ -1,4 +1,5 @@
-"""The tools an agent calls: `search`, `fetch`, `visit` and the BQL-free `ranked_search`.
+"""The tools an agent calls: `search`, `fetch`, `visit`, the BQL-free `ranked_search`, and
+`indri_search` (Indri's own query language, the paper's Table 6 control).
 
 A `Toolset` holds one agent's session (the last listing, so that ranks mean something) and turns
 every call into text: results, or an error the agent can act on. Bad arguments, unknown names,
@@ -206,6 +207,13 @@ class Toolset:
                 + ("longer documents come in parts)." if c.read.parts else "longer documents are cut at that ceiling)."),
                 {"type": "object", "properties": {"doc": DOC, "part": PART}, "required": ["doc"], "additionalProperties": False},
                 self._visit, '{"doc": 1}'),
+            "indri_search": Tool(
+                "indri_search",
+                "Search the collection with Indri's query language as the manual gives it (#combine, #band, #1, #uwN, "
+                "word.title): the documents the query matches are ranked by Indri's query likelihood, the best k shown as cards.",
+                {"type": "object", "properties": {"query": {**query, "description": "a query in Indri's query language"}, "k": k},
+                 "required": ["query"], "additionalProperties": False},
+                self._indri_search, '{"query": "#combine(#1(school closure) heatwave.title)", "k": 5}'),
             "show": Tool(
                 "show",
                 "List a document's facts (title, author, date, infobox) and every section heading with its length, without reading the texts.",
@@ -240,6 +248,14 @@ class Toolset:
         except BQLSyntaxError as e:
             raise ToolFailure(f"{e}\n{_caret(query, e.pos)}") from None
         return self._list(r, cards.search_header(r), True, facts)
+
+    def _indri_search(self, args: dict[str, Any], facts: dict[str, Any]) -> tuple[str, bool]:
+        query: str = args["query"]
+        try:
+            r = self.index.indri_search(query, k=args.get("k", self.config.k), ranker=self.config.ranker)
+        except BQLSyntaxError as e:  # IndriSyntaxError, and a stop word's error from the planner
+            raise ToolFailure(f"{e}\n{_caret(query, e.pos)}") from None
+        return self._list(r, cards.indri_header(r), True, facts)
 
     def _ranked_search(self, args: dict[str, Any], facts: dict[str, Any]) -> tuple[str, bool]:
         if free_text_query(args["query"], self.index.analyzer) is None:

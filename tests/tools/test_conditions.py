@@ -11,7 +11,7 @@ from sieve.tools import CONDITIONS, TOOL_NAMES, Toolset, condition
 from sieve.tools.conditions import CONDITION_NAMES, FAMILIES, BOUNDED_TOOL_NAMES, FILE_TOOL_NAMES, check_tools
 
 
-NAMES = ["one-shot", "autoread", "dci", "bounded-dci", "search-visit", "search-fetch", "sieve"]
+NAMES = ["one-shot", "autoread", "dci", "bounded-dci", "search-visit", "search-fetch", "sieve", "indri-control"]
 
 
 def test_registry() -> None:
@@ -24,14 +24,15 @@ def test_registry() -> None:
         assert set(c.tools) <= set(TOOL_NAMES if c.retriever else FILE_TOOL_NAMES if c.corpus == "files" else BOUNDED_TOOL_NAMES)
     assert condition("dci").rankers == () and condition("bounded-dci").rankers == ("bm25",) and condition("bounded-dci").bound == 10
     assert condition("search-visit").snippet == "lead" and condition("sieve").snippet == "query"
-    assert FAMILIES == ("one-shot", "autoread", "dci", "search-visit", "search-fetch", "sieve")
+    assert FAMILIES == ("one-shot", "autoread", "dci", "search-visit", "search-fetch", "sieve", "indri-control")
+    assert condition("indri-control").tools == ("indri_search", "fetch") and condition("indri-control").rankers == ("indri", "indri+dense")
     assert CONDITION_NAMES == (*NAMES, "rag")
 
 
 def test_unknown_names_are_sieve_errors(gold: sieve.Index) -> None:
-    with pytest.raises(InvalidArgumentError, match="unknown condition 'x'; choose from one-shot, autoread, dci, bounded-dci, search-visit, search-fetch, sieve, rag"):
+    with pytest.raises(InvalidArgumentError, match="unknown condition 'x'; choose from one-shot, autoread, dci, bounded-dci, search-visit, search-fetch, sieve, indri-control, rag"):
         Toolset.for_condition(gold, "x")
-    with pytest.raises(InvalidArgumentError, match=r"unknown tools \['grep'\]; choose from search, ranked_search, fetch, visit, show"):
+    with pytest.raises(InvalidArgumentError, match=r"unknown tools \['grep'\]; choose from search, ranked_search, fetch, visit, show, indri_search"):
         Toolset(gold, ("search", "grep"))
     with pytest.raises(InvalidArgumentError, match="no tools chosen"):
         check_tools(())
