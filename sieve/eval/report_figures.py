@@ -38,14 +38,17 @@ def figure_1(f: dict[str, Any]) -> Figure:
     marker = {x: MARKERS[i % len(MARKERS)] for i, x in enumerate(rankers)}
     fig, axes = _panels(len(f["panels"]), cols=2, size=(5.5, 4.2))
     seen: dict[str, Any] = {}
+    encoders = [pt["encoder"] for p in f["panels"] for pt in p["points"] if pt["encoder"]]
+    usual = max(set(encoders), key=encoders.count) if encoders else None
     for ax, p in zip(axes, f["panels"]):
         at = {pt["run"]: (pt["tokens"], pt["accuracy"]) for pt in p["points"]}
         for a in p["arrows"]:
             ax.annotate("", xy=at[a["to"]], xytext=at[a["from"]], arrowprops={"arrowstyle": "->", "color": "0.3", "lw": 0.9}, zorder=2)
         for pt in p["points"]:
             fam, rk = pt["family"] if pt["family"] in colour else "other", pt["ranker"] if pt["ranker"] in marker else "none"
-            key = f"{pt['family']} · {pt['ranker']}" + (f" · {', '.join(pt['marks'])}" if pt["marks"] else "")
-            hollow = bool(pt["marks"])
+            other = pt["encoder"] is not None and pt["encoder"] != usual  # another encoder: a hollow point and its name
+            key = f"{pt['family']} · {pt['ranker']}" + (f" · {', '.join(pt['marks'])}" if pt["marks"] else "") + (f" · {pt['encoder']}" if other else "")
+            hollow = bool(pt["marks"]) or other
             h = ax.scatter(*at[pt["run"]], s=42, marker=marker[rk], zorder=3, facecolors="none" if hollow else colour[fam], edgecolors=colour[fam])
             seen.setdefault(key, h)
         ax.set_title(p["collection"] or "?", fontsize=9)
@@ -125,7 +128,7 @@ def figure_6(f: dict[str, Any]) -> Figure:
 
 
 def figure_7(f: dict[str, Any]) -> Figure:
-    fig, axes = _panels(len(f["panels"]), cols=2, size=(5.5, 0.6 + 0.28 * max(len(p["bars"]) for p in f["panels"])))
+    fig, axes = _panels(len(f["panels"]), cols=2, size=(5.5, max(2.5, 0.6 + 0.28 * max(len(p["bars"]) for p in f["panels"]))))
     for ax, p in zip(axes, f["panels"]):
         y = np.arange(len(p["bars"]))
         left = np.zeros(len(p["bars"]))

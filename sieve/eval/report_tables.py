@@ -63,6 +63,11 @@ def _cost(ctx: Ctx, i: int) -> dict[str, Any]:
             "distinct_tokens": row["distinct_tokens"], "llm_calls": row["llm_calls"]}
 
 
+def _panel(run: Run) -> str:
+    # A family's ablations get a panel of their own, so that no panel holds a dozen lines.
+    return run.family + (" ablations" if run.ablated else "")
+
+
 def _skip(id_: str, title: str, needs: str) -> dict[str, Any]:
     return {"id": id_, "title": title, "skipped": needs}
 
@@ -263,7 +268,7 @@ def figure_3(ctx: Ctx) -> dict[str, Any]:
             base = next(r for r in ctx.runs if r.name == row["baseline_run"] and r.collection == c and r.backbone == run.backbone)
             shared = sorted(set(run.scores) & set(base.scores))
             deltas = sorted(run.records[q]["tokens"]["distinct"] - base.records[q]["tokens"]["distinct"] for q in shared)
-            by_family.setdefault(run.family, []).append({"run": run.name, "label": run.label, "deltas": deltas})
+            by_family.setdefault(_panel(run), []).append({"run": run.name, "label": run.label, "deltas": deltas})
             v = row["versus_baseline"]
             verdicts.append({"collection": c, "run": run.name, "label": run.label, "gained": v["gained"], "lost": v["lost"], "by": v["verdicts_by"]})
         for fam, lines in by_family.items():
@@ -343,7 +348,7 @@ def figure_8(ctx: Ctx) -> dict[str, Any]:
         for i in sorted(ctx.of(c), key=lambda i: (*_place(ctx.rows[i]), i)):
             calls = [int(rec["llm_calls"]) for rec in ctx.runs[i].records.values()]
             counts = {k: calls.count(k) for k in sorted(set(calls))}
-            by_family.setdefault(ctx.runs[i].family, []).append({"run": ctx.runs[i].name, "label": ctx.runs[i].label, "calls": [[k, v] for k, v in counts.items()]})
+            by_family.setdefault(_panel(ctx.runs[i]), []).append({"run": ctx.runs[i].name, "label": ctx.runs[i].label, "calls": [[k, v] for k, v in counts.items()]})
         panels += [{"collection": c, "family": fam, "lines": lines} for fam, lines in by_family.items()]
     return {"id": "figure-8", "title": "LLM calls per question (share of questions answered within N calls)", "backbone": ctx.primary, "panels": panels}
 
