@@ -264,7 +264,7 @@ def paired(run: Run, base: Run, comparisons: int) -> dict[str, Any]:
         got["judged"] = mcnemar_exact([bool(a[q]) for q in both], [bool(b[q]) for q in both])
     for metric, value in METRICS.items():
         got[metric] = paired_t([value(run.records[q]) for q in shared], [value(base.records[q]) for q in shared])
-    tests = {m: {"statistic": round(t.statistic, 4), "n": t.n, "p_raw": _sig(t.p), "p": _sig(bonferroni(t.p, comparisons))} for m, t in got.items()}
+    tests = {m: {"statistic": round(t.statistic, 4), "n": t.n, "p_raw": t.p, "p": bonferroni(t.p, comparisons)} for m, t in got.items()}
     pairs = [(bool(a[q]), bool(b[q])) for q in both]
     delta = {m: [value(run.records[q]) - value(base.records[q]) for q in shared] for m, value in METRICS.items()}
     return {
@@ -424,6 +424,13 @@ def build(runs: list[Run], baseline: int | str | None = None, backbone: str | No
 
 # --- Markdown -----------------------------------------------------------------------------------
 
+def table(rows: list[dict[str, Any]]) -> str:
+    """Runs in Markdown, one line each in Table 1's order, with every column and a legend."""
+    from sieve.eval.report_tables import RUNS_NOTE, md_runs
+
+    return "\n".join(md_runs(grouped(rows)) + ["", RUNS_NOTE])
+
+
 def markdown(report: dict[str, Any], pictures: list[Path] | str | None = None) -> str:
     from sieve.eval.report_tables import render
 
@@ -456,4 +463,4 @@ def plots(what: dict[str, Any] | list[Run], out: Path, baseline: int | str | Non
 
 
 __all__ = ["ALPHA", "FAMILIES", "OPERATORS", "PICTURES", "Run", "accuracy", "build", "choose_baselines", "compare", "compare_each", "grouped", "load_run",
-           "markdown", "numbers", "paired", "plots", "primary_backbone", "resolve_baseline", "right", "shared_questions", "verdict", "write"]
+           "markdown", "numbers", "paired", "plots", "primary_backbone", "resolve_baseline", "right", "shared_questions", "table", "verdict", "write"]

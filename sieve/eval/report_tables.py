@@ -30,7 +30,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-from sieve.eval.report import (ABLATIONS, ALPHA, FAMILIES, RANKERS, Run, _place, accuracy, grouped, paired, score_by)
+from sieve.eval.report import ABLATIONS, ALPHA, FAMILIES, RANKERS, Run, _place, _sig, accuracy, grouped, paired, score_by
 from sieve.eval.summary import OPERATORS, bql_features
 
 CONSTRUCTS = {"field": "field restriction", "boolean": "Boolean operator (any)", "and": "AND", "or": "OR", "not": "NOT / -", "phrase": "quoted phrase",
@@ -77,7 +77,8 @@ def _versus(run: Run, ref: Run, comparisons: int) -> dict[str, Any]:
     t = v.get("tests", {})
     key = "judged" if "judged" in t else "accuracy"
     return {"shared": v["shared"], "delta_accuracy": _pct(v.get("accuracy_change", 0.0)), "delta_tokens": v.get("distinct_tokens_change", 0.0),
-            "delta_calls": v.get("llm_calls_change", 0.0), "p_accuracy": t[key]["p"] if key in t else None, "p_tokens": t["distinct_tokens"]["p"] if t else None}
+            "delta_calls": v.get("llm_calls_change", 0.0), "p_accuracy": _sig(t[key]["p"]) if key in t else None,
+            "p_tokens": _sig(t["distinct_tokens"]["p"]) if t else None}
 
 
 # --- tables -----------------------------------------------------------------------------------------
@@ -413,35 +414,42 @@ def md_table_1(t: dict[str, Any]) -> list[str]:
     return _grid(head, body, 4) + ["", note]
 
 
+def md_runs(rows: list[dict[str, Any]]) -> list[str]:
+    """One line per run with every column (rows as `sieve.eval.report.numbers` gives them)."""
+    judged = any(r["judged"] is not None for r in rows)
+    head = ["Run", "Backbone", "Encoder", "Condition", "Ranker", "Twin", "n", "EM %"] + (["Judge %", "Unjudged"] if judged else []) + [
+        "Gold recall %", "Distinct tok.", "Step-summed tok.", "LLM calls", "Recovered", "Fallback %"]
+    body = []
+    for r in rows:
+        s = r.get("significant") or []
+        mark = lambda m: "*" if m in s else ""  # noqa: E731
+        cells = [r["run"] + (" (baseline)" if r.get("baseline") else ""), str(r["model"]), r.get("encoder") or "–",
+                 str(r["condition"]) + (f" ({', '.join(r['marks'])})" if r.get("marks") else ""), str(r["ranker"]), str(r["twin"]), str(r["questions"]),
+                 _pc(r["accuracy"]) + mark("accuracy")]
+        if judged:
+            cells += [_pc(r["judged"]) + mark("judged"), str(r["unjudged"]) if r["judged"] is not None else "–"]
+        cells += [_pc(r["gold_recall"]), f"{r['distinct_tokens']:,.0f}" + mark("distinct_tokens"), f"{r['step_summed_tokens']:,.0f}" + mark("step_summed_tokens"),
+                  f"{r['llm_calls']:.1f}" + mark("llm_calls"), f"{r['recovered']} ({_pc(r['recovered_share'])}%)", _pc(r["fallback_rate"])]
+        body.append(cells)
+    return _grid(head, body, 6)
+
+
+RUNS_NOTE = (f"\\* differs from the run's baseline at alpha {ALPHA} (two-sided, Bonferroni-corrected over the runs compared with it): exact McNemar on "
+             "accuracy, paired t on tokens and LLM calls. Tokens and calls are means per question; distinct tokens count each piece of context once, "
+             "step-summed tokens recount the prompt at every call. Judge %: over the judged questions; unjudged answers are not counted as wrong. "
+             "Recovered: answers obtained by the recovery step. Fallback: share of search calls whose Boolean filter admitted nothing.")
+
+
 def md_tables_10_12(t: dict[str, Any]) -> list[str]:
     out: list[str] = []
     for n, (c, rows) in enumerate(t["collections"].items()):
-        judged = any(r["judged"] is not None for r in rows)
-        head = ["Run", "Backbone", "Encoder", "Condition", "Ranker", "Twin", "n", "EM %"] + (["Judge %", "Unjudged"] if judged else []) + [
-            "Gold recall %", "Distinct tok.", "Step-summed tok.", "LLM calls", "Recovered", "Fallback %"]
-        body = []
-        for r in rows:
-            s = r["significant"]
-            mark = lambda m: "*" if m in s else ""  # noqa: E731
-            cells = [r["run"] + (" (baseline)" if r["baseline"] else ""), str(r["model"]), r["encoder"] or "–",
-                     str(r["condition"]) + (f" ({', '.join(r['marks'])})" if r["marks"] else ""), str(r["ranker"]), str(r["twin"]), str(r["questions"]),
-                     _pc(r["accuracy"]) + mark("accuracy")]
-            if judged:
-                cells += [_pc(r["judged"]) + mark("judged"), str(r["unjudged"]) if r["judged"] is not None else "–"]
-            cells += [_pc(r["gold_recall"]), f"{r['distinct_tokens']:,.0f}" + mark("distinct_tokens"), f"{r['step_summed_tokens']:,.0f}" + mark("step_summed_tokens"),
-                      f"{r['llm_calls']:.1f}" + mark("llm_calls"), f"{r['recovered']} ({_pc(r['recovered_share'])}%)", _pc(r["fallback_rate"])]
-            body.append(cells)
         title = f"### Table {10 + n}: {c or 'collection ?'}" if n < 3 else f"### {c}"
-        out += [title, ""] + _grid(head, body, 6) + [""]
-    out.append(f"\\* differs from the run's baseline at alpha {ALPHA} (two-sided, Bonferroni-corrected over the runs compared with it): exact McNemar on "
-               "accuracy, paired t on tokens and LLM calls. Tokens and calls are means per question; distinct tokens count each piece of context once, "
-               "step-summed tokens recount the prompt at every call. Judge %: over the judged questions; unjudged answers are not counted as wrong. "
-               "Recovered: answers obtained by the recovery step. Fallback: share of search calls whose Boolean filter admitted nothing.")
-    return out
+        out += [title, ""] + md_runs(rows) + [""]
+    return out + [RUNS_NOTE]
 
 
 def md_table_3(t: dict[str, Any]) -> list[str]:
-    head = ["Construct"] + [f"{c['collection']} {c['run']}" for c in t["columns"]]
+    head = ["Construct"] + [f"{c['collection']} {c['run']}".strip() for c in t["columns"]]
     body = [[r["name"]] + [f"{_pc(v['questions'])} / {_pc(v['calls'])}" for v in r["values"]] for r in t["rows"]]
     calls = ", ".join(f"{c['run']} {c['search_calls']}" for c in t["columns"])
     return _grid(head, body) + ["", f"Share of questions whose `search` calls used the construct at least once / share of `search` calls using it, % "
