@@ -87,19 +87,18 @@ def _crashes(runs: list[Path]) -> int:
 
 
 def cmd_eval_report(args: argparse.Namespace) -> int:
-    from sieve.eval.report import build, load_run, markdown, plots, resolve_baseline, write
+    from sieve.eval.report import build, load_run, markdown, plots, write
 
     runs = [load_run(Path(d)) for d in args.runs]
-    baseline = resolve_baseline(runs, args.baseline)
-    report = build(runs, baseline)
+    report = build(runs, args.baseline, args.backbone)
     out = Path(args.out) if args.out else Path(args.runs[0]) / "report"
-    pictures = plots(runs, out, baseline)
+    pictures = plots(report, out)
     json_path, md_path = write(report, out, pictures)
     if args.json:
-        print(json_text({**report, "figures": [str(p) for p in pictures] if isinstance(pictures, list) else pictures}, indent=1))
+        print(json_text({**report, "figures_drawn": [str(p) for p in pictures] if isinstance(pictures, list) else pictures}, indent=1))
     else:
         print(markdown(report, pictures), end="")
-    print(f"wrote {md_path} and {json_path}", file=sys.stderr)
+    print(f"wrote {md_path}, {json_path} and each table's and figure's data beside it", file=sys.stderr)
     print(pictures if isinstance(pictures, str) else "pictures: " + ", ".join(map(str, pictures)), file=sys.stderr)
     return 0
 
@@ -265,7 +264,9 @@ def add_commands(sub: Any) -> None:
     g.set_defaults(func=cmd_eval_grid)
     p = esub.add_parser("report", help="the paper's tables and figures for runs: Markdown (or JSON) on stdout, report.md/report.json and PNGs in --out")
     p.add_argument("runs", nargs="+")
-    p.add_argument("--baseline", default="0", help="the run the others are tested against: its position among RUNS (from 0) or its name (default the first)")
+    p.add_argument("--baseline", help="the run the others are tested against: a run name (one per collection and backbone, as the grid names "
+                   "cells) or one run's position among RUNS (from 0); default BM25 Search-Visit, else each collection's first run")
+    p.add_argument("--backbone", help="the backbone (model) of Table 1 and the single-backbone tables (default the one with most runs)")
     p.add_argument("--out", help="folder for report.md, report.json and the figures (default FIRST_RUN/report)")
     p.add_argument("--json", action="store_true", help="print the report as JSON instead of Markdown")
     p.set_defaults(func=cmd_eval_report)

@@ -4,27 +4,30 @@ Every number is computed from a run's `trajectories.jsonl` (tokens, calls, outco
 its `summary.json` (per-question exact match, the judge's verdicts, gold-document recall and the
 failure composition, which need the gold documents), so anyone with the two files can recompute it.
 
-- Table 1 (and 10-12): one row per run, grouped by family as the paper orders them; accuracy (EM,
-  and Judge% for judged runs), gold-document recall, distinct and step-summed tokens, LLM calls,
-  recovered answers, fallback rate.
-- Paired tests against one baseline run on the questions both answered: exact McNemar on accuracy
-  (EM; judged when both runs are judged), two-sided paired t on distinct tokens, step-summed tokens
-  and LLM calls; each p is Bonferroni-corrected over the runs compared with the baseline.
-- Table 3: BQL usage (share of questions and of `search` calls) of the runs that used `search`.
-- Figure 1 (accuracy against distinct tokens, arrows from the baseline to the SIEVE runs), Figure 3
-  (per-question token change and the gained/lost verdicts), Figure 7 (failure composition), drawn
-  with matplotlib when the `eval` extra is installed.
+A report reads any number of runs, of several collections and backbones (the `model` of a run).
+Questions are paired by (collection, question id): runs of different collections are never paired,
+and asking for it (a baseline run of another collection) is refused with the runs named. Each
+(collection, backbone) has its own baseline, by default BM25 Search–Visit on the structured twin.
+
+- Per run (`rows`): accuracy (EM, and Judge% for judged runs: over the judged questions only, the
+  unjudged counted beside), gold-document recall, distinct and step-summed tokens, LLM calls,
+  recovered answers, fallback rate; paired tests against its baseline on the questions both scored:
+  exact McNemar on accuracy, two-sided paired t on distinct tokens, step-summed tokens and LLM
+  calls, Bonferroni-corrected over the runs compared with that baseline.
+- The paper's tables and figures (`sieve.eval.report_tables`, data only; drawn by
+  `sieve.eval.report_figures` when the `eval` extra is installed).
 """
 
 from __future__ import annotations
 
 import json
 from dataclasses import dataclass, field
-from pathlib import Path
+from pathlib import Path, PurePath
 from typing import Any, Callable
 
 import numpy as np
 
+from sieve.engine.rankers import DENSE_RANKERS
 from sieve.errors import InvalidArgumentError, SieveError
 from sieve.eval.stats import bonferroni, mcnemar_exact, paired_t
 from sieve.eval.summary import OPERATORS, SEARCH_TOOLS, bql_usage
@@ -50,6 +53,18 @@ METRICS: dict[str, Callable[[dict[str, Any]], float]] = {
     "llm_calls": lambda r: r["llm_calls"],
 }
 PICTURES = "pictures need the eval extra (matplotlib): pip install 'sieve-search[eval]'"
+# How a run departs from its condition as the paper runs it. The ablations (Table 7, Figure 4, Table 9)
+# leave Table 1; "+diagnosis" is sieve's extension and stays there as its own row.
+ABLATIONS = ("flat twin", "strict Boolean", "no snippets", "no field exposure")
+EXTENSIONS = ("+diagnosis",)
+BASELINE_CELL = ("search-visit", "bm25", "structured", ())
+
+
+def _collection_name(text: str) -> str:
+    # Runs of one collection made on different machines record different paths: its folder's name
+    # (a single-file collection: the file's stem) is what names it.
+    p = PurePath(text.rstrip("/\\")) if text else PurePath("")
+    return p.stem if p.suffix in (".json", ".jsonl", ".gz") else p.name
 
 
 @dataclass(frozen=True)
@@ -70,19 +85,84 @@ class Run:
 
     @property
     def family(self) -> str:
-        return next((f for f, _, conds in FAMILIES if self.condition in conds), "other")
+        found = next((f for f, _, conds in FAMILIES if self.condition in conds), None)
+        return found or str(self.summary.get("family") or "other")
+
+    @property
+    def collection(self) -> str:
+        return str(self.summary.get("collection_name") or _collection_name(str(self.summary.get("collection") or "")))
+
+    @property
+    def backbone(self) -> str:
+        return str(self.summary.get("model") or "")
+
+    @property
+    def ranker(self) -> str:
+        return str(self.summary.get("ranker") or "")
+
+    @property
+    def twin(self) -> str:
+        return str(self.summary.get("twin") or "structured")
+
+    @property
+    def encoder(self) -> str | None:
+        """The dense encoder of a run that ranks with one (None for BM25 alone or when not recorded)."""
+        e = self.summary.get("encoder")
+        if isinstance(e, dict):
+            e = e.get("name") or e.get("model")
+        return str(e) if e and self.ranker in DENSE_RANKERS else None
+
+    @property
+    def encoder_size(self) -> float | None:
+        e = self.summary.get("encoder")
+        if isinstance(e, dict):
+            for k in ("parameters", "params", "dim", "dimension"):
+                if isinstance(e.get(k), (int, float)):
+                    return float(e[k])
+        return None
+
+    @property
+    def marks(self) -> tuple[str, ...]:
+        """How this run departs from its condition as the paper runs it (ABLATIONS, EXTENSIONS)."""
+        s = self.summary
+        out = []
+        if self.twin == "flat":
+            out.append("flat twin")
+        searches_bql = self.family == "sieve"
+        if searches_bql and s.get("fallback") is False:
+            out.append("strict Boolean")
+        if s.get("snippet") == "none":
+            out.append("no snippets")
+        if searches_bql and any(s.get(k) is False for k in ("fields", "field_exposure")):
+            out.append("no field exposure")
+        if searches_bql and s.get("diagnose") is True and "diagnos" not in self.condition:
+            out.append("+diagnosis")
+        return tuple(out)
+
+    @property
+    def ablated(self) -> bool:
+        return any(m in ABLATIONS for m in self.marks)
+
+    @property
+    def label(self) -> str:
+        """condition, ranker and marks: what distinguishes the run within a collection and backbone."""
+        text = self.condition + (f" {self.ranker}" if self.ranker and self.ranker != "none" else "")
+        return text + (f" ({', '.join(self.marks)})" if self.marks else "")
 
 
 def load_run(run_dir: Path) -> Run:
     run_dir = Path(run_dir)
     if not (run_dir / "summary.json").is_file() or not (run_dir / "trajectories.jsonl").is_file():
         raise SieveError(f"{run_dir} is not a run folder (it needs summary.json and trajectories.jsonl from `sieve eval run`)")
-    summary = json.loads((run_dir / "summary.json").read_text(encoding="utf-8"))
-    records: dict[str, dict[str, Any]] = {}
-    for line in (run_dir / "trajectories.jsonl").read_text(encoding="utf-8").splitlines():
-        if line.strip():
-            rec = json.loads(line)
-            records[rec["question_id"]] = rec  # a resumed run's later record wins, as in the summary
+    try:
+        summary = json.loads((run_dir / "summary.json").read_text(encoding="utf-8"))
+        records: dict[str, dict[str, Any]] = {}
+        for line in (run_dir / "trajectories.jsonl").read_text(encoding="utf-8").splitlines():
+            if line.strip():
+                rec = json.loads(line)
+                records[rec["question_id"]] = rec  # a resumed run's later record wins, as in the summary
+    except (ValueError, KeyError, TypeError) as e:
+        raise SieveError(f"{run_dir}: unreadable run record ({e})") from None
     scores = summary.get("per_question") or {q: {} for q in records}
     return Run(run_dir, summary, {q: records[q] for q in scores if q in records}, {q: v for q, v in scores.items() if q in records})
 
@@ -91,28 +171,57 @@ def _mean(values: list[float]) -> float:
     return float(np.mean(values)) if values else 0.0
 
 
+def verdict(score: dict[str, Any]) -> bool | None:
+    """A question's judged verdict; None when the judge left it unjudged (never counted as wrong)."""
+    v = score.get("judged")
+    if v is None or v == "unjudged" or score.get("unjudged") is True:
+        return None
+    return bool(v)
+
+
 def _judged(run: Run) -> list[str] | None:
-    """The questions of a judged run (every scored question has a verdict), else None."""
+    """The questions of a judged run (every scored question went to the judge), else None."""
     qs = list(run.scores)
-    return qs if qs and all("judged" in run.scores[q] for q in qs) else None
+    return qs if qs and all("judged" in run.scores[q] or run.scores[q].get("unjudged") for q in qs) else None
+
+
+def right(run: Run, by: str) -> dict[str, bool | None]:
+    """Per question: right or wrong by `by` ("judged" or "em"); None for an unjudged question."""
+    if by == "judged":
+        return {q: verdict(v) for q, v in run.scores.items()}
+    return {q: bool(v.get("em")) for q, v in run.scores.items()}
+
+
+def score_by(run: Run) -> str:
+    """What a run's accuracy is: the judge's where it judged every question (as the paper's BCP-S), else EM."""
+    return "judged" if _judged(run) else "em"
+
+
+def accuracy(run: Run, by: str | None = None) -> tuple[float, int]:
+    """(accuracy, unjudged questions) by `by`; judged accuracy counts the judged questions only."""
+    got = right(run, by or score_by(run))
+    known = [v for v in got.values() if v is not None]
+    return (round(sum(known) / len(known), 4) if known else 0.0), len(got) - len(known)
 
 
 def numbers(run: Run) -> dict[str, Any]:
-    """One run's row of Table 1 plus its failure composition and BQL usage."""
+    """One run's row: Table 1's columns plus what names it, its failure composition and BQL usage."""
     recs = [run.records[q] for q in run.scores]
     n = len(recs)
     em = [float(run.scores[q].get("em", 0.0)) for q in run.scores]
-    judged = _judged(run)
+    judged = _judged(run) is not None
     searches = [t for r in recs for t in r.get("tool_calls", []) if t["name"] in SEARCH_TOOLS]
     recovered = sum(1 for r in recs if r.get("outcome") == "recovered")
     fails = {k: int((run.summary.get("failures") or {}).get(k, 0)) for k in ("retrieval", "selection", "synthesis")}
     correct = int(sum(em))
     usage, search_calls = bql_usage(recs)
+    judged_acc, unjudged = accuracy(run, "judged") if judged else (None, 0)
     return {
         "run": run.name, "dir": str(run.dir), "family": run.family, "condition": run.condition or None,
-        "ranker": run.summary.get("ranker"), "twin": run.summary.get("twin"), "model": run.summary.get("model"), "questions": n,
+        "ranker": run.summary.get("ranker"), "twin": run.summary.get("twin"), "model": run.summary.get("model"),
+        "collection": run.collection, "encoder": run.encoder, "marks": list(run.marks), "label": run.label, "questions": n,
         "accuracy": round(_mean(em), 4),
-        "judged": round(_mean([float(run.scores[q]["judged"]) for q in judged]), 4) if judged else None,
+        "judged": judged_acc, "unjudged": unjudged, "score_by": score_by(run),
         "gold_recall": run.summary.get("gold_recall"),
         "distinct_tokens": round(_mean([r["tokens"]["distinct"] for r in recs]), 1),
         "step_summed_tokens": round(_mean([r["tokens"]["step_summed"] for r in recs]), 1),
@@ -126,58 +235,98 @@ def numbers(run: Run) -> dict[str, Any]:
     }
 
 
-def _verdicts(run: Run, base: Run, shared: list[str], key: str) -> dict[str, int]:
-    a = [bool(run.scores[q].get(key)) for q in shared]
-    b = [bool(base.scores[q].get(key)) for q in shared]
-    pairs = list(zip(a, b))
-    return {"gained": pairs.count((True, False)), "lost": pairs.count((False, True)), "both_right": pairs.count((True, True)), "both_wrong": pairs.count((False, False))}
+def shared_questions(run: Run, base: Run) -> list[str]:
+    """The questions two runs both scored, paired by (collection, question id): runs of different
+    collections are refused, naming both (their question ids may coincide and mean nothing)."""
+    if run.collection != base.collection:
+        raise InvalidArgumentError(
+            f"cannot pair run {run.name} ({run.dir}, collection {run.collection or '?'}) with run {base.name} ({base.dir}, collection "
+            f"{base.collection or '?'}): paired tests compare the same questions, so both runs must be of one collection")
+    return sorted(set(run.scores) & set(base.scores))
+
+
+def _sig(p: float) -> float:
+    return float(f"{p:.6g}")  # stable digits for records and snapshots
+
+
+def paired(run: Run, base: Run, comparisons: int) -> dict[str, Any]:
+    """`run` against `base` on their shared questions: verdicts (gained/lost), mean changes and the
+    paired tests (`tests`: statistic, n, raw and Bonferroni-corrected p over `comparisons`).
+    Accuracy is judged where both runs are judged (on the questions judged in both), else EM."""
+    shared = shared_questions(run, base)
+    if not shared:
+        return {"shared": 0, "tests": {}}
+    by = "judged" if _judged(run) and _judged(base) else "em"
+    a, b = right(run, by), right(base, by)
+    both = [q for q in shared if a[q] is not None and b[q] is not None]
+    got = {"accuracy": mcnemar_exact([bool(run.scores[q].get("em")) for q in shared], [bool(base.scores[q].get("em")) for q in shared])}
+    if by == "judged" and both:
+        got["judged"] = mcnemar_exact([bool(a[q]) for q in both], [bool(b[q]) for q in both])
+    for metric, value in METRICS.items():
+        got[metric] = paired_t([value(run.records[q]) for q in shared], [value(base.records[q]) for q in shared])
+    tests = {m: {"statistic": round(t.statistic, 4), "n": t.n, "p_raw": t.p, "p": bonferroni(t.p, comparisons)} for m, t in got.items()}
+    pairs = [(bool(a[q]), bool(b[q])) for q in both]
+    delta = {m: [value(run.records[q]) - value(base.records[q]) for q in shared] for m, value in METRICS.items()}
+    return {
+        "shared": len(shared), "gained": pairs.count((True, False)), "lost": pairs.count((False, True)),
+        "both_right": pairs.count((True, True)), "both_wrong": pairs.count((False, False)), "verdicts_by": by,
+        "accuracy_change": round(accuracy(run, by)[0] - accuracy(base, by)[0], 4),
+        **{f"{m}_change": round(_mean(d), 3) for m, d in delta.items()},
+        "fewer_tokens": round(sum(1 for d in delta["distinct_tokens"] if d < 0) / len(shared), 4),
+        "tests": tests,
+    }
+
+
+def _with_tests(row: dict[str, Any], versus: dict[str, Any] | None) -> dict[str, Any]:
+    if versus is None:
+        return row
+    tests = versus.pop("tests")
+    if versus["shared"]:
+        row["versus_baseline"] = versus
+    row["tests"] = tests
+    row["p"] = {m: t["p"] for m, t in tests.items()}
+    row["significant"] = [m for m, t in tests.items() if t["p"] < ALPHA]
+    return row
 
 
 def compare(runs: list[Run], baseline: int = 0) -> list[dict[str, Any]]:
     """One row per run in the given order, the baseline's marked; every other row carries its paired
     tests against the baseline on the questions both runs scored (`tests`: statistic, n, raw and
-    corrected p; `p`: the corrected p per metric; `significant`: the metrics below ALPHA)."""
-    base = runs[baseline]
-    comparisons = len(runs) - 1
+    corrected p; `p`: the corrected p per metric; `significant`: the metrics below ALPHA).
+    Runs of another collection than the baseline's are refused (`shared_questions`)."""
+    return compare_each(runs, {i: baseline for i in range(len(runs))})
+
+
+def compare_each(runs: list[Run], baselines: dict[int, int | None]) -> list[dict[str, Any]]:
+    """`compare` with a baseline per run (None: no paired tests for that run); each p is corrected
+    over the runs compared with the same baseline."""
+    for i, b in baselines.items():
+        if b is not None:
+            shared_questions(runs[i], runs[b])  # refuse before any work
+    counts: dict[int, int] = {}
+    for i, b in baselines.items():
+        if b is not None and b != i:
+            counts[b] = counts.get(b, 0) + 1
     rows = []
     for i, run in enumerate(runs):
         row = numbers(run)
-        row["baseline"] = i == baseline
-        if i != baseline:
-            shared = sorted(set(run.scores) & set(base.scores))
-            tests: dict[str, Any] = {}
-            if shared:
-                got = {"accuracy": mcnemar_exact([bool(run.scores[q].get("em")) for q in shared], [bool(base.scores[q].get("em")) for q in shared])}
-                both_judged = _judged(run) is not None and _judged(base) is not None
-                if both_judged:
-                    got["judged"] = mcnemar_exact([bool(run.scores[q]["judged"]) for q in shared], [bool(base.scores[q]["judged"]) for q in shared])
-                for metric, value in METRICS.items():
-                    got[metric] = paired_t([value(run.records[q]) for q in shared], [value(base.records[q]) for q in shared])
-                tests = {m: {"statistic": round(t.statistic, 4), "n": t.n, "p_raw": t.p, "p": bonferroni(t.p, comparisons)} for m, t in got.items()}
-                delta = {m: [value(run.records[q]) - value(base.records[q]) for q in shared] for m, value in METRICS.items()}
-                row["versus_baseline"] = {
-                    "shared": len(shared), **_verdicts(run, base, shared, "judged" if both_judged else "em"), "verdicts_by": "judged" if both_judged else "em",
-                    **{f"{m}_change": round(_mean(d), 3) for m, d in delta.items()},
-                    "fewer_tokens": round(sum(1 for d in delta["distinct_tokens"] if d < 0) / len(shared), 4),
-                }
-            row["tests"] = tests
-            row["p"] = {m: t["p"] for m, t in tests.items()}
-            row["significant"] = [m for m, t in tests.items() if t["p"] < ALPHA]
-        rows.append(row)
+        b = baselines.get(i)
+        row["baseline"] = b == i
+        row["baseline_run"] = runs[b].name if b is not None else None
+        rows.append(_with_tests(row, paired(run, runs[b], counts[b]) if b is not None and b != i else None))
     return rows
+
+
+def _place(r: dict[str, Any]) -> tuple[int, int, int]:
+    fam = [f for f, _, _ in FAMILIES]
+    return (fam.index(r["family"]) if r["family"] in fam else len(fam), RANKERS.index(r["ranker"]) if r["ranker"] in RANKERS else len(RANKERS),
+            TWINS.index(r["twin"]) if r["twin"] in TWINS else len(TWINS))
 
 
 def grouped(rows: list[dict[str, Any]]) -> list[dict[str, Any]]:
     """Rows in Table 1's order: family (one-shot, autoread, DCI, Search–Visit, Search–Fetch, SIEVE,
     then others), ranker (bm25, dense, hybrid), twin (structured, flat), then the order given."""
-    fam = [f for f, _, _ in FAMILIES]
-
-    def place(item: tuple[int, dict[str, Any]]) -> tuple[int, int, int, int]:
-        i, r = item
-        return (fam.index(r["family"]) if r["family"] in fam else len(fam), RANKERS.index(r["ranker"]) if r["ranker"] in RANKERS else len(RANKERS),
-                TWINS.index(r["twin"]) if r["twin"] in TWINS else len(TWINS), i)
-
-    return [r for _, r in sorted(enumerate(rows), key=place)]
+    return [r for _, r in sorted(enumerate(rows), key=lambda item: (*_place(item[1]), item[0]))]
 
 
 def resolve_baseline(runs: list[Run], which: int | str) -> int:
@@ -194,231 +343,124 @@ def resolve_baseline(runs: list[Run], which: int | str) -> int:
     return found[0]
 
 
-def build(runs: list[Run], baseline: int | str = 0) -> dict[str, Any]:
-    """The whole report as one JSON-friendly value (what `--json` prints and report.json holds)."""
-    b = resolve_baseline(runs, baseline)
-    rows = compare(runs, b)
+def _cell(run: Run) -> tuple[str, str, str, tuple[str, ...]]:
+    return (run.condition, run.ranker, run.twin, run.marks)
+
+
+def choose_baselines(runs: list[Run], which: int | str | None = None) -> dict[int, int | None]:
+    """Each run's baseline. None: per (collection, backbone), BM25 Search–Visit on the structured twin,
+    else that group's first run. A run's name (as the grid names its cells): per (collection,
+    backbone), the run of that name (a group without one gets no paired tests). A position or a run
+    folder: that run for every run, which must then all be of its collection (else refused)."""
+    groups: dict[tuple[str, str], list[int]] = {}
+    for i, r in enumerate(runs):
+        groups.setdefault((r.collection, r.backbone), []).append(i)
+    out: dict[int, int | None] = {}
+    if which is None:
+        for members in groups.values():
+            b = next((i for i in members if _cell(runs[i]) == BASELINE_CELL), members[0])
+            out.update({i: b for i in members})
+        return out
+    single = isinstance(which, int) or str(which).lstrip("-").isdigit() or any(str(which) == str(r.dir) for r in runs)
+    if single or len(groups) == 1:
+        b = resolve_baseline(runs, which)
+        others = [r for r in runs if r.collection != runs[b].collection]
+        if others:
+            names = ", ".join(f"{r.name} ({r.dir}, collection {r.collection or '?'})" for r in others)
+            raise InvalidArgumentError(
+                f"--baseline {which} is run {runs[b].name} of collection {runs[b].collection or '?'}; it cannot be paired with {names}. "
+                "Name the baseline by its run name (for example search-visit-bm25) to give each collection its own, or report the collections apart")
+        return {i: b for i in range(len(runs))}
+    found = False
+    for members in groups.values():
+        hits = [i for i in members if str(which) in (runs[i].name, runs[i].dir.name)]
+        if len(hits) > 1:
+            raise InvalidArgumentError(f"--baseline {which!r} names several runs of one collection and backbone: {', '.join(str(runs[i].dir) for i in hits)}")
+        found = found or bool(hits)
+        out.update({i: hits[0] if hits else None for i in members})
+    if not found:
+        raise InvalidArgumentError(f"--baseline {which!r} names no run; the runs are: {', '.join(r.name for r in runs)}")
+    return out
+
+
+def primary_backbone(runs: list[Run], backbone: str | None = None) -> str:
+    """The backbone of Table 1 and the single-backbone tables: as asked, else the one with most runs
+    (ties: the first given)."""
+    names = [r.backbone for r in runs]
+    if backbone is not None:
+        if backbone not in names:
+            raise InvalidArgumentError(f"--backbone {backbone!r} has no run; the runs' backbones are: {', '.join(dict.fromkeys(names))}")
+        return backbone
+    return max(dict.fromkeys(names), key=names.count) if names else ""
+
+
+def build(runs: list[Run], baseline: int | str | None = None, backbone: str | None = None) -> dict[str, Any]:
+    """The whole report as one JSON-friendly value (what `--json` prints and report.json holds):
+    per-run rows with their paired tests, and every table's and figure's data (`tables`, `figures`;
+    one whose runs are missing holds `skipped`, saying what it needs)."""
+    from sieve.eval.report_tables import all_data
+
+    chosen = choose_baselines(runs, baseline)
+    rows = compare_each(runs, chosen)
+    primary = primary_backbone(runs, backbone)
+    bases = sorted({runs[b].name for b in chosen.values() if b is not None})
+    unpaired = sorted({f"{runs[i].collection or '?'} / {runs[i].backbone or '?'}" for i, b in chosen.items() if b is None})
     return {
-        "baseline": runs[b].name,
+        "baseline": ", ".join(bases),
+        "baselines": [{"collection": runs[b].collection, "backbone": runs[b].backbone, "run": runs[b].name} for b in dict.fromkeys(v for v in chosen.values() if v is not None)],
+        "unpaired": unpaired,
+        "collections": list(dict.fromkeys(r.collection for r in runs)),
+        "backbones": list(dict.fromkeys(r.backbone for r in runs)),
+        "primary_backbone": primary,
         "alpha": ALPHA,
         "correction": "bonferroni",
-        "comparisons": len(runs) - 1,
+        "comparisons": sum(1 for i, b in chosen.items() if b is not None and b != i),
         "tests": {"accuracy": "exact McNemar (EM)", "judged": "exact McNemar (judge)", "distinct_tokens": "paired t", "step_summed_tokens": "paired t",
                   "llm_calls": "paired t"},
         "rows": grouped(rows),
+        **all_data(runs, rows, primary),
     }
 
 
 # --- Markdown -----------------------------------------------------------------------------------
 
-def _pct(x: float | None) -> str:
-    return "–" if x is None else f"{100 * x:.1f}"
-
-
-def _mark(row: dict[str, Any], metric: str) -> str:
-    return "*" if metric in row.get("significant", []) else ""
-
-
-def _family_name(family: str) -> str:
-    return next((name for f, name, _ in FAMILIES if f == family), family)
-
-
 def table(rows: list[dict[str, Any]]) -> str:
-    """Table 1 in Markdown (rows grouped by family), with a legend for the marks."""
-    rows = grouped(rows)
-    judged = any(r["judged"] is not None for r in rows)
-    head = ["Family", "Run", "Condition", "Ranker", "Twin", "n", "EM %"] + (["Judge %"] if judged else []) + [
-        "Gold recall %", "Distinct tok.", "Step-summed tok.", "LLM calls", "Recovered", "Fallback %"]
-    lines = ["| " + " | ".join(head) + " |", "|" + "|".join("---" if i < 5 else "---:" for i in range(len(head))) + "|"]
-    last = None
-    for r in rows:
-        cells = [
-            _family_name(r["family"]) if r["family"] != last else "", r["run"] + (" (baseline)" if r.get("baseline") else ""), str(r["condition"]),
-            str(r["ranker"]), str(r["twin"]), str(r["questions"]), _pct(r["accuracy"]) + _mark(r, "accuracy"),
-        ]
-        if judged:
-            cells.append(_pct(r["judged"]) + _mark(r, "judged"))
-        cells += [
-            _pct(r["gold_recall"]), f"{r['distinct_tokens']:,.0f}" + _mark(r, "distinct_tokens"),
-            f"{r['step_summed_tokens']:,.0f}" + _mark(r, "step_summed_tokens"), f"{r['llm_calls']:.1f}" + _mark(r, "llm_calls"),
-            f"{r['recovered']} ({_pct(r['recovered_share'])}%)", _pct(r["fallback_rate"]),
-        ]
-        last = r["family"]
-        lines.append("| " + " | ".join(cells) + " |")
-    base = next((r["run"] for r in rows if r.get("baseline")), rows[0]["run"] if rows else "")
-    m = len(rows) - 1
-    marks = (f"\\* differs from the baseline {base} at alpha {ALPHA} (two-sided, Bonferroni-corrected over {m} comparison{'s' if m != 1 else ''}): "
-             "exact McNemar on accuracy, paired t on tokens and LLM calls. ") if m else ""
-    lines += ["", marks + "Tokens and calls are means per question; distinct tokens count each "
-              "piece of context once, step-summed tokens recount the prompt at every call. Recovered: answers obtained by the recovery step. "
-              "Fallback: share of search calls whose Boolean filter admitted nothing. – : not judged, or no search calls."]
-    return "\n".join(lines)
+    """Runs in Markdown, one line each in Table 1's order, with every column and a legend."""
+    from sieve.eval.report_tables import RUNS_NOTE, md_runs
 
-
-def _p(row: dict[str, Any], metric: str) -> str:
-    t = row.get("tests", {}).get(metric)
-    return "–" if t is None else f"{t['p']:.3g}" + ("*" if t["p"] < ALPHA else "")
-
-
-def paired_table(rows: list[dict[str, Any]]) -> str:
-    """The paired comparisons with the baseline: verdicts gained and lost, mean changes, corrected p."""
-    judged = any("judged" in r.get("tests", {}) for r in rows)
-    head = ["Run", "Shared", "Gained", "Lost", "p EM"] + (["p Judge"] if judged else []) + [
-        "Δ distinct tok.", "p", "Δ step-summed tok.", "p", "Δ LLM calls", "p", "Fewer tokens %"]
-    lines = ["| " + " | ".join(head) + " |", "|---|" + "|".join("---:" for _ in head[1:]) + "|"]
-    for r in grouped(rows):
-        v = r.get("versus_baseline")
-        if r.get("baseline") or not v:
-            continue
-        cells = [r["run"], str(v["shared"]), str(v["gained"]), str(v["lost"]), _p(r, "accuracy")] + ([_p(r, "judged")] if judged else []) + [
-            f"{v['distinct_tokens_change']:+,.0f}", _p(r, "distinct_tokens"), f"{v['step_summed_tokens_change']:+,.0f}", _p(r, "step_summed_tokens"),
-            f"{v['llm_calls_change']:+.1f}", _p(r, "llm_calls"), _pct(v["fewer_tokens"])]
-        lines.append("| " + " | ".join(cells) + " |")
-    lines += ["", "Gained: questions this run got right and the baseline wrong (lost: the reverse), by the judge when both runs are judged, "
-              "else by exact match. Δ: this run minus the baseline, mean over the shared questions. Fewer tokens: share of shared questions where this run used fewer distinct tokens. "
-              "p: Bonferroni-corrected; * below alpha."]
-    return "\n".join(lines)
-
-
-def failure_table(rows: list[dict[str, Any]]) -> str:
-    """Figure 7's numbers: what became of each question, in percent of the run's questions."""
-    lines = ["| Run | Correct % | Retrieval % | Selection % | Synthesis % | Unattributed % |", "|---|---:|---:|---:|---:|---:|"]
-    for r in grouped(rows):
-        n, f = max(1, r["questions"]), r["failures"]
-        lines.append(f"| {r['run']} | " + " | ".join(_pct(f[k] / n) for k in ("correct", "retrieval", "selection", "synthesis", "unattributed")) + " |")
-    lines += ["", "Wrong answers by cause (exact match): retrieval, no gold document ever surfaced; selection, surfaced but never opened; "
-              "synthesis, opened and still wrong; unattributed, the question has no gold documents."]
-    return "\n".join(lines)
-
-
-def bql_table(rows: list[dict[str, Any]]) -> str | None:
-    """Table 3: BQL usage of the runs that used `search`; None when none did."""
-    used = [r for r in grouped(rows) if r["search_calls"]]
-    if not used:
-        return None
-    head = ["Construct"] + [f"{r['run']} {k}" for r in used for k in ("questions %", "calls %")]
-    lines = ["| " + " | ".join(head) + " |", "|---|" + "|".join("---:" for _ in head[1:]) + "|"]
-    names = {"field": "field restriction", "boolean": "Boolean operator (any)", "and": "AND", "or": "OR", "not": "NOT / -", "phrase": "quoted phrase",
-             "wildcard": "wildcard", "date": "date filter", "near": "NEAR"}
-    for op in OPERATORS:
-        lines.append(f"| {names[op]} | " + " | ".join(_pct(r["bql_usage"][op][k]) for r in used for k in ("questions", "calls")) + " |")
-    calls = ", ".join(f"{r['run']} {r['search_calls']}" for r in used)
-    lines += ["", f"Share of questions whose `search` calls used the construct at least once, and share of `search` calls using it ({calls} calls). "
-              "Boolean operators count only when written (AND, OR, NOT, -x); words side by side are not counted."]
-    return "\n".join(lines)
+    return "\n".join(md_runs(grouped(rows)) + ["", RUNS_NOTE])
 
 
 def markdown(report: dict[str, Any], pictures: list[Path] | str | None = None) -> str:
-    rows = report["rows"]
-    parts = ["# Evaluation report", "", f"Baseline: {report['baseline']}. {len(rows)} run{'s' if len(rows) != 1 else ''}.", "", "## Accuracy and cost (Table 1)", "", table(rows)]
-    if len(rows) > 1:
-        parts += ["", f"## Against {report['baseline']} (Figure 3)", "", paired_table(rows)]
-    parts += ["", "## Failure composition (Figure 7)", "", failure_table(rows)]
-    bql = bql_table(rows)
-    if bql:
-        parts += ["", "## BQL usage (Table 3)", "", bql]
-    if pictures is not None:
-        parts += ["", "## Figures", ""] + ([f"- {p.name}" for p in pictures] if isinstance(pictures, list) else [pictures])
-    return "\n".join(parts) + "\n"
+    from sieve.eval.report_tables import render
+
+    return render(report, pictures)
 
 
 def write(report: dict[str, Any], out: Path, pictures: list[Path] | str | None = None) -> tuple[Path, Path]:
-    """report.json and report.md in `out`."""
+    """report.json and report.md in `out`, and each table's and figure's data as `<id>.json` (beside
+    the figure's `<id>.png`)."""
     out.mkdir(parents=True, exist_ok=True)
-    data = {**report, "figures": [p.name for p in pictures] if isinstance(pictures, list) else pictures}
+    data = {**report, "figures_drawn": [p.name for p in pictures] if isinstance(pictures, list) else pictures}
+    for item in (*report.get("tables", {}).values(), *report.get("figures", {}).values()):
+        (out / f"{item['id']}.json").write_text(json.dumps(item, indent=1, ensure_ascii=False) + "\n", encoding="utf-8")
     (out / "report.json").write_text(json.dumps(data, indent=1, ensure_ascii=False))
     (out / "report.md").write_text(markdown(report, pictures), encoding="utf-8")
     return out / "report.json", out / "report.md"
 
 
-# --- Figures ------------------------------------------------------------------------------------
-
-def _right(run: Run, judged: bool) -> dict[str, bool]:
-    return {q: bool(v["judged"] if judged else v.get("em")) for q, v in run.scores.items()}
-
-
-def plots(runs: list[Run], out: Path, baseline: int = 0) -> list[Path] | str:
-    """Figures 1, 3 and 7 as PNG files in `out`; without matplotlib, a message naming the extra.
-    Accuracy is judged accuracy when every run is judged, else exact match."""
+def plots(what: dict[str, Any] | list[Run], out: Path, baseline: int | str | None = None) -> list[Path] | str:
+    """The figures as PNG files in `out` (from a report, or from runs); without matplotlib, a
+    message naming the extra."""
     try:
-        import matplotlib
-
-        matplotlib.use("Agg")
-        import matplotlib.pyplot as plt
+        import matplotlib  # noqa: F401
     except ImportError:
         return PICTURES
-    out.mkdir(parents=True, exist_ok=True)
-    base = runs[baseline]
-    judged = all(_judged(r) for r in runs)
-    kind = "judged" if judged else "EM"
-    right = [_right(r, judged) for r in runs]
-    rows = compare(runs, baseline)
-    fams = [f for f, _, _ in FAMILIES] + ["other"]
-    colour = {f: plt.get_cmap("tab10")(i) for i, f in enumerate(fams)}
+    from sieve.eval.report_figures import draw_all
 
-    # Figure 1: accuracy against distinct tokens per question; arrows from the baseline to SIEVE.
-    fig, ax = plt.subplots(figsize=(6.5, 4.5))
-    points = [(row["distinct_tokens"], 100 * _mean([float(v) for v in got.values()])) for row, got in zip(rows, right)]
-    for r, (x, y) in zip(runs, points):
-        ax.scatter(x, y, color=colour[r.family], label=_family_name(r.family), zorder=3)
-        ax.annotate(r.name, (x, y), fontsize=7, xytext=(4, 4), textcoords="offset points")
-    for i, r in enumerate(runs):
-        if r.condition == "sieve" and i != baseline:
-            ax.annotate("", xy=points[i], xytext=points[baseline], arrowprops={"arrowstyle": "->", "color": "black", "lw": 1.2}, zorder=2)
-    handles, labels = ax.get_legend_handles_labels()
-    unique = dict(zip(labels, handles))
-    ax.legend(unique.values(), unique.keys(), fontsize=7)
-    ax.set_xlabel("distinct tokens per question")
-    ax.set_ylabel(f"accuracy ({kind}, %)")
-    ax.set_title(f"Accuracy against tokens (arrows: {base.name} to SIEVE)", fontsize=9)
-    fig.tight_layout()
-    first = out / "accuracy_vs_tokens.png"
-    fig.savefig(first, dpi=120)
-    plt.close(fig)
+    report = what if isinstance(what, dict) else build(what, baseline)
+    return draw_all(report["figures"], out)
 
-    # Figure 3: per-question token change against the baseline, and the gained/lost verdicts.
-    others = [i for i in range(len(runs)) if i != baseline]
-    fig, (left, panel) = plt.subplots(1, 2, figsize=(10, 4), gridspec_kw={"width_ratios": [2, 1]})
-    gained, lost = [], []
-    for i in others:
-        r = runs[i]
-        shared = sorted(set(r.scores) & set(base.scores))
-        delta = sorted(r.records[q]["tokens"]["distinct"] - base.records[q]["tokens"]["distinct"] for q in shared)
-        left.plot(range(len(delta)), delta, label=r.name)
-        gained.append(sum(1 for q in shared if right[i][q] and not right[baseline][q]))
-        lost.append(sum(1 for q in shared if right[baseline][q] and not right[i][q]))
-    left.axhline(0, color="grey", lw=0.8)
-    left.set_xlabel("questions, sorted by change")
-    left.set_ylabel(f"distinct tokens minus {base.name}")
-    if others:
-        left.legend(fontsize=7)
-    y = np.arange(len(others))
-    panel.barh(y, gained, color="tab:green", label="gained")
-    panel.barh(y, [-v for v in lost], color="tab:red", label="lost")
-    panel.set_yticks(y, [runs[i].name for i in others], fontsize=7)
-    panel.axvline(0, color="grey", lw=0.8)
-    panel.set_xlabel(f"right only here (+), only in {base.name} (-); {kind}", fontsize=8)
-    panel.legend(fontsize=7)
-    fig.tight_layout()
-    second = out / "token_change.png"
-    fig.savefig(second, dpi=120)
-    plt.close(fig)
 
-    # Figure 7: failure composition, stacked per run (share of questions).
-    ordered = grouped(rows)
-    fig, ax = plt.subplots(figsize=(max(5.0, 1 + 0.8 * len(ordered)), 4))
-    bottom = np.zeros(len(ordered))
-    for k, c in (("correct", "tab:green"), ("retrieval", "tab:red"), ("selection", "tab:orange"), ("synthesis", "tab:purple"), ("unattributed", "tab:gray")):
-        share = np.array([100 * r["failures"][k] / max(1, r["questions"]) for r in ordered])
-        if k != "unattributed" or share.any():
-            ax.bar(range(len(ordered)), share, bottom=bottom, color=c, label=k)
-        bottom += share
-    ax.set_xticks(range(len(ordered)), [r["run"] for r in ordered], rotation=30, ha="right", fontsize=7)
-    ax.set_ylabel("questions (%)")
-    ax.set_title("Failure composition (exact match)", fontsize=9)
-    ax.legend(fontsize=7, loc="upper left", bbox_to_anchor=(1, 1))
-    fig.tight_layout()
-    third = out / "failures.png"
-    fig.savefig(third, dpi=120)
-    plt.close(fig)
-    return [first, second, third]
+__all__ = ["ALPHA", "FAMILIES", "OPERATORS", "PICTURES", "Run", "accuracy", "build", "choose_baselines", "compare", "compare_each", "grouped", "load_run",
+           "markdown", "numbers", "paired", "plots", "primary_backbone", "resolve_baseline", "right", "shared_questions", "table", "verdict", "write"]

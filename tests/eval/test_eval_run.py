@@ -48,7 +48,7 @@ def test_run_and_report(collection: Path, tmp_path: Path) -> None:
     text = table(rows)
     assert "runA" in text and "runB" in text and rows[1]["p"]["accuracy"] == 1.0
     pictures = plots([load_run(tmp_path / "runA"), load_run(tmp_path / "runB")], tmp_path / "report")
-    assert [p.name for p in pictures] == ["accuracy_vs_tokens.png", "token_change.png", "failures.png"]  # type: ignore[union-attr]
+    assert [p.name for p in pictures] == ["figure-1.png", "figure-3.png", "figure-7.png", "figure-8.png"]  # type: ignore[union-attr]
     assert all(p.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n" and p.stat().st_size > 2000 for p in pictures)  # type: ignore[union-attr]
     # Resuming a finished run redoes nothing.
     with LoopbackServer(scripted) as srv:

@@ -77,7 +77,8 @@ def test_numbers_by_hand(tmp_path: Path) -> None:
         "questions": 4, "accuracy": 0.5, "judged": None, "gold_recall": 0.75, "distinct_tokens": 250.0, "step_summed_tokens": 600.0, "llm_calls": 3.5,
         "recovered": 2, "recovered_share": 0.5, "fallback_rate": 0.5,  # 2 of 4 ranked searches fell back
         "failures": {"correct": 2, "retrieval": 1, "selection": 0, "synthesis": 0, "unattributed": 1}, "search_calls": 0,
-        "bql_usage": row["bql_usage"], "baseline": True,
+        "bql_usage": row["bql_usage"], "baseline": True, "baseline_run": "visit",
+        "collection": "", "encoder": None, "marks": [], "label": "search-visit bm25", "unjudged": 0, "score_by": "em",
     }
     assert all(v == {"questions": 0.0, "calls": 0.0} for v in row["bql_usage"].values())
 
@@ -98,8 +99,9 @@ def test_bql_usage_table_3_by_hand(tmp_path: Path) -> None:
         "wildcard": {"questions": q, "calls": c}, "date": {"questions": q, "calls": c}, "near": {"questions": q, "calls": c},
     }
     md = markdown(build([load_run(run)]))
-    assert "## BQL usage (Table 3)" in md and "| Construct | sv questions % | sv calls % |" in md
-    assert "| Boolean operator (any) | 75.0 | 50.0 |" in md and "| NEAR | 25.0 | 16.7 |" in md and "(sv 6 calls)" in md
+    assert "## Table 3: BQL usage" in md and "| Construct | sv |" in md
+    assert "| Boolean operator (any) | 75.0 / 50.0 |" in md and "| NEAR | 25.0 / 16.7 |" in md and "(sv 6 calls)" in md
+    assert "| no field / Boolean / date | 0.0 / 33.3 |" in md  # every question that searched used one; the unparseable and the NEAR-only calls did not
 
 
 BASE_TOK = [1000, 1200, 900, 1500, 1100, 1300, 1000, 950, 1250, 1400]
@@ -176,9 +178,11 @@ def test_rows_grouped_as_table_1(tmp_path: Path) -> None:
         ("search-fetch", "hybrid", "structured"), ("sieve", "bm25", "structured"), ("sieve", "hybrid", "structured"), ("mystery", "bm25", "structured"),
     ]
     assert [r["family"] for r in rows] == ["one-shot"] * 2 + ["autoread"] + ["dci"] * 2 + ["search-visit"] * 3 + ["search-fetch"] + ["sieve"] * 2 + ["other"]
-    # The family's name opens its group only.
-    body = [line.split(" | ")[0].lstrip("| ") for line in table(rows).splitlines()[2:14]]
-    assert body == ["One-shot", "", "Search–AutoRead", "DCI", "", "Search–Visit", "", "", "Search–Fetch", "SIEVE", "", "other"]
+    # The runs' table keeps that order; Table 1 names each family once, opening its group.
+    body = [line.split(" | ")[0].lstrip("| ").removesuffix(" (baseline)") for line in table(rows).splitlines()[2:14]]
+    assert body == [r["run"] for r in rows]
+    t1 = markdown(build(runs)).split("## Table 1:")[1].split("\n\n")[1].splitlines()[2:]
+    assert [line.split(" | ")[0].lstrip("| ") for line in t1] == ["One-shot", "", "Search–AutoRead", "DCI", "", "Search–Visit", "", "Search–Fetch", "SIEVE", "", "other"]
     assert [f for f, _, _ in FAMILIES] == ["one-shot", "autoread", "dci", "search-visit", "search-fetch", "sieve"]
 
 
@@ -186,19 +190,21 @@ def test_markdown_has_the_papers_columns(three: list[Path], tmp_path: Path) -> N
     runs = [load_run(p) for p in three]
     report = build(runs, "base")
     md = markdown(report)
-    header = md.split("## Accuracy and cost (Table 1)")[1].strip().splitlines()[0]
-    assert header == ("| Family | Run | Condition | Ranker | Twin | n | EM % | Judge % | Gold recall % | Distinct tok. | Step-summed tok. | LLM calls "
-                      "| Recovered | Fallback % |")
+    header = md.split("## Tables 10-12: Every run, by collection")[1].strip().splitlines()[2]
+    assert header == ("| Run | Backbone | Encoder | Condition | Ranker | Twin | n | EM % | Judge % | Unjudged | Gold recall % | Distinct tok. | Step-summed tok. "
+                      "| LLM calls | Recovered | Fallback % |")
     lines = md.splitlines()
-    assert "| Search–Visit | base (baseline) | search-visit | bm25 | structured | 10 | 30.0 | 20.0 | 50.0 | 1,160 | 3,480 | 11.5 | 0 (0.0%) | – |" in lines
-    assert "| SIEVE | x | sieve | hybrid | structured | 10 | 70.0 | 100.0* | 50.0 | 688* | 1,375* | 12.4 | 0 (0.0%) | – |" in lines
-    assert "| Search–Fetch | y | search-fetch | bm25 | structured | 10 | 30.0 | – | 50.0 | 1,161 | 3,482 | 11.5 | 0 (0.0%) | – |" in lines
-    assert "Bonferroni-corrected over 2 comparisons" in md and "exact McNemar on accuracy, paired t on tokens and LLM calls" in md
-    assert "| Run | Shared | Gained | Lost | p EM | p Judge | Δ distinct tok. | p | Δ step-summed tok. | p | Δ LLM calls | p | Fewer tokens % |" in lines
-    assert "## BQL usage" not in md  # no run used search
-    assert "## Failure composition (Figure 7)" in md and "| x | 70.0 | 0.0 | 0.0 | 30.0 | 0.0 |" in lines
+    assert "| base (baseline) | m | – | search-visit | bm25 | structured | 10 | 30.0 | 20.0 | 0 | 50.0 | 1,160 | 3,480 | 11.5 | 0 (0.0%) | – |" in lines
+    assert "| x | m | – | sieve | hybrid | structured | 10 | 70.0 | 100.0* | 0 | 50.0 | 688* | 1,375* | 12.4 | 0 (0.0%) | – |" in lines
+    assert "| y | m | – | search-fetch | bm25 | structured | 10 | 30.0 | – | – | 50.0 | 1,161 | 3,482 | 11.5 | 0 (0.0%) | – |" in lines
+    assert "Bonferroni-corrected over the runs compared with it" in md and "exact McNemar on accuracy, paired t on tokens and LLM calls" in md
+    assert ("| Run | Collection | Backbone | Baseline | Shared | Gained | Lost | p EM | p Judge | Δ distinct tok. | p | Δ step-summed tok. | p | Δ LLM calls "
+            "| p | Fewer tokens % |") in lines
+    assert "## Table 3" not in md and "Table 3 (BQL usage (share of questions, share of search calls)): skipped; it needs runs that used" in md  # no run used search
+    assert "## Failure composition (Figure 7)" in md and "|  | sieve hybrid | x | 3 | 0.0 | 0.0 | 100.0 | 0.0 |" in lines  # shares of the wrong answers
+    assert "| Search–Visit | search-visit | bm25 | – | 20.0 (baseline) | 1,160 | 11.5 |" in lines  # Table 1: judged accuracy where judged
     # Without judged runs there is no Judge % column.
-    assert "Judge %" not in table(compare([runs[2]]))
+    assert "| Judge % |" not in table(compare([runs[2]]))
     # The JSON form is the same report.
     assert json.loads(json.dumps(report)) == report and [r["run"] for r in report["rows"]] == ["base", "y", "x"]
 
@@ -209,10 +215,10 @@ def test_cli_writes_markdown_json_and_figures(three: list[Path], tmp_path: Path,
     assert main(["eval", "report", *map(str, three), "--baseline", "base", "--out", str(out)]) == 0
     printed = capsys.readouterr()
     assert printed.out == (out / "report.md").read_text() and printed.out.startswith("# Evaluation report")
-    assert "wrote" in printed.err and "failures.png" in printed.err
+    assert "wrote" in printed.err and "figure-7.png" in printed.err
     data = json.loads((out / "report.json").read_text())
-    assert data["baseline"] == "base" and data["figures"] == ["accuracy_vs_tokens.png", "token_change.png", "failures.png"]
-    for name in data["figures"]:
+    assert data["baseline"] == "base" and data["figures_drawn"] == ["figure-1.png", "figure-3.png", "figure-7.png", "figure-8.png"]
+    for name in data["figures_drawn"]:
         assert (out / name).read_bytes()[:8] == PNG and (out / name).stat().st_size > 5000
     assert main(["eval", "report", *map(str, three), "--baseline", "2", "--json", "--out", str(out)]) == 0
     shown = json.loads(capsys.readouterr().out)
@@ -259,4 +265,4 @@ def test_the_whole_chain_on_the_fixture_collection(tmp_path: Path, capsys: pytes
     assert rows["sieve"]["bql_usage"]["field"] == {"questions": 0.5, "calls": 1.0}  # q1's one search is fielded
     assert set(rows["sieve"]["tests"]) == {"accuracy", "judged", "distinct_tokens", "step_summed_tokens", "llm_calls"}
     md = (out / "report.md").read_text()
-    assert "Judge %" in md and "## BQL usage (Table 3)" in md and "| SIEVE | sieve |" in md
+    assert "Judge %" in md and "## Table 3: BQL usage" in md and "| SIEVE | sieve (+diagnosis) | bm25 | – |" in md  # today's eval sieve names relaxations

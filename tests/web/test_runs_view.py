@@ -53,8 +53,8 @@ def test_runs_and_a_run_page(site: Server, runs: Path) -> None:
     assert "q1 : Who built Fort Santiago? Miguel López de Legazpi 1.0" in cells and "q2 : Which city has Intramuros? Quezon City 0.0" in cells
     assert 'id="report"' in page and "runB" in page[page.index('id="report"'):] and "<table>" in page[page.index('id="report"'):]
     figures = re.findall(r'<img src="(/figure\?run=runA&amp;name=[^"]+)"', page)
-    assert len(figures) == 3
-    status, png, headers = site.get("/figure", run="runA", name="accuracy_vs_tokens.png")
+    assert len(figures) == 4  # Figures 1, 3, 7 and 8; two runs have no ablations, twins or encoders
+    status, png, headers = site.get("/figure", run="runA", name="figure-1.png")
     assert status == 200 and headers["content-type"] == "image/png" and png[1:4] == "PNG"
     for name in ("../summary.json", "report.md", "/etc/passwd"):
         assert site.get("/figure", run="runA", name=name)[0] == 404  # only the listed figures, never a path
