@@ -14,9 +14,9 @@ from pathlib import Path
 from typing import Any, Iterator
 
 from sieve.corpus import corpus_file, read_documents, records
-from sieve.documents import checked_date
+from sieve.documents import INTRO, checked_date
 from sieve.errors import CorpusError, InvalidArgumentError
-from sieve.tools.reading import body_text
+from sieve.tools.reading import sections_text
 from sieve.tools.safe import shown
 
 FORMATS = ("beir", "hotpotqa", "musique")
@@ -154,8 +154,16 @@ def _kept_dates(c: Collection) -> Iterator[Any]:
 
 
 def flat_twin(records: Any) -> Iterator[dict[str, Any]]:
-    """The flat twin of a structured corpus: the same ids and titles, and as its only text exactly
-    what a visit to the structured document shows (facts and headings inline). Only the
-    addressable fields differ: no sections, author, date or infobox to search."""
+    """The flat twin of a structured corpus: each document's sections as one text without
+    sections (`sections_text`: headings inline, as a visit shows them), and the rest as it is
+    (id, title, author, date, infobox). The twins differ only in structure: BM25 reads the same
+    words in both (title, headings, section texts; author and infobox values are matched, never
+    ranked, in both), so a query without field tags admits the same documents in the same order
+    with the same scores, and a visit reads the same. What the flat twin lacks is the sections:
+    none to search by heading (`x[section]`), fetch by name or list on a card; and a phrase may
+    run across what were two sections."""
     for doc in read_documents(records):
-        yield {"id": doc.id, "title": doc.title, "text": body_text(shown(doc))}
+        rec: dict[str, Any] = {"id": doc.id, "title": doc.title, **doc.optional_fields()}
+        # Shown text: a heading written inline must not bring its line breaks into the text.
+        rec["sections"] = [{"heading": INTRO, "text": sections_text(shown(doc))}] if doc.sections else []
+        yield rec
