@@ -76,7 +76,7 @@ def test_hotpotqa() -> None:
     assert [q.id for q in c.questions] == ["5a8b57f25542995d1e6f1371", "5a8c7595554299585d9e36b6"]
     assert c.questions[0].answers == ("yes",) and c.questions[0].gold_docs == ("Scott Derrickson", "Ed Wood")
     assert [d["id"] for d in c.corpus] == ["Ed Wood (film)", "Scott Derrickson", "Ed Wood", "Kiss and Tell (1945 film)", "Shirley Temple"]
-    assert c.corpus[0]["text"] == "Ed Wood is a 1994 American biographical period comedy-drama film. It was directed by Tim Burton."
+    assert c.corpus[0]["sections"] == [{"heading": "(intro)", "text": "Ed Wood is a 1994 American biographical period comedy-drama film. It was directed by Tim Burton."}]
 
 
 def test_musique_keeps_aliases_and_distinct_paragraphs() -> None:
@@ -84,7 +84,9 @@ def test_musique_keeps_aliases_and_distinct_paragraphs() -> None:
     assert c.questions[0].answers == ("Miquette Giraudy", "Miquette")
     assert c.questions[0].gold_docs == ("Green (Steve Hillage album)", "Steve Hillage")
     assert c.questions[1].gold_docs == ("Green",)
-    assert [d["id"] for d in c.corpus] == ["Green (Steve Hillage album)", "Steve Hillage", "Green", "Green (2)"]
+    # One document per title, as the paper builds it: both paragraphs of "Green" are its sections.
+    assert [d["id"] for d in c.corpus] == ["Green (Steve Hillage album)", "Steve Hillage", "Green"]
+    assert [s["text"] for s in c.corpus[2]["sections"]] == ["Green is a colour.", "Green is also a surname."]
 
 
 def test_load_collection_by_format_and_unknown_names() -> None:
