@@ -1,4 +1,4 @@
-"""The agent and evaluation commands of the CLI: `sieve ask`, `sieve eval build|run|grid|report|judge|retrieval`."""
+"""The agent and evaluation commands of the CLI: `sieve ask`, `sieve eval convert|build|run|grid|report|judge|retrieval`."""
 
 from __future__ import annotations
 
@@ -12,6 +12,7 @@ from sieve.cluster import ADDRESS_HELP
 from sieve.engine.rankers import DENSE_RANKERS, RANKER_NAMES
 from sieve.errors import InvalidArgumentError
 from sieve.terminal import json_text
+from sieve.eval.builders import SOURCES
 from sieve.eval.collections import DATE_POLICIES, FORMATS
 from sieve.tools.conditions import CONDITION_NAMES, SNIPPETS
 from sieve.tools.sandbox import MECHANISMS
@@ -51,6 +52,18 @@ def cmd_eval_build(args: argparse.Namespace) -> int:
     kept = built_note(Path(args.out)).get("unparsed_dates", 0)
     if kept:
         print(f"kept {kept:,} unparseable date{'s' if kept != 1 else ''} as metadata 'date_text' (not searchable with date[...])")
+    return 0
+
+
+def cmd_eval_convert(args: argparse.Namespace) -> int:
+    from sieve.eval.builders import convert
+
+    built = convert(args.source, Path(args.path), Path(args.out), queries=Path(args.queries) if args.queries else None)
+    print(f"{built.documents:,} documents, {built.questions:,} questions in {built.out} (BEIR layout: eval build {built.out} OUT)")
+    if built.unparsed_dates:
+        print(f"kept {built.unparsed_dates:,} unparseable date{'s' if built.unparsed_dates != 1 else ''} as metadata 'date_text'")
+    if built.without_gold:
+        print(f"{built.without_gold:,} question{'s' if built.without_gold != 1 else ''} without a gold document: not in qrels/test.tsv, so not in the test split")
     return 0
 
 
@@ -223,6 +236,13 @@ def add_commands(sub: Any) -> None:
     b.add_argument("--embed", action="store_true", help="also compute embeddings (dense extra)")
     _collection_options(b)
     b.set_defaults(func=cmd_eval_build)
+    c = esub.add_parser("convert", help="write a paper collection from its public files in the BEIR layout: HotpotQA and MuSiQue "
+                        "(one document per Wikipedia title), BrowseComp-Plus as BCP-S (title, sections, author, date, infobox)")
+    c.add_argument("source", choices=SOURCES)
+    c.add_argument("path", help="HotpotQA JSON, MuSiQue JSON Lines, or the BrowseComp-Plus corpus (JSON Lines of docid, text, url)")
+    c.add_argument("out", help="a new folder for corpus.jsonl, queries.jsonl and qrels/test.tsv")
+    c.add_argument("--queries", help="browsecomp-plus: the decrypted queries (JSON Lines: query_id, query, answer, evidence_docs, gold_docs)")
+    c.set_defaults(func=cmd_eval_convert)
     r = esub.add_parser("run", help="run episodes of one condition (resumable)")
     r.add_argument("--collection", required=True)
     r.add_argument("--out", required=True)

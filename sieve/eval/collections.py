@@ -2,7 +2,9 @@
 BrowseComp-Plus), HotpotQA JSON, MuSiQue JSON Lines. The user downloads the files; nothing is fetched.
 
 Every loader gives a `Collection`: questions with all gold answer aliases and gold document ids,
-and the corpus records (for HotpotQA and MuSiQue, built from the questions' paragraphs).
+and the corpus records (for HotpotQA and MuSiQue, built from the questions' paragraphs, one
+document per Wikipedia title as the paper builds them). `sieve.eval.builders` writes these, and
+BrowseComp-Plus as BCP-S, in the BEIR layout.
 """
 
 from __future__ import annotations
@@ -14,9 +16,9 @@ from pathlib import Path
 from typing import Any, Iterator
 
 from sieve.corpus import corpus_file, read_documents, records
-from sieve.documents import checked_date
+from sieve.documents import INTRO, checked_date
 from sieve.errors import CorpusError, InvalidArgumentError
-from sieve.tools.reading import body_text
+from sieve.tools.reading import sections_text
 from sieve.tools.safe import shown
 
 FORMATS = ("beir", "hotpotqa", "musique")
@@ -84,39 +86,67 @@ def load_beir(folder: str | Path, split: str = "test") -> Collection:
     return Collection(root.name, questions, corpus_file(root), {"format": "beir", "split": split})
 
 
+class ByTitle:
+    """Wikipedia paragraphs grouped as the paper builds its collections: one document per title
+    (its id), each distinct paragraph of that title one section in the order first seen. The
+    files give no headings, so no section has one (`(intro)`): no invented words to rank."""
+
+    def __init__(self) -> None:
+        self.paragraphs: dict[str, list[str]] = {}
+
+    def add(self, title: str, text: str) -> str:
+        """Add one paragraph; returns its document's id."""
+        held = self.paragraphs.setdefault(title, [])
+        if text not in held:
+            held.append(text)
+        return title
+
+    def records(self) -> list[dict[str, Any]]:
+        return [{"id": t, "title": t, "sections": [{"heading": INTRO, "text": x} for x in texts]} for t, texts in self.paragraphs.items()]
+
+
+def _field(rec: dict[str, Any], key: str, where: str) -> Any:
+    if key not in rec:
+        raise CorpusError(f"missing {key!r}", where)
+    return rec[key]
+
+
 def load_hotpotqa(path: str | Path) -> Collection:
-    """HotpotQA distractor/fullwiki JSON: documents are the context paragraphs (id = title)."""
+    """HotpotQA distractor/fullwiki JSON (`context: [[title, [sentences]]]`, `supporting_facts:
+    [[title, sentence]]`): one document per title (`ByTitle`), gold documents the supporting titles."""
     path = Path(path)
-    data = json.loads(path.read_text(encoding="utf-8"))
-    docs: dict[str, dict[str, Any]] = {}
+    try:
+        data = json.loads(path.read_text(encoding="utf-8"))
+    except ValueError as e:
+        raise CorpusError(f"invalid JSON: {e}", str(path)) from None
+    if not isinstance(data, list):
+        raise CorpusError(f"a HotpotQA file is a JSON list of questions, got {type(data).__name__}", str(path))
+    docs = ByTitle()
     questions = []
-    for ex in data:
+    for n, ex in enumerate(data, 1):
+        where = f"{path}: question {n}"
         for title, sentences in ex.get("context", []):
-            docs.setdefault(title, {"id": title, "title": title, "text": "".join(sentences)})
+            docs.add(title, "".join(sentences))
         gold = tuple(dict.fromkeys(t for t, _ in ex.get("supporting_facts", [])))
-        questions.append(QAItem(str(ex["_id"]), ex["question"], _answers(ex, str(path)), gold))
-    return Collection(path.stem, questions, list(docs.values()), {"format": "hotpotqa"})
+        questions.append(QAItem(str(_field(ex, "_id", where)), _field(ex, "question", where), _answers(ex, where), gold))
+    return Collection(path.stem, questions, docs.records(), {"format": "hotpotqa"})
 
 
 def load_musique(path: str | Path) -> Collection:
-    """MuSiQue JSON Lines: documents are the paragraphs, one per distinct (title, text)."""
+    """MuSiQue JSON Lines (`paragraphs: [{idx, title, paragraph_text, is_supporting}]`): one
+    document per title (`ByTitle`), gold documents the titles of the supporting paragraphs."""
     path = Path(path)
-    docs: dict[tuple[str, str], dict[str, Any]] = {}
-    titles: dict[str, int] = {}
+    docs = ByTitle()
     questions = []
-    for _, ex in _jsonl(path):
+    for n, ex in _jsonl(path):
+        where = f"{path}:{n}"
         gold = []
         for p in ex.get("paragraphs", []):
-            key = (p["title"], p["paragraph_text"])
-            if key not in docs:
-                k = titles.get(p["title"], 0)
-                titles[p["title"]] = k + 1
-                doc_id = p["title"] if k == 0 else f"{p['title']} ({k + 1})"
-                docs[key] = {"id": doc_id, "title": p["title"], "text": p["paragraph_text"]}
+            doc_id = docs.add(_field(p, "title", where), _field(p, "paragraph_text", where))
             if p.get("is_supporting"):
-                gold.append(docs[key]["id"])
-        questions.append(QAItem(str(ex["id"]), ex["question"], _answers(ex, str(path)), tuple(gold)))
-    return Collection(path.stem, questions, list(docs.values()), {"format": "musique"})
+                gold.append(doc_id)
+        questions.append(QAItem(str(_field(ex, "id", where)), _field(ex, "question", where), _answers(ex, where), tuple(dict.fromkeys(gold))))
+    return Collection(path.stem, questions, docs.records(), {"format": "musique"})
 
 
 def load_collection(path: str | Path, fmt: str = "beir", dates: str = "strict", split: str = "test") -> Collection:
@@ -154,8 +184,16 @@ def _kept_dates(c: Collection) -> Iterator[Any]:
 
 
 def flat_twin(records: Any) -> Iterator[dict[str, Any]]:
-    """The flat twin of a structured corpus: the same ids and titles, and as its only text exactly
-    what a visit to the structured document shows (facts and headings inline). Only the
-    addressable fields differ: no sections, author, date or infobox to search."""
+    """The flat twin of a structured corpus: each document's sections as one text without
+    sections (`sections_text`: headings inline, as a visit shows them), and the rest as it is
+    (id, title, author, date, infobox). The twins differ only in structure: BM25 reads the same
+    words in both (title, headings, section texts; author and infobox values are matched, never
+    ranked, in both), so a query without field tags admits the same documents in the same order
+    with the same scores, and a visit reads the same. What the flat twin lacks is the sections:
+    none to search by heading (`x[section]`), fetch by name or list on a card; and a phrase may
+    run across what were two sections."""
     for doc in read_documents(records):
-        yield {"id": doc.id, "title": doc.title, "text": body_text(shown(doc))}
+        rec: dict[str, Any] = {"id": doc.id, "title": doc.title, **doc.optional_fields()}
+        # Shown text: a heading written inline must not bring its line breaks into the text.
+        rec["sections"] = [{"heading": INTRO, "text": sections_text(shown(doc))}] if doc.sections else []
+        yield rec

@@ -119,13 +119,19 @@ def outline_text(doc: Document, counter: TokenCounter, cap: int | None = None) -
     return cut(lo)
 
 
+def sections_text(doc: Document) -> str:
+    """Every section under its heading, a section without one (`(intro)`) as plain text: the
+    words of the headings and texts, which BM25 ranks, and nothing else. The flat twin of a
+    collection stores exactly this as its one text."""
+    return "\n\n".join(s.text if s.heading == INTRO else f"## {s.heading}\n{s.text}" for s in doc.sections)
+
+
 def body_text(doc: Document) -> str:
     """What a visit shows below its header line: the facts other than the title (which the header
-    names), then every section under its heading, the intro without one. The flat twin of a
-    collection stores exactly this as its text, so a visit reads the same in both twins."""
-    facts = facts_text(doc).split("\n", 1)[1:]  # all but the title line
-    parts = list(facts)
-    parts.extend(s.text if s.heading == INTRO and j == 0 else f"## {s.heading}\n{s.text}" for j, s in enumerate(doc.sections))
+    names), then `sections_text`. The same in both twins of a collection."""
+    parts = facts_text(doc).split("\n", 1)[1:]  # all but the title line
+    if doc.sections:
+        parts.append(sections_text(doc))
     return "\n\n".join(parts)
 
 

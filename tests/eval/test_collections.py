@@ -33,15 +33,19 @@ def test_flat_twin_has_the_same_ids_and_text(tmp_path: Path) -> None:
     c = load_beir(FIX / "beir")
     flat = list(flat_twin(c.corpus))
     assert [f["id"] for f in flat] == ["d1", "d2"]
-    assert flat[0] == {"id": "d1", "title": "Fort Santiago", "text": (
-        "author: Wiki\ndate: 2019-03\ninfobox:\n  location: Intramuros, Manila\n\nA citadel in Manila.\n\n## History\nBuilt in 1571 by Miguel López de Legazpi.")}
+    # The sections become one text; the facts stay facts, not words for BM25 to rank.
+    assert flat[0] == {"id": "d1", "title": "Fort Santiago", "author": "Wiki", "date": "2019-03", "infobox": {"location": "Intramuros, Manila"},
+                       "sections": [{"heading": "(intro)", "text": "A citadel in Manila.\n\n## History\nBuilt in 1571 by Miguel López de Legazpi."}]}
     s = sieve.build_index(c.corpus, tmp_path / "s")
     f = sieve.build_index(flat, tmp_path / "f")
-    # Same text in both; only the structured twin has headings and metadata to search.
     assert s.match('"1571 by miguel"').ids == f.match('"1571 by miguel"').ids == ["d1"]
+    # Only the structured twin has sections to search.
     assert s.match("history[section]").ids == ["d1"] and f.match("history[section]").ids == []
-    assert f.match("intramuros[infobox]").ids == [] and f.match("intramuros").ids == ["d1", "d2"]
-    assert f.match("date[2019]").ids == [] and s.match("date[2019]").ids == ["d1"]
+    assert f.document("d1").headings == ["(intro)"]
+    # Field-free words admit and rank alike: the facts' labels and infobox keys are no words of the flat twin.
+    for q in ("intramuros", "location", "author", "date OR infobox", "2019", "manila", "wiki"):
+        assert [(h.doc_id, h.score) for h in s.search(q, k=5, fallback=False).hits] == [(h.doc_id, h.score) for h in f.search(q, k=5, fallback=False).hits], q
+    assert f.match("location").ids == f.match("2019").ids == []
 
 
 def _visits(index: sieve.Index, config: ReadConfig) -> dict[str, list[str]]:
@@ -72,7 +76,7 @@ def test_hotpotqa() -> None:
     assert [q.id for q in c.questions] == ["5a8b57f25542995d1e6f1371", "5a8c7595554299585d9e36b6"]
     assert c.questions[0].answers == ("yes",) and c.questions[0].gold_docs == ("Scott Derrickson", "Ed Wood")
     assert [d["id"] for d in c.corpus] == ["Ed Wood (film)", "Scott Derrickson", "Ed Wood", "Kiss and Tell (1945 film)", "Shirley Temple"]
-    assert c.corpus[0]["text"] == "Ed Wood is a 1994 American biographical period comedy-drama film. It was directed by Tim Burton."
+    assert c.corpus[0]["sections"] == [{"heading": "(intro)", "text": "Ed Wood is a 1994 American biographical period comedy-drama film. It was directed by Tim Burton."}]
 
 
 def test_musique_keeps_aliases_and_distinct_paragraphs() -> None:
@@ -80,7 +84,9 @@ def test_musique_keeps_aliases_and_distinct_paragraphs() -> None:
     assert c.questions[0].answers == ("Miquette Giraudy", "Miquette")
     assert c.questions[0].gold_docs == ("Green (Steve Hillage album)", "Steve Hillage")
     assert c.questions[1].gold_docs == ("Green",)
-    assert [d["id"] for d in c.corpus] == ["Green (Steve Hillage album)", "Steve Hillage", "Green", "Green (2)"]
+    # One document per title, as the paper builds it: both paragraphs of "Green" are its sections.
+    assert [d["id"] for d in c.corpus] == ["Green (Steve Hillage album)", "Steve Hillage", "Green"]
+    assert [s["text"] for s in c.corpus[2]["sections"]] == ["Green is a colour.", "Green is also a surname."]
 
 
 def test_load_collection_by_format_and_unknown_names() -> None:

@@ -25,6 +25,8 @@ from sieve.eval.metrics import exact_match
 from sieve.eval.run import run_collection
 from sieve.tools.conditions import CONDITIONS
 from sieve.tools.files import file_name
+from sieve.tools.reading import body_text
+from sieve.tools.safe import shown
 from sieve.tools.toolset import free_text_query
 
 FIX = Path(__file__).parent / "fixtures" / "beir"
@@ -122,10 +124,12 @@ def test_dci_sees_only_its_folder_and_reads_the_flat_twins_text(collection: Path
     assert s["shell_sandbox"] == choose("auto").record()  # the mechanism is chosen once and recorded
     staged = tmp_path / "ix" / "dci" / "files"
     index = sieve.open_index(tmp_path / "ix" / "structured")
-    flat = {d["id"]: d for d in flat_twin(collection / "corpus.jsonl")}
-    assert sorted(p.name for p in staged.iterdir()) == sorted(file_name(i) for i in flat)
-    for doc_id, rec in flat.items():  # a file is the title, a blank line, then the flat twin's text
-        assert (staged / file_name(doc_id)).read_text(encoding="utf-8") == f"{rec['title']}\n\n{rec['text']}\n"
+    flat = sieve.build_index(flat_twin(collection / "corpus.jsonl"))
+    ids = [flat.reader.doc_id(d) for d in range(len(flat))]
+    assert sorted(p.name for p in staged.iterdir()) == sorted(file_name(i) for i in ids)
+    for doc_id in ids:  # a file is the title, a blank line, then what a visit of the flat twin shows
+        doc = shown(flat.document(doc_id))
+        assert (staged / file_name(doc_id)).read_text(encoding="utf-8") == f"{doc.title}\n\n{body_text(doc)}\n"
     for r in records(tmp_path / "run"):
         escape = r["tool_calls"][0]
         # ids.json sits beside the folder: the sandbox does not show it
