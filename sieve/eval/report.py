@@ -87,6 +87,18 @@ def load_run(run_dir: Path) -> Run:
     return Run(run_dir, summary, {q: records[q] for q in scores if q in records}, {q: v for q, v in scores.items() if q in records})
 
 
+def encoder_label(summary: dict[str, Any]) -> str | None:
+    """Which encoder produced a run's dense rankings, as a table names it (the bundled default
+    marked); None for a run that ranked without embeddings or recorded no encoder."""
+    from sieve.dense.encoder import DEFAULT_MODEL, model_label
+
+    encoder = summary.get("encoder")
+    if not isinstance(encoder, dict) or not encoder.get("model"):
+        return None
+    model = str(encoder["model"])
+    return model_label(model) + (" (default)" if model == DEFAULT_MODEL else "") + (", approximate" if encoder.get("search") == "approximate" else "")
+
+
 def _mean(values: list[float]) -> float:
     return float(np.mean(values)) if values else 0.0
 
@@ -111,6 +123,7 @@ def numbers(run: Run) -> dict[str, Any]:
     return {
         "run": run.name, "dir": str(run.dir), "family": run.family, "condition": run.condition or None,
         "ranker": run.summary.get("ranker"), "twin": run.summary.get("twin"), "model": run.summary.get("model"), "questions": n,
+        "encoder": encoder_label(run.summary),
         "accuracy": round(_mean(em), 4),
         "judged": round(_mean([float(run.scores[q]["judged"]) for q in judged]), 4) if judged else None,
         "gold_recall": run.summary.get("gold_recall"),
@@ -227,14 +240,17 @@ def table(rows: list[dict[str, Any]]) -> str:
     """Table 1 in Markdown (rows grouped by family), with a legend for the marks."""
     rows = grouped(rows)
     judged = any(r["judged"] is not None for r in rows)
-    head = ["Family", "Run", "Condition", "Ranker", "Twin", "n", "EM %"] + (["Judge %"] if judged else []) + [
+    encoders = any(r.get("encoder") for r in rows)  # a column only where some run ranked with embeddings
+    head = ["Family", "Run", "Condition", "Ranker"] + (["Encoder"] if encoders else []) + ["Twin", "n", "EM %"] + (["Judge %"] if judged else []) + [
         "Gold recall %", "Distinct tok.", "Step-summed tok.", "LLM calls", "Recovered", "Fallback %"]
-    lines = ["| " + " | ".join(head) + " |", "|" + "|".join("---" if i < 5 else "---:" for i in range(len(head))) + "|"]
+    text_columns = 6 if encoders else 5
+    lines = ["| " + " | ".join(head) + " |", "|" + "|".join("---" if i < text_columns else "---:" for i in range(len(head))) + "|"]
     last = None
     for r in rows:
         cells = [
             _family_name(r["family"]) if r["family"] != last else "", r["run"] + (" (baseline)" if r.get("baseline") else ""), str(r["condition"]),
-            str(r["ranker"]), str(r["twin"]), str(r["questions"]), _pct(r["accuracy"]) + _mark(r, "accuracy"),
+            str(r["ranker"]), *([r.get("encoder") or "–"] if encoders else []), str(r["twin"]), str(r["questions"]),
+            _pct(r["accuracy"]) + _mark(r, "accuracy"),
         ]
         if judged:
             cells.append(_pct(r["judged"]) + _mark(r, "judged"))
@@ -251,7 +267,9 @@ def table(rows: list[dict[str, Any]]) -> str:
              "exact McNemar on accuracy, paired t on tokens and LLM calls. ") if m else ""
     lines += ["", marks + "Tokens and calls are means per question; distinct tokens count each "
               "piece of context once, step-summed tokens recount the prompt at every call. Recovered: answers obtained by the recovery step. "
-              "Fallback: share of search calls whose Boolean filter admitted nothing. – : not judged, or no search calls."]
+              "Fallback: share of search calls whose Boolean filter admitted nothing. – : not judged, or no search calls."
+              + (" Encoder: the model that embedded documents and queries for the dense rankers, searched by exact inner product unless "
+                 "marked approximate; (default): the offline all-MiniLM-L6-v2, used when no other model was given." if encoders else "")]
     return "\n".join(lines)
 
 
