@@ -654,7 +654,9 @@ def make_parser() -> argparse.ArgumentParser:
 
     s = sub.add_parser("embed", help="compute document embeddings for dense and hybrid ranking (resumable)")
     s.add_argument("index")
-    s.add_argument("--model", help="sentence-transformers model name or directory (default: the bundled all-MiniLM-L6-v2)")
+    s.add_argument("--embed-model", "--model", dest="model", metavar="NAME_OR_PATH",
+                   help="sentence-transformers model: a local folder, or a name in the local Hugging Face cache (never downloaded; "
+                        "default: the bundled all-MiniLM-L6-v2); each model's embeddings are kept side by side")
     s.add_argument("--batch-size", type=int, default=32)
     s.add_argument("--unit", choices=("document", "passage"), default="document",
                    help="one vector per document (its start; the default), or per passage (every section in pieces of up to 128 words; "

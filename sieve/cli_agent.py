@@ -46,7 +46,7 @@ def cmd_ask(args: argparse.Namespace) -> int:
 def cmd_eval_build(args: argparse.Namespace) -> int:
     from sieve.eval.run import build_twins, built_note
 
-    built = build_twins(Path(args.collection), Path(args.out), embed=args.embed, fmt=args.format, dates=args.dates)
+    built = build_twins(Path(args.collection), Path(args.out), embed=args.embed, fmt=args.format, dates=args.dates, embed_models=args.embed_model or ())
     for twin, index in built.items():
         print(f"{twin}: {len(index)} documents at {index.path}")
     kept = built_note(Path(args.out)).get("unparsed_dates", 0)
@@ -75,7 +75,7 @@ def cmd_eval_run(args: argparse.Namespace) -> int:
         twin=args.twin, native=args.tool_style == "native", index_dir=Path(args.index_dir) if args.index_dir else None, budgets=_budgets(args),
         k=args.k, read_cap=args.read_cap, api_key=args.api_key, read_parts=args.read_parts, fmt=args.format, dates=args.dates,
         fallback=not args.no_fallback, snippet="none" if args.no_snippets else args.snippet, diagnose=not args.no_diagnosis, k_max=args.k_max,
-        ray=args.ray, shell_sandbox=args.shell_sandbox, llm_deadline=args.llm_deadline,
+        ray=args.ray, shell_sandbox=args.shell_sandbox, llm_deadline=args.llm_deadline, embed_model=args.embed_model, dense_search=args.dense_search,
     )
     keep = {k: v for k, v in s.items() if k != "per_question"}
     if args.json:
@@ -185,20 +185,23 @@ def cmd_eval_retrieval(args: argparse.Namespace) -> int:
 
 def cmd_eval_grid(args: argparse.Namespace) -> int:
     from sieve.cli import main
-    from sieve.eval.grid import load_grid, plan, run_grid
+    from sieve.eval.grid import load_grid, plan, run_grid, with_encoders
 
     def names(text: str | None) -> list[str] | None:
         return [t.strip() for t in text.split(",") if t.strip()] if text else None
 
     cells = load_grid(args.grid) if args.grid else plan(names(args.conditions), names(args.rankers), names(args.twins) or ("structured",), args.ablations,
                                                         args.controls)
+    models = args.embed_model or []
+    cells = with_encoders(cells, models)
     out = Path(args.out)
     print(f"{len(cells)} runs: {', '.join(c.name for c in cells)}", file=sys.stderr)
     runs = run_grid(Path(args.collection), out, cells, args.llm_url, args.model, index_dir=Path(args.index_dir) if args.index_dir else None,
                     fmt=args.format, dates=args.dates, on_cell=lambda c: print(f"run {c.name}", file=sys.stderr),
                     limit=args.limit, workers=args.workers, native=args.tool_style == "native", budgets=_budgets(args), k=args.k,
                     read_cap=args.read_cap, api_key=args.api_key, read_parts=args.read_parts, progress=not args.json, k_max=args.k_max, ray=args.ray,
-                    shell_sandbox=args.shell_sandbox, llm_deadline=args.llm_deadline)
+                    shell_sandbox=args.shell_sandbox, llm_deadline=args.llm_deadline,
+                    embed_model=models[0] if len(models) == 1 else None, dense_search=args.dense_search)
     if not args.no_report:
         baseline = args.baseline or next((r.name for r in runs if r.name == "search-visit-bm25"), "0")
         report = ["eval", "report", *map(str, runs), "--baseline", baseline, "--out", str(out / "report")] + (["--json"] if args.json else [])
@@ -213,6 +216,21 @@ def _spread_options(s: argparse.ArgumentParser) -> None:
     s.add_argument("--workers", type=int, help="episodes at once (default 1; with --ray, one per CPU of the cluster)")
     s.add_argument("--ray", metavar="ADDRESS", help=f"run the episodes on a Ray cluster (the index folder must be at the same path on every node). "
                    f"{ADDRESS_HELP}")
+
+
+MODEL_HELP = "a sentence-transformers model: a local folder, or a name in the local Hugging Face cache (never downloaded)"
+
+
+def _encoder_options(s: argparse.ArgumentParser, many: bool) -> None:
+    """Which embedding model dense rankers use, and how they search."""
+    from sieve.dense.store import DENSE_SEARCH
+
+    s.add_argument("--embed-model", metavar="NAME_OR_PATH", action="append" if many else "store",
+                   help=f"the dense rankers' encoder, {MODEL_HELP}; default: the model the index holds, else the bundled all-MiniLM-L6-v2"
+                        + ("; repeat it for several: one run per model of each cell that ranks with embeddings" if many else ""))
+    s.add_argument("--dense-search", default="exact", choices=DENSE_SEARCH,
+                   help="exact: every admitted set scored by exact inner product, as the paper (default); approximate: through HNSW "
+                        "above 8,000 documents")
 
 
 def _collection_options(s: argparse.ArgumentParser) -> None:
@@ -234,6 +252,8 @@ def add_commands(sub: Any) -> None:
     b.add_argument("collection")
     b.add_argument("out")
     b.add_argument("--embed", action="store_true", help="also compute embeddings (dense extra)")
+    b.add_argument("--embed-model", metavar="NAME_OR_PATH", action="append",
+                   help=f"embed with this model, {MODEL_HELP}; repeat it for several, kept side by side (implies --embed)")
     _collection_options(b)
     b.set_defaults(func=cmd_eval_build)
     c = esub.add_parser("convert", help="write a paper collection from its public files in the BEIR layout: HotpotQA and MuSiQue "
@@ -259,6 +279,7 @@ def add_commands(sub: Any) -> None:
     r.add_argument("--no-snippets", action="store_true", help="ablation: result cards without snippets")
     r.add_argument("--no-diagnosis", action="store_true", help="ablation: a zero-hit search does not name the relaxations that would admit documents")
     r.add_argument("--snippet", choices=SNIPPETS, help="what a result card quotes (default: the condition's; search-visit: the opening words)")
+    _encoder_options(r, many=False)
     _agent_options(r)
     r.set_defaults(func=cmd_eval_run)
     g = esub.add_parser("grid", help="the paper's grid in one command: conditions x rankers x twins (resumable), then the report")
@@ -279,6 +300,7 @@ def add_commands(sub: Any) -> None:
     g.add_argument("--k-max", type=int, help="the most results an agent may ask a search for (default: k)")
     g.add_argument("--read-cap", type=int, default=12_000)
     g.add_argument("--read-parts", action="store_true")
+    _encoder_options(g, many=True)
     _collection_options(g)
     _agent_options(g)
     g.set_defaults(func=cmd_eval_grid)

@@ -300,14 +300,15 @@ class Index:
         if self.searcher.dense is None:
             self.use_dense()
 
-    def use_dense(self, model: str | None = None, encoder: Any = None, unit: str | None = None) -> None:
+    def use_dense(self, model: str | None = None, encoder: Any = None, unit: str | None = None, search: str = "approximate") -> None:
         """Rank with the embeddings of `model` (default: the bundled MiniLM, else the only one built)
         in `unit` ("passage" or "document"; default: passages where `sieve embed --unit passage`
-        made them, else documents), optionally with an already loaded `encoder`. Raises if
-        `sieve embed` has not been run."""
+        made them, else documents), optionally with an already loaded `encoder`; `search="exact"`
+        scores every admitted set exactly (default: through HNSW above 8,000 documents). Raises if
+        `sieve embed` has not been run, or (EncoderMismatchError) if it was run with other models only."""
         from sieve.dense.store import DenseIndex
 
-        self.searcher.dense = DenseIndex.open(self, model=model, encoder=encoder, unit=unit)
+        self.searcher.dense = DenseIndex.open(self, model=model, encoder=encoder, unit=unit, search=search)
 
     @_damage_guard
     def document(self, doc_id: str) -> Document:

@@ -6,9 +6,9 @@ model reads about 256 word pieces, so a long page is known by its start). `passa
 passage, every section cut into passages of at most PASSAGE_WORDS words, each headed by the title
 and the section's heading; a document's similarity is its best passage's.
 
-Layout: INDEX/embeddings/<model slug>/ (document unit) or <model slug>@passages/, with meta.json
-(model, unit, dimension, rows, documents, the fingerprint of the index generation they were computed
-from, file checksums), vectors.sva (float32, one unit-length row per document or passage),
+Layout: INDEX/embeddings/<model slug>/ (document unit) or <model slug>@passages/, one such folder per
+model side by side, with meta.json (model, its files' checksum, unit, dimension, rows, documents, the
+fingerprint of the index generation they were computed from, file checksums), vectors.sva (float32, one unit-length row per document or passage),
 owner.sva (passages: the document row of each passage, ascending) and hnsw.bin (hnswlib, inner
 product). While embedding, vectors.partial and progress.json record what is done, so an
 interrupted run resumes where it stopped.
@@ -16,6 +16,7 @@ interrupted run resumes where it stopped.
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import json
 import os
@@ -27,7 +28,8 @@ from typing import TYPE_CHECKING, Any, Callable
 import numpy as np
 
 from sieve import files as safe_files
-from sieve.dense.encoder import DEFAULT_MODEL, DenseUnavailableError, Encoder, loaded_encoder
+from sieve.dense.encoder import (DEFAULT_MODEL, DenseUnavailableError, Encoder, EncoderMismatchError, loaded_encoder, model_fingerprint,
+                                 model_name)
 from sieve.documents import INTRO
 from sieve.engine import bitset, storage
 from sieve.engine.search import top_k
@@ -37,6 +39,9 @@ if TYPE_CHECKING:
     from sieve.index import Index
 
 EXACT_MAX = 8_000  # admitted sets up to this size are scored exactly, larger ones through HNSW (measured crossover, bench_rank)
+# How admitted sets are ranked: "approximate" is the above (sieve's default); "exact" scores every
+# set exactly, whatever its size (the paper's exact inner product, the default of eval runs).
+DENSE_SEARCH = ("exact", "approximate")
 HNSW_M = 16
 HNSW_EF_CONSTRUCTION = 200
 HNSW_EF_SEARCH = 128
@@ -52,7 +57,14 @@ def _dir_name(slug: str, unit: str) -> str:
 
 
 def embeddings_dir(index: "Index", model: str, unit: str) -> Path:
-    return index.path / "embeddings" / _dir_name(model_slug(model), unit)
+    return index.path / "embeddings" / _dir_name(model_slug(model_name(model)), unit)
+
+
+def _same_model(meta: dict[str, Any], files: str | None) -> bool:
+    """Whether embeddings recorded with `meta` came from a model whose files have this checksum
+    (embeddings sealed before the checksum was recorded, or a model out of reach, cannot tell)."""
+    recorded = meta.get("model_fingerprint")
+    return recorded is None or files is None or recorded == files
 
 
 def first_rows(owner: np.ndarray) -> np.ndarray:
@@ -136,12 +148,12 @@ class _Texts:
         return self._cached[1][row - int(self.first[doc_row])]
 
 
-def _reusable(directory: Path, dim: int, model: str) -> tuple[dict[int, int], Any] | None:
+def _reusable(directory: Path, dim: int, model: str, files: str | None) -> tuple[dict[int, int], Any] | None:
     """(key -> row, vectors) of finished embeddings of an earlier generation, if they check out
     and recorded their keys; None otherwise (then every vector is computed)."""
     try:
         meta = read_meta(directory)
-        if meta.get("dim") != dim or meta.get("model") != model or "keys.sva" not in meta["files"]:
+        if meta.get("dim") != dim or meta.get("model") != model or not _same_model(meta, files) or "keys.sva" not in meta["files"]:
             return None
         keys = storage.open_array(directory / "keys.sva", "keys.sva", meta["files"]["keys.sva"], verify=True)
         vectors = storage.open_array(directory / "vectors.sva", "vectors.sva", meta["files"]["vectors.sva"], verify=True)
@@ -160,11 +172,12 @@ def _write_json(path: Path, obj: dict[str, Any]) -> None:
     storage.fsync_dir(path.parent)
 
 
-def _complete(directory: Path, fp: str) -> bool:
-    """Whether `directory` holds finished embeddings of this generation whose every byte checks out."""
+def _complete(directory: Path, fp: str, files: str | None) -> bool:
+    """Whether `directory` holds finished embeddings of this generation, by a model with these files,
+    whose every byte checks out."""
     try:
         meta = read_meta(directory)
-        if meta.get("fingerprint") != fp:
+        if meta.get("fingerprint") != fp or not _same_model(meta, files):
             return False
         storage.verify_array(directory / "vectors.sva", "vectors.sva", meta["files"]["vectors.sva"])
         if "owner.sva" in meta["files"]:
@@ -235,6 +248,27 @@ def verify_embeddings(root: Path) -> list[str]:
     return checked
 
 
+def embedded_models(root: Path) -> list[str]:
+    """The models an index folder holds finished embeddings of (any unit), by name."""
+    base = Path(root) / "embeddings"
+    found: list[str] = []
+    for directory in sorted(base.iterdir()) if base.is_dir() else []:
+        if (directory / "meta.json").exists():
+            with contextlib.suppress(IndexDamagedError):
+                found.append(read_meta(directory)["model"])
+    return list(dict.fromkeys(found))
+
+
+def _held(root: Path, names: list[str], slug: str) -> str:
+    """One model an index holds embeddings of, as an error names it: its name and width."""
+    for name in (_dir_name(slug, u) for u in UNITS):
+        if name in names:
+            with contextlib.suppress(IndexDamagedError):
+                meta = read_meta(root / name)
+                return f"{meta['model']} ({meta['dim']} dimensions)"
+    return slug
+
+
 def _file_entry(path: Path) -> dict[str, int]:
     crc = 0
     with safe_files.open_binary(path) as fh:  # a FIFO in its place is refused, not waited on
@@ -266,11 +300,13 @@ def embed(
 
 def _embed(index: "Index", model: str, encoder: Encoder | None, batch_size: int, force: bool, progress: Callable[[int, int], None] | None,
            unit: str, pieces: Callable[["Index", int], list[str]]) -> Path:
+    model = model_name(model)
     out = embeddings_dir(index, model, unit)
     out.mkdir(parents=True, exist_ok=True)
     fp = fingerprint(index)
+    files = model_fingerprint(model)  # the same name or folder may hold another model later: its vectors are not these
     meta_path, prog_path, partial = out / "meta.json", out / "progress.json", out / "vectors.partial"
-    if not force and _complete(out, fp):
+    if not force and _complete(out, fp, files):
         return out
     encoder = encoder or loaded_encoder(model)
     docs = index.doc_numbers()  # the live documents, in index order: document rows
@@ -279,14 +315,15 @@ def _embed(index: "Index", model: str, encoder: Encoder | None, batch_size: int,
     dim, n = encoder.dim, len(owner)
     # After a change (sieve add/delete), the documents kept have the vectors they had: read them
     # before anything here changes. A forced embed computes everything.
-    earlier = None if force or not meta_path.exists() else _reusable(out, dim, model)
+    earlier = None if force or not meta_path.exists() else _reusable(out, dim, model, files)
     if meta_path.exists():
         meta_path.unlink()  # the files below are about to change: nothing may vouch for them meanwhile
         storage.fsync_dir(out)
     done = reused = 0
     if prog_path.exists() and partial.exists() and not force:
         prog = json.loads(prog_path.read_text())
-        if prog.get("fingerprint") == fp and prog.get("model") == model and prog.get("dim") == dim and prog.get("unit", "document") == unit:
+        if (prog.get("fingerprint") == fp and prog.get("model") == model and prog.get("dim") == dim and prog.get("unit", "document") == unit
+                and prog.get("model_fingerprint") == files):
             done = int(prog["rows"])
     with open(partial, "r+b" if done else "wb") as fh:
         fh.truncate(done * dim * 4)  # drop a half-written chunk from an interrupted run
@@ -311,7 +348,7 @@ def _embed(index: "Index", model: str, encoder: Encoder | None, batch_size: int,
             fh.flush()
             os.fsync(fh.fileno())
             done = rows.stop
-            _write_json(prog_path, {"fingerprint": fp, "model": model, "dim": dim, "rows": done, "unit": unit})
+            _write_json(prog_path, {"fingerprint": fp, "model": model, "model_fingerprint": files, "dim": dim, "rows": done, "unit": unit})
             if progress is not None:
                 progress(done, n)
     vectors = np.fromfile(partial, dtype=np.float32).reshape(n, dim)
@@ -327,7 +364,7 @@ def _embed(index: "Index", model: str, encoder: Encoder | None, batch_size: int,
         os.fsync(fh.fileno())
     for name in names + ["hnsw.bin"]:
         os.replace(out / f"{name}.tmp", out / name)
-    meta = {"model": model, "dim": dim, "rows": n, "documents": len(docs), "unit": unit, "fingerprint": fp, "files": entries, "reused": reused}
+    meta = {"model": model, "model_fingerprint": files, "dim": dim, "rows": n, "documents": len(docs), "unit": unit, "fingerprint": fp, "files": entries, "reused": reused}
     _write_json(meta_path, {**meta, "checksum": _meta_crc(meta)})
     partial.unlink()
     prog_path.unlink()
@@ -361,7 +398,9 @@ class DenseIndex:
     (ascending; every document has at least one passage) and a document's similarity is its best
     passage's. Arguments and results are internal numbers; None as `docs` means every document."""
 
-    def __init__(self, index: "Index", directory: Path, meta: dict[str, Any], encoder: Encoder | None = None) -> None:
+    def __init__(self, index: "Index", directory: Path, meta: dict[str, Any], encoder: Encoder | None = None, search: str = "approximate") -> None:
+        if search not in DENSE_SEARCH:
+            raise InvalidArgumentError(f"unknown dense search {search!r}; known: {', '.join(DENSE_SEARCH)}")
         # Held weakly: the index holds this (its searcher's `dense`), and a reference back would
         # keep both, and every file they map, alive until the cyclic garbage collector ran.
         self._index = weakref.ref(index)
@@ -369,10 +408,13 @@ class DenseIndex:
         self.meta = meta
         self.unit = meta.get("unit", "document")
         self.vectors = storage.open_array(directory / "vectors.sva", "vectors.sva", meta["files"]["vectors.sva"])
+        if encoder is not None and encoder.dim != meta["dim"]:
+            raise EncoderMismatchError(f"the embeddings in {directory} have {meta['dim']} dimensions; the encoder given ({encoder.name}) gives {encoder.dim}")
         self._encoder = encoder
         self._graph: Any = None
         self._last_query: tuple[str, np.ndarray] | None = None
-        self.exact_max = EXACT_MAX
+        self.search = search
+        self.exact_max: float = EXACT_MAX if search == "approximate" else float("inf")
         self.docs = index.doc_numbers()
         self._identity = bool(index.snapshot.dense)  # internal number == row
         self.owner: np.ndarray | None = None
@@ -396,22 +438,33 @@ class DenseIndex:
         return docs if self._identity else np.searchsorted(self.docs, docs)
 
     @classmethod
-    def open(cls, index: "Index", model: str | None = None, encoder: Encoder | None = None, unit: str | None = None) -> "DenseIndex":
+    def open(cls, index: "Index", model: str | None = None, encoder: Encoder | None = None, unit: str | None = None,
+             search: str = "approximate") -> "DenseIndex":
         """The embeddings of `model` (default: the bundled MiniLM, else the only model embedded) in
-        `unit` (default: passages where they exist, else documents)."""
+        `unit` (default: passages where they exist, else documents), ranked as `search` says
+        (DENSE_SEARCH). Asking for a model the index has no embeddings of, while it has another's,
+        is an EncoderMismatchError naming both."""
         if unit is not None and unit not in UNITS:
             raise InvalidArgumentError(f"unknown embedding unit {unit!r}; known: {', '.join(UNITS)}")
         root = index.path / "embeddings"
         names = [p.name for p in embedding_dirs(index.path)]
         models = list(dict.fromkeys(n.removesuffix(PASSAGES_SUFFIX) for n in names))
         if model is not None:
+            model = model_name(model)
             slug = model_slug(model)
         elif model_slug(DEFAULT_MODEL) in models:
             slug = model_slug(DEFAULT_MODEL)
-        elif models:
+        elif len(models) == 1:
             slug = models[0]
+        elif models:
+            held = ", ".join(_held(root, names, m) for m in models)
+            raise EncoderMismatchError(f"{index.path} holds embeddings of several models ({held}): say which with --embed-model")
         else:
             raise DenseUnavailableError(f"{index.path} has no embeddings: run `sieve embed {index.path}` first")
+        if model is not None and slug not in models and models:
+            held = ", ".join(_held(root, names, m) for m in models)
+            raise EncoderMismatchError(f"{index.path} holds embeddings of {held}, not of {model}: embed it with `sieve embed {index.path} "
+                                       f"--embed-model {model}` (or `sieve eval build ... --embed-model {model}`), or ask for the model it holds")
         units = [unit] if unit is not None else list(UNITS)
         wanted = next((_dir_name(slug, u) for u in units if _dir_name(slug, u) in names), None)
         if wanted is None:
@@ -426,12 +479,31 @@ class DenseIndex:
             )
         if meta.get("documents", meta.get("rows")) != len(index):
             raise IndexDamagedError(f"embeddings/{wanted}/meta.json", f"has {meta.get('documents', meta.get('rows'))} documents for {len(index)}")
-        return cls(index, directory, meta, encoder)
+        return cls(index, directory, meta, encoder, search)
+
+    @property
+    def identity(self) -> dict[str, Any]:
+        """Which encoder made these embeddings, as runs record it: model, dimension, the checksum of
+        its files (None where not recorded), unit, and how they are searched."""
+        return {"model": self.meta["model"], "dim": self.meta["dim"], "model_fingerprint": self.meta.get("model_fingerprint"),
+                "unit": self.unit, "search": self.search}
 
     @property
     def encoder(self) -> Encoder:
+        """The query encoder: the model that made the embeddings, refused (EncoderMismatchError) when
+        its files or its width are no longer what they were when the documents were embedded."""
         if self._encoder is None:
-            self._encoder = loaded_encoder(self.meta["model"])
+            model = self.meta["model"]
+            recorded, now = self.meta.get("model_fingerprint"), model_fingerprint(model)
+            if not _same_model(self.meta, now):
+                raise EncoderMismatchError(
+                    f"the embeddings in {self.dir} were computed by {model} with files {recorded}, but {model} now has files {now}: "
+                    f"embed again with `sieve embed {self.index.path} --embed-model {model} --force`")
+            encoder = loaded_encoder(model)
+            if encoder.dim != self.meta["dim"]:
+                raise EncoderMismatchError(f"the embeddings in {self.dir} have {self.meta['dim']} dimensions, but {model} now gives {encoder.dim}: "
+                                           f"embed again with `sieve embed {self.index.path} --embed-model {model} --force`")
+            self._encoder = encoder
         return self._encoder
 
     @property

@@ -46,10 +46,12 @@ class EpisodeSetup:
     api_key: str | None = None
     dense: bool = False  # rank with the index's embeddings
     llm_deadline: float = DEADLINE_S  # the longest one model call may take, retries included
+    embed_model: str | None = None  # whose embeddings (None: the index's only, else the bundled MiniLM)
+    dense_search: str = "exact"  # sieve.dense.store.DENSE_SEARCH
 
 
 # Per worker process: a worker opens an index (and builds an agent per URL) once, not per episode.
-_indexes: dict[tuple[str, bool], Index] = {}
+_indexes: dict[tuple[str, bool, str | None, str], Index] = {}
 _agents: dict[tuple[Any, ...], Agent] = {}
 
 
@@ -126,7 +128,7 @@ def _episode(setup: EpisodeSetup, url: str, question_id: str, question: str) -> 
     (Ray retries only a worker's death)."""
     try:
         agent = _agent(setup, url)
-        tools = make_tools(_index(setup.index, setup.dense), setup.condition, **setup.tools)  # session state is per episode
+        tools = make_tools(_index(setup.index, setup.dense, setup.embed_model, setup.dense_search), setup.condition, **setup.tools)  # session state is per episode
         return agent.run(question, tools, question_id)
     except Exception as e:
         where = traceback.extract_tb(e.__traceback__)[-1]
@@ -134,12 +136,12 @@ def _episode(setup: EpisodeSetup, url: str, question_id: str, question: str) -> 
                        f"{type(e).__name__}: {e} (at {Path(where.filename).name}:{where.lineno}, on {socket.gethostname()})")
 
 
-def _index(path: str, dense: bool) -> Index:
-    key = (path, dense)
+def _index(path: str, dense: bool, embed_model: str | None = None, dense_search: str = "exact") -> Index:
+    key = (path, dense, embed_model, dense_search)
     if key not in _indexes or _indexes[key].retired:  # a long-lived worker must not answer from a replaced build
         index = open_index(path)
         if dense:
-            index.use_dense()
+            index.use_dense(model=embed_model, search=dense_search)
         _indexes[key] = index
     return _indexes[key]
 

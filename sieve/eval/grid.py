@@ -8,7 +8,9 @@ conditions that search an index, and `--ablations` adds the paper's ablations: s
 search and SIEVE without snippets (BM25), and Search-Visit on the flat twin; and SIEVE without the
 zero-hit diagnosis line (sieve's addition, which the paper's tool did not have). `--controls` adds
 the paper's Table 6: the `indri-control` condition (Indri's own query language, with the cards and
-fetch of SIEVE) with the Indri-style rankers (indri, indri+dense).
+fetch of SIEVE) with the Indri-style rankers (indri, indri+dense). Several
+`--embed-model`s run every cell that ranks with embeddings once per encoder (`sieve-dense@<model>`),
+each encoder's embeddings side by side in the index: the paper's Figure 5 (accuracy by encoder).
 """
 
 from __future__ import annotations
@@ -16,8 +18,9 @@ from __future__ import annotations
 import json
 from dataclasses import asdict, dataclass
 from pathlib import Path
-from typing import Any, Iterable
+from typing import Any, Iterable, Sequence
 
+from sieve.dense.encoder import DEFAULT_MODEL, model_label, model_name
 from sieve.engine.rankers import DENSE_RANKERS, RANKER_NAMES
 from sieve.errors import InvalidArgumentError
 from sieve.tools.conditions import ALL_RANKERS, CONDITIONS, SNIPPETS, condition
@@ -33,6 +36,7 @@ class Cell:
     fallback: bool = True
     snippet: str | None = None  # None: the condition's own
     diagnose: bool = True  # a zero-hit search names the relaxations that would admit documents
+    embed_model: str | None = None  # None: the grid's encoder (its one --embed-model, else the index's)
 
     @property
     def name(self) -> str:
@@ -45,7 +49,7 @@ class Cell:
             parts.append(f"snippet-{self.snippet}")
         if not self.diagnose:
             parts.append("no-diagnosis")
-        return "-".join(parts)
+        return "-".join(parts) + (f"@{model_label(self.embed_model)}" if self.embed_model else "")
 
     def check(self) -> "Cell":
         c = condition(self.condition)
@@ -58,14 +62,37 @@ class Cell:
             raise InvalidArgumentError(f"grid cell {self.name}: twin must be one of {', '.join(TWINS)}")
         if self.snippet is not None and self.snippet not in SNIPPETS:
             raise InvalidArgumentError(f"grid cell {self.name}: snippet must be one of {', '.join(SNIPPETS)}")
-        return Cell(c.name, self.ranker, self.twin, self.fallback, self.snippet, self.diagnose)
+        if self.embed_model is not None and self.ranker not in DENSE_RANKERS:
+            raise InvalidArgumentError(f"grid cell {self.name}: an embedding model applies to the rankers {', '.join(DENSE_RANKERS)} only")
+        model = model_name(self.embed_model) if self.embed_model is not None else None
+        return Cell(c.name, self.ranker, self.twin, self.fallback, self.snippet, self.diagnose, model)
+
+
+def with_encoders(cells: list[Cell], models: Sequence[str]) -> list[Cell]:
+    """With several models, each cell that ranks with embeddings (and names no model) once per
+    model, in the order given; with one or none, the cells as they are (every run uses that one)."""
+    names = list(dict.fromkeys(model_name(m) for m in models))
+    if len(names) < 2:
+        return cells
+    labels = [model_label(m) for m in names]
+    if len(set(labels)) < len(labels):
+        raise InvalidArgumentError(f"embedding models {', '.join(names)}: their short names ({', '.join(labels)}) name the grid's runs "
+                                   "and must differ")
+    out: list[Cell] = []
+    for cell in cells:
+        if cell.ranker in DENSE_RANKERS and cell.embed_model is None:
+            out.extend(Cell(**{**asdict(cell), "embed_model": m}).check() for m in names)
+        else:
+            out.append(cell)
+    return out
 
 
 def plan(conditions: Iterable[str] | None = None, rankers: Iterable[str] | None = None,
-         twins: Iterable[str] = ("structured",), ablations: bool = False, controls: bool = False) -> list[Cell]:
+         twins: Iterable[str] = ("structured",), ablations: bool = False, controls: bool = False, embed_models: Sequence[str] = ()) -> list[Cell]:
     """The cells: each condition with each of its paper rankers that is among `rankers` (default
     all), on each twin where the twin matters (conditions that search an index), then ablations,
-    then (`controls`) the paper's Table 6: the `indri-control` condition with the Indri-style rankers."""
+    then (`controls`) the paper's Table 6: the `indri-control` condition with the Indri-style rankers;
+    with several `embed_models`, each cell that ranks with embeddings once per model (`with_encoders`)."""
     names = [condition(n).name for n in (conditions or CONDITIONS)]
     wanted = set(rankers or ALL_RANKERS)
     unknown = wanted - set(ALL_RANKERS)
@@ -90,7 +117,7 @@ def plan(conditions: Iterable[str] | None = None, rankers: Iterable[str] | None 
                 cells.append(extra)
     if controls:
         cells.extend(Cell("indri-control", r) for r in CONDITIONS["indri-control"].rankers if Cell("indri-control", r) not in cells)
-    return [c.check() for c in cells]
+    return with_encoders([c.check() for c in cells], embed_models)
 
 
 def load_grid(path: str | Path) -> list[Cell]:
@@ -111,19 +138,22 @@ def load_grid(path: str | Path) -> list[Cell]:
             except TypeError as e:
                 raise InvalidArgumentError(f"{path}: cell {i}: {e}") from None
         return out
-    allowed = {"conditions", "rankers", "twins", "ablations", "controls"}
+    allowed = {"conditions", "rankers", "twins", "ablations", "controls", "embed_models"}
     extra = set(data) - allowed
     if extra:
         raise InvalidArgumentError(f"{path}: unknown keys {sorted(extra)}; a grid file has cells, or {', '.join(sorted(allowed))}")
     return plan(data.get("conditions"), data.get("rankers"), data.get("twins", ("structured",)), bool(data.get("ablations", False)),
-                bool(data.get("controls", False)))
+                bool(data.get("controls", False)), data.get("embed_models", ()))
 
 
 def run_grid(collection: Path, out: Path, cells: list[Cell], urls: list[str], model: str, index_dir: Path | None = None,
-             fmt: str = "beir", dates: str = "strict", on_cell: Any = None, ray: str | None = None, **options: Any) -> list[Path]:
+             fmt: str = "beir", dates: str = "strict", on_cell: Any = None, ray: str | None = None, embed_model: str | None = None,
+             **options: Any) -> list[Path]:
     """Run every cell into `out/<cell name>` (a finished cell's episodes are not run again);
     `options` go to each `run_collection`; `ray`: every cell's episodes run on that Ray cluster.
-    Writes `out/grid.json` listing the cells and their runs."""
+    Each twin is embedded with every model its cells rank with: a cell's own, else `embed_model`,
+    else the model the twin already holds, else the bundled MiniLM. Writes `out/grid.json`
+    listing the cells and their runs."""
     from sieve.eval.collections import load_collection
     from sieve.eval.run import default_index_dir, run_collection, twin_index
 
@@ -134,15 +164,23 @@ def run_grid(collection: Path, out: Path, cells: list[Cell], urls: list[str], mo
     out.mkdir(parents=True, exist_ok=True)
     root = Path(index_dir) if index_dir else default_index_dir(Path(collection))
     c = load_collection(collection, fmt, dates)
+    from sieve.dense.store import embedded_models
+
     for twin in sorted({cell.twin for cell in cells}):  # build (and embed) each twin once, before any run
-        twin_index(c, root, twin, embed=any(cell.ranker in DENSE_RANKERS and cell.twin == twin for cell in cells))
-    (out / "grid.json").write_text(json.dumps({"collection": str(collection), "model": model, "cells": [asdict(x) | {"run": x.name} for x in cells]}, indent=1))
+        wanted = {cell.embed_model or embed_model for cell in cells if cell.ranker in DENSE_RANKERS and cell.twin == twin}
+        if None in wanted:  # no model named: the one a twin built by `eval build` holds, else the default
+            wanted.discard(None)
+            if not embedded_models(root / twin):
+                wanted.add(DEFAULT_MODEL)
+        twin_index(c, root, twin, embed=bool(wanted), embed_models=sorted(m for m in wanted if m))
+    (out / "grid.json").write_text(json.dumps({"collection": str(collection), "model": model, "embed_model": embed_model,
+                                               "cells": [asdict(x) | {"run": x.name} for x in cells]}, indent=1))
     runs = []
     for cell in cells:
         if on_cell is not None:
             on_cell(cell)
         run_collection(collection, out / cell.name, cell.condition, cell.ranker if cell.ranker != "none" else "bm25", urls, model,
                        twin=cell.twin, index_dir=root, fmt=fmt, dates=dates, fallback=cell.fallback, snippet=cell.snippet,
-                       diagnose=cell.diagnose, ray=ray, **options)
+                       diagnose=cell.diagnose, ray=ray, embed_model=cell.embed_model or embed_model, **options)
         runs.append(out / cell.name)
     return runs

@@ -107,10 +107,10 @@ class Run:
     @property
     def encoder(self) -> str | None:
         """The dense encoder of a run that ranks with one (None for BM25 alone or when not recorded)."""
-        e = self.summary.get("encoder")
-        if isinstance(e, dict):
-            e = e.get("name") or e.get("model")
-        return str(e) if e and self.ranker in DENSE_RANKERS else None
+        e = self.summary.get("encoder")  # eval run writes {model, dim, fingerprint, unit, search}; older records a name
+        if not e or self.ranker not in DENSE_RANKERS:
+            return None
+        return encoder_label(self.summary if isinstance(e, dict) else {"encoder": {"model": str(e)}})
 
     @property
     def encoder_size(self) -> float | None:
@@ -165,6 +165,18 @@ def load_run(run_dir: Path) -> Run:
         raise SieveError(f"{run_dir}: unreadable run record ({e})") from None
     scores = summary.get("per_question") or {q: {} for q in records}
     return Run(run_dir, summary, {q: records[q] for q in scores if q in records}, {q: v for q, v in scores.items() if q in records})
+
+
+def encoder_label(summary: dict[str, Any]) -> str | None:
+    """Which encoder produced a run's dense rankings, as a table names it (the bundled default
+    marked); None for a run that ranked without embeddings or recorded no encoder."""
+    from sieve.dense.encoder import DEFAULT_MODEL, model_label
+
+    encoder = summary.get("encoder")
+    if not isinstance(encoder, dict) or not encoder.get("model"):
+        return None
+    model = str(encoder["model"])
+    return model_label(model) + (" (default)" if model == DEFAULT_MODEL else "") + (", approximate" if encoder.get("search") == "approximate" else "")
 
 
 def _mean(values: list[float]) -> float:

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
-from typing import Any, Callable
+from typing import Any, Callable, Sequence
 
 from sieve.tools.episode import make_tools
 from sieve.agent.llm import DEADLINE_S, ChatClient
@@ -21,8 +21,9 @@ from sieve.tools.sandbox import choose as choose_sandbox, warn_unconfined
 TWINS = ("structured", "flat")
 
 
-def twin_index(collection: Collection, root: Path, twin: str, embed: bool = False) -> Index:
-    """Open (or build once) the index of one twin of a collection under `root/<twin>`."""
+def twin_index(collection: Collection, root: Path, twin: str, embed: bool = False, embed_models: Sequence[str] = ()) -> Index:
+    """Open (or build once) the index of one twin of a collection under `root/<twin>`; with `embed`,
+    embeddings of each of `embed_models` (default the bundled MiniLM), side by side."""
     if twin not in TWINS:
         raise ValueError(f"twin must be one of {', '.join(TWINS)}")
     path = root / twin
@@ -36,9 +37,11 @@ def twin_index(collection: Collection, root: Path, twin: str, embed: bool = Fals
                 "unparsed_dates": collection.meta.get("unparsed_dates", 0), "documents": len(index)}
         (root / "collection.json").write_text(json.dumps(note, indent=1))
     if embed:
+        from sieve.dense.encoder import DEFAULT_MODEL
         from sieve.dense.store import embed as embed_index
 
-        embed_index(index)
+        for model in embed_models or (DEFAULT_MODEL,):
+            embed_index(index, model)
     return index
 
 
@@ -48,11 +51,13 @@ def default_index_dir(collection: Path) -> Path:
     return collection / "sieve-index" if collection.is_dir() else collection.parent / f"{collection.stem}.sieve-index"
 
 
-def build_twins(collection_dir: Path, out: Path, embed: bool = False, fmt: str = "beir", dates: str = "strict") -> dict[str, Index]:
-    """Both twins' indexes under `out` (and embeddings with `embed`); `dates="keep"` keeps
-    unreadable dates as metadata (counted in `out/collection.json`, see `built_note`)."""
+def build_twins(collection_dir: Path, out: Path, embed: bool = False, fmt: str = "beir", dates: str = "strict",
+                embed_models: Sequence[str] = ()) -> dict[str, Index]:
+    """Both twins' indexes under `out` (and embeddings with `embed`: of each of `embed_models`,
+    default the bundled MiniLM); `dates="keep"` keeps unreadable dates as metadata (counted in
+    `out/collection.json`, see `built_note`)."""
     c = load_collection(collection_dir, fmt, dates)
-    return {t: twin_index(c, out, t, embed) for t in TWINS}
+    return {t: twin_index(c, out, t, embed or bool(embed_models), embed_models) for t in TWINS}
 
 
 def built_note(root: Path) -> dict[str, Any]:
@@ -88,6 +93,8 @@ def run_collection(
     ray: str | None = None,
     shell_sandbox: str = "auto",
     llm_deadline: float = DEADLINE_S,
+    embed_model: str | None = None,
+    dense_search: str = "exact",
 ) -> dict[str, Any]:
     """Run one condition over a collection. As the paper: `k` results per search is also the most an
     agent may ask for, and a read stops at `read_cap` tokens (`read_parts=True`: numbered parts).
@@ -98,7 +105,10 @@ def run_collection(
     locally 1); the records and the summary are those of a local run. `shell_sandbox`: the DCI
     conditions' sandbox (auto, bwrap, landlock, none), chosen once here and recorded in the summary;
     without one a DCI run fails before any episode. `llm_deadline`: the longest
-    one model call may take, retries included (sieve.agent.llm)."""
+    one model call may take, retries included (sieve.agent.llm). Dense rankers use the embeddings
+    of `embed_model` (default: the index's only model, else the bundled MiniLM; one the index has
+    no embeddings of is refused), searched exactly as the paper (`dense_search="approximate"`:
+    HNSW over admitted sets above 8,000 documents); the encoder is recorded in the summary."""
     if ray:
         from sieve.eval.distributed import join
 
@@ -111,8 +121,12 @@ def run_collection(
     root = Path(index_dir) if index_dir else default_index_dir(Path(collection_dir))
     index = twin_index(c, root, twin, embed=False)
     ranker = ranker if cond.retriever else ("bm25" if cond.corpus == "bounded" else "none")
+    encoder = None
     if ranker in DENSE_RANKERS:
-        index.use_dense()
+        index.use_dense(model=embed_model, search=dense_search)
+        dense = index.searcher.dense
+        dense.encoder  # loaded and checked against the embeddings before any episode
+        encoder = dense.identity
     questions = c.questions[:limit] if limit else c.questions
     gold = {q.id: list(q.answers) for q in questions}
     clients = [ChatClient(u, model, api_key=api_key, deadline=llm_deadline) for u in urls]  # a malformed URL fails here, before any episode
@@ -135,7 +149,7 @@ def run_collection(
         # Absolute paths: a worker's working directory is not the driver's.
         setup = EpisodeSetup(model, str(Path(index.path).resolve()), condition, {**options, "files": (root / "dci").resolve()},
                              {"native_tools": native, "budgets": budgets, "ranker": ranker}, api_key, dense=ranker in DENSE_RANKERS,
-                             llm_deadline=llm_deadline)
+                             llm_deadline=llm_deadline, embed_model=encoder["model"] if encoder else None, dense_search=dense_search)
         records = run_all_ray(asked, urls, setup, traj, ray, workers=workers, on_episode=on_episode)
     else:
         agents = [Agent(c, native_tools=native, budgets=budgets, condition=condition, ranker=ranker) for c in clients]
@@ -143,7 +157,8 @@ def run_collection(
     about = {"name": out_dir.name, "condition": cond.name, "family": cond.family, "ranker": ranker, "twin": twin, "model": model,
              "collection": str(collection_dir), "format": fmt, "k": k, "k_max": k_max or k, "read_cap": read_cap, "read_parts": read_parts,
              "max_steps": budgets.max_steps, "fallback": fallback, "diagnose": diagnose, "snippet": snippet or cond.snippet,
-             "unparsed_dates": built_note(root).get("unparsed_dates", 0), "shell_sandbox": box.record() if box is not None else None}
+             "unparsed_dates": built_note(root).get("unparsed_dates", 0), "shell_sandbox": box.record() if box is not None else None,
+             "encoder": encoder}
     summary = write_summary(out_dir, records, c, questions, about)
     return summary
 

@@ -115,7 +115,9 @@ def write_run(folder: Path, collection: str, condition: str, ranker: str, backbo
     if fields is not None:
         about["fields"] = fields
     if dense:
-        about["encoder"] = encoder or BGE
+        model = encoder or BGE  # as eval run records it (sieve.eval.run: the encoder's identity)
+        about["encoder"] = {"model": model, "dim": 384 if model == MINILM else 768, "fingerprint": f"sha256:{len(model):064x}",
+                            "unit": "document", "search": "exact"}
     summary = write_summary(folder, recs, None, qs, about)  # type: ignore[arg-type]
     if judged:
         for k, q in enumerate(qs):
