@@ -98,7 +98,7 @@ def test_the_steps_follow_the_record_even_without_gold() -> None:
            "calls": [{"prompt_tokens": 10, "completion_tokens": 2}, {"prompt_tokens": 20, "completion_tokens": 3}],
            "tool_calls": [{"name": "search", "arguments": {"query": "t"}}]}
     got = steps(rec, [])
-    assert [(s.number, s.step_summed, s.distinct) for s in got] == [(1, 12, 12), (2, 35, 23)]
+    assert [(s.number, s.step_summed, s.distinct) for s in got] == [(1, 12, 12), (2, 35, 25)]  # the largest prompt yet, every completion yet
     assert [r[0] for r in got[0].results] == ["search(query='t')", "note"] and got[1].results == []
 
 
