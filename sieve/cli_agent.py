@@ -114,8 +114,17 @@ def cmd_eval_judge(args: argparse.Namespace) -> int:
     cache = Path(args.cache) if args.cache else run_dir / "judge-cache.jsonl"
     j = judge_run(run_dir, Path(args.collection), ChatClient(args.llm_url, args.model, api_key=args.api_key, deadline=args.llm_deadline), cache_path=cache,
                   collection_format=args.format, max_tokens=args.max_tokens)
-    print(f"judged accuracy {j['accuracy']:.3f} by {j['model']} ({j['asked']} asked, {j['cached']} cached, {j['unparsed']} unparsed); wrote {run_dir / 'summary.json'}")
+    _print_judged(j, run_dir)
     return 0
+
+
+def _print_judged(j: dict[str, Any], run_dir: Path) -> None:
+    counts = f"by {j['model']} ({j['asked']} asked, {j['cached']} cached, {j['unjudged']} unjudged)"
+    if j["accuracy"] is None:
+        print(f"no judged accuracy {counts}: {j['unjudged']} of {j['questions']} answers are unjudged (the grader's reply had no readable "
+              f"verdict twice); run `sieve eval judge` again, perhaps with a larger --max-tokens; wrote {run_dir / 'summary.json'}")
+    else:
+        print(f"judged accuracy {j['accuracy']:.3f} {counts}; wrote {run_dir / 'summary.json'}")
 
 
 def _agent_options(s: argparse.ArgumentParser) -> None:

@@ -26,6 +26,7 @@ from typing import Any, Callable
 import numpy as np
 
 from sieve.errors import InvalidArgumentError, SieveError
+from sieve.eval.judge import judged_accuracy, unjudged
 from sieve.eval.stats import bonferroni, mcnemar_exact, paired_t
 from sieve.eval.summary import OPERATORS, SEARCH_TOOLS, bql_usage
 
@@ -92,9 +93,14 @@ def _mean(values: list[float]) -> float:
 
 
 def _judged(run: Run) -> list[str] | None:
-    """The questions of a judged run (every scored question has a verdict), else None."""
+    """The questions of a judged run (every scored question has a verdict, none unjudged), else None."""
     qs = list(run.scores)
-    return qs if qs and all("judged" in run.scores[q] for q in qs) else None
+    return qs if qs and all(run.scores[q].get("judged") is not None for q in qs) else None
+
+
+def _unjudged(run: Run) -> int:
+    """How many of a run's answers the grader left unjudged (verdict None): the run has no judged accuracy."""
+    return len(unjudged({q: v["judged"] for q, v in run.scores.items() if "judged" in v}))
 
 
 def numbers(run: Run) -> dict[str, Any]:
@@ -112,7 +118,8 @@ def numbers(run: Run) -> dict[str, Any]:
         "run": run.name, "dir": str(run.dir), "family": run.family, "condition": run.condition or None,
         "ranker": run.summary.get("ranker"), "twin": run.summary.get("twin"), "model": run.summary.get("model"), "questions": n,
         "accuracy": round(_mean(em), 4),
-        "judged": round(_mean([float(run.scores[q]["judged"]) for q in judged]), 4) if judged else None,
+        "judged": judged_accuracy({q: run.scores[q]["judged"] for q in judged}, run.name) if judged else None,
+        "unjudged": _unjudged(run),
         "gold_recall": run.summary.get("gold_recall"),
         "distinct_tokens": round(_mean([r["tokens"]["distinct"] for r in recs]), 1),
         "step_summed_tokens": round(_mean([r["tokens"]["step_summed"] for r in recs]), 1),
@@ -226,7 +233,7 @@ def _family_name(family: str) -> str:
 def table(rows: list[dict[str, Any]]) -> str:
     """Table 1 in Markdown (rows grouped by family), with a legend for the marks."""
     rows = grouped(rows)
-    judged = any(r["judged"] is not None for r in rows)
+    judged = any(r["judged"] is not None or r.get("unjudged") for r in rows)
     head = ["Family", "Run", "Condition", "Ranker", "Twin", "n", "EM %"] + (["Judge %"] if judged else []) + [
         "Gold recall %", "Distinct tok.", "Step-summed tok.", "LLM calls", "Recovered", "Fallback %"]
     lines = ["| " + " | ".join(head) + " |", "|" + "|".join("---" if i < 5 else "---:" for i in range(len(head))) + "|"]
@@ -237,7 +244,7 @@ def table(rows: list[dict[str, Any]]) -> str:
             str(r["ranker"]), str(r["twin"]), str(r["questions"]), _pct(r["accuracy"]) + _mark(r, "accuracy"),
         ]
         if judged:
-            cells.append(_pct(r["judged"]) + _mark(r, "judged"))
+            cells.append(f"unjudged ({r['unjudged']})" if r.get("unjudged") else _pct(r["judged"]) + _mark(r, "judged"))
         cells += [
             _pct(r["gold_recall"]), f"{r['distinct_tokens']:,.0f}" + _mark(r, "distinct_tokens"),
             f"{r['step_summed_tokens']:,.0f}" + _mark(r, "step_summed_tokens"), f"{r['llm_calls']:.1f}" + _mark(r, "llm_calls"),
@@ -250,8 +257,10 @@ def table(rows: list[dict[str, Any]]) -> str:
     marks = (f"\\* differs from the baseline {base} at alpha {ALPHA} (two-sided, Bonferroni-corrected over {m} comparison{'s' if m != 1 else ''}): "
              "exact McNemar on accuracy, paired t on tokens and LLM calls. ") if m else ""
     lines += ["", marks + "Tokens and calls are means per question; distinct tokens count each "
-              "piece of context once, step-summed tokens recount the prompt at every call. Recovered: answers obtained by the recovery step. "
-              "Fallback: share of search calls whose Boolean filter admitted nothing. – : not judged, or no search calls."]
+              "piece of context once (the largest prompt plus every completion), step-summed tokens recount the prompt at every call. "
+              "Recovered: answers obtained by the recovery step. "
+              "Fallback: share of search calls whose Boolean filter admitted nothing. – : not judged, or no search calls."
+              + (" unjudged (n): the grader left n answers unjudged, so the run has no judged accuracy." if judged and any(r.get("unjudged") for r in rows) else "")]
     return "\n".join(lines)
 
 
