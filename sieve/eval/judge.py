@@ -31,7 +31,7 @@ from typing import Any, Mapping
 from sieve.agent.llm import ChatClient
 from sieve.agent.prompts import digest
 from sieve.agent.protocol import without_thinking
-from sieve.errors import SieveError
+from sieve.errors import InvalidArgumentError, SieveError
 from sieve.eval.collections import load_collection
 from sieve.templates import load, render
 
@@ -96,6 +96,32 @@ def parse_grade(text: str) -> Grade | None:
         reasoning=" ".join(fields.get("reasoning", [])).strip(),
         confidence=confidence,
     )
+
+
+COLLECTION_NOTE = "sieve-collection.json"  # in a collection's folder: {"accuracy": "judge"} where the paper judges it (BCP-S)
+
+
+def collection_note(collection: Path) -> Path:
+    """Where a collection says how its accuracy is measured: `sieve-collection.json` inside its
+    folder, `NAME.sieve-collection.json` beside a single file."""
+    collection = Path(collection)
+    return collection / COLLECTION_NOTE if collection.is_dir() else collection.parent / f"{collection.stem}.{COLLECTION_NOTE}"
+
+
+def needs_judge(collection: Path) -> bool:
+    """Whether the collection's accuracy is an LLM judge's rather than exact match (as the paper
+    grades BCP-S): its note (`collection_note`) says `"accuracy": "judge"`."""
+    path = collection_note(collection)
+    if not path.is_file():
+        return False
+    try:
+        note = json.loads(path.read_text(encoding="utf-8"))
+    except (OSError, ValueError) as e:
+        raise InvalidArgumentError(f"{path}: cannot read the collection's note ({type(e).__name__}: {e})") from None
+    accuracy = note.get("accuracy", "exact-match") if isinstance(note, dict) else None
+    if accuracy not in ("judge", "exact-match"):
+        raise InvalidArgumentError(f"{path}: \"accuracy\" is \"judge\" or \"exact-match\", not {accuracy!r}")
+    return accuracy == "judge"
 
 
 class UnjudgedError(SieveError):
