@@ -452,7 +452,8 @@ class Agent:
         off that was, and the call is cut again and made again (at most FINAL_RETRIES times).
         Returns the completion and the messages sent."""
         limit = self.window - self.budgets.max_tokens
-        rate = self._token_rate(ep)
+        # Scales the count to the server's: 1 for /tokenize's own, else learnt from this episode.
+        rate = 1.0 if self.client.count_prompt(messages) is not None else self._token_rate(ep)
         for attempt in range(FINAL_RETRIES + 1):
             sent = fit_messages(messages, limit, lambda ms: self._prompt_size(ms, rate))
             try:
@@ -470,7 +471,7 @@ class Agent:
 
     def _prompt_size(self, messages: list[dict[str, Any]], rate: float) -> int:
         n = self.client.count_prompt(messages)
-        return n if n is not None else int(rate * _local_size(messages))
+        return int(rate * (n if n is not None else _local_size(messages)))
 
     @staticmethod
     def _token_rate(ep: Episode) -> float:

@@ -149,6 +149,21 @@ def test_a_refusal_cuts_again_until_the_request_fits(long_index: sieve.Index) ->
     assert c.content.startswith("<answer>")
 
 
+def test_a_window_smaller_than_configured_is_learnt_from_the_refusal(long_index: sieve.Index) -> None:
+    """A server that reports no max_model_len but enforces 2,600 tokens, with /tokenize: the loop's
+    call is refused mid-episode (its configured window is 8,000), and the final request takes the
+    window the refusal names, is cut to it, and fits."""
+    answer_budget = 200
+    with LoopbackServer(autoreader, max_model_len=None, enforce=True, enforced_len=2600, tokenize=True) as srv:
+        agent = Agent(ChatClient(srv.url, "scripted", backoff=0.01), native_tools=True,
+                      budgets=Budgets(max_tokens=answer_budget, context_window=8000), condition="autoread")
+        ep = agent.run("Which port's harbour master wrote the report?", make_tools(long_index, "autoread", k=5), "q1")
+    assert ep.config["context_window"] == 8000 and srv.refused
+    assert ep.reason == "context length" and ep.outcome == "answered", (ep.reason, ep.outcome)
+    assert count_tokens(srv.requests[-1]["messages"]) + answer_budget <= 2600
+    assert FINAL_NUDGE in str(srv.requests[-1]["messages"][-1]["content"])
+
+
 def test_vllm_refusal_is_a_context_length_error() -> None:
     """The loopback's refusal is vLLM's: status 400, its body; the client reads it as a context error."""
     with LoopbackServer(lambda b: Say("x"), max_model_len=50, enforce=True) as srv:

@@ -63,19 +63,21 @@ Policy = Callable[[dict[str, Any]], "Say | Fault"]
 class LoopbackServer:
     def __init__(self, policy: Policy, model: str = "scripted", max_model_len: int | None = 131072, owned_by: str = "scripted",
                  tokenize: bool = False, enforce: bool = False, per_word: int = 1, reasoning_field: str = "reasoning_content",
-                 usage: bool = True) -> None:
+                 usage: bool = True, enforced_len: int | None = None) -> None:
         """`tokenize=True` also serves vLLM's `/tokenize` (at the root, not under /v1): the prompt's
         `count` by the same rule as the usage (or a `prompt` text's words); the bodies it got are in
         `tokenized`. `enforce=True` refuses, as vLLM does, a request whose prompt plus `max_tokens`
         exceeds `max_model_len` (HTTP 400, vLLM's body; the refused bodies are in `refused`).
         `per_word`: tokens per word of this "model". A reply's reasoning goes in `reasoning_field`
-        (vLLM's `reasoning_content`, or `reasoning` in newer versions); `usage=False` sends no usage."""
+        (vLLM's `reasoning_content`, or `reasoning` in newer versions); `usage=False` sends no usage.
+        `enforced_len`: the window enforced, where it is not the one /v1/models reports."""
         self.policy = policy
         self.enforce = enforce
         self.per_word = per_word
         self.reasoning_field = reasoning_field
         self.usage = usage
         self.refused: list[dict[str, Any]] = []
+        self.enforced_len = enforced_len
         self.tokenize = tokenize
         self.tokenized: list[dict[str, Any]] = []
         self.owned_by = owned_by
@@ -116,9 +118,10 @@ class LoopbackServer:
                     self._send(200, {"count": n, "max_model_len": outer.max_model_len, "tokens": []})
                     return
                 prompt = count_tokens(body["messages"], outer.per_word)
-                if outer.enforce and outer.max_model_len is not None and prompt + int(body.get("max_tokens") or 0) > outer.max_model_len:
+                window = outer.enforced_len or outer.max_model_len
+                if outer.enforce and window is not None and prompt + int(body.get("max_tokens") or 0) > window:
                     outer.refused.append(body)
-                    self._send(400, context_error(outer.max_model_len, prompt, int(body.get("max_tokens") or 0)))
+                    self._send(400, context_error(window, prompt, int(body.get("max_tokens") or 0)))
                     return
                 outer.requests.append(body)
                 action = outer.policy(body)
