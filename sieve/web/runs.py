@@ -69,7 +69,7 @@ class LoadedRun:
         out = []
         for q, rec in self.run.records.items():
             s = self.run.scores.get(q, {})
-            out.append({"id": q, "question": rec.get("question", ""), "answer": rec.get("answer"), "em": s.get("em"), "judged": s.get("judged"),
+            out.append({"id": q, "question": rec.get("question", ""), "answer": rec.get("answer"), "em": s.get("em"), "judged": "unjudged" if "judged" in s and s["judged"] is None else s.get("judged"),
                         "outcome": rec.get("outcome"), "tokens": rec.get("tokens", {}).get("distinct"), "llm_calls": rec.get("llm_calls")})
         return out
 

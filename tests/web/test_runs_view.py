@@ -135,3 +135,18 @@ def test_model_outputs_are_escaped(tmp_path: Path) -> None:
             status, page, _ = s.get(path, **params)
             assert status == 200 and "<script" not in page.lower() and "<img" not in page.lower(), path
             assert "&lt;script&gt;" in page or path == "/runs"
+
+
+def test_an_unjudged_answer_is_shown_unjudged_not_wrong(runs: Path, tmp_path: Path) -> None:
+    shutil.copytree(runs / "runA", tmp_path / "runJ")
+    path = tmp_path / "runJ" / "summary.json"
+    summary = json.loads(path.read_text())
+    summary["per_question"]["q1"]["judged"] = None  # the grader's reply had no readable verdict twice
+    summary["name"] = "runJ"
+    path.write_text(json.dumps(summary))
+    with Server(create_app({}, runs=load_all([str(tmp_path / "runJ")]))) as s:
+        status, page, _ = s.get("/episode", run="runJ", q="q1")
+        assert status == 200 and "· unjudged" in page and "judged wrong" not in page
+        status, page, _ = s.get("/run", name="runJ")
+        cells = " ".join(html.unescape(re.sub(r"<[^>]+>", " ", page)).split())
+        assert status == 200 and "unjudged" in cells
