@@ -161,7 +161,8 @@ class Judge:
             for line in self.cache_path.read_text(encoding="utf-8").splitlines():
                 try:
                     rec = json.loads(line)
-                    self._cache[str(rec["key"])] = rec
+                    if not rec.get("unparsed"):  # earlier versions cached an unparsed grade as wrong: ask it again
+                        self._cache[str(rec["key"])] = rec
                 except (ValueError, KeyError, TypeError):
                     continue  # a torn last line from an interrupted run: ask again
 

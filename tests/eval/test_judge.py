@@ -172,6 +172,10 @@ def test_unparsed_asked_again_once_then_unjudged(tmp_path: Path) -> None:
     assert rec["unparsed"] is True and rec["verdict"] is None and rec["replies"] == ["I cannot say.", "I cannot say."]
     assert (rec["extracted"], rec["confidence"]) == (None, None)
     assert not cache.exists()
+    # A cache written before unjudged existed holds such a grade as wrong: it is asked again.
+    cache.write_text(json.dumps({**rec, "key": j.key("Q", ["Manila"], "Manila"), "verdict": False}) + "\n")
+    with LoopbackServer(lambda body: Say(grade(True))) as srv:
+        assert Judge(client(srv), cache).verdict("Q", ["Manila"], "Manila") is True and len(srv.requests) == 1
     replies = iter(["CORRECT", "**Correct:** yes"])  # a one-word reply is not a grade; the retry is
     with LoopbackServer(lambda body: Say(next(replies))) as srv:
         assert Judge(client(srv), tmp_path / "c2.jsonl").verdict("Q", ["Manila"], "Manila") is True
