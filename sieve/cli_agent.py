@@ -44,11 +44,16 @@ def cmd_ask(args: argparse.Namespace) -> int:
 
 
 def cmd_eval_build(args: argparse.Namespace) -> int:
-    from sieve.eval.run import build_twins, built_note
+    from sieve.eval.run import build_twins, built_note, note_build
 
     built = build_twins(Path(args.collection), Path(args.out), embed=args.embed, fmt=args.format, dates=args.dates, embed_models=args.embed_model or ())
     for twin, index in built.items():
         print(f"{twin}: {len(index)} documents at {index.path}")
+    try:
+        print(f"eval run and eval grid on {args.collection} will use {args.out} (noted in {note_build(Path(args.collection), Path(args.out))})")
+    except OSError as e:
+        print(f"sieve: could not note the build in {args.collection} ({e.strerror or e}); give eval run and eval grid --index-dir {args.out}",
+              file=sys.stderr)
     kept = built_note(Path(args.out)).get("unparsed_dates", 0)
     if kept:
         print(f"kept {kept:,} unparseable date{'s' if kept != 1 else ''} as metadata 'date_text' (not searchable with date[...])")
@@ -124,8 +129,17 @@ def cmd_eval_judge(args: argparse.Namespace) -> int:
     cache = Path(args.cache) if args.cache else run_dir / "judge-cache.jsonl"
     j = judge_run(run_dir, Path(args.collection), ChatClient(args.llm_url, args.model, api_key=args.api_key, deadline=args.llm_deadline), cache_path=cache,
                   collection_format=args.format, max_tokens=args.max_tokens)
-    print(f"judged accuracy {j['accuracy']:.3f} by {j['model']} ({j['asked']} asked, {j['cached']} cached, {j['unparsed']} unparsed); wrote {run_dir / 'summary.json'}")
+    _print_judged(j, run_dir)
     return 0
+
+
+def _print_judged(j: dict[str, Any], run_dir: Path) -> None:
+    counts = f"by {j['model']} ({j['asked']} asked, {j['cached']} cached, {j['unjudged']} unjudged)"
+    if j["accuracy"] is None:
+        print(f"no judged accuracy {counts}: {j['unjudged']} of {j['questions']} answers are unjudged (the grader's reply had no readable "
+              f"verdict twice); run `sieve eval judge` again, perhaps with a larger --max-tokens; wrote {run_dir / 'summary.json'}")
+    else:
+        print(f"judged accuracy {j['accuracy']:.3f} {counts}; wrote {run_dir / 'summary.json'}")
 
 
 def _agent_options(s: argparse.ArgumentParser) -> None:
@@ -195,13 +209,32 @@ def cmd_eval_grid(args: argparse.Namespace) -> int:
     models = args.embed_model or []
     cells = with_encoders(cells, models)
     out = Path(args.out)
+    judge = None
+    if args.judge_url or args.judge_model:
+        from sieve.agent.llm import ChatClient
+
+        if not (args.judge_url and args.judge_model):
+            raise InvalidArgumentError("--judge-url and --judge-model go together")
+        judge = ChatClient(args.judge_url, args.judge_model, api_key=args.judge_api_key, deadline=args.llm_deadline)
+    elif args.no_judge:
+        from sieve.eval.judge import needs_judge
+
+        if needs_judge(Path(args.collection)):
+            print(f"sieve: {args.collection} is graded by an LLM judge; with --no-judge its runs have exact match only and no judged accuracy",
+                  file=sys.stderr)
     print(f"{len(cells)} runs: {', '.join(c.name for c in cells)}", file=sys.stderr)
     runs = run_grid(Path(args.collection), out, cells, args.llm_url, args.model, index_dir=Path(args.index_dir) if args.index_dir else None,
+                    judge=judge, unjudged=args.no_judge,
                     fmt=args.format, dates=args.dates, on_cell=lambda c: print(f"run {c.name}", file=sys.stderr),
                     limit=args.limit, workers=args.workers, native=args.tool_style == "native", budgets=_budgets(args), k=args.k,
                     read_cap=args.read_cap, api_key=args.api_key, read_parts=args.read_parts, progress=not args.json, k_max=args.k_max, ray=args.ray,
                     shell_sandbox=args.shell_sandbox, llm_deadline=args.llm_deadline,
                     embed_model=models[0] if len(models) == 1 else None, dense_search=args.dense_search)
+    for run in runs if judge is not None else []:
+        block = json.loads((run / "summary.json").read_text()).get("judge") or {}
+        if block.get("unjudged"):
+            print(f"sieve: {run.name}: {block['unjudged']} of {block['questions']} answers unjudged, so no judged accuracy; "
+                  "running the same command again asks the grader again", file=sys.stderr)
     if not args.no_report:
         baseline = args.baseline or next((r.name for r in runs if r.name == "search-visit-bm25"), "0")
         report = ["eval", "report", *map(str, runs), "--baseline", baseline, "--out", str(out / "report")] + (["--json"] if args.json else [])
@@ -269,7 +302,8 @@ def add_commands(sub: Any) -> None:
     r.add_argument("--limit", type=int)
     _spread_options(r)
     r.add_argument("--twin", default="structured", choices=["structured", "flat"])
-    r.add_argument("--index-dir", help="where the twins' indexes live (default COLLECTION/sieve-index; for a single-file collection, NAME.sieve-index beside it)")
+    r.add_argument("--index-dir", help="where the twins' indexes live (default: where `eval build` built them, as noted in the collection; "
+                   "else COLLECTION/sieve-index, or NAME.sieve-index beside a single-file collection)")
     r.add_argument("-k", type=int, default=5, help="results per search, and the most an agent may ask for (default 5, as the paper)")
     r.add_argument("--k-max", type=int, help="the most results an agent may ask a search for (default: k)")
     r.add_argument("--read-cap", type=int, default=12_000, help="tokens per read; longer reads are truncated (default 12,000, as the paper)")
@@ -295,7 +329,13 @@ def add_commands(sub: Any) -> None:
     g.add_argument("--no-report", action="store_true")
     g.add_argument("--limit", type=int)
     _spread_options(g)
-    g.add_argument("--index-dir", help="where the twins' indexes and the DCI files live (as eval run)")
+    g.add_argument("--index-dir", help="where the twins' indexes and the DCI files live (as eval run: default where `eval build` built them)")
+    g.add_argument("--judge-url", help="grade every cell's answers with this LLM judge (OpenAI-compatible base URL including /v1), as eval judge")
+    g.add_argument("--judge-model", help="the judge's model (with --judge-url)")
+    g.add_argument("--judge-api-key")
+    g.add_argument("--no-judge", action="store_true",
+                   help="run a collection the paper grades with a judge (its sieve-collection.json says \"accuracy\": \"judge\") without one: "
+                        "exact match only, no judged accuracy")
     g.add_argument("-k", type=int, default=5)
     g.add_argument("--k-max", type=int, help="the most results an agent may ask a search for (default: k)")
     g.add_argument("--read-cap", type=int, default=12_000)

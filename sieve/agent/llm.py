@@ -8,7 +8,9 @@ call: connecting, every read, every attempt and every backoff sleep together; wh
 backoff would end past it) the call is an `LLMError` with `fault=True` whose message starts with
 `llm deadline:`. A prompt over the context window is its own error (`ContextLengthError`) so the
 loop can end the episode through the final-answer path. Every call's server-reported token usage
-is kept.
+is kept; a reply's reasoning (vLLM's `reasoning_content`, or `reasoning` in newer versions) is kept
+beside its content, and where the server reports no usage the call's tokens are counted here
+(`/tokenize` when the server has it, else whitespace words), reasoning included.
 """
 
 from __future__ import annotations
@@ -72,6 +74,8 @@ class Completion:
     seconds: float
     attempts: int = 1
     raw: dict[str, Any] = field(default_factory=dict, repr=False, compare=False)
+    reasoning: str = ""  # the reply's reasoning field (vLLM's reasoning parser), outside `content`
+    counted: bool = False  # the server reported no usage: the token numbers are sieve's own count
 
 
 def _is_context_error(status: int, body: str) -> bool:
@@ -98,18 +102,29 @@ def _content(value: Any) -> str:
     raise _Fault(f"malformed reply: message content is {type(value).__name__}")
 
 
-def _count(usage: dict[str, Any], key: str) -> int:
+def _count(usage: dict[str, Any], key: str) -> int | None:
     v = usage.get(key)
     if v is None:
-        return 0
+        return None
     if isinstance(v, bool) or not isinstance(v, (int, float)) or not math.isfinite(v) or v < 0 or v != int(v) or v > 1 << 40:
         raise _Fault(f"malformed reply: usage.{key} is {str(v)[:40]}")
     return int(v)
 
 
-def parse_completion(data: Any) -> tuple[str, tuple[ToolCall, ...], str, int, int]:
-    """(content, tool calls, finish reason, prompt tokens, completion tokens) of a chat completion;
-    raises _Fault naming what is malformed."""
+def _reasoning(msg: dict[str, Any]) -> str:
+    """The reasoning text vLLM's reasoning parsers put beside the content (`reasoning_content`,
+    renamed `reasoning` in newer versions)."""
+    for key in ("reasoning_content", "reasoning"):
+        v = msg.get(key)
+        if isinstance(v, str) and v:
+            return v
+    return ""
+
+
+def parse_completion(data: Any) -> tuple[str, tuple[ToolCall, ...], str, int | None, int | None, str]:
+    """(content, tool calls, finish reason, prompt tokens, completion tokens, reasoning) of a chat
+    completion, a token number None where the server reported none; raises _Fault naming what is
+    malformed."""
     if not isinstance(data, dict):
         raise _Fault(f"malformed reply: a JSON {type(data).__name__}, not an object")
     choices = data.get("choices")
@@ -134,7 +149,12 @@ def parse_completion(data: Any) -> tuple[str, tuple[ToolCall, ...], str, int, in
     if not isinstance(usage, dict):
         raise _Fault("malformed reply: usage is not an object")
     finish = choice.get("finish_reason")
-    return _content(msg.get("content")), tuple(calls), finish if isinstance(finish, str) else "", _count(usage, "prompt_tokens"), _count(usage, "completion_tokens")
+    return (_content(msg.get("content")), tuple(calls), finish if isinstance(finish, str) else "", _count(usage, "prompt_tokens"),
+            _count(usage, "completion_tokens"), _reasoning(msg))
+
+
+def _words(content: Any) -> int:
+    return len(_content(content).split()) if isinstance(content, (str, list)) else 0
 
 
 class ChatClient:
@@ -328,7 +348,14 @@ class ChatClient:
         body.update(extra or {})
         t0 = time.perf_counter()
         (parsed, data), attempts = self._request("POST", "/chat/completions", body, parse=lambda d: (parse_completion(d), d))
-        content, calls, finish, prompt_tokens, completion_tokens = parsed
+        content, calls, finish, prompt_tokens, completion_tokens, reasoning = parsed
+        counted = prompt_tokens is None or completion_tokens is None
+        if prompt_tokens is None:
+            prompt_tokens = self.count_prompt(messages, tools)
+            if prompt_tokens is None:
+                prompt_tokens = sum(_words(m.get("content")) for m in messages)
+        if completion_tokens is None:  # the reasoning is generated output too
+            completion_tokens = self.count_text("\n".join([reasoning, content, *(c.arguments for c in calls)]))
         return Completion(
             content=content,
             tool_calls=calls,
@@ -338,4 +365,20 @@ class ChatClient:
             seconds=time.perf_counter() - t0,
             attempts=attempts,
             raw=data,
+            reasoning=reasoning,
+            counted=counted,
         )
+
+    def count_text(self, text: str) -> int:
+        """A text's length in the model's tokens when the server can say (vLLM's /tokenize), else
+        in whitespace words."""
+        if not self._no_tokenize:
+            try:
+                data, _ = self._request("POST", "/tokenize", {"model": self.model, "prompt": text, "add_special_tokens": False}, at_root=True)
+            except LLMError:
+                data = None
+            n = data.get("count") if isinstance(data, dict) else None
+            if isinstance(n, int) and not isinstance(n, bool) and n >= 0:
+                return n
+            self._no_tokenize = True
+        return len(text.split())

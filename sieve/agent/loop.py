@@ -50,6 +50,60 @@ def _prompt_tokens_in(message: str, max_tokens: int) -> int | None:
             return max(0, int(requested.replace(",", "")) - max_tokens)
     return None
 CUT_MARK = "[… cut to fit the context window]"
+REMOVED = "[result removed: it did not fit in the context window]"
+FINAL_RETRIES = 3  # final-answer calls made again after a context-length refusal, each cut further
+_WORD = re.compile(r"\S+")
+_WINDOW = re.compile(r"maximum context length is (\d[\d,]*)", re.IGNORECASE)
+
+
+def _window_in(message: str) -> int | None:
+    """The context window a server's refusal names (vLLM: `maximum context length is N tokens`)."""
+    m = _WINDOW.search(message)
+    return int(m.group(1).replace(",", "")) if m else None
+
+
+def _local_size(messages: list[dict[str, Any]]) -> int:
+    """A prompt's size counted here: whitespace words of every message (tool-call arguments
+    included) plus a per-message allowance for the chat template."""
+    total = 0
+    for m in messages:
+        total += MESSAGE_ALLOWANCE + len(str(m.get("content") or "").split())
+        for t in m.get("tool_calls") or []:
+            total += len(str(t.get("function", {}).get("arguments", "")).split())
+    return total
+
+
+def _is_result(m: dict[str, Any]) -> bool:
+    """A tool result, in either tool-call style."""
+    return m.get("role") == "tool" or (m.get("role") == "user" and str(m.get("content") or "").startswith("<tool_response>"))
+
+
+def fit_messages(messages: list[dict[str, Any]], limit: int, size: Callable[[list[dict[str, Any]]], int]) -> list[dict[str, Any]]:
+    """`messages` with tool results cut, newest first, until `size` of them is at most `limit`
+    (or no result is left to cut). A cut result keeps its first words and says it was cut; one cut
+    to nothing says it was removed. The system prompt and the question are never cut."""
+    out = list(messages)
+    results = [j for j in range(2, len(out)) if _is_result(out[j])]
+    mark = len(CUT_MARK.split())
+    while results:
+        n = size(out)
+        if n <= limit:
+            return out
+        j = results[-1]
+        m = out[j]
+        text = str(m.get("content") or "")
+        wrapped = text.startswith("<tool_response>")
+        inner = (text[len("<tool_response>"):].removesuffix("</tool_response>") if wrapped else text).strip()
+        ends = [w.end() for w in _WORD.finditer(inner)]
+        # At least the excess in words (a word is at least one token), and the cut mark's words.
+        keep = max(0, len(ends) - (n - limit) - mark)
+        if keep and inner != REMOVED:
+            body = inner[: ends[keep - 1]] + f" {CUT_MARK}"
+        else:
+            body = REMOVED
+            results.pop()
+        out[j] = {**m, "content": f"<tool_response>\n{body}\n</tool_response>" if wrapped else body}
+    return out
 
 
 def _one_shot_prompt(texts: list[str]) -> str:
@@ -90,6 +144,29 @@ class Budgets:
             raise InvalidArgumentError(f"early_stop must be a share of the window in (0, 1], got {self.early_stop!r}")
 
 
+def step_summed_tokens(calls: list[dict[str, Any]]) -> int:
+    """The prompt and completion tokens of every call: each call's prompt counted again."""
+    return sum(c["prompt_tokens"] + c["completion_tokens"] for c in calls)
+
+
+def largest_prompt(calls: list[dict[str, Any]]) -> int:
+    return max((c["prompt_tokens"] for c in calls), default=0)
+
+
+def distinct_tokens(calls: list[dict[str, Any]]) -> int:
+    """Each piece of context once, as the paper's reference implementation counts it: the largest
+    prompt of the episode plus every completion (reasoning included, as the server's usage counts
+    it). Never below the largest prompt, whatever a final-answer request cut from the history."""
+    return largest_prompt(calls) + sum(c["completion_tokens"] for c in calls)
+
+
+def final_context_tokens(calls: list[dict[str, Any]]) -> int:
+    """The last call's prompt plus its completion: sieve's earlier "distinct" figure, kept in the
+    records under this name. It misses reasoning the history does not carry, and shrinks when the
+    final request cuts results to fit the window."""
+    return calls[-1]["prompt_tokens"] + calls[-1]["completion_tokens"] if calls else 0
+
+
 @dataclass
 class Episode:
     question_id: str
@@ -109,14 +186,11 @@ class Episode:
 
     @property
     def step_summed_tokens(self) -> int:
-        return sum(c["prompt_tokens"] + c["completion_tokens"] for c in self.calls)
+        return step_summed_tokens(self.calls)
 
     @property
     def distinct_tokens(self) -> int:
-        """Each piece of context once: history is never trimmed, so the last call saw it all."""
-        if not self.calls:
-            return 0
-        return self.calls[-1]["prompt_tokens"] + self.calls[-1]["completion_tokens"]
+        return distinct_tokens(self.calls)
 
     def record(self) -> dict[str, Any]:
         out = asdict(self)
@@ -125,7 +199,8 @@ class Episode:
             by_kind[t["name"]] = by_kind.get(t["name"], 0) + 1
         out.update(
             format=TRAJECTORY_FORMAT,
-            tokens={"step_summed": self.step_summed_tokens, "distinct": self.distinct_tokens},
+            tokens={"step_summed": self.step_summed_tokens, "distinct": self.distinct_tokens, "final_context": final_context_tokens(self.calls),
+                    "largest_prompt": largest_prompt(self.calls)},
             llm_calls=len(self.calls),
             tool_calls_by_kind=by_kind,
         )
@@ -182,7 +257,12 @@ class Agent:
     def _complete(self, ep: Episode, messages: list[dict[str, Any]], tools: list[dict[str, Any]] | None, extra: dict[str, Any] | None = None) -> Completion:
         b = self.budgets
         c = self.client.complete(messages, tools=tools, max_tokens=b.max_tokens, temperature=b.temperature, seed=b.seed, extra=extra)
-        ep.calls.append({"prompt_tokens": c.prompt_tokens, "completion_tokens": c.completion_tokens, "seconds": round(c.seconds, 4), "attempts": c.attempts, "finish_reason": c.finish_reason})
+        ep.calls.append({"prompt_tokens": c.prompt_tokens, "completion_tokens": c.completion_tokens, "seconds": round(c.seconds, 4), "attempts": c.attempts,
+                         "finish_reason": c.finish_reason, "messages": len(messages)})
+        if c.reasoning:
+            ep.calls[-1]["reasoning"] = c.reasoning
+        if c.counted:
+            ep.calls[-1]["counted"] = True  # the server reported no usage: these numbers are sieve's count
         if self.on_event is not None:
             self.on_event("llm", {**ep.calls[-1], "content": c.content})
         return c
@@ -332,10 +412,11 @@ class Agent:
                 return
 
     def _final_answer(self, ep: Episode) -> None:
-        """Ask once for the answer; if none comes, one recovery call with the reply pre-opened."""
+        """Ask once for the answer; if none comes, one recovery call with the reply pre-opened.
+        Each request is first cut to fit the window (`_complete_fitted`)."""
         messages = ep.messages + [{"role": "user", "content": FINAL_NUDGE}]
         try:
-            c = self._complete(ep, messages, None)
+            c, messages = self._complete_fitted(ep, messages)
             ep.messages = messages + [{"role": "assistant", "content": c.content}]
             answer = parse_text(c.content, set()).answer
             if answer is not None:
@@ -344,12 +425,12 @@ class Agent:
             pre_opened = self._is_vllm()
             if pre_opened:
                 opened = ep.messages + [{"role": "assistant", "content": "<answer>"}]
-                c = self._complete(ep, opened, None, {"continue_final_message": True, "add_generation_prompt": False})
+                c, opened = self._complete_fitted(ep, opened, {"continue_final_message": True, "add_generation_prompt": False})
                 text = "<answer>" + c.content
-                ep.messages = ep.messages + [{"role": "assistant", "content": text}]
+                ep.messages = opened[:-1] + [{"role": "assistant", "content": text}]
             else:
                 again = ep.messages + [{"role": "user", "content": "Reply with only your final answer inside <answer></answer>."}]
-                c = self._complete(ep, again, None)
+                c, again = self._complete_fitted(ep, again)
                 text = c.content
                 ep.messages = again + [{"role": "assistant", "content": text}]
             answer = parse_text(text, set(), open_answer=pre_opened).answer
@@ -360,6 +441,48 @@ class Agent:
                 ep.reason += "; no answer after recovery"
         except ContextLengthError:
             ep.outcome, ep.reason = "failed", ep.reason + "; context length at the final answer"
+
+    def _complete_fitted(self, ep: Episode, messages: list[dict[str, Any]], extra: dict[str, Any] | None = None
+                         ) -> tuple[Completion, list[dict[str, Any]]]:
+        """A final-answer call whose prompt fits the window less the answer budget, as the server
+        counts it: tool results are cut, newest first (the last search's results are often what
+        crossed the early-stop line, and the model has not read them yet), until the counted
+        prompt fits. Counted by the server's /tokenize when it has one, else by words at the
+        tokens-per-word rate of this episode's own last call; a context-length refusal says how far
+        off that was, and the call is cut again and made again (at most FINAL_RETRIES times).
+        Returns the completion and the messages sent."""
+        limit = self.window - self.budgets.max_tokens
+        # Scales the count to the server's: 1 for /tokenize's own, else learnt from this episode.
+        rate = 1.0 if self.client.count_prompt(messages) is not None else self._token_rate(ep)
+        for attempt in range(FINAL_RETRIES + 1):
+            sent = fit_messages(messages, limit, lambda ms: self._prompt_size(ms, rate))
+            try:
+                return self._complete(ep, sent, None, extra), sent
+            except ContextLengthError as e:
+                if attempt == FINAL_RETRIES:
+                    raise
+                window = _window_in(str(e))
+                if window is not None and window - self.budgets.max_tokens < limit:
+                    limit = window - self.budgets.max_tokens
+                real = _prompt_tokens_in(str(e), self.budgets.max_tokens)
+                guess = self._prompt_size(sent, rate)
+                rate *= max(1.1, 1.05 * real / max(1, guess)) if real else 1.5
+        raise AssertionError("unreachable")
+
+    def _prompt_size(self, messages: list[dict[str, Any]], rate: float) -> int:
+        n = self.client.count_prompt(messages)
+        return int(rate * (n if n is not None else _local_size(messages)))
+
+    @staticmethod
+    def _token_rate(ep: Episode) -> float:
+        """Server tokens per locally counted unit (words plus a per-message allowance), from the
+        latest call of this episode whose prompt the server measured; at least 1."""
+        for c in reversed(ep.calls):
+            n = c.get("messages")
+            if n and not c.get("counted"):
+                local = _local_size(ep.messages[:n])
+                return max(1.0, c["prompt_tokens"] / local) if local else 1.0
+        return 1.0
 
     def _is_vllm(self) -> bool:
         if self.vllm is None:

@@ -148,21 +148,28 @@ def load_grid(path: str | Path) -> list[Cell]:
 
 def run_grid(collection: Path, out: Path, cells: list[Cell], urls: list[str], model: str, index_dir: Path | None = None,
              fmt: str = "beir", dates: str = "strict", on_cell: Any = None, ray: str | None = None, embed_model: str | None = None,
-             **options: Any) -> list[Path]:
+             judge: Any = None, unjudged: bool = False, **options: Any) -> list[Path]:
     """Run every cell into `out/<cell name>` (a finished cell's episodes are not run again);
     `options` go to each `run_collection`; `ray`: every cell's episodes run on that Ray cluster.
     Each twin is embedded with every model its cells rank with: a cell's own, else `embed_model`,
-    else the model the twin already holds, else the bundled MiniLM. Writes `out/grid.json`
+    else the model the twin already holds, else the bundled MiniLM. `judge` (a ChatClient): each
+    cell's answers are graded by it after the cell runs (`eval judge`, cached). A collection whose
+    accuracy is a judge's (`sieve.eval.judge.needs_judge`) needs one: without it the grid refuses
+    to start, unless `unjudged=True` (accuracy is then exact match only). Writes `out/grid.json`
     listing the cells and their runs."""
     from sieve.eval.collections import load_collection
-    from sieve.eval.run import default_index_dir, run_collection, twin_index
+    from sieve.eval.judge import collection_note, judge_run, needs_judge
+    from sieve.eval.run import index_root, run_collection, twin_index
 
+    if judge is None and not unjudged and needs_judge(collection):
+        raise InvalidArgumentError(f"{collection} is graded by an LLM judge ({collection_note(collection)} says \"accuracy\": \"judge\"): "
+                                   "give --judge-url URL --judge-model MODEL, or --no-judge to run it with exact match only and no judged accuracy")
     if ray:
         from sieve.eval.distributed import join
 
         join(ray)  # an unreachable cluster fails before the twins are built
     out.mkdir(parents=True, exist_ok=True)
-    root = Path(index_dir) if index_dir else default_index_dir(Path(collection))
+    root = index_root(Path(collection), index_dir)
     c = load_collection(collection, fmt, dates)
     from sieve.dense.store import embedded_models
 
@@ -173,7 +180,7 @@ def run_grid(collection: Path, out: Path, cells: list[Cell], urls: list[str], mo
             if not embedded_models(root / twin):
                 wanted.add(DEFAULT_MODEL)
         twin_index(c, root, twin, embed=bool(wanted), embed_models=sorted(m for m in wanted if m))
-    (out / "grid.json").write_text(json.dumps({"collection": str(collection), "model": model, "embed_model": embed_model,
+    (out / "grid.json").write_text(json.dumps({"collection": str(collection), "model": model, "embed_model": embed_model, "judge": judge.model if judge is not None else None,
                                                "cells": [asdict(x) | {"run": x.name} for x in cells]}, indent=1))
     runs = []
     for cell in cells:
@@ -182,5 +189,7 @@ def run_grid(collection: Path, out: Path, cells: list[Cell], urls: list[str], mo
         run_collection(collection, out / cell.name, cell.condition, cell.ranker if cell.ranker != "none" else "bm25", urls, model,
                        twin=cell.twin, index_dir=root, fmt=fmt, dates=dates, fallback=cell.fallback, snippet=cell.snippet,
                        diagnose=cell.diagnose, ray=ray, embed_model=cell.embed_model or embed_model, **options)
+        if judge is not None:
+            judge_run(out / cell.name, collection, judge, collection_format=fmt)
         runs.append(out / cell.name)
     return runs

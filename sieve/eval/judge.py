@@ -13,8 +13,10 @@ model writes four lines,
 `parse_grade` reads them, forgiving case, spacing, markdown emphasis, bullets, thinking blocks and a
 missing confidence. Grades are cached in a JSON Lines file keyed by (model, prompt hash, question,
 sorted golds, response), so a rerun never asks again and a changed prompt asks afresh. An empty
-response is incorrect without asking; a reply without a readable `correct:` line is retried once,
-then counted incorrect and recorded "unparsed".
+response is incorrect without asking; a reply without a readable `correct:` line is asked again
+once, then the answer is *unjudged* (verdict None, never counted wrong; not cached, so a later run
+asks again, perhaps with more `max_tokens`). `judged_accuracy` refuses to compute an accuracy over
+verdicts of which any is unjudged.
 """
 
 from __future__ import annotations
@@ -24,11 +26,12 @@ import json
 import re
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, Mapping
 
 from sieve.agent.llm import ChatClient
 from sieve.agent.prompts import digest
 from sieve.agent.protocol import without_thinking
+from sieve.errors import InvalidArgumentError, SieveError
 from sieve.eval.collections import load_collection
 from sieve.templates import load, render
 
@@ -95,6 +98,55 @@ def parse_grade(text: str) -> Grade | None:
     )
 
 
+COLLECTION_NOTE = "sieve-collection.json"  # in a collection's folder: {"accuracy": "judge"} where the paper judges it (BCP-S)
+
+
+def collection_note(collection: Path) -> Path:
+    """Where a collection says how its accuracy is measured: `sieve-collection.json` inside its
+    folder, `NAME.sieve-collection.json` beside a single file."""
+    collection = Path(collection)
+    return collection / COLLECTION_NOTE if collection.is_dir() else collection.parent / f"{collection.stem}.{COLLECTION_NOTE}"
+
+
+def needs_judge(collection: Path) -> bool:
+    """Whether the collection's accuracy is an LLM judge's rather than exact match (as the paper
+    grades BCP-S): its note (`collection_note`) says `"accuracy": "judge"`."""
+    path = collection_note(collection)
+    if not path.is_file():
+        return False
+    try:
+        note = json.loads(path.read_text(encoding="utf-8"))
+    except (OSError, ValueError) as e:
+        raise InvalidArgumentError(f"{path}: cannot read the collection's note ({type(e).__name__}: {e})") from None
+    accuracy = note.get("accuracy", "exact-match") if isinstance(note, dict) else None
+    if accuracy not in ("judge", "exact-match"):
+        raise InvalidArgumentError(f"{path}: \"accuracy\" is \"judge\" or \"exact-match\", not {accuracy!r}")
+    return accuracy == "judge"
+
+
+class UnjudgedError(SieveError):
+    """A judged accuracy was asked of verdicts of which some are unjudged."""
+
+
+def unjudged(verdicts: Mapping[str, bool | None]) -> list[str]:
+    """The questions whose answer the grader left unjudged (verdict None), in order."""
+    return [q for q, v in verdicts.items() if v is None]
+
+
+def judged_accuracy(verdicts: Mapping[str, bool | None], where: str = "") -> float:
+    """The share of answers the grader judged correct, over question id -> verdict (True, False,
+    or None for unjudged). Refuses (UnjudgedError, naming how many and which) when any verdict is
+    unjudged, so no accuracy is ever computed over answers nobody graded; and when there is none."""
+    missing = unjudged(verdicts)
+    if missing:
+        shown = ", ".join(missing[:5]) + (", …" if len(missing) > 5 else "")
+        raise UnjudgedError(f"{where + ': ' if where else ''}no judged accuracy: {len(missing)} of {len(verdicts)} answers are unjudged "
+                            f"(the grader's reply had no readable verdict twice: {shown}); run `sieve eval judge` again to grade them")
+    if not verdicts:
+        raise UnjudgedError(f"{where + ': ' if where else ''}no judged accuracy: no answer was judged")
+    return round(sum(1 for v in verdicts.values() if v) / len(verdicts), 4)
+
+
 class Judge:
     def __init__(self, client: ChatClient, cache_path: Path, max_tokens: int = MAX_TOKENS) -> None:
         self.client = client
@@ -109,7 +161,8 @@ class Judge:
             for line in self.cache_path.read_text(encoding="utf-8").splitlines():
                 try:
                     rec = json.loads(line)
-                    self._cache[str(rec["key"])] = rec
+                    if not rec.get("unparsed"):  # earlier versions cached an unparsed grade as wrong: ask it again
+                        self._cache[str(rec["key"])] = rec
                 except (ValueError, KeyError, TypeError):
                     continue  # a torn last line from an interrupted run: ask again
 
@@ -121,8 +174,10 @@ class Judge:
         return self._cache.get(self.key(question, golds, prediction))
 
     def grade(self, question: str, golds: list[str], prediction: str) -> dict[str, Any]:
-        """The cache record of this grade (asking the model if it is not cached): verdict,
-        unparsed, extracted, reasoning, confidence, replies. An empty prediction is not asked."""
+        """The cache record of this grade (asking the model if it is not cached): verdict (True,
+        False, or None when two replies had no readable grade: unjudged), unparsed, extracted,
+        reasoning, confidence, replies. An empty prediction is not asked; an unjudged grade is not
+        cached."""
         if not prediction.strip():
             return {"verdict": False, "unparsed": False, "extracted": None, "reasoning": "empty response", "confidence": None, "replies": []}
         k = self.key(question, golds, prediction)
@@ -143,25 +198,31 @@ class Judge:
         self.asked += 1
         rec = {
             "key": k, "model": self.client.model, "prompt": self.prompt_hash,
-            "verdict": bool(parsed and parsed.correct), "unparsed": parsed is None,
+            "verdict": parsed.correct if parsed else None, "unparsed": parsed is None,
             "extracted": parsed.extracted if parsed else None, "reasoning": parsed.reasoning if parsed else "",
             "confidence": parsed.confidence if parsed else None, "replies": replies,
         }
+        if parsed is None:
+            return rec  # unjudged: asked afresh next time, never remembered as a verdict
         self._cache[k] = rec
         self.cache_path.parent.mkdir(parents=True, exist_ok=True)
         with self.cache_path.open("a", encoding="utf-8") as f:
             f.write(json.dumps(rec, ensure_ascii=False) + "\n")
         return rec
 
-    def verdict(self, question: str, golds: list[str], prediction: str) -> bool:
-        return bool(self.grade(question, golds, prediction)["verdict"])
+    def verdict(self, question: str, golds: list[str], prediction: str) -> bool | None:
+        """True or False, or None when the answer is unjudged."""
+        v = self.grade(question, golds, prediction)["verdict"]
+        return None if v is None else bool(v)
 
 
 def judge_run(
     run_dir: Path, collection_dir: Path, client: ChatClient, cache_path: Path | None = None, collection_format: str = "beir", max_tokens: int = MAX_TOKENS,
 ) -> dict[str, Any]:
     """Grade every episode of a run against the questions of its collection (`collection_format`:
-    one of `sieve.eval.collections.FORMATS`); write "judged" per question and a "judge" block into summary.json."""
+    one of `sieve.eval.collections.FORMATS`); write "judged" per question (True, False, or None:
+    unjudged) and a "judge" block into summary.json, whose accuracy is None while any answer is
+    unjudged (`unjudged` counts them)."""
     run_dir = Path(run_dir)
     questions = {q.id: q for q in load_collection(collection_dir, collection_format).questions}
     records: dict[str, dict[str, Any]] = {}
@@ -171,19 +232,19 @@ def judge_run(
             if rec.get("question_id") in questions:
                 records[rec["question_id"]] = rec
     judge = Judge(client, cache_path or run_dir / "judge-cache.jsonl", max_tokens=max_tokens)
-    judged: dict[str, bool] = {}
-    unparsed = 0
+    judged: dict[str, bool | None] = {}
     for qid, rec in records.items():
         q = questions[qid]
         g = judge.grade(q.question, list(q.answers), str(rec.get("answer") or ""))
-        judged[qid] = bool(g["verdict"])
-        unparsed += int(bool(g.get("unparsed")))
+        judged[qid] = None if g["verdict"] is None else bool(g["verdict"])
+    missing = unjudged(judged)
     block = {
         "model": client.model,
         "prompt": judge.prompt_hash,
         "questions": len(judged),
-        "accuracy": round(sum(judged.values()) / len(judged), 4) if judged else 0.0,
-        "unparsed": unparsed,
+        "accuracy": judged_accuracy(judged) if judged and not missing else None,
+        "unjudged": len(missing),
+        "unparsed": len(missing),  # the earlier name of the same count
         "cached": judge.cached,
         "asked": judge.asked,
     }

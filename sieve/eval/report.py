@@ -29,6 +29,7 @@ import numpy as np
 
 from sieve.engine.rankers import DENSE_RANKERS
 from sieve.errors import InvalidArgumentError, SieveError
+from sieve.eval.judge import judged_accuracy, unjudged
 from sieve.eval.stats import bonferroni, mcnemar_exact, paired_t
 from sieve.eval.summary import OPERATORS, SEARCH_TOOLS, bql_usage
 

@@ -12,6 +12,7 @@ from sieve.agent.loop import Agent, Budgets, Episode
 from sieve.agent.runner import Question, run_all
 from sieve.eval.collections import Collection, corpus_records, flat_twin, load_collection
 from sieve.engine.rankers import DENSE_RANKERS
+from sieve.errors import InvalidArgumentError
 from sieve.tools.conditions import condition as find_condition
 from sieve.eval.summary import score, summarize
 from sieve.index import Index, build_index, open_index
@@ -49,6 +50,42 @@ def default_index_dir(collection: Path) -> Path:
     """Where a collection's twins live unless told: inside a BEIR folder, beside a single file."""
     collection = Path(collection)
     return collection / "sieve-index" if collection.is_dir() else collection.parent / f"{collection.stem}.sieve-index"
+
+
+def build_note_path(collection: Path) -> Path:
+    """Where `eval build` notes the folder it built a collection's twins in: `sieve-built.json`
+    inside a BEIR folder, `NAME.sieve-built.json` beside a single file."""
+    collection = Path(collection)
+    return collection / "sieve-built.json" if collection.is_dir() else collection.parent / f"{collection.stem}.sieve-built.json"
+
+
+def note_build(collection: Path, out: Path) -> Path:
+    """Note in the collection that its twins were built in `out`, so `eval run` and `eval grid`
+    use `out` without `--index-dir`. Returns the note's path; raises OSError where the collection
+    cannot be written (the caller says to pass `--index-dir`)."""
+    path = build_note_path(collection)
+    path.write_text(json.dumps({"index_dir": str(Path(out).resolve())}, indent=1) + "\n", encoding="utf-8")
+    return path
+
+
+def index_root(collection: Path, index_dir: Path | None = None) -> Path:
+    """Where a run finds a collection's twins: `index_dir` when given, else the folder `eval build`
+    noted in the collection (`build_note_path`), else `default_index_dir`. A note naming a folder
+    that is gone is an error, not a silent rebuild elsewhere."""
+    if index_dir:
+        return Path(index_dir)
+    note = build_note_path(collection)
+    if not note.is_file():
+        return default_index_dir(collection)
+    try:
+        built = Path(json.loads(note.read_text(encoding="utf-8"))["index_dir"])
+    except (OSError, ValueError, KeyError, TypeError) as e:
+        raise InvalidArgumentError(f"{note}: cannot read the folder `sieve eval build` noted ({type(e).__name__}: {e}); "
+                                   "delete the note, or give --index-dir") from None
+    if not built.is_dir():
+        raise InvalidArgumentError(f"{note} says the twins were built in {built}, which does not exist; run `sieve eval build {collection} OUT` "
+                                   "again, give --index-dir, or delete the note to build under the default folder")
+    return built
 
 
 def build_twins(collection_dir: Path, out: Path, embed: bool = False, fmt: str = "beir", dates: str = "strict",
@@ -118,7 +155,7 @@ def run_collection(
     if box is not None:
         warn_unconfined(box)
     c = load_collection(collection_dir, fmt, dates)
-    root = Path(index_dir) if index_dir else default_index_dir(Path(collection_dir))
+    root = index_root(Path(collection_dir), index_dir)
     index = twin_index(c, root, twin, embed=False)
     ranker = ranker if cond.retriever else ("bm25" if cond.corpus == "bounded" else "none")
     encoder = None

@@ -8,6 +8,7 @@ import numpy as np
 
 from sieve.engine.bql import constructs, parse
 from sieve.engine.bql.lexer import tokenize
+from sieve.agent.loop import distinct_tokens, final_context_tokens, largest_prompt, step_summed_tokens
 from sieve.errors import SieveError
 from sieve.eval.metrics import exact_match, f1
 
@@ -54,6 +55,19 @@ def bql_usage(records: list[dict[str, Any]]) -> tuple[dict[str, dict[str, float]
     return usage, len(calls)
 
 
+def episode_tokens(rec: dict[str, Any]) -> dict[str, int]:
+    """A record's token figures (sieve.agent.loop): distinct (the largest prompt plus every
+    completion), final_context (the last call's prompt and completion), largest_prompt and
+    step_summed. A record written before distinct followed the reference implementation carries
+    the last call's figure as "distinct": its figures are recomputed from its calls."""
+    t = rec.get("tokens") or {}
+    if "largest_prompt" in t or not rec.get("calls"):
+        return {"final_context": t.get("distinct", 0), "largest_prompt": 0, **t}
+    calls = rec["calls"]
+    return {"step_summed": step_summed_tokens(calls), "distinct": distinct_tokens(calls), "final_context": final_context_tokens(calls),
+            "largest_prompt": largest_prompt(calls)}
+
+
 def score(rec: dict[str, Any], answers: list[str]) -> dict[str, float]:
     pred = rec.get("answer") or ""
     return {"em": exact_match(pred, answers), "f1": f1(pred, answers)}
@@ -74,7 +88,8 @@ def failure(rec: dict[str, Any], gold: list[str], correct: bool) -> str | None:
 
 def summarize(records: Iterable[dict[str, Any]], gold_answers: dict[str, list[str]], gold_docs: dict[str, list[str]]) -> dict[str, Any]:
     """A run's numbers over the records of questions with gold answers: accuracy (exact match), F1,
-    means per question of distinct and step-summed tokens, LLM calls and tool calls by kind, the
+    means per question of distinct tokens (the reference implementation's: largest prompt plus every
+    completion), final-context tokens (sieve's earlier figure) and step-summed tokens, LLM calls and tool calls by kind, the
     fallback rate of searches, gold-document recall, the failure composition, outcomes (answered,
     recovered, failed) and the recovered share, the number of `search` calls and their BQL usage."""
     recs = [r for r in records if r["question_id"] in gold_answers]
@@ -82,6 +97,7 @@ def summarize(records: Iterable[dict[str, Any]], gold_answers: dict[str, list[st
     if n == 0:
         return {"questions": 0}
     scores = [score(r, gold_answers[r["question_id"]]) for r in recs]
+    tokens = [episode_tokens(r) for r in recs]
     em = np.array([s["em"] for s in scores])
     searches = [t for r in recs for t in r.get("tool_calls", []) if t["name"] in SEARCH_TOOLS]
     usage, search_calls = bql_usage(recs)
@@ -95,8 +111,9 @@ def summarize(records: Iterable[dict[str, Any]], gold_answers: dict[str, list[st
         "questions": n,
         "accuracy": round(float(em.mean()), 4),
         "f1": round(float(np.mean([s["f1"] for s in scores])), 4),
-        "distinct_tokens": round(float(np.mean([r["tokens"]["distinct"] for r in recs])), 1),
-        "step_summed_tokens": round(float(np.mean([r["tokens"]["step_summed"] for r in recs])), 1),
+        "distinct_tokens": round(float(np.mean([t["distinct"] for t in tokens])), 1),
+        "final_context_tokens": round(float(np.mean([t["final_context"] for t in tokens])), 1),
+        "step_summed_tokens": round(float(np.mean([t["step_summed"] for t in tokens])), 1),
         "llm_calls": round(float(np.mean([r["llm_calls"] for r in recs])), 3),
         "tool_calls": {k: round(v / n, 3) for k, v in sorted(tools.items())},
         "fallback_rate": round(sum(1 for t in searches if t.get("fallback")) / len(searches), 4) if searches else 0.0,

@@ -9,6 +9,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from sieve.agent.loop import distinct_tokens
 from sieve.errors import InvalidArgumentError, SieveError
 from sieve.eval.report import Run, load_run
 
@@ -23,7 +24,7 @@ class Step:
     prompt_tokens: int
     completion_tokens: int
     step_summed: int  # tokens of every call so far
-    distinct: int  # each piece of context once: this call's prompt and completion
+    distinct: int  # each piece of context once, so far: the largest prompt yet plus every completion yet (sieve.agent.loop)
     results: list[tuple[str, list[tuple[str, bool]]]] = field(default_factory=list)  # (tool call, its result in pieces: gold flagged)
 
 
@@ -68,7 +69,7 @@ class LoadedRun:
         out = []
         for q, rec in self.run.records.items():
             s = self.run.scores.get(q, {})
-            out.append({"id": q, "question": rec.get("question", ""), "answer": rec.get("answer"), "em": s.get("em"), "judged": s.get("judged"),
+            out.append({"id": q, "question": rec.get("question", ""), "answer": rec.get("answer"), "em": s.get("em"), "judged": "unjudged" if "judged" in s and s["judged"] is None else s.get("judged"),
                         "outcome": rec.get("outcome"), "tokens": rec.get("tokens", {}).get("distinct"), "llm_calls": rec.get("llm_calls")})
         return out
 
@@ -168,7 +169,8 @@ def steps(rec: dict[str, Any], gold: list[str]) -> list[Step]:
             c = calls[len(out)] if len(out) < len(calls) else {}
             p, k = int(c.get("prompt_tokens", 0)), int(c.get("completion_tokens", 0))
             summed += p + k
-            out.append(Step(len(out) + 1, str(m.get("content") or ""), p, k, summed, p + k))
+            so_far = [{"prompt_tokens": int(x.get("prompt_tokens", 0)), "completion_tokens": int(x.get("completion_tokens", 0))} for x in calls[: len(out) + 1]]
+            out.append(Step(len(out) + 1, str(m.get("content") or ""), p, k, summed, distinct_tokens(so_far)))
         elif out and _is_result(m):
             call = next(tool_calls, None)
             label = f"{call['name']}({', '.join(f'{a}={v!r}' for a, v in call.get('arguments', {}).items())})" if call else "tool"

@@ -69,7 +69,10 @@ def check_tokens(ep: Any, srv: LoopbackServer) -> None:
     prompts = [count_tokens(b["messages"]) for b in srv.requests]
     assert [c["prompt_tokens"] for c in ep.calls] == prompts
     summed = sum(c["prompt_tokens"] + c["completion_tokens"] for c in ep.calls)
-    assert ep.record()["tokens"] == {"step_summed": summed, "distinct": ep.calls[-1]["prompt_tokens"] + ep.calls[-1]["completion_tokens"]}
+    largest = max(prompts)
+    completions = sum(c["completion_tokens"] for c in ep.calls)
+    assert ep.record()["tokens"] == {"step_summed": summed, "distinct": largest + completions, "largest_prompt": largest,
+                                     "final_context": ep.calls[-1]["prompt_tokens"] + ep.calls[-1]["completion_tokens"]}
     assert ep.record()["llm_calls"] == len(srv.requests)
 
 

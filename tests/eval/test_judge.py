@@ -159,14 +159,23 @@ def test_empty_prediction_not_sent(tmp_path: Path) -> None:
     assert srv.requests == [] and (j.asked, j.cached) == (0, 0)
 
 
-def test_unparsed_retried_once_then_incorrect(tmp_path: Path) -> None:
+def test_unparsed_asked_again_once_then_unjudged(tmp_path: Path) -> None:
+    """Two replies without a readable grade: the answer is unjudged (None), never counted wrong,
+    and not cached, so the next run asks again."""
     cache = tmp_path / "cache.jsonl"
     with LoopbackServer(lambda body: Say("I cannot say.")) as srv:
-        assert Judge(client(srv), cache).verdict("Q", ["Manila"], "Manila") is False
+        j = Judge(client(srv), cache)
+        assert j.verdict("Q", ["Manila"], "Manila") is None
         assert len(srv.requests) == 2
-    rec = json.loads(cache.read_text())
-    assert rec["unparsed"] is True and rec["verdict"] is False and rec["replies"] == ["I cannot say.", "I cannot say."]
+        rec = j.grade("Q", ["Manila"], "Manila")
+        assert len(srv.requests) == 4  # asked afresh: an unjudged grade is not remembered
+    assert rec["unparsed"] is True and rec["verdict"] is None and rec["replies"] == ["I cannot say.", "I cannot say."]
     assert (rec["extracted"], rec["confidence"]) == (None, None)
+    assert not cache.exists()
+    # A cache written before unjudged existed holds such a grade as wrong: it is asked again.
+    cache.write_text(json.dumps({**rec, "key": j.key("Q", ["Manila"], "Manila"), "verdict": False}) + "\n")
+    with LoopbackServer(lambda body: Say(grade(True))) as srv:
+        assert Judge(client(srv), cache).verdict("Q", ["Manila"], "Manila") is True and len(srv.requests) == 1
     replies = iter(["CORRECT", "**Correct:** yes"])  # a one-word reply is not a grade; the retry is
     with LoopbackServer(lambda body: Say(next(replies))) as srv:
         assert Judge(client(srv), tmp_path / "c2.jsonl").verdict("Q", ["Manila"], "Manila") is True
@@ -184,7 +193,7 @@ def test_judge_run_end_to_end(tmp_path: Path, capsys: pytest.CaptureFixture[str]
         block = judge_run(run, collection, client(srv, "judge"))
         assert len(srv.requests) == 2
     assert block == {"model": "judge", "prompt": Judge(client(srv, "judge"), tmp_path / "unused").prompt_hash, "questions": 2, "accuracy": 0.5,
-                     "unparsed": 0, "cached": 0, "asked": 2}
+                     "unjudged": 0, "unparsed": 0, "cached": 0, "asked": 2}
     on_disk = json.loads((run / "summary.json").read_text())
     assert on_disk["judge"] == block and on_disk["accuracy"] == 0.5
     assert on_disk["per_question"]["q1"] == {"em": 1.0, "f1": 1.0, "judged": True}
@@ -213,3 +222,44 @@ def test_judge_run_reads_other_formats(tmp_path: Path, fmt: str, path: str, answ
     assert refs == (["Chief of Protocol", "yes"] if fmt == "hotpotqa" else ["Miquette Giraudy | Miquette", "green"])
     summary = json.loads((run / "summary.json").read_text())
     assert summary["judge"]["accuracy"] == 0.5 and sorted(v["judged"] for v in summary["per_question"].values()) == [False, True]
+
+
+def test_unjudged_answers_leave_no_judged_accuracy(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """A grader that cannot grade q2: q2 is unjudged in summary.json, the run has no judged
+    accuracy (not 0.5 with q2 silently wrong), `eval judge` says so, and `eval report` prints the
+    row as unjudged with no Judge%."""
+    collection = tmp_path / "beir"
+    shutil.copytree(FIX, collection)
+    run = tmp_path / "run"
+    with LoopbackServer(scripted) as srv:
+        run_collection(collection, run, "sieve", "bm25", [srv.url], "scripted", native=False, progress=False)
+
+    def stuck_on_q2(body: dict[str, Any]) -> Say:
+        return Say("Let me think about Quezon City...") if "Quezon" in field(body, "Response") else fair(body)
+
+    with LoopbackServer(stuck_on_q2, model="judge") as srv:
+        assert main(["eval", "judge", str(run), "--collection", str(collection), "--llm-url", srv.url, "--model", "judge"]) == 0
+        assert len(srv.requests) == 3  # q1 once, q2 twice
+    out = capsys.readouterr().out
+    assert "no judged accuracy by judge (2 asked, 0 cached, 1 unjudged): 1 of 2 answers are unjudged" in out
+    summary = json.loads((run / "summary.json").read_text())
+    assert summary["judge"]["accuracy"] is None and summary["judge"]["unjudged"] == 1
+    assert summary["per_question"]["q1"]["judged"] is True and summary["per_question"]["q2"]["judged"] is None
+    assert main(["eval", "report", str(run), "--out", str(tmp_path / "report")]) == 0
+    table = capsys.readouterr().out
+    head = next(line for line in table.splitlines() if line.startswith("| Family |")).split(" | ")
+    row = next(line for line in table.splitlines() if line.startswith("| SIEVE |")).split(" | ")
+    assert row[head.index("Judge %")] == "unjudged (1)" and row[head.index("EM %")] == "50.0"
+    report = json.loads((tmp_path / "report" / "report.json").read_text())
+    assert report["rows"][0]["judged"] is None and report["rows"][0]["unjudged"] == 1
+
+
+def test_judged_accuracy_refuses_unjudged_verdicts() -> None:
+    from sieve.eval.judge import UnjudgedError, judged_accuracy
+
+    assert judged_accuracy({"q1": True, "q2": False, "q3": True, "q4": True}) == 0.75
+    with pytest.raises(UnjudgedError, match=r"^run-a: no judged accuracy: 2 of 3 answers are unjudged \(the grader's reply had no readable "
+                                            r"verdict twice: q2, q3\); run `sieve eval judge` again to grade them$"):
+        judged_accuracy({"q1": True, "q2": None, "q3": None}, "run-a")
+    with pytest.raises(UnjudgedError, match="no answer was judged"):
+        judged_accuracy({})

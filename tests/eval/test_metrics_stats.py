@@ -141,3 +141,17 @@ def test_summary_by_hand() -> None:
     assert s["bql_usage"]["phrase"] == {"questions": 0.25, "calls": 0.25} and s["bql_usage"]["field"] == {"questions": 0.25, "calls": 0.25}
     assert s["bql_usage"]["boolean"] == {"questions": 0.5, "calls": 0.5} and s["bql_usage"]["or"] == {"questions": 0.25, "calls": 0.25}
     assert s["bql_usage"]["not"] == {"questions": 0.25, "calls": 0.25} and s["bql_usage"]["date"] == {"questions": 0.0, "calls": 0.0}
+
+
+def test_summary_tokens_follow_the_reference_and_old_records_are_recounted() -> None:
+    """distinct = the largest prompt plus every completion; a record written when "distinct" was
+    the last call's figure is recounted from its calls, its old figure kept as final_context."""
+    from sieve.eval.summary import episode_tokens, summarize
+
+    calls = [{"prompt_tokens": 500, "completion_tokens": 50}, {"prompt_tokens": 900, "completion_tokens": 20}, {"prompt_tokens": 700, "completion_tokens": 10}]
+    old = {"question_id": "q1", "answer": "x", "outcome": "answered", "llm_calls": 3, "calls": calls, "tokens": {"distinct": 710, "step_summed": 2180}}
+    assert episode_tokens(old) == {"distinct": 980, "final_context": 710, "largest_prompt": 900, "step_summed": 2180}
+    new = {**old, "question_id": "q2", "tokens": {"distinct": 980, "final_context": 710, "largest_prompt": 900, "step_summed": 2180}}
+    assert episode_tokens(new) == new["tokens"]
+    s = summarize([old, new], {"q1": ["x"], "q2": ["x"]}, {})
+    assert (s["distinct_tokens"], s["final_context_tokens"], s["step_summed_tokens"]) == (980.0, 710.0, 2180.0)

@@ -74,7 +74,7 @@ def test_numbers_by_hand(tmp_path: Path) -> None:
     (row,) = compare([load_run(run)])
     assert row == {
         "run": "visit", "dir": str(run), "family": "search-visit", "condition": "search-visit", "ranker": "bm25", "twin": "structured", "model": "m",
-        "questions": 4, "encoder": None, "accuracy": 0.5, "judged": None, "gold_recall": 0.75, "distinct_tokens": 250.0, "step_summed_tokens": 600.0, "llm_calls": 3.5,
+        "questions": 4, "encoder": None, "accuracy": 0.5, "judged": None, "unjudged": 0, "gold_recall": 0.75, "distinct_tokens": 250.0, "step_summed_tokens": 600.0, "llm_calls": 3.5,
         "recovered": 2, "recovered_share": 0.5, "fallback_rate": 0.5,  # 2 of 4 ranked searches fell back
         "failures": {"correct": 2, "retrieval": 1, "selection": 0, "synthesis": 0, "unattributed": 1}, "search_calls": 0,
         "bql_usage": row["bql_usage"], "baseline": True, "baseline_run": "visit",

@@ -15,13 +15,26 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any, Callable
 
 
-def count_tokens(messages: list[dict[str, Any]]) -> int:
+def count_tokens(messages: list[dict[str, Any]], per_word: int = 1) -> int:
+    """The prompt's tokens: 3 per message plus `per_word` per whitespace word of its content and
+    tool-call arguments."""
     total = 0
     for m in messages:
-        total += 3 + len(str(m.get("content") or "").split())
+        total += 3 + per_word * len(str(m.get("content") or "").split())
         for c in m.get("tool_calls") or []:
-            total += len(str(c["function"].get("arguments", "")).split())
+            total += per_word * len(str(c["function"].get("arguments", "")).split())
     return total
+
+
+def context_error(window: int, prompt: int, completion: int) -> str:
+    """vLLM's body for a request over `max_model_len` (vllm/entrypoints/openai/serving_engine.py):
+    HTTP 400, the prompt and the completion budget named."""
+    return json.dumps({
+        "object": "error",
+        "message": f"This model's maximum context length is {window} tokens. However, you requested {prompt + completion} tokens "
+                   f"({prompt} in the messages, {completion} in the completion). Please reduce the length of the messages or completion.",
+        "type": "BadRequestError", "param": None, "code": 400,
+    })
 
 
 @dataclass
@@ -41,6 +54,7 @@ class Say:
     content: str = ""
     tool_calls: list[tuple[str, str]] = field(default_factory=list)
     finish_reason: str = "stop"
+    reasoning: str = ""  # sent in the message's reasoning field, counted in the usage's completion tokens
 
 
 Policy = Callable[[dict[str, Any]], "Say | Fault"]
@@ -48,10 +62,22 @@ Policy = Callable[[dict[str, Any]], "Say | Fault"]
 
 class LoopbackServer:
     def __init__(self, policy: Policy, model: str = "scripted", max_model_len: int | None = 131072, owned_by: str = "scripted",
-                 tokenize: bool = False) -> None:
+                 tokenize: bool = False, enforce: bool = False, per_word: int = 1, reasoning_field: str = "reasoning_content",
+                 usage: bool = True, enforced_len: int | None = None) -> None:
         """`tokenize=True` also serves vLLM's `/tokenize` (at the root, not under /v1): the prompt's
-        `count` by the same rule as the usage; the bodies it got are in `tokenized`."""
+        `count` by the same rule as the usage (or a `prompt` text's words); the bodies it got are in
+        `tokenized`. `enforce=True` refuses, as vLLM does, a request whose prompt plus `max_tokens`
+        exceeds `max_model_len` (HTTP 400, vLLM's body; the refused bodies are in `refused`).
+        `per_word`: tokens per word of this "model". A reply's reasoning goes in `reasoning_field`
+        (vLLM's `reasoning_content`, or `reasoning` in newer versions); `usage=False` sends no usage.
+        `enforced_len`: the window enforced, where it is not the one /v1/models reports."""
         self.policy = policy
+        self.enforce = enforce
+        self.per_word = per_word
+        self.reasoning_field = reasoning_field
+        self.usage = usage
+        self.refused: list[dict[str, Any]] = []
+        self.enforced_len = enforced_len
         self.tokenize = tokenize
         self.tokenized: list[dict[str, Any]] = []
         self.owned_by = owned_by
@@ -88,7 +114,14 @@ class LoopbackServer:
                         self._send(404, {"detail": "Not Found"})
                         return
                     outer.tokenized.append(body)
-                    self._send(200, {"count": count_tokens(body["messages"]), "max_model_len": outer.max_model_len, "tokens": []})
+                    n = count_tokens(body["messages"], outer.per_word) if "messages" in body else outer.per_word * len(str(body["prompt"]).split())
+                    self._send(200, {"count": n, "max_model_len": outer.max_model_len, "tokens": []})
+                    return
+                prompt = count_tokens(body["messages"], outer.per_word)
+                window = outer.enforced_len or outer.max_model_len
+                if outer.enforce and window is not None and prompt + int(body.get("max_tokens") or 0) > window:
+                    outer.refused.append(body)
+                    self._send(400, context_error(window, prompt, int(body.get("max_tokens") or 0)))
                     return
                 outer.requests.append(body)
                 action = outer.policy(body)
@@ -102,17 +135,21 @@ class LoopbackServer:
                         self._send(action.status, action.body or {"error": {"message": "fault"}})
                         return
                     action = Say("")
-                prompt = count_tokens(body["messages"])
                 calls = [{"id": f"call_{i}", "type": "function", "function": {"name": n, "arguments": a}} for i, (n, a) in enumerate(action.tool_calls)]
-                completion = len(action.content.split()) + sum(len(a.split()) for _, a in action.tool_calls)
+                words = len(action.reasoning.split()) + len(action.content.split()) + sum(len(a.split()) for _, a in action.tool_calls)
+                completion = outer.per_word * words
                 msg: dict[str, Any] = {"role": "assistant", "content": action.content or None}
+                if action.reasoning:
+                    msg[outer.reasoning_field] = action.reasoning
                 if calls:
                     msg["tool_calls"] = calls
-                self._send(200, {
+                reply: dict[str, Any] = {
                     "id": "cmpl", "object": "chat.completion", "model": outer.model,
                     "choices": [{"index": 0, "message": msg, "finish_reason": "tool_calls" if calls else action.finish_reason}],
-                    "usage": {"prompt_tokens": prompt, "completion_tokens": completion, "total_tokens": prompt + completion},
-                })
+                }
+                if outer.usage:
+                    reply["usage"] = {"prompt_tokens": prompt, "completion_tokens": completion, "total_tokens": prompt + completion}
+                self._send(200, reply)
 
         self.httpd = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
         self.httpd.daemon_threads = True

@@ -98,7 +98,7 @@ def test_the_steps_follow_the_record_even_without_gold() -> None:
            "calls": [{"prompt_tokens": 10, "completion_tokens": 2}, {"prompt_tokens": 20, "completion_tokens": 3}],
            "tool_calls": [{"name": "search", "arguments": {"query": "t"}}]}
     got = steps(rec, [])
-    assert [(s.number, s.step_summed, s.distinct) for s in got] == [(1, 12, 12), (2, 35, 23)]
+    assert [(s.number, s.step_summed, s.distinct) for s in got] == [(1, 12, 12), (2, 35, 25)]  # the largest prompt yet, every completion yet
     assert [r[0] for r in got[0].results] == ["search(query='t')", "note"] and got[1].results == []
 
 
@@ -135,3 +135,18 @@ def test_model_outputs_are_escaped(tmp_path: Path) -> None:
             status, page, _ = s.get(path, **params)
             assert status == 200 and "<script" not in page.lower() and "<img" not in page.lower(), path
             assert "&lt;script&gt;" in page or path == "/runs"
+
+
+def test_an_unjudged_answer_is_shown_unjudged_not_wrong(runs: Path, tmp_path: Path) -> None:
+    shutil.copytree(runs / "runA", tmp_path / "runJ")
+    path = tmp_path / "runJ" / "summary.json"
+    summary = json.loads(path.read_text())
+    summary["per_question"]["q1"]["judged"] = None  # the grader's reply had no readable verdict twice
+    summary["name"] = "runJ"
+    path.write_text(json.dumps(summary))
+    with Server(create_app({}, runs=load_all([str(tmp_path / "runJ")]))) as s:
+        status, page, _ = s.get("/episode", run="runJ", q="q1")
+        assert status == 200 and "· unjudged" in page and "judged wrong" not in page
+        status, page, _ = s.get("/run", name="runJ")
+        cells = " ".join(html.unescape(re.sub(r"<[^>]+>", " ", page)).split())
+        assert status == 200 and "unjudged" in cells
