@@ -27,7 +27,7 @@ def test_several_encoders_multiply_the_dense_cells() -> None:
                      "search-visit-bm25", "search-visit-dense@bge-small-en-v1.5", "search-visit-dense@bge-base-en-v1.5"]
     assert [c.name for c in plan(["sieve"], ["dense"], embed_models=["BAAI/bge-base-en-v1.5"])] == ["sieve-dense"]  # one model: the run's
     assert [c.name for c in plan(["sieve"], ["bm25"], controls=True, embed_models=["a/x", "b/y"])] == [
-        "sieve-bm25", "sieve-indri", "sieve-indri+dense@x", "sieve-indri+dense@y"]
+        "sieve-bm25", "indri-control-indri", "indri-control-indri+dense@x", "indri-control-indri+dense@y"]
     with pytest.raises(InvalidArgumentError, match="short names .* must differ"):
         plan(["sieve"], ["dense"], embed_models=["one/minilm", "two/minilm"])
     with pytest.raises(InvalidArgumentError, match="sieve-bm25@x: an embedding model applies to the rankers dense, hybrid, indri\\+dense only"):
@@ -68,8 +68,8 @@ def test_build_run_and_report_name_the_encoder(collection: Path, tmp_path: Path,
     assert main(["eval", "report", str(tmp_path / "bm25"), str(tmp_path / "dense"), "--out", str(tmp_path / "report")]) == 0
     table = (tmp_path / "report" / "report.md").read_text()
     header = next(line for line in table.splitlines() if line.startswith("| Family"))
-    assert "| Ranker | Encoder | Twin |" in header
-    assert "| dense | minilm-cls-256 | structured |" in table and "| bm25 | – | structured |" in table
+    assert "| Condition | Ranker | Encoder |" in header  # Table 1
+    assert "| dense | minilm-cls-256 |" in table and "| bm25 | – |" in table
 
 
 def test_eval_searches_exactly_unless_asked(collection: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:  # noqa: F811

@@ -247,11 +247,12 @@ def test_unjudged_answers_leave_no_judged_accuracy(tmp_path: Path, capsys: pytes
     assert summary["per_question"]["q1"]["judged"] is True and summary["per_question"]["q2"]["judged"] is None
     assert main(["eval", "report", str(run), "--out", str(tmp_path / "report")]) == 0
     table = capsys.readouterr().out
-    head = next(line for line in table.splitlines() if line.startswith("| Family |")).split(" | ")
-    row = next(line for line in table.splitlines() if line.startswith("| SIEVE |")).split(" | ")
-    assert row[head.index("Judge %")] == "unjudged (1)" and row[head.index("EM %")] == "50.0"
+    # The report's judged accuracy is over the judged answers only, the unjudged counted beside it: never a wrong one.
+    head = next(line for line in table.splitlines() if line.startswith("| Run |")).split(" | ")
+    row = next(line for line in table.splitlines() if line.startswith("| run ")).split(" | ")
+    assert row[head.index("Judge %")] == "100.0" and row[head.index("Unjudged")] == "1" and row[head.index("EM %")] == "50.0"
     report = json.loads((tmp_path / "report" / "report.json").read_text())
-    assert report["rows"][0]["judged"] is None and report["rows"][0]["unjudged"] == 1
+    assert report["rows"][0]["judged"] == 1.0 and report["rows"][0]["unjudged"] == 1  # over the one judged answer
 
 
 def test_judged_accuracy_refuses_unjudged_verdicts() -> None:
