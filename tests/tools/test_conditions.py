@@ -8,15 +8,17 @@ import sieve
 from sieve.cli import make_parser
 from sieve.errors import InvalidArgumentError
 from sieve.tools import CONDITIONS, TOOL_NAMES, Toolset, condition
-from sieve.tools.conditions import CONDITION_NAMES, FAMILIES, FILE_TOOL_NAMES, check_tools
+from sieve.tools.conditions import CONDITION_NAMES, EXTENSIONS, FAMILIES, FILE_TOOL_NAMES, PAPER_CONDITIONS, check_tools
 
 
 NAMES = ["one-shot", "autoread", "dci", "bounded-dci", "search-visit", "search-fetch", "sieve"]
+EXTRA = ["sieve+diagnose", "sieve+manual", "sieve+ranked-fallback", "sieve+all"]
 
 
 def test_registry() -> None:
-    """The paper's Table 1 rows, in its order, each with its tools and the rankers it is run with."""
-    assert list(CONDITIONS) == NAMES
+    """The paper's Table 1 rows, in its order, each with its tools and the rankers it is run with;
+    then sieve's extensions of SIEVE, each named for what it adds."""
+    assert list(CONDITIONS) == NAMES + EXTRA and list(PAPER_CONDITIONS) == NAMES and list(EXTENSIONS) == EXTRA
     assert condition("rag") is condition("one-shot") and condition("one-shot").one_shot
     assert not any(c.one_shot for name, c in CONDITIONS.items() if name != "one-shot")
     assert [n for n, c in CONDITIONS.items() if c.autoread] == ["autoread"]
@@ -25,11 +27,22 @@ def test_registry() -> None:
     assert condition("dci").rankers == () and condition("bounded-dci").rankers == ("bm25",) and condition("bounded-dci").bound == 10
     assert condition("search-visit").snippet == "lead" and condition("sieve").snippet == "query"
     assert FAMILIES == ("one-shot", "autoread", "dci", "search-visit", "search-fetch", "sieve")
-    assert CONDITION_NAMES == (*NAMES, "rag")
+    assert CONDITION_NAMES == (*NAMES, *EXTRA, "rag")
+
+
+def test_the_papers_sieve_and_its_extensions() -> None:
+    """Inside eval, `sieve` is the paper's: no diagnosis, a BM25 fallback, the paper's manual; each
+    extension changes one of these (sieve+all: every one, as the Toolset does)."""
+    got = {n: (CONDITIONS[n].diagnose, CONDITIONS[n].fallback_ranker, CONDITIONS[n].manual) for n in ["sieve", *EXTRA]}
+    assert got == {"sieve": (False, "bm25", "paper"), "sieve+diagnose": (True, "bm25", "paper"), "sieve+manual": (False, "bm25", "generated"),
+                   "sieve+ranked-fallback": (False, None, "paper"), "sieve+all": (True, None, "generated")}
+    assert all(CONDITIONS[n].tools == ("search", "fetch") and CONDITIONS[n].family == "sieve" and not CONDITIONS[n].paper for n in EXTRA)
+    assert condition("sieve+ranked-fallback").rankers == ("dense", "hybrid")  # with bm25 it is the paper's sieve
 
 
 def test_unknown_names_are_sieve_errors(gold: sieve.Index) -> None:
-    with pytest.raises(InvalidArgumentError, match="unknown condition 'x'; choose from one-shot, autoread, dci, bounded-dci, search-visit, search-fetch, sieve, rag"):
+    with pytest.raises(InvalidArgumentError, match="unknown condition 'x'; choose from one-shot, autoread, dci, bounded-dci, search-visit, search-fetch, sieve, sieve\\+diagnose, "
+                       "sieve\\+manual, sieve\\+ranked-fallback, sieve\\+all, rag"):
         Toolset.for_condition(gold, "x")
     with pytest.raises(InvalidArgumentError, match=r"unknown tools \['grep'\]; choose from search, ranked_search, fetch, visit, show"):
         Toolset(gold, ("search", "grep"))
