@@ -299,7 +299,7 @@ def bql_table(rows: list[dict[str, Any]]) -> str | None:
     head = ["Construct"] + [f"{r['run']} {k}" for r in used for k in ("questions %", "calls %")]
     lines = ["| " + " | ".join(head) + " |", "|---|" + "|".join("---:" for _ in head[1:]) + "|"]
     names = {"field": "field restriction", "boolean": "Boolean operator (any)", "and": "AND", "or": "OR", "not": "NOT / -", "phrase": "quoted phrase",
-             "wildcard": "wildcard", "date": "date filter", "near": "NEAR"}
+             "wildcard": "wildcard", "date": "date filter", "near": "NEAR", "plain": "no field / Boolean / date"}
     for op in OPERATORS:
         lines.append(f"| {names[op]} | " + " | ".join(_pct(r["bql_usage"][op][k]) for r in used for k in ("questions", "calls")) + " |")
     calls = ", ".join(f"{r['run']} {r['search_calls']}" for r in used)

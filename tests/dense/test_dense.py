@@ -66,6 +66,15 @@ def test_the_papers_fallback_ranks_with_bm25_whatever_the_ranker(index: sieve.In
         index.search("x", ranker="dense", fallback_ranker="indri")
 
 
+def test_evals_sieve_falls_back_with_bm25_and_the_extension_with_its_ranker(index: sieve.Index) -> None:
+    from sieve.tools.episode import make_tools
+
+    for name, by in (("sieve", "bm25"), ("sieve+ranked-fallback", "hybrid")):
+        text = make_tools(index, name, "hybrid", as_paper=True).call("search", {"query": "electronic mail delivery"}).text
+        assert text.splitlines()[0].endswith(f"Ranked by the query's terms instead ({by}):"), text
+    assert "instead (hybrid)" in make_tools(index, "sieve", "hybrid").call("search", {"query": "electronic mail delivery"}).text  # sieve ask
+
+
 def test_dense_never_leaves_the_admitted_set(index: sieve.Index) -> None:
     admitted = set(index.match("file*").ids)
     for ranker in ("dense", "hybrid"):

@@ -96,10 +96,12 @@ def test_bql_usage_table_3_by_hand(tmp_path: Path) -> None:
         "field": {"questions": q, "calls": c}, "boolean": {"questions": 0.75, "calls": 0.5}, "and": {"questions": q, "calls": c},
         "or": {"questions": q, "calls": c}, "not": {"questions": q, "calls": c}, "phrase": {"questions": q, "calls": c},
         "wildcard": {"questions": q, "calls": c}, "date": {"questions": q, "calls": c}, "near": {"questions": q, "calls": c},
+        "plain": {"questions": 0.0, "calls": c},  # the NEAR call used no field, Boolean or date; its question used a date
     }
     md = markdown(build([load_run(run)]))
     assert "## BQL usage (Table 3)" in md and "| Construct | sv questions % | sv calls % |" in md
     assert "| Boolean operator (any) | 75.0 | 50.0 |" in md and "| NEAR | 25.0 | 16.7 |" in md and "(sv 6 calls)" in md
+    assert "| no field / Boolean / date | 0.0 | 16.7 |" in md
 
 
 BASE_TOK = [1000, 1200, 900, 1500, 1100, 1300, 1000, 950, 1250, 1400]

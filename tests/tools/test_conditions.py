@@ -62,3 +62,23 @@ def test_the_cli_offers_the_registry() -> None:
     for name in ("bm25", "dense", "hybrid"):
         assert parser.parse_args(["search", "IDX", "q", "--ranker", name]).ranker == name
         assert parser.parse_args(["serve", "IDX", "--ranker", name]).ranker == name
+
+
+def test_eval_runs_the_papers_sieve_and_ask_keeps_sieves_defaults(gold: sieve.Index) -> None:
+    """make_tools(as_paper=True) is eval's `sieve`: a zero-hit search names no relaxations, the
+    manual is the paper's, a fetch's ceiling bounds each document; without it (sieve ask) and for
+    sieve+diagnose the diagnosis is there."""
+    from sieve.tools.episode import make_tools
+
+    zero = {"query": "nothing[title] snow"}
+    paper = make_tools(gold, "sieve", as_paper=True)
+    assert (paper.config.diagnose, paper.config.fallback_ranker, paper.config.manual, paper.config.cap_scope) == (False, "bm25", "paper", "document")
+    assert "One change would admit" not in paper.call("search", zero).text
+    assert "One change would admit documents: 1 without nothing[title]." in make_tools(gold, "sieve+diagnose", as_paper=True).call("search", zero).text
+    ask = make_tools(gold, "sieve")
+    assert (ask.config.diagnose, ask.config.fallback_ranker, ask.config.manual, ask.config.cap_scope) == (True, None, "generated", "call")
+    assert "One change would admit documents" in ask.call("search", zero).text
+    assert paper.manual().startswith("The collection is a set of web pages.") and "NEAR" not in paper.manual()
+    assert "NEAR/5" in make_tools(gold, "sieve+manual", as_paper=True).manual() and "NEAR/5" in ask.manual()
+    forced = make_tools(gold, "sieve", as_paper=True, diagnose=True, manual="paper-wikipedia")
+    assert forced.config.diagnose and forced.manual().startswith("The collection is a set of Wikipedia articles.")
