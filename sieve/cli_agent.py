@@ -14,7 +14,7 @@ from sieve.errors import InvalidArgumentError
 from sieve.terminal import json_text
 from sieve.eval.builders import SOURCES
 from sieve.eval.collections import DATE_POLICIES, FORMATS
-from sieve.tools.conditions import CONDITION_NAMES, SNIPPETS
+from sieve.tools.conditions import CONDITION_NAMES, EXTENSIONS, MANUALS, PAPER_CONDITIONS, SNIPPETS
 from sieve.tools.sandbox import MECHANISMS
 
 
@@ -79,8 +79,9 @@ def cmd_eval_run(args: argparse.Namespace) -> int:
         Path(args.collection), Path(args.out), args.condition, args.ranker, args.llm_url, args.model, limit=args.limit, workers=args.workers,
         twin=args.twin, native=args.tool_style == "native", index_dir=Path(args.index_dir) if args.index_dir else None, budgets=_budgets(args),
         k=args.k, read_cap=args.read_cap, api_key=args.api_key, read_parts=args.read_parts, fmt=args.format, dates=args.dates,
-        fallback=not args.no_fallback, snippet="none" if args.no_snippets else args.snippet, diagnose=not args.no_diagnosis, k_max=args.k_max,
-        ray=args.ray, shell_sandbox=args.shell_sandbox, llm_deadline=args.llm_deadline, embed_model=args.embed_model, dense_search=args.dense_search,
+        fallback=not args.no_fallback, snippet="none" if args.no_snippets else args.snippet, diagnose=False if args.no_diagnosis else None,
+        k_max=args.k_max, ray=args.ray, shell_sandbox=args.shell_sandbox, llm_deadline=args.llm_deadline, fields=not args.no_fields, manual=args.manual,
+        embed_model=args.embed_model, dense_search=args.dense_search,
     )
     keep = {k: v for k, v in s.items() if k != "per_question"}
     if args.json:
@@ -205,7 +206,7 @@ def cmd_eval_grid(args: argparse.Namespace) -> int:
         return [t.strip() for t in text.split(",") if t.strip()] if text else None
 
     cells = load_grid(args.grid) if args.grid else plan(names(args.conditions), names(args.rankers), names(args.twins) or ("structured",), args.ablations,
-                                                        args.controls)
+                                                        args.controls, args.extensions)
     models = args.embed_model or []
     cells = with_encoders(cells, models)
     out = Path(args.out)
@@ -311,7 +312,12 @@ def add_commands(sub: Any) -> None:
     _collection_options(r)
     r.add_argument("--no-fallback", action="store_true", help="ablation: strict Boolean search, no zero-hit fallback")
     r.add_argument("--no-snippets", action="store_true", help="ablation: result cards without snippets")
-    r.add_argument("--no-diagnosis", action="store_true", help="ablation: a zero-hit search does not name the relaxations that would admit documents")
+    r.add_argument("--no-diagnosis", action="store_true", help="a zero-hit search does not name the relaxations that would admit documents "
+                   "(the paper's SIEVE has none; sieve+diagnose and sieve+all do)")
+    r.add_argument("--no-fields", action="store_true", help="ablation: result cards without the matched fields (no field exposure)")
+    r.add_argument("--manual", choices=MANUALS, help="the manual of BQL search: the paper's for the collection (paper: BrowseComp-Plus's where "
+                   "documents have an author or a date, else the Wikipedia one; or name it), or generated from the index "
+                   "(default: the condition's; sieve: paper, sieve+manual: generated)")
     r.add_argument("--snippet", choices=SNIPPETS, help="what a result card quotes (default: the condition's; search-visit: the opening words)")
     _encoder_options(r, many=False)
     _agent_options(r)
@@ -320,10 +326,12 @@ def add_commands(sub: Any) -> None:
     g.add_argument("--collection", required=True)
     g.add_argument("--out", required=True, help="one run folder per cell under it, and report/")
     g.add_argument("--grid", help="a grid file (JSON: cells, or conditions/rankers/twins/ablations); overrides the next four")
-    g.add_argument("--conditions", help=f"comma-separated (default all: {', '.join(c for c in CONDITION_NAMES if c != 'rag')})")
+    g.add_argument("--conditions", help=f"comma-separated (default the paper's: {', '.join(PAPER_CONDITIONS)}; sieve's extensions: {', '.join(EXTENSIONS)})")
     g.add_argument("--rankers", help="comma-separated among bm25,dense,hybrid (default all; each condition runs with the paper's rankers among these)")
     g.add_argument("--twins", help="comma-separated among structured,flat (default structured)")
-    g.add_argument("--ablations", action="store_true", help="add strict Boolean SIEVE, SIEVE without snippets, SIEVE without the zero-hit diagnosis, Search-Visit on the flat twin")
+    g.add_argument("--ablations", action="store_true", help="add the paper's ablations of SIEVE on BM25+dense: strict Boolean (no fallback), no snippets, "
+                   "no matched fields on cards, the flat twin, and with the zero-hit diagnosis; and Search-Visit on the flat twin")
+    g.add_argument("--extensions", action="store_true", help=f"add sieve's extensions of SIEVE as extra rows: {', '.join(EXTENSIONS)}")
     g.add_argument("--controls", action="store_true", help="add the paper's Table 6: the indri-control condition (Indri's query language) with the Indri-style rankers (indri, indri+dense)")
     g.add_argument("--baseline", help="the run the report tests against (default search-visit-bm25 when in the grid, else the first)")
     g.add_argument("--no-report", action="store_true")

@@ -248,12 +248,13 @@ class Index:
 
     @_damage_guard
     def search(self, query: str, k: int = 5, ranker: str = "bm25", fallback: bool = True, explain: bool = True,
-               diagnose: bool = True) -> Results:
+               diagnose: bool = True, fallback_ranker: str | None = None) -> Results:
         """Rank the documents `query` admits by its positive terms; best `k` first.
 
         If the filter admits nothing and `fallback` is on, the whole collection is ranked by the
         positive terms instead (`Results.fallback` is True and `Results.missing` lists the top-level
-        clauses that match no document). A non-empty admitted set is never broadened. For a query
+        clauses that match no document), by `fallback_ranker` (None: `ranker`; "bm25" is the paper's
+        fallback). A non-empty admitted set is never broadened. For a query
         that admits nothing, `Results.diagnosis` (unless `diagnose=False`) gives each top-level
         clause's count alone and the one-step relaxations that would admit documents, smallest
         change first, each with its canonical BQL and exact count.
@@ -265,15 +266,15 @@ class Index:
         """
         check_request(k, ranker)
         self.limits.check_length(query)
-        return self._search(query, k, ranker, fallback, explain, diagnose)
+        return self._search(query, k, ranker, fallback, explain, diagnose, fallback_ranker)
 
-    def _search(self, query: str, k: int, ranker: str, fallback: bool, explain: bool, diagnose: bool) -> Results:
+    def _search(self, query: str, k: int, ranker: str, fallback: bool, explain: bool, diagnose: bool, fallback_ranker: str | None = None) -> Results:
         """`search` of a query whose length its caller checked (`ranked_search` checks the text it made it from)."""
         with deadline.within(self.limits.seconds):
             plan = self._planned(query)
-            if ranker in DENSE_RANKERS:
+            if ranker in DENSE_RANKERS or fallback_ranker in DENSE_RANKERS:
                 self._attach_dense()
-            return self.searcher.search(plan, k, ranker, fallback, explain, diagnose)
+            return self.searcher.search(plan, k, ranker, fallback, explain, diagnose, fallback_ranker)
 
     @_damage_guard
     def indri_search(self, query: str, k: int = 5, ranker: str = "indri", explain: bool = True) -> Results:

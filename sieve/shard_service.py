@@ -284,17 +284,19 @@ class RayIndex:
         ids = [i for _, _, shard_ids in got for i in shard_ids]
         return RayMatch(got[0][0], len(ids), [ids[i] for i in np.argsort(keys, kind="stable").tolist()])
 
-    def search(self, query: str, k: int = 5, ranker: str = "bm25", fallback: bool = True, explain: bool = True, diagnose: bool = True) -> Results:
+    def search(self, query: str, k: int = 5, ranker: str = "bm25", fallback: bool = True, explain: bool = True, diagnose: bool = True,
+               fallback_ranker: str | None = None) -> Results:
         """As `Index.search`, with BM25 (dense and Indri rankers need the index opened locally);
         a zero-hit search's diagnosis is merged from every shard's. The time budget is the
         answer timeout (`timeout_s`), not `limits.seconds`: the shards run in other processes."""
         check_request(k, ranker)
         self.limits.check_length(query)
-        return self._search(query, k, ranker, fallback, explain, diagnose)
+        return self._search(query, k, ranker, fallback, explain, diagnose, fallback_ranker)
 
-    def _search(self, query: str, k: int, ranker: str, fallback: bool, explain: bool, diagnose: bool) -> Results:
-        if ranker != "bm25":
-            raise InvalidArgumentError(f"an index served by Ray ranks with bm25 only, not {ranker}; open it locally (open_index) for {ranker}")
+    def _search(self, query: str, k: int, ranker: str, fallback: bool, explain: bool, diagnose: bool, fallback_ranker: str | None = None) -> Results:
+        other = ranker if ranker != "bm25" else (fallback_ranker or "bm25")
+        if other != "bm25":
+            raise InvalidArgumentError(f"an index served by Ray ranks with bm25 only, not {other}; open it locally (open_index) for {other}")
         first = self._get([a.prepare.remote(query, self.collection, diagnose) for a in self.actors])
         p = first[0]
         check_volume([(leaf, sum(f.volumes[i] for f in first)) for i, leaf in enumerate(p.leaves)], self.limits)

@@ -33,6 +33,7 @@ ANSWER_TOOL = {
 }
 
 
+FINAL_CALLS = 2  # model calls kept back from the step budget: the final-answer request and its recovery
 MESSAGE_ALLOWANCE = 8  # tokens a chat template adds per message, when the server cannot count
 ONE_SHOT_RETRIES = 3  # one-shot calls made again after a context-length refusal, each with a smaller budget
 _SENT = re.compile(r"(\d[\d,]*) (?:tokens )?in the messages|you requested (\d[\d,]*) tokens", re.IGNORECASE)
@@ -124,7 +125,8 @@ class AgentTools(Protocol):
 
 @dataclass(frozen=True)
 class Budgets:
-    """Defaults from the paper."""
+    """Defaults from the paper. `max_steps` bounds every model call of an episode, the final-answer
+    request and its recovery included: the loop stops FINAL_CALLS short of it (never below one call)."""
 
     max_steps: int = 100
     context_window: int = 131_072
@@ -348,7 +350,7 @@ class Agent:
         schemas = tools.schemas() + [ANSWER_TOOL]
         known = {s["function"]["name"] for s in schemas}
         pending = 0  # tokens added since the last call (tool results), to foresee the next prompt
-        for _ in range(self.budgets.max_steps):
+        for _ in range(max(1, self.budgets.max_steps - FINAL_CALLS)):
             if ep.calls and ep.calls[-1]["prompt_tokens"] + ep.calls[-1]["completion_tokens"] + pending >= self.budgets.early_stop * self.window:
                 ep.reason = "context budget"
                 break
@@ -412,8 +414,12 @@ class Agent:
                 return
 
     def _final_answer(self, ep: Episode) -> None:
-        """Ask once for the answer; if none comes, one recovery call with the reply pre-opened.
-        Each request is first cut to fit the window (`_complete_fitted`)."""
+        """Ask once for the answer; if none comes, one recovery call with the reply pre-opened;
+        each only while the step budget has a model call left, and first cut to fit the window
+        (`_complete_fitted`)."""
+        if len(ep.calls) >= self.budgets.max_steps:
+            ep.outcome, ep.reason = "failed", ep.reason + "; no model call left for the answer"
+            return
         messages = ep.messages + [{"role": "user", "content": FINAL_NUDGE}]
         try:
             c, messages = self._complete_fitted(ep, messages)
@@ -421,6 +427,9 @@ class Agent:
             answer = parse_text(c.content, set()).answer
             if answer is not None:
                 ep.answer, ep.outcome = answer, "answered"
+                return
+            if len(ep.calls) >= self.budgets.max_steps:
+                ep.outcome, ep.reason = "failed", ep.reason + "; no model call left for the recovery"
                 return
             pre_opened = self._is_vllm()
             if pre_opened:

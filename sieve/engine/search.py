@@ -541,6 +541,14 @@ def check_request(k: int, ranker: str) -> None:
         raise InvalidArgumentError(f"unknown ranker {ranker!r}; choose one of {', '.join(RANKER_NAMES)}")
 
 
+def check_fallback_ranker(name: str | None) -> None:
+    """Raise InvalidArgumentError unless `name` is None or a ranker that can rank the whole collection
+    by the query's terms (not a soft ranker: those never fall back)."""
+    if name is not None and (name not in RANKER_NAMES or name in SOFT_RANKERS):
+        hard = [r for r in RANKER_NAMES if r not in SOFT_RANKERS]
+        raise InvalidArgumentError(f"unknown fallback ranker {name!r}; choose one of {', '.join(hard)}")
+
+
 class SegmentSearch:
     """One segment's share of every search: its filter, its BM25 and Indri scorers, all over its
     live documents and with the whole collection's statistics."""
@@ -584,13 +592,16 @@ class Searcher:
 
     # ------------------------------------------------------------ search
 
-    def search(self, plans: Plans, k: int, ranker: str, fallback: bool = True, explain: bool = True, diagnose: bool = True) -> Results:
+    def search(self, plans: Plans, k: int, ranker: str, fallback: bool = True, explain: bool = True, diagnose: bool = True,
+               fallback_ranker: str | None = None) -> Results:
         """The best `k` of what `plans` admits, by `ranker`. If it admits nothing and `fallback` is on,
-        the whole collection is ranked by the positive terms instead (`Results.fallback`), and
+        the whole collection is ranked by the positive terms instead (`Results.fallback`), by
+        `fallback_ranker` (None: `ranker`; the paper's fallback is BM25 whatever the ranker), and
         `Results.missing` lists the top-level clauses that match no document; with `diagnose`,
         `Results.diagnosis` says which one-step relaxations would admit documents. A non-empty
         admitted set is never broadened."""
         check_request(k, ranker)
+        check_fallback_ranker(fallback_ranker)
         if ranker == "bm25" and self._some_holder(plans):
             # The admitted set is not empty, and the ranking may not need it: it is made only where
             # it is needed, and counted only when the count is read.
@@ -611,8 +622,9 @@ class Searcher:
         why = diagnose_parts(self.pairs(plans), clause_bits) if diagnose else None
         if not fallback or not (plans.terms or plans.text):
             return self._results(plans, ranker, None, None, explain, missing=missing, diagnosis=why)
-        top, scores = self.rank(plans, ranker, None, k)
-        return self._results(plans, ranker, top, scores, explain, fallback=True, missing=missing, diagnosis=why)
+        by = fallback_ranker or ranker
+        top, scores = self.rank(plans, by, None, k)
+        return self._results(plans, by, top, scores, explain, fallback=True, missing=missing, diagnosis=why)
 
     def _some_holder(self, plans: Plans) -> bool:
         """Whether a segment with nothing deleted admits every document of the query's terms'

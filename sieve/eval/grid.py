@@ -2,13 +2,14 @@
 
 A grid is a list of cells (condition x ranker x twin, and the ablation switches); each cell is one
 `eval run` into `OUT/<cell name>`, resumable like any run, and the grid ends with `eval report`
-over them. By default every condition runs with the rankers the paper ran it with (the registry
-says which), on the structured twin; `--twins structured,flat` adds the flat twin for the
-conditions that search an index, and `--ablations` adds the paper's ablations: strict Boolean
-search and SIEVE without snippets (BM25), and Search-Visit on the flat twin; and SIEVE without the
-zero-hit diagnosis line (sieve's addition, which the paper's tool did not have). `--controls` adds
-the paper's Table 6: the `indri-control` condition (Indri's own query language, with the cards and
-fetch of SIEVE) with the Indri-style rankers (indri, indri+dense). Several
+over them. By default every condition of the paper's Table 1 runs with the rankers the paper ran it
+with (the registry says which), on the structured twin, as the paper ran it; `--twins
+structured,flat` adds the flat twin for the conditions that search an index. `--ablations` adds the
+paper's ablations (Table 7, Figure 4, Table 9) on its BM25+dense ranker: strict Boolean search (no
+fallback), cards without snippets, cards without matched fields, the flat twin, and the zero-hit
+diagnosis added (`sieve+diagnose`); and Search-Visit on the flat twin. `--extensions` adds sieve's
+extensions of SIEVE as extra rows (sieve.tools.conditions.EXTENSIONS). `--controls` adds the paper's
+Table 6: SIEVE's tools with the Indri-style rankers (indri, indri+dense). Several
 `--embed-model`s run every cell that ranks with embeddings once per encoder (`sieve-dense@<model>`),
 each encoder's embeddings side by side in the index: the paper's Figure 5 (accuracy by encoder).
 """
@@ -23,7 +24,7 @@ from typing import Any, Iterable, Sequence
 from sieve.dense.encoder import DEFAULT_MODEL, model_label, model_name
 from sieve.engine.rankers import DENSE_RANKERS, RANKER_NAMES
 from sieve.errors import InvalidArgumentError
-from sieve.tools.conditions import ALL_RANKERS, CONDITIONS, SNIPPETS, condition
+from sieve.tools.conditions import ALL_RANKERS, CONDITIONS, EXTENSIONS, PAPER_CONDITIONS, SNIPPETS, condition
 
 TWINS = ("structured", "flat")
 
@@ -35,7 +36,8 @@ class Cell:
     twin: str = "structured"
     fallback: bool = True
     snippet: str | None = None  # None: the condition's own
-    diagnose: bool = True  # a zero-hit search names the relaxations that would admit documents
+    diagnose: bool | None = None  # a zero-hit search names the relaxations that would admit documents; None: the condition's own
+    fields: bool = True  # cards name the fields the query matched in; False: the "no field exposure" ablation
     embed_model: str | None = None  # None: the grid's encoder (its one --embed-model, else the index's)
 
     @property
@@ -47,8 +49,10 @@ class Cell:
             parts.append("strict")
         if self.snippet is not None:
             parts.append(f"snippet-{self.snippet}")
-        if not self.diagnose:
-            parts.append("no-diagnosis")
+        if self.diagnose is not None:
+            parts.append("diagnosis" if self.diagnose else "no-diagnosis")
+        if not self.fields:
+            parts.append("no-fields")
         return "-".join(parts) + (f"@{model_label(self.embed_model)}" if self.embed_model else "")
 
     def check(self) -> "Cell":
@@ -65,7 +69,8 @@ class Cell:
         if self.embed_model is not None and self.ranker not in DENSE_RANKERS:
             raise InvalidArgumentError(f"grid cell {self.name}: an embedding model applies to the rankers {', '.join(DENSE_RANKERS)} only")
         model = model_name(self.embed_model) if self.embed_model is not None else None
-        return Cell(c.name, self.ranker, self.twin, self.fallback, self.snippet, self.diagnose, model)
+        diagnose = None if self.diagnose == c.diagnose else self.diagnose  # the condition's own needs no name of its own
+        return Cell(c.name, self.ranker, self.twin, self.fallback, self.snippet, diagnose, self.fields, model)
 
 
 def with_encoders(cells: list[Cell], models: Sequence[str]) -> list[Cell]:
@@ -88,12 +93,17 @@ def with_encoders(cells: list[Cell], models: Sequence[str]) -> list[Cell]:
 
 
 def plan(conditions: Iterable[str] | None = None, rankers: Iterable[str] | None = None,
-         twins: Iterable[str] = ("structured",), ablations: bool = False, controls: bool = False, embed_models: Sequence[str] = ()) -> list[Cell]:
-    """The cells: each condition with each of its paper rankers that is among `rankers` (default
-    all), on each twin where the twin matters (conditions that search an index), then ablations,
-    then (`controls`) the paper's Table 6: the `indri-control` condition with the Indri-style rankers;
-    with several `embed_models`, each cell that ranks with embeddings once per model (`with_encoders`)."""
-    names = [condition(n).name for n in (conditions or CONDITIONS)]
+         twins: Iterable[str] = ("structured",), ablations: bool = False, controls: bool = False, extensions: bool = False,
+         embed_models: Sequence[str] = ()) -> list[Cell]:
+    """The cells: each condition (default the paper's) with each of its paper rankers that is among
+    `rankers` (default all), on each twin where the twin matters (conditions that search an index),
+    then (`extensions`) sieve's extensions of SIEVE with their rankers among `rankers`, then the
+    ablations (on hybrid, the paper's; on the first of `rankers` when hybrid is not among them), then
+    (`controls`) the paper's Table 6: the `indri-control` condition with the Indri-style rankers; with
+    several `embed_models`, each cell that ranks with embeddings once per model (`with_encoders`)."""
+    names = [condition(n).name for n in (conditions or PAPER_CONDITIONS)]
+    if extensions:
+        names += [n for n in EXTENSIONS if n not in names]
     wanted = set(rankers or ALL_RANKERS)
     unknown = wanted - set(ALL_RANKERS)
     if unknown:
@@ -111,9 +121,10 @@ def plan(conditions: Iterable[str] | None = None, rankers: Iterable[str] | None 
             for t in (twins if c.retriever else ("structured",)):
                 cells.append(Cell(n, r, t))
     if ablations:
-        for extra in (Cell("sieve", "bm25", fallback=False), Cell("sieve", "bm25", snippet="none"), Cell("sieve", "bm25", diagnose=False),
-                      Cell("search-visit", "bm25", "flat")):
-            if extra.condition in names and extra not in cells:
+        r = "hybrid" if "hybrid" in wanted else next(x for x in ALL_RANKERS if x in wanted)
+        for extra in (Cell("sieve", r, fallback=False), Cell("sieve", r, snippet="none"), Cell("sieve", r, fields=False), Cell("sieve", r, "flat"),
+                      Cell("sieve+diagnose", r), Cell("search-visit", "bm25", "flat")):
+            if extra.condition.split("+")[0] in names and extra not in cells:
                 cells.append(extra)
     if controls:
         cells.extend(Cell("indri-control", r) for r in CONDITIONS["indri-control"].rankers if Cell("indri-control", r) not in cells)
@@ -121,8 +132,8 @@ def plan(conditions: Iterable[str] | None = None, rankers: Iterable[str] | None 
 
 
 def load_grid(path: str | Path) -> list[Cell]:
-    """A grid file: JSON, either {"cells": [{condition, ranker, twin?, fallback?, snippet?}, ...]}
-    or the arguments of `plan` ({"conditions": [...], "rankers": [...], "twins": [...], "ablations": true})."""
+    """A grid file: JSON, either {"cells": [{condition, ranker, twin?, fallback?, snippet?, diagnose?, fields?}, ...]}
+    or the arguments of `plan` ({"conditions": [...], "rankers": [...], "twins": [...], "ablations": true, ...})."""
     path = Path(path)
     try:
         data = json.loads(path.read_text(encoding="utf-8"))
@@ -138,12 +149,12 @@ def load_grid(path: str | Path) -> list[Cell]:
             except TypeError as e:
                 raise InvalidArgumentError(f"{path}: cell {i}: {e}") from None
         return out
-    allowed = {"conditions", "rankers", "twins", "ablations", "controls", "embed_models"}
+    allowed = {"conditions", "rankers", "twins", "ablations", "controls", "extensions", "embed_models"}
     extra = set(data) - allowed
     if extra:
         raise InvalidArgumentError(f"{path}: unknown keys {sorted(extra)}; a grid file has cells, or {', '.join(sorted(allowed))}")
     return plan(data.get("conditions"), data.get("rankers"), data.get("twins", ("structured",)), bool(data.get("ablations", False)),
-                bool(data.get("controls", False)), data.get("embed_models", ()))
+                bool(data.get("controls", False)), bool(data.get("extensions", False)), data.get("embed_models", ()))
 
 
 def run_grid(collection: Path, out: Path, cells: list[Cell], urls: list[str], model: str, index_dir: Path | None = None,
@@ -188,7 +199,7 @@ def run_grid(collection: Path, out: Path, cells: list[Cell], urls: list[str], mo
             on_cell(cell)
         run_collection(collection, out / cell.name, cell.condition, cell.ranker if cell.ranker != "none" else "bm25", urls, model,
                        twin=cell.twin, index_dir=root, fmt=fmt, dates=dates, fallback=cell.fallback, snippet=cell.snippet,
-                       diagnose=cell.diagnose, ray=ray, embed_model=cell.embed_model or embed_model, **options)
+                       diagnose=cell.diagnose, fields=cell.fields, ray=ray, embed_model=cell.embed_model or embed_model, **options)
         if judge is not None:
             judge_run(out / cell.name, collection, judge, collection_format=fmt)
         runs.append(out / cell.name)

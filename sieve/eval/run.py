@@ -17,7 +17,9 @@ from sieve.tools.conditions import condition as find_condition
 from sieve.eval.summary import score, summarize
 from sieve.index import Index, build_index, open_index
 from sieve.progress import Progress
+from sieve.tools.paper_manual import paper_collection
 from sieve.tools.sandbox import choose as choose_sandbox, warn_unconfined
+from sieve.tools.toolset import ToolConfig
 
 TWINS = ("structured", "flat")
 
@@ -125,19 +127,24 @@ def run_collection(
     dates: str = "strict",
     fallback: bool = True,
     snippet: str | None = None,
-    diagnose: bool = True,
+    diagnose: bool | None = None,
     k_max: int | None = None,
     ray: str | None = None,
     shell_sandbox: str = "auto",
     llm_deadline: float = DEADLINE_S,
     embed_model: str | None = None,
     dense_search: str = "exact",
+    fields: bool = True,
+    manual: str | None = None,
 ) -> dict[str, Any]:
     """Run one condition over a collection. As the paper: `k` results per search is also the most an
-    agent may ask for, and a read stops at `read_cap` tokens (`read_parts=True`: numbered parts).
-    Ablations: `fallback=False` (strict Boolean search), `diagnose=False` (zero-hit searches
-    name no relaxations), `snippet` ("none": cards without snippets; "lead"/"query": what a card
-    quotes), `twin="flat"`. `ray`: the address of a Ray cluster to spread the episodes over
+    agent may ask for, and a read stops at `read_cap` tokens per document read (`read_parts=True`:
+    numbered parts). The condition runs as the paper's (`make_tools(as_paper=True)`: for `sieve`,
+    no diagnosis, a BM25 fallback, the paper's manual); `diagnose` and `manual` (MANUALS: "paper"
+    picks the collection's by its fields, "paper-wikipedia", "paper-browsecomp", "generated")
+    override the condition's. Ablations: `fallback=False` (strict Boolean search),
+    `snippet` ("none": cards without snippets; "lead"/"query": what a card quotes), `fields=False`
+    (cards without the matched fields), `twin="flat"`. `ray`: the address of a Ray cluster to spread the episodes over
     (sieve.eval.distributed), `workers` of them at once (default: one per CPU of the cluster;
     locally 1); the records and the summary are those of a local run. `shell_sandbox`: the DCI
     conditions' sandbox (auto, bwrap, landlock, none), chosen once here and recorded in the summary;
@@ -173,12 +180,12 @@ def run_collection(
 
     options: dict[str, Any] = dict(ranker=ranker if ranker != "none" else "bm25", k=k, read_cap=read_cap, k_max=k_max or k, read_parts=read_parts,
                                    fallback=fallback, snippet=snippet, diagnose=diagnose, files=root / "dci",
-                                   shell_sandbox=box.mechanism if box is not None else shell_sandbox)
+                                   shell_sandbox=box.mechanism if box is not None else shell_sandbox, as_paper=True, fields=fields, manual=manual)
 
     def tools() -> Any:
         return make_tools(index, condition, **options)
 
-    tools()  # stages the DCI files once, before the workers start
+    probe = tools()  # stages the DCI files once, before the workers start
     asked = [Question(q.id, q.question) for q in questions]
     if ray:  # each worker builds its agents (the servers may answer the cluster only) and opens the index
         from sieve.eval.distributed import EpisodeSetup, run_all_ray
@@ -193,11 +200,26 @@ def run_collection(
         records = run_all(asked, agents, tools, traj, workers=workers or 1, on_episode=on_episode)
     about = {"name": out_dir.name, "condition": cond.name, "family": cond.family, "ranker": ranker, "twin": twin, "model": model,
              "collection": str(collection_dir), "format": fmt, "k": k, "k_max": k_max or k, "read_cap": read_cap, "read_parts": read_parts,
-             "max_steps": budgets.max_steps, "fallback": fallback, "diagnose": diagnose, "snippet": snippet or cond.snippet,
+             "max_steps": budgets.max_steps, "fallback": fallback, "snippet": snippet or cond.snippet, **_tool_settings(probe),
              "unparsed_dates": built_note(root).get("unparsed_dates", 0), "shell_sandbox": box.record() if box is not None else None,
              "encoder": encoder}
     summary = write_summary(out_dir, records, c, questions, about)
     return summary
+
+
+def _tool_settings(tools: Any) -> dict[str, Any]:
+    """What a run's tools were set to, for its summary: diagnosis, fallback ranker, manual (the
+    paper's names its collection), matched fields on cards, and what the read ceiling bounds."""
+    config = getattr(tools, "config", None)
+    if not isinstance(config, ToolConfig):
+        return {"diagnose": None, "fallback_ranker": None, "manual": None, "fields": None, "cap_scope": "document"}
+    manual = config.manual
+    if "search" not in tools.tools:
+        manual = "generated"  # the paper's manual is for BQL `search`; other tools keep the generated one
+    elif manual == "paper":
+        manual = f"paper-{paper_collection(tools.index)}"
+    return {"diagnose": config.diagnose, "fallback_ranker": config.fallback_ranker or config.ranker, "manual": manual,
+            "fields": config.cards.fields, "cap_scope": config.cap_scope}
 
 
 def write_summary(out_dir: Path, records: dict[str, dict[str, Any]], c: Collection, questions: list[Any], about: dict[str, Any]) -> dict[str, Any]:

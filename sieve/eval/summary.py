@@ -14,13 +14,16 @@ from sieve.eval.metrics import exact_match, f1
 
 SEARCH_TOOLS = ("search", "ranked_search")
 # The rows of the paper's Table 3 (BQL usage): field restriction, Boolean operators (any, then each),
-# quoted phrases, prefix wildcards, date filters, NEAR.
-OPERATORS = ("field", "boolean", "and", "or", "not", "phrase", "wildcard", "date", "near")
+# quoted phrases, prefix wildcards, date filters, NEAR, and "plain": none of field, Boolean or date
+# (a question counts when none of its searches used them).
+OPERATORS = ("field", "boolean", "and", "or", "not", "phrase", "wildcard", "date", "near", "plain")
+_STRUCTURED = {"field", "boolean", "date"}  # what a "plain" query does without
 _EXPLICIT = {"AND": "and", "OR": "or", "NOT": "not", "MINUS": "not"}
 
 
 def bql_features(query: str) -> set[str]:
-    """Which of OPERATORS a query uses; an unparseable query uses none.
+    """Which of OPERATORS a query uses (`plain` when it parses and uses no field, Boolean operator
+    or date); an unparseable query uses none.
 
     Boolean operators count only when written (`AND`, `OR`, `NOT`, `-x`, any case): words side by
     side are ANDed too, but that is how a plain query reads, not a Boolean combination the agent chose.
@@ -30,7 +33,8 @@ def bql_features(query: str) -> set[str]:
         ops = {_EXPLICIT[t.type] for t in tokenize(query) if t.type in _EXPLICIT}
     except SieveError:
         return set()
-    return found | ops | ({"boolean"} if ops else set())
+    used = found | ops | ({"boolean"} if ops else set())
+    return used if used & _STRUCTURED else used | {"plain"}
 
 
 def _query(call: dict[str, Any]) -> str:
@@ -45,6 +49,8 @@ def bql_usage(records: list[dict[str, Any]]) -> tuple[dict[str, dict[str, float]
     calls = [f for q in per_call for f in q]
     per_q = [set().union(*q) if q else set() for q in per_call]
     n = len(records)
+    # A question is plain when it searched and none of its searches used a field, Boolean operator or date.
+    per_q = [f - {"plain"} | ({"plain"} if q and not f & _STRUCTURED else set()) for f, q in zip(per_q, per_call)]
     usage = {
         op: {
             "questions": round(sum(1 for f in per_q if op in f) / n, 4) if n else 0.0,

@@ -37,6 +37,9 @@ class CardConfig:
     # What a card quotes (sieve.tools.conditions.SNIPPETS): a window around the query's words
     # ("query"), the document's opening words ("lead", the paper's Search-Visit baseline), or nothing.
     snippet: str = "query"
+    # Whether a card names the fields the query matched in (`matched: title, body`); False is the
+    # paper's "no field exposure" ablation.
+    fields: bool = True
 
     def __post_init__(self) -> None:
         from sieve.tools.conditions import SNIPPETS
@@ -167,7 +170,7 @@ def card(index: Index, hit: Hit, matcher: Matcher, config: CardConfig = CardConf
         keys = [inline(k) for k in meta.get("infobox", {})]
         if keys:
             line += " ib" + shortened(keys, set(), config.max_infobox_keys)
-        if hit.fields:
+        if hit.fields and config.fields:
             line += " matched: " + ", ".join(hit.fields)
         lines.append(line)
     if config.snippet == "none":

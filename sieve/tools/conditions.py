@@ -5,6 +5,12 @@ A condition says which tools an agent gets and whether it works in a loop of too
 shot (retrieve once with the question, then answer). Names follow the paper's table
 (docs/architecture.md lists them); `rag` is kept as an alias of `one-shot` so older trajectory
 records still name a known condition.
+
+Inside `eval` a condition runs as the paper ran it: `sieve` has no zero-hit diagnosis, a BM25
+fallback whatever its ranker, and the paper's BQL manual for the collection. sieve's own
+improvements are conditions of their own (`sieve+diagnose`, `sieve+manual`, `sieve+ranked-fallback`,
+`sieve+all`), extra rows beside the paper's; the Toolset, MCP, the CLI and the web page keep those
+improvements by default (`make_tools(as_paper=False)`).
 """
 
 from __future__ import annotations
@@ -19,6 +25,9 @@ BOUNDED_TOOL_NAMES = FILE_TOOL_NAMES + ("bm25_search",)  # bounded DCI also sear
 ALL_RANKERS = ("bm25", "dense", "hybrid")
 SNIPPETS = ("query", "lead", "none")  # what a result card quotes: a query-focused window, the opening words, nothing
 CORPORA = ("index", "files", "bounded")
+# The manual of BQL `search`: the paper's for the collection ("paper": Wikipedia-style or
+# BrowseComp-Plus by the index's fields; or named), or sieve's, generated from the index.
+MANUALS = ("paper", "paper-wikipedia", "paper-browsecomp", "generated")
 
 
 @dataclass(frozen=True)
@@ -36,6 +45,11 @@ class Condition:
     snippet: str = "query"
     rankers: tuple[str, ...] = ALL_RANKERS
     description: str = ""
+    # How `eval` runs it (the paper's method unless an extension says otherwise):
+    diagnose: bool = False  # a zero-hit search names the one-step relaxations that would admit documents
+    fallback_ranker: str | None = "bm25"  # what ranks the zero-hit fallback; None: the run's ranker
+    manual: str = "generated"  # for the BQL `search` tool: "paper" or "generated" (MANUALS)
+    paper: bool = True  # a row of the paper's Table 1; False: one of sieve's extensions
 
     @property
     def retriever(self) -> bool:
@@ -55,12 +69,24 @@ CONDITIONS: dict[str, Condition] = {c.name: c for c in (
     Condition("search-visit", "search-visit", ("ranked_search", "visit"), snippet="lead",
               description="plain ranked search, title and opening words, whole-document visit"),
     Condition("search-fetch", "search-fetch", ("ranked_search", "fetch"), description="plain ranked search, result cards, section fetch"),
-    Condition("sieve", "sieve", ("search", "fetch"), description="BQL search, result cards, section fetch"),
+    Condition("sieve", "sieve", ("search", "fetch"), manual="paper", description="BQL search, result cards, section fetch"),
+    # sieve's extensions of SIEVE, each one change from the paper's, and all of them together.
+    Condition("sieve+diagnose", "sieve", ("search", "fetch"), manual="paper", diagnose=True, paper=False,
+              description="SIEVE whose zero-hit searches name the one-step relaxations that would admit documents"),
+    Condition("sieve+manual", "sieve", ("search", "fetch"), paper=False,
+              description="SIEVE with sieve's manual, generated from the index (its fields, NEAR, stemming), not the paper's"),
+    Condition("sieve+ranked-fallback", "sieve", ("search", "fetch"), manual="paper", fallback_ranker=None, rankers=("dense", "hybrid"),
+              paper=False, description="SIEVE whose zero-hit fallback ranks with the run's ranker, not BM25"),
+    Condition("sieve+all", "sieve", ("search", "fetch"), diagnose=True, fallback_ranker=None, paper=False,
+              description="SIEVE with sieve's defaults (as the Toolset, MCP and the CLI): diagnosis, the run's ranker for the fallback, "
+                          "the generated manual"),
     Condition("indri-control", "indri-control", ("indri_search", "fetch"), rankers=("indri", "indri+dense"),
               description="the paper's Table 6 control: Indri's own query language, result cards, section fetch"),
 )}
 ALIASES: dict[str, str] = {"rag": "one-shot"}
 CONDITION_NAMES: tuple[str, ...] = tuple(CONDITIONS) + tuple(ALIASES)  # what the CLI accepts
+PAPER_CONDITIONS: tuple[str, ...] = tuple(n for n, c in CONDITIONS.items() if c.paper)  # Table 1's rows: the default grid
+EXTENSIONS: tuple[str, ...] = tuple(n for n, c in CONDITIONS.items() if not c.paper)
 FAMILIES: tuple[str, ...] = tuple(dict.fromkeys(c.family for c in CONDITIONS.values()))  # Table 1's order
 
 

@@ -93,18 +93,25 @@ def make_tools(
     read_parts: bool = True,
     fallback: bool = True,
     snippet: str | None = None,
-    diagnose: bool = True,
+    diagnose: bool | None = None,
     files: Path | None = None,
     shell_sandbox: str = "auto",
+    as_paper: bool = False,
+    fields: bool = True,
+    manual: str | None = None,
 ) -> Toolset | FileTools:
     """A fresh tool session for one episode of the condition `condition_name`.
 
-    `k_max` caps what an agent may ask a search for (default 50); `read_parts=False` truncates reads
-    at the cap; `fallback=False` is strict Boolean search (no zero-hit recovery); `diagnose=False`
-    leaves out the relaxations a zero-hit search would name; `snippet` overrides
-    the condition's card text (query, lead, none); `files` is the DCI staging folder (default beside
-    the index), built on first use; `shell_sandbox` the DCI shell's sandbox (auto, bwrap, landlock,
-    none: `sieve.tools.sandbox.choose`, which raises SandboxError where none works)."""
+    `as_paper=True` is the condition as `eval` runs it, the paper's method: the registry's diagnosis,
+    fallback ranker and manual (`sieve` has no diagnosis, a BM25 fallback, the paper's manual), and
+    the read ceiling per document read. False (`sieve ask`) keeps sieve's defaults: diagnosis on,
+    the fallback ranked by `ranker`, the manual generated from the index, the ceiling per call.
+    `diagnose` and `manual` override either. `k_max` caps what an agent may ask a search for
+    (default 50); `read_parts=False` truncates reads at the cap; `fallback=False` is strict Boolean
+    search (no zero-hit recovery); `snippet` overrides the condition's card text (query, lead, none);
+    `fields=False` leaves the matched fields off the cards; `files` is the DCI staging folder
+    (default beside the index), built on first use; `shell_sandbox` the DCI shell's sandbox (auto,
+    bwrap, landlock, none: `sieve.tools.sandbox.choose`, which raises SandboxError where none works)."""
     c: Condition = condition(condition_name)
     read = ReadConfig(cap=read_cap, parts=read_parts)
     if c.corpus != "index":
@@ -113,6 +120,10 @@ def make_tools(
         return FileTools(whole, config, c.tools) if c.corpus == "files" else BoundedFiles(index, whole, config, c.bound, k, c.tools)
     if "indri_search" in c.tools and ranker not in SOFT_RANKERS:
         raise InvalidArgumentError(f"condition {c.name!r} ranks with {' or '.join(SOFT_RANKERS)} (Indri's query language), not {ranker!r}")
-    config = ToolConfig(k=k, k_max=k_max if k_max is not None else ToolConfig.k_max, ranker=ranker, read=read, fallback=fallback, diagnose=diagnose,
-                        autoread=c.autoread, cards=CardConfig(snippet=snippet or c.snippet))
+    paper = {"diagnose": c.diagnose, "fallback_ranker": c.fallback_ranker, "manual": c.manual, "cap_scope": "document"}
+    own = {"diagnose": True, "fallback_ranker": None, "manual": "generated", "cap_scope": "call"}
+    chosen = {**(paper if as_paper else own), **({"diagnose": diagnose} if diagnose is not None else {}),
+              **({"manual": manual} if manual is not None else {})}
+    config = ToolConfig(k=k, k_max=k_max if k_max is not None else ToolConfig.k_max, ranker=ranker, read=read, fallback=fallback,
+                        autoread=c.autoread, cards=CardConfig(snippet=snippet or c.snippet, fields=fields), **chosen)
     return Toolset(index, c.tools, config)

@@ -69,7 +69,7 @@ def render_manual(toolset: "Toolset") -> str:
     flags = {
         **{t: t in tools for t in ("search", "ranked_search", "fetch", "visit", "show", "indri_search")},
         "dates": has["date"], "columns": bool(index.schema), "fallback": config.fallback, "diagnose": config.diagnose, "infobox": has["infobox"],
-        "cards": cards, "snippets": "ranked_search" in tools and not ranked_cards,
+        "cards": cards, "snippets": "ranked_search" in tools and not ranked_cards, "matched": config.cards.fields,
     }
     meta = [w for w, ok in (("the date", has["date"]), ("the author", has["author"])) if ok]
     values = {
@@ -100,19 +100,28 @@ def render_manual(toolset: "Toolset") -> str:
         "card_meta": f", then {_join(meta)} when the document has {'it' if len(meta) == 1 else 'them'}" if meta else "",
         "card_example_meta": (" · 2021-03-04" if has["date"] else "") + (" · by A. Writer" if has["author"] else ""),
         "card_example_ib": " ib[country·founded]" if has["infobox"] else "",
+        "card_example_matched": " matched: title, body" if config.cards.fields else "",
+        "fetch_cap": fetch_cap(config.read.cap, toolset.unit, config.cap_scope),
         "contents_hint": "fetch the section `contents` to list them all" if "fetch" in tools else "`visit` shows the whole document",
         "snippet_words": config.cards.snippet_words,
         "max_sections": config.max_sections, "cap": f"{config.read.cap:,}", "unit": toolset.unit,
         "facts_fields": _facts(has),
-        "longer_section": _longer("section", config.read.parts),
-        "longer_document": _longer("document", config.read.parts),
+        "longer_section": longer_note("section", config.read.parts),
+        "longer_document": longer_note("document", config.read.parts),
         "infobox_view": " `infobox` (its keys and values)," if has["infobox"] else "",
     }
     text = render(load("sieve.tools", "manual.md"), flags, **values)
     return re.sub(r"\n{3,}", "\n\n", text).strip() + "\n"
 
 
-def _longer(what: str, parts: bool) -> str:
+def fetch_cap(cap: int, unit: str, scope: str) -> str:
+    """The manual's sentence on how much one `fetch` returns (ToolConfig.cap_scope)."""
+    if scope == "document":
+        return f"One call returns at most {cap:,} {unit} of each document it reads."
+    return f"One call returns at most {cap:,} {unit}."
+
+
+def longer_note(what: str, parts: bool) -> str:
     if parts:
         return f'A longer {what} comes in parts, and each part ends with the call that reads the next (`"part": 2`).'
     return f"A longer {what} is cut at that ceiling, and the cut is marked: there is no second part."

@@ -20,10 +20,13 @@ from sieve.index import Index, Limits
 from sieve.engine.search import Results
 from sieve.tools import cards
 from sieve.tools.cards import CardConfig, plural
-from sieve.tools.conditions import CONDITIONS, check_tools, condition
+from sieve.tools.conditions import CONDITIONS, MANUALS, check_tools, condition
 from sieve.tools.reading import Read, ReadConfig, outline_text, read_document, read_section
 from sieve.tools.schema import decode_arguments, describe_params
 from sieve.tools.snippets import Matcher
+
+
+CAP_SCOPES = ("call", "document")
 
 
 class ToolFailure(Exception):
@@ -38,13 +41,27 @@ class ToolConfig:
     max_query_chars: int | None = None  # None: the index's (`Limits.max_query_chars`); a server may accept less
     ranker: str = "bm25"
     fallback: bool = True  # zero-hit recovery for `search`
+    fallback_ranker: str | None = None  # what ranks the zero-hit fallback; None: `ranker` ("bm25" is the paper's)
     diagnose: bool = True  # a zero-hit `search` names the one-step relaxations that would admit documents
+    manual: str = "generated"  # the manual of `search`: generated from the index, or the paper's for the collection (MANUALS)
+    # The read ceiling bounds what one `fetch` returns ("call", sieve's default: an agent's context
+    # grows by at most the cap per call), or each document's text in it ("document", the paper's).
+    cap_scope: str = "call"
     autoread: bool = False  # `ranked_search` results carry each document's text, up to the read cap
     read: ReadConfig = field(default_factory=ReadConfig)
     cards: CardConfig = field(default_factory=CardConfig)
     # `ranked_search` shows full cards when the agent can fetch sections (it needs their names),
     # and title + snippet otherwise; None decides by whether `fetch` is among the tools.
     ranked_cards: bool | None = None
+
+    def __post_init__(self) -> None:
+        from sieve.engine.search import check_fallback_ranker
+
+        check_fallback_ranker(self.fallback_ranker)
+        if self.manual not in MANUALS:
+            raise InvalidArgumentError(f"manual must be one of {', '.join(MANUALS)}, not {self.manual!r}")
+        if self.cap_scope not in CAP_SCOPES:
+            raise InvalidArgumentError(f"cap_scope must be one of {', '.join(CAP_SCOPES)}, not {self.cap_scope!r}")
 
 
 @dataclass(frozen=True)
@@ -153,6 +170,12 @@ class Toolset:
         return "\n".join(f"- `{t.name}`: {t.description} Arguments: {describe_params(t.parameters)}. Example: {t.example}" for t in self.tools.values())
 
     def manual(self) -> str:
+        """What the agent reads on how to use the tools: the paper's BQL manual for the collection
+        (`ToolConfig.manual == "paper"`, when `search` is offered), else the manual generated from the index."""
+        if self.config.manual.startswith("paper") and "search" in self.tools:
+            from sieve.tools.paper_manual import render_paper_manual
+
+            return render_paper_manual(self, self.config.manual.partition("-")[2] or None)
         from sieve.tools.manual import render_manual
 
         return render_manual(self)
@@ -191,7 +214,7 @@ class Toolset:
                 self._ranked_search, '{"query": "school closures during the 2022 heatwave"}'),
             "fetch": Tool(
                 "fetch",
-                f"Read named sections of documents (up to {c.max_sections} per call, {c.read.cap:,} {self.unit} per call).",
+                f"Read named sections of documents (up to {c.max_sections} per call, {c.read.cap:,} {self.unit} per {c.cap_scope}).",
                 {"type": "object", "properties": {"sections": {
                     "type": "array", "minItems": 1, "maxItems": c.max_sections,
                     "description": "what to read: (document, section name) pairs",
@@ -244,7 +267,7 @@ class Toolset:
         query: str = args["query"]
         try:
             r = self.index.search(query, k=args.get("k", self.config.k), ranker=self.config.ranker, fallback=self.config.fallback,
-                                  diagnose=self.config.diagnose)
+                                  diagnose=self.config.diagnose, fallback_ranker=self.config.fallback_ranker)
         except BQLSyntaxError as e:
             raise ToolFailure(f"{e}\n{_caret(query, e.pos)}") from None
         return self._list(r, cards.search_header(r), True, facts)
@@ -330,7 +353,7 @@ class Toolset:
             part = f" (part {read.part} of {read.parts})" if read.parts > 1 else ""
             blocks.append((read.text, f"{read.doc_id} § {read.name}{part}"))
             reads.append(read)
-        keep, compact = self._fit(blocks)
+        keep, compact = self._fit(blocks, [r.doc_id if r is not None else None for r in reads])
         for read, k in zip(reads, keep):
             if read is not None and k:
                 self._opened(read)
@@ -341,17 +364,28 @@ class Toolset:
         left = [what for (_, what), k in zip(blocks, keep) if not k]
         if left:
             them = "it" if len(left) == 1 else "them"
-            cap = f"over the {self.config.read.cap:,}-{self.unit[:-1]} cap of one read"
+            cap = f"over the {self.config.read.cap:,}-{self.unit[:-1]} cap of one read" + (" of a document" if self.config.cap_scope == "document" else "")
             what = plural(len(left), "more item") if compact else "; ".join(left)
             text += f"\n\n[not shown, {cap}: {what}. Fetch {them} in another call.]"
         return text
 
-    def _fit(self, blocks: list[tuple[str, str]]) -> tuple[list[bool], bool]:
+    def _fit(self, blocks: list[tuple[str, str]], docs: list[str | None]) -> tuple[list[bool], bool]:
         """Which blocks one read holds, and whether the note on the others must be the short one.
         Each block in order if it still fits; then drop from the end while the note naming the
         left-out ones pushes the text over the cap. The first block always stays: every part is cut
-        to leave room for the short note (`ReadConfig.reserve`)."""
+        to leave room for the short note (`ReadConfig.reserve`). With `cap_scope="document"` the cap
+        bounds each document's blocks (`docs`: each block's document, None for an error) instead."""
         counter, cap = self.config.read.counter, self.config.read.cap
+        if self.config.cap_scope == "document":
+            keep = [True] * len(blocks)
+            for doc in dict.fromkeys(d for d in docs if d is not None):
+                held: list[str] = []
+                for i in (i for i, d in enumerate(docs) if d == doc):
+                    if held and counter.count("\n\n".join([*held, blocks[i][0]])) > cap:
+                        keep[i] = False
+                    else:
+                        held.append(blocks[i][0])
+            return keep, False
         keep = [False] * len(blocks)
         for i in range(len(blocks)):
             keep[i] = True

@@ -150,18 +150,30 @@ def searcher_forever(answer_on: str | None) -> Any:
 
 
 def test_step_budget_then_final_answer(index: sieve.Index) -> None:
-    ep, srv = run(index, searcher_forever(FINAL_NUDGE), budgets=Budgets(max_steps=3))
+    """The step budget holds the final-answer request: 3 tool-using calls, then the request, 5 at most."""
+    ep, srv = run(index, searcher_forever(FINAL_NUDGE), budgets=Budgets(max_steps=5))
     assert ep.reason == "step budget" and ep.outcome == "answered" and ep.answer == "Paris"
     assert len(srv.requests) == 4 and len(ep.tool_calls) == 3
 
 
 def test_recovery_by_re_asking(index: sieve.Index) -> None:
-    ep, srv = run(index, searcher_forever("Reply with only your final answer"), budgets=Budgets(max_steps=2))
-    assert ep.outcome == "recovered" and ep.answer == "Paris" and len(srv.requests) == 4
+    ep, srv = run(index, searcher_forever("Reply with only your final answer"), budgets=Budgets(max_steps=3))
+    assert ep.outcome == "recovered" and ep.answer == "Paris" and len(srv.requests) == 3
+
+
+@pytest.mark.parametrize("steps", [100, 2, 1])
+def test_an_episode_makes_at_most_max_steps_model_calls(index: sieve.Index, steps: int) -> None:
+    """The paper's 100 steps bound every model call, the final request and its recovery included
+    (the loop used to make 100 calls and then two more)."""
+    ep, srv = run(index, searcher_forever(None), budgets=Budgets(max_steps=steps))
+    assert len(srv.requests) == ep.record()["llm_calls"] == steps and ep.outcome == "failed"
+    assert len(ep.tool_calls) == max(1, steps - 2)
+    assert ep.reason == {100: "step budget; no answer after recovery", 2: "step budget; no model call left for the recovery",
+                         1: "step budget; no model call left for the answer"}[steps]
 
 
 def test_recovery_pre_opens_the_answer_on_vllm(index: sieve.Index) -> None:
-    ep, srv = run(index, searcher_forever("continue_final_message"), budgets=Budgets(max_steps=2), owned_by="vllm")
+    ep, srv = run(index, searcher_forever("continue_final_message"), budgets=Budgets(max_steps=3), owned_by="vllm")
     assert ep.outcome == "recovered" and ep.answer == "Paris"
     last = srv.requests[-1]
     assert last["continue_final_message"] is True and last["add_generation_prompt"] is False
@@ -169,7 +181,7 @@ def test_recovery_pre_opens_the_answer_on_vllm(index: sieve.Index) -> None:
 
 
 def test_nothing_ever_answers(index: sieve.Index) -> None:
-    ep, srv = run(index, searcher_forever(None), budgets=Budgets(max_steps=2))
+    ep, srv = run(index, searcher_forever(None), budgets=Budgets(max_steps=3))
     assert ep.outcome == "failed" and ep.reason == "step budget; no answer after recovery"
 
 
@@ -239,7 +251,8 @@ def test_an_unknown_condition_is_refused_before_any_call(index: sieve.Index) -> 
     from sieve.errors import InvalidArgumentError
 
     with LoopbackServer(lambda body: Say("<answer>x</answer>")) as srv:
-        with pytest.raises(InvalidArgumentError, match="unknown condition 'grep-agent'; choose from one-shot, autoread, dci, bounded-dci, search-visit, search-fetch, sieve, rag"):
+        with pytest.raises(InvalidArgumentError, match="unknown condition 'grep-agent'; choose from one-shot, autoread, dci, bounded-dci, search-visit, search-fetch, sieve, "
+                           "sieve\\+diagnose, sieve\\+manual, sieve\\+ranked-fallback, sieve\\+all, rag"):
             Agent(ChatClient(srv.url, "scripted", backoff=0.01, timeout=2), condition="grep-agent")
         assert not srv.requests or all(r.get("messages") is None for r in srv.requests)
 

@@ -50,6 +50,31 @@ def test_paraphrase_finds_the_right_document(index: sieve.Index) -> None:
     assert not r.fallback and r.hits[0].doc_id == "random"
 
 
+def test_the_papers_fallback_ranks_with_bm25_whatever_the_ranker(index: sieve.Index) -> None:
+    """The paper's zero-hit fallback is BM25 for every ranker; a non-empty set is ranked by the ranker."""
+    bm25 = index.search("electronic mail delivery", k=5, ranker="bm25")
+    for ranker in ("dense", "hybrid"):
+        own = index.search("electronic mail delivery", k=5, ranker=ranker)
+        paper = index.search("electronic mail delivery", k=5, ranker=ranker, fallback_ranker="bm25")
+        assert paper.fallback and paper.ranker == "bm25" and own.ranker == ranker
+        assert [(h.doc_id, h.score) for h in paper.hits] == [(h.doc_id, h.score) for h in bm25.hits]
+        assert [h.doc_id for h in own.hits] != [h.doc_id for h in bm25.hits]
+        kept = index.search("generate OR pseudo OR numbers", k=3, ranker=ranker, fallback_ranker="bm25")
+        assert not kept.fallback and kept.ranker == ranker
+        assert [h.doc_id for h in kept.hits] == [h.doc_id for h in index.search("generate OR pseudo OR numbers", k=3, ranker=ranker).hits]
+    with pytest.raises(sieve.SieveError, match="unknown fallback ranker 'indri'; choose one of bm25, dense, hybrid"):
+        index.search("x", ranker="dense", fallback_ranker="indri")
+
+
+def test_evals_sieve_falls_back_with_bm25_and_the_extension_with_its_ranker(index: sieve.Index) -> None:
+    from sieve.tools.episode import make_tools
+
+    for name, by in (("sieve", "bm25"), ("sieve+ranked-fallback", "hybrid")):
+        text = make_tools(index, name, "hybrid", as_paper=True).call("search", {"query": "electronic mail delivery"}).text
+        assert text.splitlines()[0].endswith(f"Ranked by the query's terms instead ({by}):"), text
+    assert "instead (hybrid)" in make_tools(index, "sieve", "hybrid").call("search", {"query": "electronic mail delivery"}).text  # sieve ask
+
+
 def test_dense_never_leaves_the_admitted_set(index: sieve.Index) -> None:
     admitted = set(index.match("file*").ids)
     for ranker in ("dense", "hybrid"):

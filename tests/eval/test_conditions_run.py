@@ -23,7 +23,7 @@ from sieve.demo_corpus import stdlib_documents
 from sieve.eval.collections import flat_twin
 from sieve.eval.metrics import exact_match
 from sieve.eval.run import run_collection
-from sieve.tools.conditions import CONDITIONS
+from sieve.tools.conditions import CONDITIONS, PAPER_CONDITIONS
 from sieve.tools.files import file_name
 from sieve.tools.reading import body_text
 from sieve.tools.safe import shown
@@ -88,7 +88,7 @@ def collection(tmp_path_factory: pytest.TempPathFactory) -> Path:
 
 
 def test_the_grid_has_every_condition_of_the_paper() -> None:
-    assert sorted(CONDITIONS) == sorted(["one-shot", "autoread", "dci", "bounded-dci", "search-visit", "search-fetch", "sieve"])
+    assert sorted(PAPER_CONDITIONS) == sorted(["one-shot", "autoread", "dci", "bounded-dci", "search-visit", "search-fetch", "sieve"])
 
 
 @pytest.mark.parametrize("name", list(CONDITIONS))
@@ -232,3 +232,22 @@ def test_k_max_lifts_the_cap_an_agent_may_ask_for(collection: Path, tmp_path: Pa
                            index_dir=tmp_path / "ix", k_max=50, limit=1)
     first = records(tmp_path / "run")[0]["tool_calls"][0]
     assert (s["k"], s["k_max"]) == (5, 50) and not first["result"].startswith("ranked_search error")
+
+
+def test_evals_sieve_is_the_papers_and_its_extensions_are_named(collection: Path, tmp_path: Path) -> None:
+    """eval's `sieve` reads the paper's manual and gets no diagnosis after zero hits; `sieve+diagnose`
+    gets it; `sieve+manual` reads the generated manual. The summary says which."""
+    def policy(body: dict[str, Any]) -> Say:
+        results = [str(m.get("content") or "") for m in body["messages"] if m["role"] == "tool"]
+        if not results:
+            return call("search", query='"Fort Santiago"[title] AND nonexistentword')
+        return Say(f"<answer>{'diagnosed' if 'One change would admit documents' in results[0] else 'plain'}</answer>")
+
+    got = {}
+    for name in ("sieve", "sieve+diagnose", "sieve+manual"):
+        with LoopbackServer(policy) as srv:
+            s = run_collection(collection, tmp_path / name, name, "bm25", [srv.url], "scripted", progress=False, index_dir=tmp_path / "ix", limit=1)
+        system = srv.requests[0]["messages"][0]["content"]
+        got[name] = (records(tmp_path / name)[0]["answer"], s["diagnose"], s["manual"], "| `tiab` | | the title or the text |" in system, "NEAR/5" in system)
+    assert got == {"sieve": ("plain", False, "paper-browsecomp", True, False), "sieve+diagnose": ("diagnosed", True, "paper-browsecomp", True, False),
+                   "sieve+manual": ("plain", False, "generated", False, True)}

@@ -28,9 +28,33 @@ def test_the_default_grid_is_the_papers() -> None:
                                                        "search-fetch-bm25", "sieve-bm25"]
     both = [c.name for c in plan(["search-visit", "dci"], ["bm25"], ["structured", "flat"])]
     assert both == ["search-visit-bm25", "search-visit-bm25-flat", "dci-none"]  # a twin matters only where an index is searched
+    # Without hybrid among the rankers, the ablations run on the one asked for.
     extra = [c.name for c in plan(rankers=["bm25"], ablations=True)][7:]
-    assert extra == ["sieve-bm25-strict", "sieve-bm25-snippet-none", "sieve-bm25-no-diagnosis", "search-visit-bm25-flat"]
+    assert extra == ["sieve-bm25-strict", "sieve-bm25-snippet-none", "sieve-bm25-no-fields", "sieve-bm25-flat", "sieve+diagnose-bm25",
+                     "search-visit-bm25-flat"]
     assert [c.name for c in plan(["rag"], ["bm25"])] == ["one-shot-bm25"]  # the alias resolves
+
+
+def test_ablations_run_on_bm25_dense_as_the_papers() -> None:
+    """Table 7, Figure 4 and Table 9: each ablation one switch away from SIEVE on BM25+dense (the
+    paper's, diagnosis off), the diagnosis as sieve's addition, Search-Visit on the flat twin."""
+    cells = plan(ablations=True)
+    assert [c.name for c in cells][15:] == ["sieve-hybrid-strict", "sieve-hybrid-snippet-none", "sieve-hybrid-no-fields", "sieve-hybrid-flat",
+                                           "sieve+diagnose-hybrid", "search-visit-bm25-flat"]
+    assert cells[15:19] == [Cell("sieve", "hybrid", fallback=False), Cell("sieve", "hybrid", snippet="none"), Cell("sieve", "hybrid", fields=False),
+                            Cell("sieve", "hybrid", "flat")]
+    assert all(c.diagnose is None for c in cells)  # each condition's own: the paper's sieve has none
+    assert Cell("sieve", "hybrid", diagnose=False).check() == Cell("sieve", "hybrid")  # the same cell, the same name
+    assert Cell("sieve", "hybrid", diagnose=True).check().name == "sieve-hybrid-diagnosis"
+    assert Cell("sieve+diagnose", "hybrid", diagnose=False).check().name == "sieve+diagnose-hybrid-no-diagnosis"
+
+
+def test_extensions_are_extra_rows() -> None:
+    assert "sieve+diagnose" not in {c.condition for c in plan()}  # the default grid is the paper's
+    names = [c.name for c in plan(["sieve"], ["bm25", "hybrid"], extensions=True)]
+    assert names == ["sieve-bm25", "sieve-hybrid", "sieve+diagnose-bm25", "sieve+diagnose-hybrid", "sieve+manual-bm25", "sieve+manual-hybrid",
+                     "sieve+ranked-fallback-hybrid", "sieve+all-bm25", "sieve+all-hybrid"]
+    assert [c.name for c in plan(["sieve+all"], ["dense"])] == ["sieve+all-dense"]
 
 
 def test_grid_files_and_their_errors(tmp_path: Path) -> None:
@@ -65,12 +89,17 @@ def test_the_whole_grid_through_the_cli(collection: Path, tmp_path: Path, capsys
         assert main(argv + ["--llm-url", srv.url, "--model", "scripted"]) == 0  # resumed: nothing left to run
         assert len(srv.requests) == calls
     cells = json.loads((out / "grid.json").read_text())["cells"]
-    assert len(cells) == 11
+    assert len(cells) == 13
     for cell in cells:
         run = out / cell["run"]
         summary = json.loads((run / "summary.json").read_text())
         assert (summary["condition"], summary["twin"], summary["fallback"]) == (cell["condition"], cell["twin"], cell["fallback"])
         assert {r["question_id"] for r in records(run)} == set(GOLD)
+    # The paper's SIEVE: no diagnosis, a BM25 fallback, the paper's manual (BrowseComp-Plus's: the collection has a date and an author).
+    paper, extended, bare = (json.loads((out / r / "summary.json").read_text()) for r in ("sieve-bm25", "sieve+diagnose-bm25", "sieve-bm25-no-fields"))
+    assert (paper["diagnose"], paper["fallback_ranker"], paper["manual"], paper["fields"], paper["cap_scope"]) == (False, "bm25", "paper-browsecomp",
+                                                                                                            True, "document")
+    assert (extended["diagnose"], extended["manual"], bare["fields"]) == (True, "paper-browsecomp", False)
     report = (out / "report" / "report.md").read_text()
     assert all(cell["run"] in report for cell in cells)
     assert "search-visit-bm25" in capsys.readouterr().out

@@ -101,16 +101,16 @@ def test_without_scipy_the_tests_name_the_extra(monkeypatch: pytest.MonkeyPatch)
 
 @pytest.mark.parametrize("query, features", [
     ("Fort Santiago[title]", {"field"}),
-    ("a b c", set()),  # words side by side are ANDed, but no operator was written
+    ("a b c", {"plain"}),  # words side by side are ANDed, but no operator was written: no field, Boolean or date
     ("a AND b", {"boolean", "and"}),
     ("a and b", {"boolean", "and"}),  # operators are case-insensitive
     ('"old walls" OR moat', {"boolean", "or", "phrase"}),
     ("manila -province", {"boolean", "not"}),
     ("NOT x[ti] y", {"boolean", "not", "field"}),
     ("intram* date[1500..1600]", {"wildcard", "date"}),
-    ("a NEAR/3 b", {"near"}),
+    ("a NEAR/3 b", {"near", "plain"}),
     ("NEAR/2(a, b)[title]", {"near", "field"}),
-    ('"a and b"', {"phrase"}),  # inside a phrase, "and" is a word
+    ('"a and b"', {"phrase", "plain"}),  # inside a phrase, "and" is a word
     ("bad ( query", set()),  # unparseable: counts as a call that used nothing
 ])
 def test_bql_features(query: str, features: set[str]) -> None:
@@ -141,6 +141,7 @@ def test_summary_by_hand() -> None:
     assert s["bql_usage"]["phrase"] == {"questions": 0.25, "calls": 0.25} and s["bql_usage"]["field"] == {"questions": 0.25, "calls": 0.25}
     assert s["bql_usage"]["boolean"] == {"questions": 0.5, "calls": 0.5} and s["bql_usage"]["or"] == {"questions": 0.25, "calls": 0.25}
     assert s["bql_usage"]["not"] == {"questions": 0.25, "calls": 0.25} and s["bql_usage"]["date"] == {"questions": 0.0, "calls": 0.0}
+    assert s["bql_usage"]["plain"] == {"questions": 0.25, "calls": 0.25}  # q4's only search, "davao", used no field, Boolean or date
 
 
 def test_summary_tokens_follow_the_reference_and_old_records_are_recounted() -> None:

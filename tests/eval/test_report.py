@@ -97,6 +97,7 @@ def test_bql_usage_table_3_by_hand(tmp_path: Path) -> None:
         "field": {"questions": q, "calls": c}, "boolean": {"questions": 0.75, "calls": 0.5}, "and": {"questions": q, "calls": c},
         "or": {"questions": q, "calls": c}, "not": {"questions": q, "calls": c}, "phrase": {"questions": q, "calls": c},
         "wildcard": {"questions": q, "calls": c}, "date": {"questions": q, "calls": c}, "near": {"questions": q, "calls": c},
+        "plain": {"questions": 0.0, "calls": c},  # the NEAR call used no field, Boolean or date; its question used a date
     }
     md = markdown(build([load_run(run)]))
     assert "## Table 3: BQL usage" in md and "| Construct | sv |" in md

@@ -159,3 +159,12 @@ def test_only_the_matched_one_of_two_equal_headings_is_starred(gold: sieve.Index
     assert hit.doc_id == "river" and hit.sections == ("Notes",) and hit.section_numbers == (2,)
     card = search(gold, "second")
     assert "§[Early history·Notes·*Notes*·Flood log]" in card and "» Notes: Second note." in card
+
+
+def test_no_field_exposure_leaves_the_matched_fields_off(gold: sieve.Index) -> None:
+    """The paper's "no field exposure" ablation: the same card without `matched: ...`."""
+    from sieve.tools import ToolConfig
+
+    bare = Toolset(gold, config=ToolConfig(cards=CardConfig(fields=False))).call("search", {"query": 'heatwave "school closure"'}).text
+    assert bare == search(gold, 'heatwave "school closure"').replace(" matched: title, body", "")
+    assert "matched:" not in bare and "ib[country·deaths·start]\n" in bare

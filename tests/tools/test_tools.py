@@ -185,3 +185,22 @@ def test_show_lists_facts_and_every_heading_with_its_size(gold: sieve.Index) -> 
     assert listed == [f"#{j + 1} {s.heading} ({len(s.text.split()):,} word{'s' if len(s.text.split()) != 1 else ''})" for j, s in enumerate(doc.sections)]
     assert text(ts, "show", {"doc": 1}).startswith("show error: there is no earlier search")
     assert text(ts, "show", {"doc": "nope"}) == 'show error: no document with id "nope"'
+
+
+def test_the_papers_ceiling_bounds_each_document_of_a_fetch(tmp_path: Any) -> None:
+    """In eval (`cap_scope="document"`, the paper's) the read ceiling caps each document's text of
+    one fetch, not the whole call: two documents of 120 words each both come back under a cap of
+    200; a second long section of the same document still waits for another call."""
+    words = " ".join(f"w{i}" for i in range(120))
+    docs = [{"id": d, "title": d.upper(), "sections": [{"heading": "Long", "text": words}, {"heading": "More", "text": words}]} for d in ("a", "b")]
+    index = sieve.build_index(docs, tmp_path / "idx")
+    asked = {"sections": [{"doc": "a", "section": "Long"}, {"doc": "b", "section": "Long"}, {"doc": "a", "section": "More"}]}
+    per_call = Toolset(index, ("search", "fetch"), ToolConfig(read=ReadConfig(cap=200, parts=False))).call("fetch", asked)
+    assert per_call.tokens <= 200 and "[B] B § Long" not in per_call.text
+    paper = Toolset(index, ("search", "fetch"), ToolConfig(read=ReadConfig(cap=200, parts=False), cap_scope="document")).call("fetch", asked)
+    assert "[a] A § Long" in paper.text and "[b] B § Long" in paper.text and paper.tokens > 240
+    assert paper.text.splitlines()[-1] == "[not shown, over the 200-word cap of one read of a document: a § More. Fetch it in another call.]"
+    described = Toolset(index, ("search", "fetch"), ToolConfig(cap_scope="document")).tools["fetch"].description
+    assert described == "Read named sections of documents (up to 8 per call, 12,000 words per document)."
+    with pytest.raises(sieve.SieveError, match="cap_scope must be one of call, document, not 'episode'"):
+        ToolConfig(cap_scope="episode")
