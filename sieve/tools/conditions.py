@@ -85,7 +85,9 @@ CONDITIONS: dict[str, Condition] = {c.name: c for c in (
 )}
 ALIASES: dict[str, str] = {"rag": "one-shot"}
 CONDITION_NAMES: tuple[str, ...] = tuple(CONDITIONS) + tuple(ALIASES)  # what the CLI accepts
-PAPER_CONDITIONS: tuple[str, ...] = tuple(n for n, c in CONDITIONS.items() if c.paper)  # Table 1's rows: the default grid
+# The paper's controls rank only with rankers outside its three (Table 6's Indri control).
+CONTROLS: tuple[str, ...] = tuple(n for n, c in CONDITIONS.items() if c.rankers and not set(c.rankers) & set(ALL_RANKERS))
+PAPER_CONDITIONS: tuple[str, ...] = tuple(n for n, c in CONDITIONS.items() if c.paper and n not in CONTROLS)  # Table 1's rows: the default grid
 EXTENSIONS: tuple[str, ...] = tuple(n for n, c in CONDITIONS.items() if not c.paper)
 FAMILIES: tuple[str, ...] = tuple(dict.fromkeys(c.family for c in CONDITIONS.values()))  # Table 1's order
 
