@@ -478,6 +478,9 @@ def build_index(
                                segment_bytes=segment_bytes, analyzer=chosen, lenient=lenient, schema=schema)
         write_commit(commit.gen_dir, [CommitEntry(names[where], where, manifest, new=True) for where, manifest in built],
                      {"source": report.source, "skipped": report.skipped})
+    except SieveError:  # some are OSErrors too (IndexExistsError): they say what happened already
+        commit.abort()
+        raise
     except OSError as e:  # the corpus's own read errors are CorpusErrors by now: this is writing (a full disk)
         commit.abort()
         raise storage.unwritable(Path(path), e) from None
@@ -486,6 +489,8 @@ def build_index(
         raise
     try:
         commit.commit()
+    except SieveError:
+        raise
     except OSError as e:
         raise storage.unwritable(Path(path), e) from None
     return Index(path)
