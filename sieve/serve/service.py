@@ -23,7 +23,7 @@ from sieve.tools.toolset import ToolConfig, ToolResult, Toolset
 from sieve.engine.bql.parser import MAX_QUERY_CHARS
 from sieve.engine.fields import Field
 from sieve.errors import InvalidArgumentError
-from sieve.index import Index, open_index
+from sieve.index import Index, Limits, open_index
 
 SERVED_TOOLS = ("search", "fetch", "visit", "show")
 _NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]{0,63}$")
@@ -35,7 +35,8 @@ class ServeLimits:
 
     k_max: int = 50  # results per search
     max_sections: int = 8  # (doc, section) pairs per fetch
-    max_query_chars: int = 2_000  # agents write short queries; the language allows MAX_QUERY_CHARS
+    max_query_chars: int = Limits.max_query_chars  # the engine's default; the language allows MAX_QUERY_CHARS
+    max_phrase_words: int = Limits.max_phrase_words  # words of one phrase (the engine's default)
     max_argument_chars: int = 50_000  # the JSON arguments of one call
     call_seconds: float = 10.0  # wall time of one call, waiting for a free worker included
     workers: int = 4  # calls computed at the same time (threads)
@@ -44,6 +45,8 @@ class ServeLimits:
         for name in ("k_max", "max_sections", "max_query_chars", "max_argument_chars", "workers"):
             if getattr(self, name) < 1:
                 raise InvalidArgumentError(f"{name.replace('_', '-')} must be at least 1, got {getattr(self, name)}")
+        if self.max_phrase_words < 2:
+            raise InvalidArgumentError(f"max-phrase-words must be at least 2, got {self.max_phrase_words}")
         if not 1 <= self.max_query_chars <= MAX_QUERY_CHARS:
             raise InvalidArgumentError(f"max-query-chars must be between 1 and {MAX_QUERY_CHARS:,}, got {self.max_query_chars:,}")
         if not self.call_seconds > 0:
@@ -103,8 +106,11 @@ class Service:
     @classmethod
     def open(cls, specs: Sequence[str], ray: str | None = None, **kwargs: Any) -> Service:
         """Open each `PATH` or `NAME=PATH` read-only and serve them (`ray`: sharded indexes, each
-        answered by its shards' actors on that Ray cluster)."""
-        return cls({name: open_index(path, ray=ray) for name, path in index_names(specs).items()}, **kwargs)
+        answered by its shards' actors on that Ray cluster). The indexes take the server's caps on
+        a query and its time per call as their own (`sieve.Limits`)."""
+        served = kwargs.get("limits", ServeLimits())
+        engine = Limits(max_query_chars=served.max_query_chars, max_phrase_words=served.max_phrase_words, seconds=served.call_seconds)
+        return cls({name: open_index(path, ray=ray, limits=engine) for name, path in index_names(specs).items()}, **kwargs)
 
     @property
     def several(self) -> bool:

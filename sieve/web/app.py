@@ -19,7 +19,7 @@ from typing import TYPE_CHECKING, Any
 from sieve.engine import deadline
 from sieve.engine.rankers import RANKERS
 from sieve.errors import BQLLimitError, BQLSyntaxError, DeadlineExceededError, SieveError, UnknownDocumentError
-from sieve.index import Index
+from sieve.index import Index, Limits
 from sieve.tools.cards import CardConfig, declared_values, hit_meta, hit_snippet
 from sieve.tools.snippets import Matcher
 
@@ -48,7 +48,7 @@ class WebLimits:
     """What one page may ask: results per search, query characters, seconds of engine time."""
 
     k_max: int = 50
-    max_query_chars: int = 2_000
+    max_query_chars: int = Limits.max_query_chars  # the engine's default
     request_seconds: float = 10.0
 
 
@@ -177,8 +177,8 @@ def create_app(indexes: Mapping[str, Index], limits: WebLimits = WebLimits(), ru
             return page("search.html", 400, **values, error=e.message, hint=e.hint, at=(query[:pos], query[pos:pos + 1] or " ", query[pos + 1:]))
         except BQLLimitError as e:
             return page("search.html", 400, **values, error=str(e))
-        except DeadlineExceededError:
-            return page("search.html", 503, **values, error=f"the search took more than {limits.request_seconds:g} s; narrow the query")
+        except DeadlineExceededError as e:  # the query asked too much (the page's or the index's budget): the asker's to narrow
+            return page("search.html", 400, **values, error=str(e))
         except SieveError as e:
             return page("search.html", 400, **values, error=str(e))
         return page("search.html", **values, results=results, cards=cards)
@@ -214,4 +214,4 @@ def serve(indexes: Mapping[str, Index], host: str = "127.0.0.1", port: int = 800
         import uvicorn
     except ImportError:  # pragma: no cover - the web extra
         raise SieveError("sieve web needs the web extra: pip install 'sieve-search[web]'") from None
-    uvicorn.run(create_app(indexes, limits, runs), host=host, port=port, log_level="warning")
+    uvicorn.run(create_app(indexes, limits, runs), host=host, port=port, log_level="warning", use_colors=False)  # its log reaches stderr through sieve.terminal, which shows colour codes as text
