@@ -129,6 +129,8 @@ class Index:
 
     def __init__(self, path: str | os.PathLike, verify: bool = False, limits: Limits = Limits(), bm25: BM25Params = BM25Params()) -> None:
         self.path = _as_path(path, "an index path")
+        if not isinstance(limits, Limits):
+            raise InvalidArgumentError(f"limits must be a sieve.Limits, got {type(limits).__name__}")
         self.generation, self.snapshot = _open_current(self.path, verify)
         # Document-level reads by internal number (ids, records, sections) across every segment.
         self.reader = self.snapshot
@@ -390,7 +392,7 @@ def _open_current(path: Path, verify: bool) -> tuple[Path, Snapshot]:
 
 def open_index(path: str | os.PathLike, verify: bool = False, limits: Limits = Limits(), ray: str | None = None) -> Any:
     """Open an index directory (memory-mapped; cheap). `verify=True` checks every byte first.
-    `ray`: serve a sharded index from one actor per shard on the Ray cluster at that address
+    `limits`: the caps on each of its queries and their time (`sieve.Limits`; docs/bql.md, "Limits"). `ray`: serve a sharded index from one actor per shard on the Ray cluster at that address
     (HOST:PORT, `auto`, or `local`) instead: a `sieve.shard_service.RayIndex`."""
     if ray is not None:
         from sieve.shard_service import open_ray_index
