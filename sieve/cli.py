@@ -9,6 +9,7 @@ import sys
 import tempfile
 import time
 import traceback
+from dataclasses import replace
 from pathlib import Path
 from typing import Any, Callable, Sequence
 
@@ -16,7 +17,9 @@ from sieve.cluster import ADDRESS_HELP
 from sieve.errors import InvalidArgumentError, SieveError
 from sieve.progress import Progress
 from sieve.terminal import escaping_streams, json_text
+from sieve.engine.bql.parser import MAX_QUERY_CHARS
 from sieve.engine.rankers import RANKER_NAMES
+from sieve.index import Limits
 
 ANALYZER_HELP = ("how text becomes terms, for the documents and every query: plain (the default: folded words), english "
                  "(Snowball stemming: compressing = compress), or another Snowball language by name (french, german, ...)")
@@ -24,6 +27,25 @@ FIELD_HELP = ("repeat to declare metadata keys as filter fields: NAME:number (ye
               "(published[2020-03..]), NAME:keyword (venue[=ACL]) or NAME:text (neural[abstract]); a value that does not fit its type is an error")
 STOPWORDS_HELP = ("words left out of the index (their places are kept, so phrases span them): english (the 33 words Lucene and "
                   "tantivy use) or a file of one word per line; default none. A query term that is only stop words is an error")
+
+
+def add_limit_options(s: argparse.ArgumentParser) -> None:
+    """The caps on each query (`sieve.Limits`) as options of a command that runs queries."""
+    d = Limits()
+    s.add_argument("--max-query-chars", type=int, metavar="N",
+                   help=f"longest query, in characters (default {d.max_query_chars:,}; at most {MAX_QUERY_CHARS:,})")
+    s.add_argument("--max-phrase-words", type=int, metavar="N", help=f"most words in one phrase (default {d.max_phrase_words})")
+    s.add_argument("--query-seconds", type=float, metavar="S",
+                   help=f"time allowed for each query, zero-hit fallback included (default {d.seconds:g}; 0: no limit)")
+
+
+def query_limits(args: argparse.Namespace, base: Limits = Limits()) -> Limits:
+    """`base` with the options of `add_limit_options` that were given."""
+    given = {"max_query_chars": args.max_query_chars, "max_phrase_words": args.max_phrase_words}
+    changes: dict[str, Any] = {name: value for name, value in given.items() if value is not None}
+    if args.query_seconds is not None:
+        changes["seconds"] = args.query_seconds or None
+    return replace(base, **changes)
 
 
 def _print_json(obj: Any) -> None:
@@ -217,7 +239,7 @@ def cmd_merge(args: argparse.Namespace) -> int:
 def cmd_match(args: argparse.Namespace) -> int:
     from sieve.index import open_index
 
-    index = open_index(args.index)
+    index = open_index(args.index, limits=query_limits(args))
     t0 = time.perf_counter()
     m = index.match(args.query)
     ms = (time.perf_counter() - t0) * 1000
@@ -301,7 +323,7 @@ def _topics(path: str) -> list[tuple[str, str, int]]:
 
 
 def _search_topics(index: Any, args: argparse.Namespace) -> int:
-    from sieve.errors import BQLError
+    from sieve.errors import BQLError, DeadlineExceededError
     from sieve.eval.retrieval import write_trec
 
     if not (args.topics and args.run) or args.query is not None:
@@ -312,7 +334,7 @@ def _search_topics(index: Any, args: argparse.Namespace) -> int:
         try:
             r = (index.ranked_search(text, k=args.k, ranker=args.ranker, explain=False) if args.ranked
                  else index.search(text, k=args.k, ranker=args.ranker, fallback=not args.strict, explain=False, diagnose=False))
-        except BQLError as e:
+        except (BQLError, DeadlineExceededError) as e:
             raise InvalidArgumentError(f"{args.topics}:{line}: topic {qid!r}: {e}") from None
         run[qid] = [(h.doc_id, h.score) for h in r.hits]
     tag = f"sieve-{args.ranker}" + ("-ranked" if args.ranked else "")
@@ -333,7 +355,13 @@ def cmd_search(args: argparse.Namespace) -> int:
 
     if args.ray and (args.topics or args.run):
         raise InvalidArgumentError("--topics runs on an index opened here; drop --ray (a sharded index opens locally too)")
-    index = open_index(args.index, ray=args.ray)
+    if args.topics or args.run:
+        from sieve.eval.retrieval import MEASURED
+
+        limits = query_limits(args, MEASURED)  # topics are a benchmark's data, measured as written (as `sieve eval retrieval`)
+    else:
+        limits = query_limits(args)
+    index = open_index(args.index, ray=args.ray, limits=limits)
     if args.topics or args.run:
         return _search_topics(index, args)
     if args.query is None:
@@ -402,7 +430,7 @@ def cmd_fetch(args: argparse.Namespace) -> int:
 def cmd_explain(args: argparse.Namespace) -> int:
     from sieve.index import open_index
 
-    index = open_index(args.index)
+    index = open_index(args.index, limits=query_limits(args))
     e = index.explain(args.query, args.doc_id)
     if args.json:
         _print_json({"doc_id": args.doc_id, **e.to_dict()})
@@ -416,7 +444,7 @@ def cmd_test(args: argparse.Namespace) -> int:
     from sieve.index import open_index
     from sieve.testing import load_cases, run_cases
 
-    index = open_index(args.index)
+    index = open_index(args.index, limits=query_limits(args))
     results = run_cases(index, load_cases(args.cases))
     failed = [r for r in results if not r.passed]
     if args.json:
@@ -603,6 +631,7 @@ def make_parser() -> argparse.ArgumentParser:
     s.add_argument("query")
     s.add_argument("--limit", type=int, default=20, help="ids to print (default 20)")
     s.add_argument("--all", dest="limit", action="store_const", const=None, help="print every id")
+    add_limit_options(s)
     s.add_argument("--json", action="store_true")
     s.set_defaults(func=cmd_match)
 
@@ -610,12 +639,14 @@ def make_parser() -> argparse.ArgumentParser:
     s.add_argument("index")
     s.add_argument("query")
     s.add_argument("doc_id")
+    add_limit_options(s)
     s.add_argument("--json", action="store_true")
     s.set_defaults(func=cmd_explain)
 
     s = sub.add_parser("test", help="run query regression cases (JSON Lines: query, admits, rejects, top, count); exit 1 if any fails")
     s.add_argument("cases")
     s.add_argument("index")
+    add_limit_options(s)
     s.add_argument("--json", action="store_true")
     s.set_defaults(func=cmd_test)
 
@@ -626,10 +657,12 @@ def make_parser() -> argparse.ArgumentParser:
     s.add_argument("--ranker", choices=RANKER_NAMES, default="bm25")
     s.add_argument("--strict", action="store_true", help="no zero-hit recovery: an empty match returns nothing")
     s.add_argument("--ranked", action="store_true", help="QUERY is plain language, not BQL: rank every document holding any of its words")
-    s.add_argument("--topics", help="many queries, one per line: JSON Lines with _id (or id) and text (or query), or TSV of id and query; needs --run")
+    s.add_argument("--topics", help="many queries, one per line: JSON Lines with _id (or id) and text (or query), or TSV of id and query; needs --run. "
+                   "A benchmark's queries run as written: up to 10,000 characters, no time limit, unless the options below say otherwise")
     s.add_argument("--run", help="with --topics: write the results as a TREC run file (qid Q0 docid rank score tag)")
     s.add_argument("--ray", metavar="ADDRESS", help=f"a sharded INDEX answered by one Ray actor per shard on this cluster: the same results, "
                    f"BM25 only. {ADDRESS_HELP}")
+    add_limit_options(s)
     s.add_argument("--json", action="store_true")
     s.set_defaults(func=cmd_search)
 

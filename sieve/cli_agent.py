@@ -9,6 +9,7 @@ from pathlib import Path
 from typing import Any
 
 from sieve.cluster import ADDRESS_HELP
+from sieve.cli import add_limit_options, query_limits
 from sieve.engine.rankers import DENSE_RANKERS, RANKER_NAMES
 from sieve.errors import InvalidArgumentError
 from sieve.terminal import json_text
@@ -30,7 +31,7 @@ def cmd_ask(args: argparse.Namespace) -> int:
     from sieve.agent.llm import LLMError
     from sieve.index import open_index
 
-    index = open_index(args.index)
+    index = open_index(args.index, limits=query_limits(args))
     if args.ranker in DENSE_RANKERS:
         index.use_dense()
     ep = ask(index, args.question, args.llm_url, args.model, args.condition, args.ranker, native=args.tool_style == "native", budgets=_budgets(args), api_key=args.api_key,
@@ -278,6 +279,7 @@ def add_commands(sub: Any) -> None:
     s.add_argument("index")
     s.add_argument("question")
     _agent_options(s)
+    add_limit_options(s)
     s.set_defaults(func=cmd_ask)
 
     ev = sub.add_parser("eval", help="build collection indexes, run episodes, report comparisons")

@@ -130,6 +130,8 @@ class Index:
 
     def __init__(self, path: str | os.PathLike, verify: bool = False, limits: Limits = Limits(), bm25: BM25Params = BM25Params()) -> None:
         self.path = _as_path(path, "an index path")
+        if not isinstance(limits, Limits):
+            raise InvalidArgumentError(f"limits must be a sieve.Limits, got {type(limits).__name__}")
         self.generation, self.snapshot = _open_current(self.path, verify)
         # Document-level reads by internal number (ids, records, sections) across every segment.
         self.reader = self.snapshot
@@ -405,7 +407,7 @@ def _open_current(path: Path, verify: bool) -> tuple[Path, Snapshot]:
 
 def open_index(path: str | os.PathLike, verify: bool = False, limits: Limits = Limits(), ray: str | None = None) -> Any:
     """Open an index directory (memory-mapped; cheap). `verify=True` checks every byte first.
-    `ray`: serve a sharded index from one actor per shard on the Ray cluster at that address
+    `limits`: the caps on each of its queries and their time (`sieve.Limits`; docs/bql.md, "Limits"). `ray`: serve a sharded index from one actor per shard on the Ray cluster at that address
     (HOST:PORT, `auto`, or `local`) instead: a `sieve.shard_service.RayIndex`."""
     if ray is not None:
         from sieve.shard_service import open_ray_index
@@ -493,6 +495,9 @@ def build_index(
                                segment_bytes=segment_bytes, analyzer=chosen, lenient=lenient, schema=schema)
         write_commit(commit.gen_dir, [CommitEntry(names[where], where, manifest, new=True) for where, manifest in built],
                      {"source": report.source, "skipped": report.skipped})
+    except SieveError:  # some are OSErrors too (IndexExistsError): they say what happened already
+        commit.abort()
+        raise
     except OSError as e:  # the corpus's own read errors are CorpusErrors by now: this is writing (a full disk)
         commit.abort()
         raise storage.unwritable(Path(path), e) from None
@@ -501,6 +506,8 @@ def build_index(
         raise
     try:
         commit.commit()
+    except SieveError:
+        raise
     except OSError as e:
         raise storage.unwritable(Path(path), e) from None
     return Index(path)

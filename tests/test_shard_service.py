@@ -18,7 +18,8 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from sieve import BQLSyntaxError, ClusterError, InvalidArgumentError, UnknownDocumentError, build_index, open_index
+from sieve import (BQLLimitError, BQLSyntaxError, ClusterError, DeadlineExceededError, InvalidArgumentError, Limits, UnknownDocumentError,
+                   build_index, open_index)
 from sieve.cli import main
 from sieve.cluster import connect
 from sieve.demo_corpus import stdlib_documents
@@ -156,6 +157,20 @@ def test_query_errors_come_back_as_they_are(pair: Any) -> None:
         served.search("file", ranker="dense")
     with pytest.raises(InvalidArgumentError, match="not a sharded index"):
         open_ray_index(one.path, "local")
+
+
+def test_the_limits_on_a_query_hold_over_ray(pair: Any) -> None:
+    """A query past a cap, or past its time budget, is the same error from the shards' actors."""
+    one, served = pair
+    phrase = '"' + " ".join(["file"] * 65) + '"'
+    for index in (one, served):
+        with pytest.raises(BQLLimitError, match="^phrase length limit exceeded: 65 > 64"):
+            index.search(phrase)
+        with pytest.raises(BQLLimitError, match="^query length limit exceeded: 2001 > 2000"):
+            index.ranked_search("x" * 2_001)
+    with open_ray_index(served.path, "local", limits=Limits(seconds=1e-9)) as spent:
+        with pytest.raises(DeadlineExceededError, match=r"^stopped after 1e-09 s \(the time allowed for this call\)"):
+            spent.search("file AND nowhere")
 
 
 def test_shards_built_as_ray_tasks_and_opened_through_open_index(ray_cluster: Any, tmp_path: Path) -> None:

@@ -24,7 +24,7 @@ import numpy as np
 
 from sieve import files
 from sieve.engine.distinct import distinct
-from sieve.errors import IndexDamagedError, IndexExistsError, IndexFormatError, IndexLockedError, IndexNotFoundError, IndexPathError
+from sieve.errors import IndexDamagedError, IndexExistsError, IndexFormatError, IndexLockedError, IndexNotFoundError, IndexPathError, SieveError
 
 try:
     # The same CRC-32 as zlib's, computed with carry-less multiplication: about 15 times zlib's
@@ -495,7 +495,7 @@ class WriteLock:
 def unwritable(root: Path, e: OSError) -> IndexPathError:
     """The error of an index path the system would not let a build write."""
     where = f" ({e.filename})" if e.filename and str(e.filename) != str(root) else ""
-    return IndexPathError(str(root), f"{(e.strerror or str(e)).lower()}{where}")
+    return IndexPathError(str(root), f"{e.strerror or str(e)}{where}", e.errno)
 
 
 class Commit:
@@ -521,10 +521,15 @@ class Commit:
         if self._owns_lock:
             try:
                 self.lock.acquire()  # before looking: a concurrent build would delete this one's stage
+            except SieveError:
+                raise
             except OSError as e:  # /proc/x, a path through a file, a read-only folder
                 raise unwritable(self.root, e) from None
         try:
             self._prepare(force)
+        except SieveError:  # IndexExistsError and its kin say it better (they are OSErrors too)
+            self._release()
+            raise
         except OSError as e:
             self._release()
             raise unwritable(self.root, e) from None

@@ -26,7 +26,7 @@ def cmd_serve(args: argparse.Namespace) -> int:
     if problem:
         args.usage_error(problem)
     limits = ServeLimits(k_max=args.k_max, max_sections=args.max_sections, max_query_chars=args.max_query_chars,
-                         call_seconds=args.call_seconds, workers=args.workers, max_sessions=args.max_sessions,
+                         max_phrase_words=args.max_phrase_words, call_seconds=args.call_seconds, workers=args.workers, max_sessions=args.max_sessions,
                          session_idle_seconds=args.session_idle_seconds)
     tools = [t.strip() for t in args.tools.split(",") if t.strip()]
     if args.ray and args.ranker != "bm25":
@@ -81,6 +81,7 @@ def add_command(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-a
     s.add_argument("--k-max", type=int, default=_LIMITS.k_max, help=f"most results per search (default {_LIMITS.k_max})")
     s.add_argument("--max-sections", type=int, default=_LIMITS.max_sections, help=f"most sections per fetch (default {_LIMITS.max_sections})")
     s.add_argument("--max-query-chars", type=int, default=_LIMITS.max_query_chars, help=f"longest query (default {_LIMITS.max_query_chars:,})")
+    s.add_argument("--max-phrase-words", type=int, default=_LIMITS.max_phrase_words, help=f"most words in one phrase (default {_LIMITS.max_phrase_words})")
     s.add_argument("--call-seconds", type=float, default=_LIMITS.call_seconds, help=f"time limit per call (default {_LIMITS.call_seconds:g})")
     s.add_argument("--workers", type=int, default=_LIMITS.workers, help=f"calls computed at once (default {_LIMITS.workers})")
     s.add_argument("--max-sessions", type=int, default=_LIMITS.max_sessions,

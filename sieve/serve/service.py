@@ -37,6 +37,7 @@ class ServeLimits:
     k_max: int = 50  # results per search
     max_sections: int = 8  # (doc, section) pairs per fetch
     max_query_chars: int = Limits.max_query_chars  # the engine's default; the language allows MAX_QUERY_CHARS
+    max_phrase_words: int = Limits.max_phrase_words  # words of one phrase (the engine's default)
     max_argument_chars: int = 50_000  # the JSON arguments of one call
     call_seconds: float = 10.0  # wall time of one call, waiting for a free worker included
     workers: int = 4  # calls computed at the same time (threads)
@@ -50,6 +51,8 @@ class ServeLimits:
         for name in ("k_max", "max_sections", "max_query_chars", "max_argument_chars", "workers", "max_sessions", "max_request_bytes"):
             if getattr(self, name) < 1:
                 raise InvalidArgumentError(f"{name.replace('_', '-')} must be at least 1, got {getattr(self, name)}")
+        if self.max_phrase_words < 2:
+            raise InvalidArgumentError(f"max-phrase-words must be at least 2, got {self.max_phrase_words}")
         if not 1 <= self.max_query_chars <= MAX_QUERY_CHARS:
             raise InvalidArgumentError(f"max-query-chars must be between 1 and {MAX_QUERY_CHARS:,}, got {self.max_query_chars:,}")
         for name in ("call_seconds", "session_idle_seconds"):
@@ -125,10 +128,10 @@ class Service:
     @classmethod
     def open(cls, specs: Sequence[str], ray: str | None = None, **kwargs: Any) -> Service:
         """Open each `PATH` or `NAME=PATH` read-only and serve them (`ray`: sharded indexes, each
-        answered by its shards' actors on that Ray cluster). The indexes take the server's query
-        length, and its time per call in place of their own budget (`call_seconds` bounds the call)."""
+        answered by its shards' actors on that Ray cluster). The indexes take the server's caps on
+        a query and its time per call as their own (`sieve.Limits`)."""
         served = kwargs.get("limits", ServeLimits())
-        engine = Limits(max_query_chars=served.max_query_chars, seconds=None)
+        engine = Limits(max_query_chars=served.max_query_chars, max_phrase_words=served.max_phrase_words, seconds=served.call_seconds)
         return cls({name: open_index(path, ray=ray, limits=engine) for name, path in index_names(specs).items()}, **kwargs)
 
     @property

@@ -15,6 +15,7 @@ from typing import Any, Callable, Iterator, Mapping, Sequence
 from sieve.documents import Document
 from sieve.engine.bql.free_text import free_text_query
 from sieve.engine import deadline
+from sieve.engine.bql.parser import MAX_QUERY_CHARS
 from sieve.errors import BQLSyntaxError, InvalidArgumentError, SieveError, UnknownDocumentError
 from sieve.index import Index, Limits
 from sieve.engine.search import Results
@@ -38,7 +39,7 @@ class ToolConfig:
     k: int = 5  # results when the agent does not say
     k_max: int = 50
     max_sections: int = 8  # (doc, section) pairs per fetch
-    max_query_chars: int | None = None  # None: the index's (`Limits.max_query_chars`); a server may accept less
+    max_query_chars: int = MAX_QUERY_CHARS  # a server may accept less than the language does (and the index: the lower wins)
     ranker: str = "bm25"
     fallback: bool = True  # zero-hit recovery for `search`
     fallback_ranker: str | None = None  # what ranks the zero-hit fallback; None: `ranker` ("bm25" is the paper's)
@@ -196,7 +197,7 @@ class Toolset:
     def _specs(self) -> dict[str, Tool]:
         c = self.config
         k = {"type": "integer", "minimum": 1, "maximum": c.k_max, "description": f"how many results (default {c.k}, at most {c.k_max})"}
-        query = {"type": "string", "minLength": 1, "maxLength": c.max_query_chars or self.limits.max_query_chars}
+        query = {"type": "string", "minLength": 1, "maxLength": min(c.max_query_chars, self.limits.max_query_chars)}
         return {
             "search": Tool(
                 "search",

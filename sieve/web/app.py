@@ -208,8 +208,8 @@ def create_app(indexes: Mapping[str, Index], limits: WebLimits = WebLimits(), ru
             return page("search.html", 400, **values, error=e.message, hint=e.hint, at=(query[:pos], query[pos:pos + 1] or " ", query[pos + 1:]))
         except BQLLimitError as e:
             return page("search.html", 400, **values, error=str(e))
-        except DeadlineExceededError:
-            return page("search.html", 503, **values, error=f"the search took more than {limits.request_seconds:g} s; narrow the query")
+        except DeadlineExceededError as e:  # the query asked too much (the page's or the index's budget): the asker's to narrow
+            return page("search.html", 400, **values, error=str(e))
         except IndexDirectoryError as e:
             return page("search.html", 500, **values, error=public(str(e)))
         except SieveError as e:

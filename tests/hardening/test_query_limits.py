@@ -48,8 +48,15 @@ def passage(words: int, seed: int = 0) -> str:
 
 
 def test_one_default_for_every_caller(index: sieve.Index) -> None:
+    from sieve.web import WebLimits
+
     assert Limits() == Limits(max_prefix_terms=10_000, max_positions=50_000_000, max_query_chars=2_000, max_phrase_words=64, seconds=10.0)
-    assert index.limits == Limits() and ServeLimits().max_query_chars == 2_000
+    assert index.limits == Limits()
+    served, web = ServeLimits(), WebLimits()
+    assert served.max_query_chars == web.max_query_chars == 2_000 and served.max_phrase_words == 64
+    assert served.call_seconds == web.request_seconds == Limits().seconds
+    with pytest.raises(InvalidArgumentError, match="^limits must be a sieve.Limits, got dict$"):
+        sieve.open_index(index.path, limits={"seconds": 1})  # type: ignore[arg-type]
     schema = Toolset(index).tools["search"].parameters["properties"]["query"]
     assert schema["maxLength"] == 2_000  # the model is told the index's cap
     lifted = Toolset(sieve.open_index(index.path, limits=Limits(max_query_chars=5_000)))
@@ -74,7 +81,7 @@ def test_ranked_search_caps_the_text_not_the_query_made_of_it(index: sieve.Index
     that query is sieve's, and runs."""
     text = " ".join(f"{w}{i}" for i, w in enumerate(TAIL * 20))[:1_990]
     r = index.ranked_search(text, k=3)
-    assert len(r.query) > 2_000 and r.query.startswith('"heatwave0"[title,body] OR ') and r.hits
+    assert len(r.query) > 2_000 and r.query.startswith('"heatwave0"[title,body] OR "school1"[title,body] OR ')
 
 
 def test_a_phrase_past_the_word_cap(index: sieve.Index) -> None:
@@ -161,6 +168,150 @@ def test_the_command_line_reports_the_limits(path: Path, capsys: pytest.CaptureF
     assert '"error": "BQLLimitError"' in err and '"limit": "phrase length"' in err and '"value": 70' in err and '"maximum": 64' in err
 
 
+SPENT = ("stopped after 1e-09 s (the time allowed for this call); narrow the query (fewer frequent words, fewer NEAR or prefix terms) "
+         "or ask for fewer results")
+
+
+@pytest.mark.parametrize("command", [
+    ["search", "{path}", "heatwave AND nowhere"],  # zero hits: the fallback and the diagnosis
+    ["search", "{path}", "heatwave in paris", "--ranked"],
+    ["match", "{path}", "heatwave"],
+    ["explain", "{path}", "heatwave", "doc-00000"],
+], ids=["search", "ranked", "match", "explain"])
+def test_the_command_lines_time_budget_is_a_message(path: Path, command: list[str], capsys: pytest.CaptureFixture[str]) -> None:
+    args = [a.format(path=path) for a in command]
+    assert main(args + ["--query-seconds", "1e-9"]) == 1
+    out = capsys.readouterr()
+    assert out.err == f"sieve: {SPENT}\n" and out.out == ""
+    assert main(args + ["--query-seconds", "1e-9", "--json"]) == 1
+    assert '"error": "DeadlineExceededError"' in capsys.readouterr().err
+    assert main(args + ["--query-seconds", "0"]) == 0  # 0: no limit
+
+
+def test_the_command_line_as_a_program(path: Path) -> None:
+    """A real `sieve` process: exit 1, the message, no traceback."""
+    import subprocess
+    import sys
+
+    for extra, message in ((["--query-seconds", "1e-9"], SPENT),
+                           (["--max-phrase-words", "3"], "phrase length limit exceeded: 4 > 3 (words in one phrase; quote its rarest few "
+                                                          "words, or leave the quotes off to find the words anywhere)")):
+        p = subprocess.run([sys.executable, "-m", "sieve", "search", str(path), '"heatwave school closure paris"', *extra],
+                           capture_output=True, text=True, timeout=120)
+        assert (p.returncode, p.stdout, p.stderr) == (1, "", f"sieve: {message}\n")
+
+
+def test_the_command_lines_options_change_the_caps(path: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    long = ("heatwave " * 300).strip()
+    assert main(["search", str(path), long, "--max-query-chars", "5000"]) == 0
+    assert main(["match", str(path), '"' + passage(70) + '"', "--max-phrase-words", "100"]) == 0
+    capsys.readouterr()
+    case = tmp_path / "cases.jsonl"
+    case.write_text('{"query": "heatwave", "count": 1}\n', encoding="utf-8")
+    assert main(["test", str(case), str(path), "--query-seconds", "1e-9"]) == 1
+    assert "stopped after 1e-09 s" in capsys.readouterr().out  # a failed case that says why
+    assert main(["search", str(path), "heatwave", "--max-query-chars", "10001"]) == 1
+    assert capsys.readouterr().err == "sieve: Limits.max_query_chars must be at most 10,000 (the query language's own limit), got 10,001\n"
+    assert main(["search", str(path), "heatwave", "--query-seconds", "-1"]) == 1
+    assert capsys.readouterr().err == "sieve: Limits.seconds must be a positive number of seconds, or None for no limit, got -1.0\n"
+
+
+def test_a_benchmarks_topics_run_as_written(path: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """`sieve search --topics` measures a benchmark's queries (ArguAna's are whole arguments) as
+    `sieve eval retrieval` does: up to the language's 10,000 characters, no time limit, unless told."""
+    topics, run = tmp_path / "topics.tsv", tmp_path / "run.trec"
+    topics.write_text(f"q1\t{passage(600)}\nq2\theatwave\n", encoding="utf-8")
+    assert len(passage(600)) > 2_000
+    assert main(["search", str(path), "--ranked", "--topics", str(topics), "--run", str(run)]) == 0
+    assert {line.split()[0] for line in run.read_text().splitlines()} == {"q1", "q2"}
+    capsys.readouterr()
+    assert main(["search", str(path), "--ranked", "--topics", str(topics), "--run", str(run), "--query-seconds", "1e-9"]) == 1
+    assert capsys.readouterr().err == f"sieve: {topics}:1: topic 'q1': {SPENT}\n"
+
+
+def test_the_mcp_service_reads_each_limit_as_text(path: Path) -> None:
+    from mcp import Client
+
+    from sieve.serve import Service
+    from sieve.serve.mcp_server import build_server
+
+    service = Service.open([f"lib={path}"], limits=ServeLimits(max_query_chars=300, max_phrase_words=10, call_seconds=7))
+    assert service.indexes["lib"].limits == Limits(max_query_chars=300, max_phrase_words=10, seconds=7)  # the server's caps are the engine's
+    spent = Service({"lib": sieve.open_index(path, limits=Limits(seconds=NO_TIME))})
+    got: list[tuple[bool, str]] = []
+
+    async def calls() -> None:
+        async with Client(build_server(service)) as client:
+            for query in ("heatwave " * 40, '"' + passage(11) + '"', "heatwave"):
+                r = await client.call_tool("search", {"query": query})
+                got.append((r.is_error, r.content[0].text))
+        async with Client(build_server(spent)) as client:
+            r = await client.call_tool("search", {"query": "heatwave AND nowhere"})
+            got.append((r.is_error, r.content[0].text))
+
+    import anyio
+
+    anyio.run(calls)
+    assert got[0][0] is True and got[0][1].startswith('search error: "query" may be at most 300 characters long, got 360.')
+    assert got[1] == (True, "search error: phrase length limit exceeded: 11 > 10 (words in one phrase; quote its rarest few words, or "
+                            "leave the quotes off to find the words anywhere)")
+    assert got[2][0] is False and "heatwave" in got[2][1]
+    assert got[3] == (True, f"search error: {SPENT}")
+    with pytest.raises(InvalidArgumentError, match="^max-phrase-words must be at least 2, got 1$"):
+        ServeLimits(max_phrase_words=1)
+
+
+def test_the_web_view_shows_each_limit_on_a_4xx_page(path: Path) -> None:
+    """`sieve web` as a program on loopback: its options are the engine's caps; each one passed is
+    a 400 page with the message, and the server goes on."""
+    import html
+    import re
+    import socket
+    import subprocess
+    import sys
+    import time
+    import urllib.error
+    import urllib.parse
+    import urllib.request
+
+    def page(port: int, query: str) -> tuple[int, str]:
+        url = f"http://127.0.0.1:{port}/search?" + urllib.parse.urlencode({"q": query})
+        try:
+            with urllib.request.urlopen(url, timeout=20) as r:
+                return r.status, r.read().decode()
+        except urllib.error.HTTPError as e:
+            return e.code, e.read().decode()
+
+    def shown(text: str) -> str:
+        return " ".join(html.unescape(re.sub(r"<[^>]+>", " ", text)).split())
+
+    for extra, query, status, message in (
+        (["--request-seconds", "1e-9"], "heatwave AND nowhere", 400, SPENT),
+        (["--max-phrase-words", "3"], '"heatwave school closure paris"', 400, "phrase length limit exceeded: 4 > 3"),
+        ([], '"heatwave school closure paris"', 200, "heatwave"),
+    ):
+        with socket.socket() as s:
+            s.bind(("127.0.0.1", 0))
+            port = s.getsockname()[1]
+        p = subprocess.Popen([sys.executable, "-m", "sieve", "web", f"news={path}", "--port", str(port), *extra],
+                             stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
+        try:
+            assert p.stderr is not None and "sieve web: news at" in p.stderr.readline()
+            end = time.monotonic() + 30
+            while True:
+                try:
+                    got = page(port, query)
+                    break
+                except (urllib.error.URLError, ConnectionError):
+                    assert time.monotonic() < end, "sieve web did not answer"
+                    time.sleep(0.1)
+            assert got[0] == status and message in shown(got[1]), shown(got[1])[:400]
+            assert page(port, "")[0] == 200  # and it goes on serving
+        finally:
+            p.terminate()
+            p.wait(10)
+
+
 # ------------------------------------------------------------------ random long and deep queries
 
 VOCAB = COMMON + TAIL
@@ -200,3 +351,23 @@ def _opened(path: Path, limits: Limits) -> sieve.Index:
     if limits not in _OPENED:
         _OPENED[limits] = sieve.open_index(path, limits=limits)
     return _OPENED[limits]
+
+
+def test_each_shards_part_runs_under_the_budget(tmp_path: Path) -> None:
+    """A sharded index served by Ray: each shard's actor (plain Python; Ray only wraps it, so it is
+    called here directly) runs its part of a call under the index's budget and caps."""
+    from sieve.engine import storage
+    from sieve.shard_service import ShardServer
+
+    out = tmp_path / "sharded"
+    sieve.build_index(records(60, seed=2), out, jobs=1, shards=2)
+    generation = storage.current_generation(out).name
+    collection = (60, 1)
+    spent = ShardServer(str(out), generation, 0, limits=Limits(seconds=NO_TIME))
+    for call in (lambda: spent.prepare("heatwave AND nowhere", collection, True), lambda: spent.match("heatwave"),
+                 lambda: spent.top("heatwave", collection, (1.0,), 5, True, True)):
+        with pytest.raises(DeadlineExceededError):
+            call()
+    with pytest.raises(BQLLimitError, match="^phrase length limit exceeded: 65 > 64"):
+        ShardServer(str(out), generation, 1).prepare('"' + passage(65) + '"', collection)
+    assert ShardServer(str(out), generation, 1).prepare("heatwave", collection).query == "heatwave"
