@@ -53,6 +53,10 @@ def convert(source: str, path: str | Path, out: str | Path, queries: str | Path 
         questions, grades = bcp_questions(queries)
         dates = {"unparsed": 0}
         n = _write(out, bcps_records(path, dates), questions, grades)
+        # The paper grades BCP-S with an LLM judge: the grid then refuses to run it without one.
+        from sieve.eval.judge import collection_note
+
+        collection_note(out).write_text(json.dumps({"accuracy": "judge"}) + "\n", encoding="utf-8")
         return Built(out, n, len(questions), dates["unparsed"], sum(1 for q in questions if q.id not in grades))
     if queries is not None:
         raise InvalidArgumentError(f"{source} keeps its questions in the same file: --queries is for browsecomp-plus")

@@ -41,7 +41,8 @@ FAMILIES: tuple[tuple[str, str, tuple[str, ...]], ...] = (
     ("dci", "DCI", ("dci", "bounded-dci")),
     ("search-visit", "Search–Visit", ("search-visit",)),
     ("search-fetch", "Search–Fetch", ("search-fetch",)),
-    ("sieve", "SIEVE", ("sieve",)),
+    ("sieve", "SIEVE", ("sieve", "sieve+diagnose", "sieve+manual", "sieve+ranked-fallback", "sieve+all")),  # the paper's and sieve's extensions
+    ("indri-control", "Indri control", ("indri-control",)),
 )
 RANKERS = ("bm25", "dense", "hybrid", "indri", "indri+dense")
 TWINS = ("structured", "flat")

@@ -149,7 +149,7 @@ def table_6(ctx: Ctx) -> dict[str, Any]:
     title = "The Indri-style control: SIEVE's tools with Indri-style rankers"
     groups = []
     for c in ctx.collections:
-        indri = [i for i in ctx.of(c, ablated=False) if ctx.runs[i].family == "sieve" and ctx.runs[i].ranker.startswith("indri")]
+        indri = [i for i in ctx.of(c, ablated=False) if ctx.runs[i].family in ("sieve", "indri-control") and ctx.runs[i].ranker.startswith("indri")]
         ref = _sieve_paper(ctx, c, "hybrid")
         ref = ref if ref is not None else _sieve_paper(ctx, c, "bm25")
         if not indri or ref is None:

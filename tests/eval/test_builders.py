@@ -106,6 +106,9 @@ def test_browsecomp_plus_becomes_structured(tmp_path: Path) -> None:
     queries = _jsonl(tmp_path / "browsecomp_plus_decrypted.jsonl", BCP_QUERIES)
     built = convert("browsecomp-plus", corpus, tmp_path / "bcps", queries=queries)
     assert (built.documents, built.questions, built.unparsed_dates, built.without_gold) == (3, 2, 1, 0)
+    from sieve.eval.judge import needs_judge
+
+    assert needs_judge(tmp_path / "bcps")  # the paper grades BCP-S with a judge: the grid will ask for one
     docs = [json.loads(line) for line in (tmp_path / "bcps" / "corpus.jsonl").read_text(encoding="utf-8").splitlines()]
     assert docs[0] == {"id": "101", "title": "Fort Santiago: a citadel", "author": "Ana Cruz", "date": "2019-03-05", "infobox": {"site": "Example News"},
                        "url": "https://example.org/fort", "sections": [
