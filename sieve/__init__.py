@@ -16,6 +16,7 @@ from sieve.errors import (
     IndexFormatError,
     IndexLockedError,
     IndexNotFoundError,
+    IndexPathError,
     InvalidArgumentError,
     SieveError,
     UnknownAnalyzerError,
@@ -24,12 +25,13 @@ from sieve.errors import (
 from sieve.engine.analysis import Analyzer, analyzer_names
 from sieve.engine.bm25 import BM25Params
 from sieve.engine.search import Hit, Results
+from sieve.folders import Folder
 from sieve.index import Index, Match, build_index, open_index
 
 __version__ = "0.2.0"  # the one version source (pyproject.toml reads it)
 
 __all__ = [
-    "Analyzer", "BM25Params", "BQLError", "BQLLimitError", "BQLSyntaxError", "ClusterError", "CorpusError", "CorpusReport", "DeadlineExceededError", "Document", "DuplicateIdError", "Index",
-    "IndexDamagedError", "IndexDirectoryError", "IndexExistsError", "IndexFormatError", "IndexLockedError", "IndexNotFoundError", "InvalidArgumentError", "Match", "Hit", "Results", "Section", "SieveError",
+    "Analyzer", "BM25Params", "BQLError", "BQLLimitError", "BQLSyntaxError", "ClusterError", "CorpusError", "CorpusReport", "DeadlineExceededError", "Document", "DuplicateIdError", "Folder", "Index",
+    "IndexDamagedError", "IndexDirectoryError", "IndexExistsError", "IndexFormatError", "IndexLockedError", "IndexNotFoundError", "IndexPathError", "InvalidArgumentError", "Match", "Hit", "Results", "Section", "SieveError",
     "UnknownAnalyzerError", "UnknownDocumentError", "analyzer_names", "build_index", "open_index", "read_documents",
 ]

@@ -50,7 +50,7 @@ UNREAD_WORDS = {"links": ("symbolic link", "out of the folder or to nothing"), "
 
 def _print_unread(s: dict[str, Any]) -> None:
     """The files of a folder corpus passed over, on stderr."""
-    if not any(s["unread"].values()):
+    if not any(s.get("unread", {}).values()):
         return
     counts = ", ".join(f"{_n(n, UNREAD_WORDS[k][0])} {UNREAD_WORDS[k][1]}" for k, n in s["unread"].items() if n)
     print(f"  not read: {counts} (--strict makes them errors); first ones:", file=sys.stderr)
@@ -140,6 +140,7 @@ def cmd_add(args: argparse.Namespace) -> int:
     from sieve.corpus import CorpusReport
     from sieve.engine.analysis import get_analyzer
     from sieve.engine.schema import declare
+    from sieve.folders import Folder
     from sieve.index import open_index
 
     path = Path(args.index)
@@ -147,7 +148,8 @@ def cmd_add(args: argparse.Namespace) -> int:
     if not (path / "CURRENT").exists():  # `add` into nothing is a build
         _, built = _build(corpus, path, False, args.skip_bad, True, None, args.memory_mb, args.analyzer, args.lenient, args.stopwords, args.field)
         s = {"added": built["documents"], "replaced": 0, "deleted": 0, "not_found": [], "skipped": built["skipped"], "kept": built["kept"],
-             "documents": built["documents"], "unread": built["unread"], "unread_files": built["unread_files"]}
+             "documents": built["documents"]}
+        unread = {k: built[k] for k in ("unread", "unread_files")}
     else:
         report = CorpusReport()
         index = open_index(path)
@@ -164,7 +166,9 @@ def cmd_add(args: argparse.Namespace) -> int:
         with index.writer(replace=not args.no_replace, memory_mb=args.memory_mb) as w:
             w.add_from(corpus, on_error="skip" if args.skip_bad else "raise", report=report, lenient=args.lenient)
         s = w.summary.to_dict()
-        s.update(unread={k: report.unread.get(k, 0) for k in UNREAD_WORDS}, unread_files=report.unread_files)
+        unread = {"unread": {k: report.unread.get(k, 0) for k in UNREAD_WORDS}, "unread_files": report.unread_files}
+    if isinstance(corpus, Folder):  # a folder of documents: its files passed over
+        s.update(unread)
     if args.json:
         _print_json(s)
     else:

@@ -126,6 +126,16 @@ class IndexExistsError(IndexDirectoryError, FileExistsError):
         return str(self.args[0])
 
 
+class IndexPathError(IndexDirectoryError):
+    """An index cannot be written at this path: a part of it is not a folder, the system refuses
+    to create files there (/proc, a read-only folder), or writing failed (a full disk)."""
+
+    def __init__(self, path: str, reason: str) -> None:
+        self.path = path
+        self.reason = reason
+        super().__init__(f"{path}: cannot write an index here: {reason}")
+
+
 class IndexLockedError(IndexDirectoryError):
     """Another process is writing this index (a build or an embed holds its lock)."""
 

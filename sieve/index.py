@@ -460,10 +460,17 @@ def build_index(
                                segment_bytes=segment_bytes, analyzer=chosen, lenient=lenient, schema=schema)
         write_commit(commit.gen_dir, [CommitEntry(names[where], where, manifest, new=True) for where, manifest in built],
                      {"source": report.source, "skipped": report.skipped})
-    except BaseException:
+    except BaseException as e:
         commit.abort()
+        if isinstance(e, OSError) and not isinstance(e, SieveError) and e.errno in storage.WRITE_FAILURES:  # a full disk
+            raise storage.unwritable(Path(path), e) from None
         raise
-    commit.commit()
+    try:
+        commit.commit()
+    except OSError as e:
+        if isinstance(e, SieveError):
+            raise
+        raise storage.unwritable(Path(path), e) from None
     return Index(path)
 
 

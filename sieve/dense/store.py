@@ -26,7 +26,7 @@ from typing import TYPE_CHECKING, Any, Callable
 
 import numpy as np
 
-from sieve import files
+from sieve import files as safe_files
 from sieve.dense.encoder import DEFAULT_MODEL, DenseUnavailableError, Encoder, loaded_encoder
 from sieve.documents import INTRO
 from sieve.engine import bitset, storage
@@ -182,7 +182,7 @@ def read_meta(directory: Path) -> dict[str, Any]:
     """meta.json of one embeddings directory, checked: its checksum, and the entries opening needs."""
     name = f"embeddings/{directory.name}/meta.json"
     try:
-        meta = json.loads(files.read_regular(directory / "meta.json", storage.MANIFEST_MAX_BYTES).decode("utf-8"))
+        meta = json.loads(safe_files.read_regular(directory / "meta.json", storage.MANIFEST_MAX_BYTES).decode("utf-8"))
         checksum = meta.pop("checksum")
     except (OSError, ValueError, UnicodeDecodeError, KeyError, TypeError, AttributeError, RecursionError):
         raise IndexDamagedError(name, "unreadable, or not what sieve embed writes") from None
@@ -209,7 +209,7 @@ def embedding_dirs(root: Path) -> list[Path]:
     try:
         return sorted(p for p in base.iterdir() if os.path.lexists(p / "meta.json"))
     except OSError as e:
-        raise IndexDamagedError("embeddings", f"cannot be listed ({files.reason(e)})") from None
+        raise IndexDamagedError("embeddings", f"cannot be listed ({safe_files.reason(e)})") from None
 
 
 def verify_embeddings(root: Path) -> list[str]:
@@ -237,7 +237,7 @@ def verify_embeddings(root: Path) -> list[str]:
 
 def _file_entry(path: Path) -> dict[str, int]:
     crc = 0
-    with files.open_binary(path) as fh:  # a FIFO in its place is refused, not waited on
+    with safe_files.open_binary(path) as fh:  # a FIFO in its place is refused, not waited on
         while chunk := fh.read(1 << 20):
             crc = storage.crc32(chunk, crc)
         return {"size": os.fstat(fh.fileno()).st_size, "crc32": crc}

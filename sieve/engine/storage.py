@@ -8,11 +8,13 @@ the footer the CRC32 of the whole payload. See docs/index-format.md.
 
 from __future__ import annotations
 
+import errno
 import json
 import mmap
 import os
 import re
 import shutil
+import stat
 import struct
 import sys
 import tempfile
@@ -24,7 +26,7 @@ import numpy as np
 
 from sieve import files
 from sieve.engine.distinct import distinct
-from sieve.errors import IndexDamagedError, IndexExistsError, IndexFormatError, IndexLockedError, IndexNotFoundError
+from sieve.errors import IndexDamagedError, IndexExistsError, IndexFormatError, IndexLockedError, IndexNotFoundError, IndexPathError, SieveError
 
 try:
     # The same CRC-32 as zlib's, computed with carry-less multiplication: about 15 times zlib's
@@ -492,6 +494,32 @@ class WriteLock:
             os.close(fd)  # closing drops the flock
 
 
+WRITE_FAILURES = (errno.ENOSPC, errno.EDQUOT, errno.EROFS, errno.EFBIG)  # what writing an index's files can meet
+
+
+def unwritable(root: Path, e: OSError) -> IndexPathError:
+    """The error of an index path the system would not let a build write, saying why in words."""
+    for part in (root, *root.parents):  # the deepest part of the path that exists
+        if os.path.lexists(part):
+            break
+    try:
+        mode = os.stat(part).st_mode
+    except OSError:
+        mode = 0
+    if part != root and mode and not stat.S_ISDIR(mode):
+        return IndexPathError(str(root), f"{part} is {files.kind(mode)}, not a folder")
+    if e.errno in (errno.ENOSPC, errno.EDQUOT):
+        return IndexPathError(str(root), "the disk is full (or the disk quota is used up)")
+    if e.errno == errno.EROFS:
+        return IndexPathError(str(root), "the file system is read-only")
+    where = Path(e.filename).parent if e.filename else part
+    if e.errno in (errno.EACCES, errno.EPERM):
+        return IndexPathError(str(root), f"permission denied in {where}")
+    if e.errno == errno.ENOENT and os.path.isdir(where):  # /proc, /sys: folders that refuse new files
+        return IndexPathError(str(root), f"the system does not let files be created in {where}")
+    return IndexPathError(str(root), f"{(e.strerror or str(e)).lower()}" + (f" ({e.filename})" if e.filename else ""))
+
+
 class Commit:
     """Writes a new commit point (a generation) beside any existing one and switches CURRENT to it
     atomically; new segments are written with it.
@@ -513,11 +541,16 @@ class Commit:
         self.lock = lock if lock is not None else WriteLock(self.root)
         self._segments: list[tuple[Path, str]] = []  # (where it is written, its final name)
         if self._owns_lock:
-            self.lock.acquire()  # before looking: a concurrent build would delete this one's stage
+            try:
+                self.lock.acquire()  # before looking: a concurrent build would delete this one's stage
+            except OSError as e:  # /proc/x, a path through a file, a read-only folder
+                raise unwritable(self.root, e) from None
         try:
             self._prepare(force)
-        except BaseException:
+        except BaseException as e:
             self._release()
+            if isinstance(e, OSError) and not isinstance(e, SieveError):  # IndexExistsError is a FileExistsError too
+                raise unwritable(self.root, e) from None
             raise
 
     def _release(self) -> None:
