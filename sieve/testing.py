@@ -22,10 +22,15 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Callable, Iterable
 
-from sieve.errors import InvalidArgumentError, SieveError
+from sieve import files
+from sieve.corpus import parse_line
+from sieve.engine.rankers import RANKER_NAMES
+from sieve.errors import CorpusError, InvalidArgumentError, SieveError
 from sieve.index import Index, build_index
 
 CASE_KEYS = ("query", "admits", "rejects", "top", "count", "ranker", "name")
+MAX_CASES_BYTES = 64 << 20  # a case file's bound (a million cases is far less)
+_JSON = json.JSONEncoder(ensure_ascii=False)
 
 
 @dataclass
@@ -55,7 +60,7 @@ class CaseResult:
 def _ids(case: dict[str, Any], key: str) -> list[str]:
     value = case.get(key, [])
     if isinstance(value, str) or not isinstance(value, list) or not all(isinstance(v, str) for v in value):
-        raise InvalidArgumentError(f"{key!r} must be a list of document ids (strings), got {value!r}")
+        raise InvalidArgumentError(f"{key!r} must be a list of document ids (strings), got {_shown(value)}")
     return value
 
 
@@ -72,21 +77,49 @@ def check_case(case: dict[str, Any]) -> dict[str, Any]:
         _ids(case, key)
     count = case.get("count")
     if count is not None and (isinstance(count, bool) or not isinstance(count, int) or count < 0):
-        raise InvalidArgumentError(f"'count' must be a whole number, got {count!r}")
+        raise InvalidArgumentError(f"'count' must be a whole number, got {_shown(count)}")
+    if case.get("name") is not None and not isinstance(case["name"], str):
+        raise InvalidArgumentError(f"'name' must be a string, got {type(case['name']).__name__}")
+    ranker = case.get("ranker", "bm25")
+    if not isinstance(ranker, str) or ranker not in RANKER_NAMES:
+        raise InvalidArgumentError(f"'ranker' must be one of {', '.join(RANKER_NAMES)}, got {_shown(ranker)}")
+    try:
+        _JSON.encode(case).encode("utf-8")
+    except UnicodeEncodeError as e:  # a lone surrogate (JSON's "\ud800"): no text a report could print
+        raise InvalidArgumentError(f"holds a lone surrogate U+{ord(e.object[e.start]):04X} (not valid Unicode text)") from None
     return case
 
 
+def _shown(value: Any) -> str:
+    text = repr(value)
+    return text if len(text) <= 40 else f"{text[:20]}... ({len(text):,} characters)"
+
+
 def load_cases(path: str | Path) -> list[tuple[int, dict[str, Any]]]:
-    """(line, case) for every case of a JSON Lines file; InvalidArgumentError names the bad line."""
+    """(line, case) for every case of a JSON Lines file; InvalidArgumentError names the file, and
+    the line of a bad case. The file must be a regular file (a FIFO or a device is refused, never
+    waited on) of at most MAX_CASES_BYTES, and hold at least one case."""
+    try:
+        raw = files.read_regular(path, MAX_CASES_BYTES)
+    except OSError as e:
+        raise InvalidArgumentError(f"{path}: the case file {files.reason(e)}") from None
     out = []
-    with open(path, encoding="utf-8") as fh:
-        for n, line in enumerate(fh, 1):
-            if not line.strip() or line.lstrip().startswith("//"):
-                continue
-            try:
-                out.append((n, check_case(json.loads(line))))
-            except ValueError as e:  # JSON errors and InvalidArgumentError alike
-                raise InvalidArgumentError(f"{path}:{n}: {e}") from None
+    for n, line in enumerate(raw.removeprefix(b"\xef\xbb\xbf").split(b"\n"), 1):  # an editor's byte-order mark is no case
+        try:
+            text = line.decode("utf-8")
+        except UnicodeDecodeError as e:
+            raise InvalidArgumentError(f"{path}:{n}: not UTF-8 text ({e.reason} at byte {e.start + 1} of the line)") from None
+        if not text.strip() or text.lstrip().startswith("//"):
+            continue
+        case = parse_line(str(path), n, text)
+        if isinstance(case, CorpusError):
+            raise InvalidArgumentError(str(case)) from None
+        try:
+            out.append((n, check_case(case)))
+        except InvalidArgumentError as e:
+            raise InvalidArgumentError(f"{path}:{n}: {e}") from None
+    if not out:
+        raise InvalidArgumentError(f"{path}: the case file has no cases (one JSON object per line, see docs/testing.md)")
     return out
 
 

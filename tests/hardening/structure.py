@@ -12,11 +12,12 @@ from __future__ import annotations
 import json
 import os
 import shutil
-import signal
 import sys
 import traceback
 from pathlib import Path
 from typing import Any, Callable
+
+from tests.hardening.deadline import Hung, within
 
 FILE_VARIANTS = ("deleted", "a folder", "a FIFO", "a link to another file", "a link to /dev/zero", "a link to nothing", "empty", "unreadable")
 FOLDER_VARIANTS = ("deleted", "a file", "a FIFO", "a link to another folder", "a link to /dev/zero", "a link to nothing", "emptied", "unreadable")
@@ -46,14 +47,6 @@ def _remove(path: Path) -> None:
         shutil.rmtree(path)
 
 
-class _Hang(Exception):
-    pass
-
-
-def _alarm(*_: Any) -> None:
-    raise _Hang()
-
-
 def outcome(index: Path, work: Callable[[Any], None]) -> tuple[str, str]:
     """(kind, detail) of opening `index` and doing `work(index)`: ("ok", ""), ("damage", the file
     an IndexDamagedError names), ("sieve", the error's class), ("HANG", "") or ("RAW", what
@@ -61,22 +54,19 @@ def outcome(index: Path, work: Callable[[Any], None]) -> tuple[str, str]:
     import sieve
     from sieve.errors import IndexDamagedError, SieveError
 
-    signal.signal(signal.SIGALRM, _alarm)
-    signal.alarm(SECONDS)
     try:
-        work(sieve.open_index(index))
+        with within(SECONDS):
+            work(sieve.open_index(index))
         return "ok", ""
     except IndexDamagedError as e:
         return "damage", e.file
     except SieveError as e:
         return "sieve", type(e).__name__
-    except _Hang:
+    except Hung:
         return "HANG", ""
     except BaseException as e:  # noqa: BLE001 - what this records
         tb = traceback.extract_tb(e.__traceback__)[-1]
         return "RAW", f"{type(e).__name__} at {Path(tb.filename).name}:{tb.lineno}: {str(e)[:120]}"
-    finally:
-        signal.alarm(0)
 
 
 def read_everything(index: Any, dense: bool = False) -> None:
