@@ -85,3 +85,20 @@ def test_structural_damage_of_embeddings_too(small_index: Path, tmp_path: Path) 
     # Without its embeddings folder (or its meta.json), the dense ranker says there is none.
     gone = {(r["entry"], r["variant"]) for r in sweep if r["detail"] == "DenseUnavailableError"}
     assert ("idx/embeddings", "deleted") in gone and ("idx/embeddings/hash-64/meta.json", "deleted") in gone
+
+
+@pytest.mark.slow
+def test_structural_damage_of_shards_and_of_segments_with_deletions(tmp_path: Path) -> None:
+    src = tmp_path / "c.jsonl"
+    src.write_text("".join(json.dumps(r) + "\n" for r in records(40, seed=3)))
+    sieve.build_index(src, tmp_path / "sharded" / "idx", jobs=1, shards=2).close()
+    check(run_sweep(tmp_path / "sharded" / "idx", tmp_path / "aside1"), tmp_path / "sharded" / "idx")
+    ix = sieve.build_index(src, tmp_path / "segments" / "idx", jobs=1)
+    gone = ix.match("date[..2100]").ids[:3]
+    with ix.writer() as w:
+        w.add_from([dict(r, id=f"new{i}") for i, r in enumerate(records(5, seed=9))])
+        for doc_id in gone:
+            w.delete(doc_id)
+    ix.close()
+    assert len(sieve.open_index(tmp_path / "segments" / "idx")) == 42 and list((tmp_path / "segments" / "idx").rglob("*.del.sva"))
+    check(run_sweep(tmp_path / "segments" / "idx", tmp_path / "aside2"), tmp_path / "segments" / "idx")
