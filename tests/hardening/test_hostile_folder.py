@@ -66,10 +66,11 @@ def assert_unlocked(out: Path) -> None:
     assert not [p.name for p in out.parent.iterdir() if ".building-" in p.name]
 
 
-def test_only_regular_files_inside_the_folder_are_read(hostile: Path, tmp_path: Path) -> None:
+@pytest.mark.parametrize("shards", [None, 2], ids=["one", "sharded"])
+def test_only_regular_files_inside_the_folder_are_read(hostile: Path, tmp_path: Path, shards: int | None) -> None:
     report = CorpusReport()
-    with within(20, "a build of the hostile folder"):
-        ix = sieve.build_index(Folder(hostile, max_file_mb=CAP_MB), tmp_path / "ix", report=report)
+    with within(30, "a build of the hostile folder"):
+        ix = sieve.build_index(Folder(hostile, max_file_mb=CAP_MB), tmp_path / "ix", report=report, shards=shards, jobs=1)
     assert sorted(ix.match("hello").ids) == ["alias.md", "good.md"] and len(ix) == 2
     assert ix.match(SECRET).count == 0  # the file a link led to
     assert ix.match("usr OR bin OR home OR path").count == 0  # the environment /proc/self/environ holds
@@ -276,6 +277,21 @@ def test_html_python_cannot_parse_is_read_as_text(tmp_path: Path) -> None:
 
 # ---------------------------------------------------------------------------------------------
 # The command line
+
+
+@pytest.mark.parametrize("kind", ["FIFO", "device", "link to a FIFO"])
+def test_a_jsonl_corpus_that_is_no_regular_file_is_refused_not_waited_on(tmp_path: Path, capsys: pytest.CaptureFixture[str], kind: str) -> None:
+    corpus = Path("/dev/zero") if kind == "device" else tmp_path / "c.jsonl"
+    if kind == "FIFO":
+        os.mkfifo(corpus)
+    elif kind == "link to a FIFO":
+        os.mkfifo(tmp_path / "pipe")
+        corpus.symlink_to(tmp_path / "pipe")
+    with within(20):
+        assert main(["index", str(corpus), str(tmp_path / "ix"), "--quiet"]) == 1
+    what = "a character device, not a regular file" if kind == "device" else "a FIFO (named pipe), not a regular file: write the corpus to a file first"
+    assert capsys.readouterr().err == f"sieve: {corpus}: the corpus is {what}\n"
+    assert_unlocked(tmp_path / "ix")
 
 
 def test_the_cli_names_a_bomb_and_exits_1(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
