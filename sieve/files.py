@@ -16,6 +16,8 @@ import stat
 from pathlib import Path
 from typing import BinaryIO
 
+from sieve.errors import InvalidArgumentError
+
 _KINDS = ((stat.S_ISDIR, "a directory"), (stat.S_ISFIFO, "a FIFO (named pipe)"), (stat.S_ISSOCK, "a socket"),
           (stat.S_ISCHR, "a character device"), (stat.S_ISBLK, "a block device"), (stat.S_ISLNK, "a symbolic link"))
 
@@ -127,3 +129,24 @@ def regular_file(path: Path) -> os.stat_result:
     if not stat.S_ISREG(st.st_mode):
         raise NotRegularFileError(path, kind(st.st_mode))
     return st
+
+
+MAX_LIST_BYTES = 256 << 20  # a list a user names (topics, ids): far more than a million lines
+
+
+def read_lines(path: str | os.PathLike, limit: int, what: str) -> list[tuple[int, str]]:
+    """(line number, text) of every line of a UTF-8 file a user names (a case file, a topics file,
+    a list of ids), read as `read_regular` reads; InvalidArgumentError naming the file as `what`
+    ("the case file is a FIFO (named pipe), not a regular file"), or naming the line that is not
+    UTF-8. A byte-order mark is dropped; a line keeps a trailing \r."""
+    try:
+        raw = read_regular(path, limit)
+    except OSError as e:
+        raise InvalidArgumentError(f"{path}: {what} {reason(e)}") from None
+    out = []
+    for n, line in enumerate(raw.removeprefix(b"\xef\xbb\xbf").split(b"\n"), 1):
+        try:
+            out.append((n, line.decode("utf-8")))
+        except UnicodeDecodeError as e:
+            raise InvalidArgumentError(f"{path}:{n}: not UTF-8 text ({e.reason} at byte {e.start + 1} of the line)") from None
+    return out

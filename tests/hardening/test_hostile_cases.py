@@ -1,5 +1,6 @@
-"""`sieve test` with a hostile case file: every one is a clear message naming the file (and the
-line), exit 1, no traceback and no hang, before any case runs."""
+"""`sieve test` with a hostile case file (and `search --topics`, `delete --ids-file` with hostile
+lists): every one is a clear message naming the file (and the line), exit 1, no traceback and no
+hang, before any case runs or anything is changed."""
 
 from __future__ import annotations
 
@@ -108,3 +109,52 @@ def test_a_byte_order_mark_and_crlf_lines_are_read(tmp_path: Path, index: Path, 
     cases = tmp_path / "c.jsonl"
     cases.write_bytes(b"\xef\xbb\xbf" + GOOD.replace(b"\n", b"\r\n") * 2)
     assert run_test(cases, index, capsys) == (0, "2 passed, 0 failed (2 cases)\n", "")
+
+
+TOPICS = [
+    ("invalid UTF-8", b'{"_id": "t1", "text": "alpha"}\nt2\tcaf\xe9\n', "t.jsonl:2: not UTF-8 text (unexpected end of data at byte 7 of the line)"),
+    ("deeply nested JSON", b'{"_id": "t1", "text": ' + b"[" * 5000 + b"]" * 5000 + b"}\n", "t.jsonl:1: invalid JSON: nested too deeply"),
+    ("a lone surrogate", b'{"_id": "t1", "text": "alpha \\ud800"}\n', "t.jsonl:1: holds a lone surrogate U+D800 (not valid Unicode text)"),
+    ("a 5,000-digit id", b'{"_id": ' + b"1" * 5000 + b', "text": "alpha"}\n',
+     "t.jsonl:1: invalid JSON: a number too long to read (more than 4,300 digits)"),
+    ("an id that is a list", b'{"_id": [1], "text": "alpha"}\n', "t.jsonl:1: a topic needs an id and a query (JSON: _id and text; TSV: id TAB query)"),
+]
+
+
+@pytest.mark.parametrize("content,message", [t[1:] for t in TOPICS], ids=[t[0] for t in TOPICS])
+def test_a_hostile_topics_file_is_one_clear_message(tmp_path: Path, index: Path, capsys: pytest.CaptureFixture[str], content: bytes,
+                                                    message: str) -> None:
+    topics = tmp_path / "t.jsonl"
+    topics.write_bytes(content)
+    with within(10):
+        code = main(["search", str(index), "--topics", str(topics), "--run", str(tmp_path / "r.run")])
+    assert (code, capsys.readouterr().err) == (1, f"sieve: {tmp_path}/{message}\n")
+    assert not (tmp_path / "r.run").exists()
+
+
+def test_a_crlf_topics_file_is_read(tmp_path: Path, index: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    topics = tmp_path / "t.tsv"
+    topics.write_bytes(b"\xef\xbb\xbft1\talpha\r\nt2\tbeta\r\n")
+    assert main(["search", str(index), "--topics", str(topics), "--run", str(tmp_path / "r.run")]) == 0
+    assert [line.split()[:3] for line in (tmp_path / "r.run").read_text().splitlines()] == [["t1", "Q0", "a"], ["t2", "Q0", "b"]]
+
+
+@pytest.mark.parametrize("option", ["--topics", "--ids-file"])
+def test_a_fifo_or_a_device_as_a_list_is_refused_not_waited_on(tmp_path: Path, index: Path, capsys: pytest.CaptureFixture[str], option: str) -> None:
+    fifo = tmp_path / "list"
+    os.mkfifo(fifo)
+    what = "the topics file" if option == "--topics" else "the ids file"
+    argv = ["search", str(index), "--topics"] if option == "--topics" else ["delete", str(index), "--ids-file"]
+    more = ["--run", str(tmp_path / "r.run")] if option == "--topics" else []
+    for path, kind in ((fifo, "a FIFO (named pipe)"), ("/dev/zero", "a character device")):
+        with within(10):
+            code = main([*argv, str(path), *more])
+        assert (code, capsys.readouterr().err) == (1, f"sieve: {path}: {what} is {kind}, not a regular file\n")
+
+
+def test_an_ids_file_that_is_not_utf8_deletes_nothing(tmp_path: Path, index: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    ids = tmp_path / "ids.txt"
+    ids.write_bytes(b"a\nb\xff\n")
+    assert main(["delete", str(index), "--ids-file", str(ids)]) == 1
+    assert capsys.readouterr().err == f"sieve: {ids}:2: not UTF-8 text (invalid start byte at byte 2 of the line)\n"
+    assert len(sieve.open_index(index)) == 2
