@@ -18,12 +18,14 @@ from sieve.errors import (
     IndexNotFoundError,
     IndexPathError,
     InvalidArgumentError,
+    SandboxError,
     SieveError,
     UnknownAnalyzerError,
     UnknownDocumentError,
 )
 from sieve.engine.analysis import Analyzer, analyzer_names
 from sieve.engine.bm25 import BM25Params
+from sieve.engine.plan import Limits
 from sieve.engine.search import Hit, Results
 from sieve.folders import Folder
 from sieve.index import Index, Match, build_index, open_index
@@ -32,6 +34,6 @@ __version__ = "0.2.0"  # the one version source (pyproject.toml reads it)
 
 __all__ = [
     "Analyzer", "BM25Params", "BQLError", "BQLLimitError", "BQLSyntaxError", "ClusterError", "CorpusError", "CorpusReport", "DeadlineExceededError", "Document", "DuplicateIdError", "Folder", "Index",
-    "IndexDamagedError", "IndexDirectoryError", "IndexExistsError", "IndexFormatError", "IndexLockedError", "IndexNotFoundError", "IndexPathError", "InvalidArgumentError", "Match", "Hit", "Results", "Section", "SieveError",
+    "IndexDamagedError", "IndexDirectoryError", "IndexExistsError", "IndexFormatError", "IndexLockedError", "IndexNotFoundError", "IndexPathError", "InvalidArgumentError", "Limits", "Match", "Hit", "Results", "SandboxError", "Section", "SieveError",
     "UnknownAnalyzerError", "UnknownDocumentError", "analyzer_names", "build_index", "open_index", "read_documents",
 ]

@@ -8,12 +8,18 @@ import os
 import sys
 import tempfile
 import time
+import traceback
+from dataclasses import replace
 from pathlib import Path
 from typing import Any, Callable, Sequence
 
+from sieve.cluster import ADDRESS_HELP
 from sieve.errors import InvalidArgumentError, SieveError
 from sieve.progress import Progress
+from sieve.terminal import escaping_streams, json_text
+from sieve.engine.bql.parser import MAX_QUERY_CHARS
 from sieve.engine.rankers import RANKER_NAMES
+from sieve.index import Limits
 
 ANALYZER_HELP = ("how text becomes terms, for the documents and every query: plain (the default: folded words), english "
                  "(Snowball stemming: compressing = compress), or another Snowball language by name (french, german, ...)")
@@ -23,9 +29,27 @@ STOPWORDS_HELP = ("words left out of the index (their places are kept, so phrase
                   "tantivy use) or a file of one word per line; default none. A query term that is only stop words is an error")
 
 
+def add_limit_options(s: argparse.ArgumentParser) -> None:
+    """The caps on each query (`sieve.Limits`) as options of a command that runs queries."""
+    d = Limits()
+    s.add_argument("--max-query-chars", type=int, metavar="N",
+                   help=f"longest query, in characters (default {d.max_query_chars:,}; at most {MAX_QUERY_CHARS:,})")
+    s.add_argument("--max-phrase-words", type=int, metavar="N", help=f"most words in one phrase (default {d.max_phrase_words})")
+    s.add_argument("--query-seconds", type=float, metavar="S",
+                   help=f"time allowed for each query, zero-hit fallback included (default {d.seconds:g}; 0: no limit)")
+
+
+def query_limits(args: argparse.Namespace, base: Limits = Limits()) -> Limits:
+    """`base` with the options of `add_limit_options` that were given."""
+    given = {"max_query_chars": args.max_query_chars, "max_phrase_words": args.max_phrase_words}
+    changes: dict[str, Any] = {name: value for name, value in given.items() if value is not None}
+    if args.query_seconds is not None:
+        changes["seconds"] = args.query_seconds or None
+    return replace(base, **changes)
+
+
 def _print_json(obj: Any) -> None:
-    json.dump(obj, sys.stdout, ensure_ascii=False, indent=1)
-    sys.stdout.write("\n")
+    sys.stdout.write(json_text(obj, indent=1) + "\n")
 
 
 def _n(count: int, word: str) -> str:
@@ -50,7 +74,7 @@ UNREAD_WORDS = {"links": ("symbolic link", "out of the folder or to nothing"), "
 
 def _print_unread(s: dict[str, Any]) -> None:
     """The files of a folder corpus passed over, on stderr."""
-    if not any(s.get("unread", {}).values()):
+    if not any(s["unread"].values()):
         return
     counts = ", ".join(f"{_n(n, UNREAD_WORDS[k][0])} {UNREAD_WORDS[k][1]}" for k, n in s["unread"].items() if n)
     print(f"  not read: {counts} (--strict makes them errors); first ones:", file=sys.stderr)
@@ -140,7 +164,6 @@ def cmd_add(args: argparse.Namespace) -> int:
     from sieve.corpus import CorpusReport
     from sieve.engine.analysis import get_analyzer
     from sieve.engine.schema import declare
-    from sieve.folders import Folder
     from sieve.index import open_index
 
     path = Path(args.index)
@@ -148,8 +171,7 @@ def cmd_add(args: argparse.Namespace) -> int:
     if not (path / "CURRENT").exists():  # `add` into nothing is a build
         _, built = _build(corpus, path, False, args.skip_bad, True, None, args.memory_mb, args.analyzer, args.lenient, args.stopwords, args.field)
         s = {"added": built["documents"], "replaced": 0, "deleted": 0, "not_found": [], "skipped": built["skipped"], "kept": built["kept"],
-             "documents": built["documents"]}
-        unread = {k: built[k] for k in ("unread", "unread_files")}
+             "documents": built["documents"], "unread": built["unread"], "unread_files": built["unread_files"]}
     else:
         report = CorpusReport()
         index = open_index(path)
@@ -166,9 +188,7 @@ def cmd_add(args: argparse.Namespace) -> int:
         with index.writer(replace=not args.no_replace, memory_mb=args.memory_mb) as w:
             w.add_from(corpus, on_error="skip" if args.skip_bad else "raise", report=report, lenient=args.lenient)
         s = w.summary.to_dict()
-        unread = {"unread": {k: report.unread.get(k, 0) for k in UNREAD_WORDS}, "unread_files": report.unread_files}
-    if isinstance(corpus, Folder):  # a folder of documents: its files passed over
-        s.update(unread)
+        s.update(unread={k: report.unread.get(k, 0) for k in UNREAD_WORDS}, unread_files=report.unread_files)
     if args.json:
         _print_json(s)
     else:
@@ -180,9 +200,8 @@ def cmd_add(args: argparse.Namespace) -> int:
 
 
 def cmd_delete(args: argparse.Namespace) -> int:
-    from sieve.index import open_index
-
     from sieve.files import MAX_LIST_BYTES, read_lines
+    from sieve.index import open_index
 
     ids = list(args.ids)
     if args.ids_file:
@@ -220,7 +239,7 @@ def cmd_merge(args: argparse.Namespace) -> int:
 def cmd_match(args: argparse.Namespace) -> int:
     from sieve.index import open_index
 
-    index = open_index(args.index)
+    index = open_index(args.index, limits=query_limits(args))
     t0 = time.perf_counter()
     m = index.match(args.query)
     ms = (time.perf_counter() - t0) * 1000
@@ -308,7 +327,7 @@ def _topics(path: str) -> list[tuple[str, str, int]]:
 
 
 def _search_topics(index: Any, args: argparse.Namespace) -> int:
-    from sieve.errors import BQLError
+    from sieve.errors import BQLError, DeadlineExceededError
     from sieve.eval.retrieval import write_trec
 
     if not (args.topics and args.run) or args.query is not None:
@@ -319,7 +338,7 @@ def _search_topics(index: Any, args: argparse.Namespace) -> int:
         try:
             r = (index.ranked_search(text, k=args.k, ranker=args.ranker, explain=False) if args.ranked
                  else index.search(text, k=args.k, ranker=args.ranker, fallback=not args.strict, explain=False, diagnose=False))
-        except BQLError as e:
+        except (BQLError, DeadlineExceededError) as e:
             raise InvalidArgumentError(f"{args.topics}:{line}: topic {qid!r}: {e}") from None
         run[qid] = [(h.doc_id, h.score) for h in r.hits]
     tag = f"sieve-{args.ranker}" + ("-ranked" if args.ranked else "")
@@ -340,7 +359,13 @@ def cmd_search(args: argparse.Namespace) -> int:
 
     if args.ray and (args.topics or args.run):
         raise InvalidArgumentError("--topics runs on an index opened here; drop --ray (a sharded index opens locally too)")
-    index = open_index(args.index, ray=args.ray)
+    if args.topics or args.run:
+        from sieve.eval.retrieval import MEASURED
+
+        limits = query_limits(args, MEASURED)  # topics are a benchmark's data, measured as written (as `sieve eval retrieval`)
+    else:
+        limits = query_limits(args)
+    index = open_index(args.index, ray=args.ray, limits=limits)
     if args.topics or args.run:
         return _search_topics(index, args)
     if args.query is None:
@@ -409,7 +434,7 @@ def cmd_fetch(args: argparse.Namespace) -> int:
 def cmd_explain(args: argparse.Namespace) -> int:
     from sieve.index import open_index
 
-    index = open_index(args.index)
+    index = open_index(args.index, limits=query_limits(args))
     e = index.explain(args.query, args.doc_id)
     if args.json:
         _print_json({"doc_id": args.doc_id, **e.to_dict()})
@@ -423,7 +448,7 @@ def cmd_test(args: argparse.Namespace) -> int:
     from sieve.index import open_index
     from sieve.testing import load_cases, run_cases
 
-    index = open_index(args.index)
+    index = open_index(args.index, limits=query_limits(args))
     results = run_cases(index, load_cases(args.cases))
     failed = [r for r in results if not r.passed]
     if args.json:
@@ -572,8 +597,7 @@ def make_parser() -> argparse.ArgumentParser:
     _folder_options(s)
     s.add_argument("--shards", type=int, help="split the documents into N shards by a hash of their ids, built in parallel (--jobs processes, "
                    "or Ray tasks with --ray); the index answers as an unsharded one (docs/scale.md)")
-    s.add_argument("--ray", metavar="ADDRESS", help="build the shards as tasks on this Ray cluster (HOST:PORT, auto, or local; the `ray` extra); "
-                   "OUT must be a path every node sees")
+    s.add_argument("--ray", metavar="ADDRESS", help=f"build the shards as tasks on this Ray cluster; OUT must be a path every node sees. {ADDRESS_HELP}")
     s.add_argument("--quiet", action="store_true", help="no progress bar")
     s.add_argument("--json", action="store_true")
     s.set_defaults(func=cmd_index)
@@ -611,6 +635,7 @@ def make_parser() -> argparse.ArgumentParser:
     s.add_argument("query")
     s.add_argument("--limit", type=int, default=20, help="ids to print (default 20)")
     s.add_argument("--all", dest="limit", action="store_const", const=None, help="print every id")
+    add_limit_options(s)
     s.add_argument("--json", action="store_true")
     s.set_defaults(func=cmd_match)
 
@@ -618,12 +643,14 @@ def make_parser() -> argparse.ArgumentParser:
     s.add_argument("index")
     s.add_argument("query")
     s.add_argument("doc_id")
+    add_limit_options(s)
     s.add_argument("--json", action="store_true")
     s.set_defaults(func=cmd_explain)
 
     s = sub.add_parser("test", help="run query regression cases (JSON Lines: query, admits, rejects, top, count); exit 1 if any fails")
     s.add_argument("cases")
     s.add_argument("index")
+    add_limit_options(s)
     s.add_argument("--json", action="store_true")
     s.set_defaults(func=cmd_test)
 
@@ -634,10 +661,12 @@ def make_parser() -> argparse.ArgumentParser:
     s.add_argument("--ranker", choices=RANKER_NAMES, default="bm25")
     s.add_argument("--strict", action="store_true", help="no zero-hit recovery: an empty match returns nothing")
     s.add_argument("--ranked", action="store_true", help="QUERY is plain language, not BQL: rank every document holding any of its words")
-    s.add_argument("--topics", help="many queries, one per line: JSON Lines with _id (or id) and text (or query), or TSV of id and query; needs --run")
+    s.add_argument("--topics", help="many queries, one per line: JSON Lines with _id (or id) and text (or query), or TSV of id and query; needs --run. "
+                   "A benchmark's queries run as written: up to 10,000 characters, no time limit, unless the options below say otherwise")
     s.add_argument("--run", help="with --topics: write the results as a TREC run file (qid Q0 docid rank score tag)")
-    s.add_argument("--ray", metavar="ADDRESS", help="a sharded INDEX answered by one Ray actor per shard on this cluster (HOST:PORT, auto, "
-                   "or local; the `ray` extra): the same results, BM25 only")
+    s.add_argument("--ray", metavar="ADDRESS", help=f"a sharded INDEX answered by one Ray actor per shard on this cluster: the same results, "
+                   f"BM25 only. {ADDRESS_HELP}")
+    add_limit_options(s)
     s.add_argument("--json", action="store_true")
     s.set_defaults(func=cmd_search)
 
@@ -702,10 +731,17 @@ def _report(e: Exception, as_json: bool) -> None:
         value = getattr(e, key, None)
         if isinstance(value, (str, int, float)) and value != "":
             out[key] = value
-    print(json.dumps(out, ensure_ascii=False), file=sys.stderr)
+    print(json_text(out), file=sys.stderr)
 
 
 def main(argv: Sequence[str] | None = None) -> int:
+    """Run one command. Everything it prints, on stdout and stderr, passes through
+    `sieve.terminal.EscapingStream`: no document, query or answer can act on the terminal."""
+    with escaping_streams():
+        return _main(argv)
+
+
+def _main(argv: Sequence[str] | None) -> int:
     args = make_parser().parse_args(argv)
     func: Callable[[argparse.Namespace], int] = args.func
     try:
@@ -725,6 +761,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     except KeyboardInterrupt:
         print("sieve: interrupted", file=sys.stderr)
         return 130
+    except Exception:  # a bug: Python's report, escaped like every other line (its message may quote a document)
+        traceback.print_exc()
+        return 1
 
 
 if __name__ == "__main__":

@@ -8,10 +8,14 @@ import sys
 from pathlib import Path
 from typing import Any
 
+from sieve.cluster import ADDRESS_HELP
+from sieve.cli import add_limit_options, query_limits
 from sieve.engine.rankers import DENSE_RANKERS, RANKER_NAMES
 from sieve.errors import InvalidArgumentError
+from sieve.terminal import json_text
 from sieve.eval.collections import DATE_POLICIES, FORMATS
 from sieve.tools.conditions import CONDITION_NAMES, SNIPPETS
+from sieve.tools.sandbox import MECHANISMS
 
 
 def _budgets(args: argparse.Namespace) -> Any:
@@ -26,14 +30,13 @@ def cmd_ask(args: argparse.Namespace) -> int:
     from sieve.agent.llm import LLMError
     from sieve.index import open_index
 
-    index = open_index(args.index)
+    index = open_index(args.index, limits=query_limits(args))
     if args.ranker in DENSE_RANKERS:
         index.use_dense()
     ep = ask(index, args.question, args.llm_url, args.model, args.condition, args.ranker, native=args.tool_style == "native", budgets=_budgets(args), api_key=args.api_key,
-             out=sys.stderr if args.json else sys.stdout)
+             out=sys.stderr if args.json else sys.stdout, shell_sandbox=args.shell_sandbox, llm_deadline=args.llm_deadline)
     if args.json:
-        json.dump(ep.record(), sys.stdout, ensure_ascii=False, indent=1)
-        print()
+        print(json_text(ep.record(), indent=1))
     # The loop ran: exit 0 whatever the model did, unless the server could not be reached at all.
     if ep.outcome == "failed" and ep.reason.startswith("model server") and not ep.calls:
         raise LLMError(ep.reason)
@@ -60,12 +63,11 @@ def cmd_eval_run(args: argparse.Namespace) -> int:
         twin=args.twin, native=args.tool_style == "native", index_dir=Path(args.index_dir) if args.index_dir else None, budgets=_budgets(args),
         k=args.k, read_cap=args.read_cap, api_key=args.api_key, read_parts=args.read_parts, fmt=args.format, dates=args.dates,
         fallback=not args.no_fallback, snippet="none" if args.no_snippets else args.snippet, diagnose=not args.no_diagnosis, k_max=args.k_max,
-        ray=args.ray,
+        ray=args.ray, shell_sandbox=args.shell_sandbox, llm_deadline=args.llm_deadline,
     )
     keep = {k: v for k, v in s.items() if k != "per_question"}
     if args.json:
-        json.dump(keep, sys.stdout, indent=1, ensure_ascii=False)
-        print()
+        print(json_text(keep, indent=1))
     else:
         print(f"{s['questions']} questions: accuracy {s.get('accuracy', 0):.3f}, {s.get('distinct_tokens', 0):.0f} distinct tokens and {s.get('llm_calls', 0):.1f} LLM calls per question; wrote {Path(args.out) / 'summary.json'}")
     return _crashes([Path(args.out)])
@@ -95,8 +97,7 @@ def cmd_eval_report(args: argparse.Namespace) -> int:
     pictures = plots(runs, out, baseline)
     json_path, md_path = write(report, out, pictures)
     if args.json:
-        json.dump({**report, "figures": [str(p) for p in pictures] if isinstance(pictures, list) else pictures}, sys.stdout, indent=1, ensure_ascii=False)
-        print()
+        print(json_text({**report, "figures": [str(p) for p in pictures] if isinstance(pictures, list) else pictures}, indent=1))
     else:
         print(markdown(report, pictures), end="")
     print(f"wrote {md_path} and {json_path}", file=sys.stderr)
@@ -110,7 +111,7 @@ def cmd_eval_judge(args: argparse.Namespace) -> int:
 
     run_dir = Path(args.run_dir)
     cache = Path(args.cache) if args.cache else run_dir / "judge-cache.jsonl"
-    j = judge_run(run_dir, Path(args.collection), ChatClient(args.llm_url, args.model, api_key=args.api_key), cache_path=cache,
+    j = judge_run(run_dir, Path(args.collection), ChatClient(args.llm_url, args.model, api_key=args.api_key, deadline=args.llm_deadline), cache_path=cache,
                   collection_format=args.format, max_tokens=args.max_tokens)
     print(f"judged accuracy {j['accuracy']:.3f} by {j['model']} ({j['asked']} asked, {j['cached']} cached, {j['unparsed']} unparsed); wrote {run_dir / 'summary.json'}")
     return 0
@@ -122,6 +123,7 @@ def _agent_options(s: argparse.ArgumentParser) -> None:
                    help="OpenAI-compatible base URL including /v1" + ("; repeat it to spread episodes over several servers" if many else ""))
     s.add_argument("--model", required=True)
     s.add_argument("--api-key")
+    _deadline_option(s)
     if not s.prog.endswith("grid"):
         s.add_argument("--condition", default="sieve", choices=CONDITION_NAMES)
         s.add_argument("--ranker", default="bm25", choices=RANKER_NAMES)
@@ -133,6 +135,17 @@ def _agent_options(s: argparse.ArgumentParser) -> None:
     s.add_argument("--temperature", type=float, default=0.6)
     s.add_argument("--seed", type=int, default=42)
     s.add_argument("--json", action="store_true")
+    s.add_argument("--shell-sandbox", default="auto", choices=MECHANISMS,
+                   help="the DCI conditions' shell sandbox: auto (bubblewrap, else Landlock, else refuse and say what to install), bwrap, "
+                        "landlock, or none (no confinement, for runs inside a container of your own; warns on every run)")
+
+
+def _deadline_option(s: argparse.ArgumentParser) -> None:
+    from sieve.agent.llm import DEADLINE_S
+
+    s.add_argument("--llm-deadline", type=float, default=DEADLINE_S, metavar="SECONDS",
+                   help=f"the longest one model call may take, connecting, every read, retry and backoff included (default {DEADLINE_S:g}); "
+                        "when it passes, the episode ends with the reason 'llm deadline'")
 
 
 def cmd_eval_retrieval(args: argparse.Namespace) -> int:
@@ -173,7 +186,8 @@ def cmd_eval_grid(args: argparse.Namespace) -> int:
     runs = run_grid(Path(args.collection), out, cells, args.llm_url, args.model, index_dir=Path(args.index_dir) if args.index_dir else None,
                     fmt=args.format, dates=args.dates, on_cell=lambda c: print(f"run {c.name}", file=sys.stderr),
                     limit=args.limit, workers=args.workers, native=args.tool_style == "native", budgets=_budgets(args), k=args.k,
-                    read_cap=args.read_cap, api_key=args.api_key, read_parts=args.read_parts, progress=not args.json, k_max=args.k_max, ray=args.ray)
+                    read_cap=args.read_cap, api_key=args.api_key, read_parts=args.read_parts, progress=not args.json, k_max=args.k_max, ray=args.ray,
+                    shell_sandbox=args.shell_sandbox, llm_deadline=args.llm_deadline)
     if not args.no_report:
         baseline = args.baseline or next((r.name for r in runs if r.name == "search-visit-bm25"), "0")
         report = ["eval", "report", *map(str, runs), "--baseline", baseline, "--out", str(out / "report")] + (["--json"] if args.json else [])
@@ -186,8 +200,8 @@ def cmd_eval_grid(args: argparse.Namespace) -> int:
 def _spread_options(s: argparse.ArgumentParser) -> None:
     """How many episodes at once, and where: threads here, or tasks on a Ray cluster."""
     s.add_argument("--workers", type=int, help="episodes at once (default 1; with --ray, one per CPU of the cluster)")
-    s.add_argument("--ray", metavar="ADDRESS", help="run the episodes on a Ray cluster: HOST:PORT of its head, `auto`, or `local` for a private "
-                   "cluster on this machine (needs the `ray` extra; the index folder must be at the same path on every node)")
+    s.add_argument("--ray", metavar="ADDRESS", help=f"run the episodes on a Ray cluster (the index folder must be at the same path on every node). "
+                   f"{ADDRESS_HELP}")
 
 
 def _collection_options(s: argparse.ArgumentParser) -> None:
@@ -201,6 +215,7 @@ def add_commands(sub: Any) -> None:
     s.add_argument("index")
     s.add_argument("question")
     _agent_options(s)
+    add_limit_options(s)
     s.set_defaults(func=cmd_ask)
 
     ev = sub.add_parser("eval", help="build collection indexes, run episodes, report comparisons")
@@ -276,6 +291,7 @@ def add_commands(sub: Any) -> None:
     j.add_argument("--llm-url", required=True, help="OpenAI-compatible base URL including /v1")
     j.add_argument("--model", required=True)
     j.add_argument("--api-key")
+    _deadline_option(j)
     j.add_argument("--max-tokens", type=int, default=512, help="most tokens per grade (default 512; raise it for models that think first)")
     j.add_argument("--cache", help="grade cache, JSON Lines (default RUN_DIR/judge-cache.jsonl)")
     j.set_defaults(func=cmd_eval_judge)

@@ -126,14 +126,19 @@ class IndexExistsError(IndexDirectoryError, FileExistsError):
         return str(self.args[0])
 
 
-class IndexPathError(IndexDirectoryError):
+class IndexPathError(IndexDirectoryError, OSError):
     """An index cannot be written at this path: a part of it is not a folder, the system refuses
-    to create files there (/proc, a read-only folder), or writing failed (a full disk)."""
+    to create files there (/proc, a read-only folder), or writing failed (a full disk). An OSError
+    too, with the system's `errno` (ENOSPC for a full disk), for callers that handle those."""
 
-    def __init__(self, path: str, reason: str) -> None:
+    def __init__(self, path: str, reason: str, code: int | None = None) -> None:
         self.path = path
         self.reason = reason
         super().__init__(f"{path}: cannot write an index here: {reason}")
+        self.errno = code
+
+    def __str__(self) -> str:  # OSError would print its errno form
+        return str(self.args[0])
 
 
 class IndexLockedError(IndexDirectoryError):
@@ -151,6 +156,10 @@ class DeadlineExceededError(SieveError):
         self.seconds = seconds
         super().__init__(f"stopped after {seconds:g} s (the time allowed for this call); narrow the query "
                          "(fewer frequent words, fewer NEAR or prefix terms) or ask for fewer results")
+
+
+class SandboxError(SieveError):
+    """No operating-system sandbox for the agent's shell works here; the message names what to install."""
 
 
 class InvalidArgumentError(SieveError, ValueError):

@@ -16,7 +16,7 @@ import numpy as np
 
 from sieve.corpus import CorpusReport, OnError, Source
 from sieve.documents import Document, Section
-from sieve.engine import bitset, storage, weak
+from sieve.engine import bitset, deadline, storage, weak
 from sieve.engine.analysis import get_analyzer
 from sieve.engine.schema import declare
 from sieve.engine.bql import Node, parse
@@ -46,14 +46,15 @@ def _parsed(text: str, text_fields: frozenset[str]) -> Node:
 
 
 def ranked_search(index: Any, text: str, k: int, ranker: str, explain: bool) -> Results:
-    """`Index.ranked_search` for anything with an `analyzer` and a `search` (a RayIndex too)."""
+    """`Index.ranked_search` for anything with an `analyzer`, `limits` and a `_search` (a RayIndex too)."""
     if not isinstance(text, str):
         raise InvalidArgumentError(f"ranked_search takes text, got {type(text).__name__}")
     check_request(k, ranker)
+    index.limits.check_length(text)  # the text is what the caller wrote; the longer BQL made of it is sieve's
     query = free_text_query(text, index.analyzer)
     if query is None:
         return Results([], 0, "", ranker=ranker, analyzer=index.analyzer)
-    return index.search(query, k=k, ranker=ranker, fallback=False, explain=explain, diagnose=False)
+    return index._search(query, k, ranker, False, explain, False)
 
 
 def _damage_guard(method: Callable[..., Any]) -> Callable[..., Any]:
@@ -128,6 +129,8 @@ class Index:
 
     def __init__(self, path: str | os.PathLike, verify: bool = False, limits: Limits = Limits(), bm25: BM25Params = BM25Params()) -> None:
         self.path = _as_path(path, "an index path")
+        if not isinstance(limits, Limits):
+            raise InvalidArgumentError(f"limits must be a sieve.Limits, got {type(limits).__name__}")
         self.generation, self.snapshot = _open_current(self.path, verify)
         # Document-level reads by internal number (ids, records, sections) across every segment.
         self.reader = self.snapshot
@@ -208,7 +211,12 @@ class Index:
         return dict(self.manifest["stats"])
 
     def plan(self, query: str) -> Plans:
-        """The BQL `query` parsed and resolved against this index's segments (cached). Raises BQLSyntaxError / BQLLimitError."""
+        """The BQL `query` parsed and resolved against this index's segments (cached). Raises
+        BQLSyntaxError / BQLLimitError (`limits`: the query's length, its phrases, prefixes, positions)."""
+        self.limits.check_length(query)
+        return self._planned(query)
+
+    def _planned(self, query: str) -> Plans:
         if not isinstance(query, str):
             parse(query)  # refuses a non-string with a BQLSyntaxError; the cache cannot hash a list
         return self._plans(query)
@@ -218,23 +226,26 @@ class Index:
 
     @_damage_guard
     def match(self, query: str) -> Match:
-        """Documents that satisfy the BQL `query` exactly. Raises BQLSyntaxError / BQLLimitError."""
-        plans = self.plan(query)
-        return Match(plans.query, self.searcher.segment_bits(plans, shared=True), self.snapshot.capacity, self.snapshot)
+        """Documents that satisfy the BQL `query` exactly. Raises BQLSyntaxError / BQLLimitError, and
+        DeadlineExceededError past `limits.seconds`."""
+        with deadline.within(self.limits.seconds):
+            plans = self.plan(query)
+            return Match(plans.query, self.searcher.segment_bits(plans, shared=True), self.snapshot.capacity, self.snapshot)
 
     @_damage_guard
     def explain(self, query: str, doc_id: str) -> "Explanation":
         """Why the document `doc_id` is admitted or rejected by `query`: the query's canonical
         tree, each node judged for this document, each leaf with where it matched or why not.
-        Raises UnknownDocumentError, BQLSyntaxError, BQLLimitError."""
+        Raises UnknownDocumentError, BQLSyntaxError, BQLLimitError, DeadlineExceededError."""
         g = self.snapshot.doc_number(doc_id) if isinstance(doc_id, str) else -1
         if g < 0:
             raise UnknownDocumentError(str(doc_id))
-        plans = self.plan(query)
-        j, d = self.snapshot.which(g)
-        seg = self.segments[j]
-        missing = None if self.snapshot.dense else self.snapshot.missing
-        return Decider(seg.reader, self.searcher.parts[j].evaluator, plans.parts[j], missing).explain(d)
+        with deadline.within(self.limits.seconds):
+            plans = self.plan(query)
+            j, d = self.snapshot.which(g)
+            seg = self.segments[j]
+            missing = None if self.snapshot.dense else self.snapshot.missing
+            return Decider(seg.reader, self.searcher.parts[j].evaluator, plans.parts[j], missing).explain(d)
 
     @_damage_guard
     def search(self, query: str, k: int = 5, ranker: str = "bm25", fallback: bool = True, explain: bool = True,
@@ -249,12 +260,21 @@ class Index:
         change first, each with its canonical BQL and exact count.
         `explain=False` leaves each hit's `fields` and `sections` empty: ids and scores only, for
         callers that show no cards (it saves reading the hits' positions, about half the time).
+
+        Bounded by `limits` (`sieve.engine.plan.Limits`): a query past a cap raises BQLLimitError, and
+        the whole call (fallback and diagnosis included) past `limits.seconds` DeadlineExceededError.
         """
         check_request(k, ranker)
-        plan = self.plan(query)
-        if ranker in DENSE_RANKERS:
-            self._attach_dense()
-        return self.searcher.search(plan, k, ranker, fallback, explain, diagnose)
+        self.limits.check_length(query)
+        return self._search(query, k, ranker, fallback, explain, diagnose)
+
+    def _search(self, query: str, k: int, ranker: str, fallback: bool, explain: bool, diagnose: bool) -> Results:
+        """`search` of a query whose length its caller checked (`ranked_search` checks the text it made it from)."""
+        with deadline.within(self.limits.seconds):
+            plan = self._planned(query)
+            if ranker in DENSE_RANKERS:
+                self._attach_dense()
+            return self.searcher.search(plan, k, ranker, fallback, explain, diagnose)
 
     @_damage_guard
     def ranked_search(self, text: str, k: int = 5, ranker: str = "bm25", explain: bool = True) -> Results:
@@ -372,7 +392,7 @@ def _open_current(path: Path, verify: bool) -> tuple[Path, Snapshot]:
 
 def open_index(path: str | os.PathLike, verify: bool = False, limits: Limits = Limits(), ray: str | None = None) -> Any:
     """Open an index directory (memory-mapped; cheap). `verify=True` checks every byte first.
-    `ray`: serve a sharded index from one actor per shard on the Ray cluster at that address
+    `limits`: the caps on each of its queries and their time (`sieve.Limits`; docs/bql.md, "Limits"). `ray`: serve a sharded index from one actor per shard on the Ray cluster at that address
     (HOST:PORT, `auto`, or `local`) instead: a `sieve.shard_service.RayIndex`."""
     if ray is not None:
         from sieve.shard_service import open_ray_index
@@ -460,16 +480,20 @@ def build_index(
                                segment_bytes=segment_bytes, analyzer=chosen, lenient=lenient, schema=schema)
         write_commit(commit.gen_dir, [CommitEntry(names[where], where, manifest, new=True) for where, manifest in built],
                      {"source": report.source, "skipped": report.skipped})
-    except BaseException as e:
+    except SieveError:  # some are OSErrors too (IndexExistsError): they say what happened already
         commit.abort()
-        if isinstance(e, OSError) and not isinstance(e, SieveError) and e.errno in storage.WRITE_FAILURES:  # a full disk
-            raise storage.unwritable(Path(path), e) from None
+        raise
+    except OSError as e:  # the corpus's own read errors are CorpusErrors by now: this is writing (a full disk)
+        commit.abort()
+        raise storage.unwritable(Path(path), e) from None
+    except BaseException:
+        commit.abort()
         raise
     try:
         commit.commit()
+    except SieveError:
+        raise
     except OSError as e:
-        if isinstance(e, SieveError):
-            raise
         raise storage.unwritable(Path(path), e) from None
     return Index(path)
 

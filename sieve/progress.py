@@ -37,7 +37,9 @@ class Progress:
         if not quiet and self.stream.isatty():
             from tqdm import tqdm
 
-            self._bar = tqdm(total=total, unit=f" {unit}", desc=desc, file=self.stream, mininterval=0.5)
+            # The bar redraws itself with carriage returns: it writes past the command line's
+            # escaping (sieve.terminal.EscapingStream), with sieve's own words only.
+            self._bar = tqdm(total=total, unit=f" {unit}", desc=desc, file=getattr(self.stream, "unescaped", self.stream), mininterval=0.5)
 
     def set_total(self, total: int) -> None:
         self.total = total

@@ -31,7 +31,7 @@ from typing import Any
 import numpy as np
 
 from sieve.documents import Document, Section
-from sieve.engine import bitset, storage
+from sieve.engine import bitset, deadline, storage
 from sieve.engine.bm25 import BM25Params, idf
 from sieve.engine.diagnose import ALL, Diagnosis, diagnose_parts, merge_diagnoses
 from sieve.engine.evaluate import Evaluator
@@ -92,6 +92,10 @@ class ShardServer:
         return got
 
     def prepare(self, query: str, collection: tuple[int, int], diagnose: bool = False) -> Prepared:
+        with deadline.within(self.limits.seconds):
+            return self._prepare(query, collection, diagnose)
+
+    def _prepare(self, query: str, collection: tuple[int, int], diagnose: bool) -> Prepared:
         plans = self._plans(query)
         searcher = self._searcher(collection)
         bits = searcher.segment_bits(plans)
@@ -109,6 +113,10 @@ class ShardServer:
     def top(self, query: str, collection: tuple[int, int], idfs: tuple[float, ...], k: int, whole: bool, explain: bool) -> list[tuple[Any, ...]]:
         """This shard's best k, scored with the collection's statistics: (order key, score, local
         number, id, fields, sections, section numbers) each. `whole`: rank every document (the fallback)."""
+        with deadline.within(self.limits.seconds):
+            return self._top(query, collection, idfs, k, whole, explain)
+
+    def _top(self, query: str, collection: tuple[int, int], idfs: tuple[float, ...], k: int, whole: bool, explain: bool) -> list[tuple[Any, ...]]:
         plans = self._plans(query)
         searcher = self._searcher(collection)
         docs, scores = searcher.bm25_top(plans, None if whole else searcher.segment_bits(plans), k, idfs=idfs)
@@ -119,8 +127,9 @@ class ShardServer:
 
     def match(self, query: str) -> tuple[str, np.ndarray, list[str]]:
         """(canonical query, order keys, ids) of what this shard admits."""
-        plans = self._plans(query)
-        bits = [evaluator.run(plan) for evaluator, plan in zip(self._filter, plans.parts)]
+        with deadline.within(self.limits.seconds):
+            plans = self._plans(query)
+            bits = [evaluator.run(plan) for evaluator, plan in zip(self._filter, plans.parts)]
         docs = bitset.to_ids(self.snap.join(bits), self.snap.capacity)
         assert self.snap.order is not None
         return plans.query, self.snap.order[docs], [self.snap.doc_id(int(d)) for d in docs]
@@ -273,10 +282,12 @@ class RayIndex:
 
     def count(self, query: str) -> int:
         """How many documents `query` admits (`Index.match(query).count`), without their ids."""
+        self.limits.check_length(query)
         return sum(p.count for p in self._get([a.prepare.remote(query, self.collection) for a in self.actors]))
 
     def match(self, query: str) -> RayMatch:
         """What `query` admits, in index order (as `Index.match`)."""
+        self.limits.check_length(query)
         got = self._get([a.match.remote(query) for a in self.actors])
         keys = np.concatenate([k for _, k, _ in got])
         ids = [i for _, _, shard_ids in got for i in shard_ids]
@@ -284,8 +295,13 @@ class RayIndex:
 
     def search(self, query: str, k: int = 5, ranker: str = "bm25", fallback: bool = True, explain: bool = True, diagnose: bool = True) -> Results:
         """As `Index.search`, with BM25 (dense and Indri rankers need the index opened locally);
-        a zero-hit search's diagnosis is merged from every shard's."""
+        a zero-hit search's diagnosis is merged from every shard's. Each shard's part of a call (its
+        count, then its best k) runs under `limits.seconds` in its actor; `timeout_s` bounds each wait."""
         check_request(k, ranker)
+        self.limits.check_length(query)
+        return self._search(query, k, ranker, fallback, explain, diagnose)
+
+    def _search(self, query: str, k: int, ranker: str, fallback: bool, explain: bool, diagnose: bool) -> Results:
         if ranker != "bm25":
             raise InvalidArgumentError(f"an index served by Ray ranks with bm25 only, not {ranker}; open it locally (open_index) for {ranker}")
         first = self._get([a.prepare.remote(query, self.collection, diagnose) for a in self.actors])

@@ -10,7 +10,7 @@ import pytest
 
 SIEVE = Path(__file__).resolve().parents[1] / "sieve"
 
-FOUNDATION = {"sieve.errors", "sieve.isodate", "sieve.templates", "sieve.progress", "sieve.jsonio", "sieve.files"}
+FOUNDATION = {"sieve.errors", "sieve.isodate", "sieve.templates", "sieve.progress", "sieve.jsonio", "sieve.files", "sieve.terminal"}
 DATA = FOUNDATION | {"sieve.documents", "sieve.frontmatter", "sieve.folders", "sieve.corpus", "sieve.demo_corpus"}
 ENGINE = DATA | {"sieve.engine"}
 DENSE = ENGINE | {"sieve.dense", "sieve.index"}
@@ -31,6 +31,7 @@ RULES: list[tuple[str, set[str]]] = [
     ("sieve.progress", set()),
     ("sieve.jsonio", set()),
     ("sieve.files", {"sieve.errors"}),
+    ("sieve.terminal", set()),
     ("sieve.cluster", {"sieve.errors"}),
     ("sieve.documents", FOUNDATION | {"sieve.documents"}),
     ("sieve.frontmatter", {"sieve.errors"}),

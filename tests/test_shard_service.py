@@ -18,7 +18,8 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from sieve import BQLSyntaxError, ClusterError, InvalidArgumentError, UnknownDocumentError, build_index, open_index
+from sieve import (BQLLimitError, BQLSyntaxError, ClusterError, DeadlineExceededError, InvalidArgumentError, Limits, UnknownDocumentError,
+                   build_index, open_index)
 from sieve.cli import main
 from sieve.cluster import connect
 from sieve.demo_corpus import stdlib_documents
@@ -29,6 +30,7 @@ from sieve.tools.toolset import Toolset
 sys.path.insert(0, str(Path(__file__).parent / "engine"))
 from test_match_oracle import HYPOTHESIS, _Draws, gen_corpus, gen_tree, printed_query  # noqa: E402
 from test_shards import stdlib_queries  # noqa: E402
+from listening import descendants, listeners  # noqa: E402
 
 
 def seen(index: Any, query: str, k: int) -> tuple:
@@ -69,6 +71,25 @@ def test_four_shards_over_ray_answer_as_one_index(pair: Any) -> None:
     queries = stdlib_queries(one, 250, seed=11) + ["zzqx", "zzqx OR file", "zzqx AND file", "NOT file", "the"]
     assert_same(one, served, queries, k=10)
     assert_same(one, served, queries[:25], k=300)
+
+
+def test_the_private_cluster_listens_on_loopback_only(pair: Any) -> None:
+    # `--ray local` (sieve.cluster.connect("local")) with its shard servers up: every socket of this
+    # process and of the Ray processes it started is on loopback, read from /proc, not from options.
+    one, served = pair
+    assert served.ray.get(served.actors[0].pid.remote()) > 0  # a shard server is up and answering
+    found = listeners(descendants(os.getpid()))
+    commands = {x.command for x in found}
+    assert {"gcs_server", "raylet"} <= commands and "ray::ShardServe" in commands, [str(x) for x in found]
+    assert any(x.pid == os.getpid() for x in found)  # this process's own Ray server
+    assert [str(x) for x in found if not x.loopback] == []
+
+
+def test_cluster_mode_says_ray_trusts_its_network(capsys: pytest.CaptureFixture[str]) -> None:
+    for argv in (["index", "--help"], ["search", "--help"], ["serve", "--help"], ["eval", "run", "--help"]):
+        with pytest.raises(SystemExit):
+            main(argv)
+        assert "Ray trusts its network" in " ".join(capsys.readouterr().out.split()), argv
 
 
 def test_documents_sections_and_ranked_search(pair: Any) -> None:
@@ -136,6 +157,20 @@ def test_query_errors_come_back_as_they_are(pair: Any) -> None:
         served.search("file", ranker="dense")
     with pytest.raises(InvalidArgumentError, match="not a sharded index"):
         open_ray_index(one.path, "local")
+
+
+def test_the_limits_on_a_query_hold_over_ray(pair: Any) -> None:
+    """A query past a cap, or past its time budget, is the same error from the shards' actors."""
+    one, served = pair
+    phrase = '"' + " ".join(["file"] * 65) + '"'
+    for index in (one, served):
+        with pytest.raises(BQLLimitError, match="^phrase length limit exceeded: 65 > 64"):
+            index.search(phrase)
+        with pytest.raises(BQLLimitError, match="^query length limit exceeded: 2001 > 2000"):
+            index.ranked_search("x" * 2_001)
+    with open_ray_index(served.path, "local", limits=Limits(seconds=1e-9)) as spent:
+        with pytest.raises(DeadlineExceededError, match=r"^stopped after 1e-09 s \(the time allowed for this call\)"):
+            spent.search("file AND nowhere")
 
 
 def test_shards_built_as_ray_tasks_and_opened_through_open_index(ray_cluster: Any, tmp_path: Path) -> None:

@@ -7,9 +7,11 @@ import sys
 from typing import Any, TextIO
 
 from sieve.tools.episode import make_tools
-from sieve.agent.llm import ChatClient
+from sieve.agent.llm import DEADLINE_S, ChatClient
 from sieve.agent.loop import Agent, Budgets, Episode
 from sieve.index import Index
+from sieve.tools.files import FileTools
+from sieve.tools.sandbox import warn_unconfined
 
 
 def _short(text: str, width: int = 160) -> str:
@@ -32,10 +34,14 @@ def printer(out: TextIO) -> Any:
 
 
 def ask(index: Index, question: str, url: str, model: str, condition: str = "sieve", ranker: str = "bm25", native: bool = True,
-        budgets: Budgets = Budgets(), api_key: str | None = None, out: TextIO = sys.stdout) -> Episode:
-    client = ChatClient(url, model, api_key=api_key)
+        budgets: Budgets = Budgets(), api_key: str | None = None, out: TextIO = sys.stdout, shell_sandbox: str = "auto",
+        llm_deadline: float = DEADLINE_S) -> Episode:
+    tools = make_tools(index, condition, ranker, shell_sandbox=shell_sandbox)  # a DCI condition without a sandbox fails here, first
+    if isinstance(tools, FileTools):
+        warn_unconfined(tools.sandbox)
+    client = ChatClient(url, model, api_key=api_key, deadline=llm_deadline)
     agent = Agent(client, native_tools=native, budgets=budgets, condition=condition, ranker=ranker, on_event=printer(out))
-    ep = agent.run(question, make_tools(index, condition, ranker))
+    ep = agent.run(question, tools)
     rec = ep.record()
     print(f"\nanswer ({ep.outcome}{', ' + ep.reason if ep.reason and ep.reason != 'answer' else ''}): {ep.answer if ep.answer is not None else '(none)'}", file=out)
     print(f"{rec['llm_calls']} LLM calls, {len(ep.tool_calls)} tool calls {rec['tool_calls_by_kind']}, "

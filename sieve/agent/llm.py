@@ -3,9 +3,12 @@
 Retries with exponential backoff on server faults: connection errors, 429 and 5xx, and replies that
 are cut short, too slow (`timeout` bounds a whole attempt, not just each read), too large
 (`max_reply_bytes`) or malformed (not the protocol's shape). Each fault is retried and, when the
-retries run out, raised as an `LLMError` with `fault=True` and its reason. A prompt over the context
-window is its own error (`ContextLengthError`) so the loop can end the episode through the
-final-answer path. Every call's server-reported token usage is kept.
+retries run out, raised as an `LLMError` with `fault=True` and its reason. `deadline` bounds a whole
+call: connecting, every read, every attempt and every backoff sleep together; when it fires (or a
+backoff would end past it) the call is an `LLMError` with `fault=True` whose message starts with
+`llm deadline:`. A prompt over the context window is its own error (`ContextLengthError`) so the
+loop can end the episode through the final-answer path. Every call's server-reported token usage
+is kept.
 """
 
 from __future__ import annotations
@@ -21,10 +24,14 @@ import urllib.parse
 from dataclasses import dataclass, field
 from typing import Any, Callable, TypeVar
 
-from sieve.errors import SieveError
+from sieve.errors import InvalidArgumentError, SieveError
 
 RETRY_STATUS = {408, 409, 429, 500, 502, 503, 504}
 MAX_REPLY_BYTES = 32 << 20  # a chat completion is kilobytes; anything near this is a broken server
+# A call's total time, retries included: as long as one attempt may take, so every call that
+# succeeds at its first attempt today still does, while a server that dribbles bytes or keeps
+# failing slowly holds a call ten minutes at most, not (retries + 1) x timeout.
+DEADLINE_S = 600.0
 T = TypeVar("T")
 
 
@@ -143,6 +150,7 @@ class ChatClient:
         backoff: float = 0.5,
         max_backoff: float = 8.0,
         max_reply_bytes: int = MAX_REPLY_BYTES,
+        deadline: float = DEADLINE_S,
     ) -> None:
         self.base_url = base_url.rstrip("/")
         url = urllib.parse.urlsplit(self.base_url)
@@ -156,15 +164,18 @@ class ChatClient:
         self.backoff = backoff
         self.max_backoff = max_backoff
         self.max_reply_bytes = max_reply_bytes
+        if isinstance(deadline, bool) or not isinstance(deadline, (int, float)) or not 0 < deadline < math.inf:
+            raise InvalidArgumentError(f"the model call's deadline is a number of seconds above 0, not {deadline!r}")
+        self.deadline = float(deadline)  # the longest one call may take: all attempts, reads and backoff sleeps
         self._rng = random.Random(0)
         self._no_tokenize = False
 
-    def _exchange(self, method: str, path: str, data: bytes | None, headers: dict[str, str]) -> tuple[int, bytes]:
-        """One HTTP exchange: (status, body). A watchdog shuts the socket at the deadline, so a
-        server that dribbles its headers or body cannot hold the call longer than `timeout`."""
+    def _exchange(self, method: str, path: str, data: bytes | None, headers: dict[str, str], limit: float) -> tuple[int, bytes]:
+        """One HTTP exchange: (status, body). A watchdog shuts the socket after `limit` seconds, so
+        a server that dribbles its headers or body cannot hold the attempt longer."""
         u = self._url
         conn_type = http.client.HTTPSConnection if u.scheme == "https" else http.client.HTTPConnection
-        conn = conn_type(u.hostname or "", u.port, timeout=self.timeout)
+        conn = conn_type(u.hostname or "", u.port, timeout=limit)
         expired = threading.Event()
 
         def expire() -> None:
@@ -176,7 +187,7 @@ class ChatClient:
                 except OSError:
                     pass
 
-        watchdog = threading.Timer(self.timeout, expire)
+        watchdog = threading.Timer(limit, expire)
         watchdog.daemon = True
         watchdog.start()
         try:
@@ -186,19 +197,19 @@ class ChatClient:
             # read1: at most one receive per call (read(n) would wait for all n bytes of a dribble).
             while chunk := resp.read1(min(1 << 16, self.max_reply_bytes + 1 - size)):
                 if expired.is_set():  # Linux keeps delivering data that arrives after the shutdown
-                    raise _Fault(f"no complete reply within {self.timeout:g} s")
+                    raise _Fault(f"no complete reply within {limit:.3g} s")
                 chunks.append(chunk)
                 size += len(chunk)
                 if size > self.max_reply_bytes:
                     raise _Fault(f"reply larger than {self.max_reply_bytes} bytes")
             if expired.is_set():  # the watchdog's shutdown reads as an end of file
-                raise _Fault(f"no complete reply within {self.timeout:g} s")
+                raise _Fault(f"no complete reply within {limit:.3g} s")
             if resp.length:  # read(amt) returns short at EOF instead of raising
                 raise _Fault(f"IncompleteRead: the reply was cut short ({size} bytes, {resp.length} more announced)")
             return resp.status, b"".join(chunks)
         except (OSError, http.client.HTTPException) as e:
             if expired.is_set():
-                raise _Fault(f"no complete reply within {self.timeout:g} s") from None
+                raise _Fault(f"no complete reply within {limit:.3g} s") from None
             raise _Fault(f"{type(e).__name__}: {str(e)[:200]}") from None
         finally:
             watchdog.cancel()
@@ -207,8 +218,9 @@ class ChatClient:
     def _request(self, method: str, path: str, body: dict[str, Any] | None = None, parse: Callable[[Any], T] = lambda d: d,
                  at_root: bool = False) -> tuple[T, int]:
         """(parse(decoded JSON), attempts). Retries server faults (`parse` raising _Fault is one);
-        raises LLMError otherwise or when the retries run out. `path` is under the base URL, or
-        under the server's root with `at_root` (vLLM's /tokenize is not under /v1)."""
+        raises LLMError otherwise, when the retries run out, or when the call's deadline fires.
+        `path` is under the base URL, or under the server's root with `at_root` (vLLM's /tokenize
+        is not under /v1)."""
         base = self._url.path
         full = (base[: -len("/v1")] if base.endswith("/v1") else base) + path if at_root else base + path
         data = json.dumps(body).encode() if body is not None else None
@@ -217,9 +229,14 @@ class ChatClient:
             headers["Authorization"] = f"Bearer {self.api_key}"
         last = ""
         status: int | None = None
+        start = time.monotonic()
+        end = start + self.deadline
         for attempt in range(1, self.max_retries + 2):
+            limit = min(self.timeout, end - time.monotonic())
+            if limit <= 0:  # a backoff sleep overran by a hair
+                raise self._past_deadline(path, attempt - 1, start, last, status)
             try:
-                status, raw = self._exchange(method, full, data, headers)
+                status, raw = self._exchange(method, full, data, headers, limit)
                 if not 200 <= status < 300:
                     text = raw[:2000].decode("utf-8", "replace")
                     if _is_context_error(status, text):
@@ -235,9 +252,18 @@ class ChatClient:
             except _Fault as f:
                 last = str(f)
             if attempt <= self.max_retries:
-                delay = min(self.max_backoff, self.backoff * 2 ** (attempt - 1))
-                time.sleep(delay * (0.5 + self._rng.random() / 2))
+                delay = min(self.max_backoff, self.backoff * 2 ** (attempt - 1)) * (0.5 + self._rng.random() / 2)
+                if time.monotonic() + delay >= end:  # no sleep that ends past the deadline: no attempt could follow it
+                    raise self._past_deadline(path, attempt, start, last, status)
+                time.sleep(delay)
+            elif limit < self.timeout and time.monotonic() >= end:  # the deadline, not the attempt's timeout, cut the last attempt
+                raise self._past_deadline(path, attempt, start, last, status)
         raise LLMError(f"no answer from {self.base_url}{path} after {self.max_retries + 1} attempts ({last})", status, fault=True)
+
+    def _past_deadline(self, path: str, attempts: int, start: float, last: str, status: int | None) -> LLMError:
+        took = time.monotonic() - start
+        return LLMError(f"llm deadline: no answer from {self.base_url}{path} within the call's total deadline of {self.deadline:g} s "
+                        f"({attempts} attempt{'s' if attempts != 1 else ''} in {took:.1f} s; last: {last})", status, fault=True)
 
     def _models(self) -> list[dict[str, Any]]:
         """/v1/models' entries ([] when the server has none, or answers something else)."""

@@ -17,7 +17,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Callable, Iterable
 
-from sieve.agent.loop import Agent, AgentTools, Episode
+from sieve.agent.loop import Agent, AgentTools, Episode, dump
 
 
 @dataclass(frozen=True)
@@ -52,7 +52,7 @@ class TrajectoryWriter:
         self._lock = threading.Lock()
 
     def write(self, ep: Episode) -> None:
-        line = (json.dumps(ep.record(), ensure_ascii=False) + "\n").encode()
+        line = (dump(ep) + "\n").encode()
         with self._lock, open(self.path, "ab") as fh:
             fh.write(line)
             fh.flush()
@@ -86,6 +86,10 @@ def run_all(
             where = traceback.extract_tb(e.__traceback__)[-1]
             ep = Episode(q.id, q.text, {"model": agent.client.model, "condition": agent.condition}, outcome="failed",
                          reason=f"{type(e).__name__}: {e} (at {Path(where.filename).name}:{where.lineno})", crashed=True)
+        finally:
+            close = getattr(tools, "close", None)  # a bounded DCI episode's own folder
+            if close is not None:
+                close()
         writer.write(ep)
         return ep
 

@@ -19,8 +19,12 @@ _deadline: ContextVar[tuple[float, float] | None] = ContextVar("sieve_deadline",
 
 
 @contextmanager
-def within(seconds: float) -> Iterator[None]:
-    """Run the body under a budget of `seconds` (nested budgets: the earlier end wins)."""
+def within(seconds: float | None) -> Iterator[None]:
+    """Run the body under a budget of `seconds` (nested budgets: the earlier end wins; None adds
+    none, and an outer budget still holds)."""
+    if seconds is None:
+        yield
+        return
     end = time.monotonic() + seconds
     outer = _deadline.get()
     token = _deadline.set((end, seconds) if outer is None or end < outer[0] else outer)

@@ -24,6 +24,7 @@ from sieve.engine.plan import AndPlan, LeafPlan, NotPlan, OrPlan, Plan, PlanNode
 from sieve.engine.batch import NO_DATE
 from sieve.engine.reader import IndexReader, search_sorted
 from sieve.engine.schema import DECLARED_FIELD, shown_term
+from sieve.terminal import visible
 
 MAX_PLACES = 10  # places listed per leaf (the count says how many there are)
 
@@ -37,7 +38,8 @@ class Place:
     word: int
 
     def __str__(self) -> str:
-        where = f"{self.field}" + (f' § "{self.section}"' if self.section is not None else "")
+        # A heading is document text: on one line, and nothing in it acts on a terminal.
+        where = f"{self.field}" + (f' § "{visible(self.section, one_line=True)}"' if self.section is not None else "")
         return f"{where} word {self.word}"
 
 

@@ -22,17 +22,42 @@ from sieve.engine.bql import ast
 from sieve.engine.fields import ALL_MASK, mask_of
 from sieve.engine.reader import IndexReader
 from sieve.engine.schema import DECLARED_BIT, filter_bounds, namespaced
-from sieve.errors import BQLLimitError, BQLSyntaxError
+from sieve.engine.bql.parser import MAX_QUERY_CHARS
+from sieve.errors import BQLLimitError, BQLSyntaxError, InvalidArgumentError
 
 LeafKind = Literal["term", "phrase", "prefix", "near", "date", "column"]
 
 
 @dataclass(frozen=True)
 class Limits:
-    """Caps that keep one query from taking seconds or gigabytes."""
+    """Caps that keep one query from taking seconds or gigabytes: one place for every caller (the
+    API, the command line, the agent's tools, the MCP server, the web view). Each one passed is a
+    `BQLLimitError` naming it, the value and the cap; the time budget, a `DeadlineExceededError`."""
 
     max_prefix_terms: int = 10_000
     max_positions: int = 50_000_000  # positions the phrases and NEARs of one query may examine, together
+    # Characters of a query as written (BQL, or ranked_search's plain text). Agents and people write
+    # a few dozen; a pasted passage is not a search. The language itself allows MAX_QUERY_CHARS.
+    max_query_chars: int = 2_000
+    max_phrase_words: int = 64  # words of one phrase (a quoted one, or a word that analyses into several)
+    # Wall time of one match, search (zero-hit fallback and diagnosis included) or explanation; None: no limit.
+    seconds: float | None = 10.0
+
+    def __post_init__(self) -> None:
+        for name, least in (("max_prefix_terms", 1), ("max_positions", 1), ("max_query_chars", 1), ("max_phrase_words", 2)):
+            value = getattr(self, name)
+            if isinstance(value, bool) or not isinstance(value, int) or value < least:
+                raise InvalidArgumentError(f"Limits.{name} must be a whole number of at least {least}, got {value!r}")
+        if self.max_query_chars > MAX_QUERY_CHARS:
+            raise InvalidArgumentError(f"Limits.max_query_chars must be at most {MAX_QUERY_CHARS:,} (the query language's own limit), "
+                                       f"got {self.max_query_chars:,}")
+        if self.seconds is not None and (isinstance(self.seconds, bool) or not isinstance(self.seconds, (int, float)) or not self.seconds > 0):
+            raise InvalidArgumentError(f"Limits.seconds must be a positive number of seconds, or None for no limit, got {self.seconds!r}")
+
+    def check_length(self, query: object) -> None:
+        """BQLLimitError if `query` (a string; anything else is the parser's to refuse) is longer than `max_query_chars`."""
+        if isinstance(query, str) and len(query) > self.max_query_chars:
+            raise BQLLimitError("query length", len(query), self.max_query_chars, "characters; shorten the query", pos=self.max_query_chars)
 
 
 # Plan nodes are built once per query and read many times; they are slotted, not frozen (a frozen
@@ -313,6 +338,11 @@ class _Builder:
     def _word(self, node: ast.Term | ast.Phrase, written: str) -> LeafPlan:
         """The leaf of a word or a phrase: one term, or the phrase of the terms it analyses into."""
         terms, offsets, mask, declared = self._analysed(node, self._words)
+        words = offsets[-1] + 1  # stop words inside count: each stands for a word
+        if words > self.limits.max_phrase_words:
+            raise BQLLimitError("phrase length", words, self.limits.max_phrase_words,
+                                "words in one phrase; quote its rarest few words, or leave the quotes off to find the words anywhere",
+                                pos=node.span[0])  # type: ignore[union-attr]
         tids = self._ids(terms)
         if len(terms) == 1:
             return LeafPlan(node, "term", terms, tids, mask=mask, text=written, declared=declared, size=self._df(tids[0]))

@@ -494,11 +494,13 @@ class WriteLock:
             os.close(fd)  # closing drops the flock
 
 
-WRITE_FAILURES = (errno.ENOSPC, errno.EDQUOT, errno.EROFS, errno.EFBIG)  # what writing an index's files can meet
-
-
 def unwritable(root: Path, e: OSError) -> IndexPathError:
-    """The error of an index path the system would not let a build write, saying why in words."""
+    """The error of an index path the system would not let a build write, saying why in words
+    (with the system's errno)."""
+    return IndexPathError(str(root), _unwritable_reason(root, e), e.errno)
+
+
+def _unwritable_reason(root: Path, e: OSError) -> str:
     for part in (root, *root.parents):  # the deepest part of the path that exists
         if os.path.lexists(part):
             break
@@ -507,17 +509,17 @@ def unwritable(root: Path, e: OSError) -> IndexPathError:
     except OSError:
         mode = 0
     if part != root and mode and not stat.S_ISDIR(mode):
-        return IndexPathError(str(root), f"{part} is {files.kind(mode)}, not a folder")
+        return f"{part} is {files.kind(mode)}, not a folder"
     if e.errno in (errno.ENOSPC, errno.EDQUOT):
-        return IndexPathError(str(root), "the disk is full (or the disk quota is used up)")
+        return "the disk is full (or the disk quota is used up)"
     if e.errno == errno.EROFS:
-        return IndexPathError(str(root), "the file system is read-only")
+        return "the file system is read-only"
     where = Path(e.filename).parent if e.filename else part
     if e.errno in (errno.EACCES, errno.EPERM):
-        return IndexPathError(str(root), f"permission denied in {where}")
+        return f"permission denied in {where}"
     if e.errno == errno.ENOENT and os.path.isdir(where):  # /proc, /sys: folders that refuse new files
-        return IndexPathError(str(root), f"the system does not let files be created in {where}")
-    return IndexPathError(str(root), f"{(e.strerror or str(e)).lower()}" + (f" ({e.filename})" if e.filename else ""))
+        return f"the system does not let files be created in {where}"
+    return f"{(e.strerror or str(e)).lower()}" + (f" ({e.filename})" if e.filename else "")
 
 
 class Commit:
@@ -543,14 +545,20 @@ class Commit:
         if self._owns_lock:
             try:
                 self.lock.acquire()  # before looking: a concurrent build would delete this one's stage
+            except SieveError:
+                raise
             except OSError as e:  # /proc/x, a path through a file, a read-only folder
                 raise unwritable(self.root, e) from None
         try:
             self._prepare(force)
-        except BaseException as e:
+        except SieveError:  # IndexExistsError and its kin say it better (they are OSErrors too)
             self._release()
-            if isinstance(e, OSError) and not isinstance(e, SieveError):  # IndexExistsError is a FileExistsError too
-                raise unwritable(self.root, e) from None
+            raise
+        except OSError as e:
+            self._release()
+            raise unwritable(self.root, e) from None
+        except BaseException:
+            self._release()
             raise
 
     def _release(self) -> None:

@@ -23,7 +23,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Callable, Iterable
 
-from sieve.agent.llm import ChatClient
+from sieve.agent.llm import DEADLINE_S, ChatClient
 from sieve.agent.loop import Agent, Episode
 from sieve.agent.runner import Question, TrajectoryWriter, pending, recorded
 from sieve.cluster import connect
@@ -45,6 +45,7 @@ class EpisodeSetup:
     agent: dict[str, Any] = field(default_factory=dict)  # Agent keywords besides the client and condition
     api_key: str | None = None
     dense: bool = False  # rank with the index's embeddings
+    llm_deadline: float = DEADLINE_S  # the longest one model call may take, retries included
 
 
 # Per worker process: a worker opens an index (and builds an agent per URL) once, not per episode.
@@ -144,7 +145,7 @@ def _index(path: str, dense: bool) -> Index:
 
 
 def _agent(setup: EpisodeSetup, url: str) -> Agent:
-    key = (url, setup.model, setup.api_key, setup.condition, tuple(sorted(setup.agent.items())))
+    key = (url, setup.model, setup.api_key, setup.llm_deadline, setup.condition, tuple(sorted(setup.agent.items())))
     if key not in _agents:
-        _agents[key] = Agent(ChatClient(url, setup.model, api_key=setup.api_key), condition=setup.condition, **setup.agent)
+        _agents[key] = Agent(ChatClient(url, setup.model, api_key=setup.api_key, deadline=setup.llm_deadline), condition=setup.condition, **setup.agent)
     return _agents[key]

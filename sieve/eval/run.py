@@ -7,7 +7,7 @@ from pathlib import Path
 from typing import Any, Callable
 
 from sieve.tools.episode import make_tools
-from sieve.agent.llm import ChatClient
+from sieve.agent.llm import DEADLINE_S, ChatClient
 from sieve.agent.loop import Agent, Budgets, Episode
 from sieve.agent.runner import Question, run_all
 from sieve.eval.collections import Collection, corpus_records, flat_twin, load_collection
@@ -16,6 +16,7 @@ from sieve.tools.conditions import condition as find_condition
 from sieve.eval.summary import score, summarize
 from sieve.index import Index, build_index, open_index
 from sieve.progress import Progress
+from sieve.tools.sandbox import choose as choose_sandbox, warn_unconfined
 
 TWINS = ("structured", "flat")
 
@@ -85,6 +86,8 @@ def run_collection(
     diagnose: bool = True,
     k_max: int | None = None,
     ray: str | None = None,
+    shell_sandbox: str = "auto",
+    llm_deadline: float = DEADLINE_S,
 ) -> dict[str, Any]:
     """Run one condition over a collection. As the paper: `k` results per search is also the most an
     agent may ask for, and a read stops at `read_cap` tokens (`read_parts=True`: numbered parts).
@@ -92,12 +95,18 @@ def run_collection(
     name no relaxations), `snippet` ("none": cards without snippets; "lead"/"query": what a card
     quotes), `twin="flat"`. `ray`: the address of a Ray cluster to spread the episodes over
     (sieve.eval.distributed), `workers` of them at once (default: one per CPU of the cluster;
-    locally 1); the records and the summary are those of a local run."""
+    locally 1); the records and the summary are those of a local run. `shell_sandbox`: the DCI
+    conditions' sandbox (auto, bwrap, landlock, none), chosen once here and recorded in the summary;
+    without one a DCI run fails before any episode. `llm_deadline`: the longest
+    one model call may take, retries included (sieve.agent.llm)."""
     if ray:
         from sieve.eval.distributed import join
 
         join(ray)  # an unreachable cluster fails before any work
     cond = find_condition(condition)
+    box = None if cond.retriever else choose_sandbox(shell_sandbox)
+    if box is not None:
+        warn_unconfined(box)
     c = load_collection(collection_dir, fmt, dates)
     root = Path(index_dir) if index_dir else default_index_dir(Path(collection_dir))
     index = twin_index(c, root, twin, embed=False)
@@ -106,13 +115,14 @@ def run_collection(
         index.use_dense()
     questions = c.questions[:limit] if limit else c.questions
     gold = {q.id: list(q.answers) for q in questions}
-    clients = [ChatClient(u, model, api_key=api_key) for u in urls]  # a malformed URL fails here, before any episode
+    clients = [ChatClient(u, model, api_key=api_key, deadline=llm_deadline) for u in urls]  # a malformed URL fails here, before any episode
     out_dir.mkdir(parents=True, exist_ok=True)
     traj = out_dir / "trajectories.jsonl"
     on_episode = _progress(len(questions), gold) if progress else None
 
     options: dict[str, Any] = dict(ranker=ranker if ranker != "none" else "bm25", k=k, read_cap=read_cap, k_max=k_max or k, read_parts=read_parts,
-                                   fallback=fallback, snippet=snippet, diagnose=diagnose, files=root / "dci")
+                                   fallback=fallback, snippet=snippet, diagnose=diagnose, files=root / "dci",
+                                   shell_sandbox=box.mechanism if box is not None else shell_sandbox)
 
     def tools() -> Any:
         return make_tools(index, condition, **options)
@@ -124,7 +134,8 @@ def run_collection(
 
         # Absolute paths: a worker's working directory is not the driver's.
         setup = EpisodeSetup(model, str(Path(index.path).resolve()), condition, {**options, "files": (root / "dci").resolve()},
-                             {"native_tools": native, "budgets": budgets, "ranker": ranker}, api_key, dense=ranker in DENSE_RANKERS)
+                             {"native_tools": native, "budgets": budgets, "ranker": ranker}, api_key, dense=ranker in DENSE_RANKERS,
+                             llm_deadline=llm_deadline)
         records = run_all_ray(asked, urls, setup, traj, ray, workers=workers, on_episode=on_episode)
     else:
         agents = [Agent(c, native_tools=native, budgets=budgets, condition=condition, ranker=ranker) for c in clients]
@@ -132,7 +143,7 @@ def run_collection(
     about = {"name": out_dir.name, "condition": cond.name, "family": cond.family, "ranker": ranker, "twin": twin, "model": model,
              "collection": str(collection_dir), "format": fmt, "k": k, "k_max": k_max or k, "read_cap": read_cap, "read_parts": read_parts,
              "max_steps": budgets.max_steps, "fallback": fallback, "diagnose": diagnose, "snippet": snippet or cond.snippet,
-             "unparsed_dates": built_note(root).get("unparsed_dates", 0)}
+             "unparsed_dates": built_note(root).get("unparsed_dates", 0), "shell_sandbox": box.record() if box is not None else None}
     summary = write_summary(out_dir, records, c, questions, about)
     return summary
 

@@ -6,8 +6,13 @@ state. In the 2026-07-28 era every request is its own exchange: over stdio the p
 to one client, so the Session is keyed by the pipe; over HTTP nothing ties two requests together,
 so each call gets a fresh Session that keeps no listing, and ranks are refused with a message
 that asks for document ids (every card shows them) rather than answered from a stranger's list.
-A streamable-HTTP session with no request in flight for SESSION_IDLE_SECONDS (10 minutes) is
-closed; an open GET event stream counts as one in flight, so a client still connected keeps it.
+A streamable-HTTP session with no request in flight for `limits.session_idle_seconds` (10 minutes)
+is closed; an open GET event stream counts as one in flight, so a client still connected keeps it.
+At most `limits.max_sessions` are open at once: a client that would open one more gets HTTP 503
+with a JSON-RPC error that says so and how room is made. A session holds its Toolsets' last
+listings (at most k_max ids per index) and the SDK's transport; a request body is at most
+`limits.max_request_bytes`. Requests for another Host or from another origin are refused before
+anything is read (sieve.serve.hosts).
 
 Client mistakes are JSON-RPC errors with their codes and leave no traceback in the log: an unknown
 resource is -32002 (the specification's "resource not found"), a request whose id is not a string,
@@ -36,13 +41,21 @@ from mcp_types.version import MODERN_PROTOCOL_VERSIONS
 
 from sieve.engine import deadline
 from sieve.errors import DeadlineExceededError
-from sieve.serve.service import Service, Session
+from sieve.serve.hosts import HostPolicy, guarded, json_rpc_page
+from sieve.serve.service import ServeLimits, Service, Session
 
 MANUAL_URI = "sieve://{name}/manual"
 RESOURCE_NOT_FOUND = -32002  # the MCP specification's code for resources/read of an unknown URI
 INVALID_REQUEST = -32600
-# A streamable-HTTP session with no request for this long is closed and its memory freed.
-SESSION_IDLE_SECONDS = 600.0
+INTERNAL_ERROR = -32603  # the SDK's code for a refused session
+
+
+def _reply(status: int, code: int, message: str, headers: tuple[tuple[bytes, bytes], ...] = ()) -> list[dict[str, Any]]:
+    """The ASGI messages of a JSON-RPC error with no id."""
+    body = json.dumps({"jsonrpc": "2.0", "id": None, "error": {"code": code, "message": message}}).encode()
+    return [{"type": "http.response.start", "status": status,
+             "headers": [(b"content-type", b"application/json"), (b"content-length", str(len(body)).encode()), *headers]},
+            {"type": "http.response.body", "body": body}]
 
 
 class Sessions:
@@ -139,20 +152,33 @@ def _bad_id(message: Any) -> bool:
     return not (rid is None or isinstance(rid, str) or (isinstance(rid, int) and not isinstance(rid, bool)))
 
 
-def checked_ids(app: Any) -> Any:
+async def _send_all(send: Any, messages: list[dict[str, Any]]) -> None:
+    for m in messages:
+        await send(m)
+
+
+def checked_ids(app: Any, max_bytes: int = ServeLimits.max_request_bytes) -> Any:
     """ASGI middleware: a POST whose JSON-RPC message has an invalid id gets a JSON-RPC "Invalid
     Request" error (HTTP 400) instead of the SDK's silent 202, which would leave a client waiting
-    for a reply that never comes. Everything else passes through unchanged."""
+    for a reply that never comes; a body over `max_bytes` gets 413 as soon as it is seen to be (it
+    is read here, before the SDK's own limit). Everything else passes through unchanged."""
+    too_big = _reply(413, INVALID_REQUEST, f"invalid request: the body is larger than this server's limit of {max_bytes:,} bytes")
 
     async def wrapped(scope: dict[str, Any], receive: Any, send: Any) -> None:
         if scope.get("type") != "http" or scope.get("method") != "POST":
             return await app(scope, receive, send)
-        chunks, more = [], True
+        declared = dict(scope.get("headers") or []).get(b"content-length", b"")
+        if declared.isdigit() and int(declared) > max_bytes:
+            return await _send_all(send, too_big)
+        chunks, size, more = [], 0, True
         while more:
             event = await receive()
             if event["type"] != "http.request":
                 return await app(scope, receive, send)  # the client went away: let the SDK see it
             chunks.append(event.get("body", b""))
+            size += len(chunks[-1])
+            if size > max_bytes:
+                return await _send_all(send, too_big)
             more = event.get("more_body", False)
         body = b"".join(chunks)
         try:
@@ -160,10 +186,7 @@ def checked_ids(app: Any) -> Any:
         except (ValueError, RecursionError):
             message = None  # not our concern: the SDK answers a parse error
         if any(_bad_id(m) for m in (message if isinstance(message, list) else [message])):
-            reply = json.dumps({"jsonrpc": "2.0", "id": None, "error": {"code": INVALID_REQUEST, "message": "invalid request: a JSON-RPC id must be a string, an integer or null"}}).encode()
-            await send({"type": "http.response.start", "status": 400, "headers": [(b"content-type", b"application/json"), (b"content-length", str(len(reply)).encode())]})
-            await send({"type": "http.response.body", "body": reply})
-            return
+            return await _send_all(send, _reply(400, INVALID_REQUEST, "invalid request: a JSON-RPC id must be a string, an integer or null"))
         replayed = False
 
         async def replay() -> dict[str, Any]:
@@ -186,13 +209,53 @@ async def serve_stdio(service: Service, version: str = "") -> None:
         await server.run(read, write, server.create_initialization_options())
 
 
-def serve_http(service: Service, host: str, port: int, version: str = "", ready: Callable[[], None] = lambda: None) -> None:
+def explained_full(app: Any, limits: ServeLimits) -> Any:
+    """ASGI middleware: the SDK's refusal of a session beyond `max_sessions` (its only 503, and
+    only to a request that opens a session) says what the limit is and how room is made."""
+    message = (f"this server is full: {limits.max_sessions} sessions are open, its limit (--max-sessions); try again when one "
+               f"closes (a client that ends sends DELETE; a session with no request for {limits.session_idle_seconds:g} s is closed)")
+    full = _reply(503, INTERNAL_ERROR, message, ((b"retry-after", b"5"),))
+
+    async def wrapped(scope: dict[str, Any], receive: Any, send: Any) -> None:
+        if scope.get("type") != "http" or any(k.lower() == b"mcp-session-id" for k, _ in scope.get("headers") or []):
+            return await app(scope, receive, send)
+        refused = False
+
+        async def told(event: dict[str, Any]) -> None:
+            nonlocal refused
+            if event["type"] == "http.response.start" and event["status"] == 503:
+                refused = True
+                return await _send_all(send, full)
+            if not refused:
+                await send(event)
+
+        await app(scope, receive, told)
+
+    return wrapped
+
+
+def http_app(service: Service, host: str = "127.0.0.1", version: str = "", hosts: HostPolicy | None = None) -> Any:
+    """The ASGI app of streamable HTTP at /mcp (run its lifespan: uvicorn does), answering only
+    `hosts`' names (default: the loopback names and `host`)."""
+    from mcp.server.transport_security import TransportSecuritySettings
+
+    limits = service.limits
+    sdk = build_server(service, version).streamable_http_app(
+        host=host, json_response=True, session_idle_timeout=limits.session_idle_seconds, max_sessions=limits.max_sessions,
+        max_request_body_size=limits.max_request_bytes,
+        # Host and Origin are checked before the SDK sees a request, with messages, for any --host.
+        transport_security=TransportSecuritySettings(enable_dns_rebinding_protection=False))
+    return guarded(checked_ids(explained_full(sdk, limits), limits.max_request_bytes), hosts or HostPolicy.of(host), json_rpc_page)
+
+
+def serve_http(service: Service, host: str, port: int, version: str = "", ready: Callable[[], None] = lambda: None,
+               hosts: HostPolicy | None = None) -> None:
     """Streamable HTTP at http://HOST:PORT/mcp until interrupted; `ready` runs once the port is bound."""
     import socket
 
     import uvicorn
 
-    app = checked_ids(build_server(service, version).streamable_http_app(host=host, json_response=True, session_idle_timeout=SESSION_IDLE_SECONDS))
+    app = http_app(service, host, version, hosts)
     # Try the address first, so that a port in use is an OSError naming it (exit 1), not uvicorn's
     # exit 3; then let uvicorn bind it as it tunes its own sockets.
     with socket.socket(socket.AF_INET6 if ":" in host else socket.AF_INET, socket.SOCK_STREAM) as probe:
@@ -201,4 +264,4 @@ def serve_http(service: Service, host: str, port: int, version: str = "", ready:
         except OSError as e:
             raise OSError(e.errno, f"cannot listen on {host}:{port}: {e.strerror}") from None
     ready()
-    uvicorn.run(app, host=host, port=port, log_level="warning")
+    uvicorn.run(app, host=host, port=port, log_level="warning", use_colors=False)  # its log reaches stderr through sieve.terminal, which shows colour codes as text

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import copy
 import json
+import math
 import re
 import threading
 from collections.abc import Mapping, Sequence
@@ -23,7 +24,7 @@ from sieve.tools.toolset import ToolConfig, ToolResult, Toolset
 from sieve.engine.bql.parser import MAX_QUERY_CHARS
 from sieve.engine.fields import Field
 from sieve.errors import InvalidArgumentError
-from sieve.index import Index, open_index
+from sieve.index import Index, Limits, open_index
 
 SERVED_TOOLS = ("search", "fetch", "visit", "show")
 _NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]{0,63}$")
@@ -35,19 +36,29 @@ class ServeLimits:
 
     k_max: int = 50  # results per search
     max_sections: int = 8  # (doc, section) pairs per fetch
-    max_query_chars: int = 2_000  # agents write short queries; the language allows MAX_QUERY_CHARS
+    max_query_chars: int = Limits.max_query_chars  # the engine's default; the language allows MAX_QUERY_CHARS
+    max_phrase_words: int = Limits.max_phrase_words  # words of one phrase (the engine's default)
     max_argument_chars: int = 50_000  # the JSON arguments of one call
     call_seconds: float = 10.0  # wall time of one call, waiting for a free worker included
     workers: int = 4  # calls computed at the same time (threads)
+    # Streamable HTTP: sessions open at once (each holds its listings and the SDK's transport), the
+    # time one may go without a request before it is closed, and the largest request body.
+    max_sessions: int = 100
+    session_idle_seconds: float = 600.0
+    max_request_bytes: int = 1 << 20
 
     def __post_init__(self) -> None:
-        for name in ("k_max", "max_sections", "max_query_chars", "max_argument_chars", "workers"):
+        for name in ("k_max", "max_sections", "max_query_chars", "max_argument_chars", "workers", "max_sessions", "max_request_bytes"):
             if getattr(self, name) < 1:
                 raise InvalidArgumentError(f"{name.replace('_', '-')} must be at least 1, got {getattr(self, name)}")
+        if self.max_phrase_words < 2:
+            raise InvalidArgumentError(f"max-phrase-words must be at least 2, got {self.max_phrase_words}")
         if not 1 <= self.max_query_chars <= MAX_QUERY_CHARS:
             raise InvalidArgumentError(f"max-query-chars must be between 1 and {MAX_QUERY_CHARS:,}, got {self.max_query_chars:,}")
-        if not self.call_seconds > 0:
-            raise InvalidArgumentError(f"call-seconds must be positive, got {self.call_seconds}")
+        for name in ("call_seconds", "session_idle_seconds"):
+            value = getattr(self, name)
+            if not (value > 0 and math.isfinite(value)):
+                raise InvalidArgumentError(f"{name.replace('_', '-')} must be {'finite' if value > 0 else 'positive'}, got {value}")
 
 
 def index_names(specs: Sequence[str]) -> dict[str, Path]:
@@ -65,6 +76,19 @@ def index_names(specs: Sequence[str]) -> dict[str, Path]:
     if not named:
         raise InvalidArgumentError("no index to serve")
     return named
+
+
+def without_paths(text: str, places: Mapping[str, Path]) -> str:
+    """`text` with each folder of `places` ({name: folder}) written as its name: a client is shown
+    the names the server gives its indexes and runs, never where they live on the server."""
+    forms: dict[str, str] = {}
+    for name, folder in places.items():
+        for form in (folder, folder.absolute(), folder.resolve()):
+            if form.is_absolute() or len(form.parts) > 1:  # a bare relative name would match ordinary words
+                forms.setdefault(str(form), name)
+    for form in sorted(forms, key=len, reverse=True):  # a folder before its parent
+        text = text.replace(form, forms[form])
+    return text
 
 
 @dataclass
@@ -99,12 +123,16 @@ class Service:
         # The templates every session's Toolsets share: schemas and manuals are the same for all.
         self._templates = {name: Toolset(index, self.tool_names, self.config) for name, index in self.indexes.items()}
         self.tools = self._served_tools()
+        self._places = {name: Path(index.path) for name, index in self.indexes.items() if getattr(index, "path", None) is not None}
 
     @classmethod
     def open(cls, specs: Sequence[str], ray: str | None = None, **kwargs: Any) -> Service:
         """Open each `PATH` or `NAME=PATH` read-only and serve them (`ray`: sharded indexes, each
-        answered by its shards' actors on that Ray cluster)."""
-        return cls({name: open_index(path, ray=ray) for name, path in index_names(specs).items()}, **kwargs)
+        answered by its shards' actors on that Ray cluster). The indexes take the server's caps on
+        a query and its time per call as their own (`sieve.Limits`)."""
+        served = kwargs.get("limits", ServeLimits())
+        engine = Limits(max_query_chars=served.max_query_chars, max_phrase_words=served.max_phrase_words, seconds=served.call_seconds)
+        return cls({name: open_index(path, ray=ray, limits=engine) for name, path in index_names(specs).items()}, **kwargs)
 
     @property
     def several(self) -> bool:
@@ -172,4 +200,10 @@ class Service:
             if toolset is None:
                 toolset = session.toolsets[target] = Toolset(self.indexes[target], self.tool_names, self.config,
                                                              keeps_listing=session.keeps_listing)
-            return toolset.call(name, args)
+            result = toolset.call(name, args)
+            # What a Toolset notes for an eval (every id surfaced and opened) grows with each call and
+            # no client reads it: a session keeps its last listing and nothing more.
+            toolset.surfaced.clear()
+            toolset.opened.clear()
+        # An engine error may name a file of the index (damage, missing embeddings): show its name instead.
+        return result if result.ok else replace(result, text=without_paths(result.text, self._places))

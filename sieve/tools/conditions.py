@@ -15,6 +15,7 @@ from sieve.errors import InvalidArgumentError
 
 TOOL_NAMES = ("search", "ranked_search", "fetch", "visit", "show")  # tools over an index (the Toolset)
 FILE_TOOL_NAMES = ("bash", "read")  # tools over a folder of document files (sieve.tools.files)
+BOUNDED_TOOL_NAMES = FILE_TOOL_NAMES + ("bm25_search",)  # bounded DCI also searches the whole collection, live (as the paper gives it)
 ALL_RANKERS = ("bm25", "dense", "hybrid")
 SNIPPETS = ("query", "lead", "none")  # what a result card quotes: a query-focused window, the opening words, nothing
 CORPORA = ("index", "files", "bounded")
@@ -48,8 +49,9 @@ CONDITIONS: dict[str, Condition] = {c.name: c for c in (
               description="ranked search whose results carry each document's full text; no separate read"),
     Condition("dci", "dci", FILE_TOOL_NAMES, corpus="files", rankers=(),
               description="no retriever: a read-only shell and a file reader over the collection as files"),
-    Condition("bounded-dci", "dci", FILE_TOOL_NAMES, corpus="bounded", rankers=("bm25",),
-              description="BM25 puts the question's top 10 documents in a folder once; shell and reader over that folder"),
+    Condition("bounded-dci", "dci", BOUNDED_TOOL_NAMES, corpus="bounded", rankers=("bm25",),
+              description="BM25 puts the question's top 10 documents in a folder; shell and reader over that folder, and a "
+                          "BM25 search of the whole collection that adds its results to the folder"),
     Condition("search-visit", "search-visit", ("ranked_search", "visit"), snippet="lead",
               description="plain ranked search, title and opening words, whole-document visit"),
     Condition("search-fetch", "search-fetch", ("ranked_search", "fetch"), description="plain ranked search, result cards, section fetch"),

@@ -4,8 +4,11 @@ and `read` tools an agent gets over them instead of a retriever.
 A staging folder holds one file per document (its title on the first line, a blank line, then
 exactly the text a visit shows: the flat twin's text). File names are derived from document ids and
 mapped back in `ids.json`, which sits beside the `files/` folder the shell sees, never inside it.
-The folder is built once, atomically (a temporary folder renamed into place), and reused.
-A bounded folder (BM25-bounded DCI) holds hard links to the files of a few documents.
+The folder is built once, atomically (a temporary folder renamed into place), and reused; its
+files are read-only. A bounded folder (BM25-bounded DCI) is one episode's own: read-only copies of
+a few documents' files, removed when the episode's tools are closed or dropped, so nothing an
+episode does can reach another episode's view or the whole collection. The `bash` tool runs in an
+operating-system sandbox (`sieve.tools.sandbox`) that mounts the folder read-only.
 """
 
 from __future__ import annotations
@@ -16,7 +19,8 @@ import os
 import re
 import shutil
 import tempfile
-from dataclasses import dataclass, field
+import weakref
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any, Iterable, Mapping
 
@@ -24,6 +28,7 @@ from sieve.errors import InvalidArgumentError, SieveError
 from sieve.tools.conditions import FILE_TOOL_NAMES
 from sieve.index import Index
 from sieve.tools import shell
+from sieve.tools.sandbox import Sandbox, choose
 from sieve.tools.reading import ReadConfig, body_text
 from sieve.tools.safe import inline, shown
 from sieve.tools.schema import decode_arguments, describe_params
@@ -63,7 +68,7 @@ class Staged:
         return self.root / FILES
 
 
-def _write_stage(root: Path, index: Index, doc_ids: Iterable[str], link_from: "Staged | None" = None) -> Staged:
+def _write_stage(root: Path, index: Index, doc_ids: Iterable[str], copy_from: "Staged | None" = None) -> Staged:
     """Build `root` atomically: into a temporary sibling, then renamed into place."""
     root.parent.mkdir(parents=True, exist_ok=True)
     tmp = Path(tempfile.mkdtemp(prefix=f".{root.name}.", dir=root.parent))
@@ -74,14 +79,12 @@ def _write_stage(root: Path, index: Index, doc_ids: Iterable[str], link_from: "S
             name = file_name(doc_id)
             ids[name] = doc_id
             target = tmp / FILES / name
-            source = link_from.files / name if link_from is not None else None
-            if source is not None and source.exists():
-                try:
-                    os.link(source, target)
-                    continue
-                except OSError:
-                    pass  # another file system: copy instead
-            target.write_text(file_text(index, doc_id), encoding="utf-8")
+            source = copy_from.files / name if copy_from is not None else None
+            if source is not None and source.is_file():
+                shutil.copyfile(source, target)  # a copy, never a link: nothing written here reaches the whole folder
+            else:
+                target.write_text(file_text(index, doc_id), encoding="utf-8")
+            target.chmod(0o444)
         (tmp / IDS).write_text(json.dumps(ids, ensure_ascii=False), encoding="utf-8")
         try:
             os.rename(tmp, root)
@@ -117,18 +120,49 @@ def stage_collection(index: Index, root: Path) -> Staged:
 
 
 def stage_bounded(index: Index, whole: Staged, doc_ids: list[str]) -> Staged:
-    """A folder holding only `doc_ids` (hard links into the whole collection's folder), named by them."""
-    key = hashlib.sha1("\n".join(doc_ids).encode("utf-8")).hexdigest()[:16]
-    root = whole.root.parent / "bounded" / key
-    if (root / IDS).exists():
-        return open_stage(root)
-    return _write_stage(root, index, doc_ids, link_from=whole)
+    """One episode's own folder holding only `doc_ids` (read-only copies of their files); the
+    caller removes it (`remove_stage`) when the episode ends."""
+    parent = whole.root.parent / "bounded"
+    parent.mkdir(parents=True, exist_ok=True)
+    root = Path(tempfile.mkdtemp(prefix="episode-", dir=parent))
+    root.rmdir()  # _write_stage renames its finished folder into this name
+    return _write_stage(root, index, doc_ids, copy_from=whole)
+
+
+def add_to_stage(staged: Staged, whole: Staged, doc_ids: Iterable[str]) -> list[str]:
+    """Copy into `staged` (read-only, as `stage_bounded` does) the files of those `doc_ids` it does
+    not hold yet, taken from `whole`; returns the file names added."""
+    by_id = {doc_id: name for name, doc_id in whole.ids.items()}
+    added = []
+    for doc_id in doc_ids:
+        name = by_id.get(doc_id)
+        if name is None or name in staged.ids:
+            continue
+        target = staged.files / name
+        shutil.copyfile(whole.files / name, target)  # a copy, never a link (see _write_stage)
+        target.chmod(0o444)
+        staged.ids[name] = doc_id
+        added.append(name)
+    if added:
+        (staged.root / IDS).write_text(json.dumps(staged.ids, ensure_ascii=False), encoding="utf-8")
+    return added
+
+
+def remove_stage(staged: Staged) -> None:
+    """Delete a staged folder (its files are read-only: made writable first, for users other than root)."""
+    def writable(func: Any, path: str, _exc: Any) -> None:
+        os.chmod(path, 0o700)
+        func(path)
+
+    if staged.root.exists():
+        shutil.rmtree(staged.root, onerror=writable)
 
 
 @dataclass(frozen=True)
 class FileToolConfig:
     read: ReadConfig = field(default_factory=ReadConfig)
     limits: shell.ShellLimits = field(default_factory=shell.ShellLimits)
+    sandbox: Sandbox | None = None  # None: `choose("auto")` when the tools are made
 
 
 class FileTools:
@@ -139,13 +173,13 @@ class FileTools:
         if unknown or not tools:
             raise InvalidArgumentError(f"file tools must be among {', '.join(FILE_TOOL_NAMES)}, got {list(tools)}")
         self.staged = staged
-        self.config = config
+        self.config = config if config.sandbox is not None else replace(config, sandbox=choose("auto"))
         self.surfaced: list[str] = []  # documents whose file name a command printed
         self.opened: list[str] = []  # documents read (with `read`, or printed whole by cat/head/sed...)
         self.tokens = 0
         specs = {
-            "bash": Tool("bash", "Run one read-only command line (a pipeline of grep, find, ls, head, tail, wc, sort, uniq, cut, cat, sed, tr, nl) "
-                          "in the folder of document files.",
+            "bash": Tool("bash", "Run a bash command line in the folder of document files (read-only; pipes, ;, && and the usual tools: "
+                          f"{', '.join(shell.PROGRAMS)}; write scratch files under $TMPDIR, emptied after each call; no network).",
                           {"type": "object", "properties": {"command": {"type": "string", "minLength": 1, "description": "the command line, e.g. grep -il 'fort santiago' *.txt | head"}},
                            "required": ["command"], "additionalProperties": False},
                           run=lambda args, facts: self._bash(args["command"]),
@@ -159,6 +193,7 @@ class FileTools:
                           example='{"path": "Fort_Santiago.txt"}'),
         }
         self.tools = {t: specs[t] for t in tools}
+        self._search_k = 0  # results per bm25_search, where a subclass offers it
 
     @property
     def unit(self) -> str:
@@ -175,10 +210,18 @@ class FileTools:
         return "\n".join(f"- `{t.name}`: {t.description} Arguments: {describe_params(t.parameters)}. Example: {t.example}" for t in self.tools.values())
 
     def manual(self) -> str:
-        flags = {"bash": "bash" in self.tools, "read": "read" in self.tools}
+        flags = {name: name in self.tools for name in ("bash", "read", "bm25_search")}
         return render(load("sieve.tools", "files_manual.md"), flags, documents=f"{len(self.staged.ids):,}",
                       programs=", ".join(f"`{p}`" for p in shell.PROGRAMS), cap=f"{self.config.read.cap:,}", unit=self.unit,
-                      seconds=f"{self.config.limits.wall_seconds:g}").strip() + "\n"
+                      seconds=f"{self.config.limits.wall_seconds:g}", folder=self.sandbox.folder_name, k=str(self._search_k)).strip() + "\n"
+
+    @property
+    def sandbox(self) -> Sandbox:
+        assert self.config.sandbox is not None
+        return self.config.sandbox
+
+    def close(self) -> None:
+        """Release what the episode holds (a bounded episode's own folder)."""
 
     def call(self, name: str, arguments: str | Mapping[str, Any] | None) -> ToolResult:
         spec = self.tools.get(name)
@@ -219,12 +262,15 @@ class FileTools:
         return "\n".join(lines[:lo]) + f"\n[{what} cut at the {cap:,}-{self.unit[:-1]} ceiling of one call after line {lo:,}{more}]", lo
 
     def _bash(self, command: str) -> tuple[str, bool]:
-        result = shell.run(self.staged.files, command, self.config.limits)
+        result = shell.run(self.staged.files, command, self.config.limits, self.sandbox)
         self._note([self.staged.ids[n] for n in _NAME_IN_OUTPUT.findall(result.text) if n in self.staged.ids], self.surfaced)
         text, _ = self._capped(result.text, "output")
         return text, result.ok
 
     def _read(self, path: str, line: int) -> tuple[str, bool]:
+        mount = self.sandbox.folder_name.rstrip("/") + "/"
+        if mount != "./" and path.startswith(mount):
+            path = path[len(mount):]  # the name as the shell printed it (`grep -r x /corpus`)
         shell.check_path(self.staged.files, path)
         name = Path(path).name if Path(path).parent in (Path("."), Path("")) else None
         target = (self.staged.files / path).resolve()

@@ -13,9 +13,10 @@ from typing import Any, Callable, Iterator, Mapping, Sequence
 
 from sieve.documents import Document
 from sieve.engine.bql.free_text import free_text_query
+from sieve.engine import deadline
 from sieve.engine.bql.parser import MAX_QUERY_CHARS
 from sieve.errors import BQLSyntaxError, InvalidArgumentError, SieveError, UnknownDocumentError
-from sieve.index import Index
+from sieve.index import Index, Limits
 from sieve.engine.search import Results
 from sieve.tools import cards
 from sieve.tools.cards import CardConfig, plural
@@ -34,7 +35,7 @@ class ToolConfig:
     k: int = 5  # results when the agent does not say
     k_max: int = 50
     max_sections: int = 8  # (doc, section) pairs per fetch
-    max_query_chars: int = MAX_QUERY_CHARS  # a server may accept less than the language does
+    max_query_chars: int = MAX_QUERY_CHARS  # a server may accept less than the language does (and the index: the lower wins)
     ranker: str = "bm25"
     fallback: bool = True  # zero-hit recovery for `search`
     diagnose: bool = True  # a zero-hit `search` names the one-step relaxations that would admit documents
@@ -132,12 +133,20 @@ class Toolset:
         facts: dict[str, Any] = {}
         try:
             args = self._arguments(tool, arguments)
-            text, ok = tool.run(args, facts)
+            # The index's time budget holds for the whole call, the cards after the search included;
+            # past it, the call ends with a DeadlineExceededError the agent reads below.
+            with deadline.within(self.limits.seconds):
+                text, ok = tool.run(args, facts)
         except ToolFailure as e:
             text, ok = f"{name} error: {e}", False
         except SieveError as e:  # anything the engine rejects is the agent's to read
             text, ok = f"{name} error: {e}", False
         return self._result(name, text, ok, facts)
+
+    @property
+    def limits(self) -> Limits:
+        """The index's caps on one query (`sieve.engine.plan.Limits`)."""
+        return getattr(self.index, "limits", None) or Limits()
 
     def describe(self) -> str:
         """Each tool with its arguments, in words: for prompts whose model gets no native schemas."""
@@ -164,7 +173,7 @@ class Toolset:
     def _specs(self) -> dict[str, Tool]:
         c = self.config
         k = {"type": "integer", "minimum": 1, "maximum": c.k_max, "description": f"how many results (default {c.k}, at most {c.k_max})"}
-        query = {"type": "string", "minLength": 1, "maxLength": c.max_query_chars}
+        query = {"type": "string", "minLength": 1, "maxLength": min(c.max_query_chars, self.limits.max_query_chars)}
         return {
             "search": Tool(
                 "search",

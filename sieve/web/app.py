@@ -4,22 +4,26 @@ A Starlette app with server-side Jinja2 templates and no JavaScript: a BQL searc
 form shown, a syntax error marked at its position), result cards like the agent's (matched headings
 starred, snippet, fields, date, infobox keys), a heading opens that section, a document view with
 its outline. Read-only: the browser names an index by its served name and a document by its id,
-never a file; every page is escaped (documents are untrusted text) and sent with a policy that
-forbids scripts; the same limits as `sieve serve` (results, query length, time per request).
+never a file, and no page or error shows a server path; every page is escaped (documents are
+untrusted text) and sent with a policy that forbids scripts; the same limits as `sieve serve`
+(results, query length, time per request). A bad parameter is a 4xx page that says what is wrong.
+Requests for another Host, or from a page of another origin, are refused (sieve.serve.hosts).
 """
 
 from __future__ import annotations
 
 import re
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from sieve.engine import deadline
 from sieve.engine.rankers import RANKERS
-from sieve.errors import BQLLimitError, BQLSyntaxError, DeadlineExceededError, SieveError, UnknownDocumentError
-from sieve.index import Index
+from sieve.errors import BQLLimitError, BQLSyntaxError, DeadlineExceededError, IndexDirectoryError, SieveError, UnknownDocumentError
+from sieve.index import Index, Limits
+from sieve.serve.hosts import HostPolicy, guarded, html_page
+from sieve.serve.service import without_paths
 from sieve.tools.cards import CardConfig, declared_values, hit_meta, hit_snippet
 from sieve.tools.snippets import Matcher
 
@@ -36,11 +40,26 @@ HEADERS = {
 _SPACE = re.compile(r"(\s+)")
 
 
-class _NotFound(Exception):
-    """A page for a name the app does not serve: carries the 404 page to send."""
+class _Refused(Exception):
+    """A request the app does not answer as asked (an unknown name, a bad parameter): carries the
+    4xx page to send instead."""
 
     def __init__(self, response: Any) -> None:
         self.response = response
+
+
+def _shown(value: str) -> str:
+    """A parameter's value as an error message quotes it: repr, cut to a readable length."""
+    return repr(value) if len(value) <= 60 else repr(value[:60]) + "..."
+
+
+def _whole(raw: str, lo: int, hi: int) -> int | None:
+    """`raw` as a whole number in [lo, hi]: ASCII digits only (`int` also reads '²', '٣' and
+    '1_000'), few enough that a huge one is refused before it is converted."""
+    if not (raw.isascii() and raw.isdigit()) or len(raw) > 12:
+        return None
+    n = int(raw)
+    return n if lo <= n <= hi else None
 
 
 @dataclass(frozen=True)
@@ -48,7 +67,7 @@ class WebLimits:
     """What one page may ask: results per search, query characters, seconds of engine time."""
 
     k_max: int = 50
-    max_query_chars: int = 2_000
+    max_query_chars: int = Limits.max_query_chars  # the engine's default
     request_seconds: float = 10.0
 
 
@@ -89,11 +108,14 @@ def _cards(index: Index, results: Any) -> list[Card]:
     return out
 
 
-def create_app(indexes: Mapping[str, Index], limits: WebLimits = WebLimits(), runs: Mapping[str, "LoadedRun"] | None = None) -> Any:
-    """The ASGI app serving `indexes` and `runs` (eval run folders, sieve.web.runs) by name (read-only)."""
+def create_app(indexes: Mapping[str, Index], limits: WebLimits = WebLimits(), runs: Mapping[str, "LoadedRun"] | None = None,
+               hosts: HostPolicy = HostPolicy()) -> Any:
+    """The ASGI app serving `indexes` and `runs` (eval run folders, sieve.web.runs) by name (read-only),
+    to requests addressed to one of `hosts`' names from no page of another origin."""
     try:
         from jinja2 import Environment, FileSystemLoader, select_autoescape
         from starlette.applications import Starlette
+        from starlette.exceptions import HTTPException
         from starlette.requests import Request
         from starlette.responses import FileResponse, HTMLResponse
         from starlette.routing import Route
@@ -105,25 +127,32 @@ def create_app(indexes: Mapping[str, Index], limits: WebLimits = WebLimits(), ru
         raise SieveError("sieve web needs an index or a run to show")
     env = Environment(loader=FileSystemLoader(str(TEMPLATES)), autoescape=select_autoescape(default=True, default_for_string=True))
     names = list(indexes)
+    default_k = min(10, limits.k_max)
+    places = {name: Path(ix.path) for name, ix in indexes.items() if getattr(ix, "path", None) is not None}
+    places.update({f"run {name}": run.run.dir for name, run in runs.items()})
+
+    def public(message: str) -> str:
+        return without_paths(message, places)
 
     def page(template: str, status: int = 200, **values: Any) -> HTMLResponse:
         html = env.get_template(template).render(names=names, run_names=list(runs), rankers=list(RANKERS), limits=limits, **values)
         return HTMLResponse(html, status_code=status, headers=HEADERS)
 
-    def missing(what: str) -> HTMLResponse:
-        return page("error.html", 404, message=what, index=names[0] if names else "")
+    def missing(what: str, status: int = 404) -> HTMLResponse:
+        return page("error.html", status, message=what, index=names[0] if names else "")
 
     def chosen(request: Request) -> tuple[str, Index]:
         """The index a page asks for (the first by default); a 404 page, raised, for any other name."""
         name = request.query_params.get("index") or (names[0] if names else "")
         if name not in indexes:
-            raise _NotFound(missing("no such index"))
+            served = f"this server has {', '.join(names)}" if names else "this server shows runs only"
+            raise _Refused(missing(f"no index named {_shown(name)}; {served}"))
         return name, indexes[name]
 
     def home(request: Request) -> HTMLResponse:
         if not names:
             return runs_page(request)
-        return page("search.html", index=names[0], query="", ranker="bm25", k=10,
+        return page("search.html", index=names[0], query="", ranker="bm25", k=default_k,
                     documents={n: len(ix) for n, ix in indexes.items()})
 
     def runs_page(request: Request) -> HTMLResponse:
@@ -144,7 +173,7 @@ def create_app(indexes: Mapping[str, Index], limits: WebLimits = WebLimits(), ru
         other = request.query_params.get("vs")
         if other:
             if other not in runs or runs[other].episode(q) is None:
-                return missing(f"run {other!r} has no question {q!r}")
+                return missing(f"run {_shown(other)} has no question {_shown(q)}")
             shown.append((runs[other], runs[other].episode(q)))
         return page("episode.html", shown=shown, q=q, others=[n for n in runs if n != run.name and runs[n].episode(q) is not None])
 
@@ -159,11 +188,13 @@ def create_app(indexes: Mapping[str, Index], limits: WebLimits = WebLimits(), ru
         name, index = chosen(request)
         query = request.query_params.get("q", "")
         ranker = request.query_params.get("ranker", "bm25")
-        try:
-            k = min(max(int(request.query_params.get("k", "10")), 1), limits.k_max)
-        except ValueError:
-            k = 10
-        values: dict[str, Any] = {"index": name, "query": query, "ranker": ranker if ranker in RANKERS else "bm25", "k": k}
+        raw_k = request.query_params.get("k", str(default_k))
+        k = _whole(raw_k, 1, limits.k_max)
+        values: dict[str, Any] = {"index": name, "query": query, "ranker": ranker if ranker in RANKERS else "bm25", "k": k or default_k}
+        if ranker not in RANKERS:
+            return page("search.html", 400, **values, error=f"no ranker named {_shown(ranker)}; choose {', '.join(RANKERS)}")
+        if k is None:
+            return page("search.html", 400, **values, error=f"k (results) must be a whole number from 1 to {limits.k_max}, got {_shown(raw_k)}")
         if not query.strip():
             return page("search.html", **values, documents={n: len(ix) for n, ix in indexes.items()})
         if len(query) > limits.max_query_chars:
@@ -177,10 +208,12 @@ def create_app(indexes: Mapping[str, Index], limits: WebLimits = WebLimits(), ru
             return page("search.html", 400, **values, error=e.message, hint=e.hint, at=(query[:pos], query[pos:pos + 1] or " ", query[pos + 1:]))
         except BQLLimitError as e:
             return page("search.html", 400, **values, error=str(e))
-        except DeadlineExceededError:
-            return page("search.html", 503, **values, error=f"the search took more than {limits.request_seconds:g} s; narrow the query")
-        except SieveError as e:
+        except DeadlineExceededError as e:  # the query asked too much (the page's or the index's budget): the asker's to narrow
             return page("search.html", 400, **values, error=str(e))
+        except IndexDirectoryError as e:
+            return page("search.html", 500, **values, error=public(str(e)))
+        except SieveError as e:
+            return page("search.html", 400, **values, error=public(str(e)))
         return page("search.html", **values, results=results, cards=cards)
 
     def document(request: Request) -> HTMLResponse:
@@ -189,29 +222,42 @@ def create_app(indexes: Mapping[str, Index], limits: WebLimits = WebLimits(), ru
         try:
             doc = index.document(doc_id)
         except UnknownDocumentError:
-            return page("error.html", 404, message=f"no document {doc_id!r} in {name}", index=name)
+            return page("error.html", 404, message=f"no document {_shown(doc_id)} in {name}", index=name)
+        except SieveError as e:  # damage: the server's problem, told without its paths
+            return page("error.html", 500 if isinstance(e, IndexDirectoryError) else 400, message=public(str(e)), index=name)
         raw = request.query_params.get("section")
         section = None
         if raw is not None:
-            if not raw.isdigit() or int(raw) >= len(doc.sections):
-                return page("error.html", 404, message=f"document {doc_id!r} has {len(doc.sections)} sections, numbered from 0", index=name)
-            section = int(raw)
+            section = _whole(raw, 0, len(doc.sections) - 1)
+            if section is None:
+                return page("error.html", 404, message=f"document {_shown(doc_id)} has {len(doc.sections)} sections, numbered from 0; "
+                            f"no section {_shown(raw)}", index=name)
         return page("document.html", index=name, doc=doc, section=section, query=request.query_params.get("q", ""),
                     declared=declared_values(index, doc.metadata, text=True))
 
-    async def not_found(request: Request, exc: Exception) -> HTMLResponse:
-        assert isinstance(exc, _NotFound)
+    async def refused(request: Request, exc: Exception) -> HTMLResponse:
+        assert isinstance(exc, _Refused)
         return exc.response
 
-    return Starlette(exception_handlers={_NotFound: not_found}, routes=[Route("/", home), Route("/search", search), Route("/doc", document), Route("/runs", runs_page), Route("/run", run_page),
-                             Route("/episode", episode_page), Route("/figure", figure)])
+    async def http_error(request: Request, exc: Exception) -> HTMLResponse:  # an unknown path, a method other than GET
+        assert isinstance(exc, HTTPException)
+        what = "no such page" if exc.status_code == 404 else f"{exc.detail} (every page here is read with GET)" if exc.status_code == 405 else str(exc.detail)
+        response = missing(what, exc.status_code)
+        response.headers.update(exc.headers or {})
+        return response
+
+    app = Starlette(exception_handlers={_Refused: refused, HTTPException: http_error},
+                    routes=[Route("/", home), Route("/search", search), Route("/doc", document), Route("/runs", runs_page), Route("/run", run_page),
+                            Route("/episode", episode_page), Route("/figure", figure)])
+    return guarded(app, hosts, html_page)
 
 
 def serve(indexes: Mapping[str, Index], host: str = "127.0.0.1", port: int = 8000, limits: WebLimits = WebLimits(),
-          runs: Mapping[str, "LoadedRun"] | None = None) -> None:
-    """Run the app with uvicorn until interrupted."""
+          runs: Mapping[str, "LoadedRun"] | None = None, allow_hosts: Sequence[str] = ()) -> None:
+    """Run the app with uvicorn until interrupted, answering the loopback names, `host` and `allow_hosts`."""
     try:
         import uvicorn
     except ImportError:  # pragma: no cover - the web extra
         raise SieveError("sieve web needs the web extra: pip install 'sieve-search[web]'") from None
-    uvicorn.run(create_app(indexes, limits, runs), host=host, port=port, log_level="warning")
+    uvicorn.run(create_app(indexes, limits, runs, HostPolicy.of(host, allow_hosts)), host=host, port=port, log_level="warning",
+                use_colors=False)  # its log reaches stderr through sieve.terminal, which shows colour codes as text

@@ -5,6 +5,7 @@ resumed evaluation run redoes the episodes such faults failed. Real sockets on l
 from __future__ import annotations
 
 import json
+import re
 import resource
 import time
 from pathlib import Path
@@ -131,6 +132,67 @@ def test_a_dribbling_server_is_cut_at_the_deadline(where: str) -> None:
     assert time.monotonic() - t0 < 3.0
 
 
+# ------------------------------------------------------------------ the call's total deadline
+
+DEADLINE_FIRED = (r"llm deadline: no answer from http://127\.0\.0\.1:\d+/v1/chat/completions within the call's total deadline of {deadline} s "
+                  r"\({attempts} in \d+\.\d s; last: {last}\)")
+
+
+def dribbling(path: str) -> Any:
+    """A chat reply sent one byte at a time (RawServer's `pace` apart), slower than any test waits;
+    anything but a chat completion is a quick 404."""
+    if not path.endswith("/chat/completions"):
+        return http_reply(b'{"error": "not found"}', status="404 Not Found")
+    data = http_reply(b" " * 100_000 + completion({"role": "assistant", "content": "fine"}))
+    return (data[i : i + 1] for i in range(len(data)))
+
+
+def test_a_dribbling_server_cannot_hold_a_call_past_its_total_deadline() -> None:
+    """Every read succeeds and each attempt stops at its timeout, so only the total deadline bounds
+    the call: without it these retries would take five times the timeout."""
+    with RawServer(dribbling, pace=0.05) as server:
+        t0 = time.monotonic()
+        with pytest.raises(LLMError) as info:
+            client(server.url, timeout=1.0, max_retries=4, backoff=0.05, deadline=1.5).complete(MSGS)
+        took = time.monotonic() - t0
+    e = info.value
+    assert re.fullmatch(DEADLINE_FIRED.format(deadline="1.5", attempts="2 attempts", last=r"no complete reply within 0\.\d+ s"), str(e)), str(e)
+    assert e.fault and server.requests == 2
+    assert took < 1.5 + 1.0, took  # the deadline, not (retries + 1) x timeout
+
+
+def test_no_backoff_sleeps_past_the_deadline() -> None:
+    with RawServer(lambda path: http_reply(b'{"error": "busy"}', status="503 Service Unavailable")) as server:
+        t0 = time.monotonic()
+        with pytest.raises(LLMError) as info:
+            client(server.url, max_retries=3, backoff=4.0, deadline=1.0).complete(MSGS)  # the first backoff sleeps 2 to 4 s
+        took = time.monotonic() - t0
+    e = info.value
+    assert re.fullmatch(DEADLINE_FIRED.format(deadline="1", attempts="1 attempt", last=r'HTTP 503: \{"error": "busy"\}'), str(e)), str(e)
+    assert e.fault and e.status == 503 and server.requests == 1 and took < 1.0
+
+
+def test_a_slow_reply_within_the_deadline_still_succeeds() -> None:
+    body = completion({"role": "assistant", "content": "fine"}, {"prompt_tokens": 3, "completion_tokens": 1})
+    data = http_reply(body)
+    slow = [data[i : i + len(data) // 20 + 1] for i in range(0, len(data), len(data) // 20 + 1)]  # about 20 pieces, 30 ms apart
+    with RawServer(lambda path: iter(slow), pace=0.03) as server:
+        c = client(server.url, timeout=1.0, max_retries=4, deadline=1.5).complete(MSGS)
+    assert (c.content, c.attempts, server.requests) == ("fine", 1, 1)
+    # A first attempt cut at its timeout, then a quick answer: the retry fits in the deadline.
+    replies = iter([(data[i : i + 1] for i in range(len(data))), [data]])
+    with RawServer(lambda path: next(replies), pace=0.05) as server:
+        c = client(server.url, timeout=0.5, max_retries=4, backoff=0.05, deadline=1.5).complete(MSGS)
+    assert (c.content, c.attempts, server.requests) == ("fine", 2, 2)
+
+
+def test_a_deadline_is_a_positive_number_of_seconds(capsys: pytest.CaptureFixture[str]) -> None:
+    for bad in (0, -1.0, float("nan"), float("inf"), True):
+        with pytest.raises(sieve.InvalidArgumentError) as info:
+            ChatClient("http://127.0.0.1:9/v1", "m", deadline=bad)
+        assert str(info.value) == f"the model call's deadline is a number of seconds above 0, not {bad!r}"
+
+
 def test_models_answering_nonsense_means_unknown() -> None:
     cases = {b"[]": "unknown", b'{"data": "x"}': "unknown", b"[" * 50_000: "unknown",
              b'{"data": [1, {"id": "m", "max_model_len": true}]}': "openai-compatible"}
@@ -186,3 +248,25 @@ def test_resume_redoes_episodes_that_failed_on_server_faults(index: sieve.Index,
     assert all(r["outcome"] == "answered" and not r["server_fault"] for r in done.values())
     assert recorded(out) == done and len(out.read_text().splitlines()) == 6
     assert [json.loads(x)["question_id"] for x in out.read_text().splitlines()][-2:] in (["q1", "q3"], ["q3", "q1"])
+
+
+def test_an_episode_against_a_dribbling_server_records_the_deadline(index: sieve.Index, tmp_path: Path) -> None:
+    """The loop ends the episode (no crash) and its record says the deadline fired; a resumed run
+    would redo it (server_fault)."""
+    out = tmp_path / "run.jsonl"
+    with RawServer(dribbling, pace=0.05) as server:
+        agent = Agent(client(server.url, timeout=1.0, max_retries=4, backoff=0.05, deadline=1.5), native_tools=False)
+        done = run_all([Question("q0", "what is json?")], [agent], lambda: Toolset.for_condition(index, "sieve"), out)
+    rec = json.loads(out.read_text().splitlines()[0])
+    assert rec == done["q0"] and rec["outcome"] == "failed" and rec["server_fault"] and not rec["crashed"] and rec["llm_calls"] == 0
+    assert re.fullmatch("model server: " + DEADLINE_FIRED.format(deadline="1.5", attempts="2 attempts", last=r"no complete reply within 0\.\d+ s"),
+                        rec["reason"]), rec["reason"]
+
+
+def test_sieve_ask_takes_the_deadline_and_says_when_it_fired(index: sieve.Index, capsys: pytest.CaptureFixture[str]) -> None:
+    from sieve.cli import main
+
+    with RawServer(dribbling, pace=0.05) as server:
+        code = main(["ask", str(index.path), "what is json?", "--llm-url", server.url, "--model", "m", "--tool-style", "text", "--llm-deadline", "1.5"])
+    err = capsys.readouterr().err
+    assert code == 1 and re.search(DEADLINE_FIRED.format(deadline="1.5", attempts="1 attempt", last=r"no complete reply within 1\.5 s"), err), err

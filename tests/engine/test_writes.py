@@ -122,7 +122,9 @@ def test_cli_add_and_delete(tmp_path: Path, capsys: pytest.CaptureFixture[str]) 
     more.write_text(json.dumps({"id": "a1", "title": "alpha one"}) + "\n" + json.dumps({"id": "b1", "title": "beta"}) + "\n{bad\n")
     assert main(["add", ix, str(more), "--skip-bad", "--json"]) == 0
     assert json.loads(capsys.readouterr().out) | {"generation": ""} == {"added": 1, "replaced": 1, "deleted": 0, "not_found": [], "skipped": 1,
-                                                                         "kept": 0, "documents": 4, "generation": "", "segments": 2}
+                                                                         "kept": 0, "documents": 4, "generation": "", "segments": 2,
+                                                                         # a folder's files passed over (none: this is a JSONL file)
+                                                                         "unread": {"links": 0, "oversized": 0, "special": 0, "unreadable": 0}, "unread_files": []}
     assert main(["add", ix, str(more), "--no-replace"]) == 1
     assert "sieve: " in capsys.readouterr().err
     ids = tmp_path / "ids.txt"

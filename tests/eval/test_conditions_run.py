@@ -13,6 +13,8 @@ from typing import Any
 
 import pytest
 
+from sieve.tools.sandbox import choose
+
 from loopback import LoopbackServer, Say, count_tokens
 
 import sieve
@@ -48,7 +50,7 @@ def researcher(body: dict[str, Any]) -> Say:
     step = len(results)
     if "bash" in offered:
         if step == 0:
-            return call("bash", command="cat ../ids.json")  # an escape: refused
+            return call("bash", command="cat ../ids.json")  # an escape: there is nothing there
         if step == 1:
             return call("bash", command=f"grep -il '{subject}' *.txt | sort")
         names = [ln for ln in results[1].splitlines() if ln.endswith(".txt")]
@@ -116,7 +118,8 @@ def test_every_condition_end_to_end(collection: Path, tmp_path: Path, name: str)
 
 def test_dci_sees_only_its_folder_and_reads_the_flat_twins_text(collection: Path, tmp_path: Path) -> None:
     with LoopbackServer(researcher) as srv:
-        run_collection(collection, tmp_path / "run", "dci", "bm25", [srv.url], "scripted", progress=False, index_dir=tmp_path / "ix")
+        s = run_collection(collection, tmp_path / "run", "dci", "bm25", [srv.url], "scripted", progress=False, index_dir=tmp_path / "ix")
+    assert s["shell_sandbox"] == choose("auto").record()  # the mechanism is chosen once and recorded
     staged = tmp_path / "ix" / "dci" / "files"
     index = sieve.open_index(tmp_path / "ix" / "structured")
     flat = {d["id"]: d for d in flat_twin(collection / "corpus.jsonl")}
@@ -125,7 +128,8 @@ def test_dci_sees_only_its_folder_and_reads_the_flat_twins_text(collection: Path
         assert (staged / file_name(doc_id)).read_text(encoding="utf-8") == f"{rec['title']}\n\n{rec['text']}\n"
     for r in records(tmp_path / "run"):
         escape = r["tool_calls"][0]
-        assert escape["name"] == "bash" and escape["result"].startswith("bash error:") and "'..' is not allowed" in escape["result"]
+        # ids.json sits beside the folder: the sandbox does not show it
+        assert escape["name"] == "bash" and escape["result"] == "cat: ../ids.json: No such file or directory\n[exit status 1]"
         read = r["tool_calls"][2]
         assert read["name"] == "read" and r["opened"] == [index.reader.doc_id(0) if r["question_id"] == "q1" else "d2"]
 

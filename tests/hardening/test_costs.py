@@ -19,6 +19,10 @@ def _rss_mb() -> float:
     return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
 
 
+# The language's own caps, for tests of what a query past the default `Limits` costs.
+ROOMY = sieve.Limits(max_query_chars=10_000, max_phrase_words=1_000)
+
+
 def test_near_explanation_is_not_quadratic(tmp_path: Path) -> None:
     """30,000 repeats of each word: the old explanation built 900M-cell matrices (a 6.7 GiB MemoryError)."""
     words = " ".join(["the to"] * 30_000)
@@ -63,8 +67,10 @@ def test_repeated_atoms_are_explained_once(stdlib: sieve.Index, monkeypatch: pyt
     """`s*` written 1,024 times cost 40x a match in search: every copy was explained per hit."""
     from sieve.engine.explain import Explainer
 
+    roomy = sieve.open_index(stdlib.path, limits=ROOMY)  # a query past the default caps on purpose
+
     def card(q: str) -> list[tuple[str, tuple[str, ...], tuple[str, ...]]]:
-        return [(h.doc_id, h.fields, h.sections) for h in stdlib.search(q, k=5).hits]
+        return [(h.doc_id, h.fields, h.sections) for h in roomy.search(q, k=5).hits]
 
     calls = {"n": 0}
     real = Explainer._positions
@@ -92,7 +98,7 @@ def test_a_phrase_repeating_its_words_reads_each_word_once(stdlib: sieve.Index, 
 
     monkeypatch.setattr(Explainer, "_ragged", counted)
     q = '"the" OR "' + " ".join(["of", "the"] * 300) + '"'
-    stdlib.search(q, k=5)
+    sieve.open_index(stdlib.path, limits=ROOMY).search(q, k=5)  # a 600-word phrase: past the default caps on purpose
     assert len(seen) == len(set(seen)) <= 3
 
 

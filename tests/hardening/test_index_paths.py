@@ -3,6 +3,7 @@ is an IndexPathError naming the path and why, never a raw OSError, and leaves no
 
 from __future__ import annotations
 
+import errno
 import json
 import os
 from pathlib import Path
@@ -26,7 +27,8 @@ def test_a_path_under_proc_is_an_index_path_error(corpus: Path, shards: int | No
     with pytest.raises(IndexPathError) as e:
         sieve.build_index(corpus, "/proc/x", shards=shards, jobs=1)
     assert str(e.value) == "/proc/x: cannot write an index here: the system does not let files be created in /proc"
-    assert e.value.path == "/proc/x" and isinstance(e.value, sieve.SieveError) and not isinstance(e.value, OSError)
+    assert e.value.path == "/proc/x" and isinstance(e.value, sieve.SieveError)
+    assert isinstance(e.value, OSError) and e.value.errno == errno.ENOENT  # what the system said, for callers that handle OSErrors
 
 
 @pytest.mark.parametrize("below", ["x", "x/y/z"])
@@ -37,6 +39,7 @@ def test_a_path_through_a_regular_file_names_the_file(tmp_path: Path, corpus: Pa
     with pytest.raises(IndexPathError) as e:
         sieve.build_index(corpus, blocker / below)
     assert str(e.value) == f"{blocker / below}: cannot write an index here: {blocker} is a regular file, not a folder"
+    assert e.value.errno in (errno.EEXIST, errno.ENOTDIR)
     assert sorted(p.name for p in tmp_path.iterdir()) == before and blocker.read_text() == "not a folder"  # no lock, no stage left
 
 

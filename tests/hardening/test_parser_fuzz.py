@@ -29,7 +29,11 @@ SEEN: Counter[str] = Counter()
 
 @pytest.fixture(scope="module")
 def index(tmp_path_factory: pytest.TempPathFactory) -> sieve.Index:
-    return sieve.build_index(records(120, seed=5), tmp_path_factory.mktemp("fuzz") / "idx", jobs=1)
+    """Opened with the language's own limits: these tests are the grammar's, up to its 10,000
+    characters (the default `Limits`, lower, are tests/hardening/test_query_limits.py's)."""
+    path = tmp_path_factory.mktemp("fuzz") / "idx"
+    sieve.build_index(records(120, seed=5), path, jobs=1)
+    return sieve.open_index(path, limits=sieve.Limits(max_query_chars=MAX_QUERY_CHARS, max_phrase_words=MAX_QUERY_CHARS))
 
 
 def _run(index: sieve.Index, q: str) -> None:

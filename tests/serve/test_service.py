@@ -36,6 +36,11 @@ def test_index_names(tmp_path: Path) -> None:
     ({"max_query_chars": 10_001}, "max-query-chars must be between 1 and 10,000, got 10,001"),
     ({"call_seconds": 0}, "call-seconds must be positive, got 0"),
     ({"workers": 0}, "workers must be at least 1, got 0"),
+    ({"max_sessions": 0}, "max-sessions must be at least 1, got 0"),
+    ({"session_idle_seconds": -1.0}, "session-idle-seconds must be positive, got -1.0"),
+    ({"session_idle_seconds": float("nan")}, "session-idle-seconds must be positive, got nan"),
+    ({"call_seconds": float("inf")}, "call-seconds must be finite, got inf"),
+    ({"max_request_bytes": 0}, "max-request-bytes must be at least 1, got 0"),
 ])
 def test_limits_are_checked(kwargs: dict[str, Any], message: str) -> None:
     with pytest.raises(InvalidArgumentError, match=message):
@@ -50,6 +55,20 @@ def test_limits_reach_the_schemas(lib: Path) -> None:
     assert schemas["fetch"]["properties"]["sections"]["maxItems"] == 2
     r = service.call(service.new_session(), "search", {"query": "gzip", "k": 8})
     assert not r.ok and r.text.startswith('search error: "k" must be at most 7, got 8')
+
+
+def test_query_caps_are_error_texts_the_agent_reads(lib: Path) -> None:
+    """Service.open gives each index the server's query length; a phrase past the engine's word cap
+    (the default Limits) is the same BQLLimitError text the Toolset gives, never a failed call."""
+    service = Service.open([str(lib)], limits=ServeLimits(max_query_chars=5_000))
+    session = service.new_session()
+    long = service.call(session, "search", {"query": " OR ".join(["gzip"] * 500)})
+    assert long.ok  # 5,000 characters allowed by this server, past the engine's default 2,000
+    phrase = service.call(session, "search", {"query": '"' + " ".join(["gzip"] * 65) + '"'})
+    assert not phrase.ok and phrase.text == ("search error: phrase length limit exceeded: 65 > 64 (words in one phrase; quote its rarest "
+                                             "few words, or leave the quotes off to find the words anywhere)")
+    past = service.call(session, "search", {"query": "gzip " * 1_001})
+    assert not past.ok and past.text.startswith('search error: "query" may be at most 5,000 characters long')
 
 
 def test_sessions_are_separate(lib: Path) -> None:
@@ -159,3 +178,25 @@ def test_a_deadline_that_fires_first_is_the_same_time_limit_answer(lib: Path) ->
             assert not r.is_error
 
     run(main)
+
+
+def test_a_session_holds_its_last_listing_and_no_more(lib: Path) -> None:
+    """What a long session keeps does not grow with its calls: the listing of its last search only."""
+    service = Service({"lib": open_index(lib)})
+    session = service.new_session()
+    for word in ("file", "json", "gzip", "socket", "time", "data", "string", "list"):
+        service.call(session, "search", {"query": word, "k": 50})
+        service.call(session, "show", {"doc": 1})
+    toolset = session.toolsets["lib"]
+    assert toolset.surfaced == [] and toolset.opened == [] and toolset.listing is not None and len(toolset.listing) <= 50
+
+
+def test_errors_name_the_index_not_its_folder(lib: Path, tmp_path: Path) -> None:
+    """An engine error that names a file of the index (here: no embeddings) shows the served name."""
+    from sieve.tools.toolset import ToolConfig
+
+    service = Service({"docs": open_index(lib)}, config=ToolConfig(ranker="dense"))
+    r = service.call(service.new_session(), "search", {"query": "gzip"})
+    assert not r.ok and r.text == "search error: docs has no embeddings: run `sieve embed docs` first"
+    assert str(lib) not in r.text
+

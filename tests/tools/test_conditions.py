@@ -8,7 +8,7 @@ import sieve
 from sieve.cli import make_parser
 from sieve.errors import InvalidArgumentError
 from sieve.tools import CONDITIONS, TOOL_NAMES, Toolset, condition
-from sieve.tools.conditions import CONDITION_NAMES, FAMILIES, FILE_TOOL_NAMES, check_tools
+from sieve.tools.conditions import CONDITION_NAMES, FAMILIES, BOUNDED_TOOL_NAMES, FILE_TOOL_NAMES, check_tools
 
 
 NAMES = ["one-shot", "autoread", "dci", "bounded-dci", "search-visit", "search-fetch", "sieve"]
@@ -21,7 +21,7 @@ def test_registry() -> None:
     assert not any(c.one_shot for name, c in CONDITIONS.items() if name != "one-shot")
     assert [n for n, c in CONDITIONS.items() if c.autoread] == ["autoread"]
     for c in CONDITIONS.values():
-        assert set(c.tools) <= set(TOOL_NAMES if c.retriever else FILE_TOOL_NAMES)
+        assert set(c.tools) <= set(TOOL_NAMES if c.retriever else FILE_TOOL_NAMES if c.corpus == "files" else BOUNDED_TOOL_NAMES)
     assert condition("dci").rankers == () and condition("bounded-dci").rankers == ("bm25",) and condition("bounded-dci").bound == 10
     assert condition("search-visit").snippet == "lead" and condition("sieve").snippet == "query"
     assert FAMILIES == ("one-shot", "autoread", "dci", "search-visit", "search-fetch", "sieve")

@@ -83,12 +83,14 @@ def test_read_refusals_are_tool_results(index: sieve.Index, args: dict[str, obje
 
 
 def test_a_link_out_of_the_folder_is_refused(index: sieve.Index, tmp_path: Path) -> None:
+    """`read` refuses it by its path; inside the shell's sandbox the link's target does not exist."""
     t = tool(index)
     (tmp_path / "secret.txt").write_text("secret")
     os.symlink(tmp_path / "secret.txt", t.staged.files / "link.txt")
-    for name, args in (("read", {"path": "link.txt"}), ("bash", {"command": "cat link.txt"})):
-        r = t.call(name, args)
-        assert not r.ok and "outside the folder" in r.text and "secret" not in r.text.replace("secret.txt", "")
+    r = t.call("read", {"path": "link.txt"})
+    assert not r.ok and "outside the folder" in r.text and "secret" not in r.text.replace("secret.txt", "")
+    r = t.call("bash", {"command": "cat link.txt"})
+    assert not r.ok and "secret" not in r.text and r.text.startswith("cat: link.txt: ")
 
 
 def test_bash_output_is_capped_and_names_surface_documents(index: sieve.Index) -> None:
@@ -97,7 +99,8 @@ def test_bash_output_is_capped_and_names_surface_documents(index: sieve.Index) -
     assert r.ok and set(r.text.split()) == {"cold.txt", "heat-2022.txt"} and t.surfaced == ["cold", "heat-2022"]
     big = t.call("bash", {"command": "cat river.txt"})
     assert big.tokens <= 120 and "[output cut at the 120-word ceiling" in big.text
-    assert t.call("bash", {"command": "rm cold.txt"}).text.startswith("bash error: ")
+    removed = t.call("bash", {"command": "rm cold.txt"})
+    assert not removed.ok and removed.text.startswith("rm: cannot remove 'cold.txt': ") and (t.staged.files / "cold.txt").is_file()
     assert t.call("nope", {}).text.startswith("error: there is no tool named \"nope\"; the tools are bash, read")
     assert "not valid JSON" in t.call("bash", "{bad").text
 
@@ -110,4 +113,37 @@ def test_conditions_choose_their_tools(index: sieve.Index) -> None:
     manual = make_tools(index, "dci").manual()
     assert f"folder of {len(index)} text files" in manual and "`grep`" in manual and "{" not in manual.replace('{"path"', "")
     schemas = [s["function"]["name"] for s in make_tools(index, "bounded-dci").schemas()]
-    assert schemas == ["bash", "read"] and json.dumps(schemas)
+    assert schemas == ["bash", "read", "bm25_search"] and json.dumps(schemas)  # the paper's bounded DCI searches live
+    assert [s["function"]["name"] for s in make_tools(index, "dci").schemas()] == ["bash", "read"]
+
+
+def test_bounded_dci_searches_the_whole_collection_and_adds_to_its_folder(index: sieve.Index) -> None:
+    from sieve.engine.bql.free_text import free_text_query
+
+    tools = make_tools(index, "bounded-dci", k=3)
+    assert tools.call("bm25_search", {"query": "snow"}).text.startswith("bm25_search error: bm25_search: the episode has not begun")
+    tools.begin("heatwave school closures")
+    before = dict(tools.staged.ids)
+    assert "cold" not in before.values()
+    whole = sorted(p.name for p in tools.whole.files.iterdir())
+    got = tools.call("bm25_search", {"query": "snow in Zürich"})
+    expect = [h.doc_id for h in index.search(free_text_query("snow in Zürich", index.analyzer), k=3, ranker="bm25", fallback=False).hits]
+    assert got.ok and expect and expect[0] == "cold"
+    listed = [line.split()[0] for line in got.text.splitlines()[1:]]
+    assert [tools.staged.ids[name] for name in listed] == expect  # BM25's order, as the index ranks it
+    assert "cold.txt  Cold snap in Zürich  (new in the folder)" in got.text
+    assert got.text.startswith(f"{len(expect)} files for 'snow in Zürich', best first ({len(set(expect) - set(before.values()))} new in the folder):")
+    shown = tools.call("bash", {"command": "ls; cat cold.txt | head -1"}).text
+    assert "cold.txt" in shown and "Cold snap in Zürich" in shown
+    assert "cold" in tools.surfaced and json.loads((tools.staged.root / "ids.json").read_text())["cold.txt"] == "cold"
+    assert not os.access(tools.staged.files / "cold.txt", os.W_OK) or os.geteuid() == 0
+    assert oct((tools.staged.files / "cold.txt").stat().st_mode & 0o777) == "0o444"
+    again = tools.call("bm25_search", {"query": "snow in Zürich"})
+    assert "(0 new in the folder)" in again.text and "(new in the folder)" not in again.text
+    assert tools.call("bm25_search", {"query": "?! --"}).text == "bm25_search: no word to search for (stop words alone are not indexed)"
+    assert "no document has any of the words 'zzqx'" in tools.call("bm25_search", {"query": "zzqx"}).text
+    assert sorted(p.name for p in tools.whole.files.iterdir()) == whole  # the whole collection's folder is never written
+    manual = tools.manual()
+    assert "## bm25_search" in manual and "lists the top 3 files" in manual
+    assert "bm25_search" not in make_tools(index, "dci").manual()
+    tools.close()

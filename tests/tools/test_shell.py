@@ -1,16 +1,23 @@
-"""The DCI sandbox: read-only pipelines inside one folder. Every escape attempt is refused (or
-capped), and nothing outside the folder is ever read: a secret beside the folder never appears."""
+"""The DCI shell as the agent uses it: bash over a folder, in each sandbox this machine has. What
+works in a terminal works here (pipes, `;`, `&&`, loops, redirection into the scratch folder); a
+failing command shows its status; a limit that fires is a note in the result, never an exception.
+The attacks are in tests/hardening/test_shell_escape.py."""
 
 from __future__ import annotations
 
-import os
 from pathlib import Path
 
 import pytest
+from sandboxes import confined_params
 
-from sieve.tools.shell import PROGRAMS, ShellLimits, ShellRefusal, run
+from sieve.errors import InvalidArgumentError
+from sieve.tools.sandbox import Sandbox, ShellLimits, choose
+from sieve.tools.shell import PROGRAMS, ShellRefusal, run
 
-SECRET = "TOPSECRET-7f3a9"
+
+@pytest.fixture(params=confined_params())
+def box(request: pytest.FixtureRequest) -> Sandbox:
+    return choose(request.param)
 
 
 @pytest.fixture()
@@ -20,9 +27,6 @@ def folder(tmp_path: Path) -> Path:
     (root / "docs" / "gzip.txt").write_text("gzip\nThe gzip module compresses files.\nSee also zlib.\n")
     (root / "docs" / "json.txt").write_text("json\nJSON stands for JavaScript Object Notation.\n")
     (root / "docs" / "csv.txt").write_text("csv\nComma separated values, read and written.\n")
-    (tmp_path / "secret.txt").write_text(SECRET + "\n")
-    os.symlink(tmp_path / "secret.txt", root / "docs" / "link.txt")  # a link that leaves the folder
-    os.symlink(tmp_path, root / "up")
     return root
 
 
@@ -36,108 +40,81 @@ WORKS = [
     ("ls docs", "gzip.txt"),
     ("grep -c e docs/csv.txt docs/json.txt | cut -d: -f2 | sort -n | uniq", "1"),
     ("cat docs/json.txt | tr a-z A-Z", "JSON STANDS FOR JAVASCRIPT"),
-    ("grep -l module docs/*.txt", "docs/gzip.txt"),  # wildcards expand inside the folder
+    ("grep -l module docs/*.txt", "docs/gzip.txt"),
     ("wc -l docs/[cj]*.txt", "4 total"),
+    # What the paper's DCI agent has and the old filtered pipeline refused:
+    ("cd docs && ls | wc -l", "3"),
+    ("ls docs; echo done", "csv.txt\ngzip.txt\njson.txt\ndone"),
+    ("grep -c zlib docs/gzip.txt || echo none", "1"),
+    ("grep -c Zlib docs/gzip.txt || echo none", "0\nnone"),
+    ("for f in docs/*.txt; do head -n 1 \"$f\"; done", "csv\ngzip\njson"),
+    ("awk 'NR==2 {print $2}' docs/json.txt", "stands"),
+    ("find docs -name '*.txt' -print0 | xargs -0 grep -l JSON", "docs/json.txt"),
+    ("grep -h . docs/*.txt > $TMPDIR/all && wc -l < $TMPDIR/all", "7"),
+    ("grep -oh gzip docs/*.txt | sort | uniq -c", "2 gzip"),
+    ("echo $(grep -c zlib docs/gzip.txt) match", "1 match"),
 ]
 
 
 @pytest.mark.parametrize("line, expect", WORKS)
-def test_read_only_pipelines_work(folder: Path, line: str, expect: str) -> None:
-    r = run(folder, line)
+def test_command_lines_work_as_in_a_terminal(box: Sandbox, folder: Path, line: str, expect: str) -> None:
+    r = run(folder, line, sandbox=box)
     assert r.ok and expect in r.text, r.text
 
 
-ESCAPES = [
-    ("cat docs/json.txt > docs/out.txt", "redirection ('>')"),
-    ("cat < /etc/passwd", "redirection ('<')"),
-    ("ls; cat ../secret.txt", "';'"),
-    ("ls && cat ../secret.txt", "'&' and '&&'"),
-    ("ls || cat x", "'||' is not allowed"),
-    ("ls &", "'&' and '&&'"),
-    ("cat $(echo ../secret.txt)", "substitution"),
-    ("cat ${HOME}/x", "substitution"),
-    ("cat `echo x`", "backticks"),
-    ("ls\ncat ../secret.txt", "a line break"),
-    ("cat /etc/passwd", "absolute and home paths are not allowed"),
-    ("cat ~/.ssh/id_rsa", "absolute and home paths are not allowed"),
-    ("cat ../secret.txt", "'..' is not allowed"),
-    ("cat docs/../../secret.txt", "'..' is not allowed"),
-    ("grep -r x ..", "'..' is not allowed"),
-    ("cat docs/link.txt", "outside the folder"),
-    ("cat up/secret.txt", "outside the folder"),
-    ("grep -R TOPSECRET .", "following links"),
-    ("grep -rR TOPSECRET .", "following links"),
-    ("find . -exec cat {} +", "-exec"),
-    ("find . -name x -delete", "-delete"),
-    ("find -L . -name secret.txt", "following links"),
-    ("find . -fprint out", "-fprint"),
-    ("find . -newer up/secret.txt", "outside the folder"),
-    ("sed -i s/a/b/ docs/csv.txt", "sed -i"),
-    ("sed -ni p docs/csv.txt", "sed -ni"),
-    ("sort -o docs/x docs/csv.txt", "sort -o"),
-    ("sort --compress-program=sh docs/csv.txt", "--compress-program"),
-    ("uniq docs/csv.txt docs/out.txt", "a second would be written"),
-    ("tail -f docs/csv.txt", "following a file never ends"),
-    ("wc --files0-from=list", "reads a list of files"),
-    ("python3 -c 'print(1)'", "'python3' is not available"),
-    ("/bin/cat docs/csv.txt", "'/bin/cat' is not available"),
-    ("bash -c ls", "'bash' is not available"),
-    ("awk '{print}' docs/csv.txt", "'awk' is not available"),
-    ("ls | ", "an empty command"),
-    ("grep 'unclosed docs", "unterminated ' quote"),
-    ("", "an empty command"),
-]
+def test_rg_works_where_installed(box: Sandbox, folder: Path) -> None:
+    if "rg" not in PROGRAMS:
+        assert "grep" in PROGRAMS  # the manual lists what is there
+        return
+    r = run(folder, "rg -l JSON docs", sandbox=box)
+    assert r.ok and r.text.strip() == "docs/json.txt"
 
 
-@pytest.mark.parametrize("line, why", ESCAPES)
-def test_escapes_are_refused_before_anything_runs(folder: Path, line: str, why: str) -> None:
-    with pytest.raises(ShellRefusal) as info:
-        run(folder, line)
-    assert why in str(info.value), str(info.value)
-    assert not (folder / "docs" / "out.txt").exists() and not (folder / "docs" / "x").exists()
+def test_a_failing_command_shows_its_error_and_status(box: Sandbox, folder: Path) -> None:
+    r = run(folder, "cat docs/missing.txt", sandbox=box)
+    assert not r.ok and r.status == 1 and r.text == "cat: docs/missing.txt: No such file or directory\n[exit status 1]"
+    r = run(folder, "grep nothing-matches docs/csv.txt", sandbox=box)
+    assert r.ok and r.status == 1 and r.text == "(no output)\n[exit status 1]"  # grep's "nothing found" is not an error
+    r = run(folder, "if then", sandbox=box)
+    assert not r.ok and "syntax error" in r.text and r.text.endswith("[exit status 2]")
 
 
-def test_sed_runs_sandboxed_and_nothing_can_write(folder: Path) -> None:
-    """sed's own write and execute commands are refused by --sandbox; the file-size limit stops
-    any write that slips through."""
-    for script in ("w docs/out.txt", "s/a/b/w docs/out.txt", "e cat ../secret.txt", "r up/secret.txt"):
-        r = run(folder, f"sed '{script}' docs/csv.txt")
-        assert not r.ok and SECRET not in r.text, (script, r.text)
-    assert not (folder / "docs" / "out.txt").exists()
+def test_huge_output_is_cut_with_a_note(box: Sandbox, folder: Path) -> None:
+    r = run(folder, "yes 'line of text' | head -c 1000000", ShellLimits(output_bytes=10_000), box)
+    assert r.truncated and r.limit == "output" and not r.ok
+    assert r.text.endswith("\n[output truncated at 10,000 bytes: narrow the command, e.g. with head, grep -l or grep -m]")
+    assert len(r.text.encode()) < 10_200
 
 
-def test_nothing_outside_the_folder_is_ever_read(folder: Path) -> None:
-    seen = []
-    for line in ("grep -r TOPSECRET .", "grep -r TOPSECRET docs", "find . -type f", "find . -name '*secret*'", "ls -la docs up",
-                 "cat docs/*", "cat docs/l*", "grep -h . docs/*", "head -c 100 docs/gzip.txt", "grep -rl . ."):
-        try:
-            seen.append(run(folder, line).text)
-        except ShellRefusal as e:
-            seen.append(str(e))
-    assert all(SECRET not in text for text in seen), seen
+def test_a_slow_command_is_stopped_at_its_deadline(box: Sandbox, folder: Path) -> None:
+    r = run(folder, "echo started; sleep 30", ShellLimits(wall_seconds=0.5), box)
+    assert r.timed_out and r.limit == "time" and not r.ok and r.status is None
+    assert r.text == "started\n[stopped after 0.5 s (all its programs together): narrow the command]"
 
 
-def test_huge_output_is_capped(folder: Path) -> None:
-    (folder / "big.txt").write_text("line of text\n" * 200_000)
-    r = run(folder, "cat big.txt", ShellLimits(output_bytes=10_000))
-    assert r.truncated and len(r.text) < 10_200 and "[output truncated at 10,000 bytes" in r.text
+def test_the_scratch_folder_is_private_to_each_call(box: Sandbox, folder: Path) -> None:
+    assert run(folder, "echo kept > $TMPDIR/note && cat $TMPDIR/note", sandbox=box).text.strip() == "kept"
+    r = run(folder, "cat $TMPDIR/note", sandbox=box)
+    assert not r.ok and "No such file or directory" in r.text
 
 
-def test_a_slow_pipeline_is_stopped_at_its_deadline(folder: Path) -> None:
-    (folder / "big.txt").write_text("".join(f"{i * 7919 % 100003} words\n" for i in range(1_000_000)))
-    r = run(folder, "sort big.txt | uniq -c | sort -rn | head -n 3", ShellLimits(wall_seconds=0.05))
-    assert r.timed_out and not r.ok and "[stopped after 0.05 s" in r.text
+def test_refused_lines_never_run(folder: Path) -> None:
+    box = choose("none")  # refused before any sandbox is needed
+    for line, why in (("", "an empty command"), ("   ", "an empty command"), ("ls\0x", "the command holds a NUL character"),
+                      ("x" * 4001, "the command is 4,001 characters; at most 4,000")):
+        with pytest.raises(ShellRefusal, match=why):
+            run(folder, line, sandbox=box)
 
 
-def test_errors_are_results_not_exceptions(folder: Path) -> None:
-    r = run(folder, "cat docs/missing.txt")
-    assert not r.ok and "No such file" in r.text
-    r = run(folder, "grep nothing-matches docs/csv.txt")
-    assert r.ok and r.text == "(no output)"  # grep's "nothing found" is not an error
+def test_limits_must_be_positive() -> None:
+    with pytest.raises(InvalidArgumentError, match="shell limit wall_seconds must be positive, got 0"):
+        ShellLimits(wall_seconds=0)
 
 
-def test_the_program_list_is_what_the_docstring_documents() -> None:
-    import sieve.tools.shell as shell
+def test_unknown_mechanism_is_an_error() -> None:
+    with pytest.raises(InvalidArgumentError, match="unknown shell sandbox 'docker'; choose from auto, bwrap, landlock, none"):
+        choose("docker")
 
-    for name in PROGRAMS:
-        assert f"`{name}`" in (shell.__doc__ or ""), name
+
+def test_the_manual_lists_the_usual_tools_found_here() -> None:
+    assert {"grep", "sed", "awk", "find", "sort", "cat", "ls"} <= set(PROGRAMS)

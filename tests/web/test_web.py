@@ -124,8 +124,10 @@ def test_the_fallback_is_marked_with_what_matched_nothing(server: Server) -> Non
 
 
 def test_limits_and_unknown_names(server: Server) -> None:
-    _, page, _ = server.get("/search", index="news", q="school OR cold OR heatwave", k="50")
-    assert 'id="card-2"' in page and 'id="card-3"' not in page  # k capped at the server's k_max (2)
+    _, page, _ = server.get("/search", index="news", q="school OR cold OR heatwave", k="2")
+    assert 'id="card-2"' in page and 'id="card-3"' not in page
+    status, page, _ = server.get("/search", index="news", q="school OR cold OR heatwave", k="50")  # over the server's k_max (2)
+    assert status == 400 and "k (results) must be a whole number from 1 to 2, got &#39;50&#39;" in page and 'id="card-1"' not in page
     status, page, _ = server.get("/search", index="news", q="x " * 40)
     assert status == 400 and "at most 60" in page
     assert server.get("/search", index="../etc", q="x")[0] == 404
