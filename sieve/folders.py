@@ -23,6 +23,9 @@ Only regular files inside the folder are read, each of at most `Folder.max_file_
 unless told). A symbolic link to a file inside the folder is read as that file (under its own
 name); one that leads out of the folder, or nowhere, is not, and links to folders are never
 followed (a folder's files are read where they are). FIFOs, sockets and devices are never opened.
+Each file is judged again as it is opened: it must still be the regular file the walk saw, and
+its real path must lie inside the folder (a folder swapped for a link during the build leads
+nowhere).
 Those passed over are counted in the report (`CorpusReport.unread`), or with `strict` each is a
 CorpusError naming it.
 """
