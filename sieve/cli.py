@@ -200,12 +200,12 @@ def cmd_add(args: argparse.Namespace) -> int:
 
 
 def cmd_delete(args: argparse.Namespace) -> int:
+    from sieve.files import MAX_LIST_BYTES, read_lines
     from sieve.index import open_index
 
     ids = list(args.ids)
     if args.ids_file:
-        with open(args.ids_file, encoding="utf-8") as fh:
-            ids.extend(line.strip() for line in fh if line.strip())
+        ids.extend(line.strip() for _, line in read_lines(args.ids_file, MAX_LIST_BYTES, "the ids file") if line.strip())
     if not ids:
         raise SieveError("no ids to delete: give them as arguments or with --ids-file")
     with open_index(args.index).writer() as w:
@@ -301,24 +301,28 @@ def cmd_embed(args: argparse.Namespace) -> int:
 
 def _topics(path: str) -> list[tuple[str, str, int]]:
     """(id, query, line) of a topics file: JSON Lines, or id TAB query per line."""
+    from sieve.corpus import parse_line
     from sieve.errors import CorpusError
+    from sieve.files import MAX_LIST_BYTES, read_lines
 
     out = []
-    with open(path, encoding="utf-8") as fh:
-        for n, line in enumerate(fh, 1):
-            if not line.strip():
-                continue
-            if line.lstrip().startswith("{"):
-                try:
-                    rec = json.loads(line)
-                except ValueError as e:
-                    raise CorpusError(f"invalid JSON ({e})", path, n) from None
-                qid, text = rec.get("_id", rec.get("id")), rec.get("text", rec.get("query"))
-            else:
-                qid, _, text = line.rstrip("\n").partition("\t")
-            if qid in (None, "") or not isinstance(text, str) or not text.strip():
-                raise CorpusError("a topic needs an id and a query (JSON: _id and text; TSV: id TAB query)", path, n)
-            out.append((str(qid), text, n))
+    for n, line in read_lines(path, MAX_LIST_BYTES, "the topics file"):
+        if not line.strip():
+            continue
+        if line.lstrip().startswith("{"):
+            rec = parse_line(path, n, line)  # nesting too deep, a 5,000-digit number: an error at its line
+            if isinstance(rec, CorpusError):
+                raise rec
+            qid, text = rec.get("_id", rec.get("id")), rec.get("text", rec.get("query"))
+        else:
+            qid, _, text = line.rstrip("\r").partition("\t")
+        if qid in (None, "") or isinstance(qid, (dict, list)) or not isinstance(text, str) or not text.strip():
+            raise CorpusError("a topic needs an id and a query (JSON: _id and text; TSV: id TAB query)", path, n)
+        try:
+            (str(qid) + text).encode("utf-8")
+        except UnicodeEncodeError as e:  # JSON's "\ud800": no text a run file could hold
+            raise CorpusError(f"holds a lone surrogate U+{ord(e.object[e.start]):04X} (not valid Unicode text)", path, n) from None
+        out.append((str(qid), text, n))
     return out
 
 

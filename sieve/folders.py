@@ -14,13 +14,18 @@ skipped). A document's id is its path relative to DIR (`guide/install.md`).
   scripts, styles and templates are not text.
 - Text: the file name is the title and the whole text the intro.
 
-A file that is not UTF-8, or whose front matter is not valid YAML or gives a bad value, is a
-CorpusError naming the file and the line, as a bad JSONL record is (sieve.frontmatter).
+A file that is not UTF-8, whose front matter is not valid YAML or gives a bad value, or whose
+HTML has markup that never closes again and again (which Python's HTML parser would read in time
+without bound), is a CorpusError naming the file and the line, as a bad JSONL record is
+(sieve.frontmatter).
 
 Only regular files inside the folder are read, each of at most `Folder.max_file_bytes` (32 MiB
 unless told). A symbolic link to a file inside the folder is read as that file (under its own
 name); one that leads out of the folder, or nowhere, is not, and links to folders are never
 followed (a folder's files are read where they are). FIFOs, sockets and devices are never opened.
+Each file is judged again as it is opened: it must still be the regular file the walk saw, and
+its real path must lie inside the folder (a folder swapped for a link during the build leads
+nowhere).
 Those passed over are counted in the report (`CorpusReport.unread`), or with `strict` each is a
 CorpusError naming it.
 """
@@ -100,10 +105,6 @@ class Entry:
 UNREAD = ("links", "special", "oversized", "unreadable")  # the counts a report keeps of files passed over
 
 
-def _inside(target: str, root: str) -> bool:
-    return target == root or target.startswith(root.rstrip(os.sep) + os.sep)
-
-
 def _file(path: Path, real: Path, st: os.stat_result, cap: int) -> Entry:
     if not stat.S_ISREG(st.st_mode):
         return Entry(path, real, None, "special", f"is {files.kind(st.st_mode)}, never opened")
@@ -115,10 +116,12 @@ def _file(path: Path, real: Path, st: os.stat_result, cap: int) -> Entry:
 def _link(path: Path, root: str, cap: int) -> Entry | None:
     """The walk's verdict on a symbolic link (None: not a document, or a folder inside the root)."""
     real = os.path.realpath(path)
+    nowhere = "which does not exist"
     try:
         target: os.stat_result | None = os.stat(real)
-    except OSError:
+    except OSError as e:
         target = None
+        nowhere = "a loop of links" if e.errno == errno.ELOOP else nowhere
     document = Path(path.name).suffix.lower() in KINDS
     try:
         to = repr(os.readlink(path))
@@ -126,12 +129,12 @@ def _link(path: Path, root: str, cap: int) -> Entry | None:
         to = "?"
     if target is not None and stat.S_ISDIR(target.st_mode):
         # Never followed: a folder inside is read where it is; one outside is not the corpus.
-        return None if _inside(real, root) else Entry(path, path, None, "links", f"is a symbolic link to {to}, a folder outside the folder")
+        return None if files.inside(real, root) else Entry(path, path, None, "links", f"is a symbolic link to {to}, a folder outside the folder")
     if not document:
         return None
     if target is None:
-        return Entry(path, path, None, "links", f"is a symbolic link to {to}, which does not exist")
-    if not _inside(real, root):
+        return Entry(path, path, None, "links", f"is a symbolic link to {to}, {nowhere}")
+    if not files.inside(real, root):
         return Entry(path, path, None, "links", f"is a symbolic link to {to}, outside the folder")
     return _file(path, Path(real), target, cap)
 
@@ -182,7 +185,7 @@ def _passed_over(e: OSError) -> str:
         return "oversized"
     if isinstance(e, files.NotRegularFileError):
         return "special"
-    return "links" if e.errno == errno.ELOOP else "unreadable"
+    return "links" if e.errno == errno.ELOOP else "unreadable"  # OutsideError too
 
 
 def records(folder: Folder | str | os.PathLike, note: Callable[[str, str], None] | None = None) -> Iterator[tuple[str, int, dict[str, Any] | CorpusError]]:
@@ -191,6 +194,7 @@ def records(folder: Folder | str | os.PathLike, note: Callable[[str, str], None]
     with `folder.strict` is a CorpusError."""
     folder = folder if isinstance(folder, Folder) else Folder(folder)
     root, cap = Path(folder.path), folder.max_file_bytes
+    base = os.path.realpath(root)
     entries = walk(root, cap)
     found = [e for e in entries if e.skip is None]
     if not found:  # a wrong folder, almost always: say what was looked for
@@ -204,7 +208,7 @@ def records(folder: Folder | str | os.PathLike, note: Callable[[str, str], None]
         if skip is None:
             try:
                 # Not followed again: `real` is where the walk found the file, and it must still be that file.
-                raw = files.read_regular(entry.real, cap, follow_links=False, same_as=entry.st)
+                raw = files.read_regular(entry.real, cap, follow_links=False, same_as=entry.st, within=base)
             except OSError as e:
                 skip, why = _passed_over(e), files.reason(e)
         if skip is not None:
@@ -314,7 +318,10 @@ def _markdown(text: str, stem: str) -> dict[str, Any]:
             parts[-1][1].append(t.content.rstrip("\n"))
             seen_text = True
         elif t.type == "html_block":
-            parts[-1][1].append(_html_text(t.content))
+            try:
+                parts[-1][1].append(_html_text(t.content))
+            except CorpusError as e:  # its line within the block, as the file's
+                raise CorpusError(e.message, None, (t.map[0] if t.map else 0) + (e.line or 1)) from None
             seen_text = True
         i += 1
     rec: dict[str, Any] = {"title": _title(meta.pop("title", None), lines.get("title", 1)) or title or stem, "sections": _sections(parts)}
@@ -339,9 +346,19 @@ _HEADINGS = {"h1", "h2", "h3", "h4", "h5", "h6"}
 _DATE_META = ("date", "dc.date", "dcterms.date", "article:published_time", "citation_date", "citation_publication_date")
 
 
+# Markup that never closes (`<a b='` without its `>`) is read again from each later `<` to the end
+# of the page by Python's HTMLParser before 3.13.5 (CVE-2025-6069: 48 KB took 8 s, 400 KB of
+# `<!--` two minutes). The characters such failed reads scan are counted, and past this many per
+# character of the page (and a floor) the page is a CorpusError instead of a hang.
+RESCAN_PER_CHAR = 4
+RESCAN_FLOOR = 1 << 20
+
+
 class _Page(HTMLParser):
     def __init__(self) -> None:
         super().__init__(convert_charrefs=True)
+        self._rescanned = 0  # characters scanned by reads of markup that did not close
+        self._unclosed = 0  # the line of the first markup that did not close
         self.title: str | None = None
         self.meta: dict[str, str] = {}
         self.parts: list[tuple[str | None, list[str]]] = [(None, [])]
@@ -359,6 +376,34 @@ class _Page(HTMLParser):
             text = " ".join(text.split())
         if text.strip():
             self.parts[-1][1].append(text.strip("\n"))
+
+    def _bounded(self, parse: Callable[[int], int], i: int) -> int:
+        try:
+            k = parse(i)
+        except AssertionError:  # `<![x`: Python's parser asserts on a marked section it does not know; read as text
+            k = -1
+        if k < 0:  # not closed: the parser reads it again later, or as text at the end
+            self._unclosed = self._unclosed or self.getpos()[0]
+            self._rescanned += len(self.rawdata) - i
+            if self._rescanned > RESCAN_PER_CHAR * len(self.rawdata) + RESCAN_FLOOR:
+                raise CorpusError("HTML markup that never closes (a '<' without its '>', an unclosed comment or section), again and "
+                                  "again from this line on: reading it would take time without bound; not read", None, self._unclosed)
+        return k
+
+    def parse_starttag(self, i: int) -> int:
+        return self._bounded(super().parse_starttag, i)
+
+    def parse_endtag(self, i: int) -> int:
+        return self._bounded(super().parse_endtag, i)
+
+    def parse_comment(self, i: int, report: int = 1) -> int:
+        return self._bounded(lambda at: super(_Page, self).parse_comment(at, report), i)
+
+    def parse_pi(self, i: int) -> int:
+        return self._bounded(super().parse_pi, i)
+
+    def parse_html_declaration(self, i: int) -> int:
+        return self._bounded(super().parse_html_declaration, i)
 
     def handle_starttag(self, tag: str, attrs: list[tuple[str, str | None]]) -> None:
         if tag == "meta":

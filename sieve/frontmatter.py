@@ -2,10 +2,11 @@
 
 Only YAML's safe types are built (no Python objects). Aliases are bounded before anything is
 built: a "billion laughs" document is a few lines whose aliases repeat a list of lists a billion
-times, so the values its aliases would repeat are counted on the composed node graph, in one pass
-over its distinct nodes, and refused past `MAX_REPEATED`. Every value that cannot be read (a
-timestamp that is no date, an integer of more than 4,300 digits, binary data, nesting past the
-parser's limit) is a CorpusError at its line. Dates become ISO text, as a JSON corpus writes them.
+times, so the values and characters its aliases would repeat are counted on the composed node
+graph, in one pass over its distinct nodes, and refused past `MAX_REPEATED` values or
+`MAX_REPEATED_CHARS` characters. Every value that cannot be read (a timestamp that is no date, an
+integer of more than 4,300 digits in any base, binary data, nesting past the parser's limit) is
+a CorpusError at its line. Dates become ISO text, as a JSON corpus writes them.
 """
 
 from __future__ import annotations
@@ -16,6 +17,9 @@ from typing import Any
 from sieve.errors import CorpusError
 
 MAX_REPEATED = 10_000  # values the aliases of one front matter may repeat (written out, they are copies)
+MAX_REPEATED_CHARS = 1 << 20  # and characters
+MAX_NUMBER_CHARS = 4300  # Python reads no longer decimal integer; nor does sieve any other (0x..., 1:2:3...)
+_MAX_INT_BITS = 14_284  # 2**14_284 < 10**4_300: an integer JSON can still write
 
 
 def _loader() -> Any:
@@ -29,9 +33,15 @@ def _loader() -> Any:
 
         def construct_object(self, node: Any, deep: bool = False) -> Any:
             try:
-                return super().construct_object(node, deep)
+                if node.tag.endswith(":int") and len(str(node.value)) > MAX_NUMBER_CHARS:
+                    # Before it is built: base 60 (`1:2:3`, YAML 1.1) takes time quadratic in its length.
+                    raise ValueError("digits")
+                value = super().construct_object(node, deep)
             except (ValueError, OverflowError) as e:  # int() past 4,300 digits, date(2024, 13, 45)
                 raise CorpusError(f"front matter value {_unreadable(node, e)}", None, self.first + node.start_mark.line) from None
+            if isinstance(value, int) and value.bit_length() > _MAX_INT_BITS:  # 0x and 0b numbers are not limited
+                raise CorpusError(f"front matter value {_unreadable(node, ValueError('digits'))}", None, self.first + node.start_mark.line)
+            return value
 
     return Loader
 
@@ -51,24 +61,31 @@ def _children(node: Any) -> list[Any]:
     return []
 
 
+def _own_size(node: Any) -> tuple[int, int]:
+    """(values, characters) a node is written out as, without its children."""
+    return 1, len(node.value) if isinstance(node.value, str) else 1
+
+
 def check_aliases(root: Any, first: int) -> None:
     """CorpusError if the aliases under `root` (a composed node) would repeat more than
-    MAX_REPEATED values, or refer to a node they are inside of. `first`: the file's line of
-    the YAML's first line. Each repeat of a node costs its size written out, which is known when
-    it is met again (it was finished by then: depth-first, without recursion)."""
-    size: dict[int, int] = {}  # finished nodes: their size, aliases written out
+    MAX_REPEATED values or MAX_REPEATED_CHARS characters (an alias of a long text is that text
+    again wherever the document is written), or refer to a node they are inside of. `first`: the
+    file's line of the YAML's first line. Each repeat of a node costs its size written out, which
+    is known when it is met again (it was finished by then: depth-first, without recursion)."""
+    size: dict[int, tuple[int, int]] = {}  # finished nodes: (values, characters), aliases written out
     open_: set[int] = set()
-    repeated = 0
-    stack = [(root, _children(root), [0, 1])]  # node, its children, [next child, size so far]
+    values = chars = 0  # repeated so far
+    stack = [(root, _children(root), [0, *_own_size(root)])]  # node, its children, [next child, values, characters so far]
     open_.add(id(root))
     while stack:
         node, kids, state = stack[-1]
         if state[0] == len(kids):
             stack.pop()
             open_.discard(id(node))
-            size[id(node)] = state[1]
+            size[id(node)] = (state[1], state[2])
             if stack:
                 stack[-1][2][1] += state[1]
+                stack[-1][2][2] += state[2]
             continue
         child = kids[state[0]]
         state[0] += 1
@@ -76,13 +93,17 @@ def check_aliases(root: Any, first: int) -> None:
         if id(child) in open_:
             raise CorpusError("front matter: an alias refers to a value it is inside of (a structure without end)", None, line)
         if id(child) in size:
-            repeated += size[id(child)]
-            state[1] += size[id(child)]
-            if repeated > MAX_REPEATED:
+            n, c = size[id(child)]
+            values, chars = values + n, chars + c
+            state[1] += n
+            state[2] += c
+            if values > MAX_REPEATED:
                 raise CorpusError(f"front matter: its aliases repeat more than {MAX_REPEATED:,} values (an alias bomb?)", None, line)
+            if chars > MAX_REPEATED_CHARS:
+                raise CorpusError(f"front matter: its aliases repeat more than {MAX_REPEATED_CHARS:,} characters (an alias bomb?)", None, line)
         else:
             open_.add(id(child))
-            stack.append((child, _children(child), [0, 1]))
+            stack.append((child, _children(child), [0, *_own_size(child)]))
 
 
 def _plain(value: Any, where: str) -> Any:

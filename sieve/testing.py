@@ -99,16 +99,8 @@ def load_cases(path: str | Path) -> list[tuple[int, dict[str, Any]]]:
     """(line, case) for every case of a JSON Lines file; InvalidArgumentError names the file, and
     the line of a bad case. The file must be a regular file (a FIFO or a device is refused, never
     waited on) of at most MAX_CASES_BYTES, and hold at least one case."""
-    try:
-        raw = files.read_regular(path, MAX_CASES_BYTES)
-    except OSError as e:
-        raise InvalidArgumentError(f"{path}: the case file {files.reason(e)}") from None
     out = []
-    for n, line in enumerate(raw.split(b"\n"), 1):
-        try:
-            text = line.decode("utf-8")
-        except UnicodeDecodeError as e:
-            raise InvalidArgumentError(f"{path}:{n}: not UTF-8 text ({e.reason} at byte {e.start + 1} of the line)") from None
+    for n, text in files.read_lines(path, MAX_CASES_BYTES, "the case file"):
         if not text.strip() or text.lstrip().startswith("//"):
             continue
         case = parse_line(str(path), n, text)

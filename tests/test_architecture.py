@@ -30,7 +30,7 @@ RULES: list[tuple[str, set[str]]] = [
     ("sieve.templates", {"sieve.errors"}),
     ("sieve.progress", set()),
     ("sieve.jsonio", set()),
-    ("sieve.files", set()),
+    ("sieve.files", {"sieve.errors"}),
     ("sieve.terminal", set()),
     ("sieve.cluster", {"sieve.errors"}),
     ("sieve.documents", FOUNDATION | {"sieve.documents"}),

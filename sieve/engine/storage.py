@@ -8,11 +8,13 @@ the footer the CRC32 of the whole payload. See docs/index-format.md.
 
 from __future__ import annotations
 
+import errno
 import json
 import mmap
 import os
 import re
 import shutil
+import stat
 import struct
 import sys
 import tempfile
@@ -493,9 +495,31 @@ class WriteLock:
 
 
 def unwritable(root: Path, e: OSError) -> IndexPathError:
-    """The error of an index path the system would not let a build write."""
-    where = f" ({e.filename})" if e.filename and str(e.filename) != str(root) else ""
-    return IndexPathError(str(root), f"{e.strerror or str(e)}{where}", e.errno)
+    """The error of an index path the system would not let a build write, saying why in words
+    (with the system's errno)."""
+    return IndexPathError(str(root), _unwritable_reason(root, e), e.errno)
+
+
+def _unwritable_reason(root: Path, e: OSError) -> str:
+    for part in (root, *root.parents):  # the deepest part of the path that exists
+        if os.path.lexists(part):
+            break
+    try:
+        mode = os.stat(part).st_mode
+    except OSError:
+        mode = 0
+    if part != root and mode and not stat.S_ISDIR(mode):
+        return f"{part} is {files.kind(mode)}, not a folder"
+    if e.errno in (errno.ENOSPC, errno.EDQUOT):
+        return "the disk is full (or the disk quota is used up)"
+    if e.errno == errno.EROFS:
+        return "the file system is read-only"
+    where = Path(e.filename).parent if e.filename else part
+    if e.errno in (errno.EACCES, errno.EPERM):
+        return f"permission denied in {where}"
+    if e.errno == errno.ENOENT and os.path.isdir(where):  # /proc, /sys: folders that refuse new files
+        return f"the system does not let files be created in {where}"
+    return f"{(e.strerror or str(e)).lower()}" + (f" ({e.filename})" if e.filename else "")
 
 
 class Commit:

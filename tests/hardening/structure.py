@@ -1,7 +1,8 @@
 """Structural damage to an index folder: every file and folder in it deleted, replaced by a folder,
-a file, a FIFO, a symbolic link (to another file, to /dev/zero, to nothing), emptied, or made
-unreadable; and what opening and reading the damaged index then does (shared by
-test_index_structure.py, which runs `main` in a subprocess with a time and memory bound).
+a file, a FIFO, a symbolic link (to another file, to /dev/zero, to nothing), emptied, cut short,
+overwritten with garbage of its size, grown by a byte, or made unreadable; and what opening and
+reading the damaged index then does (shared by test_index_structure.py, which runs `main` in a
+subprocess with a time and memory bound).
 
 Each variant is made in place and undone (the original moved aside and back), so a sweep over a
 few hundred variants costs no copies of the index.
@@ -11,21 +12,29 @@ from __future__ import annotations
 
 import json
 import os
+import random
 import shutil
-import signal
 import sys
 import traceback
 from pathlib import Path
 from typing import Any, Callable
 
-FILE_VARIANTS = ("deleted", "a folder", "a FIFO", "a link to another file", "a link to /dev/zero", "a link to nothing", "empty", "unreadable")
+from tests.hardening.deadline import Hung, within
+
+FILE_VARIANTS = ("deleted", "a folder", "a FIFO", "a link to another file", "a link to /dev/zero", "a link to nothing", "empty", "cut in half",
+                 "garbage of its size", "one byte more", "unreadable")
 FOLDER_VARIANTS = ("deleted", "a file", "a FIFO", "a link to another folder", "a link to /dev/zero", "a link to nothing", "emptied", "unreadable")
 SECONDS = 10  # per variant: far more than any takes; past it the variant is a hang
 
 
-def _make(path: Path, variant: str, elsewhere: Path) -> None:
-    """Put `variant` where `path` was (it was moved aside)."""
-    if variant in ("a folder", "emptied"):
+def _make(path: Path, variant: str, elsewhere: Path, original: Path) -> None:
+    """Put `variant` where `path` was (it was moved aside to `original`)."""
+    if variant in ("cut in half", "garbage of its size", "one byte more"):
+        data = original.read_bytes()
+        changed = {"cut in half": data[: len(data) // 2], "garbage of its size": random.Random(len(data)).randbytes(len(data)),
+                   "one byte more": data + b"\0"}[variant]
+        path.write_bytes(changed)
+    elif variant in ("a folder", "emptied"):
         path.mkdir()
     elif variant in ("a file", "empty"):
         path.write_bytes(b"" if variant == "empty" else b"not what sieve wrote\n")
@@ -46,14 +55,6 @@ def _remove(path: Path) -> None:
         shutil.rmtree(path)
 
 
-class _Hang(Exception):
-    pass
-
-
-def _alarm(*_: Any) -> None:
-    raise _Hang()
-
-
 def outcome(index: Path, work: Callable[[Any], None]) -> tuple[str, str]:
     """(kind, detail) of opening `index` and doing `work(index)`: ("ok", ""), ("damage", the file
     an IndexDamagedError names), ("sieve", the error's class), ("HANG", "") or ("RAW", what
@@ -61,22 +62,19 @@ def outcome(index: Path, work: Callable[[Any], None]) -> tuple[str, str]:
     import sieve
     from sieve.errors import IndexDamagedError, SieveError
 
-    signal.signal(signal.SIGALRM, _alarm)
-    signal.alarm(SECONDS)
     try:
-        work(sieve.open_index(index))
+        with within(SECONDS):
+            work(sieve.open_index(index))
         return "ok", ""
     except IndexDamagedError as e:
         return "damage", e.file
     except SieveError as e:
         return "sieve", type(e).__name__
-    except _Hang:
+    except Hung:
         return "HANG", ""
     except BaseException as e:  # noqa: BLE001 - what this records
         tb = traceback.extract_tb(e.__traceback__)[-1]
         return "RAW", f"{type(e).__name__} at {Path(tb.filename).name}:{tb.lineno}: {str(e)[:120]}"
-    finally:
-        signal.alarm(0)
 
 
 def read_everything(index: Any, dense: bool = False) -> None:
@@ -114,7 +112,7 @@ def sweep(index: Path, aside: Path, dense: bool = False) -> list[dict[str, str]]
                 os.chmod(entry, 0)
             else:
                 os.rename(entry, kept)
-                _make(entry, variant, other_folder if folder else other_file)
+                _make(entry, variant, other_folder if folder else other_file, kept)
             try:
                 kind, detail = outcome(index, lambda ix: read_everything(ix, dense))
             finally:
