@@ -31,7 +31,7 @@ from pathlib import Path
 from typing import Any
 
 from sieve.eval.report import ABLATIONS, ALPHA, FAMILIES, RANKERS, Run, _place, _sig, accuracy, grouped, paired, score_by
-from sieve.eval.summary import OPERATORS, bql_features
+from sieve.eval.summary import OPERATORS
 
 CONSTRUCTS = {"field": "field restriction", "boolean": "Boolean operator (any)", "and": "AND", "or": "OR", "not": "NOT / -", "phrase": "quoted phrase",
               "wildcard": "wildcard", "date": "date filter", "near": "NEAR", "plain": "no field / Boolean / date"}
@@ -114,17 +114,6 @@ def tables_10_12(ctx: Ctx) -> dict[str, Any]:
     return {"id": "tables-10-12", "title": "Every run, by collection", "collections": out}
 
 
-def _plain_usage(run: Run) -> dict[str, float]:
-    """The share of questions (and of `search` calls) that used no field, Boolean operator or date."""
-    per_q = [[bql_features(str((t.get("arguments") or {}).get("query", ""))) for t in rec.get("tool_calls", []) if t["name"] == "search"]
-             for rec in run.records.values()]
-    plain = {"field", "boolean", "date"}
-    calls = [f for q in per_q for f in q]
-    searched = [q for q in per_q if q]
-    return {"questions": round(sum(1 for q in searched if not any(f & plain for f in q)) / len(per_q), 4) if per_q else 0.0,
-            "calls": round(sum(1 for f in calls if not f & plain) / len(calls), 4) if calls else 0.0}
-
-
 def table_3(ctx: Ctx) -> dict[str, Any]:
     title = "BQL usage (share of questions, share of search calls)"
     used = [i for i in sorted(ctx.of(ablated=False), key=lambda i: (ctx.collections.index(ctx.runs[i].collection), *_place(ctx.rows[i]), i))
@@ -133,9 +122,8 @@ def table_3(ctx: Ctx) -> dict[str, Any]:
         return _skip("table-3", title, "runs that used the BQL `search` tool (the SIEVE conditions)")
     columns = [{"collection": ctx.runs[i].collection, "run": ctx.runs[i].name, "label": ctx.runs[i].label, "search_calls": ctx.rows[i]["search_calls"]}
                for i in used]
-    plain = {i: _plain_usage(ctx.runs[i]) for i in used}
+    # "plain" (no field, Boolean or date) is one of OPERATORS: counted once, by sieve.eval.summary.
     rows = [{"construct": op, "name": CONSTRUCTS[op], "values": [ctx.rows[i]["bql_usage"][op] for i in used]} for op in OPERATORS]
-    rows.append({"construct": "plain", "name": CONSTRUCTS["plain"], "values": [plain[i] for i in used]})
     return {"id": "table-3", "title": title, "backbone": ctx.primary, "columns": columns, "rows": rows}
 
 
@@ -541,7 +529,7 @@ def render(report: dict[str, Any], pictures: list[Path] | str | None = None) -> 
             continue
         parts += ["", f"## {name}: {t['title']}", "", *fn(t)]
     if any(r.get("versus_baseline") for r in rows):
-        parts += ["", f"## Against the baseline (Figure 3's numbers)", "", *md_paired(rows)]
+        parts += ["", "## Against the baseline (Figure 3's numbers)", "", *md_paired(rows)]
     parts += ["", "## Failure composition (Figure 7)", "", *md_figure_7(report["figures"]["figure-7"])]
     for key, f in report["figures"].items():
         if "skipped" in f:

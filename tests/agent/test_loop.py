@@ -252,7 +252,7 @@ def test_an_unknown_condition_is_refused_before_any_call(index: sieve.Index) -> 
 
     with LoopbackServer(lambda body: Say("<answer>x</answer>")) as srv:
         with pytest.raises(InvalidArgumentError, match="unknown condition 'grep-agent'; choose from one-shot, autoread, dci, bounded-dci, search-visit, search-fetch, sieve, "
-                           "sieve\\+diagnose, sieve\\+manual, sieve\\+ranked-fallback, sieve\\+all, rag"):
+                           "sieve\\+diagnose, sieve\\+manual, sieve\\+ranked-fallback, sieve\\+all, indri-control, rag"):
             Agent(ChatClient(srv.url, "scripted", backoff=0.01, timeout=2), condition="grep-agent")
         assert not srv.requests or all(r.get("messages") is None for r in srv.requests)
 
