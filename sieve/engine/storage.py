@@ -510,8 +510,8 @@ def _unwritable_reason(root: Path, e: OSError) -> str:
         mode = 0
     if part != root and mode and not stat.S_ISDIR(mode):
         return f"{part} is {files.kind(mode)}, not a folder"
-    if e.errno in (errno.ENOSPC, errno.EDQUOT):
-        return "the disk is full (or the disk quota is used up)"
+    if e.errno in (errno.ENOSPC, errno.EDQUOT):  # the system's words kept: people search for them
+        return f"{'the disk is full' if e.errno == errno.ENOSPC else 'the disk quota is used up'} ({e.strerror or os.strerror(e.errno)})"
     if e.errno == errno.EROFS:
         return "the file system is read-only"
     where = Path(e.filename).parent if e.filename else part
