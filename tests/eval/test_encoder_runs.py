@@ -10,6 +10,8 @@ from pathlib import Path
 
 import pytest
 
+pytest.importorskip("sentence_transformers", reason="needs the dense extra: pip install torch==2.13.0 && pip install -e '.[dense]'")
+
 from encoders import derived_model
 from loopback import LoopbackServer
 from test_conditions_run import collection, records, researcher  # noqa: F401  (a fixture)
