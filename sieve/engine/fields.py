@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import functools
+from collections.abc import Iterator
 from enum import IntEnum
 
 
@@ -55,3 +56,11 @@ def mask_of(fields: frozenset[Field] | None) -> int:
     if fields is None:
         return ALL_MASK
     return sum(f.bit for f in fields)
+
+
+def field_names(text: str, offset: int) -> Iterator[tuple[str, int]]:
+    """Each comma-separated name of a field list (`title, Body`) as written, stripped, with the
+    position of its first character in the query (`text` starts at `offset`); an empty one is ""."""
+    for raw in text.split(","):
+        yield raw.strip(), offset + len(raw) - len(raw.lstrip())
+        offset += len(raw) + 1

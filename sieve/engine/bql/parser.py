@@ -20,7 +20,7 @@ from sieve.engine.analysis import analyze
 from sieve.engine.bql import ast
 from sieve.engine.bql.dates import parse_date_spec
 from sieve.engine.bql.lexer import BAD_CHAR, BQLLexer, Tok, scan, tokenize
-from sieve.engine.fields import DATE_TAG, FIELD_ALIASES, Field
+from sieve.engine.fields import DATE_TAG, FIELD_ALIASES, Field, field_names
 from sieve.errors import BQLLimitError, BQLSyntaxError
 
 MAX_QUERY_CHARS = 10_000
@@ -125,11 +125,8 @@ def _parse_fields(tag: Tok) -> frozenset[Field] | frozenset[str] | str:
         raise BQLSyntaxError("empty tag '[]'", tag.pos, "name a field: " + FIELD_HELP)
     declared = _DECLARED.get()
     fields: set[Field] = set()
-    offset = tag.pos + 1
-    for raw in inner.split(","):
-        name = raw.strip().lower()
-        pos = offset + len(raw) - len(raw.lstrip())
-        offset += len(raw) + 1
+    for written, pos in field_names(inner, tag.pos + 1):
+        name = written.lower()
         if not name:
             raise BQLSyntaxError("empty field name in tag", pos, "separate field names with single commas")
         if name == DATE_TAG:
@@ -144,7 +141,7 @@ def _parse_fields(tag: Tok) -> frozenset[Field] | frozenset[str] | str:
             close = difflib.get_close_matches(name, _FIELD_NAMES + [DATE_TAG, *declared], n=1)
             hint = f"did you mean {close[0]}? " if close else ""
             more = ", and this index's text fields: " + ", ".join(sorted(declared)) if declared else ""
-            raise BQLSyntaxError(f"unknown field {raw.strip()!r}", pos, hint + "valid fields: " + FIELD_HELP + more)
+            raise BQLSyntaxError(f"unknown field {written!r}", pos, hint + "valid fields: " + FIELD_HELP + more)
         fields |= FIELD_ALIASES[name]
     return frozenset(fields)
 

@@ -21,7 +21,7 @@ from dataclasses import replace
 from sieve.engine.bql.dates import parse_date_spec
 from sieve.engine.bql.lexer import BAD_CHAR
 from sieve.engine.bql.parser import FIELD_HELP, MAX_CLAUSES, MAX_DEPTH, MAX_NEAR_DIGITS, MAX_QUERY_CHARS
-from sieve.engine.fields import DATE_TAG, FIELD_ALIASES, Field
+from sieve.engine.fields import DATE_TAG, FIELD_ALIASES, Field, field_names
 from sieve.engine.indriql import ast
 from sieve.errors import BQLLimitError, IndriSyntaxError
 
@@ -155,11 +155,8 @@ class _Parser:
 
     def fields(self, names: str, pos: int, dotted: bool = False) -> frozenset[Field]:
         out: set[Field] = set()
-        offset = pos
-        for raw in names.split(","):
-            name = raw.strip().lower()
-            at = offset + len(raw) - len(raw.lstrip())
-            offset += len(raw) + 1
+        for written, at in field_names(names, pos):
+            name = written.lower()
             if not name:
                 raise _error("empty field name", at, "separate field names with single commas: dog.(title,body)")
             if name == DATE_TAG:
@@ -168,7 +165,7 @@ class _Parser:
                 close = difflib.get_close_matches(name, sorted(FIELD_ALIASES), n=1)
                 hint = f"did you mean {close[0]}? " if close else ""
                 quote = '; a word that holds a dot is quoted: "U.S."' if dotted else ""
-                raise _error(f"unknown field {raw.strip()!r}", at, hint + "valid fields: " + FIELD_HELP.replace(", date", "") + quote)
+                raise _error(f"unknown field {written!r}", at, hint + "valid fields: " + FIELD_HELP.replace(", date", "") + quote)
             out |= FIELD_ALIASES[name]
         return frozenset(out)
 
