@@ -19,7 +19,7 @@ import traceback
 from pathlib import Path
 from typing import Any, Callable
 
-from tests.hardening.deadline import Hung, within
+from .deadline import Hung, within
 
 FILE_VARIANTS = ("deleted", "a folder", "a FIFO", "a link to another file", "a link to /dev/zero", "a link to nothing", "empty", "cut in half",
                  "garbage of its size", "one byte more", "unreadable")
@@ -85,7 +85,7 @@ def read_everything(index: Any, dense: bool = False) -> None:
         index.document(doc_id)
         index.section(doc_id, 0)
     if dense:
-        from tests.hardening.synth import HashEncoder
+        from .synth import HashEncoder
 
         index.use_dense(model="hash-64", encoder=HashEncoder())
         index.searcher.dense.exact_max = 0  # through the HNSW graph, so hnsw.bin is read
