@@ -32,10 +32,10 @@ from pathlib import Path
 from typing import Iterator
 
 import sieve
-from sieve.tools.episode import make_tools
+from sieve.tools.shell.episode import make_tools
 from sieve.agent.llm import ChatClient
 from sieve.agent.loop import Agent, Budgets
-from sieve.demo_corpus import stdlib_documents
+from sieve.corpus.demo import stdlib_documents
 
 HERE = Path(__file__).resolve().parent
 QUESTIONS = [

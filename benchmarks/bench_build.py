@@ -4,7 +4,7 @@
 
 Each build runs in a fresh process, the two variants alternating round by round (this machine's
 memory state moves single runs by 10-20%): `ordinary` is sieve as it is (a segment's final sort
-and writes run with numpy's huge-page advice off, sieve.engine.pages), `huge` the same code with
+and writes run with numpy's huge-page advice off, sieve.engine.segment.pages), `huge` the same code with
 the advice left as numpy sets it. Per build: wall seconds, the final step's wall, user and system
 seconds (`IndexWriter.finish`), the main process's CPU and minor page faults, the workers' CPU and
 the peak RSS of the main process. Prints medians and writes JSON (default
@@ -26,7 +26,7 @@ HERE = Path(__file__).resolve().parent
 CHILD = r"""
 import contextlib, json, resource, sys, time
 import sieve
-from sieve.engine import writer
+from sieve.engine.segment import writer
 corpus, out, jobs, variant = sys.argv[1], sys.argv[2], int(sys.argv[3]), sys.argv[4]
 if variant == "huge":
     writer.small_pages = contextlib.nullcontext

@@ -33,10 +33,10 @@ HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE.parent / "tests" / "support"))
 
 import sieve  # noqa: E402
-from sieve.engine.analysis import analyze  # noqa: E402
+from sieve.engine.analysis.analyzers import analyze  # noqa: E402
 from sieve.agent.llm import ChatClient  # noqa: E402
 from sieve.agent.loop import Agent, Budgets  # noqa: E402
-from sieve.tools.episode import make_tools  # noqa: E402
+from sieve.tools.shell.episode import make_tools  # noqa: E402
 
 WORD = re.compile(r"^[a-z][a-z0-9]{2,}$")
 

@@ -98,7 +98,7 @@ def model_server(rounds: int) -> tuple[dict[str, Any], list[str]]:
 def mcp(rounds: int) -> tuple[dict[str, Any], list[str]]:
     import sieve
     from serving import start_http, stop  # type: ignore[import-not-found]
-    from sieve.demo_corpus import stdlib_documents
+    from sieve.corpus.demo import stdlib_documents
 
     failures: list[str] = []
     outcomes: Counter[str] = Counter()

@@ -127,9 +127,9 @@ def atheris_child(n: int, out: Path) -> None:
     import atheris
 
     with atheris.instrument_imports():
-        import sieve.engine.bql.dates  # noqa: F401
-        import sieve.engine.bql.lexer  # noqa: F401
-        import sieve.engine.bql.parser  # noqa: F401
+        import sieve.engine.query.bql.dates  # noqa: F401
+        import sieve.engine.query.bql.lexer  # noqa: F401
+        import sieve.engine.query.bql.parser  # noqa: F401
     _pieces()
     work = Path(tempfile.mkdtemp(prefix="sieve-fuzz-"))
     fuzz = Fuzz(small_index(work))
@@ -175,7 +175,7 @@ def run_fuzz(engine: str, n: int, seed: int, work: Path) -> dict[str, Any]:
 def run_pathological(work: Path) -> list[dict[str, Any]]:
     import sieve
     from hardening.bql_gen import PATHOLOGICAL
-    from sieve.engine.bql import parse
+    from sieve.engine.query.bql import parse
 
     index = sieve.open_index(work / "small")
     rows = []
@@ -196,8 +196,8 @@ def run_pathological(work: Path) -> list[dict[str, Any]]:
 def man_queries(index: Any) -> list[tuple[str, str]]:
     import numpy as np
 
-    from sieve.engine.analysis import analyze
-    from sieve.engine.bql.lexer import OPERATORS
+    from sieve.engine.analysis.analyzers import analyze
+    from sieve.engine.query.bql.lexer import OPERATORS
 
     r = index.reader
     freq = np.diff(np.asarray(r.pos_ptr, dtype=np.int64))

@@ -52,7 +52,7 @@ sys.path.insert(0, str(HERE))
 
 from bench_agent_llamacpp import llama_server  # noqa: E402  (the same model and server, started the same way)
 
-from sieve.demo_corpus import stdlib_documents  # noqa: E402
+from sieve.corpus.demo import stdlib_documents  # noqa: E402
 
 # (question, gold module, extra answer aliases). The first eight are bench_agent_llamacpp's.
 QUESTIONS: list[tuple[str, str, tuple[str, ...]]] = [

@@ -32,8 +32,8 @@ sys.path.insert(0, str(HERE))
 
 import sieve  # noqa: E402
 from bench_diagnose import percentile  # noqa: E402
-from sieve.corpus import records  # noqa: E402
-from sieve.engine.analysis import analyze  # noqa: E402
+from sieve.corpus.formats import records  # noqa: E402
+from sieve.engine.analysis.analyzers import analyze  # noqa: E402
 from sieve.tools.toolset import free_text_query  # noqa: E402
 
 RESERVED = {"and", "or", "not", "near", "date", "all"}

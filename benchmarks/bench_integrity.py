@@ -40,8 +40,8 @@ sys.path.insert(0, str(HERE.parent / "tests"))
 import sieve  # noqa: E402
 from hardening.damage import damage, exercise  # noqa: E402
 from hardening.synth import queries, records  # noqa: E402
-from sieve.engine import storage  # noqa: E402
-from sieve.engine.reader import WRITTEN  # noqa: E402  (every file this version writes)
+from sieve.engine.format import storage  # noqa: E402
+from sieve.engine.segment.reader import WRITTEN  # noqa: E402  (every file this version writes)
 from sieve.errors import IndexDamagedError  # noqa: E402
 
 

@@ -32,7 +32,7 @@ from typing import Any
 import numpy as np
 
 import sieve
-from sieve.engine import positions
+from sieve.engine.format import positions
 
 HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE))

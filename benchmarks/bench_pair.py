@@ -25,10 +25,10 @@ sys.path.insert(0, str(HERE))
 sys.path.insert(0, str(HERE.parent))
 
 import sieve  # noqa: E402
-from sieve.index import parse_query  # noqa: E402
+from sieve.index.index import parse_query  # noqa: E402
 
 # parse_query was memoised itself in older sieves (ab.py --same-scripts runs these on them); now it wraps _parsed.
-clear_parse_cache = getattr(parse_query, "cache_clear", None) or sieve.index._parsed.cache_clear  # noqa: E402
+clear_parse_cache = getattr(parse_query, "cache_clear", None) or sieve.index.index._parsed.cache_clear  # noqa: E402
 from bench_engine import CLASSES, Sampler, to_bql  # noqa: E402
 from bench_rank import sample_queries  # noqa: E402
 

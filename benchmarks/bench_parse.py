@@ -4,7 +4,7 @@ LALR grammar alone, and optionally against an earlier revision's `parse`.
     python benchmarks/bench_parse.py [--against 7847399] [--queries 100]
 
 Each query is parsed 15 times; the table gives the median over a class's queries of the best
-time, in microseconds. `--against REV` loads REV's `sieve/engine/bql/parser.py` (with this tree's
+time, in microseconds. `--against REV` loads REV's `sieve/engine/query/bql/parser.py` (with this tree's
 lexer and syntax tree, which must still offer what it imports) and checks it gives the same trees.
 Queries are bench_engine's, drawn from man-sections (`--corpus`). Writes `results/parse.json`.
 """
@@ -28,7 +28,7 @@ sys.path.insert(0, str(HERE.parent))
 
 import sieve  # noqa: E402
 from bench_engine import CLASSES, Sampler, to_bql  # noqa: E402
-from sieve.engine.bql.parser import parse, parse_lalr  # noqa: E402
+from sieve.engine.query.bql.parser import parse, parse_lalr  # noqa: E402
 
 REPEATS = 15
 
@@ -46,7 +46,7 @@ def best_median(fn: Callable[[str], Any], qs: list[str]) -> float:
 
 
 def load_parser(rev: str) -> Any:
-    source = subprocess.run(["git", "show", f"{rev}:sieve/engine/bql/parser.py"], cwd=HERE.parent, capture_output=True, text=True, check=True).stdout
+    source = subprocess.run(["git", "show", f"{rev}:sieve/engine/query/bql/parser.py"], cwd=HERE.parent, capture_output=True, text=True, check=True).stdout
     path = Path(tempfile.mkdtemp()) / f"parser_{rev}.py"
     path.write_text(source)
     spec = importlib.util.spec_from_file_location(path.stem, path)

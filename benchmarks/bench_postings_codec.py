@@ -5,12 +5,12 @@
 `post.doc` was raw int32 up to format 6 (23.6 MB of man-sections' 87.5 MB index); formats 7 and 9
 store the "split 16" codec below. Compared here, on the first segment of INDEX (of any format):
 - raw: a slice;
-- blocks: positions' codec (sieve.engine.positions.encode, format 9: 128 per block, each term's
+- blocks: positions' codec (sieve.engine.format.positions.encode, format 9: 128 per block, each term's
   blocks' 127 differences in 8, 12, 16 or 32 bits with the larger ones as exceptions, the last
   count % 128 raw), decoded whole by `BlockPositions.all` with nothing kept;
 - term width: each term's first document raw and its differences in the narrowest width that
   holds the term's largest gap, decoded by one running sum;
-- split 16: sieve.engine.docids, what formats 7 and 9 store (the low 16 bits of each id, the high bits
+- split 16: sieve.engine.format.docids, what formats 7 and 9 store (the low 16 bits of each id, the high bits
   once per run), sliced as a term leaf reads it.
 For each: bytes, and the median over bench_engine's term-class words of the best of 30 warm
 `bitset.from_ids(docs)` (what a term leaf does with its postings). Prints a table and writes
@@ -34,9 +34,9 @@ sys.path.insert(0, str(HERE))
 sys.path.insert(0, str(HERE.parent))
 
 import sieve  # noqa: E402
-from sieve.engine import bitset  # noqa: E402
-from sieve.engine.docids import SplitIds, split  # noqa: E402
-from sieve.engine.positions import BlockPositions, encode  # noqa: E402
+from sieve.engine.format import bitset  # noqa: E402
+from sieve.engine.format.docids import SplitIds, split  # noqa: E402
+from sieve.engine.format.positions import BlockPositions, encode  # noqa: E402
 from bench_engine import Sampler, to_bql  # noqa: E402
 
 

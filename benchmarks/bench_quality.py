@@ -10,7 +10,7 @@ Two known-item tasks, built deterministically from text every machine of ours ha
   NAME-line description with the page's own names removed (`acos, acosf - arc cosine function` ->
   `arc cosine function`); the one relevant document is that page, indexed without its NAME section
   and without the description in its infobox, so the query must be found in the rest of the page.
-* `python-modules`: the standard library's modules as `sieve demo` reads them (sieve.demo_corpus).
+* `python-modules`: the standard library's modules as `sieve demo` reads them (sieve.corpus.demo).
   The query is a module's one-line summary with the module's name words removed; the relevant
   document is that module, its title cut to the name and the summary removed from its text.
 
@@ -39,8 +39,8 @@ from pathlib import Path
 from typing import Any
 
 import sieve
-from sieve.engine.analysis import analyze
-from sieve.engine.bm25 import BM25Params
+from sieve.engine.analysis.analyzers import analyze
+from sieve.engine.rank.bm25 import BM25Params
 from sieve.eval.retrieval import MEASURES, analysis_label, evaluate_retrieval, load_retrieval, measure, write_trec
 
 HERE = Path(__file__).resolve().parent
@@ -103,7 +103,7 @@ def man_linux(pages: Path, folder: Path) -> int:
 
 
 def python_modules(folder: Path) -> int:
-    from sieve.demo_corpus import stdlib_documents
+    from sieve.corpus.demo import stdlib_documents
 
     items = []
     for d in stdlib_documents():

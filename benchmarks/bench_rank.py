@@ -25,13 +25,13 @@ from typing import Any
 import numpy as np
 
 import sieve
-from sieve.engine import bitset
-from sieve.engine.analysis import analyze
-from sieve.engine.bql.lexer import OPERATORS
-from sieve.index import parse_query
+from sieve.engine.format import bitset
+from sieve.engine.analysis.analyzers import analyze
+from sieve.engine.query.bql.lexer import OPERATORS
+from sieve.index.index import parse_query
 
 # parse_query was memoised itself in older sieves (ab.py --same-scripts runs these on them); now it wraps _parsed.
-clear_parse_cache = getattr(parse_query, "cache_clear", None) or sieve.index._parsed.cache_clear
+clear_parse_cache = getattr(parse_query, "cache_clear", None) or sieve.index.index._parsed.cache_clear
 
 HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE))

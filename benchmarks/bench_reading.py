@@ -29,10 +29,10 @@ import numpy as np
 import sieve
 from sieve.tools import ReadConfig, ToolConfig, Toolset, make_counter
 from sieve.tools.cards import hit_snippet
-from sieve.tools.reading import document_text, read_section
-from sieve.tools.sections import label
-from sieve.tools.snippets import Matcher
-from sieve.engine.analysis import analyze
+from sieve.tools.fetch.reading import document_text, read_section
+from sieve.tools.fetch.sections import label
+from sieve.tools.fetch.snippets import Matcher
+from sieve.engine.analysis.analyzers import analyze
 
 HERE = Path(__file__).resolve().parent
 CORPUS = HERE / "data" / "man-pages.jsonl"

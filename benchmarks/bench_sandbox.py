@@ -1,6 +1,6 @@
 """What the agent shell's sandbox costs per command: the DCI commands an agent types, run on a staged
 folder (the Python standard library's documentation, `sieve demo`'s corpus, one file per document)
-by `sieve.tools.shell.run` under each sandbox this machine has, beside the same line run by a plain
+by `sieve.tools.shell.shell.run` under each sandbox this machine has, beside the same line run by a plain
 `bash -c` with no limits and no watchdog (the peer: what an unconfined shell costs).
 
     python benchmarks/bench_sandbox.py [--rounds 40] [--mechanisms bwrap,landlock,none]
@@ -28,11 +28,11 @@ HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE.parent))
 
 import sieve  # noqa: E402
-from sieve.demo_corpus import stdlib_documents  # noqa: E402
+from sieve.corpus.demo import stdlib_documents  # noqa: E402
 from sieve.errors import SandboxError  # noqa: E402
-from sieve.tools import shell  # noqa: E402
-from sieve.tools.files import stage_collection  # noqa: E402
-from sieve.tools.sandbox import ShellLimits, _environment, choose  # noqa: E402
+from sieve.tools.shell import shell  # noqa: E402
+from sieve.tools.shell.files import stage_collection  # noqa: E402
+from sieve.tools.shell.sandbox import ShellLimits, _environment, choose  # noqa: E402
 
 COMMANDS = [
     "ls | head -20",

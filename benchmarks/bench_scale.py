@@ -69,7 +69,7 @@ import sieve
 ix = sieve.open_index(sys.argv[1])
 opened = time.perf_counter() - t0
 rss_open = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss // 1024
-from sieve.engine.analysis import analyze
+from sieve.engine.analysis.analyzers import analyze
 r = random.Random(3)
 qs, positional = [], []
 while len(qs) < 200:

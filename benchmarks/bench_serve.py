@@ -35,8 +35,8 @@ from bench_reading import CORPUS, INDEX, queries
 
 import sieve
 from sieve.tools.cards import hit_snippet
-from sieve.tools.sections import label
-from sieve.tools.snippets import Matcher
+from sieve.tools.fetch.sections import label
+from sieve.tools.fetch.snippets import Matcher
 from sieve.serve.service import Service
 
 HERE = Path(__file__).resolve().parent
@@ -61,7 +61,7 @@ def start_server(workers: int) -> tuple[subprocess.Popen[bytes], str]:
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))
         port = int(s.getsockname()[1])
-    proc = subprocess.Popen([sys.executable, "-m", "sieve.cli", "serve", f"man={INDEX}", "--http", "--port", str(port), "--workers", str(workers)],
+    proc = subprocess.Popen([sys.executable, "-m", "sieve.cli.main", "serve", f"man={INDEX}", "--http", "--port", str(port), "--workers", str(workers)],
                             stderr=subprocess.DEVNULL)
     for _ in range(600):
         try:

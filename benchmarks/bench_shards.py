@@ -54,7 +54,7 @@ def build(corpus: Path, out: Path, extra: list[str], env: dict[str, str] | None 
 
 
 def sample_queries(ix: Any, n: int, seed: int = 3) -> tuple[list[str], list[str]]:
-    from sieve.engine.analysis import analyze
+    from sieve.engine.analysis.analyzers import analyze
 
     r = random.Random(seed)
     docs = ix.doc_numbers()
@@ -126,7 +126,7 @@ def main() -> int:
     result["build_speedup"] = round(result["build_one"]["seconds"] / result["build_sharded"]["seconds"], 2)
 
     import sieve
-    from sieve.shard_service import open_ray_index
+    from sieve.index.shard_service import open_ray_index
 
     one = sieve.open_index(one_dir)
     t = time.perf_counter()

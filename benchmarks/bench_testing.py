@@ -27,7 +27,7 @@ sys.path.insert(0, str(HERE))
 
 import sieve  # noqa: E402
 from bench_diagnose import over_constrained, percentile  # noqa: E402
-from sieve.corpus import records  # noqa: E402
+from sieve.corpus.formats import records  # noqa: E402
 
 
 def first_records(corpus: Path, n: int) -> list[dict]:

@@ -1,7 +1,7 @@
 """sieve: search, inspect, fetch. A pure-Python fielded Boolean search engine for research agents."""
 
-from sieve.corpus import CorpusReport, read_documents
-from sieve.documents import Document, Section
+from sieve.corpus.formats import CorpusReport, read_documents
+from sieve.corpus.documents import Document, Section
 from sieve.errors import (
     BQLError,
     BQLLimitError,
@@ -23,12 +23,12 @@ from sieve.errors import (
     UnknownAnalyzerError,
     UnknownDocumentError,
 )
-from sieve.engine.analysis import Analyzer, analyzer_names
-from sieve.engine.bm25 import BM25Params
-from sieve.engine.plan import Limits
-from sieve.engine.search import Hit, Results
-from sieve.folders import Folder
-from sieve.index import Index, Match, build_index, open_index
+from sieve.engine.analysis.analyzers import Analyzer, analyzer_names
+from sieve.engine.rank.bm25 import BM25Params
+from sieve.engine.query.plan import Limits
+from sieve.engine.rank.search import Hit, Results
+from sieve.corpus.folders import Folder
+from sieve.index.index import Index, Match, build_index, open_index
 
 __version__ = "0.2.0"  # the one version source (pyproject.toml reads it)
 

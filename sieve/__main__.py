@@ -1,3 +1,3 @@
-from sieve.cli import main
+from sieve.cli.main import main
 
 raise SystemExit(main())

@@ -39,9 +39,17 @@ class BQLSyntaxError(BQLError):
             text += f" ({hint})"
         super().__init__(text)
 
+    def pointer(self, query: str) -> str:
+        """The query on one line and a caret under the offending character (for people; tools keep `pos`).
+
+        Tabs and newlines in the query print as spaces so the caret stays under its character."""
+        flat = query.replace("\t", " ").replace("\n", " ").replace("\r", " ")
+        at = min(max(self.pos, 0), len(flat))
+        return f"  {flat}\n  {' ' * at}^"
+
 
 class IndriSyntaxError(BQLSyntaxError):
-    """An Indri query (`sieve.engine.indriql`) is malformed: `pos` and `hint` as BQLSyntaxError's.
+    """An Indri query (`sieve.engine.query.indriql`) is malformed: `pos` and `hint` as BQLSyntaxError's.
     A subclass of it, so every caller that shows a query's syntax error with its position shows
     this one the same way."""
 

@@ -22,11 +22,11 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Callable, Iterable
 
-from sieve import files
-from sieve.corpus import parse_line
-from sieve.engine.rankers import RANKER_NAMES
+from sieve.common import files
+from sieve.corpus.formats import parse_line
+from sieve.engine.rank.rankers import RANKER_NAMES
 from sieve.errors import CorpusError, InvalidArgumentError, SieveError
-from sieve.index import Index, build_index
+from sieve.index.index import Index, build_index
 
 CASE_KEYS = ("query", "admits", "rejects", "top", "count", "ranker", "name")
 MAX_CASES_BYTES = 64 << 20  # a case file's bound (a million cases is far less)

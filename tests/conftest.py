@@ -15,7 +15,7 @@ import pytest
 sys.path.insert(0, str(Path(__file__).parent / "support"))
 
 import sieve
-from sieve.demo_corpus import stdlib_documents
+from sieve.corpus.demo import stdlib_documents
 
 LONG_LINES = [f"Line {i}: the river rises {i % 7} metres near the old mill at dawn." for i in range(1, 121)]
 

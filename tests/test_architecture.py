@@ -10,12 +10,12 @@ import pytest
 
 SIEVE = Path(__file__).resolve().parents[1] / "sieve"
 
-FOUNDATION = {"sieve.errors", "sieve.isodate", "sieve.templates", "sieve.progress", "sieve.jsonio", "sieve.files", "sieve.terminal"}
-DATA = FOUNDATION | {"sieve.documents", "sieve.frontmatter", "sieve.folders", "sieve.corpus", "sieve.demo_corpus"}
+FOUNDATION = {"sieve.errors", "sieve.common"}
+DATA = FOUNDATION | {"sieve.corpus"}
 ENGINE = DATA | {"sieve.engine"}
 DENSE = ENGINE | {"sieve.dense", "sieve.index"}
-API = DENSE | {"sieve", "sieve.index", "sieve.build", "sieve.writes", "sieve.merges", "sieve.testing", "sieve.shards", "sieve.shard_service", "sieve.cluster"}
-ENGINE_PUBLIC = {f"sieve.engine.{m}" for m in ("analysis", "fields", "bql", "deadline", "rankers", "search")}
+API = DENSE | {"sieve", "sieve.index", "sieve.testing"}
+ENGINE_PUBLIC = {f"sieve.engine.{m}" for m in ("analysis.analyzers", "analysis.fields", "query.bql", "deadline", "rank.rankers", "rank.search")}
 TOOLS = (API - {"sieve.engine", "sieve.dense"}) | ENGINE_PUBLIC | {"sieve.tools"}
 AGENT = TOOLS | {"sieve.agent"}
 SERVE = TOOLS | {"sieve.serve"}
@@ -26,26 +26,13 @@ WEB = EVAL | {"sieve.serve", "sieve.web"}  # the browser view names indexes as s
 # (module prefix, what it may import); the first prefix that matches a module decides.
 RULES: list[tuple[str, set[str]]] = [
     ("sieve.errors", {"sieve.errors"}),
-    ("sieve.isodate", {"sieve.errors"}),
-    ("sieve.templates", {"sieve.errors"}),
-    ("sieve.progress", set()),
-    ("sieve.jsonio", set()),
-    ("sieve.files", {"sieve.errors"}),
-    ("sieve.terminal", set()),
-    ("sieve.cluster", {"sieve.errors"}),
-    ("sieve.documents", FOUNDATION | {"sieve.documents"}),
-    ("sieve.frontmatter", {"sieve.errors"}),
-    ("sieve.folders", FOUNDATION | {"sieve.documents", "sieve.frontmatter"}),
-    ("sieve.corpus", FOUNDATION | {"sieve.documents", "sieve.folders", "sieve.corpus"}),
-    ("sieve.demo_corpus", DATA),
+    ("sieve.common", FOUNDATION),
+    ("sieve.index.cluster", {"sieve.errors"}),
+    ("sieve.corpus.demo", DATA),
+    ("sieve.corpus", DATA),
     ("sieve.engine", ENGINE),
     ("sieve.dense", DENSE),
     ("sieve.index", API),
-    ("sieve.build", API),
-    ("sieve.writes", API),
-    ("sieve.merges", API),
-    ("sieve.shards", API),
-    ("sieve.shard_service", API),
     ("sieve.testing", API),
     ("sieve.tools", TOOLS),
     ("sieve.agent", AGENT),
@@ -54,7 +41,6 @@ RULES: list[tuple[str, set[str]]] = [
     ("sieve.web", WEB),
     ("sieve.eval", EVAL),
     ("sieve.cli", {"*"}),  # the command line may use everything
-    ("sieve.cli_agent", {"*"}),
     ("sieve.__main__", {"*"}),
     ("sieve", API),  # sieve/__init__.py
 ]
@@ -84,8 +70,8 @@ def imports(path: Path) -> list[tuple[int, str]]:
             base = node.module or ""
             if node.level:
                 base = ".".join(package.split(".")[: len(package.split(".")) - node.level + 1] + ([base] if base else []))
-            # `from sieve.engine import bitset` imports the module sieve.engine.bitset;
-            # `from sieve.engine.search import Results` imports sieve.engine.search
+            # `from sieve.engine import bitset` imports the module sieve.engine.format.bitset;
+            # `from sieve.engine.rank.search import Results` imports sieve.engine.rank.search
             out.extend((node.lineno, f"{base}.{a.name}" if is_module(f"{base}.{a.name}") else base) for a in node.names)
     return [(line, name) for line, name in out if name == "sieve" or name.startswith("sieve.")]
 
@@ -109,13 +95,13 @@ def test_imports_follow_the_layers(path: Path) -> None:
 def test_the_rules_catch_a_wrong_direction() -> None:
     """The checker itself: an engine module importing the tools, tools importing the agent or the
     reader, and the agent importing the server are all refused."""
-    assert not allowed("sieve.engine.search", "sieve.tools.cards")
-    assert not allowed("sieve.engine.search", "sieve.index")
+    assert not allowed("sieve.engine.rank.search", "sieve.tools.cards")
+    assert not allowed("sieve.engine.rank.search", "sieve.index.index")
     assert not allowed("sieve.tools.cards", "sieve.agent.loop")
-    assert not allowed("sieve.tools.cards", "sieve.engine.reader")
+    assert not allowed("sieve.tools.cards", "sieve.engine.segment.reader")
     assert not allowed("sieve.agent.loop", "sieve.serve.service")
     assert not allowed("sieve.serve.service", "sieve.eval.run")
-    assert allowed("sieve.tools.cards", "sieve.engine.search")
+    assert allowed("sieve.tools.cards", "sieve.engine.rank.search")
     assert allowed("sieve.tools.cards", "sieve")
     assert allowed("sieve.eval.run", "sieve.agent.loop")
     assert len(MODULES) > 50

@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from sieve.cli import main
+from sieve.cli.main import main
 
 
 @pytest.fixture()

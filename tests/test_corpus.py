@@ -11,8 +11,8 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 import sieve
-from sieve.corpus import CorpusReport, line_spans, raw_lines, read_documents, span_lines
-from sieve.documents import INTRO, Document, Section, document_from_record
+from sieve.corpus.formats import CorpusReport, line_spans, raw_lines, read_documents, span_lines
+from sieve.corpus.documents import INTRO, Document, Section, document_from_record
 from sieve.errors import CorpusError
 
 
@@ -167,7 +167,7 @@ def test_the_id_registry_finds_every_duplicate_and_its_first_line(seed: int, bat
     registry or given)."""
     import random
 
-    from sieve.corpus import IdRegistry, id_key
+    from sieve.corpus.formats import IdRegistry, id_key
 
     monkeypatch.setattr(IdRegistry, "RECENT", 97)
     monkeypatch.setattr(IdRegistry, "BITS", 1 << 12)  # a small bitmap: many ids reach the arrays
@@ -241,7 +241,7 @@ def test_lenient_keeps_them_as_metadata_and_counts_them(tmp_path: Path) -> None:
 
 
 def test_lenient_parallel_build_counts_like_local(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    import sieve.build as build
+    import sieve.index.build as build
 
     path = tmp_path / "c.jsonl"
     with path.open("w") as fh:

@@ -1,4 +1,4 @@
-"""Tests for sieve.demo_corpus, run against the real standard library."""
+"""Tests for sieve.corpus.demo, run against the real standard library."""
 
 from __future__ import annotations
 
@@ -12,8 +12,8 @@ from pathlib import Path
 
 import pytest
 
-from sieve import demo_corpus
-from sieve.demo_corpus import stdlib_documents, stdlib_source_dir
+from sieve.corpus import demo as demo_corpus
+from sieve.corpus.demo import stdlib_documents, stdlib_source_dir
 
 STDLIB = Path(sysconfig.get_paths()["stdlib"])
 

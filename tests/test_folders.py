@@ -10,9 +10,9 @@ from pathlib import Path
 import pytest
 
 import sieve
-from sieve.corpus import CorpusReport
+from sieve.corpus.formats import CorpusReport
 from sieve.errors import CorpusError
-from sieve.folders import document_files, records
+from sieve.corpus.folders import document_files, records
 
 GUIDE = """---
 title: The Guide

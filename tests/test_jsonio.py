@@ -1,4 +1,4 @@
-"""sieve.jsonio against the standard library's json, its oracle: the same values and the same errors."""
+"""sieve.common.jsonio against the standard library's json, its oracle: the same values and the same errors."""
 
 from __future__ import annotations
 
@@ -16,7 +16,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 import sieve
-from sieve import jsonio
+from sieve.common import jsonio
 
 COMPACT = json.JSONEncoder(ensure_ascii=False, separators=(",", ":"))
 

@@ -9,8 +9,8 @@ from pathlib import Path
 
 import pytest
 
-from sieve import progress
-from sieve.corpus import count_records
+from sieve.common import progress
+from sieve.corpus.formats import count_records
 
 
 class Terminal(io.StringIO):

@@ -1,4 +1,4 @@
-"""A sharded index served by Ray actors (sieve.shard_service) on a local Ray cluster (this machine
+"""A sharded index served by Ray actors (sieve.index.shard_service) on a local Ray cluster (this machine
 only) answers exactly as one index over the same corpus, and a shard that is gone is an error,
 never a partial answer passed off as complete."""
 
@@ -20,11 +20,11 @@ from hypothesis import strategies as st
 
 from sieve import (BQLLimitError, BQLSyntaxError, ClusterError, DeadlineExceededError, InvalidArgumentError, Limits, UnknownDocumentError,
                    build_index, open_index)
-from sieve.cli import main
-from sieve.cluster import connect
-from sieve.demo_corpus import stdlib_documents
+from sieve.cli.main import main
+from sieve.index.cluster import connect
+from sieve.corpus.demo import stdlib_documents
 from sieve.serve.service import Service
-from sieve.shard_service import open_ray_index
+from sieve.index.shard_service import open_ray_index
 from sieve.tools.toolset import Toolset
 
 sys.path.insert(0, str(Path(__file__).parent / "engine"))
@@ -74,7 +74,7 @@ def test_four_shards_over_ray_answer_as_one_index(pair: Any) -> None:
 
 
 def test_the_private_cluster_listens_on_loopback_only(pair: Any) -> None:
-    # `--ray local` (sieve.cluster.connect("local")) with its shard servers up: every socket of this
+    # `--ray local` (sieve.index.cluster.connect("local")) with its shard servers up: every socket of this
     # process and of the Ray processes it started is on loopback, read from /proc, not from options.
     one, served = pair
     assert served.ray.get(served.actors[0].pid.remote()) > 0  # a shard server is up and answering
@@ -215,7 +215,7 @@ import json, os, sys
 os.environ["SIEVE_RAY_CPUS"] = "1"
 os.environ["SIEVE_RAY_RESOURCES"] = json.dumps({"sieve_shard_0": 1, "sieve_shard_1": 1})
 from sieve.serve.service import Service
-from sieve.shard_service import open_ray_index
+from sieve.index.shard_service import open_ray_index
 with open_ray_index(sys.argv[1], "local") as served:
     infos = served._get([a.info.remote() for a in served.actors])
     print(json.dumps([i["resources"] for i in infos]))

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from sieve.templates import load, render
+from sieve.common.templates import load, render
 
 
 def test_blocks_and_fields() -> None:

@@ -10,7 +10,7 @@ from typing import Any
 import pytest
 
 import sieve
-from sieve.cli import main
+from sieve.cli.main import main
 from sieve.errors import InvalidArgumentError
 from sieve.testing import assert_admits, assert_matches, assert_rejects, assert_top, index_fixture, load_cases, run_cases
 

@@ -9,7 +9,7 @@
 
 The retriever returns one LangChain `Document` per hit: the section its card's snippet comes from,
 with the document id, title, heading, section number, rank, score and matched fields as metadata
-(sieve.tools.passages). The tools are sieve's own (`Toolset`): the same texts, the manual as the
+(sieve.tools.fetch.passages). The tools are sieve's own (`Toolset`): the same texts, the manual as the
 search tool's description, result cards with ids that `fetch` takes.
 """
 
@@ -26,7 +26,7 @@ try:
 except ImportError as e:  # pragma: no cover - the extra's message
     raise ImportError(f"sieve.adapters.langchain needs langchain-core: pip install 'sieve-search[langchain]' ({e})") from None
 
-from sieve.tools.passages import Passage, retrieve
+from sieve.tools.fetch.passages import Passage, retrieve
 from sieve.tools.toolset import ToolConfig, Toolset
 
 

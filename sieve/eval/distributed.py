@@ -26,10 +26,10 @@ from typing import Any, Callable, Iterable
 from sieve.agent.llm import DEADLINE_S, ChatClient
 from sieve.agent.loop import Agent, Episode
 from sieve.agent.runner import Question, TrajectoryWriter, pending, recorded
-from sieve.cluster import connect
+from sieve.index.cluster import connect
 from sieve.errors import InvalidArgumentError
-from sieve.index import Index, open_index
-from sieve.tools.episode import make_tools
+from sieve.index.index import Index, open_index
+from sieve.tools.shell.episode import make_tools
 
 RETRIES = 3  # times Ray reruns an episode whose worker died, before it is recorded as crashed
 
@@ -56,7 +56,7 @@ _agents: dict[tuple[Any, ...], Agent] = {}
 
 
 def join(address: str) -> Any:
-    """Connect to the Ray cluster at `address` and return `ray` (sieve.cluster.connect)."""
+    """Connect to the Ray cluster at `address` and return `ray` (sieve.index.cluster.connect)."""
     return connect(address)
 
 

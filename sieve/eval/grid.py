@@ -22,7 +22,7 @@ from pathlib import Path
 from typing import Any, Iterable, Sequence
 
 from sieve.dense.encoder import DEFAULT_MODEL, model_label, model_name
-from sieve.engine.rankers import DENSE_RANKERS, RANKER_NAMES
+from sieve.engine.rank.rankers import DENSE_RANKERS, RANKER_NAMES
 from sieve.errors import InvalidArgumentError
 from sieve.tools.conditions import ALL_RANKERS, CONDITIONS, EXTENSIONS, PAPER_CONDITIONS, SNIPPETS, condition
 

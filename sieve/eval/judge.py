@@ -33,7 +33,7 @@ from sieve.agent.prompts import digest
 from sieve.agent.protocol import without_thinking
 from sieve.errors import InvalidArgumentError, SieveError
 from sieve.eval.collections import load_collection
-from sieve.templates import load, render
+from sieve.common.templates import load, render
 
 PROMPT = "judge.md"
 MAX_TOKENS = 512

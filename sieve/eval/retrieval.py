@@ -19,12 +19,12 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Callable
 
-from sieve.engine.analysis import get_analyzer
+from sieve.engine.analysis.analyzers import get_analyzer
 from sieve import BM25Params
-from sieve.engine.rankers import DENSE_RANKERS, RANKER_NAMES
+from sieve.engine.rank.rankers import DENSE_RANKERS, RANKER_NAMES
 from sieve.errors import CorpusError, InvalidArgumentError
-from sieve.engine.bql.parser import MAX_QUERY_CHARS
-from sieve.index import Index, Limits, build_index, open_index
+from sieve.engine.query.bql.parser import MAX_QUERY_CHARS
+from sieve.index.index import Index, Limits, build_index, open_index
 
 # ir-measures names, and the names this report prints.
 MEASURES = {"nDCG@10": "nDCG@10", "RR@10": "MRR@10", "R@100": "recall@100"}

@@ -6,19 +6,19 @@ import json
 from pathlib import Path
 from typing import Any, Callable, Sequence
 
-from sieve.tools.episode import make_tools
+from sieve.tools.shell.episode import make_tools
 from sieve.agent.llm import DEADLINE_S, ChatClient
 from sieve.agent.loop import Agent, Budgets, Episode
 from sieve.agent.runner import Question, run_all
 from sieve.eval.collections import Collection, corpus_records, flat_twin, load_collection
-from sieve.engine.rankers import DENSE_RANKERS
+from sieve.engine.rank.rankers import DENSE_RANKERS
 from sieve.errors import InvalidArgumentError
 from sieve.tools.conditions import condition as find_condition
-from sieve.eval.summary import score, summarize
-from sieve.index import Index, build_index, open_index
-from sieve.progress import Progress
+from sieve.eval.report.summary import score, summarize
+from sieve.index.index import Index, build_index, open_index
+from sieve.common.progress import Progress
 from sieve.tools.paper_manual import paper_collection
-from sieve.tools.sandbox import choose as choose_sandbox, warn_unconfined
+from sieve.tools.shell.sandbox import choose as choose_sandbox, warn_unconfined
 from sieve.tools.toolset import ToolConfig
 
 TWINS = ("structured", "flat")

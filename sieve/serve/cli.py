@@ -6,10 +6,10 @@ import argparse
 import json
 import sys
 
-from sieve.cluster import ADDRESS_HELP
+from sieve.index.cluster import ADDRESS_HELP
 from sieve.serve.hosts import add_arguments
 from sieve.serve.service import SERVED_TOOLS, ServeLimits
-from sieve.engine.rankers import DENSE_RANKERS, RANKER_NAMES
+from sieve.engine.rank.rankers import DENSE_RANKERS, RANKER_NAMES
 
 _LIMITS = ServeLimits()
 

@@ -264,4 +264,4 @@ def serve_http(service: Service, host: str, port: int, version: str = "", ready:
         except OSError as e:
             raise OSError(e.errno, f"cannot listen on {host}:{port}: {e.strerror}") from None
     ready()
-    uvicorn.run(app, host=host, port=port, log_level="warning", use_colors=False)  # its log reaches stderr through sieve.terminal, which shows colour codes as text
+    uvicorn.run(app, host=host, port=port, log_level="warning", use_colors=False)  # its log reaches stderr through sieve.common.terminal, which shows colour codes as text

@@ -21,10 +21,10 @@ from typing import Any
 from sieve.tools.manual import field_counts
 from sieve.tools.conditions import check_tools
 from sieve.tools.toolset import ToolConfig, ToolResult, Toolset
-from sieve.engine.bql.parser import MAX_QUERY_CHARS
-from sieve.engine.fields import Field
+from sieve.engine.query.bql.parser import MAX_QUERY_CHARS
+from sieve.engine.analysis.fields import Field
 from sieve.errors import InvalidArgumentError
-from sieve.index import Index, Limits, open_index
+from sieve.index.index import Index, Limits, open_index
 
 SERVED_TOOLS = ("search", "fetch", "visit", "show")
 _NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]{0,63}$")

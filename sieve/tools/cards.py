@@ -14,12 +14,12 @@ from dataclasses import dataclass
 from typing import Any, Iterator, Mapping, Sequence
 
 from sieve.engine import deadline
-from sieve.engine.rankers import SOFT_RANKERS
-from sieve.engine.search import Hit, Results
+from sieve.engine.rank.rankers import SOFT_RANKERS
+from sieve.engine.rank.search import Hit, Results
 from sieve.errors import InvalidArgumentError
-from sieve.index import Index
-from sieve.tools.safe import inline
-from sieve.tools.snippets import Matcher, Snippet, best_snippet
+from sieve.index.index import Index
+from sieve.tools.shell.safe import inline
+from sieve.tools.fetch.snippets import Matcher, Snippet, best_snippet
 from sieve.tools.style import PLAIN, Style
 
 

@@ -20,7 +20,7 @@ from dataclasses import dataclass
 from sieve.errors import InvalidArgumentError
 
 TOOL_NAMES = ("search", "ranked_search", "fetch", "visit", "show", "indri_search")  # tools over an index (the Toolset)
-FILE_TOOL_NAMES = ("bash", "read")  # tools over a folder of document files (sieve.tools.files)
+FILE_TOOL_NAMES = ("bash", "read")  # tools over a folder of document files (sieve.tools.shell.files)
 BOUNDED_TOOL_NAMES = FILE_TOOL_NAMES + ("bm25_search",)  # bounded DCI also searches the whole collection, live (as the paper gives it)
 ALL_RANKERS = ("bm25", "dense", "hybrid")
 SNIPPETS = ("query", "lead", "none")  # what a result card quotes: a query-focused window, the opening words, nothing

@@ -1,7 +1,7 @@
 """The tool manual an agent reads, generated from the index so that it never promises a field the
 index does not have (the paper's reference manuals promised an infobox field that was not indexed).
 
-The text lives in `manual.md`, rendered strictly by `sieve.templates` (a missing flag or value is
+The text lives in `manual.md`, rendered strictly by `sieve.common.templates` (a missing flag or value is
 an error, never a blank).
 """
 
@@ -12,9 +12,9 @@ from typing import TYPE_CHECKING, Any, Mapping
 
 import numpy as np
 
-from sieve.engine.fields import FIELD_ALIASES, Field
-from sieve.engine.rankers import RANKERS, SOFT_RANKERS
-from sieve.templates import load, render
+from sieve.engine.analysis.fields import FIELD_ALIASES, Field
+from sieve.engine.rank.rankers import RANKERS, SOFT_RANKERS
+from sieve.common.templates import load, render
 
 if TYPE_CHECKING:
     from sieve.tools.toolset import Toolset

@@ -13,9 +13,9 @@ from __future__ import annotations
 import re
 from typing import TYPE_CHECKING
 
-from sieve.engine.fields import Field
+from sieve.engine.analysis.fields import Field
 from sieve.errors import InvalidArgumentError
-from sieve.templates import load, render
+from sieve.common.templates import load, render
 
 if TYPE_CHECKING:
     from sieve.tools.toolset import Toolset

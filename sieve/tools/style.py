@@ -1,6 +1,6 @@
 """Terminal colour for people; plain text for agents (colour codes would only cost tokens).
 
-The codes are those `sieve.terminal.STYLE_CODES` lets through the command line's escaping: a new
+The codes are those `sieve.common.terminal.STYLE_CODES` lets through the command line's escaping: a new
 one goes there too."""
 
 from __future__ import annotations

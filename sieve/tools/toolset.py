@@ -12,19 +12,19 @@ import json
 from dataclasses import dataclass, field, replace
 from typing import Any, Callable, Iterator, Mapping, Sequence
 
-from sieve.documents import Document
-from sieve.engine.bql.free_text import free_text_query
+from sieve.corpus.documents import Document
+from sieve.engine.query.bql.free_text import free_text_query
 from sieve.engine import deadline
-from sieve.engine.bql.parser import MAX_QUERY_CHARS
+from sieve.engine.query.bql.parser import MAX_QUERY_CHARS
 from sieve.errors import BQLSyntaxError, InvalidArgumentError, SieveError, UnknownDocumentError
-from sieve.index import Index, Limits
-from sieve.engine.search import Results
+from sieve.index.index import Index, Limits
+from sieve.engine.rank.search import Results
 from sieve.tools import cards
 from sieve.tools.cards import CardConfig, plural
 from sieve.tools.conditions import CONDITIONS, MANUALS, check_tools, condition
-from sieve.tools.reading import Read, ReadConfig, outline_text, read_document, read_section
+from sieve.tools.fetch.reading import Read, ReadConfig, outline_text, read_document, read_section
 from sieve.tools.schema import decode_arguments, describe_params
-from sieve.tools.snippets import Matcher
+from sieve.tools.fetch.snippets import Matcher
 
 
 CAP_SCOPES = ("call", "document")
@@ -56,7 +56,7 @@ class ToolConfig:
     ranked_cards: bool | None = None
 
     def __post_init__(self) -> None:
-        from sieve.engine.search import check_fallback_ranker
+        from sieve.engine.rank.search import check_fallback_ranker
 
         check_fallback_ranker(self.fallback_ranker)
         if self.manual not in MANUALS:
@@ -127,11 +127,11 @@ class Toolset:
     @classmethod
     def for_condition(cls, index: Index, name: str, config: ToolConfig = ToolConfig()) -> "Toolset":
         """The tools of the condition `name` (sieve.tools.conditions); InvalidArgumentError if unknown
-        or if the condition's tools act on files, not on an index (`sieve.tools.episode.make_tools`)."""
+        or if the condition's tools act on files, not on an index (`sieve.tools.shell.episode.make_tools`)."""
         c = condition(name)
         if not c.retriever:
             raise InvalidArgumentError(f"condition {c.name!r} works on the collection as files, not through a Toolset; "
-                                       "use sieve.tools.episode.make_tools")
+                                       "use sieve.tools.shell.episode.make_tools")
         return cls(index, c.tools, config)
 
     # ------------------------------------------------------------ the surface
@@ -163,7 +163,7 @@ class Toolset:
 
     @property
     def limits(self) -> Limits:
-        """The index's caps on one query (`sieve.engine.plan.Limits`)."""
+        """The index's caps on one query (`sieve.engine.query.plan.Limits`)."""
         return getattr(self.index, "limits", None) or Limits()
 
     def describe(self) -> str:

@@ -19,13 +19,13 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from sieve.engine import deadline
-from sieve.engine.rankers import RANKERS
+from sieve.engine.rank.rankers import RANKERS
 from sieve.errors import BQLLimitError, BQLSyntaxError, DeadlineExceededError, IndexDirectoryError, SieveError, UnknownDocumentError
-from sieve.index import Index, Limits
+from sieve.index.index import Index, Limits
 from sieve.serve.hosts import HostPolicy, guarded, html_page
 from sieve.serve.service import without_paths
 from sieve.tools.cards import CardConfig, declared_values, hit_meta, hit_snippet
-from sieve.tools.snippets import Matcher
+from sieve.tools.fetch.snippets import Matcher
 
 if TYPE_CHECKING:
     from sieve.web.runs import LoadedRun
@@ -260,4 +260,4 @@ def serve(indexes: Mapping[str, Index], host: str = "127.0.0.1", port: int = 800
     except ImportError:  # pragma: no cover - the web extra
         raise SieveError("sieve web needs the web extra: pip install 'sieve-search[web]'") from None
     uvicorn.run(create_app(indexes, limits, runs, HostPolicy.of(host, allow_hosts)), host=host, port=port, log_level="warning",
-                use_colors=False)  # its log reaches stderr through sieve.terminal, which shows colour codes as text
+                use_colors=False)  # its log reaches stderr through sieve.common.terminal, which shows colour codes as text

@@ -6,8 +6,8 @@ import argparse
 import sys
 
 from sieve.serve.hosts import add_arguments
-from sieve.engine.bql.parser import MAX_QUERY_CHARS
-from sieve.index import Limits
+from sieve.engine.query.bql.parser import MAX_QUERY_CHARS
+from sieve.index.index import Limits
 from sieve.web.app import WebLimits
 
 _LIMITS = WebLimits()
@@ -15,7 +15,7 @@ _LIMITS = WebLimits()
 
 def cmd_web(args: argparse.Namespace) -> int:
     from sieve.errors import InvalidArgumentError
-    from sieve.index import open_index
+    from sieve.index.index import open_index
     from sieve.serve.hosts import HostPolicy, bind_problem, exposure
     from sieve.serve.service import index_names
     from sieve.web.app import serve

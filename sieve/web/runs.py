@@ -11,7 +11,7 @@ from typing import Any
 
 from sieve.agent.loop import distinct_tokens
 from sieve.errors import InvalidArgumentError, SieveError
-from sieve.eval.report import Run, load_run
+from sieve.eval.report.report import Run, load_run
 
 SUMMARY_KEYS = ("condition", "ranker", "model", "questions", "accuracy", "f1", "judged_accuracy", "distinct_tokens", "step_summed_tokens",
                 "llm_calls", "gold_recall", "fallback_rate")

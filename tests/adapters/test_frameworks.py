@@ -82,7 +82,7 @@ def test_llama_index_retriever(index: Any) -> None:
 
 
 def test_passages_fall_back_to_a_section_with_text(index: Any, tmp_path: Path) -> None:
-    from sieve.tools.passages import retrieve
+    from sieve.tools.fetch.passages import retrieve
 
     got = retrieve(index, "Floods[title]", bql=True)  # matched in the title only: the first section
     assert [(p.doc_id, p.section, p.text) for p in got] == [("rain", 0, "Rain and rivers.")]

@@ -16,8 +16,8 @@ import sieve  # noqa: E402
 from sieve.agent.llm import ChatClient, ContextLengthError  # noqa: E402
 from sieve.agent.loop import CUT_MARK, FINAL_NUDGE, REMOVED, Agent, Budgets, fit_messages  # noqa: E402
 from sieve.tools import Toolset  # noqa: E402
-from sieve.tools.episode import make_tools  # noqa: E402
-from sieve.demo_corpus import stdlib_documents  # noqa: E402
+from sieve.tools.shell.episode import make_tools  # noqa: E402
+from sieve.corpus.demo import stdlib_documents  # noqa: E402
 
 QUESTION = "What does the json module's documentation say JSON stands for?"
 THOUGHT = "first I weigh which module documents the format and what its page says about the name"

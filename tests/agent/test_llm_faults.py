@@ -18,7 +18,7 @@ from loopback import LoopbackServer, RawServer, Say, completion, http_reply
 from sieve.agent.llm import ChatClient, LLMError
 from sieve.agent.loop import Agent
 from sieve.agent.runner import Question, recorded, run_all
-from sieve.demo_corpus import stdlib_documents
+from sieve.corpus.demo import stdlib_documents
 from sieve.tools import Toolset
 
 MSGS = [{"role": "user", "content": "hi"}]
@@ -264,7 +264,7 @@ def test_an_episode_against_a_dribbling_server_records_the_deadline(index: sieve
 
 
 def test_sieve_ask_takes_the_deadline_and_says_when_it_fired(index: sieve.Index, capsys: pytest.CaptureFixture[str]) -> None:
-    from sieve.cli import main
+    from sieve.cli.main import main
 
     with RawServer(dribbling, pace=0.05) as server:
         code = main(["ask", str(index.path), "what is json?", "--llm-url", server.url, "--model", "m", "--tool-style", "text", "--llm-deadline", "1.5"])

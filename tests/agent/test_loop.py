@@ -18,7 +18,7 @@ from sieve.tools import Toolset  # noqa: E402
 from sieve.agent.llm import ChatClient  # noqa: E402
 from sieve.agent.loop import FINAL_NUDGE, Agent, Budgets  # noqa: E402
 from sieve.agent.runner import Question, recorded, run_all  # noqa: E402
-from sieve.demo_corpus import stdlib_documents  # noqa: E402
+from sieve.corpus.demo import stdlib_documents  # noqa: E402
 
 QUESTION = "What does the json module's documentation say JSON stands for?"
 

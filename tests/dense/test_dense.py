@@ -13,8 +13,8 @@ pytest.importorskip("sentence_transformers", reason="needs the dense extra: pip 
 import sieve  # noqa: E402
 from sieve.dense import store  # noqa: E402
 from sieve.dense.encoder import DenseUnavailableError, SentenceTransformerEncoder  # noqa: E402
-from sieve.demo_corpus import stdlib_documents  # noqa: E402
-from sieve.engine.search import RRF_K, top_k  # noqa: E402
+from sieve.corpus.demo import stdlib_documents  # noqa: E402
+from sieve.engine.rank.search import RRF_K, top_k  # noqa: E402
 
 MODULES = {
     "json", "gzip", "zipfile", "tarfile", "csv", "sqlite3", "socket", "threading", "random", "math", "datetime",
@@ -67,7 +67,7 @@ def test_the_papers_fallback_ranks_with_bm25_whatever_the_ranker(index: sieve.In
 
 
 def test_evals_sieve_falls_back_with_bm25_and_the_extension_with_its_ranker(index: sieve.Index) -> None:
-    from sieve.tools.episode import make_tools
+    from sieve.tools.shell.episode import make_tools
 
     for name, by in (("sieve", "bm25"), ("sieve+ranked-fallback", "hybrid")):
         text = make_tools(index, name, "hybrid", as_paper=True).call("search", {"query": "electronic mail delivery"}).text
@@ -115,7 +115,7 @@ def test_exact_and_hnsw_agree(index: sieve.Index) -> None:
         recalls.append(len(set(exact) & set(approx)) / 10)
         m = index.match("file OR data OR string")
         e2, _ = dense.exact(vec, m.docs, 10)
-        a2, _ = dense.approximate(vec, sieve.engine.bitset.from_ids(m.docs, len(index)), 10)
+        a2, _ = dense.approximate(vec, sieve.engine.format.bitset.from_ids(m.docs, len(index)), 10)
         assert set(a2) <= set(m.docs.tolist())
         recalls.append(len(set(e2) & set(a2)) / len(e2))
     assert np.mean(recalls) >= 0.95

@@ -12,7 +12,7 @@ import pytest
 pytest.importorskip("hnswlib", reason="embeddings need the dense extra: pip install 'sieve-search[dense]'")
 
 from sieve import build_index  # noqa: E402
-from sieve.demo_corpus import stdlib_documents  # noqa: E402
+from sieve.corpus.demo import stdlib_documents  # noqa: E402
 from sieve.dense.store import embed  # noqa: E402
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "hardening"))

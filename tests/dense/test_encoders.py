@@ -17,8 +17,8 @@ pytest.importorskip("sentence_transformers", reason="needs the dense extra: pip 
 from encoders import derived_model  # noqa: E402
 
 import sieve  # noqa: E402
-from sieve.cli import main  # noqa: E402
-from sieve.demo_corpus import stdlib_documents  # noqa: E402
+from sieve.cli.main import main  # noqa: E402
+from sieve.corpus.demo import stdlib_documents  # noqa: E402
 from sieve.dense import store  # noqa: E402
 from sieve.dense.encoder import DEFAULT_MODEL, EncoderMismatchError, loaded_encoder, model_fingerprint  # noqa: E402
 

@@ -16,7 +16,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "hardening"))
 from synth import HashEncoder  # noqa: E402
 
 import sieve  # noqa: E402
-from sieve.demo_corpus import stdlib_documents  # noqa: E402
+from sieve.corpus.demo import stdlib_documents  # noqa: E402
 from sieve.dense import store  # noqa: E402
 
 

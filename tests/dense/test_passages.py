@@ -23,7 +23,7 @@ from sieve.dense import store
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "hardening"))
 from synth import HashEncoder  # noqa: E402
 from sieve.dense.encoder import DenseUnavailableError
-from sieve.engine import bitset, storage
+from sieve.engine.format import bitset, storage
 from sieve.errors import IndexDamagedError, InvalidArgumentError
 
 WORDS = "river mill dawn bread salt copper engine harbor violin glacier tunnel lantern orchard compass ledger".split()

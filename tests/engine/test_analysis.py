@@ -8,7 +8,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from sieve.engine.analysis import SEPARATOR, analyze, analyze_joined
+from sieve.engine.analysis.analyzers import SEPARATOR, analyze, analyze_joined
 
 
 @pytest.mark.parametrize(
@@ -73,7 +73,7 @@ def test_the_lazy_mark_table_deletes_exactly_the_combining_marks() -> None:
     import sys
     import unicodedata
 
-    from sieve.engine.analysis import _MARKS
+    from sieve.engine.analysis.analyzers import _MARKS
 
     text = "".join(chr(cp) for cp in range(0x80, sys.maxunicode + 1) if not 0xD800 <= cp <= 0xDFFF)
     want = "".join(c for c in text if not unicodedata.category(c).startswith("M"))
@@ -122,7 +122,7 @@ def test_folding_only_the_chunks_that_need_it() -> None:
 def test_the_kept_words_of_chunks_stay_bounded_and_right(monkeypatch: pytest.MonkeyPatch) -> None:
     """A batch folds each chunk with other characters than ASCII once and keeps its words (up to
     a bound, then starts again): the same terms every time, from kept words or fresh."""
-    from sieve.engine import analysis
+    from sieve.engine.analysis import analyzers as analysis
 
     monkeypatch.setattr(analysis, "_CHUNK_WORDS", {})
     monkeypatch.setattr(analysis, "_CHUNKS_KEPT", 5)

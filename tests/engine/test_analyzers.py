@@ -19,16 +19,16 @@ from hypothesis import strategies as st
 
 import oracle
 import test_match_oracle as tmo
-import sieve.build as build
+import sieve.index.build as build
 from sieve import open_index
-from sieve.documents import document_from_record
-from sieve.engine import storage
-from sieve.engine.segments import manifest_crc
-from sieve.engine.analysis import PLAIN, analyze, analyzer_names, get_analyzer
+from sieve.corpus.documents import document_from_record
+from sieve.engine.format import storage
+from sieve.engine.segment.snapshot import manifest_crc
+from sieve.engine.analysis.analyzers import PLAIN, analyze, analyzer_names, get_analyzer
 from sieve.errors import InvalidArgumentError, UnknownAnalyzerError
-from sieve.index import build_index
+from sieve.index.index import build_index
 from sieve.tools import cards
-from sieve.tools.snippets import Matcher, word_hits
+from sieve.tools.fetch.snippets import Matcher, word_hits
 
 # Inflected words in several languages, so that stemmers merge some and leave others apart.
 INFLECTED = [

@@ -9,7 +9,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from sieve.engine import attributes, storage
+from sieve.engine.format import attributes, storage
 
 COUNT = st.one_of(st.integers(0, 3), st.integers(0, 20), st.integers(0, 300), st.integers(0, 2**31))
 

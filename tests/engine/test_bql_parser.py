@@ -6,9 +6,9 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from sieve.engine.bql import And, DateRange, Near, Not, Or, Phrase, Prefix, Term, parse
-from sieve.engine.bql.parser import BQLParser, parse_fast, parse_lalr
-from sieve.engine.fields import Field
+from sieve.engine.query.bql import And, DateRange, Near, Not, Or, Phrase, Prefix, Term, parse
+from sieve.engine.query.bql.parser import BQLParser, parse_fast, parse_lalr
+from sieve.engine.analysis.fields import Field
 from sieve.errors import BQLLimitError, BQLSyntaxError
 
 T = frozenset({Field.TITLE})

@@ -8,16 +8,16 @@ from pathlib import Path
 import pytest
 
 import sieve
-import sieve.build
-from sieve.corpus import CorpusReport
-from sieve.engine import storage
+import sieve.index.build
+from sieve.corpus.formats import CorpusReport
+from sieve.engine.format import storage
 from sieve.errors import CorpusError
 
 
 @pytest.fixture(autouse=True)
 def small_chunks(monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setattr(sieve.build, "PARALLEL_MIN_BYTES", 0)
-    monkeypatch.setattr(sieve.build, "BATCH_DOCS", 7)  # many chunks, so duplicates straddle them
+    monkeypatch.setattr(sieve.index.build, "PARALLEL_MIN_BYTES", 0)
+    monkeypatch.setattr(sieve.index.build, "BATCH_DOCS", 7)  # many chunks, so duplicates straddle them
 
 
 def corpus(path: Path, extra: list[str] = ()) -> Path:  # type: ignore[assignment]

@@ -7,7 +7,7 @@ import zlib
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from sieve.engine import storage
+from sieve.engine.format import storage
 
 
 @settings(max_examples=200, deadline=None)

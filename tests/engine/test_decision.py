@@ -16,9 +16,9 @@ from test_match_oracle import HYPOTHESIS, Corpus, _Draws, gen_corpus, gen_tree, 
 
 import oracle
 import sieve
-from sieve.engine.decision import Explanation
+from sieve.engine.query.decision import Explanation
 from sieve.errors import UnknownDocumentError
-from sieve.index import parse_query
+from sieve.index.index import parse_query
 
 
 def nodes(e: Explanation) -> list[Explanation]:

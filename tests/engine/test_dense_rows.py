@@ -14,13 +14,13 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 import sieve
-from sieve.engine import bitset
-from sieve.engine.evaluate import Evaluator
-from sieve.engine.fields import ALL_MASK
-from sieve.engine.writer import ANY_FRACTION, DENSE_FRACTION, DENSE_MIN
+from sieve.engine.format import bitset
+from sieve.engine.query.evaluate import Evaluator
+from sieve.engine.analysis.fields import ALL_MASK
+from sieve.engine.segment.writer import ANY_FRACTION, DENSE_FRACTION, DENSE_MIN
 
 
-def _from_postings(r: sieve.engine.reader.IndexReader, tid: int, fmask: int) -> np.ndarray:
+def _from_postings(r: sieve.engine.segment.reader.IndexReader, tid: int, fmask: int) -> np.ndarray:
     docs, masks, _ = r.postings(tid)
     return bitset.from_bool(np.isin(np.arange(r.n_docs), docs[(masks & fmask) != 0]), r.n_docs)
 
@@ -29,7 +29,7 @@ def _from_postings(r: sieve.engine.reader.IndexReader, tid: int, fmask: int) -> 
 def stdlib_rows(tmp_path_factory: pytest.TempPathFactory, stdlib: sieve.Index) -> sieve.Index:
     """The stdlib fixture's documents built again with any-field rows, which a segment this small
     would not get (writer.ANY_MIN_DOCS)."""
-    from sieve.engine import writer
+    from sieve.engine.segment import writer
 
     docs = [stdlib.document(stdlib.reader.doc_id(d)).to_record() for d in stdlib.doc_numbers().tolist()]
     with pytest.MonkeyPatch.context() as m:
@@ -38,13 +38,13 @@ def stdlib_rows(tmp_path_factory: pytest.TempPathFactory, stdlib: sieve.Index) -
 
 
 @pytest.fixture(scope="module")
-def stdlib_reader(stdlib_rows: sieve.Index) -> sieve.engine.reader.IndexReader:
+def stdlib_reader(stdlib_rows: sieve.Index) -> sieve.engine.segment.reader.IndexReader:
     return stdlib_rows.segments[0].reader
 
 
 def test_small_segments_have_no_any_field_rows(stdlib: sieve.Index) -> None:
     r = stdlib.segments[0].reader
-    assert r.n_docs < sieve.engine.writer.ANY_MIN_DOCS and r.any is not None and len(r.any_terms) == 0
+    assert r.n_docs < sieve.engine.segment.writer.ANY_MIN_DOCS and r.any is not None and len(r.any_terms) == 0
 
 
 def test_rows_hold_exactly_the_frequent_pairs(stdlib_reader) -> None:
@@ -137,7 +137,7 @@ def test_term_leaf_equals_its_postings_with_and_without_rows(stdlib_reader, fmas
 
 
 def test_rows_never_admit_a_deleted_document(tmp_path, stdlib: sieve.Index, monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setattr(sieve.engine.writer, "ANY_MIN_DOCS", 0)
+    monkeypatch.setattr(sieve.engine.segment.writer, "ANY_MIN_DOCS", 0)
     r = stdlib.segments[0].reader
     t = max(range(len(r.terms)), key=lambda t: int(r.dense_ptr[t + 1] - r.dense_ptr[t]))
     word = r.terms[t].decode()
@@ -157,7 +157,7 @@ def test_rows_never_admit_a_deleted_document(tmp_path, stdlib: sieve.Index, monk
 def test_positional_leaves_filtered_to_candidates_answer_as_unfiltered(stdlib: sieve.Index, monkeypatch: pytest.MonkeyPatch, template: str) -> None:
     """An AND hands its positional operand the documents its cheaper operands admitted; filtering
     the positions to those (a ragged gather) must not change the answer."""
-    from sieve.engine import evaluate
+    from sieve.engine.query import evaluate
 
     r = stdlib.segments[0].reader
     df = np.diff(np.asarray(r.post_ptr, dtype=np.int64))
@@ -179,8 +179,8 @@ def test_positional_leaves_filtered_to_candidates_answer_as_unfiltered(stdlib: s
 def test_an_admitted_set_is_the_callers_own(stdlib_reader) -> None:
     """A leaf may hand back a dense row as it is; what `run` returns is a fresh array all the same
     (never the map, never the universe), so a caller that writes into it changes no later answer."""
-    from sieve.engine.bql import parse
-    from sieve.engine.plan import Plan
+    from sieve.engine.query.bql import parse
+    from sieve.engine.query.plan import Plan
 
     r = stdlib_reader
     t = next(t for t in range(len(r.terms)) if r.dense_ptr[t + 1] > r.dense_ptr[t] and r.terms[t].decode().isalpha())
@@ -203,7 +203,7 @@ def test_term_leaves_looked_up_by_candidates_answer_as_scattered(stdlib_rows: si
     """Inside an AND, a frequent term's leaf may look the few surviving documents up in its
     postings instead of scattering them all; the answer must not change (nor the operands'
     order, rarest first, which decides what survives to be looked up)."""
-    from sieve.engine import evaluate
+    from sieve.engine.query import evaluate
 
     r = stdlib_rows.segments[0].reader
     df = np.diff(np.asarray(r.post_ptr, dtype=np.int64))
@@ -235,7 +235,7 @@ def test_ranks_are_places_in_the_sorted_members(case: tuple[int, set[int], set[i
 def test_a_terms_holders_are_its_postings_and_rank_them(stdlib_reader, monkeypatch: pytest.MonkeyPatch) -> None:
     """`Evaluator.holders` (rows, rest postings, postings) is the set of a term's postings, and
     BM25 looks candidates up by their ranks in it as by binary search in the postings."""
-    from sieve.engine import search
+    from sieve.engine.rank import search
 
     r = stdlib_reader
     ev = Evaluator(r)

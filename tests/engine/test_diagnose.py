@@ -16,13 +16,13 @@ from test_match_oracle import HYPOTHESIS, Corpus, _Draws, gen_corpus, gen_tree, 
 
 import oracle
 import sieve
-from sieve.engine.bql import And, Not
-from sieve.documents import document_from_record
-from sieve.engine.diagnose import ALL, KINDS, diagnose_parts, merge_diagnoses
-from sieve.engine.plan import Plans
-from sieve.engine.search import Searcher
-from sieve.engine.segments import Snapshot
-from sieve.index import parse_query
+from sieve.engine.query.bql import And, Not
+from sieve.corpus.documents import document_from_record
+from sieve.engine.query.diagnose import ALL, KINDS, diagnose_parts, merge_diagnoses
+from sieve.engine.query.plan import Plans
+from sieve.engine.rank.search import Searcher
+from sieve.engine.segment.snapshot import Snapshot
+from sieve.index.index import parse_query
 
 
 def zero_hit_conjunctions(r: Any, c: Corpus, want: int) -> list[str]:
@@ -116,7 +116,7 @@ def test_the_search_tool_says_what_would_admit_documents(small: sieve.Index) -> 
 @given(st.composite(lambda draw: gen_corpus(_Draws(draw)))(), st.integers(0, 2**32), st.integers(2, 4))
 @HYPOTHESIS
 def test_shards_diagnoses_merge_to_the_whole_collections(recs: list[dict[str, Any]], seed: int, shards: int) -> None:
-    # What sieve.shard_service does with each shard's diagnosis: the merge equals one index's, order included.
+    # What sieve.index.shard_service does with each shard's diagnosis: the merge equals one index's, order included.
     with tempfile.TemporaryDirectory() as d:
         one = sieve.build_index(recs, Path(d) / "one")
         sharded = sieve.build_index(recs, Path(d) / "sharded", shards=shards, jobs=1)

@@ -1,4 +1,4 @@
-"""sieve.engine.distinct against np.unique (its oracle), for every shape and dtype it meets."""
+"""sieve.engine.format.distinct against np.unique (its oracle), for every shape and dtype it meets."""
 
 from __future__ import annotations
 
@@ -6,7 +6,7 @@ import numpy as np
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from sieve.engine.distinct import distinct, distinct_sorted
+from sieve.engine.format.distinct import distinct, distinct_sorted
 
 ints = st.lists(st.integers(-(2**40), 2**40), max_size=300)
 

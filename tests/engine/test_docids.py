@@ -1,4 +1,4 @@
-"""Document ids in two bytes (`sieve.engine.docids`): every slice decodes to the ids written,
+"""Document ids in two bytes (`sieve.engine.format.docids`): every slice decodes to the ids written,
 whether written at once or in pieces, read plain or through a checked memory map; damaged run
 tables are told apart from sound ones; and an index whose ids span many runs answers exactly."""
 
@@ -13,7 +13,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 import sieve
-from sieve.engine import docids, storage
+from sieve.engine.format import docids, storage
 from sieve.errors import IndexDamagedError
 
 
@@ -139,7 +139,7 @@ def test_a_run_table_that_passes_its_checksums_but_not_its_check(tmp_path: Path)
     the file."""
     import json
 
-    from sieve.engine.segments import manifest_crc
+    from sieve.engine.segment.snapshot import manifest_crc
 
     root = tmp_path / "ix"
     index = sieve.build_index([{"id": str(i), "title": f"word{i % 7} shared"} for i in range(300)], root)

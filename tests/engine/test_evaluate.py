@@ -6,7 +6,7 @@ import numpy as np
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from sieve.engine.positions import common
+from sieve.engine.format.positions import common
 
 _lists = st.lists(st.integers(0, 2**32 - 1), max_size=300).map(lambda xs: np.unique(np.array(xs, dtype=np.uint32)))
 

@@ -17,15 +17,15 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 import oracle
-import sieve.build as build
+import sieve.index.build as build
 from sieve import open_index
-from sieve.documents import document_from_record
-from sieve.engine import storage
-from sieve.engine.bql import parse
-from sieve.engine.bql.parser import declared_text_fields
-from sieve.engine.segments import manifest_crc
+from sieve.corpus.documents import document_from_record
+from sieve.engine.format import storage
+from sieve.engine.query.bql import parse
+from sieve.engine.query.bql.parser import declared_text_fields
+from sieve.engine.segment.snapshot import manifest_crc
 from sieve.errors import BQLSyntaxError, CorpusError, IndexDamagedError, InvalidArgumentError
-from sieve.index import build_index
+from sieve.index.index import build_index
 from sieve.tools import Toolset
 
 DECLARED = {"year": "number", "venue": "keyword", "published": "date", "abstract": "text"}
@@ -117,7 +117,7 @@ def test_filters_match_the_oracle(seed: int, analyzer: str, stop: str | None, tm
 
 
 def oracle_stop(name: str | None) -> list[str]:
-    from sieve.engine.analysis import STOP_LISTS
+    from sieve.engine.analysis.analyzers import STOP_LISTS
 
     return sorted(STOP_LISTS[name]) if name else []
 

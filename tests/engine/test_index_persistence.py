@@ -9,8 +9,8 @@ from pathlib import Path
 import pytest
 
 import sieve
-from sieve.engine import storage
-from sieve.engine.reader import WRITTEN
+from sieve.engine.format import storage
+from sieve.engine.segment.reader import WRITTEN
 from sieve.errors import IndexDamagedError, IndexFormatError, IndexNotFoundError, UnknownDocumentError
 
 RECORDS = [

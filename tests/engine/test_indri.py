@@ -1,5 +1,5 @@
 """The Indri-style control ranker against query likelihoods computed by hand: a reference written
-from the formulas in sieve/engine/indri.py over the brute-force oracle's text units (no index),
+from the formulas in sieve/engine/rank/indri.py over the brute-force oracle's text units (no index),
 compared on every document for random corpora and queries, plus worked examples per operator."""
 
 from __future__ import annotations
@@ -16,10 +16,10 @@ from test_match_oracle import HYPOTHESIS, Corpus, _Draws, gen_corpus, gen_tree, 
 
 import oracle
 import sieve
-from sieve.engine.analysis import analyze
-from sieve.engine.bql import ast
-from sieve.engine.fields import Field
-from sieve.index import parse_query
+from sieve.engine.analysis.analyzers import analyze
+from sieve.engine.query.bql import ast
+from sieve.engine.analysis.fields import Field
+from sieve.index.index import parse_query
 
 MU = 2500.0
 

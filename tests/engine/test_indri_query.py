@@ -14,9 +14,9 @@ from hypothesis import strategies as st
 from test_match_oracle import HYPOTHESIS, Corpus, _Draws, gen_corpus, with_corpus
 
 import oracle
-from sieve.engine.fields import Field
-from sieve.engine.indriql import parse
-from sieve.engine.plan import Plans
+from sieve.engine.analysis.fields import Field
+from sieve.engine.query.indriql import parse
+from sieve.engine.query.plan import Plans
 
 WORDS = ["alpha", "beta", "gamma", "delta", "eps", "zeta", "theta", "o", "rdonly", "intro"]
 corpora = st.composite(lambda draw: gen_corpus(_Draws(draw)))()
@@ -110,7 +110,7 @@ def test_band_and_filreq_admit_exactly(recs: list[dict[str, Any]], band: list[st
     with_corpus(recs, check)
 
 
-PAIRS = [  # (Indri, BQL): the same inference network (sieve/engine/indri.py's table)
+PAIRS = [  # (Indri, BQL): the same inference network (sieve/engine/rank/indri.py's table)
     ("#combine({a} {b})", "{a} AND {b}"),
     ("{a} {b}.title", "{a} AND {b}[title]"),
     ("#or({a} {b}.(title,body))", "{a} OR {b}[title,body]"),

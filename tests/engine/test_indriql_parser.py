@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import pytest
 
-from sieve.engine.fields import Field
-from sieve.engine.indriql import ast, parse
+from sieve.engine.analysis.fields import Field
+from sieve.engine.query.indriql import ast, parse
 from sieve.errors import BQLLimitError, BQLSyntaxError, IndriSyntaxError
 
 

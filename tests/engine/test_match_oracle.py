@@ -24,12 +24,12 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from sieve.documents import document_from_record
-from sieve.engine.analysis import analyze
-from sieve.engine.bql import And, DateRange, Near, Not, Or, Phrase, Prefix, Term, parse
-from sieve.engine.fields import ALL_FIELDS, FIELD_ALIASES, Field
+from sieve.corpus.documents import document_from_record
+from sieve.engine.analysis.analyzers import analyze
+from sieve.engine.query.bql import And, DateRange, Near, Not, Or, Phrase, Prefix, Term, parse
+from sieve.engine.analysis.fields import ALL_FIELDS, FIELD_ALIASES, Field
 from sieve.errors import BQLSyntaxError
-from sieve.index import build_index, parse_query  # parse_query: `parse`, memoised as Index.match does
+from sieve.index.index import build_index, parse_query  # parse_query: `parse`, memoised as Index.match does
 
 
 import oracle  # noqa: E402
@@ -37,9 +37,9 @@ import oracle  # noqa: E402
 
 @pytest.fixture(scope="module", autouse=True)
 def _any_field_rows() -> Iterator[None]:
-    """Every segment here gets any-field rows (sieve.engine.writer), however small: the oracle checks
+    """Every segment here gets any-field rows (sieve.engine.segment.writer), however small: the oracle checks
     the leaves that read them too."""
-    from sieve.engine import writer
+    from sieve.engine.segment import writer
 
     with pytest.MonkeyPatch.context() as m:
         m.setattr(writer, "ANY_MIN_DOCS", 0)

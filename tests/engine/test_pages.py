@@ -10,8 +10,8 @@ import numpy as np
 import pytest
 
 import sieve
-from sieve.demo_corpus import stdlib_documents
-from sieve.engine import pages, runs
+from sieve.corpus.demo import stdlib_documents
+from sieve.engine.segment import pages, runs
 
 get_advice = np._core.multiarray._get_madvise_hugepage
 set_advice = np._core.multiarray._set_madvise_hugepage
@@ -70,7 +70,7 @@ def test_a_build_sorts_without_the_advice_and_leaves_it_as_it_was(tmp_path: Path
         during.append(get_advice())
         return real(*args)  # type: ignore[arg-type]
 
-    monkeypatch.setattr("sieve.engine.writer.by_key", spy)
+    monkeypatch.setattr("sieve.engine.segment.writer.by_key", spy)
     index = sieve.build_index(list(stdlib_documents())[:50], tmp_path / "idx")
     assert len(index) == 50
     assert during == [False]

@@ -10,10 +10,10 @@ from typing import Any, Iterator
 import pytest
 
 import sieve
-from sieve.engine import analysis
-from sieve.engine.plan import AndPlan, LeafPlan, Limits, NotPlan, Plan
+from sieve.engine.analysis import analyzers as analysis
+from sieve.engine.query.plan import AndPlan, LeafPlan, Limits, NotPlan, Plan
 from sieve.errors import BQLLimitError
-from sieve.index import parse_query
+from sieve.index.index import parse_query
 from sieve.tools import Toolset
 
 # Leaf spellings no document has as a whitespace word (odd case), so that analysing the
@@ -55,7 +55,7 @@ def test_each_leaf_is_analysed_once_per_query(gold: sieve.Index, counted: Counte
 
 def test_the_analyzer_count_sees_every_caller(gold: sieve.Index, counted: Counter[str]) -> None:
     """Guards the test above: the counting wrapper must see analysis done elsewhere too."""
-    from sieve.tools.snippets import Matcher
+    from sieve.tools.fetch.snippets import Matcher
 
     Matcher(frozenset({"x"})).hits("HeatWAVE")
     assert counted["HeatWAVE"] == 1

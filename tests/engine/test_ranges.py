@@ -1,4 +1,4 @@
-"""Ragged ranges (sieve.engine.ranges) against a list comprehension."""
+"""Ragged ranges (sieve.engine.format.ranges) against a list comprehension."""
 
 from __future__ import annotations
 
@@ -6,7 +6,7 @@ import numpy as np
 from hypothesis import given
 from hypothesis import strategies as st
 
-from sieve.engine.ranges import ragged
+from sieve.engine.format.ranges import ragged
 
 
 @given(st.lists(st.tuples(st.integers(0, 50), st.integers(0, 6)), max_size=30))

@@ -11,10 +11,10 @@ from typing import Any
 import pytest
 
 import oracle
-from sieve.documents import document_from_record
-from sieve.engine.fields import Field
+from sieve.corpus.documents import document_from_record
+from sieve.engine.analysis.fields import Field
 from sieve.errors import InvalidArgumentError
-from sieve.index import build_index
+from sieve.index.index import build_index
 
 DOCS = [
     {"id": "a", "title": "Compressing files", "text": "gzip compresses files quickly and NOT slowly"},

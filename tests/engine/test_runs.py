@@ -17,9 +17,9 @@ from hypothesis import strategies as st
 from test_match_oracle import gen_corpus
 
 import sieve
-from sieve.demo_corpus import stdlib_documents
-from sieve import build as build_module
-from sieve.engine import runs as runs_module
+from sieve.corpus.demo import stdlib_documents
+from sieve.index import build as build_module
+from sieve.engine.segment import runs as runs_module
 
 
 @pytest.fixture()
@@ -66,7 +66,7 @@ def test_real_text_in_many_runs(tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
     sieve.build_index(docs, tmp_path / "one")
     monkeypatch.setattr(runs_module, "CHUNK_POSTINGS", 5000)
     monkeypatch.setattr(build_module, "BATCH_DOCS", 25)
-    from sieve.engine import writer
+    from sieve.engine.segment import writer
 
     monkeypatch.setattr(writer, "BYTES_PER_TOKEN", 1 << 16)  # 1 MB holds 16 tokens: a run after every batch
     sieve.build_index(docs, tmp_path / "spilled", memory_mb=1, jobs=1, segment_bytes=1 << 40)  # runs, not segments

@@ -15,7 +15,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 import sieve
-from sieve.engine.analysis import analyze
+from sieve.engine.analysis.analyzers import analyze
 from sieve.errors import InvalidArgumentError
 
 DOCS = [
@@ -77,7 +77,7 @@ def test_scores_equal_the_formula(index: sieve.Index) -> None:
 def test_term_scores_are_the_formula_to_the_bit(pairs: list[tuple[int, float]], idf: float) -> None:
     """Every posting's contribution is idf * tf / (tf + norm) exactly: the pruned and the full
     ranking add the same numbers, so their sums agree to the bit."""
-    from sieve.engine.bm25 import term_scores
+    from sieve.engine.rank.bm25 import term_scores
 
     tf = np.array([p[0] for p in pairs], dtype=np.int64)
     norm = np.array([p[1] for p in pairs], dtype=np.float64)
@@ -94,7 +94,7 @@ def test_author_and_infobox_occurrences_do_not_count(index: sieve.Index) -> None
 
 def test_custom_parameters(tmp_path: Path) -> None:
     sieve.build_index(DOCS, tmp_path / "idx")
-    from sieve.engine.bm25 import BM25Params
+    from sieve.engine.rank.bm25 import BM25Params
 
     ix = sieve.Index(tmp_path / "idx", bm25=BM25Params(k1=1.2, b=0.75))
     hand = bm25_by_hand(["heatwave"], DOCS, k1=1.2, b=0.75)
@@ -189,8 +189,8 @@ def test_ranking_never_leaves_the_admitted_set(docs: list[dict], queries: list[s
 
 
 def test_vectorised_explanation_equals_the_per_document_one(tmp_path: Path) -> None:
-    from sieve.demo_corpus import stdlib_documents
-    from sieve.engine.explain import Explainer
+    from sieve.corpus.demo import stdlib_documents
+    from sieve.engine.query.explain import Explainer
 
     ix = sieve.build_index(stdlib_documents(limit=120), tmp_path / "idx")
     for q in ["json OR file", '"regular expression" OR parse[title]', "NEAR/3(read, file) OR open*", "a[section] OR the[body] OR os", "data NOT file[title]"]:
@@ -222,8 +222,8 @@ zipf_query = st.lists(st.sampled_from(ZIPF[:5] + ZIPF[5:: 3] + ["NOT w1", "w0[ti
 @settings(max_examples=300, deadline=None, derandomize=True, suppress_health_check=[HealthCheck.function_scoped_fixture])
 @given(zipf_query, st.sampled_from([" OR ", " "]), st.integers(1, 12))
 def test_pruned_top_k_equals_the_full_ranking(zipf_index: sieve.Index, words: list[str], joiner: str, k: int) -> None:
-    from sieve.engine import bitset
-    from sieve.engine.search import top_k
+    from sieve.engine.format import bitset
+    from sieve.engine.rank.search import top_k
 
     plan = zipf_index.plan(joiner.join(words)).first
     bits = zipf_index.searcher.parts[0].evaluator.run(plan)
@@ -265,7 +265,7 @@ holder_query = st.lists(st.sampled_from(HOLDER_WORDS + [w + "[title]" for w in H
 @settings(max_examples=200, deadline=None, derandomize=True, suppress_health_check=[HealthCheck.function_scoped_fixture])
 @given(holder_query, st.sampled_from([" OR ", " "]))
 def test_admits_holders_only_when_every_holder_is_admitted(fielded_index: sieve.Index, words: list[str], joiner: str) -> None:
-    from sieve.engine import bitset
+    from sieve.engine.format import bitset
 
     query = joiner.join(words)
     plan = fielded_index.plan(query).first
@@ -279,7 +279,7 @@ def test_admits_holders_only_when_every_holder_is_admitted(fielded_index: sieve.
     scored = {t for w in words if not w.startswith("NOT") and not w.endswith("*") for t in w.split("[")[0].strip('"').split()}
     assert plan.admits_holders == (bool(bare) and scored <= bare and (joiner == " OR " or len(words) == 1))
     if admitted:  # the search ranks exactly the admitted set, zero scores (a word only in an author) included
-        from sieve.engine.search import top_k
+        from sieve.engine.rank.search import top_k
 
         docs = np.asarray(sorted(admitted), dtype=np.int64)
         want_d, want_s = top_k(*fielded_index.searcher.parts[0].bm25.scores(plan.term_ids, docs), 5)
@@ -294,8 +294,9 @@ def test_scans_in_chunks_rank_as_one_pass(zipf_index: sieve.Index, words: list[s
     """Long lists are scored CHUNK postings at a time (8,192: never split in this index): cut into
     chunks of 1, 7 and 64, every path (one term's best k per chunk, the accumulator, MaxScore)
     gives the oracle's documents and scores, bit for bit."""
-    from sieve.engine import bitset, search
-    from sieve.engine.search import top_k
+    from sieve.engine.format import bitset
+    from sieve.engine.rank import search
+    from sieve.engine.rank.search import top_k
 
     plan = zipf_index.plan(joiner.join(words)).first
     bits = zipf_index.searcher.parts[0].evaluator.run(plan)
@@ -319,7 +320,7 @@ def windowed(zipf_index: sieve.Index, monkeypatch: pytest.MonkeyPatch) -> Iterat
     """Window-by-window scans for every query of the small index (narrow windows, no minimum size):
     sets them up and gives the scorer, its kept windows emptied before and after (they were
     measured at another width)."""
-    from sieve.engine import search, windows
+    from sieve.engine.rank import search, windows
 
     scorer = zipf_index.searcher.parts[0].bm25
 
@@ -345,8 +346,8 @@ def test_windowed_scans_rank_as_full_scans(zipf_index: sieve.Index, windowed: An
     """Scoring only the windows whose bound reaches the k-th best score gives the full scan's top k,
     bit for bit and ties in order, whatever the windows' width, the first round's size and whether
     it gives way to a scan (share 0: never); it declines only when fewer than k documents score."""
-    from sieve.engine import bitset
-    from sieve.engine.search import top_k
+    from sieve.engine.format import bitset
+    from sieve.engine.rank.search import top_k
 
     scorer = windowed(bits_, first, share)
     plan = zipf_index.plan(joiner.join(words)).first
@@ -369,7 +370,7 @@ def test_windowed_scans_rank_as_full_scans(zipf_index: sieve.Index, windowed: An
 def test_windowed_scans_skip_windows_that_cannot_reach_the_top(zipf_index: sieve.Index, windowed: Any,
                                                                 monkeypatch: pytest.MonkeyPatch) -> None:
     """Guards the test above: frequent words, narrow windows, a small k: most postings are never scored."""
-    from sieve.engine import search
+    from sieve.engine.rank import search
 
     scorer = windowed(2, 40, 0)
     scored, real = [], search.BM25Scorer._score_windows
@@ -456,7 +457,8 @@ def test_the_admitted_set_is_listed_only_to_fill_ranks_with_zero_scores(zipf_ind
     """The admitted set is a bitset; listing it (bitset.to_ids, tens of microseconds at 100k
     documents) is needed only when fewer than k admitted documents score above 0, so that
     documents admitted without a scored term fill the ranks: not for MaxScore, nor for a scan."""
-    from sieve.engine import bitset, search
+    from sieve.engine.format import bitset
+    from sieve.engine.rank import search
 
     listed, real = [], bitset.to_ids
     monkeypatch.setattr(search.bitset, "to_ids", lambda *a: listed.append(1) or real(*a))
@@ -476,7 +478,7 @@ def test_a_plain_or_is_ranked_without_its_admitted_set(zipf_index: sieve.Index, 
     count is read, and then once."""
     import pickle
 
-    from sieve.engine.evaluate import Evaluator
+    from sieve.engine.query.evaluate import Evaluator
 
     runs, real = [], Evaluator.run
     monkeypatch.setattr(Evaluator, "run", lambda *a, **kw: runs.append(1) or real(*a, **kw))
@@ -517,7 +519,7 @@ def segmented_zipf(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[s
     and a fresh build of its live documents in index order."""
     import random
 
-    from sieve.merges import MergePolicy
+    from sieve.index.merges import MergePolicy
 
     rng = random.Random(11)
     weights = [1 / (i + 1) for i in range(len(ZIPF))]
@@ -553,7 +555,7 @@ def test_search_without_explanation_gives_the_same_ranking(zipf_index: sieve.Ind
 
 def test_rrf_by_hand() -> None:
     """Reciprocal rank fusion is pure numpy: worked by hand, no dense extra needed."""
-    from sieve.engine.search import RRF_K, rrf
+    from sieve.engine.rank.search import RRF_K, rrf
 
     a = np.array([7, 3, 5])  # ranks 1, 2, 3
     b = np.array([5, 9])
@@ -572,7 +574,7 @@ def test_rrf_by_hand() -> None:
 def test_top_k_equals_a_full_sort(scores: list[float], k: int, rnd) -> None:
     """top_k's floor (the least of k block maxima) never drops a document a full sort keeps:
     the same documents, scores and order, ties by document, with repeated and -inf scores."""
-    from sieve.engine.search import top_k
+    from sieve.engine.rank.search import top_k
 
     docs = np.sort(np.asarray(rnd.sample(range(10**6), len(scores)), dtype=np.int64))
     s = np.asarray(scores, dtype=np.float64)

@@ -1,4 +1,4 @@
-"""Segments (sieve.engine.segments, sieve.writes, sieve.merges): an index of several segments with
+"""Segments (sieve.engine.segment.snapshot, sieve.index.writes, sieve.index.merges): an index of several segments with
 deletions answers every question exactly as a fresh build of its live documents in index order:
 ids, admitted sets, BM25 and Indri scores (to 1e-9, ties in the same order), zero-hit fallback and
 diagnosis, explanations, documents, cards; commits write only what changed; merges keep the order;
@@ -19,10 +19,10 @@ from hypothesis import strategies as st
 from test_match_oracle import HYPOTHESIS, gen_record, gen_tree
 
 import sieve
-from sieve.cli import main
-from sieve.engine import storage
+from sieve.cli.main import main
+from sieve.engine.format import storage
 from sieve.errors import IndexDamagedError, InvalidArgumentError
-from sieve.merges import MergePolicy, plan_merges
+from sieve.index.merges import MergePolicy, plan_merges
 from sieve.tools import Toolset
 
 EAGER = MergePolicy(factor=2, floor=1, max_documents=10_000)  # merges at almost every commit
@@ -196,7 +196,7 @@ def test_the_policy_merges_runs_of_one_level(tmp_path: Path) -> None:
 
 
 def test_plan_merges_picks_adjacent_equal_levels_and_heavy_deletions() -> None:
-    from sieve.engine.segments import CommitEntry
+    from sieve.engine.segment.snapshot import CommitEntry
 
     def entry(n: int, deleted: int = 0) -> CommitEntry:
         bits = None
@@ -485,7 +485,7 @@ def test_segments_whose_numbers_leave_no_gap_still_share_statistics(tmp_path: Pa
 def _legacy_blocks(seg: Any) -> dict[str, np.ndarray]:
     """Format 5 to 8's position tables of a segment's positions: each full block's 127 differences
     in the narrowest of one, two, four or eight bytes that holds the largest, no exceptions."""
-    from sieve.engine.positions import BLOCK, ROW_FILES, WIDTHS
+    from sieve.engine.format.positions import BLOCK, ROW_FILES, WIDTHS
 
     dtype = seg.pos.first.dtype
     first, directory, rows = [], [], [[] for _ in WIDTHS]
@@ -509,10 +509,10 @@ def _as_format(root: Path, version: int) -> None:
     a byte each and positions' blocks in whole widths (all); document ids as raw int32 arrays (3 to
     6); no rest postings (3 to 5); positions as one raw array (3, 4); the document store
     uncompressed and no dense rows (3). The commit is rewritten to list the changed segment manifest."""
-    from sieve.engine import attributes, docids
-    from sieve.engine.positions import BLOCK_FILES, PACKED_FILES
-    from sieve.engine.reader import DENSE_FILES, REST_FILES, STORE_FILES
-    from sieve.engine.segments import manifest_crc
+    from sieve.engine.format import attributes, docids
+    from sieve.engine.format.positions import BLOCK_FILES, PACKED_FILES
+    from sieve.engine.segment.reader import DENSE_FILES, REST_FILES, STORE_FILES
+    from sieve.engine.segment.snapshot import manifest_crc
 
     index = sieve.open_index(root)
     seg = index.segments[0].reader
@@ -566,8 +566,8 @@ def test_an_older_segment_is_read_merged_and_written(tmp_path: Path, version: in
     positions), 5 (no rest postings), 6 (raw document ids) or 7 (counts a byte each, positions'
     blocks in whole widths) answers as a fresh build; after a write it sits beside a segment of
     this format, and a merge rewrites it in this format."""
-    from sieve.engine.docids import SplitIds
-    from sieve.engine.positions import BlockPositions, RawPositions
+    from sieve.engine.format.docids import SplitIds
+    from sieve.engine.format.positions import BlockPositions, RawPositions
 
     r = random.Random(5)
     # "heat" in 40 documents, 3 to 5 times each: more than a block of positions

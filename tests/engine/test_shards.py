@@ -15,10 +15,10 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from sieve import CorpusError, CorpusReport, InvalidArgumentError, build_index, open_index
-from sieve.cli import main
-from sieve.demo_corpus import stdlib_documents
-from sieve.engine import storage
-from sieve.shards import ShardSelector, routing_id, shard_of
+from sieve.cli.main import main
+from sieve.corpus.demo import stdlib_documents
+from sieve.engine.format import storage
+from sieve.index.shards import ShardSelector, routing_id, shard_of
 from test_match_oracle import HYPOTHESIS, _Draws, gen_corpus, gen_tree, printed_query
 
 

@@ -20,14 +20,14 @@ from hypothesis import strategies as st
 
 import oracle
 import test_match_oracle as tmo
-import sieve.build as build
+import sieve.index.build as build
 from sieve import open_index
-from sieve.documents import document_from_record
-from sieve.engine import storage
-from sieve.engine.analysis import STOP_LISTS, analyze, get_analyzer
-from sieve.engine.segments import manifest_crc
+from sieve.corpus.documents import document_from_record
+from sieve.engine.format import storage
+from sieve.engine.analysis.analyzers import STOP_LISTS, analyze, get_analyzer
+from sieve.engine.segment.snapshot import manifest_crc
 from sieve.errors import BQLSyntaxError, IndexDamagedError, InvalidArgumentError
-from sieve.index import build_index
+from sieve.index.index import build_index
 from sieve.tools import Toolset
 
 ENGLISH = sorted(STOP_LISTS["english"])

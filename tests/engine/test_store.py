@@ -1,4 +1,4 @@
-"""The document store's block compression (sieve.engine.store): any byte range of a stream reads
+"""The document store's block compression (sieve.engine.format.store): any byte range of a stream reads
 back exactly, whatever blocks it spans; a block table or block that disagrees is damage."""
 
 from __future__ import annotations
@@ -10,8 +10,8 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from sieve.engine import storage
-from sieve.engine.store import SHIFTS, BlockReader, BlockWriter
+from sieve.engine.format import storage
+from sieve.engine.format.store import SHIFTS, BlockReader, BlockWriter
 from sieve.errors import IndexDamagedError
 
 SHIFT = SHIFTS["store.text"]
@@ -76,7 +76,7 @@ def test_waits_for_the_helper_when_far_ahead(tmp_path: Path, monkeypatch: pytest
 
 def test_a_failed_block_fails_the_build(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     # An error on the helper thread reaches the builder (at an append or at close), never a store with a hole.
-    from sieve.engine import store
+    from sieve.engine.format import store
 
     def broken(raw: bytes) -> bytes:
         raise OSError("disk full")

@@ -1,4 +1,4 @@
-"""Numbering a batch's words where they lie (sieve.engine.vocabulary): the same terms as analysing
+"""Numbering a batch's words where they lie (sieve.engine.analysis.vocabulary): the same terms as analysing
 each text alone, the same id for a word in every batch, whatever its length or script."""
 
 from __future__ import annotations
@@ -7,8 +7,8 @@ import numpy as np
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from sieve.engine.analysis import SEPARATOR, STOP, analyze, get_analyzer, joined_bytes
-from sieve.engine.vocabulary import KeyTable, Vocabulary
+from sieve.engine.analysis.analyzers import SEPARATOR, STOP, analyze, get_analyzer, joined_bytes
+from sieve.engine.analysis.vocabulary import KeyTable, Vocabulary
 
 
 def _terms(vocab: Vocabulary, numbered: tuple[np.ndarray, np.ndarray]) -> list[str]:

@@ -1,4 +1,4 @@
-"""Window maxima (sieve.engine.windows): each window's postings and best fraction, against brute force."""
+"""Window maxima (sieve.engine.rank.windows): each window's postings and best fraction, against brute force."""
 
 from __future__ import annotations
 
@@ -6,7 +6,7 @@ import numpy as np
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from sieve.engine import windows
+from sieve.engine.rank import windows
 
 
 @settings(max_examples=300, deadline=None)

@@ -1,4 +1,4 @@
-"""Changing an index (sieve.writes): after any sequence of adds, replacements and deletes, the index
+"""Changing an index (sieve.index.writes): after any sequence of adds, replacements and deletes, the index
 answers exactly as a fresh build of its live documents in the defined order (upserts at the end:
 the property test over random writes and merges is in test_segments.py); one writer at a time; a
 failed commit leaves the last state; readers keep their snapshot."""
@@ -17,8 +17,8 @@ from typing import Any
 import pytest
 
 import sieve
-from sieve.cli import main
-from sieve.engine import storage
+from sieve.cli.main import main
+from sieve.engine.format import storage
 from sieve.errors import DuplicateIdError, IndexLockedError, InvalidArgumentError
 
 

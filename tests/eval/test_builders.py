@@ -11,7 +11,7 @@ from typing import Any
 import pytest
 
 import sieve
-from sieve.cli import main
+from sieve.cli.main import main
 from sieve.errors import CorpusError, InvalidArgumentError
 from sieve.eval.builders import bcps_record, convert
 from sieve.eval.collections import QAItem, flat_twin, load_collection, load_hotpotqa

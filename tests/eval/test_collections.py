@@ -10,10 +10,10 @@ from typing import Any
 import pytest
 
 import sieve
-from sieve.demo_corpus import stdlib_documents
+from sieve.corpus.demo import stdlib_documents
 from sieve.errors import CorpusError, InvalidArgumentError
 from sieve.eval.collections import QAItem, corpus_records, flat_twin, load_beir, load_collection, load_hotpotqa, load_musique
-from sieve.tools.reading import ReadConfig, read_document
+from sieve.tools.fetch.reading import ReadConfig, read_document
 
 FIX = Path(__file__).parent / "fixtures"
 

@@ -13,20 +13,20 @@ from typing import Any
 
 import pytest
 
-from sieve.tools.sandbox import choose
+from sieve.tools.shell.sandbox import choose
 
 from loopback import LoopbackServer, Say, count_tokens
 
 import sieve
 from sieve.agent.loop import CUT_MARK, Budgets
-from sieve.demo_corpus import stdlib_documents
+from sieve.corpus.demo import stdlib_documents
 from sieve.eval.collections import flat_twin
 from sieve.eval.metrics import exact_match
 from sieve.eval.run import run_collection
 from sieve.tools.conditions import CONTROLS, CONDITIONS, PAPER_CONDITIONS
-from sieve.tools.files import file_name
-from sieve.tools.reading import body_text
-from sieve.tools.safe import shown
+from sieve.tools.shell.files import file_name
+from sieve.tools.fetch.reading import body_text
+from sieve.tools.shell.safe import shown
 from sieve.tools.toolset import free_text_query
 
 FIX = Path(__file__).parent / "fixtures" / "beir"

@@ -16,7 +16,7 @@ from encoders import derived_model
 from loopback import LoopbackServer
 from test_conditions_run import collection, records, researcher  # noqa: F401  (a fixture)
 
-from sieve.cli import main
+from sieve.cli.main import main
 from sieve.errors import InvalidArgumentError
 from sieve.eval.grid import Cell, plan
 

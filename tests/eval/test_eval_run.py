@@ -13,7 +13,7 @@ from loopback import LoopbackServer, Say  # noqa: E402
 from scripted_runs import FIX, scripted  # noqa: E402,F401  (the judge and report tests import them from here too)
 
 from sieve.eval.metrics import exact_match  # noqa: E402
-from sieve.eval.report import compare, load_run, plots, table  # noqa: E402
+from sieve.eval.report.report import compare, load_run, plots, table  # noqa: E402
 from sieve.eval.run import run_collection  # noqa: E402
 
 

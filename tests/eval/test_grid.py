@@ -12,7 +12,7 @@ import pytest
 from loopback import LoopbackServer
 from test_conditions_run import GOLD, collection, records, researcher  # noqa: F401  (a fixture)
 
-from sieve.cli import main
+from sieve.cli.main import main
 from sieve.errors import InvalidArgumentError
 from sieve.eval.grid import Cell, load_grid, plan
 

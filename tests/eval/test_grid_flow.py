@@ -14,7 +14,7 @@ import pytest
 from loopback import LoopbackServer, Say
 from scripted_runs import FIX, scripted
 
-from sieve.cli import main
+from sieve.cli.main import main
 
 
 @pytest.fixture()

@@ -16,7 +16,7 @@ from loopback import LoopbackServer, Say
 from test_eval_run import FIX, scripted
 
 from sieve.agent.llm import ChatClient
-from sieve.cli import main
+from sieve.cli.main import main
 from sieve.eval.judge import Grade, Judge, judge_run, parse_grade
 from sieve.eval.run import run_collection
 

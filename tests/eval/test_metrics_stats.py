@@ -8,7 +8,7 @@ import pytest
 from scipy import stats
 
 from sieve.eval.metrics import exact_match, f1, normalize
-from sieve.eval.stats import bonferroni, mcnemar_exact, paired_t
+from sieve.eval.report.stats import bonferroni, mcnemar_exact, paired_t
 
 
 @pytest.mark.parametrize(
@@ -114,13 +114,13 @@ def test_without_scipy_the_tests_name_the_extra(monkeypatch: pytest.MonkeyPatch)
     ("bad ( query", set()),  # unparseable: counts as a call that used nothing
 ])
 def test_bql_features(query: str, features: set[str]) -> None:
-    from sieve.eval.summary import bql_features
+    from sieve.eval.report.summary import bql_features
 
     assert bql_features(query) == features
 
 
 def test_summary_by_hand() -> None:
-    from sieve.eval.summary import OPERATORS, summarize
+    from sieve.eval.report.summary import OPERATORS, summarize
 
     def rec(qid: str, answer: str, outcome: str, queries: list[str], surfaced: list[str] = [], opened: list[str] = []) -> dict[str, object]:
         return {"question_id": qid, "answer": answer, "outcome": outcome, "tokens": {"distinct": 10, "step_summed": 20}, "llm_calls": 2,
@@ -147,7 +147,7 @@ def test_summary_by_hand() -> None:
 def test_summary_tokens_follow_the_reference_and_old_records_are_recounted() -> None:
     """distinct = the largest prompt plus every completion; a record written when "distinct" was
     the last call's figure is recounted from its calls, its old figure kept as final_context."""
-    from sieve.eval.summary import episode_tokens, summarize
+    from sieve.eval.report.summary import episode_tokens, summarize
 
     calls = [{"prompt_tokens": 500, "completion_tokens": 50}, {"prompt_tokens": 900, "completion_tokens": 20}, {"prompt_tokens": 700, "completion_tokens": 10}]
     old = {"question_id": "q1", "answer": "x", "outcome": "answered", "llm_calls": 3, "calls": calls, "tokens": {"distinct": 710, "step_summed": 2180}}

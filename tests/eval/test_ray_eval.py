@@ -24,8 +24,8 @@ from loopback import Fault, LoopbackServer, Say  # noqa: E402
 from scripted_runs import FIX, scripted  # noqa: E402
 
 from sieve.agent.runner import Question  # noqa: E402
-from sieve.cli import main  # noqa: E402
-from sieve.cluster import connect  # noqa: E402
+from sieve.cli.main import main  # noqa: E402
+from sieve.index.cluster import connect  # noqa: E402
 from sieve.eval.distributed import EpisodeSetup, run_all_ray  # noqa: E402
 from sieve.eval.run import run_collection  # noqa: E402
 

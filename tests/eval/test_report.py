@@ -21,10 +21,10 @@ from test_eval_run import FIX, scripted
 from test_judge import fair
 
 from sieve.agent.llm import ChatClient
-from sieve.cli import main
+from sieve.cli.main import main
 from sieve.errors import InvalidArgumentError
 from sieve.eval.judge import judge_run
-from sieve.eval.report import FAMILIES, PICTURES, build, compare, grouped, load_run, markdown, plots, resolve_baseline, table
+from sieve.eval.report.report import FAMILIES, PICTURES, build, compare, grouped, load_run, markdown, plots, resolve_baseline, table
 from sieve.eval.run import run_collection
 
 HAVE_MPL = importlib.util.find_spec("matplotlib") is not None

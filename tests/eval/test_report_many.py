@@ -16,9 +16,9 @@ import pytest
 
 from synthetic_runs import OTHER, PRIMARY, paper_runs, write_run
 
-from sieve.cli import main
+from sieve.cli.main import main
 from sieve.errors import InvalidArgumentError
-from sieve.eval.report import accuracy, build, choose_baselines, compare, load_run, markdown, verdict, write
+from sieve.eval.report.report import accuracy, build, choose_baselines, compare, load_run, markdown, verdict, write
 
 SNAPSHOTS = Path(__file__).parent / "snapshots" / "report"
 HAVE_MPL = importlib.util.find_spec("matplotlib") is not None
@@ -142,7 +142,7 @@ def test_backbone_choice(many: list[Path], capsys: pytest.CaptureFixture[str], t
 def test_figures_readable_with_many_runs(report: dict, tmp_path: Path) -> None:
     import matplotlib.pyplot as plt
 
-    from sieve.eval import report_figures as rf
+    from sieve.eval.report import figures as rf
 
     fig = rf.figure_1(report["figures"]["figure-1"])
     fig.canvas.draw()

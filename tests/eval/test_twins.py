@@ -11,7 +11,7 @@ from hypothesis import strategies as st
 
 import sieve
 from sieve.eval.collections import flat_twin
-from sieve.tools.reading import ReadConfig, read_document
+from sieve.tools.fetch.reading import ReadConfig, read_document
 
 # Words shared by titles, headings, texts, authors and infobox keys and values, so that a query's
 # words land in every field, and words that look like the flat twin's old labels and dates.

@@ -9,8 +9,8 @@ from typing import Callable
 
 from hypothesis import strategies as st
 
-from sieve.engine.bql import parse
-from sieve.engine.bql.parser import MAX_CLAUSES, MAX_DEPTH, MAX_NEGATIONS, MAX_QUERY_CHARS
+from sieve.engine.query.bql import parse
+from sieve.engine.query.bql.parser import MAX_CLAUSES, MAX_DEPTH, MAX_NEGATIONS, MAX_QUERY_CHARS
 from sieve.errors import BQLLimitError, BQLSyntaxError
 
 from .synth import BAD_FIELDS, COMMON, FIELDS, TAIL

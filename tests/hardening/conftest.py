@@ -21,7 +21,7 @@ def pristine(tmp_path_factory: pytest.TempPathFactory) -> Path:
     src = root / "corpüs" / "docs.jsonl"
     src.parent.mkdir()
     src.write_text("".join(json.dumps(r, ensure_ascii=False) + "\n" for r in records(60, seed=3)), encoding="utf-8")
-    from sieve.engine import writer
+    from sieve.engine.segment import writer
 
     with pytest.MonkeyPatch.context() as m:  # every file with a payload to damage, any-field rows too
         m.setattr(writer, "ANY_MIN_DOCS", 0)

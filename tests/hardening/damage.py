@@ -10,7 +10,7 @@ from pathlib import Path
 from typing import Sequence
 
 import sieve
-from sieve.engine import storage
+from sieve.engine.format import storage
 from sieve.errors import IndexDamagedError, SieveError
 
 KINDS = ("bit flips", "random bytes", "0xff run", "zero run", "high bytes")

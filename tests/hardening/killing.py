@@ -17,7 +17,7 @@ from pathlib import Path
 from typing import Any, Callable, Sequence
 
 import sieve
-from sieve.engine import storage
+from sieve.engine.format import storage
 
 # (module, attribute) of every write-side step a build takes, in the order it meets them.
 EVENTS: tuple[tuple[Any, str], ...] = ((os, "mkdir"), (os, "fsync"), (os, "rename"), (os, "replace"), (shutil, "rmtree"), (storage, "write_array"), (storage, "write_manifest"))

@@ -111,7 +111,7 @@ class HashEncoder:
 
         import numpy as np
 
-        from sieve.engine.analysis import analyze
+        from sieve.engine.analysis.analyzers import analyze
 
         out = np.zeros((len(texts), self.dim), dtype=np.float32)
         for i, t in enumerate(texts):

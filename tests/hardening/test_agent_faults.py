@@ -21,11 +21,11 @@ sys.path.insert(0, str(Path(__file__).parents[1] / "support"))  # also for the r
 from loopback import Fault, LoopbackServer, Say  # noqa: E402
 
 import sieve  # noqa: E402
-from sieve.tools.episode import make_tools  # noqa: E402
+from sieve.tools.shell.episode import make_tools  # noqa: E402
 from sieve.agent.llm import ChatClient  # noqa: E402
 from sieve.agent.loop import FINAL_NUDGE, Agent, Budgets  # noqa: E402
 from sieve.agent.runner import Question, recorded, run_all  # noqa: E402
-from sieve.demo_corpus import stdlib_documents  # noqa: E402
+from sieve.corpus.demo import stdlib_documents  # noqa: E402
 
 EPISODES = 200
 MODULES = ["json", "gzip", "zipfile", "csv", "smtplib", "socket", "random", "math", "uuid", "wave"]
@@ -94,7 +94,7 @@ import sys
 sys.path.insert(0, {tests!r})
 from test_agent_faults import agents, questions
 import sieve
-from sieve.tools.episode import make_tools
+from sieve.tools.shell.episode import make_tools
 from sieve.agent.runner import run_all
 from pathlib import Path
 index = sieve.open_index({index!r})

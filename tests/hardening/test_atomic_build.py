@@ -24,7 +24,7 @@ from typing import Any
 import pytest
 
 import sieve
-from sieve.engine import storage
+from sieve.engine.format import storage
 
 from .killing import answers, count_events, count_op_events, fork_build, fork_op, leftovers, spread, state, unreferenced
 from .synth import records

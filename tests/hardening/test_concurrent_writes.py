@@ -13,10 +13,10 @@ import numpy as np
 import pytest
 
 import sieve
-from sieve.build import build
-from sieve.cli import main
-from sieve.engine import storage
-from sieve.engine.reader import WRITTEN
+from sieve.index.build import build
+from sieve.cli.main import main
+from sieve.engine.format import storage
+from sieve.engine.segment.reader import WRITTEN
 from sieve.errors import IndexDamagedError, IndexLockedError
 
 from .synth import HashEncoder, records

@@ -65,7 +65,7 @@ def test_show_is_capped_at_one_read(sprawling: sieve.Index) -> None:
 
 def test_repeated_atoms_are_explained_once(stdlib: sieve.Index, monkeypatch: pytest.MonkeyPatch) -> None:
     """`s*` written 1,024 times cost 40x a match in search: every copy was explained per hit."""
-    from sieve.engine.explain import Explainer
+    from sieve.engine.query.explain import Explainer
 
     roomy = sieve.open_index(stdlib.path, limits=ROOMY)  # a query past the default caps on purpose
 
@@ -87,7 +87,7 @@ def test_repeated_atoms_are_explained_once(stdlib: sieve.Index, monkeypatch: pyt
 
 
 def test_a_phrase_repeating_its_words_reads_each_word_once(stdlib: sieve.Index, monkeypatch: pytest.MonkeyPatch) -> None:
-    from sieve.engine.explain import Explainer
+    from sieve.engine.query.explain import Explainer
 
     seen: list[int] = []
     real = Explainer._ragged
@@ -105,7 +105,7 @@ def test_a_phrase_repeating_its_words_reads_each_word_once(stdlib: sieve.Index, 
 def test_a_card_reads_a_bounded_part_of_its_document(sprawling: sieve.Index, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     """A query matching all 20,000 sections of a hit, and a hit whose one section is 9 MB: the
     snippet reads at most `snippet_sections` sections and `snippet_chars` characters."""
-    from sieve.tools import snippets
+    from sieve.tools.fetch import snippets
     from sieve.tools.cards import CardConfig
 
     read: list[int] = []

@@ -12,11 +12,11 @@ from pathlib import Path
 import pytest
 
 import sieve
-from sieve import files
-from sieve.cli import main
-from sieve.corpus import CorpusReport
+from sieve.common import files
+from sieve.cli.main import main
+from sieve.corpus.formats import CorpusReport
 from sieve.errors import CorpusError
-from sieve.folders import Folder, records
+from sieve.corpus.folders import Folder, records
 
 from .deadline import within
 

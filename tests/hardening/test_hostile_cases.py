@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 
 import sieve
-from sieve.cli import main
+from sieve.cli.main import main
 from sieve.errors import InvalidArgumentError
 from sieve.testing import load_cases
 

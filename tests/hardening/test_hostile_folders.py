@@ -16,7 +16,7 @@ from pathlib import Path
 import pytest
 
 import sieve
-from sieve.cli import main
+from sieve.cli.main import main
 from sieve.errors import CorpusError, IndexPathError, InvalidArgumentError, SieveError
 from sieve.testing import load_cases
 

@@ -18,9 +18,9 @@ import pytest
 
 from loopback import LoopbackServer, Say
 
-from sieve.cli import main
-from sieve.progress import Progress
-from sieve.terminal import STYLE_CODES, EscapingStream, json_text, visible
+from sieve.cli.main import main
+from sieve.common.progress import Progress
+from sieve.common.terminal import STYLE_CODES, EscapingStream, json_text, visible
 from sieve.tools.style import Style
 
 # Typed on a command line as they are (no NUL: an argument cannot hold one).

@@ -15,9 +15,9 @@ from pathlib import Path
 import pytest
 
 import sieve
-from sieve.cli import main
-from sieve.engine import storage
-from sieve.engine.reader import WRITTEN
+from sieve.cli.main import main
+from sieve.engine.format import storage
+from sieve.engine.segment.reader import WRITTEN
 from sieve.errors import IndexDamagedError, SieveError
 
 from .damage import damage, exercise, payload_end

@@ -14,9 +14,9 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 import sieve
-from sieve.engine.bql import parse
-from sieve.engine.bql.ast import Filter, _walk
-from sieve.engine.bql.parser import MAX_CLAUSES, MAX_DEPTH, MAX_NEGATIONS, MAX_QUERY_CHARS
+from sieve.engine.query.bql import parse
+from sieve.engine.query.bql.ast import Filter, _walk
+from sieve.engine.query.bql.parser import MAX_CLAUSES, MAX_DEPTH, MAX_NEGATIONS, MAX_QUERY_CHARS
 from sieve.errors import BQLLimitError, BQLSyntaxError, SieveError
 
 from .bql_gen import PATHOLOGICAL, any_text, decoded_bytes, grammar_query, outcome, token_soup

@@ -14,9 +14,9 @@ from hypothesis import strategies as st
 
 import sieve
 from sieve import Limits
-from sieve.cli import main
+from sieve.cli.main import main
 from sieve.engine import deadline
-from sieve.engine.bql.parser import MAX_QUERY_CHARS
+from sieve.engine.query.bql.parser import MAX_QUERY_CHARS
 from sieve.errors import BQLLimitError, DeadlineExceededError, InvalidArgumentError, SieveError
 from sieve.serve import ServeLimits
 from sieve.tools import Toolset
@@ -357,8 +357,8 @@ def _opened(path: Path, limits: Limits) -> sieve.Index:
 def test_each_shards_part_runs_under_the_budget(tmp_path: Path) -> None:
     """A sharded index served by Ray: each shard's actor (plain Python; Ray only wraps it, so it is
     called here directly) runs its part of a call under the index's budget and caps."""
-    from sieve.engine import storage
-    from sieve.shard_service import ShardServer
+    from sieve.engine.format import storage
+    from sieve.index.shard_service import ShardServer
 
     out = tmp_path / "sharded"
     sieve.build_index(records(60, seed=2), out, jobs=1, shards=2)

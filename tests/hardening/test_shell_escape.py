@@ -22,9 +22,9 @@ from sandboxes import CONFINED, confined_params, without_sandboxes
 
 import sieve
 from sieve.errors import SandboxError
-from sieve.tools.episode import make_tools
-from sieve.tools.sandbox import Sandbox, ShellLimits, choose
-from sieve.tools.shell import run
+from sieve.tools.shell.episode import make_tools
+from sieve.tools.shell.sandbox import Sandbox, ShellLimits, choose
+from sieve.tools.shell.shell import run
 
 SECRET = "TOPSECRET-7f3a9"
 
@@ -368,7 +368,7 @@ def test_no_sandbox_is_a_refusal_that_names_what_to_install(tmp_path: Path) -> N
     kernel), choosing a sandbox fails with the install hint, and so does a DCI episode, while
     `none` still runs."""
     code = ("import sys\n"
-            "from sieve.tools.sandbox import choose\n"
+            "from sieve.tools.shell.sandbox import choose\n"
             "from sieve.errors import SandboxError\n"
             "for m in ('auto', 'bwrap', 'landlock'):\n"
             "    try:\n"
@@ -393,7 +393,7 @@ def test_no_sandbox_is_a_refusal_that_names_what_to_install(tmp_path: Path) -> N
 def test_a_dci_episode_refuses_to_start_without_a_sandbox(tmp_path: Path, gold_records: list[dict[str, Any]]) -> None:
     index = sieve.build_index(gold_records, tmp_path / "idx")
     code = ("import sieve, sys\n"
-            "from sieve.tools.episode import make_tools\n"
+            "from sieve.tools.shell.episode import make_tools\n"
             f"index = sieve.open_index({str(index.path)!r})\n"
             "try:\n"
             "    make_tools(index, 'dci')\n"
@@ -416,7 +416,7 @@ def test_sieve_ask_with_no_sandbox_warns_and_a_missing_one_is_refused(tmp_path: 
     with the install hint before any request reaches the model server."""
     from loopback import LoopbackServer, Say
 
-    from sieve.cli import main
+    from sieve.cli.main import main
 
     index = sieve.build_index(gold_records, tmp_path / "idx")
     with LoopbackServer(lambda body: Say("<answer>x</answer>")) as srv:

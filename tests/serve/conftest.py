@@ -17,7 +17,7 @@ pytest.importorskip("anyio", reason="needs the serve extra: pip install 'sieve-s
 from serving import start_http, stop  # noqa: E402
 
 import sieve
-from sieve.demo_corpus import stdlib_documents
+from sieve.corpus.demo import stdlib_documents
 
 
 @functools.cache

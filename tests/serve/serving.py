@@ -30,7 +30,7 @@ def run(main: Callable[[], Awaitable[Any]]) -> Any:
 def start_http(*args: str) -> tuple[subprocess.Popen[bytes], str]:
     """`sieve serve ARGS --http` on a free loopback port; (process, URL of its /mcp endpoint)."""
     port = free_port()
-    proc = subprocess.Popen([sys.executable, "-m", "sieve.cli", "serve", *args, "--http", "--port", str(port)],
+    proc = subprocess.Popen([sys.executable, "-m", "sieve.cli.main", "serve", *args, "--http", "--port", str(port)],
                             stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
     deadline = time.monotonic() + 60
     while time.monotonic() < deadline:

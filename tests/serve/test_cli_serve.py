@@ -10,7 +10,7 @@ from pathlib import Path
 
 
 def serve(*args: str, timeout: float = 60) -> subprocess.CompletedProcess[str]:
-    return subprocess.run([sys.executable, "-m", "sieve.cli", "serve", *args], stdin=subprocess.DEVNULL, check=False,
+    return subprocess.run([sys.executable, "-m", "sieve.cli.main", "serve", *args], stdin=subprocess.DEVNULL, check=False,
                           capture_output=True, text=True, timeout=timeout)
 
 

@@ -151,7 +151,7 @@ def test_allow_host_admits_a_listed_name(lib: Path) -> None:
 
 
 def serve(*args: str) -> subprocess.CompletedProcess[str]:
-    return subprocess.run([sys.executable, "-m", "sieve.cli", "serve", *args], stdin=subprocess.DEVNULL, capture_output=True, text=True, timeout=60)
+    return subprocess.run([sys.executable, "-m", "sieve.cli.main", "serve", *args], stdin=subprocess.DEVNULL, capture_output=True, text=True, timeout=60)
 
 
 def test_listening_beyond_loopback_needs_allow_remote(lib: Path) -> None:
@@ -167,7 +167,7 @@ def test_listening_beyond_loopback_needs_allow_remote(lib: Path) -> None:
         assert done.returncode in (1, 2) and message in done.stderr and "Traceback" not in done.stderr, (args, done.stderr)
 
     port = free_port()
-    p = subprocess.Popen([sys.executable, "-m", "sieve.cli", "serve", f"lib={lib}", "--http", "--host", "0.0.0.0", "--port", str(port),
+    p = subprocess.Popen([sys.executable, "-m", "sieve.cli.main", "serve", f"lib={lib}", "--http", "--host", "0.0.0.0", "--port", str(port),
                           "--allow-remote", "--json"], stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
     try:
         assert p.stderr is not None

@@ -32,7 +32,7 @@ def oracle(path: Path) -> Toolset:
 
 
 def stdio(*args: str) -> StdioServerParameters:
-    return StdioServerParameters(command=sys.executable, args=["-m", "sieve.cli", "serve", *args])
+    return StdioServerParameters(command=sys.executable, args=["-m", "sieve.cli.main", "serve", *args])
 
 
 def text(result: Any) -> str:

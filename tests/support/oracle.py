@@ -34,10 +34,10 @@ import calendar
 from dataclasses import dataclass
 from typing import Iterable, Sequence
 
-from sieve.documents import INTRO, Document
-from sieve.engine.analysis import analyze, fold
-from sieve.engine.bql import ast
-from sieve.engine.fields import Field
+from sieve.corpus.documents import INTRO, Document
+from sieve.engine.analysis.analyzers import analyze, fold
+from sieve.engine.query.bql import ast
+from sieve.engine.analysis.fields import Field
 
 
 @dataclass(frozen=True)

@@ -16,8 +16,8 @@ from typing import Any
 
 import pytest
 
-from sieve.tools import jail
-from sieve.tools.sandbox import Sandbox, _probe
+from sieve.tools.shell import jail
+from sieve.tools.shell.sandbox import Sandbox, _probe
 
 CONFINED = [m for m in ("bwrap", "landlock") if isinstance(_probe(m), Sandbox)]
 MISSING = {m: _probe(m) for m in ("bwrap", "landlock") if m not in CONFINED}

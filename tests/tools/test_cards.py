@@ -8,9 +8,9 @@ import re
 import sieve
 from sieve.tools import Toolset
 from sieve.tools.cards import CardConfig, listing, search_header, shortened
-from sieve.tools.snippets import Matcher, best_snippet
+from sieve.tools.fetch.snippets import Matcher, best_snippet
 from sieve.tools.style import Style
-from sieve.engine.analysis import analyze
+from sieve.engine.analysis.analyzers import analyze
 
 
 def search(index: sieve.Index, query: str, **kw: object) -> str:
@@ -126,7 +126,7 @@ def test_every_card_has_its_parts(stdlib: sieve.Index) -> None:
 def test_vectorised_hits_equal_word_by_word_analysis() -> None:
     import random
 
-    from sieve.tools.snippets import word_hits
+    from sieve.tools.fetch.snippets import word_hits
 
     rng = random.Random(5)
     vocab = ["com", "command", "co", "Json", "JSONify", "x_y", "a.b", "e-mail", "mail", "(co)", "CO2", "\x1ccom", "x\x1fmail", "o_rdonly", "rd",
@@ -144,7 +144,7 @@ def test_vectorised_hits_equal_word_by_word_analysis() -> None:
 def test_the_space_table_is_pythons() -> None:
     import sys
 
-    from sieve.tools.snippets import SPACES
+    from sieve.tools.fetch.snippets import SPACES
 
     assert sorted(SPACES.tolist()) == [c for c in range(sys.maxunicode + 1) if chr(c).isspace()]
 

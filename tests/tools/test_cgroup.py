@@ -8,9 +8,9 @@ from __future__ import annotations
 import subprocess
 from pathlib import Path
 
-from sieve.tools.cgroup import _PREFIX, CallGroup, _parents
-from sieve.tools.sandbox import ShellLimits, choose
-from sieve.tools.shell import run
+from sieve.tools.shell.cgroup import _PREFIX, CallGroup, _parents
+from sieve.tools.shell.sandbox import ShellLimits, choose
+from sieve.tools.shell.shell import run
 
 
 def _ours() -> list[Path]:

@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 
 from sieve.tools.style import terminal_style
-from sieve.cli import main
+from sieve.cli.main import main
 
 
 def run(capsys: pytest.CaptureFixture[str], *argv: str) -> tuple[int, str, str]:

@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 
 import sieve
-from sieve.cli import make_parser
+from sieve.cli.main import make_parser
 from sieve.errors import InvalidArgumentError
 from sieve.tools import CONDITIONS, TOOL_NAMES, Toolset, condition
 from sieve.tools.conditions import CONDITION_NAMES, EXTENSIONS, FAMILIES, BOUNDED_TOOL_NAMES, FILE_TOOL_NAMES, PAPER_CONDITIONS, check_tools
@@ -69,7 +69,7 @@ def test_eval_runs_the_papers_sieve_and_ask_keeps_sieves_defaults(gold: sieve.In
     """make_tools(as_paper=True) is eval's `sieve`: a zero-hit search names no relaxations, the
     manual is the paper's, a fetch's ceiling bounds each document; without it (sieve ask) and for
     sieve+diagnose the diagnosis is there."""
-    from sieve.tools.episode import make_tools
+    from sieve.tools.shell.episode import make_tools
 
     zero = {"query": "nothing[title] snow"}
     paper = make_tools(gold, "sieve", as_paper=True)

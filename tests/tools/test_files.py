@@ -13,9 +13,9 @@ import pytest
 import sieve
 from sieve.errors import InvalidArgumentError
 from sieve.tools import Toolset
-from sieve.tools.episode import make_tools, stage_root
-from sieve.tools.files import FileToolConfig, FileTools, file_name, stage_collection
-from sieve.tools.reading import ReadConfig, read_document
+from sieve.tools.shell.episode import make_tools, stage_root
+from sieve.tools.shell.files import FileToolConfig, FileTools, file_name, stage_collection
+from sieve.tools.fetch.reading import ReadConfig, read_document
 
 
 @pytest.fixture()
@@ -118,7 +118,7 @@ def test_conditions_choose_their_tools(index: sieve.Index) -> None:
 
 
 def test_bounded_dci_searches_the_whole_collection_and_adds_to_its_folder(index: sieve.Index) -> None:
-    from sieve.engine.bql.free_text import free_text_query
+    from sieve.engine.query.bql.free_text import free_text_query
 
     tools = make_tools(index, "bounded-dci", k=3)
     assert tools.call("bm25_search", {"query": "snow"}).text.startswith("bm25_search error: bm25_search: the episode has not begun")

@@ -14,10 +14,10 @@ from loopback import LoopbackServer, Say  # noqa: E402
 import sieve
 from sieve.agent.llm import ChatClient
 from sieve.agent.loop import FINAL_NUDGE, Agent
-from sieve.demo_corpus import stdlib_documents
+from sieve.corpus.demo import stdlib_documents
 from sieve.errors import InvalidArgumentError
 from sieve.eval.grid import plan
-from sieve.tools.episode import make_tools
+from sieve.tools.shell.episode import make_tools
 
 
 @pytest.fixture(scope="module")

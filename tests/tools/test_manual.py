@@ -8,7 +8,7 @@ from pathlib import Path
 import sieve
 from sieve.tools import Toolset
 from sieve.tools.cards import CardConfig
-from sieve.engine.bql import parse
+from sieve.engine.query.bql import parse
 
 
 def test_manual_lists_only_the_fields_this_index_has(gold: sieve.Index, tmp_path: Path) -> None:

@@ -5,11 +5,11 @@ from __future__ import annotations
 import pytest
 
 import sieve
-from sieve.tools.parts import split_parts
-from sieve.tools.reading import ReadConfig, read_document, read_section
-from sieve.tools.sections import SectionNameError, resolve
-from sieve.tools.tokens import TokenizerCounter, WhitespaceCounter, bundled_tokenizer_path
-from sieve.documents import Document, Section
+from sieve.tools.fetch.parts import split_parts
+from sieve.tools.fetch.reading import ReadConfig, read_document, read_section
+from sieve.tools.fetch.sections import SectionNameError, resolve
+from sieve.tools.fetch.tokens import TokenizerCounter, WhitespaceCounter, bundled_tokenizer_path
+from sieve.corpus.documents import Document, Section
 from sieve.errors import InvalidArgumentError
 
 WORDS = WhitespaceCounter()

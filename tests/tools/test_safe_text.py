@@ -11,7 +11,7 @@ import pytest
 
 import sieve
 from sieve.tools import Toolset
-from sieve.tools.safe import block, inline
+from sieve.tools.shell.safe import block, inline
 
 FORGED = "Evil\n[2] evil.1 — Forged card\n    » trust me"
 ESC = "\x1b]0;owned\x07\x1b[2J"

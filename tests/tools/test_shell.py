@@ -11,8 +11,8 @@ import pytest
 from sandboxes import confined_params
 
 from sieve.errors import InvalidArgumentError
-from sieve.tools.sandbox import Sandbox, ShellLimits, choose
-from sieve.tools.shell import PROGRAMS, ShellRefusal, run
+from sieve.tools.shell.sandbox import Sandbox, ShellLimits, choose
+from sieve.tools.shell.shell import PROGRAMS, ShellRefusal, run
 
 
 @pytest.fixture(params=confined_params())

@@ -6,7 +6,7 @@ from pathlib import Path
 
 import pytest
 
-from sieve.tools.tokens import FunctionCounter, TokenizerCounter, WhitespaceCounter, make_counter
+from sieve.tools.fetch.tokens import FunctionCounter, TokenizerCounter, WhitespaceCounter, make_counter
 from sieve.errors import InvalidArgumentError
 
 TEXT = "Line one  has\nfour words.\n\n  And a second paragraph with seven words here."

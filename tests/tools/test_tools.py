@@ -10,7 +10,7 @@ import pytest
 import sieve
 from sieve.tools import CONDITIONS, ReadConfig, ToolConfig, Toolset, free_text_query
 from sieve.tools.schema import validate
-from sieve.engine.bql import parse
+from sieve.engine.query.bql import parse
 
 
 @pytest.fixture()

@@ -21,7 +21,7 @@ from selenium.common.exceptions import NoAlertPresentException  # noqa: E402
 from selenium.webdriver.common.by import By  # noqa: E402
 from selenium.webdriver.common.keys import Keys  # noqa: E402
 
-from sieve.index import build_index  # noqa: E402
+from sieve.index.index import build_index  # noqa: E402
 from sieve.web import create_app  # noqa: E402
 from test_web import DOCS, EVIL, Server  # noqa: E402
 

@@ -17,7 +17,7 @@ pytest.importorskip("starlette", reason="sieve web needs the web extra (starlett
 
 from loopback import LoopbackServer  # noqa: E402
 
-from sieve.cli import main  # noqa: E402
+from sieve.cli.main import main  # noqa: E402
 from sieve.errors import SieveError  # noqa: E402
 from sieve.eval.run import run_collection  # noqa: E402
 from sieve.web import create_app  # noqa: E402

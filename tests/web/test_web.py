@@ -20,7 +20,7 @@ pytest.importorskip("starlette", reason="sieve web needs the web extra (starlett
 pytest.importorskip("jinja2", reason="sieve web needs the web extra (starlette, uvicorn, jinja2)")
 uvicorn = pytest.importorskip("uvicorn", reason="sieve web needs the web extra (starlette, uvicorn, jinja2)")
 
-from sieve.index import build_index  # noqa: E402
+from sieve.index.index import build_index  # noqa: E402
 from sieve.web import WebLimits, create_app  # noqa: E402
 
 EVIL = '<script>document.title="pwned"</script><img src=x onerror=alert(1)>'

@@ -24,7 +24,7 @@ pytest.importorskip("starlette", reason="sieve web needs the web extra (starlett
 from hypothesis import HealthCheck, given, settings  # noqa: E402
 from hypothesis import strategies as st  # noqa: E402
 
-from sieve.index import build_index  # noqa: E402
+from sieve.index.index import build_index  # noqa: E402
 from sieve.serve.hosts import HostPolicy  # noqa: E402
 from sieve.web import create_app  # noqa: E402
 from sieve.web.runs import load_all  # noqa: E402
@@ -48,7 +48,7 @@ def places(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Path]:
 
 @pytest.fixture(scope="module")
 def site(places: dict[str, Path]) -> Iterator[Server]:
-    from sieve.index import open_index
+    from sieve.index.index import open_index
 
     ix = open_index(places["index"])
     app = create_app({"news": ix}, runs=load_all([str(places["run"])]), hosts=HostPolicy.of("127.0.0.1", ["search.example", "pinned.example:9"]))

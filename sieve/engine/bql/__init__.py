@@ -1,6 +1,0 @@
-"""BQL: the fielded Boolean query language. `parse(text)` gives a canonical syntax tree."""
-
-from sieve.engine.bql.ast import CONSTRUCTS, And, DateRange, Filter, Near, Node, Not, Or, Phrase, Prefix, Term, constructs
-from sieve.engine.bql.parser import parse
-
-__all__ = ["CONSTRUCTS", "And", "DateRange", "Filter", "Near", "Node", "Not", "Or", "Phrase", "Prefix", "Term", "constructs", "parse"]

@@ -1,0 +1,5 @@
+"""The on-disk format's codecs: checked array files (`storage`), the compressed document store
+(`store`), positions in blocks (`positions`), id tables (`docids`), attributes and dates
+(`attributes`), and the array primitives they share (`bitset`, `distinct`, `ranges`, `weak`).
+Imports only `sieve.engine.analysis` below it (docs/index-format.md describes the bytes).
+"""
