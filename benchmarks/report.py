@@ -1,0 +1,202 @@
+"""docs/benchmarks.md and the README's speed table, written from the committed result files.
+
+    python -m benchmarks.report            # rewrite docs/benchmarks.md and the README's table
+    python -m benchmarks.report --check    # exit 1 if either differs from what the results give
+
+The figures live in benchmarks/results/*.json (each benchmark writes its own); this script is the
+only writer of the pages that quote them, so a page cannot drift from its results
+(tests/test_benchmark_report.py runs `--check`).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from pathlib import Path
+from typing import Any
+
+ROOT = Path(__file__).resolve().parents[1]
+RESULTS = ROOT / "benchmarks" / "results"
+PAGE = ROOT / "docs" / "benchmarks.md"
+README = ROOT / "README.md"
+BEGIN = "<!-- speed table: written by `python -m benchmarks.report` from benchmarks/results -->"
+END = "<!-- end of speed table -->"
+
+PEERS = {"tantivy": "tantivy 0.27", "lucene": "Lucene 9.9.1", "sqlite-fts5": "SQLite FTS5"}
+CLASSES = ["term", "field", "and", "or", "not", "phrase", "prefix", "date", "near", "nested"]
+
+# What wrote each result file: its command (benchmarks/README.md says what each measures).
+WRITERS = {
+    "engine-": "python -m benchmarks.bench_engine --peer sqlite-fts5 --peer tantivy --peer lucene --rounds 3",
+    "rank-bm25": "python -m benchmarks.bench_rank --peer tantivy --peer sqlite-fts5 --peer lucene --skip-dense --rounds 3",
+    "rank.json": "python -m benchmarks.bench_rank --peer tantivy --peer sqlite-fts5",
+    "build-peers": "python -m benchmarks.bench_build_peers --peer tantivy --peer lucene",
+    "build-ab-": "python -m benchmarks.bench_build_ab BASE",
+    "build-pages": "python -m benchmarks.bench_build",
+    "ab-": "python -m benchmarks.ab REV",
+    "agent-llamacpp": "python -m benchmarks.bench_agent_llamacpp",
+    "grid-llamacpp": "python -m benchmarks.bench_grid_llamacpp",
+    "checksums": "python -m benchmarks.bench_checksums",
+    "diagnose": "python -m benchmarks.bench_diagnose",
+    "faults": "python -m benchmarks.bench_faults",
+    "filters": "python -m benchmarks.bench_filters",
+    "fuzz": "python -m benchmarks.bench_fuzz",
+    "indri": "python -m benchmarks.bench_indri",
+    "integrity": "python -m benchmarks.bench_integrity",
+    "kernels-": "python -m benchmarks.bench_kernels",
+    "kill": "python -m benchmarks.bench_kill",
+    "pair": "python -m benchmarks.bench_pair A_INDEX B_INDEX",
+    "parse": "python -m benchmarks.bench_parse",
+    "postings-codec": "python -m benchmarks.bench_postings_codec INDEX",
+    "quality": "python -m benchmarks.bench_quality",
+    "reading": "python -m benchmarks.bench_reading",
+    "sandbox": "python -m benchmarks.bench_sandbox",
+    "scale": "python -m benchmarks.bench_scale",
+    "serve": "python -m benchmarks.bench_serve",
+    "shards": "python -m benchmarks.bench_shards",
+    "store-codecs": "python -m benchmarks.bench_store INDEX",
+    "testing": "python -m benchmarks.bench_testing",
+    "web": "python -m benchmarks.bench_web",
+}
+
+
+def load(name: str) -> dict[str, Any]:
+    return json.loads((RESULTS / name).read_text(encoding="utf-8"))
+
+
+def pair(row: dict[str, Any] | None) -> str:
+    """`p50 / p95` in milliseconds, as the tables print them."""
+    return "" if not row else f"{row['p50']:.3f} / {row['p95']:.3f}"
+
+
+def table(head: list[str], rows: list[list[str]]) -> list[str]:
+    out = ["| " + " | ".join(head) + " |", "|" + "---|" * len(head)]
+    return out + ["| " + " | ".join(r) + " |" for r in rows]
+
+
+def engine_table(engine: dict[str, Any], peers: list[str]) -> list[str]:
+    """Boolean `match` per query class: sieve and each peer on the same queries."""
+    rows = []
+    for cls in CLASSES:
+        row = engine["match"][cls]
+        rows.append([cls, str(row["median_count"]), pair(row["sieve"])] + [pair(row.get(p)) for p in peers])
+    return table(["class", "median hits", "sieve"] + [PEERS[p] for p in peers], rows)
+
+
+def bm25_table(rank: dict[str, Any], peers: list[str]) -> list[str]:
+    """BM25 top 10: sieve's ids and scores, with the cards' explanations, and each peer."""
+    rows = []
+    for cls, row in rank["bm25"].items():
+        rows.append([cls.upper(), str(row["median_admitted"]), pair(row["sieve_ids_scores"]), pair(row["sieve"])]
+                    + [pair(row.get(p)) for p in peers])
+    return table(["query", "median admitted", "sieve ids and scores", "sieve with explanations"]
+                 + [PEERS[p] for p in peers], rows)
+
+
+def build_table(build: dict[str, Any]) -> list[str]:
+    med = build["median_seconds"]
+    docs = build["documents"]
+    rows = [[name, f"{s:.2f}", f"{docs / s:,.0f}"] for name, s in med.items()]
+    return table(["engine", "build, median s", "documents/s"], rows)
+
+
+def speed_table() -> list[str]:
+    """The README's short table: a few classes beside tantivy and Lucene, BM25, the build, the size."""
+    engine, rank, build = load("engine-man-sections.json"), load("rank-bm25.json"), load("build-peers.json")
+    peers = ["tantivy", "lucene"]
+    rows = []
+    for cls in ("term", "and", "phrase", "near", "prefix"):
+        row = engine["match"][cls]
+        rows.append([f"match: {cls}", pair(row["sieve"])] + [pair(row[p]) for p in peers])
+    bm = rank["bm25"]["or"]
+    rows.append(["BM25 top 10 (ids and scores)", pair(bm["sieve_ids_scores"])] + [pair(bm[p]) for p in peers])
+    med = build["median_seconds"]
+    rows.append(["build, one process / two workers (s)",
+                 f"{med['sieve (one process)']:.1f} / {med['sieve (2 workers)']:.1f}",
+                 f"{med['tantivy']:.1f} (one thread)", f"{med['lucene']:.1f} (one thread)"])
+    rows.append(["index on disk, + document store (MB)", f"{engine['index_mb']:.1f} + {engine['store_mb']:.1f}", "", ""])
+    return table(["", "sieve", PEERS["tantivy"], PEERS["lucene"]], rows)
+
+
+def writer(path: Path) -> str:
+    """The command that wrote a result: its benchmark's, else the one the file records."""
+    for prefix, command in WRITERS.items():
+        if path.name.startswith(prefix):
+            return f"`{command}`"
+    recorded = load(path.name).get("command", "") if path.suffix == ".json" else ""
+    return recorded.replace("|", "\\|")
+
+
+def page() -> str:
+    engine, rank = load("engine-man-sections.json"), load("rank-bm25.json")
+    peers = [p for p in PEERS if engine["match"]["term"].get(p)]
+    floor = ", ".join(f"{cls} {f['p50']:.3f}" for cls, f in engine["floor"].items())
+    agree = rank.get("bm25_agreement_bm25s", {})
+    lines = [
+        "# Benchmarks: the figures",
+        "",
+        "Written by `python -m benchmarks.report` from the result files in `benchmarks/results/`; do",
+        "not edit by hand. How to run each benchmark, and what it measures:",
+        "[benchmarks/README.md](../benchmarks/README.md).",
+        "The machine has 2 cores and is shared, so quote ratios to a peer measured in the same run.",
+        "",
+        "## Boolean match, per query class",
+        "",
+        f"man-sections: {engine['documents']:,} documents, {engine['corpus_mb']} MB of JSON Lines. Milliseconds,",
+        "p50 / p95, each query parsed and planned afresh, each engine on the same queries in one run,",
+        "medians of the rounds (`engine-man-sections.json`).",
+        "",
+        *engine_table(engine, peers),
+        "",
+        f"All classes together: {pair(engine['match_all_classes'])} ms. The floor, p50 ms (the same",
+        "shapes over words in no document: parsing, planning and the count, nothing read):",
+        f"{floor}.",
+        f"Open: {engine['open']['open_ms']} ms, resident memory after open "
+        f"{engine['open']['rss_after_open_mb']} MB. Index {engine['index_mb']} MB, "
+        f"document store {engine['store_mb']} MB.",
+        "",
+        "## BM25 top 10",
+        "",
+        "Milliseconds, p50 / p95 (`rank-bm25.json`). The peers return ids and scores; sieve's cards also",
+        "read each hit's matched fields and sections.",
+        "",
+        *bm25_table(rank, [p for p in PEERS if rank["bm25"]["or"].get(p)]),
+        "",
+    ]
+    if agree:
+        lines += [f"Agreement with bm25s over {agree['queries']} queries: mean top-10 overlap "
+                  f"{agree['top10_overlap_mean']}, identical top 10 for {agree['identical_top10_share']:.0%} of them.", ""]
+    build = load("build-peers.json")
+    lines += ["## Build", "",
+              f"{build['documents']:,} documents, medians of {build['rounds']} rounds, the engines in turn "
+              "within each round (`build-peers.json`).", "", *build_table(build), "",
+              "## Every result file", "",
+              *table(["file", "written by"], [[f"`{p.name}`", writer(p)] for p in sorted(RESULTS.iterdir())]), ""]
+    return "\n".join(lines)
+
+
+def readme(text: str) -> str:
+    """The README with its speed table replaced by the one the results give."""
+    start, end = text.index(BEGIN) + len(BEGIN), text.index(END)
+    return text[:start] + "\n" + "\n".join(speed_table()) + "\n" + text[end:]
+
+
+def main() -> int:
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--check", action="store_true", help="change nothing; exit 1 if a page is not what the results give")
+    args = ap.parse_args()
+    wanted = {PAGE: page(), README: readme(README.read_text(encoding="utf-8"))}
+    stale = [p for p, text in wanted.items() if not p.exists() or p.read_text(encoding="utf-8") != text]
+    if args.check:
+        for p in stale:
+            print(f"{p.relative_to(ROOT)} is not what the results give: run python -m benchmarks.report", file=sys.stderr)
+        return 1 if stale else 0
+    for p in stale:
+        p.write_text(wanted[p], encoding="utf-8")
+        print(f"wrote {p.relative_to(ROOT)}")
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
