@@ -1,6 +1,6 @@
 """Before/after: the engine and BM25 benchmarks for an earlier commit and this working tree, side by side.
 
-    python benchmarks/ab.py b9c08a0 --rounds 4        # needs bm25s (bench_rank's agreement check)
+    python -m benchmarks.ab b9c08a0 --rounds 4        # needs bm25s (bench_rank's agreement check)
 
 Each side runs its own copy of `bench_engine.py` and `bench_rank.py --skip-dense` (the earlier one
 from a `git worktree` of BASE, this tree's from here), with `PYTHONPATH` pointing at that side's
@@ -33,9 +33,16 @@ def run(side: str, tree: Path, bench: str, corpus: Path, work: Path, out: Path, 
         args.append("--skip-dense")
     elif reuse:  # query the index the side built in round 1: a process that just built one is noisier
         args.append("--reuse")
-    env = {**os.environ, "PYTHONPATH": str(tree) + os.pathsep + os.environ.get("PYTHONPATH", "")}
+    source = scripts or tree
+    paths = [str(tree), os.environ.get("PYTHONPATH", "")]
+    if (source / "benchmarks" / "__init__.py").exists():  # a package: run as a module, found after the side's sieve
+        command = [sys.executable, "-m", f"benchmarks.bench_{bench}", *args[1:]]
+        paths.insert(1, str(source))
+    else:  # an older tree's scripts, which put their own folder on sys.path
+        command = [sys.executable, str(source / args[0]), *args[1:]]
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join(paths)}
     # Run from the work folder: a subprocess started with `python -c` must not find this tree's sieve/ in its cwd.
-    subprocess.run([sys.executable, str((scripts or tree) / args[0]), *args[1:]], env=env, cwd=work, check=True, stdout=subprocess.DEVNULL)
+    subprocess.run(command, env=env, cwd=work, check=True, stdout=subprocess.DEVNULL)
     return json.loads(out.read_text())
 
 

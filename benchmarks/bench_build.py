@@ -1,6 +1,6 @@
 """Build benchmark: where a build's time goes, and huge pages against ordinary ones.
 
-    python benchmarks/bench_build.py --corpus /work/benchwork/data/man-sections.jsonl [--rounds 3] [--jobs 2]
+    python -m benchmarks.bench_build --corpus /work/benchwork/data/man-sections.jsonl [--rounds 3] [--jobs 2]
 
 Each build runs in a fresh process, the two variants alternating round by round (this machine's
 memory state moves single runs by 10-20%): `ordinary` is sieve as it is (a segment's final sort

@@ -1,6 +1,6 @@
 """Build speed before/after: an earlier commit and this working tree, interleaved, and the files compared.
 
-    python benchmarks/bench_build_ab.py 12974c4 --corpus benchmarks/data/man-sections.jsonl [--rounds 5] [--jobs 1 2]
+    python -m benchmarks.bench_build_ab 12974c4 --corpus benchmarks/data/man-sections.jsonl [--rounds 5] [--jobs 1 2]
 
 For each number of worker processes in `--jobs`, each round builds the corpus once with BASE's
 package (a `git worktree` of it, loaded by `PYTHONPATH`, as `ab.py` does) and once with this tree's,
@@ -23,7 +23,7 @@ import subprocess
 import sys
 from pathlib import Path
 
-from ab import SIDES, sides
+from benchmarks.ab import SIDES, sides
 
 HERE = Path(__file__).resolve().parent
 

@@ -1,6 +1,6 @@
 """Build speed beside the peers, in one run: sieve in one process and with worker processes, and each peer.
 
-    python benchmarks/bench_build_peers.py --corpus benchmarks/data/man-sections.jsonl --peer tantivy --peer lucene [--rounds 5]
+    python -m benchmarks.bench_build_peers --corpus benchmarks/data/man-sections.jsonl --peer tantivy --peer lucene [--rounds 5]
 
 Every build runs in a fresh process, the engines in turn within each round (this machine's state moves
 single runs by 10-20%, so rounds interleave them), into a fresh folder. Wall seconds from the start of the

@@ -1,6 +1,6 @@
 """What verifying index blocks on first read costs: the same queries with checks off, cold and warm.
 
-    python benchmarks/bench_checksums.py --index benchmarks/work/man-sections.sieve   # built by bench_engine.py
+    python -m benchmarks.bench_checksums --index benchmarks/work/man-sections.sieve   # built by bench_engine.py
 
 Three modes, each over a fresh `open_index` in a fresh process (interleaved, --rounds times):
 - `trusted`: every block marked verified without reading it (what format 1 did: no check at all);
@@ -23,15 +23,16 @@ import time
 from pathlib import Path
 from typing import Any
 
+from benchmarks.harness import rank_quantile as pct
+
 HERE = Path(__file__).resolve().parent
 MODES = ("trusted", "cold", "warm")
 
 
 def child(index_path: Path, mode: str, n: int, seed: int) -> dict[str, Any]:
-    sys.path.insert(0, str(HERE))
     import sieve
-    from bench_engine import CLASSES, Sampler, to_bql  # type: ignore[import-not-found]
-    from bench_rank import sample_queries  # type: ignore[import-not-found]
+    from benchmarks.bench_engine import CLASSES, Sampler, to_bql
+    from benchmarks.bench_rank import sample_queries
 
     t = time.perf_counter()
     index = sieve.open_index(index_path, verify=mode == "warm")
@@ -57,10 +58,6 @@ def child(index_path: Path, mode: str, n: int, seed: int) -> dict[str, Any]:
     return out
 
 
-def pct(ms: list[float], p: float) -> float:
-    return sorted(ms)[min(len(ms) - 1, int(p * len(ms)))]
-
-
 def main() -> int:
     ap = argparse.ArgumentParser()
     ap.add_argument("--index", type=Path, default=HERE / "work" / "man-sections.sieve")
@@ -77,8 +74,8 @@ def main() -> int:
     for r in range(args.rounds):
         for mode in MODES:
             print(f"round {r + 1} {mode}", file=sys.stderr)
-            cmd = [sys.executable, __file__, "--index", str(args.index), "--queries", str(args.queries), "--seed", str(args.seed), "--child", mode]
-            runs[mode].append(json.loads(subprocess.run(cmd, check=True, capture_output=True, text=True).stdout))
+            cmd = [sys.executable, "-m", "benchmarks.bench_checksums", "--index", str(args.index), "--queries", str(args.queries), "--seed", str(args.seed), "--child", mode]
+            runs[mode].append(json.loads(subprocess.run(cmd, check=True, capture_output=True, text=True, cwd=HERE.parent).stdout))
     table: dict[str, dict[str, float]] = {}
     for mode in MODES:
         row = {"open_ms": statistics.median(x["open_ms"] for x in runs[mode])}

@@ -1,7 +1,7 @@
 """Zero-hit diagnosis: how often a one-step relaxation exists and is reported, what it costs, and
 what it saves an agent.
 
-    python benchmarks/bench_diagnose.py --corpus /work/benchwork/data/man-sections.jsonl [--queries 300]
+    python -m benchmarks.bench_diagnose --corpus /work/benchwork/data/man-sections.jsonl [--queries 300]
 
 1. Over-constrained queries from real documents: a query that matches a sampled document (a title
    word AND a body word, a heading phrase, or a NEAR of two body words), plus one clause that
@@ -24,15 +24,14 @@ import json
 import random
 import re
 import statistics
-import sys
 import time
 from pathlib import Path
 from typing import Any
 
 HERE = Path(__file__).resolve().parent
-sys.path.insert(0, str(HERE.parent / "tests" / "support"))
 
 import sieve  # noqa: E402
+from benchmarks.harness import rank_quantile as percentile  # noqa: E402
 from sieve.engine.analysis.analyzers import analyze  # noqa: E402
 from sieve.agent.llm import ChatClient  # noqa: E402
 from sieve.agent.loop import Agent, Budgets  # noqa: E402
@@ -77,11 +76,6 @@ def over_constrained(index: sieve.Index, n: int, seed: int) -> list[dict[str, An
     return out
 
 
-def percentile(xs: list[float], q: float) -> float:
-    xs = sorted(xs)
-    return xs[min(len(xs) - 1, int(q * len(xs)))] if xs else 0.0
-
-
 def measure_engine(index: sieve.Index, queries: list[dict[str, Any]], rounds: int) -> dict[str, Any]:
     reported = restores = 0
     kinds: dict[str, int] = {}
@@ -120,13 +114,13 @@ HEAD = re.compile(r"^0 (?:exact matches for|documents match) (.*?)(?:;| \(|\.$)"
 
 def follow(body: dict[str, Any]) -> Any:
     """Apply the first reported relaxation to the canonical query, as an agent reading it would."""
-    from loopback import Say
+    from tests.support.loopback import Say
 
     return _policy(body, smart=True, Say=Say)
 
 
 def blind(body: dict[str, Any]) -> Any:
-    from loopback import Say
+    from tests.support.loopback import Say
 
     return _policy(body, smart=False, Say=Say)
 
@@ -159,7 +153,7 @@ def _policy(body: dict[str, Any], smart: bool, Say: Any) -> Any:
 
 
 def measure_agents(index: sieve.Index, queries: list[dict[str, Any]]) -> dict[str, Any]:
-    from loopback import LoopbackServer
+    from tests.support.loopback import LoopbackServer
 
     out: dict[str, Any] = {}
     for name, policy, diagnose in (("follow the diagnosis", follow, True), ("drop blindly", blind, True), ("drop blindly, no diagnosis", blind, False)):

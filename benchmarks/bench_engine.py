@@ -1,6 +1,6 @@
 """Engine benchmark: build speed, index size, open cost, and Boolean `match` latency per query class.
 
-    python benchmarks/bench_engine.py --corpus benchmarks/data/man-sections.jsonl --peer sqlite-fts5 --peer tantivy
+    python -m benchmarks.bench_engine --corpus benchmarks/data/man-sections.jsonl --peer sqlite-fts5 --peer tantivy
 
 Prints a table and writes JSON (default benchmarks/results/engine-<corpus>.json). Queries are sampled
 from the corpus with a fixed seed; each is run once, cold (parsed and planned, never from a cache,
@@ -20,11 +20,12 @@ import subprocess
 import sys
 import time
 from pathlib import Path
-from typing import Any, Callable
+from typing import Any
 
 import numpy as np
 
 import sieve
+from benchmarks.harness import MAN_SECTIONS, RESULTS, corpus_arg, median_of, open_peers, peer_arg, percentiles, timed, write_json
 from sieve.engine.analysis.analyzers import analyze
 from sieve.engine.query.bql.lexer import OPERATORS
 from sieve.index.index import parse_query
@@ -197,17 +198,6 @@ class Sampler:
 # ---------------------------------------------------------------- measurement
 
 
-def percentiles(ms: list[float]) -> dict[str, float]:
-    arr = np.asarray(ms)
-    return {"p50": round(float(np.percentile(arr, 50)), 4), "p95": round(float(np.percentile(arr, 95)), 4), "mean": round(float(arr.mean()), 4)}
-
-
-def timed(fn: Callable[[], Any]) -> tuple[float, Any]:
-    t0 = time.perf_counter()
-    out = fn()
-    return (time.perf_counter() - t0) * 1000, out
-
-
 def open_cost(path: Path) -> dict[str, float]:
     """Open time and resident memory after open, measured in a fresh interpreter."""
     code = (
@@ -230,7 +220,7 @@ def measure_class(index: sieve.Index, specs: list[dict[str, Any]], peers: dict[s
     row["sieve"] = percentiles(sieve_ms)
     row["median_count"] = int(statistics.median(counts))
     if peers:
-        from peers import latency_ms  # type: ignore[import-not-found]
+        from benchmarks.peers import latency_ms
     for pname, p in peers.items():
         peer = p["peer"]
         ok = [i for i, s in enumerate(specs) if peer.supports(s)]
@@ -252,9 +242,7 @@ def merge_rounds(rows: list[dict[str, Any]]) -> dict[str, Any]:
     if len(rows) == 1:
         return rows[0]
 
-    def med(dicts: list[dict[str, Any]]) -> dict[str, float]:
-        return {k: round(statistics.median(d[k] for d in dicts), 4) for k in ("p50", "p95", "mean")}
-
+    med = median_of
     out: dict[str, Any] = {"queries": sum(r["queries"] for r in rows), "sieve": med([r["sieve"] for r in rows]),
                            "median_count": int(statistics.median(r["median_count"] for r in rows))}
     for key in rows[0]:
@@ -275,10 +263,9 @@ def merge_rounds(rows: list[dict[str, Any]]) -> dict[str, Any]:
 
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    ap.add_argument("--corpus", type=Path, default=HERE / "data" / "man-sections.jsonl")
-    ap.add_argument("--work", type=Path, default=HERE / "work")
+    corpus_arg(ap, MAN_SECTIONS)
     ap.add_argument("--queries", type=int, default=200, help="queries per class")
-    ap.add_argument("--peer", action="append", default=[], help="sqlite-fts5 and/or tantivy")
+    peer_arg(ap)
     ap.add_argument("--seed", type=int, default=7)
     ap.add_argument("--reuse", action="store_true", help="reuse an index already built in --work")
     ap.add_argument("--rounds", type=int, default=1, help="measure each class this many times on fresh queries; report medians")
@@ -315,19 +302,14 @@ def main() -> int:
             index.match(to_bql(warm.spec(cls)))
 
     peers: dict[str, Any] = {}
-    if args.peer:
-        sys.path.insert(0, str(HERE))
-        from peers import PEERS  # type: ignore[import-not-found]
-
-        for pname in args.peer:
-            peer = PEERS[pname]()
-            pdir = args.work / f"{name}.{pname}"
-            if args.reuse and pdir.exists():
-                peer.open(pdir)
-                peers[pname] = {"peer": peer}
-            else:
-                info = peer.build(args.corpus, pdir)
-                peers[pname] = {"peer": peer, "build": info}
+    for pname, peer in open_peers(args.peer).items():
+        pdir = args.work / f"{name}.{pname}"
+        if args.reuse and pdir.exists():
+            peer.open(pdir)
+            peers[pname] = {"peer": peer}
+        else:
+            info = peer.build(args.corpus, pdir)
+            peers[pname] = {"peer": peer, "build": info}
 
     per_round = [{cls: measure_class(index, round_specs[cls], peers) for cls in CLASSES} for round_specs in rounds]
     table = {cls: merge_rounds([t[cls] for t in per_round]) for cls in CLASSES}
@@ -339,9 +321,7 @@ def main() -> int:
         if "build" in p:
             result.setdefault("peers", {})[pname] = p["build"]
 
-    out = args.out or HERE / "results" / f"engine-{name}.json"
-    out.parent.mkdir(parents=True, exist_ok=True)
-    out.write_text(json.dumps(result, indent=1))
+    out = write_json(args.out or RESULTS / f"engine-{name}.json", result)
 
     print(f"\ncorpus {args.corpus.name}: {result['documents']} documents, {result['corpus_mb']} MB")
     if "build" in result:

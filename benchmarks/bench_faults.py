@@ -1,7 +1,7 @@
 """Faults at length: a hostile model server against the LLM client, hostile requests against `sieve serve`.
 
-    python benchmarks/bench_faults.py                  # about a minute
-    python benchmarks/bench_faults.py --rounds 20
+    python -m benchmarks.bench_faults                  # about a minute
+    python -m benchmarks.bench_faults --rounds 20
 
 1. Model server (--rounds per behaviour): a raw loopback server answers every chat completion with
    one broken behaviour (malformed JSON shapes, bad status lines, huge headers, cut-short bodies,
@@ -29,10 +29,8 @@ from pathlib import Path
 from typing import Any
 
 HERE = Path(__file__).resolve().parent
-sys.path.insert(0, str(HERE.parent / "tests" / "support"))
-sys.path.insert(0, str(HERE.parent / "tests" / "serve"))
 
-from loopback import RawServer, completion, http_reply  # noqa: E402
+from tests.support.loopback import RawServer, completion, http_reply  # noqa: E402
 
 from sieve.agent.llm import ChatClient, LLMError  # noqa: E402
 
@@ -97,7 +95,7 @@ def model_server(rounds: int) -> tuple[dict[str, Any], list[str]]:
 
 def mcp(rounds: int) -> tuple[dict[str, Any], list[str]]:
     import sieve
-    from serving import start_http, stop  # type: ignore[import-not-found]
+    from serving import start_http, stop
     from sieve.corpus.demo import stdlib_documents
 
     failures: list[str] = []

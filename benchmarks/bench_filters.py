@@ -1,6 +1,6 @@
 """Filter fields: what declaring metadata columns costs to build and to query, beside `date[...]`.
 
-    python benchmarks/bench_filters.py [--corpus benchmarks/data/man-sections.jsonl]
+    python -m benchmarks.bench_filters [--corpus benchmarks/data/man-sections.jsonl]
 
 The corpus's own metadata is declared (man-sections: `package` and `manual_section` as keywords),
 plus `words`, a number this script adds to each record (the words of its text), `updated`, a date

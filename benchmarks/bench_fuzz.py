@@ -1,8 +1,8 @@
 """The BQL parser under fuzzing, pathological inputs, and pathological-but-valid queries at scale.
 
-    python benchmarks/bench_fuzz.py                         # 100,000 inputs, atheris if installed
-    python benchmarks/bench_fuzz.py --engine random --inputs 300000
-    python benchmarks/bench_fuzz.py --skip-man              # without the man-sections queries
+    python -m benchmarks.bench_fuzz                         # 100,000 inputs, atheris if installed
+    python -m benchmarks.bench_fuzz --engine random --inputs 300000
+    python -m benchmarks.bench_fuzz --skip-man              # without the man-sections queries
 
 1. Fuzz: every input must parse (and print back to the same tree) or raise BQLSyntaxError (with a
    position inside the query) or BQLLimitError; one in five parsed queries also runs on a small
@@ -36,7 +36,6 @@ from pathlib import Path
 from typing import Any
 
 HERE = Path(__file__).resolve().parent
-sys.path.insert(0, str(HERE.parent / "tests"))
 
 BOUND_S = 5.0  # documented bound for one match or search on man-sections (100k documents, 11M positions)
 REJECT_MS = 100.0
@@ -44,7 +43,7 @@ TOKENS: list[str] = []  # filled in by _pieces()
 
 
 def _pieces() -> None:
-    from hardening.bql_gen import OPERATORS, SPACES, STRAY, WORDS
+    from tests.hardening.bql_gen import OPERATORS, SPACES, STRAY, WORDS
 
     TOKENS.extend(WORDS + OPERATORS + STRAY + SPACES + ["[title]", "[ti, ab]", "[titel]", "[", "]", "date[", "2023", "..", "near/", "/3", "(", ")", '"'])
 
@@ -53,7 +52,7 @@ class Fuzz:
     """Runs inputs through the parser property (and a sample through an index); keeps the counts."""
 
     def __init__(self, index: Any) -> None:
-        from hardening.bql_gen import outcome
+        from tests.hardening.bql_gen import outcome
 
         self.outcome = outcome
         self.index = index
@@ -103,7 +102,7 @@ class Fuzz:
 
 def small_index(work: Path) -> Any:
     import sieve
-    from hardening.synth import records
+    from tests.hardening.synth import records
 
     return sieve.build_index(records(300, seed=5), work / "small", jobs=1)
 
@@ -147,15 +146,17 @@ def atheris_child(n: int, out: Path) -> None:
 def run_fuzz(engine: str, n: int, seed: int, work: Path) -> dict[str, Any]:
     if engine == "atheris":
         out = work / "atheris.json"
-        cmd = [sys.executable, __file__, "--atheris-child", str(n), str(out), f"-runs={n + 1000}", f"-seed={seed}", "-max_len=2048", "-timeout=10", "-rss_limit_mb=4096"]
+        cmd = [sys.executable, "-m", "benchmarks.bench_fuzz", "--atheris-child", str(n), str(out), f"-runs={n + 1000}", f"-seed={seed}", "-max_len=2048", "-timeout=10", "-rss_limit_mb=4096"]
         log = work / "libfuzzer.log"
         with open(log, "w") as fh:
-            proc = subprocess.run(cmd, stdout=fh, stderr=subprocess.STDOUT, cwd=work)
+            # the child runs from `work` (libFuzzer writes there) and finds this package by PYTHONPATH
+            env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(HERE.parent), os.environ.get("PYTHONPATH", "")])}
+            proc = subprocess.run(cmd, stdout=fh, stderr=subprocess.STDOUT, cwd=work, env=env)
         if not out.exists():
             tail = log.read_text(errors="replace")[-3000:]
             return {"inputs": 0, "counts": {"UNEXPECTED": 1}, "unexpected": {f"libFuzzer exited {proc.returncode}": tail}}
         return json.loads(out.read_text())
-    from hardening.bql_gen import random_query, random_text
+    from tests.hardening.bql_gen import random_query, random_text
 
     _pieces()
     rng = random.Random(seed)
@@ -174,7 +175,7 @@ def run_fuzz(engine: str, n: int, seed: int, work: Path) -> dict[str, Any]:
 
 def run_pathological(work: Path) -> list[dict[str, Any]]:
     import sieve
-    from hardening.bql_gen import PATHOLOGICAL
+    from tests.hardening.bql_gen import PATHOLOGICAL
     from sieve.engine.query.bql import parse
 
     index = sieve.open_index(work / "small")

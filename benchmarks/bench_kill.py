@@ -1,7 +1,7 @@
 """Atomic builds under SIGKILL, many times over: prints how each kill left the target.
 
-    python benchmarks/bench_kill.py                      # 500 kills, about two minutes
-    python benchmarks/bench_kill.py --kills 2000 --docs 2000 --seed 3
+    python -m benchmarks.bench_kill                      # 500 kills, about two minutes
+    python -m benchmarks.bench_kill --kills 2000 --docs 2000 --seed 3
 
 Kills (seeded) are split four ways: a fresh build and a `--force` rebuild, each killed either at a
 random moment (uniform over 1.2 x one build's time) or just before a chosen write-side step (mkdir,
@@ -27,11 +27,10 @@ from collections import Counter
 from pathlib import Path
 
 HERE = Path(__file__).resolve().parent
-sys.path.insert(0, str(HERE.parent / "tests"))
 
 import sieve  # noqa: E402
-from hardening.killing import answers, count_events, fork_build, leftovers, state, unreferenced  # noqa: E402
-from hardening.synth import records  # noqa: E402
+from tests.hardening.killing import answers, count_events, fork_build, leftovers, state, unreferenced  # noqa: E402
+from tests.hardening.synth import records  # noqa: E402
 
 
 def main() -> int:

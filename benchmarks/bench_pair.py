@@ -1,6 +1,6 @@
 """Two indexes of one corpus, this tree's code, interleaved query by query in one process.
 
-    python benchmarks/bench_pair.py A_INDEX B_INDEX [--queries 200] [--classes phrase,near,bm25-and,bm25-or]
+    python -m benchmarks.bench_pair A_INDEX B_INDEX [--queries 200] [--classes phrase,near,bm25-and,bm25-or]
 
 For comparing index formats (a format 4 and a format 5 build of the same corpus, say) without the
 drift between separate processes that `ab.py` rounds suffer on a shared machine: each query runs
@@ -15,22 +15,19 @@ from __future__ import annotations
 import argparse
 import json
 import statistics
-import sys
 import time
 from pathlib import Path
 from typing import Any, Callable
 
 HERE = Path(__file__).resolve().parent
-sys.path.insert(0, str(HERE))
-sys.path.insert(0, str(HERE.parent))
 
 import sieve  # noqa: E402
 from sieve.index.index import parse_query  # noqa: E402
 
 # parse_query was memoised itself in older sieves (ab.py --same-scripts runs these on them); now it wraps _parsed.
 clear_parse_cache = getattr(parse_query, "cache_clear", None) or sieve.index.index._parsed.cache_clear  # noqa: E402
-from bench_engine import CLASSES, Sampler, to_bql  # noqa: E402
-from bench_rank import sample_queries  # noqa: E402
+from benchmarks.bench_engine import CLASSES, Sampler, to_bql  # noqa: E402
+from benchmarks.bench_rank import sample_queries  # noqa: E402
 
 REPEATS = 5
 

@@ -1,7 +1,7 @@
 """BQL parse time per query class: `parse` (recursive descent, the grammar for errors) against the
 LALR grammar alone, and optionally against an earlier revision's `parse`.
 
-    python benchmarks/bench_parse.py [--against 7847399] [--queries 100]
+    python -m benchmarks.bench_parse [--against 7847399] [--queries 100]
 
 Each query is parsed 15 times; the table gives the median over a class's queries of the best
 time, in microseconds. `--against REV` loads REV's `sieve/engine/query/bql/parser.py` (with this tree's
@@ -23,11 +23,9 @@ from pathlib import Path
 from typing import Any, Callable
 
 HERE = Path(__file__).resolve().parent
-sys.path.insert(0, str(HERE))
-sys.path.insert(0, str(HERE.parent))
 
 import sieve  # noqa: E402
-from bench_engine import CLASSES, Sampler, to_bql  # noqa: E402
+from benchmarks.bench_engine import CLASSES, Sampler, to_bql  # noqa: E402
 from sieve.engine.query.bql.parser import parse, parse_lalr  # noqa: E402
 
 REPEATS = 15

@@ -1,6 +1,6 @@
 """Candidate codecs for the document postings (`post.doc`), measured on an index's own postings.
 
-    python benchmarks/bench_postings_codec.py INDEX [--queries 200]
+    python -m benchmarks.bench_postings_codec INDEX [--queries 200]
 
 `post.doc` was raw int32 up to format 6 (23.6 MB of man-sections' 87.5 MB index); formats 7 and 9
 store the "split 16" codec below. Compared here, on the first segment of INDEX (of any format):
@@ -22,7 +22,6 @@ from __future__ import annotations
 import argparse
 import json
 import statistics
-import sys
 import time
 from pathlib import Path
 from typing import Callable
@@ -30,14 +29,12 @@ from typing import Callable
 import numpy as np
 
 HERE = Path(__file__).resolve().parent
-sys.path.insert(0, str(HERE))
-sys.path.insert(0, str(HERE.parent))
 
 import sieve  # noqa: E402
 from sieve.engine.format import bitset  # noqa: E402
 from sieve.engine.format.docids import SplitIds, split  # noqa: E402
 from sieve.engine.format.positions import BlockPositions, encode  # noqa: E402
-from bench_engine import Sampler, to_bql  # noqa: E402
+from benchmarks.bench_engine import Sampler, to_bql  # noqa: E402
 
 
 class TermWidth:
@@ -126,7 +123,7 @@ def main() -> int:
             assert np.array_equal(read(t), truth), (name, t)
             times[name].append(best(lambda: bitset.from_ids(read(t), r.n_docs)))
     result = {"index": str(args.index), "documents": r.n_docs, "postings": len(docs), "queries": len(sizes),
-              "median_postings": statistics.median(sizes), "command": "python benchmarks/bench_postings_codec.py INDEX", "codecs": {}}
+              "median_postings": statistics.median(sizes), "command": "python -m benchmarks.bench_postings_codec INDEX", "codecs": {}}
     print(f"{r.n_docs} documents, {len(docs)} postings; {len(sizes)} term-class words, median {statistics.median(sizes):.0f} postings\n")
     print(f"{'codec':<12}{'MB':>8}{'term leaf us':>14}")
     for name, (nbytes, _) in codecs.items():

@@ -1,7 +1,7 @@
 """Retrieval quality on labelled real text: sieve's analyzers, BM25 parameters and rankers, beside tantivy.
 
-    python benchmarks/bench_quality.py                      # both tasks, BM25 + dense + hybrid, tantivy
-    python benchmarks/bench_quality.py --skip-dense         # BM25 only
+    python -m benchmarks.bench_quality                      # both tasks, BM25 + dense + hybrid, tantivy
+    python -m benchmarks.bench_quality --skip-dense         # BM25 only
 
 Two known-item tasks, built deterministically from text every machine of ours has:
 

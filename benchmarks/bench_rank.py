@@ -1,8 +1,8 @@
 """Ranking benchmark: BM25 top-10 latency beside peers, BM25 agreement with bm25s, embedding
 throughput, dense/hybrid latency, the exact-vs-HNSW crossover and HNSW recall@10.
 
-    python benchmarks/bench_rank.py --peer tantivy --peer sqlite-fts5            # everything
-    python benchmarks/bench_rank.py --skip-dense                                # BM25 only
+    python -m benchmarks.bench_rank --peer tantivy --peer sqlite-fts5            # everything
+    python -m benchmarks.bench_rank --skip-dense                                # BM25 only
 
 BM25 runs on the man-sections corpus (about 100k documents). Dense quality numbers use a subset
 (`--dense-docs`, full section text embedded); dense speed at 100k uses title-only embeddings of the
@@ -17,7 +17,6 @@ import argparse
 import json
 import random
 import statistics
-import sys
 import time
 from pathlib import Path
 from typing import Any
@@ -34,8 +33,7 @@ from sieve.index.index import parse_query
 clear_parse_cache = getattr(parse_query, "cache_clear", None) or sieve.index.index._parsed.cache_clear
 
 HERE = Path(__file__).resolve().parent
-sys.path.insert(0, str(HERE))
-from bench_engine import percentiles, timed  # noqa: E402
+from benchmarks.harness import percentiles, timed  # noqa: E402
 
 
 def sample_queries(index: sieve.Index, n: int, seed: int) -> list[list[str]]:
@@ -74,8 +72,8 @@ def bm25_section(index: sieve.Index, queries: list[list[str]], peers: dict[str, 
                     part.bm25.windows.clear()
                 cold.append(timed(lambda: index.search(q, k=10, explain=False))[0])
             row["sieve_ids_scores_cold_windows"] = percentiles(cold)
-        if mode == "or":
-            from peers import latency_ms  # type: ignore[import-not-found]
+        if mode == "or" and peers:  # the peers' module needs tantivy: imported only when asked for
+            from benchmarks.peers import latency_ms
 
             for name, peer in peers.items():
                 pms = [latency_ms(peer, timed(lambda: peer.bm25_top(q, 10))[0]) for q in queries]
@@ -215,7 +213,7 @@ def main() -> int:
         index.search(" ".join(q), k=10)
     peers: dict[str, Any] = {}
     if args.peer:
-        from peers import PEERS, ensure  # type: ignore[import-not-found]
+        from benchmarks.peers import PEERS, ensure
 
         for name in args.peer:
             peer = PEERS[name]()

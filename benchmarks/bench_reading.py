@@ -2,8 +2,8 @@
 whole-document visit on the man-page corpus, i.e. how much less it reads when it fetches the
 matched section instead of visiting the page.
 
-    python benchmarks/bench_reading.py                      # words and the MiniLM tokenizer
-    python benchmarks/bench_reading.py --counter words --queries 100
+    python -m benchmarks.bench_reading                      # words and the MiniLM tokenizer
+    python -m benchmarks.bench_reading --counter words --queries 100
 
 Builds benchmarks/work/man-pages.sieve from benchmarks/data/man-pages.jsonl once (see
 benchmarks/README.md for the corpus). Queries: two or three words of one section of a random page,
@@ -29,7 +29,7 @@ import numpy as np
 import sieve
 from sieve.tools import ReadConfig, ToolConfig, Toolset, make_counter
 from sieve.tools.cards import hit_snippet
-from sieve.tools.fetch.reading import document_text, read_section
+from sieve.tools.fetch.reading import body_text, read_section
 from sieve.tools.fetch.sections import label
 from sieve.tools.fetch.snippets import Matcher
 from sieve.engine.analysis.analyzers import analyze
@@ -86,7 +86,7 @@ def measure(index: sieve.Index, qs: list[str], counter_spec: str, k: int) -> dic
             visit.append(v.tokens)
             ratio.append(f.tokens / v.tokens)
             truncated += "[continued in part 2" in v.text
-            whole.append(counter.count(document_text(doc)))
+            whole.append(counter.count(body_text(doc)))
             every.extend(counter.count(read_section(doc, f"#{j + 1}", 1, ts.config.read).text) for j in range(len(doc.sections)))
     return {
         "counter": counter.name,

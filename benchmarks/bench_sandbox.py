@@ -3,7 +3,7 @@ folder (the Python standard library's documentation, `sieve demo`'s corpus, one 
 by `sieve.tools.shell.shell.run` under each sandbox this machine has, beside the same line run by a plain
 `bash -c` with no limits and no watchdog (the peer: what an unconfined shell costs).
 
-    python benchmarks/bench_sandbox.py [--rounds 40] [--mechanisms bwrap,landlock,none]
+    python -m benchmarks.bench_sandbox [--rounds 40] [--mechanisms bwrap,landlock,none]
 
 Rounds interleave the runners (shuffled order per command and round) so that machine noise falls on
 all of them alike. Prints p50 and p95 per command and runner, and each runner's p50 overhead over
@@ -25,9 +25,9 @@ from pathlib import Path
 from typing import Callable
 
 HERE = Path(__file__).resolve().parent
-sys.path.insert(0, str(HERE.parent))
 
 import sieve  # noqa: E402
+from benchmarks.harness import nearest_quantile as _quantile  # noqa: E402
 from sieve.corpus.demo import stdlib_documents  # noqa: E402
 from sieve.errors import SandboxError  # noqa: E402
 from sieve.tools.shell import shell  # noqa: E402
@@ -43,11 +43,6 @@ COMMANDS = [
     "awk '{print $1}' * | sort | uniq -c | sort -rn | head",
     "wc -l * | tail -1",
 ]
-
-
-def _quantile(values: list[float], q: float) -> float:
-    ordered = sorted(values)
-    return ordered[min(len(ordered) - 1, round(q * (len(ordered) - 1)))]
 
 
 def _plain(folder: Path, scratch: str) -> Callable[[str], None]:

@@ -1,6 +1,6 @@
 """Builds at scale: peak memory, throughput, size, open cost and query latency at N documents.
 
-    python benchmarks/bench_scale.py --corpus /work/benchwork/data/man-sections.jsonl --sizes 1000000 [--memory-mb 1024] [--jobs 2]
+    python -m benchmarks.bench_scale --corpus /work/benchwork/data/man-sections.jsonl --sizes 1000000 [--memory-mb 1024] [--jobs 2]
 
 The corpus of N documents is the given corpus repeated with new ids (`ID~k` for the k-th copy) and
 its first N records, written once to --work. Each build is `sieve index` in a child process under

@@ -1,8 +1,8 @@
 """MCP server benchmark: calls per second for `search` and `fetch` over streamable HTTP on the man-page
 corpus, with 1 and 8 concurrent clients, beside the same calls made in-process (no protocol).
 
-    python benchmarks/bench_serve.py                 # 1 and 8 clients, 400 calls per phase
-    python benchmarks/bench_serve.py --clients 1 4 8 --calls 1000 --era auto
+    python -m benchmarks.bench_serve                 # 1 and 8 clients, 400 calls per phase
+    python -m benchmarks.bench_serve --clients 1 4 8 --calls 1000 --era auto
 
 Builds benchmarks/work/man-pages.sieve once (as bench_reading.py does), starts a real
 `sieve serve man=INDEX --http` process on loopback and drives it with the MCP SDK's own client
@@ -30,8 +30,7 @@ from typing import Any
 import anyio
 import numpy as np
 
-sys.path.insert(0, str(Path(__file__).resolve().parent))
-from bench_reading import CORPUS, INDEX, queries
+from benchmarks.bench_reading import CORPUS, INDEX, queries
 
 import sieve
 from sieve.tools.cards import hit_snippet

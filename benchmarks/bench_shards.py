@@ -1,7 +1,7 @@
 """Sharded indexes at scale: build speed-up, and query latency one index vs shards (local) vs shards
 served by Ray actors, with the per-shard figures docs/scale.md builds on.
 
-    python benchmarks/bench_shards.py --corpus /work/benchwork/data/man-sections.jsonl --size 1000000 --shards 4 [--jobs 2] [--ray-build]
+    python -m benchmarks.bench_shards --corpus /work/benchwork/data/man-sections.jsonl --size 1000000 --shards 4 [--jobs 2] [--ray-build]
 
 The corpus of N documents is the given corpus repeated with new ids (bench_scale.make_corpus),
 written once to --work. Builds run as `sieve index` in a child process under /usr/bin/time -v
@@ -28,8 +28,7 @@ from pathlib import Path
 from typing import Any
 
 HERE = Path(__file__).resolve().parent
-sys.path.insert(0, str(HERE))
-from bench_scale import make_corpus, timed_child  # noqa: E402
+from benchmarks.bench_scale import make_corpus, timed_child  # noqa: E402
 
 
 def pct(xs: list[float], q: float) -> float | None:

@@ -1,6 +1,6 @@
 """Document store codecs: size and the cost of reading one block, on an index's own store streams.
 
-    python benchmarks/bench_store.py INDEX [--out benchmarks/results/store-codecs.json]
+    python -m benchmarks.bench_store INDEX [--out benchmarks/results/store-codecs.json]
 
 Reads the index's records and section texts back (whatever it was written with), cuts each stream
 into blocks of 4, 8 and 16 KiB, and compresses every block alone with zlib (level 1), LZ4 (fast

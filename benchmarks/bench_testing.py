@@ -1,7 +1,7 @@
 """What testing search costs: building a 20-document temporary index, and explaining one document's
 admission or rejection in a large index.
 
-    python benchmarks/bench_testing.py --corpus /work/benchwork/data/man-sections.jsonl [--index DIR]
+    python -m benchmarks.bench_testing --corpus /work/benchwork/data/man-sections.jsonl [--index DIR]
 
 1. `sieve.build_index(records)` (no path: a temporary index) of 20 real documents, N times, each
    closed after use; p50/p95 ms, beside an on-disk build of the same records into a fresh folder.
@@ -17,16 +17,15 @@ from __future__ import annotations
 import argparse
 import json
 import random
-import sys
 import tempfile
 import time
 from pathlib import Path
 
 HERE = Path(__file__).resolve().parent
-sys.path.insert(0, str(HERE))
 
 import sieve  # noqa: E402
-from bench_diagnose import over_constrained, percentile  # noqa: E402
+from benchmarks.bench_diagnose import over_constrained  # noqa: E402
+from benchmarks.harness import rank_quantile as percentile  # noqa: E402
 from sieve.corpus.formats import records  # noqa: E402
 
 

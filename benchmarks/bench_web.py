@@ -1,7 +1,7 @@
 """`sieve web` page times over real HTTP on loopback: search pages on a large index, and the run
 viewer's page for a 100-step trajectory.
 
-    python benchmarks/bench_web.py [--corpus benchmarks/data/man-sections.jsonl]
+    python -m benchmarks.bench_web [--corpus benchmarks/data/man-sections.jsonl]
 
 The index is built once under --work (man-sections: 100,016 documents). The trajectory is a real
 `eval run` on the small test collection (tests/eval/fixtures/beir) against the scripted loopback
@@ -26,7 +26,6 @@ from typing import Any
 
 HERE = Path(__file__).resolve().parent
 ROOT = HERE.parent
-sys.path.insert(0, str(ROOT / "tests" / "support"))
 
 import sieve  # noqa: E402
 from sieve.eval.run import run_collection  # noqa: E402
@@ -39,7 +38,7 @@ WORDS = ["Fort", "Santiago", "Manila", "Intramuros", "citadel", "history", "wall
 
 
 def _never_answers(body: dict[str, Any]) -> Any:
-    from loopback import Say
+    from tests.support.loopback import Say
 
     step = sum(1 for m in body["messages"] if m.get("role") == "assistant")
     query = WORDS[step % len(WORDS)] + f" OR w{step}"
@@ -83,7 +82,7 @@ def main() -> int:
         sieve.build_index(args.corpus, index_dir).close()
     run_dir = args.work / "run-100"
     if not (run_dir / "summary.json").exists():
-        from loopback import LoopbackServer
+        from tests.support.loopback import LoopbackServer
 
         shutil.rmtree(run_dir, ignore_errors=True)
         beir = args.work / "beir"

@@ -6,9 +6,9 @@ and renders neutral query specs (see `Spec`) into its own query language or obje
 through `supports()`. By design of this mapping a phrase or NEAR can straddle two sections in a peer, never in
 sieve (no difference on one-section corpora such as man-sections), and the analyzers fold slightly differently.
 
-    python benchmarks/peers.py --self-test          # tiny generated corpus, counts against brute force
-    python benchmarks/peers.py --build CORPUS DIR   # build the peers into DIR/<name>, print seconds / MB
-    python benchmarks/peers.py --fetch-lucene       # Lucene's jars for the lucene peer (below), once
+    python -m benchmarks.peers --self-test          # tiny generated corpus, counts against brute force
+    python -m benchmarks.peers --build CORPUS DIR   # build the peers into DIR/<name>, print seconds / MB
+    python -m benchmarks.peers --fetch-lucene       # Lucene's jars for the lucene peer (below), once
 
 The lucene peer (Lucene 9.9.1) runs benchmarks/lucene/LucenePeer.java in a JVM: it needs a JDK (javac and
 java, 11 or later; Debian's openjdk-17-jdk-headless) and Lucene's jars. No Maven repository is reachable
@@ -362,7 +362,7 @@ def _lucene_classpath() -> str:
     """The classpath of the compiled peer (compiled again when its source is newer)."""
     jar = LUCENE_DIR / LUCENE_JAR
     if not jar.exists():
-        raise RuntimeError(f"no Lucene jar at {jar}: run `python benchmarks/peers.py --fetch-lucene` (needs a JDK too)")
+        raise RuntimeError(f"no Lucene jar at {jar}: run `python -m benchmarks.peers --fetch-lucene` (needs a JDK too)")
     classes = LUCENE_DIR / "classes"
     built = classes / "LucenePeer.class"
     if not built.exists() or built.stat().st_mtime < LUCENE_SOURCE.stat().st_mtime:

@@ -26,7 +26,7 @@ LINK = re.compile(r"\]\(([^)\s]+)\)")
 # A repository path: one of the top folders, then path characters, ending in a file suffix. Paths
 # with placeholders (`<corpus>`, `*`, `NAME`) are not citations of one file and are not matched.
 CITED = re.compile(r"(?<![\w./-])((?:sieve|tests|benchmarks|docs|\.ci)/[\w./-]*\w)")
-MODULE = re.compile(r"python -m (benchmarks(?:\.\w+)+)")
+MODULE = re.compile(r"python -m (benchmarks(?:\.[a-z_]\w*)+)")  # NAME: a placeholder
 DOTTED = re.compile(r"`(sieve(?:\.\w+)+)")
 SUFFIXES = (".py", ".md", ".json", ".java", ".html", ".toml", ".txt", ".jsonl")
 
