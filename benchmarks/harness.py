@@ -3,7 +3,8 @@ percentiles, the peers, JSON output and the printed table.
 
 Benchmarks run from the repository root as `python -m benchmarks.NAME`, so they import this module,
 each other (`benchmarks.bench_engine`), the peers (`benchmarks.peers`) and the test suite's helpers
-(`tests.support.loopback`, `tests.hardening.synth`) by their package names, with no `sys.path` edits.
+(`tests.support.loopback`, `tests.hardening.synth`) by their package names, with no `sys.path`
+edits.
 """
 
 from __future__ import annotations
@@ -36,7 +37,9 @@ def corpus_arg(ap: argparse.ArgumentParser, default: Path = MAN_SECTIONS) -> Non
 
 
 def peer_arg(ap: argparse.ArgumentParser) -> None:
-    ap.add_argument("--peer", action="append", default=[], help="sqlite-fts5, tantivy and/or lucene")
+    ap.add_argument(
+        "--peer", action="append", default=[], help="sqlite-fts5, tantivy and/or lucene"
+    )
 
 
 # ---------------------------------------------------------------- timing
@@ -57,9 +60,11 @@ def repeat(fn: Callable[[], Any], n: int) -> list[float]:
 def percentiles(ms: Sequence[float], digits: int = 4) -> dict[str, float]:
     """p50, p95 (numpy's linear interpolation) and the mean."""
     arr = np.asarray(ms)
-    return {"p50": round(float(np.percentile(arr, 50)), digits),
-            "p95": round(float(np.percentile(arr, 95)), digits),
-            "mean": round(float(arr.mean()), digits)}
+    return {
+        "p50": round(float(np.percentile(arr, 50)), digits),
+        "p95": round(float(np.percentile(arr, 95)), digits),
+        "mean": round(float(arr.mean()), digits),
+    }
 
 
 def rank_quantile(xs: Iterable[float], q: float) -> float:
@@ -75,7 +80,9 @@ def nearest_quantile(xs: Iterable[float], q: float) -> float:
     return ordered[min(len(ordered) - 1, round(q * (len(ordered) - 1)))]
 
 
-def median_of(rows: Sequence[dict[str, float]], keys: Sequence[str] = ("p50", "p95", "mean")) -> dict[str, float]:
+def median_of(
+    rows: Sequence[dict[str, float]], keys: Sequence[str] = ("p50", "p95", "mean")
+) -> dict[str, float]:
     """Each figure the median of the rounds' (one round's p95 moves by a fifth on this machine)."""
     return {k: round(statistics.median(r[k] for r in rows), 4) for k in keys}
 
@@ -109,7 +116,11 @@ def print_table(head: Sequence[str], rows: Iterable[Sequence[Any]], title: str =
     if title:
         print(title)
     for n, row in enumerate(cells):
-        print("  ".join(c.ljust(w) if i == 0 else c.rjust(w) for i, (c, w) in enumerate(zip(row, widths))))
+        print(
+            "  ".join(
+                c.ljust(w) if i == 0 else c.rjust(w) for i, (c, w) in enumerate(zip(row, widths))
+            )
+        )
         if n == 0:
             print("  ".join("-" * w for w in widths))
 

@@ -13,6 +13,7 @@ from __future__ import annotations
 import argparse
 import json
 import sys
+import textwrap
 from pathlib import Path
 from typing import Any
 
@@ -26,10 +27,11 @@ END = "<!-- end of speed table -->"
 PEERS = {"tantivy": "tantivy 0.27", "lucene": "Lucene 9.9.1", "sqlite-fts5": "SQLite FTS5"}
 CLASSES = ["term", "field", "and", "or", "not", "phrase", "prefix", "date", "near", "nested"]
 
+ALL_PEERS = " --peer sqlite-fts5 --peer tantivy --peer lucene"
 # What wrote each result file: its command (benchmarks/README.md says what each measures).
 WRITERS = {
-    "engine-": "python -m benchmarks.bench_engine --peer sqlite-fts5 --peer tantivy --peer lucene --rounds 3",
-    "rank-bm25": "python -m benchmarks.bench_rank --peer tantivy --peer sqlite-fts5 --peer lucene --skip-dense --rounds 3",
+    "engine-": "python -m benchmarks.bench_engine" + ALL_PEERS + " --rounds 3",
+    "rank-bm25": "python -m benchmarks.bench_rank" + ALL_PEERS + " --skip-dense --rounds 3",
     "rank.json": "python -m benchmarks.bench_rank --peer tantivy --peer sqlite-fts5",
     "build-peers": "python -m benchmarks.bench_build_peers --peer tantivy --peer lucene",
     "build-ab-": "python -m benchmarks.bench_build_ab BASE",
@@ -80,7 +82,9 @@ def engine_table(engine: dict[str, Any], peers: list[str]) -> list[str]:
     rows = []
     for cls in CLASSES:
         row = engine["match"][cls]
-        rows.append([cls, str(row["median_count"]), pair(row["sieve"])] + [pair(row.get(p)) for p in peers])
+        rows.append(
+            [cls, str(row["median_count"]), pair(row["sieve"])] + [pair(row.get(p)) for p in peers]
+        )
     return table(["class", "median hits", "sieve"] + [PEERS[p] for p in peers], rows)
 
 
@@ -88,10 +92,20 @@ def bm25_table(rank: dict[str, Any], peers: list[str]) -> list[str]:
     """BM25 top 10: sieve's ids and scores, with the cards' explanations, and each peer."""
     rows = []
     for cls, row in rank["bm25"].items():
-        rows.append([cls.upper(), str(row["median_admitted"]), pair(row["sieve_ids_scores"]), pair(row["sieve"])]
-                    + [pair(row.get(p)) for p in peers])
-    return table(["query", "median admitted", "sieve ids and scores", "sieve with explanations"]
-                 + [PEERS[p] for p in peers], rows)
+        rows.append(
+            [
+                cls.upper(),
+                str(row["median_admitted"]),
+                pair(row["sieve_ids_scores"]),
+                pair(row["sieve"]),
+            ]
+            + [pair(row.get(p)) for p in peers]
+        )
+    return table(
+        ["query", "median admitted", "sieve ids and scores", "sieve with explanations"]
+        + [PEERS[p] for p in peers],
+        rows,
+    )
 
 
 def build_table(build: dict[str, Any]) -> list[str]:
@@ -102,20 +116,39 @@ def build_table(build: dict[str, Any]) -> list[str]:
 
 
 def speed_table() -> list[str]:
-    """The README's short table: a few classes beside tantivy and Lucene, BM25, the build, the size."""
-    engine, rank, build = load("engine-man-sections.json"), load("rank-bm25.json"), load("build-peers.json")
+    """The README's short table: a few classes beside tantivy and Lucene, BM25, build, size."""
+    engine, rank, build = (
+        load("engine-man-sections.json"),
+        load("rank-bm25.json"),
+        load("build-peers.json"),
+    )
     peers = ["tantivy", "lucene"]
     rows = []
     for cls in ("term", "and", "phrase", "near", "prefix"):
         row = engine["match"][cls]
         rows.append([f"match: {cls}", pair(row["sieve"])] + [pair(row[p]) for p in peers])
     bm = rank["bm25"]["or"]
-    rows.append(["BM25 top 10 (ids and scores)", pair(bm["sieve_ids_scores"])] + [pair(bm[p]) for p in peers])
+    rows.append(
+        ["BM25 top 10 (ids and scores)", pair(bm["sieve_ids_scores"])]
+        + [pair(bm[p]) for p in peers]
+    )
     med = build["median_seconds"]
-    rows.append(["build, one process / two workers (s)",
-                 f"{med['sieve (one process)']:.1f} / {med['sieve (2 workers)']:.1f}",
-                 f"{med['tantivy']:.1f} (one thread)", f"{med['lucene']:.1f} (one thread)"])
-    rows.append(["index on disk, + document store (MB)", f"{engine['index_mb']:.1f} + {engine['store_mb']:.1f}", "", ""])
+    rows.append(
+        [
+            "build, one process / two workers (s)",
+            f"{med['sieve (one process)']:.1f} / {med['sieve (2 workers)']:.1f}",
+            f"{med['tantivy']:.1f} (one thread)",
+            f"{med['lucene']:.1f} (one thread)",
+        ]
+    )
+    rows.append(
+        [
+            "index on disk, + document store (MB)",
+            f"{engine['index_mb']:.1f} + {engine['store_mb']:.1f}",
+            "",
+            "",
+        ]
+    )
     return table(["", "sieve", PEERS["tantivy"], PEERS["lucene"]], rows)
 
 
@@ -128,51 +161,74 @@ def writer(path: Path) -> str:
     return recorded.replace("|", "\\|")
 
 
+def para(*sentences: str) -> list[str]:
+    """One paragraph, wrapped at 100 characters, and the blank line after it."""
+    return [*textwrap.wrap(" ".join(sentences), 100, break_on_hyphens=False), ""]
+
+
 def page() -> str:
     engine, rank = load("engine-man-sections.json"), load("rank-bm25.json")
+    build = load("build-peers.json")
     peers = [p for p in PEERS if engine["match"]["term"].get(p)]
     floor = ", ".join(f"{cls} {f['p50']:.3f}" for cls, f in engine["floor"].items())
     agree = rank.get("bm25_agreement_bm25s", {})
+    opened = engine["open"]
     lines = [
         "# Benchmarks: the figures",
         "",
-        "Written by `python -m benchmarks.report` from the result files in `benchmarks/results/`; do",
-        "not edit by hand. How to run each benchmark, and what it measures:",
-        "[benchmarks/README.md](../benchmarks/README.md).",
-        "The machine has 2 cores and is shared, so quote ratios to a peer measured in the same run.",
-        "",
+        *para(
+            "Written by `python -m benchmarks.report` from the result files in",
+            "`benchmarks/results/`; do not edit by hand. How to run each benchmark, and what it",
+            "measures: [benchmarks/README.md](../benchmarks/README.md). The machine has 2 cores",
+            "and is shared, so quote ratios to a peer measured in the same run.",
+        ),
         "## Boolean match, per query class",
         "",
-        f"man-sections: {engine['documents']:,} documents, {engine['corpus_mb']} MB of JSON Lines. Milliseconds,",
-        "p50 / p95, each query parsed and planned afresh, each engine on the same queries in one run,",
-        "medians of the rounds (`engine-man-sections.json`).",
-        "",
+        *para(
+            f"man-sections: {engine['documents']:,} documents, {engine['corpus_mb']} MB of JSON",
+            "Lines. Milliseconds, p50 / p95, each query parsed and planned afresh, each engine on",
+            "the same queries in one run, medians of the rounds (`engine-man-sections.json`).",
+        ),
         *engine_table(engine, peers),
         "",
-        f"All classes together: {pair(engine['match_all_classes'])} ms. The floor, p50 ms (the same",
-        "shapes over words in no document: parsing, planning and the count, nothing read):",
-        f"{floor}.",
-        f"Open: {engine['open']['open_ms']} ms, resident memory after open "
-        f"{engine['open']['rss_after_open_mb']} MB. Index {engine['index_mb']} MB, "
-        f"document store {engine['store_mb']} MB.",
-        "",
+        *para(
+            f"All classes together: {pair(engine['match_all_classes'])} ms. The floor, p50 ms",
+            "(the same shapes over words in no document: parsing, planning and the count, nothing",
+            f"read): {floor}. Open: {opened['open_ms']} ms, resident memory after open",
+            f"{opened['rss_after_open_mb']} MB. Index {engine['index_mb']} MB, document store",
+            f"{engine['store_mb']} MB.",
+        ),
         "## BM25 top 10",
         "",
-        "Milliseconds, p50 / p95 (`rank-bm25.json`). The peers return ids and scores; sieve's cards also",
-        "read each hit's matched fields and sections.",
-        "",
+        *para(
+            "Milliseconds, p50 / p95 (`rank-bm25.json`). The peers return ids and scores; sieve's",
+            "cards also read each hit's matched fields and sections.",
+        ),
         *bm25_table(rank, [p for p in PEERS if rank["bm25"]["or"].get(p)]),
         "",
     ]
     if agree:
-        lines += [f"Agreement with bm25s over {agree['queries']} queries: mean top-10 overlap "
-                  f"{agree['top10_overlap_mean']}, identical top 10 for {agree['identical_top10_share']:.0%} of them.", ""]
-    build = load("build-peers.json")
-    lines += ["## Build", "",
-              f"{build['documents']:,} documents, medians of {build['rounds']} rounds, the engines in turn "
-              "within each round (`build-peers.json`).", "", *build_table(build), "",
-              "## Every result file", "",
-              *table(["file", "written by"], [[f"`{p.name}`", writer(p)] for p in sorted(RESULTS.iterdir())]), ""]
+        lines += para(
+            f"Agreement with bm25s over {agree['queries']} queries: mean top-10 overlap",
+            f"{agree['top10_overlap_mean']}, identical top 10 for",
+            f"{agree['identical_top10_share']:.0%} of them.",
+        )
+    lines += [
+        "## Build",
+        "",
+        *para(
+            f"{build['documents']:,} documents, medians of {build['rounds']} rounds, the engines",
+            "in turn within each round (`build-peers.json`).",
+        ),
+        *build_table(build),
+        "",
+        "## Every result file",
+        "",
+        *table(
+            ["file", "written by"], [[f"`{p.name}`", writer(p)] for p in sorted(RESULTS.iterdir())]
+        ),
+        "",
+    ]
     return "\n".join(lines)
 
 
@@ -183,14 +239,26 @@ def readme(text: str) -> str:
 
 
 def main() -> int:
-    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    ap.add_argument("--check", action="store_true", help="change nothing; exit 1 if a page is not what the results give")
+    ap = argparse.ArgumentParser(
+        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
+    ap.add_argument(
+        "--check",
+        action="store_true",
+        help="change nothing; exit 1 if a page is not what the results give",
+    )
     args = ap.parse_args()
     wanted = {PAGE: page(), README: readme(README.read_text(encoding="utf-8"))}
-    stale = [p for p, text in wanted.items() if not p.exists() or p.read_text(encoding="utf-8") != text]
+    stale = [
+        p for p, text in wanted.items() if not p.exists() or p.read_text(encoding="utf-8") != text
+    ]
     if args.check:
         for p in stale:
-            print(f"{p.relative_to(ROOT)} is not what the results give: run python -m benchmarks.report", file=sys.stderr)
+            print(
+                f"{p.relative_to(ROOT)} is not what the results give:"
+                " run python -m benchmarks.report",
+                file=sys.stderr,
+            )
         return 1 if stale else 0
     for p in stale:
         p.write_text(wanted[p], encoding="utf-8")

@@ -22,13 +22,21 @@ def report(monkeypatch: pytest.MonkeyPatch):  # type: ignore[no-untyped-def]
 
 
 def test_the_pages_are_what_the_results_give() -> None:
-    done = subprocess.run([sys.executable, "-m", "benchmarks.report", "--check"], cwd=ROOT,
-                          capture_output=True, text=True, check=False)
+    done = subprocess.run(
+        [sys.executable, "-m", "benchmarks.report", "--check"],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        check=False,
+    )
     assert done.returncode == 0, done.stderr
 
 
-def test_a_changed_result_makes_the_check_fail(report, tmp_path: Path,  # type: ignore[no-untyped-def]
-                                               monkeypatch: pytest.MonkeyPatch) -> None:
+def test_a_changed_result_makes_the_check_fail(
+    report,
+    tmp_path: Path,  # type: ignore[no-untyped-def]
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
     """The check compares figures, not files' presence: one changed median is caught."""
     results = tmp_path / "results"
     shutil.copytree(ROOT / "benchmarks" / "results", results)

@@ -16,7 +16,9 @@ from pathlib import Path
 import pytest
 
 ROOT = Path(__file__).resolve().parents[1]
-PAGES = sorted([ROOT / "README.md", ROOT / "benchmarks" / "README.md", *(ROOT / "docs").glob("*.md")])
+PAGES = sorted(
+    [ROOT / "README.md", ROOT / "benchmarks" / "README.md", *(ROOT / "docs").glob("*.md")]
+)
 # Release notes name the modules of their day; only their links must still lead somewhere.
 LINKED = sorted([*PAGES, ROOT / "CHANGELOG.md"])
 # Folders the benchmarks create (git-ignored): their files are outputs, not citations.
@@ -60,7 +62,9 @@ def _rel(page: Path) -> str:
 
 def _prose(page: Path) -> str:
     """A page's text without code blocks and inline code, where `](x)` is not a link."""
-    text = re.sub(r"^```.*?^```", "", page.read_text(encoding="utf-8"), flags=re.DOTALL | re.MULTILINE)
+    text = re.sub(
+        r"^```.*?^```", "", page.read_text(encoding="utf-8"), flags=re.DOTALL | re.MULTILINE
+    )
     return re.sub(r"`[^`]*`", "", text)
 
 
@@ -85,7 +89,11 @@ def missing_citations(page: Path) -> list[str]:
     bad = []
     for path in sorted(set(CITED.findall(text))):
         path = path.rstrip(".")
-        if path.endswith(SUFFIXES) and not path.startswith(GENERATED) and not (ROOT / path).exists():
+        if (
+            path.endswith(SUFFIXES)
+            and not path.startswith(GENERATED)
+            and not (ROOT / path).exists()
+        ):
             bad.append(f"{_rel(page)}: cites {path}, which does not exist")
     for module in sorted(set(MODULE.findall(text))):
         if not (ROOT / (module.replace(".", "/") + ".py")).exists():
@@ -133,14 +141,21 @@ def test_the_checks_see_what_is_broken(tmp_path: Path) -> None:
     """A page with a dead link, a dead anchor, a moved file and a renamed module is caught."""
     (tmp_path / "other.md").write_text("# Real heading\n", encoding="utf-8")
     page = tmp_path / "page.md"
-    page.write_text("# Title here\n\n[a](nothing.md) [b](other.md#no-such) [c](other.md#real-heading)"
-                    " [d](#title-here)\nSee `tests/test_bql_parser.py`, `tests/test_docs_links.py` and"
-                    " `python -m benchmarks.bench_nothing`; `sieve.engine.no_such_module`,"
-                    " `sieve.SieveError`.\n", encoding="utf-8")
+    page.write_text(
+        "# Title here\n\n[a](nothing.md) [b](other.md#no-such) [c](other.md#real-heading)"
+        " [d](#title-here)\nSee `tests/test_bql_parser.py`, `tests/test_docs_links.py` and"
+        " `python -m benchmarks.bench_nothing`; `sieve.engine.no_such_module`,"
+        " `sieve.SieveError`.\n",
+        encoding="utf-8",
+    )
     assert [b.split(": ", 1)[1] for b in broken_links(page)] == [
-        "link to nothing.md: no such file", "link to other.md#no-such: no heading with that anchor"]
+        "link to nothing.md: no such file",
+        "link to other.md#no-such: no heading with that anchor",
+    ]
     assert [b.split(": ", 1)[1] for b in missing_citations(page)] == [
         "cites tests/test_bql_parser.py, which does not exist",
-        "runs python -m benchmarks.bench_nothing, which does not exist"]
+        "runs python -m benchmarks.bench_nothing, which does not exist",
+    ]
     assert [b.split(": ", 1)[1].split(", but")[0] for b in unknown_names(page)] == [
-        "names sieve.engine.no_such_module"]
+        "names sieve.engine.no_such_module"
+    ]
