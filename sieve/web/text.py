@@ -12,15 +12,14 @@ import html
 import re
 from collections.abc import Callable
 
-# `**strong**`, `__strong__`, `*em*`, `_em_`: the delimiters hug the text (no space inside), stay on
-# one line, and stand apart from words, so `2*3*4`, `snake_case_name`, `*args, **kwargs` and
-# `*.py or *.txt` stay as written.
+# `**strong**`, `*em*`, `_em_`: the delimiters hug the text (no space inside), stay on one line, and
+# stand apart from words, so `2*3*4`, `snake_case_name`, `*args, **kwargs` and `*.py or *.txt` stay
+# as written. `__strong__` is left out: in technical text it is nearly always a name (`__init__`).
 _EMPHASIS = re.compile(
     r"(?<![\w*])\*\*(?=[^\s*])(?P<s1>.+?)(?<=[^\s*])\*\*(?![\w*])"
-    r"|(?<![\w_])__(?=[^\s_])(?P<s2>.+?)(?<=[^\s_])__(?![\w_])"
     r"|(?<![\w*])\*(?=[^\s*])(?P<e1>.+?)(?<=[^\s*])\*(?![\w*])"
     r"|(?<![\w_])_(?=[^\s_])(?P<e2>.+?)(?<=[^\s_])_(?![\w_])")
-_TAG = {"s1": "strong", "s2": "strong", "e1": "em", "e2": "em"}
+_TAG = {"s1": "strong", "e1": "em", "e2": "em"}
 _SPACE = re.compile(r"(\s+)")
 
 def _words(text: str, is_hit: Callable[[str], bool] | None) -> str:

@@ -10,7 +10,9 @@ from sieve.web.text import number, rendered
 
 @pytest.mark.parametrize(("text", "html"), [
     ("an *emphasised* word", "an <em>emphasised</em> word"),
-    ("a **strong** word and __another__", "a <strong>strong</strong> word and <strong>another</strong>"),
+    ("a **strong** word", "a <strong>strong</strong> word"),
+    ("from __future__ import x; __init__ and __call__ methods", "from __future__ import x; __init__ and __call__ methods"),
+    ("f(x, __validate__=True) and _private", "f(x, __validate__=True) and _private"),
     ("_one_ and *two words*", "<em>one</em> and <em>two words</em>"),
     ("**a *b* c**", "<strong>a <em>b</em> c</strong>"),
     ("f(*args, **kwargs)", "f(*args, **kwargs)"),
