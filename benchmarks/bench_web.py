@@ -2,7 +2,8 @@
 viewer's page for a 100-step trajectory.
 
     python benchmarks/bench_web.py [--corpus benchmarks/data/man-sections.jsonl] [--screenshots DIR]
-    python benchmarks/bench_web.py --corpus stdlib --rounds 0 --screenshots benchmarks/results/web-screenshots
+    python benchmarks/bench_web.py --corpus stdlib --rounds 0 \
+        --screenshots benchmarks/results/web-screenshots
 
 The index is built once under --work (man-sections: 100,016 documents). The trajectory is a real
 `eval run` on the small test collection (tests/eval/fixtures/beir) against the scripted loopback
@@ -12,9 +13,9 @@ a warm-up; medians and p95 are printed and written to results/web.json. `--corpu
 demo's collection (the standard library's documentation, 645 documents: seconds to build).
 
 `--screenshots DIR` also drives the pages in headless Chromium (Debian's `chromium` and
-`chromium-driver`, with selenium) and saves what a reviewer should look at: cards with a long heading
-list folded and unfolded, zero-hit suggestions, a syntax error's caret, a document with its outline
-beside the text (and above it on a narrow screen), rendered emphasis, a run and an episode.
+`chromium-driver`, with selenium) and saves what a reviewer should look at: cards with a long
+heading list folded and unfolded, zero-hit suggestions, a syntax error's caret, a document with its
+outline beside the text (and above it on a narrow screen), rendered emphasis, a run and an episode.
 `--rounds 0` takes only the screenshots.
 """
 
@@ -43,8 +44,8 @@ from sieve.web.runs import load_all  # noqa: E402
 
 QUERIES = ["socket", "socket AND bind", '"shared memory"', "file* AND NOT directory", "printf[title]", "(read OR write) AND buffer[section]",
            "NEAR/3(signal, handler)", "pthread_mutex_lock", "mmap AND date[2020..]", "zeppelin AND socket"]
-STDLIB_QUERIES = ["signature", "getattr AND default", '"keyword arguments"', "walk[section]", "parse* AND NOT xml", "inspect[title]",
-                  "zeppelin AND json"]
+STDLIB_QUERIES = ["signature", "getattr AND default", '"keyword arguments"', "walk[section]",
+                  "parse* AND NOT xml", "inspect[title]", "zeppelin AND json"]
 WORDS = ["Fort", "Santiago", "Manila", "Intramuros", "citadel", "history", "wall", "river", "church", "gate"]
 
 
@@ -84,15 +85,19 @@ def _browser(width: int = 1200, height: int = 900) -> Any:
     try:
         from selenium import webdriver
     except ImportError:
-        raise SystemExit("--screenshots needs selenium (pip install selenium) and Debian's chromium and chromium-driver") from None
+        raise SystemExit("--screenshots needs selenium (pip install selenium) and Debian's "
+                         "chromium and chromium-driver") from None
     chromium, driver = shutil.which("chromium"), shutil.which("chromedriver")
     if not (chromium and driver):
-        raise SystemExit("--screenshots needs Debian's chromium and chromium-driver (apt-get install chromium chromium-driver)")
+        raise SystemExit("--screenshots needs Debian's chromium and chromium-driver "
+                         "(apt-get install chromium chromium-driver)")
     options = webdriver.ChromeOptions()
     options.binary_location = chromium
-    for arg in ("--headless=new", "--no-sandbox", "--disable-dev-shm-usage", f"--window-size={width},{height}"):
+    for arg in ("--headless=new", "--no-sandbox", "--disable-dev-shm-usage",
+                f"--window-size={width},{height}"):
         options.add_argument(arg)
-    browser = webdriver.Chrome(service=webdriver.ChromeService(executable_path=driver), options=options)
+    service = webdriver.ChromeService(executable_path=driver)
+    browser = webdriver.Chrome(service=service, options=options)
     browser.implicitly_wait(5)
     return browser
 
@@ -125,15 +130,19 @@ def _screenshots(base: str, index: Any, queries: list[str], qid: str, out: Path)
         browser.get(f"{base}/search?" + urllib.parse.urlencode({"index": "man", "q": q, "k": 10}))
 
     try:
-        folded = next((q for q in queries if index.search(q, k=1).hits and len(index.document(index.search(q, k=1).hits[0].doc_id).sections) > 12),
-                      queries[0])
+        def sections(q: str) -> int:
+            hits = index.search(q, k=1).hits
+            return len(index.document(hits[0].doc_id).sections) if hits else 0
+
+        folded = next((q for q in queries if sections(q) > 12), queries[0])  # a card with a toggle
         search(folded)
         shot("01-results")
         toggles = browser.find_elements(By.CSS_SELECTOR, "#card-1 details.more summary")
         if toggles:
             toggles[0].click()
             shot("02-results-more-open")
-        matched = browser.find_elements(By.CSS_SELECTOR, "#card-1 li.matched a") or browser.find_elements(By.CSS_SELECTOR, "#card-1 ul.headings a")
+        matched = (browser.find_elements(By.CSS_SELECTOR, "#card-1 li.matched a")
+                   or browser.find_elements(By.CSS_SELECTOR, "#card-1 ul.headings a"))
         matched[0].click()
         shot("03-document-outline-beside")
         browser.set_window_size(500, 900)
@@ -146,7 +155,8 @@ def _screenshots(base: str, index: Any, queries: list[str], qid: str, out: Path)
         shot("06-syntax-error-caret")
         found = _emphasised(index, queries)
         if found:
-            browser.get(f"{base}/doc?" + urllib.parse.urlencode({"index": "man", "id": found[0], "section": found[1]}))
+            where = {"index": "man", "id": found[0], "section": found[1]}
+            browser.get(f"{base}/doc?" + urllib.parse.urlencode(where))
             shot("07-emphasis")
         browser.get(f"{base}/run?name=run-100")
         shot("08-run")
@@ -163,7 +173,8 @@ def main() -> int:
     ap.add_argument("--work", type=Path, default=HERE / "work" / "web")
     ap.add_argument("--rounds", type=int, default=30)
     ap.add_argument("--out", type=Path, default=HERE / "results" / "web.json")
-    ap.add_argument("--screenshots", type=Path, metavar="DIR", help="save screenshots of the pages, driven in headless Chromium, here")
+    ap.add_argument("--screenshots", type=Path, metavar="DIR",
+                    help="save screenshots of the pages, driven in headless Chromium, here")
     args = ap.parse_args()
     stdlib = str(args.corpus) == "stdlib"
     args.work.mkdir(parents=True, exist_ok=True)
@@ -196,11 +207,15 @@ def main() -> int:
         if args.screenshots:
             _screenshots(base, index, queries, qid, args.screenshots)
         if args.rounds:
+            def timed(page: str, path: str, **params: Any) -> None:
+                url = f"{base}{path}?" + urllib.parse.urlencode(params)
+                rows.append({"page": page, **_time(url, args.rounds)})
+
             for q in queries:
-                rows.append({"page": f"search {q}", **_time(f"{base}/search?" + urllib.parse.urlencode({"index": "man", "q": q, "k": 10}), args.rounds)})
+                timed(f"search {q}", "/search", index="man", q=q, k=10)
             doc = index.search(queries[0], k=1).hits[0].doc_id if stdlib else "socket.2#2"
-            rows.append({"page": "document, one section", **_time(f"{base}/doc?" + urllib.parse.urlencode({"index": "man", "id": doc, "section": 0}), args.rounds)})
-            rows.append({"page": f"episode of {rec['llm_calls']} steps", **_time(f"{base}/episode?" + urllib.parse.urlencode({"run": "run-100", "q": qid}), args.rounds)})
+            timed("document, one section", "/doc", index="man", id=doc, section=0)
+            timed(f"episode of {rec['llm_calls']} steps", "/episode", run="run-100", q=qid)
     finally:
         server.should_exit = True
     if not args.rounds:

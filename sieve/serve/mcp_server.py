@@ -111,9 +111,12 @@ def build_server(service: Service, version: str = "") -> Server[Any]:
     # Our own pool, not anyio's threads: a call abandoned at its time limit keeps its worker until it
     # really ends, so abandoned work can never pile up beyond `workers` threads.
     pool = ThreadPoolExecutor(max_workers=service.limits.workers, thread_name_prefix="sieve-call")
-    annotations = types.ToolAnnotations(read_only_hint=True, destructive_hint=False, idempotent_hint=True, open_world_hint=False)
-    tools = {keeps: [types.Tool(name=t.name, description=t.description, input_schema=t.input_schema, annotations=annotations)
-                     for t in service.tools_for(keeps)] for keeps in (True, False)}
+    annotations = types.ToolAnnotations(read_only_hint=True, destructive_hint=False,
+                                        idempotent_hint=True, open_world_hint=False)
+    tools = {keeps: [types.Tool(name=t.name, description=t.description, input_schema=t.input_schema,
+                                annotations=annotations)
+                     for t in service.tools_for(keeps)]
+             for keeps in (True, False)}
 
     async def list_tools(ctx: Any, params: Any) -> types.ListToolsResult:
         return types.ListToolsResult(tools=tools[sessions.keeps_listing(ctx)])
@@ -148,7 +151,8 @@ def build_server(service: Service, version: str = "") -> Server[Any]:
         for name in service.indexes:
             if uri == MANUAL_URI.format(name=name):
                 text = service.manual(name, sessions.keeps_listing(ctx))
-                return types.ReadResourceResult(contents=[types.TextResourceContents(uri=uri, mime_type="text/markdown", text=text)])
+                content = types.TextResourceContents(uri=uri, mime_type="text/markdown", text=text)
+                return types.ReadResourceResult(contents=[content])
         known = ", ".join(MANUAL_URI.format(name=n) for n in service.indexes)
         # An MCPError is the client's mistake: a JSON-RPC error with its code, and no traceback in the log.
         raise MCPError(RESOURCE_NOT_FOUND, f"no resource {uri!r}; this server has {known}", {"uri": uri})

@@ -122,8 +122,10 @@ class Service:
                               max_query_chars=limits.max_query_chars)
         # The templates every session's Toolsets share: schemas and manuals are the same for all
         # sessions of a kind (keeping a listing or not), so each kind has its own.
-        self._templates = {keeps: {name: Toolset(index, self.tool_names, self.config, keeps_listing=keeps)
-                                   for name, index in self.indexes.items()} for keeps in (True, False)}
+        self._templates = {keeps: {name: Toolset(index, self.tool_names, self.config,
+                                                 keeps_listing=keeps)
+                                   for name, index in self.indexes.items()}
+                           for keeps in (True, False)}
         self.tools = self._served_tools(keeps_listing=True)
         self.stateless_tools = self._served_tools(keeps_listing=False)
         self._places = {name: Path(index.path) for name, index in self.indexes.items() if getattr(index, "path", None) is not None}
@@ -177,7 +179,8 @@ class Service:
                 schema["properties"] = {"index": {"type": "string", "enum": list(self.indexes), "description": "which index to use"},
                                         **schema["properties"]}
                 schema["required"] = ["index", *schema["required"]]
-                description += " Ranks refer to the last search of the same index." if keeps_listing else ""
+                if keeps_listing:
+                    description += " Ranks refer to the last search of the same index."
             if tool.name in ("search", "ranked_search"):
                 if self.several:
                     name = next(iter(self.indexes))

@@ -119,12 +119,15 @@ def _doc_values(read_tools: str, ranks: bool) -> dict[str, str]:
     """How the manual says to name a document: by rank or id, or (a connection that keeps no
     listing between calls, where a rank could only be a guess) by id alone."""
     if ranks:
-        return {"doc_ref": "a rank from the last search (a number) or a document id (a string)", "doc_example": "2",
+        return {"doc_ref": "a rank from the last search (a number) or a document id (a string)",
+                "doc_example": "2",
                 "card_rank": f"`[2]` is the rank: give it as `doc` to {read_tools}.",
                 "listing_ref": f"its rank (give it as `doc` to {read_tools}), the document id"}
-    return {"doc_ref": "the document id a card shows (a string; this connection keeps no listing between calls, so a rank means nothing)",
+    return {"doc_ref": "the document id a card shows (a string; this connection keeps no listing "
+                       "between calls, so a rank means nothing)",
             "doc_example": '"an-id"',
-            "card_rank": f"`[2]` is the rank in this listing only: give the document id after it (`an-id`) as `doc` to {read_tools}.",
+            "card_rank": "`[2]` is the rank in this listing only: give the document id after it "
+                         f"(`an-id`) as `doc` to {read_tools}.",
             "listing_ref": f"its rank, the document id (give it as `doc` to {read_tools})"}
 
 

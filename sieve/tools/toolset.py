@@ -97,7 +97,9 @@ class Tool:
 
 DOC = {"type": ["integer", "string"], "description": "a rank from the last search (a number) or a document id (a string)"}
 # Where calls share nothing (a stateless server connection), ranks cannot work, so none is offered.
-DOC_ID = {"type": "string", "description": "a document id as a card shows it (this connection keeps no listing, so no rank)"}
+DOC_ID = {"type": "string",
+          "description": "a document id as a card shows it (this connection keeps no listing, so "
+                         "no rank)"}
 PART = {"type": "integer", "minimum": 1, "description": "which part of a text too long for one read (default 1)"}
 
 
@@ -232,7 +234,8 @@ class Toolset:
                 "visit",
                 f"Read a whole document, every section ({c.read.cap:,} {self.unit} per call; "
                 + ("longer documents come in parts)." if c.read.parts else "longer documents are cut at that ceiling)."),
-                {"type": "object", "properties": {"doc": doc, "part": PART}, "required": ["doc"], "additionalProperties": False},
+                {"type": "object", "properties": {"doc": doc, "part": PART}, "required": ["doc"],
+                 "additionalProperties": False},
                 self._visit, '{"doc": %s}' % ref),
             "indri_search": Tool(
                 "indri_search",
@@ -244,7 +247,8 @@ class Toolset:
             "show": Tool(
                 "show",
                 "List a document's facts (title, author, date, infobox) and every section heading with its length, without reading the texts.",
-                {"type": "object", "properties": {"doc": doc}, "required": ["doc"], "additionalProperties": False},
+                {"type": "object", "properties": {"doc": doc}, "required": ["doc"],
+                 "additionalProperties": False},
                 self._show, '{"doc": %s}' % ref),
         }
 

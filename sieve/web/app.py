@@ -111,10 +111,12 @@ def _cards(index: Index, results: Any, markup: Callable[[str], Any]) -> list[Car
         snip = hit_snippet(index, hit, headings, matcher, CardConfig())
         meta = [x for x in (stored.get("date"), f"by {stored['author']}" if stored.get("author") else None) if x]
         meta += [f"{name} {value}" for name, value in declared_values(index, stored.get("metadata") or {})]
-        at_once, later = split_headings(len(headings), matched)
-        out.append(Card(hit.rank, hit.doc_id, stored["title"], hit.score, meta, [(j, headings[j], j in matched) for j in at_once],
-                        [(j, headings[j], j in matched) for j in later], list(stored.get("infobox") or {}), list(hit.fields),
-                        headings[snip.section] if snip else None, markup(rendered(snip.text, is_hit)) if snip else None))
+        listed = [[(j, headings[j], j in matched) for j in part]
+                  for part in split_headings(len(headings), matched)]
+        out.append(Card(hit.rank, hit.doc_id, stored["title"], hit.score, meta, *listed,
+                        list(stored.get("infobox") or {}), list(hit.fields),
+                        headings[snip.section] if snip else None,
+                        markup(rendered(snip.text, is_hit)) if snip else None))
     return out
 
 
@@ -138,7 +140,8 @@ def create_app(indexes: Mapping[str, Index], limits: WebLimits = WebLimits(), ru
         raise SieveError("sieve web needs an index or a run to show")
     env = Environment(loader=FileSystemLoader(str(TEMPLATES)), autoescape=select_autoescape(default=True, default_for_string=True))
     env.filters["number"] = number
-    env.filters["emphasis"] = lambda text: Markup(rendered(text))  # noqa: S704 - rendered escapes every character of the text
+    # `rendered` escapes every character of the text: the only tags are its own.
+    env.filters["emphasis"] = lambda text: Markup(rendered(text))  # noqa: S704
     names = list(indexes)
     default_k = min(10, limits.k_max)
     places = {name: Path(ix.path) for name, ix in indexes.items() if getattr(ix, "path", None) is not None}
@@ -217,7 +220,8 @@ def create_app(indexes: Mapping[str, Index], limits: WebLimits = WebLimits(), ru
                 results = index.search(query, k=k, ranker=values["ranker"])
                 cards = _cards(index, results, Markup)
         except BQLSyntaxError as e:
-            return page("search.html", 400, **values, error=e.message, hint=e.hint, pointer=e.pointer(query))
+            pointer = e.pointer(query)
+            return page("search.html", 400, **values, error=e.message, hint=e.hint, pointer=pointer)
         except BQLLimitError as e:
             return page("search.html", 400, **values, error=str(e))
         except DeadlineExceededError as e:  # the query asked too much (the page's or the index's budget): the asker's to narrow

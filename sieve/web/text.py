@@ -18,26 +18,34 @@ from collections.abc import Callable
 _EMPHASIS = re.compile(
     r"(?<![\w*])\*\*(?=[^\s*])(?P<s1>.+?)(?<=[^\s*])\*\*(?![\w*])"
     r"|(?<![\w*])\*(?=[^\s*])(?P<e1>.+?)(?<=[^\s*])\*(?![\w*])"
-    r"|(?<![\w_])_(?=[^\s_])(?P<e2>.+?)(?<=[^\s_])_(?![\w_])")
+    r"|(?<![\w_])_(?=[^\s_])(?P<e2>.+?)(?<=[^\s_])_(?![\w_])"
+)
 _TAG = {"s1": "strong", "e1": "em", "e2": "em"}
 _SPACE = re.compile(r"(\s+)")
+
 
 def _words(text: str, is_hit: Callable[[str], bool] | None) -> str:
     if not is_hit:
         return html.escape(text)
-    return "".join(f'<mark class="hit">{html.escape(w)}</mark>' if w.strip() and is_hit(w) else html.escape(w)
-                   for w in _SPACE.split(text))
+    return "".join(
+        f'<mark class="hit">{html.escape(w)}</mark>' if w.strip() and is_hit(w) else html.escape(w)
+        for w in _SPACE.split(text)
+    )
 
 
 def rendered(text: str, is_hit: Callable[[str], bool] | None = None, depth: int = 3) -> str:
     """`text` as safe HTML: emphasis as `<em>`/`<strong>` (nested to `depth` levels, `**a *b*
-    c**`), each word `is_hit` accepts in a `<mark class="hit">`, every character of `text` escaped."""
+    c**`), each word `is_hit` accepts in a `<mark class="hit">`, every character of `text`
+    escaped."""
     out = []
     at = 0
     for m in _EMPHASIS.finditer(text) if depth else ():
         group = next(g for g in _TAG if m.group(g) is not None)
         tag = _TAG[group]
-        out += [_words(text[at:m.start()], is_hit), f"<{tag}>{rendered(m.group(group), is_hit, depth - 1)}</{tag}>"]
+        out += [
+            _words(text[at : m.start()], is_hit),
+            f"<{tag}>{rendered(m.group(group), is_hit, depth - 1)}</{tag}>",
+        ]
         at = m.end()
     out.append(_words(text[at:], is_hit))
     return "".join(out)
