@@ -91,7 +91,8 @@ def test_a_session_without_a_listing_is_offered_ids_only(lib: Path) -> None:
         assert ("a rank from the last search (a number)" in service.manual("lib", keeps)) is keeps
     stateless = service.new_session(keeps_listing=False)
     r = service.call(stateless, "visit", {"index": "lib", "doc": 1})
-    assert not r.ok and r.text == 'visit error: "doc" must be a string, got 1. Example: {"doc": "an-id"}'
+    assert not r.ok
+    assert r.text == 'visit error: "doc" must be a string, got 1. Example: {"doc": "an-id"}'
     assert service.call(stateless, "visit", {"index": "lib", "doc": "gzip"}).ok
 
 

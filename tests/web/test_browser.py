@@ -83,7 +83,8 @@ def test_a_syntax_error_is_marked(site: Server, browser: Any, tmp_path: Path) ->
     browser.find_element(By.NAME, "q").send_keys("heatwave[titel]" + Keys.ENTER)
     error = browser.find_element(By.ID, "error")
     assert "unknown field 'titel'" in error.text and "did you mean title?" in error.text
-    assert browser.find_element(By.ID, "error-pointer").text.splitlines() == ["  heatwave[titel]", "           ^"]
+    pointer = browser.find_element(By.ID, "error-pointer").text.splitlines()
+    assert pointer == ["  heatwave[titel]", "           ^"]
     _shot(browser, tmp_path, "error")
 
 
@@ -153,7 +154,8 @@ def test_more_headings_open_with_a_toggle(rich_site: Server, browser: Any, tmp_p
     browser.get(f"http://127.0.0.1:{rich_site.port}/search?index=rich&q=zeppelin")
     card = browser.find_element(By.ID, "card-1")
     more = card.find_element(By.CSS_SELECTOR, "details.more")
-    hidden = more.find_element(By.XPATH, ".//a[normalize-space(.)='Part 29']")  # link text sees only what is shown
+    # (a link text lookup sees only what is shown)
+    hidden = more.find_element(By.XPATH, ".//a[normalize-space(.)='Part 29']")
     assert not hidden.is_displayed() and card.find_element(By.LINK_TEXT, "Part 20").is_displayed()
     _shot(browser, tmp_path, "folded")
     more.find_element(By.TAG_NAME, "summary").click()
@@ -163,25 +165,29 @@ def test_more_headings_open_with_a_toggle(rich_site: Server, browser: Any, tmp_p
     assert browser.find_element(By.ID, "heading").text == "Part 29"
 
 
-def test_the_outline_is_beside_the_text_and_above_it_on_a_narrow_screen(rich_site: Server, browser: Any, tmp_path: Path) -> None:
+def test_the_outline_is_beside_the_text_and_above_it_on_a_narrow_screen(
+        rich_site: Server, browser: Any, tmp_path: Path) -> None:
     browser.get(f"http://127.0.0.1:{rich_site.port}/doc?index=rich&id=long&section=20")
     outline, text = browser.find_element(By.ID, "outline"), browser.find_element(By.ID, "section")
     assert outline.rect["x"] + outline.rect["width"] <= text.rect["x"]  # to its left ...
-    assert abs(outline.rect["y"] - browser.find_element(By.ID, "heading").rect["y"]) < 40  # ... on the same line
+    heading = browser.find_element(By.ID, "heading")
+    assert abs(outline.rect["y"] - heading.rect["y"]) < 40  # ... on the same line
     assert browser.find_element(By.CSS_SELECTOR, "#outline a.current").text == "Part 20"
     _shot(browser, tmp_path, "outline-beside")
     size = browser.get_window_size()
     try:
         browser.set_window_size(500, 900)
         browser.refresh()
-        outline, text = browser.find_element(By.ID, "outline"), browser.find_element(By.ID, "section")
+        outline = browser.find_element(By.ID, "outline")
+        text = browser.find_element(By.ID, "section")
         assert outline.rect["y"] + outline.rect["height"] <= text.rect["y"]  # above it
         _shot(browser, tmp_path, "outline-above")
     finally:
         browser.set_window_size(size["width"], size["height"])
 
 
-def test_a_zero_hit_query_offers_suggestions_that_lead_to_results(rich_site: Server, browser: Any, tmp_path: Path) -> None:
+def test_a_zero_hit_query_offers_suggestions_that_lead_to_results(
+        rich_site: Server, browser: Any, tmp_path: Path) -> None:
     browser.get(f"http://127.0.0.1:{rich_site.port}/")
     browser.find_element(By.NAME, "q").send_keys("heatwave AND snap" + Keys.ENTER)
     box = browser.find_element(By.ID, "suggestions")
@@ -192,10 +198,12 @@ def test_a_zero_hit_query_offers_suggestions_that_lead_to_results(rich_site: Ser
     assert "Cold snap" in browser.find_element(By.ID, "card-1").text
 
 
-def test_emphasis_is_styled_and_a_hostile_one_stays_text(rich_site: Server, browser: Any, tmp_path: Path) -> None:
+def test_emphasis_is_styled_and_a_hostile_one_stays_text(
+        rich_site: Server, browser: Any, tmp_path: Path) -> None:
     browser.get(f"http://127.0.0.1:{rich_site.port}/doc?index=rich&id=marked&section=0")
     section = browser.find_element(By.ID, "section")
-    assert section.find_element(By.TAG_NAME, "em").text == "emphasis" and section.find_element(By.TAG_NAME, "strong").text == "strong"
+    assert section.find_element(By.TAG_NAME, "em").text == "emphasis"
+    assert section.find_element(By.TAG_NAME, "strong").text == "strong"
     assert "*emphasis*" not in section.text and "f(*args, **kwargs)" in section.text
     _shot(browser, tmp_path, "emphasis")
     browser.get(f"http://127.0.0.1:{rich_site.port}/doc?index=rich&id=marked&section=1")
@@ -203,6 +211,7 @@ def test_emphasis_is_styled_and_a_hostile_one_stays_text(rich_site: Server, brow
     section = browser.find_element(By.ID, "section")
     assert section.find_element(By.TAG_NAME, "em").text == "<script>alert(1)</script>"
     assert section.find_element(By.TAG_NAME, "strong").text == "<img src=x onerror=alert(1)>"
-    assert _absent(browser, By.CSS_SELECTOR, "#section script") and _absent(browser, By.TAG_NAME, "img")
+    assert _absent(browser, By.CSS_SELECTOR, "#section script")
+    assert _absent(browser, By.TAG_NAME, "img")
     with pytest.raises(NoAlertPresentException):
         browser.switch_to.alert.text
