@@ -1,9 +1,10 @@
 """`sieve web`: explore indexes in a browser, as the agent sees them.
 
 A Starlette app with server-side Jinja2 templates and no JavaScript: a BQL search box (the canonical
-form shown, a syntax error marked at its position), result cards like the agent's (matched headings
-starred, snippet, fields, date, infobox keys), a heading opens that section, a document view with
-its outline. Read-only: the browser names an index by its served name and a document by its id,
+form shown, a syntax error with a caret under its position, a zero-hit query's one-step changes that
+would admit documents), result cards like the agent's (matched headings highlighted, a long list
+folded behind a <details> toggle, snippet with Markdown emphasis rendered, fields, date, infobox
+keys), a heading opens that section, a document view with its outline beside the text. Read-only: the browser names an index by its served name and a document by its id,
 never a file, and no page or error shows a server path; every page is escaped (documents are
 untrusted text) and sent with a policy that forbids scripts; the same limits as `sieve serve`
 (results, query length, time per request). A bad parameter is a 4xx page that says what is wrong.
@@ -111,9 +112,9 @@ def _cards(index: Index, results: Any, markup: Callable[[str], Any]) -> list[Car
         snip = hit_snippet(index, hit, headings, matcher, CardConfig())
         meta = [x for x in (stored.get("date"), f"by {stored['author']}" if stored.get("author") else None) if x]
         meta += [f"{name} {value}" for name, value in declared_values(index, stored.get("metadata") or {})]
-        listed = [[(j, headings[j], j in matched) for j in part]
-                  for part in split_headings(len(headings), matched)]
-        out.append(Card(hit.rank, hit.doc_id, stored["title"], hit.score, meta, *listed,
+        at_once, later = ([(j, headings[j], j in matched) for j in part]
+                          for part in split_headings(len(headings), matched))
+        out.append(Card(hit.rank, hit.doc_id, stored["title"], hit.score, meta, at_once, later,
                         list(stored.get("infobox") or {}), list(hit.fields),
                         headings[snip.section] if snip else None,
                         markup(rendered(snip.text, is_hit)) if snip else None))
