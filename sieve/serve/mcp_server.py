@@ -4,8 +4,9 @@ Sessions. A handshake-era connection (protocol 2025-11-25 and earlier: stdio, or
 with an `Mcp-Session-Id`) lives across requests, so its Session is kept in the connection's own
 state. In the 2026-07-28 era every request is its own exchange: over stdio the pipe still belongs
 to one client, so the Session is keyed by the pipe; over HTTP nothing ties two requests together,
-so each call gets a fresh Session that keeps no listing, and ranks are refused with a message
-that asks for document ids (every card shows them) rather than answered from a stranger's list.
+so each call gets a fresh Session that keeps no listing. Such a client is offered no rank: its
+tool schemas take a document id (every card shows it) and its manual says so, rather than a rank
+that could only be refused or answered from a stranger's list.
 A streamable-HTTP session with no request in flight for `limits.session_idle_seconds` (10 minutes)
 is closed; an open GET event stream counts as one in flight, so a client still connected keeps it.
 At most `limits.max_sessions` are open at once: a client that would open one more gets HTTP 503
@@ -65,18 +66,29 @@ class Sessions:
         self.service = service
         self._by_pipe: weakref.WeakKeyDictionary[Any, Session] = weakref.WeakKeyDictionary()
 
-    def of(self, ctx: Any) -> Session:
+    def _place(self, ctx: Any) -> tuple[Any, Any] | None:
+        """Where the connection of a request keeps its Session, as (store, key); None where two
+        requests share nothing (stateless HTTP)."""
         # mcp 2.3 offers the request's Connection only as a private attribute of its ServerSession;
-        # without it every call is treated as stateless (ranks refused, ids work), never as shared.
+        # without it every call is treated as stateless (ids only), never as shared.
         conn = getattr(ctx.session, "_connection", None)
         if conn is None:
-            return self.service.new_session(keeps_listing=False)
+            return None
         if conn.protocol_version not in MODERN_PROTOCOL_VERSIONS:
-            store, key = conn.state, "sieve"
-        elif conn.has_standalone_channel:  # a duplex pipe (stdio): one client
-            store, key = self._by_pipe, conn.outbound
-        else:
+            return conn.state, "sieve"
+        if conn.has_standalone_channel:  # a duplex pipe (stdio): one client
+            return self._by_pipe, conn.outbound
+        return None
+
+    def keeps_listing(self, ctx: Any) -> bool:
+        """Whether the client of this request keeps its listing from one call to the next."""
+        return self._place(ctx) is not None
+
+    def of(self, ctx: Any) -> Session:
+        place = self._place(ctx)
+        if place is None:
             return self.service.new_session(keeps_listing=False)
+        store, key = place
         if key not in store:
             store[key] = self.service.new_session()
         return store[key]
@@ -99,12 +111,15 @@ def build_server(service: Service, version: str = "") -> Server[Any]:
     # Our own pool, not anyio's threads: a call abandoned at its time limit keeps its worker until it
     # really ends, so abandoned work can never pile up beyond `workers` threads.
     pool = ThreadPoolExecutor(max_workers=service.limits.workers, thread_name_prefix="sieve-call")
-    tools = [types.Tool(name=t.name, description=t.description, input_schema=t.input_schema,
-                        annotations=types.ToolAnnotations(read_only_hint=True, destructive_hint=False, idempotent_hint=True, open_world_hint=False))
-             for t in service.tools]
+    annotations = types.ToolAnnotations(read_only_hint=True, destructive_hint=False,
+                                        idempotent_hint=True, open_world_hint=False)
+    tools = {keeps: [types.Tool(name=t.name, description=t.description, input_schema=t.input_schema,
+                                annotations=annotations)
+                     for t in service.tools_for(keeps)]
+             for keeps in (True, False)}
 
     async def list_tools(ctx: Any, params: Any) -> types.ListToolsResult:
-        return types.ListToolsResult(tools=tools)
+        return types.ListToolsResult(tools=tools[sessions.keeps_listing(ctx)])
 
     async def call_tool(ctx: Any, params: types.CallToolRequestParams) -> types.CallToolResult:
         session = sessions.of(ctx)
@@ -135,7 +150,9 @@ def build_server(service: Service, version: str = "") -> Server[Any]:
         uri = str(params.uri)
         for name in service.indexes:
             if uri == MANUAL_URI.format(name=name):
-                return types.ReadResourceResult(contents=[types.TextResourceContents(uri=uri, mime_type="text/markdown", text=service.manual(name))])
+                text = service.manual(name, sessions.keeps_listing(ctx))
+                content = types.TextResourceContents(uri=uri, mime_type="text/markdown", text=text)
+                return types.ReadResourceResult(contents=[content])
         known = ", ".join(MANUAL_URI.format(name=n) for n in service.indexes)
         # An MCPError is the client's mistake: a JSON-RPC error with its code, and no traceback in the log.
         raise MCPError(RESOURCE_NOT_FOUND, f"no resource {uri!r}; this server has {known}", {"uri": uri})

@@ -120,9 +120,14 @@ class Service:
         self.limits = limits
         self.config = replace(config, k_max=limits.k_max, k=min(config.k, limits.k_max), max_sections=limits.max_sections,
                               max_query_chars=limits.max_query_chars)
-        # The templates every session's Toolsets share: schemas and manuals are the same for all.
-        self._templates = {name: Toolset(index, self.tool_names, self.config) for name, index in self.indexes.items()}
-        self.tools = self._served_tools()
+        # The templates every session's Toolsets share: schemas and manuals are the same for all
+        # sessions of a kind (keeping a listing or not), so each kind has its own.
+        self._templates = {keeps: {name: Toolset(index, self.tool_names, self.config,
+                                                 keeps_listing=keeps)
+                                   for name, index in self.indexes.items()}
+                           for keeps in (True, False)}
+        self.tools = self._served_tools(keeps_listing=True)
+        self.stateless_tools = self._served_tools(keeps_listing=False)
         self._places = {name: Path(index.path) for name, index in self.indexes.items() if getattr(index, "path", None) is not None}
 
     @classmethod
@@ -138,9 +143,14 @@ class Service:
     def several(self) -> bool:
         return len(self.indexes) > 1
 
-    def manual(self, name: str) -> str:
-        """The tool manual of one index (generated from its fields, as the built-in agent reads it)."""
-        return self._templates[name].manual()
+    def manual(self, name: str, keeps_listing: bool = True) -> str:
+        """The tool manual of one index (generated from its fields, as the built-in agent reads it),
+        for a session that keeps its listing (ranks work) or not (documents are named by id)."""
+        return self._templates[keeps_listing][name].manual()
+
+    def tools_for(self, keeps_listing: bool) -> list[ServedTool]:
+        """The tools a session is offered: where calls share nothing, no parameter takes a rank."""
+        return self.tools if keeps_listing else self.stateless_tools
 
     def overview(self) -> str:
         """One line per served index: its name, size and fields."""
@@ -159,8 +169,8 @@ class Service:
                 "Search with the query language, read the result cards, then fetch only the sections you need. "
                 "The `search` tool's description is the full manual (also the resources sieve://<index>/manual).").replace("\n\n", "\n")
 
-    def _served_tools(self) -> list[ServedTool]:
-        first = next(iter(self._templates.values()))
+    def _served_tools(self, keeps_listing: bool) -> list[ServedTool]:
+        first = next(iter(self._templates[keeps_listing].values()))
         out = []
         for tool in first.tools.values():
             schema = copy.deepcopy(tool.parameters)
@@ -169,13 +179,14 @@ class Service:
                 schema["properties"] = {"index": {"type": "string", "enum": list(self.indexes), "description": "which index to use"},
                                         **schema["properties"]}
                 schema["required"] = ["index", *schema["required"]]
-                description += " Ranks refer to the last search of the same index."
+                if keeps_listing:
+                    description += " Ranks refer to the last search of the same index."
             if tool.name in ("search", "ranked_search"):
                 if self.several:
                     name = next(iter(self.indexes))
                     description += (f"\n\nServed indexes:\n{self.overview()}\n\nThe manual below is `{name}`'s; the others differ only in "
                                     f"their fields and sizes (each index's own manual: resource sieve://<index>/manual).")
-                description += "\n\n" + self.manual(next(iter(self.indexes)))
+                description += "\n\n" + self.manual(next(iter(self.indexes)), keeps_listing)
             out.append(ServedTool(tool.name, description, schema))
         return out
 

@@ -72,6 +72,7 @@ def render_manual(toolset: "Toolset") -> str:
         "cards": cards, "snippets": "ranked_search" in tools and not ranked_cards, "matched": config.cards.fields,
     }
     meta = [w for w, ok in (("the date", has["date"]), ("the author", has["author"])) if ok]
+    read_tools = _join(readers, "or") if readers else "the reading tools"
     values = {
         "documents": f"{n:,}",
         "extras": f"; some also have {_join(extras)}" if extras else "",
@@ -96,7 +97,7 @@ def render_manual(toolset: "Toolset") -> str:
         "dated": f"{dated:,}",
         "columns_list": "The index also keeps " + _join([f"`{n}` ({t})" for n, t in index.schema.fields]) if index.schema else "",  # type: ignore[attr-defined]
         "date_canon": ", dates as day ranges" if has["date"] else "",
-        "read_tools": _join(readers, "or") if readers else "the reading tools",
+        **_doc_values(read_tools, toolset.keeps_listing),
         "card_meta": f", then {_join(meta)} when the document has {'it' if len(meta) == 1 else 'them'}" if meta else "",
         "card_example_meta": (" · 2021-03-04" if has["date"] else "") + (" · by A. Writer" if has["author"] else ""),
         "card_example_ib": " ib[country·founded]" if has["infobox"] else "",
@@ -112,6 +113,22 @@ def render_manual(toolset: "Toolset") -> str:
     }
     text = render(load("sieve.tools", "manual.md"), flags, **values)
     return re.sub(r"\n{3,}", "\n\n", text).strip() + "\n"
+
+
+def _doc_values(read_tools: str, ranks: bool) -> dict[str, str]:
+    """How the manual says to name a document: by rank or id, or (a connection that keeps no
+    listing between calls, where a rank could only be a guess) by id alone."""
+    if ranks:
+        return {"doc_ref": "a rank from the last search (a number) or a document id (a string)",
+                "doc_example": "2",
+                "card_rank": f"`[2]` is the rank: give it as `doc` to {read_tools}.",
+                "listing_ref": f"its rank (give it as `doc` to {read_tools}), the document id"}
+    return {"doc_ref": "the document id a card shows (a string; this connection keeps no listing "
+                       "between calls, so a rank means nothing)",
+            "doc_example": '"an-id"',
+            "card_rank": "`[2]` is the rank in this listing only: give the document id after it "
+                         f"(`an-id`) as `doc` to {read_tools}.",
+            "listing_ref": f"its rank, the document id (give it as `doc` to {read_tools})"}
 
 
 def fetch_cap(cap: int, unit: str, scope: str) -> str:

@@ -96,6 +96,10 @@ class Tool:
 
 
 DOC = {"type": ["integer", "string"], "description": "a rank from the last search (a number) or a document id (a string)"}
+# Where calls share nothing (a stateless server connection), ranks cannot work, so none is offered.
+DOC_ID = {"type": "string",
+          "description": "a document id as a card shows it (this connection keeps no listing, so "
+                         "no rank)"}
 PART = {"type": "integer", "minimum": 1, "description": "which part of a text too long for one read (default 1)"}
 
 
@@ -198,6 +202,7 @@ class Toolset:
         c = self.config
         k = {"type": "integer", "minimum": 1, "maximum": c.k_max, "description": f"how many results (default {c.k}, at most {c.k_max})"}
         query = {"type": "string", "minLength": 1, "maxLength": min(c.max_query_chars, self.limits.max_query_chars)}
+        doc, ref = (DOC, "1") if self.keeps_listing else (DOC_ID, '"an-id"')
         return {
             "search": Tool(
                 "search",
@@ -220,17 +225,18 @@ class Toolset:
                     "type": "array", "minItems": 1, "maxItems": c.max_sections,
                     "description": "what to read: (document, section name) pairs",
                     "items": {"type": "object", "properties": {
-                        "doc": DOC,
+                        "doc": doc,
                         "section": {"type": "string", "minLength": 1, "description": "a heading as shown on the card, or intro, facts, infobox, contents"},
                         "part": PART}, "required": ["doc", "section"], "additionalProperties": False}}},
                  "required": ["sections"], "additionalProperties": False},
-                self._fetch, '{"sections": [{"doc": 1, "section": "Usage"}]}'),
+                self._fetch, '{"sections": [{"doc": %s, "section": "Usage"}]}' % ref),
             "visit": Tool(
                 "visit",
                 f"Read a whole document, every section ({c.read.cap:,} {self.unit} per call; "
                 + ("longer documents come in parts)." if c.read.parts else "longer documents are cut at that ceiling)."),
-                {"type": "object", "properties": {"doc": DOC, "part": PART}, "required": ["doc"], "additionalProperties": False},
-                self._visit, '{"doc": 1}'),
+                {"type": "object", "properties": {"doc": doc, "part": PART}, "required": ["doc"],
+                 "additionalProperties": False},
+                self._visit, '{"doc": %s}' % ref),
             "indri_search": Tool(
                 "indri_search",
                 "Search the collection with Indri's query language as the manual gives it (#combine, #band, #1, #uwN, "
@@ -241,8 +247,9 @@ class Toolset:
             "show": Tool(
                 "show",
                 "List a document's facts (title, author, date, infobox) and every section heading with its length, without reading the texts.",
-                {"type": "object", "properties": {"doc": DOC}, "required": ["doc"], "additionalProperties": False},
-                self._show, '{"doc": 1}'),
+                {"type": "object", "properties": {"doc": doc}, "required": ["doc"],
+                 "additionalProperties": False},
+                self._show, '{"doc": %s}' % ref),
         }
 
     @property

@@ -1,9 +1,10 @@
 """`sieve web`: explore indexes in a browser, as the agent sees them.
 
 A Starlette app with server-side Jinja2 templates and no JavaScript: a BQL search box (the canonical
-form shown, a syntax error marked at its position), result cards like the agent's (matched headings
-starred, snippet, fields, date, infobox keys), a heading opens that section, a document view with
-its outline. Read-only: the browser names an index by its served name and a document by its id,
+form shown, a syntax error with a caret under its position, a zero-hit query's one-step changes that
+would admit documents), result cards like the agent's (matched headings highlighted, a long list
+folded behind a <details> toggle, snippet with Markdown emphasis rendered, fields, date, infobox
+keys), a heading opens that section, a document view with its outline beside the text. Read-only: the browser names an index by its served name and a document by its id,
 never a file, and no page or error shows a server path; every page is escaped (documents are
 untrusted text) and sent with a policy that forbids scripts; the same limits as `sieve serve`
 (results, query length, time per request). A bad parameter is a 4xx page that says what is wrong.
@@ -12,8 +13,7 @@ Requests for another Host, or from a page of another origin, are refused (sieve.
 
 from __future__ import annotations
 
-import re
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -24,8 +24,9 @@ from sieve.errors import BQLLimitError, BQLSyntaxError, DeadlineExceededError, I
 from sieve.index.index import Index, Limits
 from sieve.serve.hosts import HostPolicy, guarded, html_page
 from sieve.serve.service import without_paths
-from sieve.tools.cards import CardConfig, declared_values, hit_meta, hit_snippet
+from sieve.tools.cards import RELAXATIONS_SHOWN, CardConfig, declared_values, hit_meta, hit_snippet
 from sieve.tools.fetch.snippets import Matcher
+from sieve.web.text import number, rendered
 
 if TYPE_CHECKING:
     from sieve.web.runs import LoadedRun
@@ -37,7 +38,11 @@ HEADERS = {
     "X-Content-Type-Options": "nosniff",
     "Referrer-Policy": "no-referrer",
 }
-_SPACE = re.compile(r"(\s+)")
+# A card shows the headings its query matched (at most MATCHED_SHOWN) and the first FIRST_SHOWN;
+# the rest wait behind a "more" toggle, unless there are too few of them to be worth one.
+FIRST_SHOWN = 5
+MATCHED_SHOWN = 12
+FEW_ENOUGH = 3
 
 
 class _Refused(Exception):
@@ -78,22 +83,27 @@ class Card:
     title: str
     score: float
     meta: list[str]
-    headings: list[tuple[int, str, bool]]  # (section number, heading, matched)
+    headings: list[tuple[int, str, bool]]  # (section number, heading, matched): shown at once
+    more_headings: list[tuple[int, str, bool]]  # the same, behind the "more" toggle
     infobox_keys: list[str]
     fields: list[str]
     snippet_heading: str | None
-    snippet: list[tuple[str, bool]]  # (piece of text, is a query word)
+    snippet: Any  # safe HTML (sieve.web.text.rendered): emphasis rendered, query words marked
 
 
-def _marked(text: str, matcher: Matcher) -> list[tuple[str, bool]]:
-    """`text` in pieces, the words that hold a query term flagged (the template marks them)."""
-    if not matcher:
-        return [(text, False)]
-    return [(piece, bool(piece.strip()) and bool(matcher.hits(piece))) for piece in _SPACE.split(text) if piece]
+def split_headings(count: int, matched: set[int]) -> tuple[list[int], list[int]]:
+    """The section numbers a card shows at once (the first matched ones and the first few, in
+    document order) and those behind its "more" toggle."""
+    shown = set(sorted(matched)[:MATCHED_SHOWN]) | set(range(min(count, FIRST_SHOWN)))
+    if count - len(shown) <= FEW_ENOUGH:
+        return list(range(count)), []
+    return sorted(shown), [j for j in range(count) if j not in shown]
 
 
-def _cards(index: Index, results: Any) -> list[Card]:
+def _cards(index: Index, results: Any, markup: Callable[[str], Any]) -> list[Card]:
+    """The results as cards; `markup` marks a string of HTML as safe for the templates."""
     matcher = Matcher.of(results)
+    is_hit = (lambda word: bool(matcher.hits(word))) if matcher else None
     out = []
     for hit in results.hits:
         stored = hit_meta(index, hit)  # the stored record: no section is read but the snippet's
@@ -102,9 +112,12 @@ def _cards(index: Index, results: Any) -> list[Card]:
         snip = hit_snippet(index, hit, headings, matcher, CardConfig())
         meta = [x for x in (stored.get("date"), f"by {stored['author']}" if stored.get("author") else None) if x]
         meta += [f"{name} {value}" for name, value in declared_values(index, stored.get("metadata") or {})]
-        out.append(Card(hit.rank, hit.doc_id, stored["title"], hit.score, meta, [(j, h, j in matched) for j, h in enumerate(headings)],
-                        list(stored.get("infobox") or {}), list(hit.fields), headings[snip.section] if snip else None,
-                        _marked(snip.text, matcher) if snip else []))
+        at_once, later = ([(j, headings[j], j in matched) for j in part]
+                          for part in split_headings(len(headings), matched))
+        out.append(Card(hit.rank, hit.doc_id, stored["title"], hit.score, meta, at_once, later,
+                        list(stored.get("infobox") or {}), list(hit.fields),
+                        headings[snip.section] if snip else None,
+                        markup(rendered(snip.text, is_hit)) if snip else None))
     return out
 
 
@@ -114,6 +127,7 @@ def create_app(indexes: Mapping[str, Index], limits: WebLimits = WebLimits(), ru
     to requests addressed to one of `hosts`' names from no page of another origin."""
     try:
         from jinja2 import Environment, FileSystemLoader, select_autoescape
+        from markupsafe import Markup
         from starlette.applications import Starlette
         from starlette.exceptions import HTTPException
         from starlette.requests import Request
@@ -126,6 +140,9 @@ def create_app(indexes: Mapping[str, Index], limits: WebLimits = WebLimits(), ru
     if not indexes and not runs:
         raise SieveError("sieve web needs an index or a run to show")
     env = Environment(loader=FileSystemLoader(str(TEMPLATES)), autoescape=select_autoescape(default=True, default_for_string=True))
+    env.filters["number"] = number
+    # `rendered` escapes every character of the text: the only tags are its own.
+    env.filters["emphasis"] = lambda text: Markup(rendered(text))  # noqa: S704
     names = list(indexes)
     default_k = min(10, limits.k_max)
     places = {name: Path(ix.path) for name, ix in indexes.items() if getattr(ix, "path", None) is not None}
@@ -202,10 +219,10 @@ def create_app(indexes: Mapping[str, Index], limits: WebLimits = WebLimits(), ru
         try:
             with deadline.within(limits.request_seconds):
                 results = index.search(query, k=k, ranker=values["ranker"])
-                cards = _cards(index, results)
+                cards = _cards(index, results, Markup)
         except BQLSyntaxError as e:
-            pos = min(max(e.pos, 0), len(query))
-            return page("search.html", 400, **values, error=e.message, hint=e.hint, at=(query[:pos], query[pos:pos + 1] or " ", query[pos + 1:]))
+            pointer = e.pointer(query)
+            return page("search.html", 400, **values, error=e.message, hint=e.hint, pointer=pointer)
         except BQLLimitError as e:
             return page("search.html", 400, **values, error=str(e))
         except DeadlineExceededError as e:  # the query asked too much (the page's or the index's budget): the asker's to narrow
@@ -214,7 +231,8 @@ def create_app(indexes: Mapping[str, Index], limits: WebLimits = WebLimits(), ru
             return page("search.html", 500, **values, error=public(str(e)))
         except SieveError as e:
             return page("search.html", 400, **values, error=public(str(e)))
-        return page("search.html", **values, results=results, cards=cards)
+        relaxations = results.diagnosis.relaxations[:RELAXATIONS_SHOWN] if results.diagnosis else ()
+        return page("search.html", **values, results=results, cards=cards, relaxations=relaxations)
 
     def document(request: Request) -> HTMLResponse:
         name, index = chosen(request)

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import re
 import subprocess
 import sys
 from pathlib import Path
@@ -116,17 +117,69 @@ def test_two_http_clients_keep_their_own_listings(http_url: str, lib: Path) -> N
     assert seen == {"a": {firsts["a"]}, "b": {firsts["b"]}}
 
 
-def test_stateless_http_refuses_ranks_and_reads_ids(http_url: str, lib: Path) -> None:
-    """In the 2026-07-28 era nothing ties two HTTP requests together: ranks would be a guess."""
+def doc_schemas(tools: Any) -> dict[str, Any]:
+    """The schema of `doc` in each reading tool a client is offered."""
+    out = {}
+    for tool in tools:
+        props = tool.input_schema["properties"]
+        if tool.name == "fetch":
+            props = props["sections"]["items"]["properties"]
+        if "doc" in props:
+            out[tool.name] = props["doc"]
+    return out
+
+
+@pytest.mark.parametrize("transport", ["stdio-legacy", "stdio-auto", "http-sessions"])
+def test_connections_that_keep_a_listing_offer_ranks(transport: str, lib: Path,
+                                                     http_url: str) -> None:
+    """stdio (either protocol era: the pipe is one client's) and HTTP with sessions take a rank."""
+    async def main() -> None:
+        target = http_url if transport == "http-sessions" else stdio(str(lib))
+        async with Client(target, mode="auto" if transport == "stdio-auto" else "legacy") as client:
+            docs = doc_schemas((await client.list_tools()).tools)
+            assert set(docs) == {"fetch", "visit", "show"}
+            assert all(d["type"] == ["integer", "string"] for d in docs.values())
+            await client.call_tool("search", {"query": "gzip[title]", "k": 1})
+            got = await client.call_tool("fetch", {"sections": [{"doc": 1, "section": "intro"}]})
+            assert not got.is_error and text(got).startswith("[gzip] gzip — ")
+    run(main)
+
+
+def test_stateless_http_offers_no_ranks_and_reads_ids(http_url: str, lib: Path) -> None:
+    """In the 2026-07-28 era nothing ties two HTTP requests together, so a rank could only be
+    refused or a guess: the schemas and the manual this client gets name documents by id alone,
+    and the ids the cards show are what a later fetch needs."""
     async def main() -> None:
         async with Client(http_url) as client:
             assert client.protocol_version == "2026-07-28"
-            cards = text(await client.call_tool("search", {"query": "gzip[title]", "k": 1}))
+            tools = (await client.list_tools()).tools
+            docs = doc_schemas(tools)
+            assert set(docs) == {"fetch", "visit", "show"}
+            assert all(d["type"] == "string" for d in docs.values())
+            manual = next(t for t in tools if t.name == "search").description or ""
+            assert "a rank from the last search" not in manual
+            assert "`doc` is the document id a card shows" in manual
+            assert '{"doc": "an-id", "section": "History"}' in manual
+            # The same manual as a resource.
+            got = await client.read_resource("sieve://lib/manual")
+            resource = got.contents[0].text  # type: ignore[union-attr]
+            assert manual.endswith(resource) and resource != oracle(lib).manual()
+            query = "gzip[title] OR json[title]"
+            cards = text(await client.call_tool("search", {"query": query, "k": 2}))
             assert "give its document id, not its rank" in cards
-            refused = await client.call_tool("show", {"doc": 1})
-            assert refused.is_error and "keeps no listing between calls" in text(refused)
+            ids = re.findall(r"^\[\d\] (\S+) — ", cards, re.M)
+            assert ids == [h.doc_id for h in open_index(lib).search(query, k=2).hits]
+            for doc_id in ids:  # what each card shows is all a later call needs
+                asked = {"sections": [{"doc": doc_id, "section": "intro"}]}
+                section = await client.call_tool("fetch", asked)
+                assert not section.is_error, text(section)
+                assert text(section).startswith(f"[{doc_id}] ")
             by_id = await client.call_tool("show", {"doc": "gzip"})
             assert not by_id.is_error and text(by_id).startswith("gzip\ntitle: gzip")
+            refused = await client.call_tool("show", {"doc": 1})  # a client sends a rank anyway
+            assert refused.is_error
+            assert text(refused) == ('show error: "doc" must be a string, got 1. '
+                                     'Example: {"doc": "an-id"}')
     run(main)
 
 

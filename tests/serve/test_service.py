@@ -80,6 +80,22 @@ def test_sessions_are_separate(lib: Path) -> None:
     assert not r.ok and "there is no earlier search" in r.text
 
 
+def test_a_session_without_a_listing_is_offered_ids_only(lib: Path) -> None:
+    """Where calls share nothing, no schema or manual sentence offers a rank (issue 50)."""
+    service = Service({"lib": open_index(lib), "again": open_index(lib)})
+    for keeps in (True, False):
+        tools = {t.name: t for t in service.tools_for(keeps)}
+        doc = tools["show"].input_schema["properties"]["doc"]
+        assert doc["type"] == (["integer", "string"] if keeps else "string")
+        assert ("Ranks refer to the last search" in tools["show"].description) is keeps
+        assert ("a rank from the last search (a number)" in service.manual("lib", keeps)) is keeps
+    stateless = service.new_session(keeps_listing=False)
+    r = service.call(stateless, "visit", {"index": "lib", "doc": 1})
+    assert not r.ok
+    assert r.text == 'visit error: "doc" must be a string, got 1. Example: {"doc": "an-id"}'
+    assert service.call(stateless, "visit", {"index": "lib", "doc": "gzip"}).ok
+
+
 class SlowService(Service):
     """Every call takes `delay` seconds: the time limit must answer before it ends."""
 

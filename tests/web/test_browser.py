@@ -23,7 +23,7 @@ from selenium.webdriver.common.keys import Keys  # noqa: E402
 
 from sieve.index.index import build_index  # noqa: E402
 from sieve.web import create_app  # noqa: E402
-from test_web import DOCS, EVIL, Server  # noqa: E402
+from test_web import DOCS, EVIL, RICH, Server  # noqa: E402
 
 
 @pytest.fixture(scope="module")
@@ -70,7 +70,7 @@ def test_type_a_query_read_the_cards_open_a_section(site: Server, browser: Any, 
     card = browser.find_element(By.ID, "card-1")
     assert "Heatwave plan" in card.text and "year 2021" in card.text
     _shot(browser, tmp_path, "results")
-    card.find_element(By.LINK_TEXT, "*School closure*").click()
+    card.find_element(By.LINK_TEXT, "School closure").click()
     assert browser.find_element(By.ID, "heading").text == "School closure"
     assert "A school closure starts when the heatwave lasts three days." in browser.find_element(By.ID, "section").text
     _shot(browser, tmp_path, "section")
@@ -83,7 +83,8 @@ def test_a_syntax_error_is_marked(site: Server, browser: Any, tmp_path: Path) ->
     browser.find_element(By.NAME, "q").send_keys("heatwave[titel]" + Keys.ENTER)
     error = browser.find_element(By.ID, "error")
     assert "unknown field 'titel'" in error.text and "did you mean title?" in error.text
-    assert browser.find_element(By.ID, "error-at").text == "t"
+    pointer = browser.find_element(By.ID, "error-pointer").text.splitlines()
+    assert pointer == ["  heatwave[titel]", "           ^"]
     _shot(browser, tmp_path, "error")
 
 
@@ -138,3 +139,79 @@ def test_open_a_run_step_through_a_question_see_the_gold_document(run_site: Serv
     browser.find_element(By.CSS_SELECTOR, "button[type=submit]").click()  # side by side with runB
     assert browser.find_element(By.ID, "episode-2")
     _shot(browser, tmp_path, "side-by-side")
+
+
+# Issue 50: the "more" toggle, the outline beside the text, zero-hit suggestions, emphasis.
+@pytest.fixture(scope="module")
+def rich_site() -> Iterator[Server]:
+    ix = build_index(RICH + DOCS[:2])
+    with Server(create_app({"rich": ix})) as s:
+        yield s
+    ix.close()
+
+
+def test_more_headings_open_with_a_toggle(rich_site: Server, browser: Any, tmp_path: Path) -> None:
+    browser.get(f"http://127.0.0.1:{rich_site.port}/search?index=rich&q=zeppelin")
+    card = browser.find_element(By.ID, "card-1")
+    more = card.find_element(By.CSS_SELECTOR, "details.more")
+    # (a link text lookup sees only what is shown)
+    hidden = more.find_element(By.XPATH, ".//a[normalize-space(.)='Part 29']")
+    assert not hidden.is_displayed() and card.find_element(By.LINK_TEXT, "Part 20").is_displayed()
+    _shot(browser, tmp_path, "folded")
+    more.find_element(By.TAG_NAME, "summary").click()
+    assert hidden.is_displayed() and more.get_attribute("open") is not None
+    _shot(browser, tmp_path, "unfolded")
+    hidden.click()
+    assert browser.find_element(By.ID, "heading").text == "Part 29"
+
+
+def test_the_outline_is_beside_the_text_and_above_it_on_a_narrow_screen(
+        rich_site: Server, browser: Any, tmp_path: Path) -> None:
+    browser.get(f"http://127.0.0.1:{rich_site.port}/doc?index=rich&id=long&section=20")
+    outline, text = browser.find_element(By.ID, "outline"), browser.find_element(By.ID, "section")
+    assert outline.rect["x"] + outline.rect["width"] <= text.rect["x"]  # to its left ...
+    heading = browser.find_element(By.ID, "heading")
+    assert abs(outline.rect["y"] - heading.rect["y"]) < 40  # ... on the same line
+    assert browser.find_element(By.CSS_SELECTOR, "#outline a.current").text == "Part 20"
+    _shot(browser, tmp_path, "outline-beside")
+    size = browser.get_window_size()
+    try:
+        browser.set_window_size(500, 900)
+        browser.refresh()
+        outline = browser.find_element(By.ID, "outline")
+        text = browser.find_element(By.ID, "section")
+        assert outline.rect["y"] + outline.rect["height"] <= text.rect["y"]  # above it
+        _shot(browser, tmp_path, "outline-above")
+    finally:
+        browser.set_window_size(size["width"], size["height"])
+
+
+def test_a_zero_hit_query_offers_suggestions_that_lead_to_results(
+        rich_site: Server, browser: Any, tmp_path: Path) -> None:
+    browser.get(f"http://127.0.0.1:{rich_site.port}/")
+    browser.find_element(By.NAME, "q").send_keys("heatwave AND snap" + Keys.ENTER)
+    box = browser.find_element(By.ID, "suggestions")
+    assert "One change would admit documents" in box.text
+    _shot(browser, tmp_path, "suggestions")
+    box.find_element(By.LINK_TEXT, "1 without heatwave").click()
+    assert browser.find_element(By.ID, "canonical").text == "snap"
+    assert "Cold snap" in browser.find_element(By.ID, "card-1").text
+
+
+def test_emphasis_is_styled_and_a_hostile_one_stays_text(
+        rich_site: Server, browser: Any, tmp_path: Path) -> None:
+    browser.get(f"http://127.0.0.1:{rich_site.port}/doc?index=rich&id=marked&section=0")
+    section = browser.find_element(By.ID, "section")
+    assert section.find_element(By.TAG_NAME, "em").text == "emphasis"
+    assert section.find_element(By.TAG_NAME, "strong").text == "strong"
+    assert "*emphasis*" not in section.text and "f(*args, **kwargs)" in section.text
+    _shot(browser, tmp_path, "emphasis")
+    browser.get(f"http://127.0.0.1:{rich_site.port}/doc?index=rich&id=marked&section=1")
+    time.sleep(0.3)
+    section = browser.find_element(By.ID, "section")
+    assert section.find_element(By.TAG_NAME, "em").text == "<script>alert(1)</script>"
+    assert section.find_element(By.TAG_NAME, "strong").text == "<img src=x onerror=alert(1)>"
+    assert _absent(browser, By.CSS_SELECTOR, "#section script")
+    assert _absent(browser, By.TAG_NAME, "img")
+    with pytest.raises(NoAlertPresentException):
+        browser.switch_to.alert.text

@@ -150,3 +150,19 @@ def test_an_unjudged_answer_is_shown_unjudged_not_wrong(runs: Path, tmp_path: Pa
         status, page, _ = s.get("/run", name="runJ")
         cells = " ".join(html.unescape(re.sub(r"<[^>]+>", " ", page)).split())
         assert status == 200 and "unjudged" in cells
+
+
+def test_run_numbers_show_the_precision_a_person_reads(runs: Path, tmp_path: Path) -> None:
+    shutil.copytree(runs / "runA", tmp_path / "runT")
+    path = tmp_path / "runT" / "summary.json"
+    summary = {**json.loads(path.read_text()), "name": "runT", "accuracy": 2 / 3, "f1": 0.123456,
+               "distinct_tokens": 123456}
+    path.write_text(json.dumps(summary))
+    with Server(create_app({}, runs=load_all([str(tmp_path / "runT")]))) as s:
+        _, run, _ = s.get("/run", name="runT")
+        _, listed, _ = s.get("/runs")
+    table = run[run.index('id="about"'):run.index("Questions")]
+    about = " ".join(html.unescape(re.sub(r"<[^>]+>", " ", table)).split())
+    assert "accuracy 0.667" in about and "f1 0.123" in about and "distinct_tokens 123,456" in about
+    assert "0.6666" not in run
+    assert "<td>0.667</td>" in listed and "<td>123,456</td>" in listed

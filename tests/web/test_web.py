@@ -34,6 +34,9 @@ DOCS = [
 ]
 
 
+MATCHED = '<li class="matched" title="this section matches the query">'
+
+
 class Server:
     def __init__(self, app: Any) -> None:
         self.server = uvicorn.Server(uvicorn.Config(app, host="127.0.0.1", port=0, log_level="error"))
@@ -89,32 +92,45 @@ def test_search_shows_the_canonical_form_the_count_and_cards(server: Server) -> 
     assert '1 document matches heatwave AND "school closure"[section]; top 1 by bm25' in " ".join(text.split())
     card = page[page.index('id="card-1"'):]
     assert "heat-1" in card and "2021-06" in card and "by City Council" in card and "year 2021" in card
-    assert '<li class="matched"><a href="/doc?index=news&amp;id=heat-1&amp;section=1' in card and "*School closure*" in card
-    assert "*Overview*" in card  # heatwave is in its text
+    # A matched heading is marked by its style, not by the text cards' stars (stray Markdown here).
+    assert f'{MATCHED}<a href="/doc?index=news&amp;id=heat-1&amp;section=1' in card
+    assert ">School closure</a>" in card
+    assert "*School closure*" not in card
+    # heatwave is in its text:
+    assert f'{MATCHED}<a href="/doc?index=news&amp;id=heat-1&amp;section=0' in card
     _, page, _ = server.get("/search", index="news", q='"school closure"')
     card = page[page.index('id="card-1"'):]
-    assert "<li><a" in card and ">Overview</a>" in card and "*School closure*" in card  # an unmatched heading: listed, not starred
+    # An unmatched heading: listed, not marked.
+    assert "<li><a" in card and ">Overview</a>" in card and f"{MATCHED}<a" in card
     assert "infobox: country" in card and "matched: body, section" in _text(card).replace("section, body", "body, section")
     assert '<mark class="hit">closure</mark>' in card
 
 
 def test_a_heading_opens_its_section(server: Server) -> None:
     _, page, _ = server.get("/search", index="news", q="closure")
-    href = html.unescape(re.search(r'<li class="matched"><a href="([^"]+)"', page).group(1))
+    href = html.unescape(re.search(f'{MATCHED}<a href="([^"]+)"', page).group(1))
     status, doc, _ = server.get(href.split("?")[0], **dict(urllib.parse.parse_qsl(href.split("?")[1])))
     assert status == 200
     assert '<h2 id="heading">School closure</h2>' in doc and "A school closure starts when the heatwave lasts three days." in doc
-    assert doc.count("<li>") == 2 and 'class="current">School closure' in doc  # the outline, the open section marked
+    # The outline, the open section marked.
+    assert doc.count("<li>") == 2 and 'class="current" aria-current="page">School closure' in doc
     assert "back to the results" in doc
 
 
 def test_a_syntax_error_is_marked_at_its_position(server: Server) -> None:
     status, page, _ = server.get("/search", index="news", q="heatwave AND (school")
     assert status == 400
-    assert 'heatwave AND (school<mark id="error-at"> </mark>' in page  # at the end: the place a ')' is missing
+    # The query with a caret under the place: at the end, where a ')' is missing.
+    pointer = '<pre class="pointer" id="error-pointer">'
+    assert pointer + "  heatwave AND (school\n                      ^</pre>" in page
     assert "expected a closing ')' (the '(' at 13 is never closed)" in _text(page)
     status, page, _ = server.get("/search", index="news", q="heatwave[titel]")
-    assert status == 400 and 'heatwave[<mark id="error-at">t</mark>itel]' in page and "did you mean title?" in page
+    assert status == 400 and "did you mean title?" in page
+    assert pointer + "  heatwave[titel]\n           ^</pre>" in page
+    # The query is escaped in the pointer too.
+    status, page, _ = server.get("/search", index="news", q='"<b>x</b>" AND (')
+    assert status == 400 and "  &#34;&lt;b&gt;x&lt;/b&gt;&#34; AND (\n" in page
+    assert "<b>x" not in page
 
 
 def test_the_fallback_is_marked_with_what_matched_nothing(server: Server) -> None:
@@ -174,3 +190,108 @@ def test_the_command_serves_on_loopback(tmp_path: Any) -> None:
         p.wait(10)
     bad = subprocess.run([sys.executable, "-m", "sieve", "web", str(tmp_path / "ix"), "--k-max", "0"], capture_output=True, text=True)
     assert bad.returncode != 0 and "--k-max" in bad.stderr and "Traceback" not in bad.stderr
+
+
+# Issue 50: cards that fold long heading lists, Markdown emphasis, zero-hit suggestions, scores a
+# person reads, the outline beside the text.
+HOSTILE = "*<script>alert(1)</script>* and **<img src=x onerror=alert(1)>**"
+LONG = {"id": "long", "title": "A long manual",
+        "sections": [{"heading": f"Part {j}", "text": f"filler text number {j}."}
+                     for j in range(30)]}
+LONG["sections"][20] = {"heading": "Part 20", "text": "the zeppelin section"}
+RICH = [LONG,
+        {"id": "short", "title": "Short",
+         "sections": [{"heading": f"Bit {j}", "text": "airship"} for j in range(8)]},
+        {"id": "marked", "title": "Marked up", "sections": [
+            {"heading": "Usage",
+             "text": "Call *emphasis* and **strong** words, keep snake_case_name "
+                     "and f(*args, **kwargs) and *.py as written."},
+            {"heading": "Hostile", "text": "hostile " + HOSTILE}]}]
+
+
+@pytest.fixture(scope="module")
+def rich() -> Iterator[Server]:
+    ix = build_index(RICH + DOCS[:2])
+    with Server(create_app({"rich": ix})) as s:
+        yield s
+    ix.close()
+
+
+def _card(page: str, rank: int = 1) -> str:
+    start = page.index(f'id="card-{rank}"')
+    end = page.find('id="card-', start + 10)
+    return page[start:end if end > 0 else len(page)]
+
+
+def test_a_long_heading_list_shows_the_matched_and_the_first_few_the_rest_behind_more(
+        rich: Server) -> None:
+    _, page, _ = rich.get("/search", index="rich", q="zeppelin")
+    card = _card(page)
+    at_once, _, later = card.partition('<details class="more"')
+    assert later, "the 24 other headings wait behind a toggle"
+    assert [f"Part {j}" for j in (0, 1, 2, 3, 4, 20)] == re.findall(r">(Part \d+)</a>", at_once)
+    assert f'{MATCHED}<a href="/doc?index=rich&amp;id=long&amp;section=20' in at_once
+    assert "<summary>24 more headings</summary>" in later
+    assert re.findall(r">(Part \d+)</a>", later) == [f"Part {j}" for j in range(5, 30) if j != 20]
+    _, page, _ = rich.get("/search", index="rich", q="airship")  # 8 headings: too few to fold
+    card = _card(page)
+    assert "<details" not in card and len(re.findall(r">(Bit \d)</a>", card)) == 8
+
+
+def test_emphasis_is_rendered_and_everything_else_escaped(rich: Server) -> None:
+    _, page, _ = rich.get("/search", index="rich", q="emphasis")
+    snippet = _card(page).split('class="snippet"')[1]
+    assert '<em><mark class="hit">emphasis</mark></em>' in snippet
+    assert "<strong>strong</strong>" in snippet
+    assert "snake_case_name" in snippet and "f(*args, **kwargs)" in snippet and "*.py" in snippet
+    _, doc, _ = rich.get("/doc", index="rich", id="marked", section="0")
+    assert "Call <em>emphasis</em> and <strong>strong</strong> words" in doc
+    for path, params in (("/search", {"index": "rich", "q": "hostile"}),
+                         ("/doc", {"index": "rich", "id": "marked", "section": "1"})):
+        _, page, _ = rich.get(path, **params)
+        assert "<em>&lt;script&gt;alert(1)&lt;/script&gt;</em>" in page, path
+        assert "<strong>&lt;img src=x onerror=alert(1)&gt;</strong>" in page, path
+        assert "<script" not in page.lower() and "<img" not in page.lower()
+
+
+def test_a_zero_hit_query_suggests_the_changes_that_would_admit_documents(rich: Server) -> None:
+    from sieve.tools.cards import relaxations_line
+
+    status, page, _ = rich.get("/search", index="rich", q="heatwave AND snap", k="3")
+    assert status == 200 and 'id="suggestions"' in page
+    box = page[page.index('id="suggestions"'):]
+    links = re.findall(r'<a href="(/search\?[^"]+)">([^<]+)</a>', box)
+    assert [(html.unescape(h), t) for h, t in links] == [
+        ("/search?index=rich&q=snap&ranker=bm25&k=3", "1 without heatwave"),
+        ("/search?index=rich&q=heatwave&ranker=bm25&k=3", "1 without snap")]
+    ix = build_index(RICH + DOCS[:2])  # the CLI's and the tools' line names the same changes
+    assert relaxations_line(ix.search("heatwave AND snap")) == (
+        "\nOne change would admit documents: 1 without heatwave; 1 without snap.")
+    ix.close()
+    status, page, _ = rich.get("/search", index="rich", q="snap")  # the suggestion has results
+    assert status == 200 and 'id="card-1"' in page and 'id="suggestions"' not in page
+
+
+def test_scores_show_three_significant_digits(rich: Server) -> None:
+    _, page, _ = rich.get("/search", index="rich", q="schools OR heatwave")
+    scores = re.findall(r"score ([\d.,]+)</span>", page)
+    digits = [s.replace(".", "").replace(",", "").lstrip("0") for s in scores]
+    assert scores and all(len(d) <= 3 for d in digits), scores
+    ix = build_index(RICH + DOCS[:2])
+    want = ix.search("schools OR heatwave", k=10).hits[0].score
+    ix.close()
+    assert scores[0] == f"{want:.3g}" and scores[0] != f"{want:.4f}"
+
+
+def test_the_outline_sits_beside_the_text(rich: Server) -> None:
+    _, doc, _ = rich.get("/doc", index="rich", id="long", section="20")
+    grid = doc[doc.index('<div class="document">'):]
+    nav = grid.index('<nav class="outline" id="outline"')
+    main = grid.index('<main class="text" id="text">')
+    assert nav < main < grid.index('id="section"')
+    _, css, _ = rich.get("/")
+    assert re.search(r"\.document \{ display: grid; grid-template-columns: minmax\(12em, 17em\)",
+                     css)
+    narrow = (r"@media \(max-width: 48em\) \{\s*"
+              r"\.document \{ grid-template-columns: minmax\(0, 1fr\); \}")
+    assert re.search(narrow, css)
