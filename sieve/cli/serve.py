@@ -70,7 +70,7 @@ def cmd_serve(args: argparse.Namespace) -> int:
     return 0
 
 
-def add_command(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
+def add_commands(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     s = sub.add_parser("serve", help="serve indexes' search/fetch tools to any MCP client (stdio, or streamable HTTP)",
                        description="Serve the search-inspect-fetch tools of one or more indexes over the Model Context Protocol.")
     s.add_argument("indexes", nargs="+", metavar="INDEX", help="an index folder, or NAME=FOLDER to name it (names must differ)")

@@ -43,7 +43,7 @@ def cmd_web(args: argparse.Namespace) -> int:
     return 0
 
 
-def add_command(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
+def add_commands(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     s = sub.add_parser("web", help="explore indexes and replay agent runs in a browser (read-only, loopback by default)")
     s.add_argument("indexes", nargs="*", metavar="INDEX", help="an index folder, or NAME=FOLDER to name it (names must differ)")
     s.add_argument("--runs", nargs="+", action="extend", metavar="RUN_DIR", help="eval run folders to replay (trajectories.jsonl, summary.json; their report/ if any), or `sieve ask --json` records")
