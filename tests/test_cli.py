@@ -2,12 +2,17 @@
 
 from __future__ import annotations
 
+import importlib.util
 import json
+import os
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
 
 from sieve.cli.main import main
+from sieve.errors import extra_hint
 
 
 @pytest.fixture()
@@ -52,7 +57,7 @@ def test_user_errors_exit_1_with_the_message(tmp_path: Path, corpus: Path, capsy
     idx = str(tmp_path / "idx")
     run(capsys, "index", str(corpus), idx, "--quiet")
     code, out, err = run(capsys, "match", idx, "(a OR b")
-    assert code == 1 and out == "" and err == "sieve: expected a closing ')' at 7 (the '(' at 0 is never closed)\n"
+    assert code == 1 and out == "" and err == "sieve: expected a closing ')' at 7 (the '(' at 0 is never closed)\n  (a OR b\n         ^\n"
     code, _, err = run(capsys, "match", str(tmp_path / "none"), "x")
     assert code == 1 and err.startswith("sieve: ") and "no such index directory" in err
     bad = tmp_path / "bad.jsonl"
@@ -149,3 +154,84 @@ def test_help_shows_defaults(capsys: pytest.CaptureFixture[str]) -> None:
         main(["embed", "--help"])
     out = capsys.readouterr().out
     assert "(default: 32)" in out and "(default: 5)" not in out
+
+
+def test_syntax_errors_show_the_query_with_a_caret(tmp_path: Path, corpus: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """match, search, explain, test and search --topics print the query and a caret under the place;
+    --json keeps the position as a number and no picture."""
+    idx = str(tmp_path / "idx")
+    run(capsys, "index", str(corpus), idx, "--quiet")
+    pointer = "  paris AND OR snow\n            ^\n"
+    for argv in (["match", idx, "paris AND OR snow"], ["search", idx, "paris AND OR snow"], ["explain", idx, "paris AND OR snow", "a"]):
+        code, out, err = run(capsys, *argv)
+        assert code == 1 and out == "" and err.startswith("sieve: unexpected 'OR' after 'AND' at 10") and err.endswith(pointer), err
+    code, _, err = run(capsys, "search", idx, "paris AND OR snow", "--json")
+    assert code == 1 and json.loads(err)["pos"] == 10 and "^" not in err
+    cases = tmp_path / "cases.jsonl"
+    cases.write_text(json.dumps({"query": "paris AND OR snow", "admits": ["a"]}) + "\n")
+    code, out, _ = run(capsys, "test", str(cases), idx)
+    assert code == 1 and "at 10 (" in out and "\n    paris AND OR snow\n              ^\n" in out, out
+    topics = tmp_path / "topics.tsv"
+    topics.write_text("t1\tparis AND OR snow\n")
+    code, _, err = run(capsys, "search", idx, "--topics", str(topics), "--run", str(tmp_path / "r.run"))
+    assert code == 1 and err.startswith(f"sieve: {topics}:1: topic 't1': unexpected 'OR'") and err.endswith(pointer), err
+
+
+def _errors_module(folder: Path) -> object:
+    """sieve/errors.py as it would run from `folder`/sieve (a checkout's or site-packages' copy)."""
+    (folder / "sieve").mkdir(parents=True)
+    source = Path(__file__).resolve().parents[1] / "sieve" / "errors.py"
+    if not source.exists():  # the wheel job runs these tests against the installed package
+        import sieve.errors
+
+        source = Path(sieve.errors.__file__)
+    (folder / "sieve" / "errors.py").write_text(source.read_text(encoding="utf-8"), encoding="utf-8")
+    spec = importlib.util.spec_from_file_location(f"errors_in_{folder.name}", folder / "sieve" / "errors.py")
+    assert spec is not None and spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+def test_the_extra_hint_names_the_checkout_or_the_installed_package(tmp_path: Path) -> None:
+    checkout = tmp_path / "my clone"
+    (checkout).mkdir()
+    (checkout / "pyproject.toml").write_text('[project]\nname = "sieve-search"\n')
+    assert _errors_module(checkout).extra_hint("web") == f"pip install -e '{checkout}[web]'"  # type: ignore[attr-defined]
+    wheel = _errors_module(tmp_path / "site-packages").extra_hint("llama-index")  # type: ignore[attr-defined]
+    assert wheel == "pip install 'sieve-search[llama-index]' (or, from a clone of the repository: pip install -e '.[llama-index]')"
+    other = tmp_path / "someone else's project"  # sieve copied into another project is not a checkout of sieve
+    other.mkdir()
+    (other / "pyproject.toml").write_text('[project]\nname = "theirs"\n')
+    assert _errors_module(other).extra_hint("ray").startswith("pip install 'sieve-search[ray]' ")  # type: ignore[attr-defined]
+
+
+def _without(tmp_path: Path, *modules: str) -> dict[str, str]:
+    """The environment of a process where importing each of `modules` fails as a missing package does."""
+    stubs = tmp_path / "stubs"
+    stubs.mkdir()
+    for name in modules:
+        (stubs / f"{name}.py").write_text(f"raise ModuleNotFoundError(\"No module named '{name}'\", name={name!r})\n")
+    path = os.environ.get("PYTHONPATH")
+    return {**os.environ, "PYTHONPATH": str(stubs) + (os.pathsep + path if path else "")}
+
+
+def test_web_without_its_extra_says_how_to_install_it_before_any_address(tmp_path: Path, corpus: Path,
+                                                                          capsys: pytest.CaptureFixture[str]) -> None:
+    idx = str(tmp_path / "idx")
+    run(capsys, "index", str(corpus), idx, "--quiet")
+    done = subprocess.run([sys.executable, "-m", "sieve", "web", idx], env=_without(tmp_path, "starlette"),
+                          stdin=subprocess.DEVNULL, capture_output=True, text=True, timeout=120)
+    assert done.returncode == 1 and done.stdout == "", done.stderr
+    assert done.stderr == f"sieve: sieve web needs the web extra (starlette is missing): {extra_hint('web')}\n"
+    assert "http://" not in done.stderr  # today's order announced an address where nothing would answer
+
+
+def test_serve_without_its_extra_says_how_to_install_it(tmp_path: Path, corpus: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    idx = str(tmp_path / "idx")
+    run(capsys, "index", str(corpus), idx, "--quiet")
+    done = subprocess.run([sys.executable, "-m", "sieve", "serve", idx], env=_without(tmp_path, "mcp", "mcp_types"),
+                          stdin=subprocess.DEVNULL, capture_output=True, text=True, timeout=120)
+    assert done.returncode == 1 and done.stdout == "", done.stderr
+    assert done.stderr.startswith("sieve: sieve serve needs the serve extra (the MCP SDK; mcp")
+    assert done.stderr.endswith(f" is missing): {extra_hint('serve')}\n") and "over stdio" not in done.stderr

@@ -55,11 +55,14 @@ def make_parser() -> argparse.ArgumentParser:
     return p
 
 
-def _report(e: Exception, as_json: bool) -> None:
-    """An error on stderr: `sieve: message`, or with --json one JSON object (type, message, and
-    where the error has them: position and hint of a query error, file and line of a corpus error)."""
+def _report(e: Exception, as_json: bool, query: str | None = None) -> None:
+    """An error on stderr: `sieve: message` (a syntax error in `query`, the command's QUERY, with the
+    query and a caret under the place), or with --json one JSON object (type, message, and where the
+    error has them: position and hint of a query error, file and line of a corpus error)."""
     if not as_json:
         print(f"sieve: {e}", file=sys.stderr)
+        if isinstance(e, BQLSyntaxError) and isinstance(query, str):
+            print(e.pointer(query), file=sys.stderr)
         return
     out: dict[str, Any] = {"error": type(e).__name__, "message": str(e)}
     for key in ("pos", "hint", "file", "line", "limit", "value", "maximum"):
@@ -82,7 +85,7 @@ def _main(argv: Sequence[str] | None) -> int:
     try:
         return func(args)
     except SieveError as e:
-        _report(e, getattr(args, "json", False))
+        _report(e, getattr(args, "json", False), getattr(args, "query", None))
         return 1
     except BrokenPipeError:  # `sieve ... | head`: the reader left; nothing more to say
         try:

@@ -63,7 +63,7 @@ def _topics(path: str) -> list[tuple[str, str, int]]:
 
 
 def _search_topics(index: Any, args: argparse.Namespace) -> int:
-    from sieve.errors import BQLError, DeadlineExceededError
+    from sieve.errors import BQLError, BQLSyntaxError, DeadlineExceededError
     from sieve.eval.retrieval import write_trec
 
     if not (args.topics and args.run) or args.query is not None:
@@ -75,7 +75,8 @@ def _search_topics(index: Any, args: argparse.Namespace) -> int:
             r = (index.ranked_search(text, k=args.k, ranker=args.ranker, explain=False) if args.ranked
                  else index.search(text, k=args.k, ranker=args.ranker, fallback=not args.strict, explain=False, diagnose=False))
         except (BQLError, DeadlineExceededError) as e:
-            raise InvalidArgumentError(f"{args.topics}:{line}: topic {qid!r}: {e}") from None
+            shown = f"\n{e.pointer(text)}" if isinstance(e, BQLSyntaxError) and not args.json else ""
+            raise InvalidArgumentError(f"{args.topics}:{line}: topic {qid!r}: {e}{shown}") from None
         run[qid] = [(h.doc_id, h.score) for h in r.hits]
     tag = f"sieve-{args.ranker}" + ("-ranked" if args.ranked else "")
     write_trec(Path(args.run), run, tag)

@@ -16,7 +16,7 @@ _LIMITS = ServeLimits()
 
 def cmd_serve(args: argparse.Namespace) -> int:
     from sieve.tools.toolset import ToolConfig
-    from sieve.errors import SieveError
+    from sieve.errors import SieveError, extra_hint
     from sieve.serve.hosts import HostPolicy, bind_problem, exposure
     from sieve.serve.service import Service
 
@@ -42,7 +42,7 @@ def cmd_serve(args: argparse.Namespace) -> int:
 
         from sieve.serve.mcp_server import serve_http, serve_stdio
     except ImportError as e:
-        raise SieveError(f"sieve serve needs the MCP SDK ({e.name} is missing): pip install 'sieve-search[serve]'") from None
+        raise SieveError(f"sieve serve needs the serve extra (the MCP SDK; {e.name} is missing): {extra_hint('serve')}") from None
     from sieve import __version__
 
     names = ", ".join(service.indexes)

@@ -18,7 +18,7 @@ def cmd_web(args: argparse.Namespace) -> int:
     from sieve.index.index import open_index
     from sieve.serve.hosts import HostPolicy, bind_problem, exposure
     from sieve.serve.service import index_names
-    from sieve.web.app import serve
+    from sieve.web.app import check_extra, serve
     from sieve.web.runs import load_all
 
     problem = bind_problem(args.host, args.allow_remote)
@@ -29,6 +29,7 @@ def cmd_web(args: argparse.Namespace) -> int:
                                    "at least 2, --request-seconds positive")
     if not args.indexes and not args.runs:
         raise InvalidArgumentError("sieve web needs an index or --runs RUN_DIR to show")
+    check_extra()  # before the address is announced: without the extra nothing will answer there
     # The page's caps on a query and its time per page are the indexes' own.
     engine = Limits(max_query_chars=args.max_query_chars, max_phrase_words=args.max_phrase_words, seconds=args.request_seconds)
     indexes = {name: open_index(path, limits=engine) for name, path in index_names(args.indexes).items()} if args.indexes else {}
