@@ -235,3 +235,30 @@ def test_serve_without_its_extra_says_how_to_install_it(tmp_path: Path, corpus: 
     assert done.returncode == 1 and done.stdout == "", done.stderr
     assert done.stderr.startswith("sieve: sieve serve needs the serve extra (the MCP SDK; mcp")
     assert done.stderr.endswith(f" is missing): {extra_hint('serve')}\n") and "over stdio" not in done.stderr
+
+
+def test_every_argument_of_every_command_says_what_it_is() -> None:
+    """A new user reads `sieve COMMAND -h`: no positional or option is a bare name or only its default."""
+    import argparse
+
+    from sieve.cli.main import make_parser
+
+    bare = []
+
+    def walk(parser: argparse.ArgumentParser, name: str) -> None:
+        for action in parser._actions:
+            if isinstance(action, argparse._SubParsersAction):
+                for sub, subparser in action.choices.items():
+                    walk(subparser, f"{name} {sub}")
+            elif not action.help or action.help.startswith("(default"):
+                bare.append(f"{name} {'/'.join(action.option_strings) or action.dest}")
+
+    walk(make_parser(), "sieve")
+    assert not bare, bare
+
+
+def test_the_overview_names_commands_briefly_and_says_where_to_start(capsys: pytest.CaptureFixture[str]) -> None:
+    with pytest.raises(SystemExit):
+        main(["--help"])
+    out = capsys.readouterr().out
+    assert out.startswith("usage: sieve [-h] [--version] COMMAND ...\n") and "`sieve demo`" in out and "{index," not in out

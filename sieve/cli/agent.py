@@ -6,11 +6,14 @@ import argparse
 import sys
 from typing import Any
 
-from sieve.cli.common import add_limit_options, query_limits
+from sieve.cli.common import RANKER_HELP, add_limit_options, query_limits
 from sieve.common.terminal import json_text
 from sieve.engine.rank.rankers import DENSE_RANKERS, RANKER_NAMES
 from sieve.tools.conditions import CONDITION_NAMES
 from sieve.tools.shell.sandbox import MECHANISMS
+
+MODEL_HELP = "the model's name on the server (as its /v1/models lists it)"
+API_KEY_HELP = "sent as a bearer token, for a server that asks for one"
 
 
 def budgets(args: argparse.Namespace) -> Any:
@@ -41,19 +44,21 @@ def add_agent_options(s: argparse.ArgumentParser) -> None:
     many = s.prog.endswith(("run", "grid"))
     s.add_argument("--llm-url", required=True, action="append" if many else "store",
                    help="OpenAI-compatible base URL including /v1" + ("; repeat it to spread episodes over several servers" if many else ""))
-    s.add_argument("--model", required=True)
-    s.add_argument("--api-key")
+    s.add_argument("--model", required=True, help=MODEL_HELP)
+    s.add_argument("--api-key", help=API_KEY_HELP)
     add_deadline_option(s)
     if not s.prog.endswith("grid"):
-        s.add_argument("--condition", default="sieve", choices=CONDITION_NAMES)
-        s.add_argument("--ranker", default="bm25", choices=RANKER_NAMES)
+        s.add_argument("--condition", default="sieve", choices=CONDITION_NAMES,
+                       help="which tools the agent has and how they answer: the paper's conditions, or sieve's extensions of them "
+                            "(the names with a +)")
+        s.add_argument("--ranker", default="bm25", choices=RANKER_NAMES, help=RANKER_HELP)
     s.add_argument("--tool-style", default="native", choices=["native", "text"], help="native tool_calls (vLLM with a tool-call parser) or <tool_call> text")
-    s.add_argument("--max-steps", type=int, default=100)
+    s.add_argument("--max-steps", type=int, default=100, help="most model calls in one episode, the final answer's included")
     s.add_argument("--context-window", type=int, default=131_072, help="used when the server does not report max_model_len")
     s.add_argument("--early-stop", type=float, default=0.9, help="ask for the answer once the context is this full (default 0.9, as the paper)")
-    s.add_argument("--max-tokens", type=int, default=4096)
-    s.add_argument("--temperature", type=float, default=0.6)
-    s.add_argument("--seed", type=int, default=42)
+    s.add_argument("--max-tokens", type=int, default=4096, help="most tokens the model may write in one reply")
+    s.add_argument("--temperature", type=float, default=0.6, help="the model's sampling temperature")
+    s.add_argument("--seed", type=int, default=42, help="the model's sampling seed")
     s.add_argument("--json", action="store_true")
     s.add_argument("--shell-sandbox", default="auto", choices=MECHANISMS,
                    help="the DCI conditions' shell sandbox: auto (bubblewrap, else Landlock, else refuse and say what to install), bwrap, "
@@ -71,7 +76,7 @@ def add_deadline_option(s: argparse.ArgumentParser) -> None:
 def add_commands(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     s = sub.add_parser("ask", help="answer one question with the research agent against a model server")
     s.add_argument("index")
-    s.add_argument("question")
+    s.add_argument("question", help="the question, in plain language")
     add_agent_options(s)
     add_limit_options(s)
     s.set_defaults(func=cmd_ask)

@@ -8,7 +8,7 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from sieve.cli.agent import add_agent_options, add_deadline_option, budgets
+from sieve.cli.agent import API_KEY_HELP, MODEL_HELP, add_agent_options, add_deadline_option, budgets
 from sieve.common.terminal import json_text
 from sieve.engine.rank.rankers import RANKER_NAMES
 from sieve.errors import InvalidArgumentError
@@ -196,7 +196,12 @@ def _spread_options(s: argparse.ArgumentParser) -> None:
                    f"{ADDRESS_HELP}")
 
 
-MODEL_HELP = "a sentence-transformers model: a local folder, or a name in the local Hugging Face cache (never downloaded)"
+ENCODER_HELP = "a sentence-transformers model: a local folder, or a name in the local Hugging Face cache (never downloaded)"
+COLLECTION_HELP = "a collection folder in the BEIR layout (corpus.jsonl, queries.jsonl, qrels/), or as --format says"
+LIMIT_HELP = "only the first N questions (default: all)"
+K_HELP = "results per search, and the most an agent may ask for (default 5, as the paper)"
+READ_CAP_HELP = "tokens per read; longer reads are truncated (default 12,000, as the paper)"
+READ_PARTS_HELP = "continue long reads in numbered parts instead of truncating them"
 
 
 def _encoder_options(s: argparse.ArgumentParser, many: bool) -> None:
@@ -204,7 +209,7 @@ def _encoder_options(s: argparse.ArgumentParser, many: bool) -> None:
     from sieve.dense.store import DENSE_SEARCH
 
     s.add_argument("--embed-model", metavar="NAME_OR_PATH", action="append" if many else "store",
-                   help=f"the dense rankers' encoder, {MODEL_HELP}; default: the model the index holds, else the bundled all-MiniLM-L6-v2"
+                   help=f"the dense rankers' encoder, {ENCODER_HELP}; default: the model the index holds, else the bundled all-MiniLM-L6-v2"
                         + ("; repeat it for several: one run per model of each cell that ranks with embeddings" if many else ""))
     s.add_argument("--dense-search", default="exact", choices=DENSE_SEARCH,
                    help="exact: every admitted set scored by exact inner product, as the paper (default); approximate: through HNSW "
@@ -221,32 +226,33 @@ def add_commands(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> No
     ev = sub.add_parser("eval", help="build collection indexes, run episodes, report comparisons")
     esub = ev.add_subparsers(dest="eval_command", required=True, parser_class=type(ev))
     b = esub.add_parser("build", help="index both twins (structured and flat) of a BEIR-layout collection")
-    b.add_argument("collection")
-    b.add_argument("out")
+    b.add_argument("collection", help=COLLECTION_HELP)
+    b.add_argument("out", help="a folder for the two indexes (noted in the collection, where eval run and eval grid find it)")
     b.add_argument("--embed", action="store_true", help="also compute embeddings (dense extra)")
     b.add_argument("--embed-model", metavar="NAME_OR_PATH", action="append",
-                   help=f"embed with this model, {MODEL_HELP}; repeat it for several, kept side by side (implies --embed)")
+                   help=f"embed with this model, {ENCODER_HELP}; repeat it for several, kept side by side (implies --embed)")
     _collection_options(b)
     b.set_defaults(func=cmd_eval_build)
     c = esub.add_parser("convert", help="write a paper collection from its public files in the BEIR layout: HotpotQA and MuSiQue "
                         "(one document per Wikipedia title), BrowseComp-Plus as BCP-S (title, sections, author, date, infobox)")
-    c.add_argument("source", choices=SOURCES)
+    c.add_argument("source", choices=SOURCES, help="the dataset the public files come from")
     c.add_argument("path", help="HotpotQA JSON, MuSiQue JSON Lines, or the BrowseComp-Plus corpus (JSON Lines of docid, text, url)")
     c.add_argument("out", help="a new folder for corpus.jsonl, queries.jsonl and qrels/test.tsv")
     c.add_argument("--queries", help="browsecomp-plus: the decrypted queries (JSON Lines: query_id, query, answer, evidence_docs, gold_docs)")
     c.set_defaults(func=cmd_eval_convert)
     r = esub.add_parser("run", help="run episodes of one condition (resumable)")
-    r.add_argument("--collection", required=True)
-    r.add_argument("--out", required=True)
-    r.add_argument("--limit", type=int)
+    r.add_argument("--collection", required=True, help=COLLECTION_HELP)
+    r.add_argument("--out", required=True, help="the run folder: trajectories.jsonl and summary.json (run again, it goes on where it stopped)")
+    r.add_argument("--limit", type=int, help=LIMIT_HELP)
     _spread_options(r)
-    r.add_argument("--twin", default="structured", choices=["structured", "flat"])
+    r.add_argument("--twin", default="structured", choices=["structured", "flat"],
+                   help="which of eval build's indexes to search: structured (titles, sections, fields) or flat (one text each)")
     r.add_argument("--index-dir", help="where the twins' indexes live (default: where `eval build` built them, as noted in the collection; "
                    "else COLLECTION/sieve-index, or NAME.sieve-index beside a single-file collection)")
-    r.add_argument("-k", type=int, default=5, help="results per search, and the most an agent may ask for (default 5, as the paper)")
+    r.add_argument("-k", type=int, default=5, help=K_HELP)
     r.add_argument("--k-max", type=int, help="the most results an agent may ask a search for (default: k)")
-    r.add_argument("--read-cap", type=int, default=12_000, help="tokens per read; longer reads are truncated (default 12,000, as the paper)")
-    r.add_argument("--read-parts", action="store_true", help="continue long reads in numbered parts instead of truncating them")
+    r.add_argument("--read-cap", type=int, default=12_000, help=READ_CAP_HELP)
+    r.add_argument("--read-parts", action="store_true", help=READ_PARTS_HELP)
     _collection_options(r)
     r.add_argument("--no-fallback", action="store_true", help="ablation: strict Boolean search, no zero-hit fallback")
     r.add_argument("--no-snippets", action="store_true", help="ablation: result cards without snippets")
@@ -261,7 +267,7 @@ def add_commands(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> No
     add_agent_options(r)
     r.set_defaults(func=cmd_eval_run)
     g = esub.add_parser("grid", help="the paper's grid in one command: conditions x rankers x twins (resumable), then the report")
-    g.add_argument("--collection", required=True)
+    g.add_argument("--collection", required=True, help=COLLECTION_HELP)
     g.add_argument("--out", required=True, help="one run folder per cell under it, and report/")
     g.add_argument("--grid", help="a grid file (JSON: cells, or conditions/rankers/twins/ablations); overrides the next four")
     g.add_argument("--conditions", help=f"comma-separated (default the paper's: {', '.join(PAPER_CONDITIONS)}; sieve's extensions: {', '.join(EXTENSIONS)})")
@@ -272,26 +278,26 @@ def add_commands(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> No
     g.add_argument("--extensions", action="store_true", help=f"add sieve's extensions of SIEVE as extra rows: {', '.join(EXTENSIONS)}")
     g.add_argument("--controls", action="store_true", help="add the paper's Table 6: the indri-control condition (Indri's query language) with the Indri-style rankers (indri, indri+dense)")
     g.add_argument("--baseline", help="the run the report tests against (default search-visit-bm25 when in the grid, else the first)")
-    g.add_argument("--no-report", action="store_true")
-    g.add_argument("--limit", type=int)
+    g.add_argument("--no-report", action="store_true", help="no report after the runs (eval report writes it later)")
+    g.add_argument("--limit", type=int, help=LIMIT_HELP)
     _spread_options(g)
     g.add_argument("--index-dir", help="where the twins' indexes and the DCI files live (as eval run: default where `eval build` built them)")
     g.add_argument("--judge-url", help="grade every cell's answers with this LLM judge (OpenAI-compatible base URL including /v1), as eval judge")
     g.add_argument("--judge-model", help="the judge's model (with --judge-url)")
-    g.add_argument("--judge-api-key")
+    g.add_argument("--judge-api-key", help=f"the judge's key: {API_KEY_HELP}")
     g.add_argument("--no-judge", action="store_true",
                    help="run a collection the paper grades with a judge (its sieve-collection.json says \"accuracy\": \"judge\") without one: "
                         "exact match only, no judged accuracy")
-    g.add_argument("-k", type=int, default=5)
+    g.add_argument("-k", type=int, default=5, help=K_HELP)
     g.add_argument("--k-max", type=int, help="the most results an agent may ask a search for (default: k)")
-    g.add_argument("--read-cap", type=int, default=12_000)
-    g.add_argument("--read-parts", action="store_true")
+    g.add_argument("--read-cap", type=int, default=12_000, help=READ_CAP_HELP)
+    g.add_argument("--read-parts", action="store_true", help=READ_PARTS_HELP)
     _encoder_options(g, many=True)
     _collection_options(g)
     add_agent_options(g)
     g.set_defaults(func=cmd_eval_grid)
     p = esub.add_parser("report", help="the paper's tables and figures for runs: Markdown (or JSON) on stdout, report.md/report.json and PNGs in --out")
-    p.add_argument("runs", nargs="+")
+    p.add_argument("runs", nargs="+", help="run folders, as eval run and eval grid write them")
     p.add_argument("--baseline", help="the run the others are tested against: a run name (one per collection and backbone, as the grid names "
                    "cells) or one run's position among RUNS (from 0); default BM25 Search-Visit, else each collection's first run")
     p.add_argument("--backbone", help="the backbone (model) of Table 1 and the single-backbone tables (default the one with most runs)")
@@ -307,17 +313,17 @@ def add_commands(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> No
                    "repeat for several (default none); one index per analyzer and list")
     q.add_argument("--bm25", action="append", metavar="K1,B", help="BM25 parameters, repeat for several (default 0.9,0.4)")
     q.add_argument("--dense-unit", action="append", choices=("document", "passage"), help="embedding unit of dense rankers, repeat for both (default document)")
-    q.add_argument("--split", default="test")
-    q.add_argument("--quiet", action="store_true")
+    q.add_argument("--split", default="test", help="the qrels file to score against: qrels/SPLIT.tsv")
+    q.add_argument("--quiet", action="store_true", help="no progress messages on stderr")
     q.add_argument("--json", action="store_true")
     q.set_defaults(func=cmd_eval_retrieval)
     j = esub.add_parser("judge", help="grade a run's answers with an LLM (BrowseComp-style grader, cached); adds 'judged' to summary.json")
-    j.add_argument("run_dir")
+    j.add_argument("run_dir", help="a run folder, as eval run writes it")
     j.add_argument("--collection", required=True, help="the collection the run answered (its questions and reference answers)")
     j.add_argument("--format", default="beir", choices=FORMATS, help="the collection's layout (default beir: a folder of corpus.jsonl, queries.jsonl, qrels/)")
     j.add_argument("--llm-url", required=True, help="OpenAI-compatible base URL including /v1")
-    j.add_argument("--model", required=True)
-    j.add_argument("--api-key")
+    j.add_argument("--model", required=True, help=MODEL_HELP)
+    j.add_argument("--api-key", help=API_KEY_HELP)
     add_deadline_option(j)
     j.add_argument("--max-tokens", type=int, default=512, help="most tokens per grade (default 512; raise it for models that think first)")
     j.add_argument("--cache", help="grade cache, JSON Lines (default RUN_DIR/judge-cache.jsonl)")

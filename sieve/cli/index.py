@@ -252,8 +252,9 @@ def _folder_options(s: argparse.ArgumentParser) -> None:
 def add_commands(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     """`index`, `add`, `delete`, `merge`, `embed` and `check`."""
     s = sub.add_parser("index", help="build an index from a JSONL corpus, a BEIR folder or a folder of Markdown, HTML and text files")
-    s.add_argument("corpus")
-    s.add_argument("out")
+    s.add_argument("corpus", help="a JSON Lines file (one document per line), a BEIR folder (corpus.jsonl), or a folder of "
+                   "Markdown, HTML and text files")
+    s.add_argument("out", help="the index folder to write (an existing index only with --force)")
     s.add_argument("--force", action="store_true", help="replace an existing index (atomically)")
     s.add_argument("--skip-bad", action="store_true", help="skip and count bad records instead of stopping at the first")
     s.add_argument("--jobs", type=int, help="worker processes for a large JSONL file (default: CPU count, at most 4)")
@@ -272,8 +273,8 @@ def add_commands(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> No
     s.set_defaults(func=cmd_index)
 
     s = sub.add_parser("add", help="add documents to an index; a known id replaces its document (creates the index if it is missing)")
-    s.add_argument("index")
-    s.add_argument("corpus")
+    s.add_argument("index", help="an index folder (created if missing)")
+    s.add_argument("corpus", help="documents, in any form `sieve index` reads")
     s.add_argument("--no-replace", action="store_true", help="a document whose id is already in the index is an error")
     s.add_argument("--analyzer", help="for a new index, as `sieve index --analyzer`; an existing index keeps its own (a different one is an error)")
     s.add_argument("--stopwords", metavar="LIST", help="for a new index, as `sieve index --stopwords`; an existing index keeps its own (a different list is an error)")
@@ -287,7 +288,7 @@ def add_commands(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> No
 
     s = sub.add_parser("delete", help="delete documents by id (ids not in the index are reported, not errors)")
     s.add_argument("index")
-    s.add_argument("ids", nargs="*")
+    s.add_argument("ids", nargs="*", help="document ids")
     s.add_argument("--ids-file", help="a file of ids, one per line")
     s.add_argument("--json", action="store_true")
     s.set_defaults(func=cmd_delete)
@@ -304,7 +305,7 @@ def add_commands(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> No
     s.add_argument("--embed-model", "--model", dest="model", metavar="NAME_OR_PATH",
                    help="sentence-transformers model: a local folder, or a name in the local Hugging Face cache (never downloaded; "
                         "default: the bundled all-MiniLM-L6-v2); each model's embeddings are kept side by side")
-    s.add_argument("--batch-size", type=int, default=32)
+    s.add_argument("--batch-size", type=int, default=32, help="texts the model encodes at once")
     s.add_argument("--unit", choices=("document", "passage"), default="document",
                    help="one vector per document (its start; the default), or per passage (every section in pieces of up to 128 words; "
                         "a document scores as its best passage)")

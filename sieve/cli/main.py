@@ -26,6 +26,16 @@ class _Help(argparse.HelpFormatter):
         return text
 
 
+# What an argument means in every command that has it, unless the command says more.
+COMMON_HELP = {
+    "index": "an index folder (as `sieve index` writes it)",
+    "doc_id": "a document id (as `sieve match` and `sieve search` print it)",
+    "query": "a BQL query, such as 'zlib[title] AND compress*' (the language: docs/bql.md)",
+    "--json": "print the result as JSON (and an error as one JSON object on stderr)",
+    "--quiet": "no progress bar",
+}
+
+
 class _Parser(argparse.ArgumentParser):
     def __init__(self, *args: Any, **kwargs: Any) -> None:
         kwargs.setdefault("formatter_class", _Help)
@@ -33,6 +43,8 @@ class _Parser(argparse.ArgumentParser):
 
     def add_argument(self, *args: Any, **kwargs: Any) -> argparse.Action:
         action = super().add_argument(*args, **kwargs)
+        if action.help is None:
+            action.help = COMMON_HELP.get(action.option_strings[0] if action.option_strings else action.dest)
         if action.help is None and action.option_strings and action.default not in (None, False, argparse.SUPPRESS):
             action.help = "(default: %(default)s)"
         return action
@@ -47,9 +59,11 @@ class _Parser(argparse.ArgumentParser):
 def make_parser() -> argparse.ArgumentParser:
     from sieve import __version__
 
-    p = _Parser(prog="sieve", description="Search, inspect, fetch: fielded Boolean search for research agents.")
+    p = _Parser(prog="sieve", description="Search, inspect, fetch: fielded Boolean search for research agents.",
+                epilog="New here? `sieve demo` builds an index of the Python documentation and runs example queries. "
+                       "`sieve COMMAND -h` lists a command's options.")
     p.add_argument("--version", action="version", version=f"sieve {__version__}")
-    sub = p.add_subparsers(dest="command", required=True, parser_class=_Parser)
+    sub = p.add_subparsers(dest="command", required=True, parser_class=_Parser, metavar="COMMAND")
     for group in (index, query, read, demo, agent, evaluation, serve, web):
         group.add_commands(sub)
     return p

@@ -8,7 +8,7 @@ import time
 from pathlib import Path
 from typing import Any
 
-from sieve.cli.common import add_limit_options, plural, print_json, query_limits
+from sieve.cli.common import RANKER_HELP, add_limit_options, plural, print_json, query_limits
 from sieve.engine.rank.rankers import RANKER_NAMES
 from sieve.errors import InvalidArgumentError
 from sieve.index.cluster import ADDRESS_HELP
@@ -184,7 +184,7 @@ def add_commands(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> No
     s.set_defaults(func=cmd_explain)
 
     s = sub.add_parser("test", help="run query regression cases (JSON Lines: query, admits, rejects, top, count); exit 1 if any fails")
-    s.add_argument("cases")
+    s.add_argument("cases", help='a JSON Lines file of cases, such as {"query": "zlib[title]", "admits": ["zlib"]} (docs/testing.md)')
     s.add_argument("index")
     add_limit_options(s)
     s.add_argument("--json", action="store_true")
@@ -194,12 +194,12 @@ def add_commands(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> No
     s.add_argument("index")
     s.add_argument("query", nargs="?", help="a BQL query (plain language with --ranked); or give --topics")
     s.add_argument("-k", type=int, default=5, help="results (default 5; per topic with --topics)")
-    s.add_argument("--ranker", choices=RANKER_NAMES, default="bm25")
+    s.add_argument("--ranker", choices=RANKER_NAMES, default="bm25", help=RANKER_HELP)
     s.add_argument("--strict", action="store_true", help="no zero-hit recovery: an empty match returns nothing")
     s.add_argument("--ranked", action="store_true", help="QUERY is plain language, not BQL: rank every document holding any of its words")
-    s.add_argument("--topics", help="many queries, one per line: JSON Lines with _id (or id) and text (or query), or TSV of id and query; needs --run. "
+    s.add_argument("--topics", metavar="FILE", help="many queries, one per line: JSON Lines with _id (or id) and text (or query), or TSV of id and query; needs --run. "
                    "A benchmark's queries run as written: up to 10,000 characters, no time limit, unless the options below say otherwise")
-    s.add_argument("--run", help="with --topics: write the results as a TREC run file (qid Q0 docid rank score tag)")
+    s.add_argument("--run", metavar="OUT", help="with --topics: write the results as a TREC run file (qid Q0 docid rank score tag)")
     s.add_argument("--ray", metavar="ADDRESS", help=f"a sharded INDEX answered by one Ray actor per shard on this cluster: the same results, "
                    f"BM25 only. {ADDRESS_HELP}")
     add_limit_options(s)

@@ -6,6 +6,7 @@ import argparse
 import json
 import sys
 
+from sieve.cli.common import RANKER_HELP
 from sieve.index.cluster import ADDRESS_HELP
 from sieve.serve.hosts import add_arguments
 from sieve.serve.service import SERVED_TOOLS, ServeLimits
@@ -77,7 +78,7 @@ def add_commands(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> No
     s.add_argument("--http", action="store_true", help="streamable HTTP instead of stdio")
     add_arguments(s, 8765, note="with --http: ")
     s.add_argument("--tools", default=",".join(SERVED_TOOLS), help=f"comma-separated (default {','.join(SERVED_TOOLS)}; also ranked_search)")
-    s.add_argument("--ranker", default="bm25", choices=RANKER_NAMES)
+    s.add_argument("--ranker", default="bm25", choices=RANKER_NAMES, help=RANKER_HELP)
     s.add_argument("--k-max", type=int, default=_LIMITS.k_max, help=f"most results per search (default {_LIMITS.k_max})")
     s.add_argument("--max-sections", type=int, default=_LIMITS.max_sections, help=f"most sections per fetch (default {_LIMITS.max_sections})")
     s.add_argument("--max-query-chars", type=int, default=_LIMITS.max_query_chars, help=f"longest query (default {_LIMITS.max_query_chars:,})")
