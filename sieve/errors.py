@@ -212,5 +212,5 @@ def extra_hint(extra: str) -> str:
         checkout = False
     if checkout:
         return f"pip install -e {shlex.quote(f'{root}[{extra}]')}"
-    return (f"pip install {shlex.quote(f'sieve-search[{extra}]')} (or, from a clone of the repository: "
-            f"pip install -e {shlex.quote(f'.[{extra}]')})")
+    return (f"pip install {shlex.quote(f'sieve-search[{extra}]')} "
+            f"(or, from a clone of the repository: pip install -e {shlex.quote(f'.[{extra}]')})")

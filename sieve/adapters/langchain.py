@@ -26,7 +26,8 @@ try:
     from langchain_core.retrievers import BaseRetriever
     from langchain_core.tools import BaseTool, StructuredTool
 except ImportError as e:  # pragma: no cover - the extra's message
-    raise ImportError(f"sieve.adapters.langchain needs langchain-core ({e}): {extra_hint('langchain')}") from None
+    raise ImportError(f"sieve.adapters.langchain needs langchain-core ({e}): "
+                      + extra_hint("langchain")) from None
 
 from sieve.tools.fetch.passages import Passage, retrieve
 from sieve.tools.toolset import ToolConfig, Toolset

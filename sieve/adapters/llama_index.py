@@ -21,7 +21,8 @@ try:
     from llama_index.core.retrievers import BaseRetriever
     from llama_index.core.schema import NodeWithScore, QueryBundle, TextNode
 except ImportError as e:  # pragma: no cover - the extra's message
-    raise ImportError(f"sieve.adapters.llama_index needs llama-index-core ({e}): {extra_hint('llama-index')}") from None
+    raise ImportError(f"sieve.adapters.llama_index needs llama-index-core ({e}): "
+                      + extra_hint("llama-index")) from None
 
 from sieve.tools.fetch.passages import Passage, retrieve
 

@@ -49,14 +49,16 @@ def add_agent_options(s: argparse.ArgumentParser) -> None:
     add_deadline_option(s)
     if not s.prog.endswith("grid"):
         s.add_argument("--condition", default="sieve", choices=CONDITION_NAMES,
-                       help="which tools the agent has and how they answer: the paper's conditions, or sieve's extensions of them "
-                            "(the names with a +)")
+                       help="which tools the agent has and how they answer: the paper's conditions, "
+                            "or sieve's extensions of them (the names with a +)")
         s.add_argument("--ranker", default="bm25", choices=RANKER_NAMES, help=RANKER_HELP)
     s.add_argument("--tool-style", default="native", choices=["native", "text"], help="native tool_calls (vLLM with a tool-call parser) or <tool_call> text")
-    s.add_argument("--max-steps", type=int, default=100, help="most model calls in one episode, the final answer's included")
+    s.add_argument("--max-steps", type=int, default=100, 
+                   help="most model calls in one episode, the final answer's included")
     s.add_argument("--context-window", type=int, default=131_072, help="used when the server does not report max_model_len")
     s.add_argument("--early-stop", type=float, default=0.9, help="ask for the answer once the context is this full (default 0.9, as the paper)")
-    s.add_argument("--max-tokens", type=int, default=4096, help="most tokens the model may write in one reply")
+    s.add_argument("--max-tokens", type=int, default=4096, 
+                   help="most tokens the model may write in one reply")
     s.add_argument("--temperature", type=float, default=0.6, help="the model's sampling temperature")
     s.add_argument("--seed", type=int, default=42, help="the model's sampling seed")
     s.add_argument("--json", action="store_true")

@@ -11,9 +11,9 @@ from sieve.common.terminal import json_text
 from sieve.engine.query.bql.parser import MAX_QUERY_CHARS
 from sieve.index.index import Limits
 
-RANKER_HELP = ("how results are ordered: bm25 (the query's words); dense or hybrid (closeness of meaning, alone or fused "
-               "with BM25: run `sieve embed` first); indri or indri+dense (Indri-style soft scoring: documents that miss "
-               "parts of the query rank too)")
+RANKER_HELP = ("how results are ordered: bm25 (the query's words); dense or hybrid (closeness of "
+               "meaning, alone or fused with BM25: run `sieve embed` first); indri or indri+dense "
+               "(Indri-style soft scoring: documents that miss parts of the query rank too)")
 
 
 def add_limit_options(s: argparse.ArgumentParser) -> None:

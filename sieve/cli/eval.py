@@ -1,4 +1,5 @@
-"""`sieve eval`: convert and build collections, run episodes and grids, judge, report, measure retrieval."""
+"""`sieve eval`: convert and build collections, run episodes and grids, judge, report, and
+measure retrieval."""
 
 from __future__ import annotations
 
@@ -8,7 +9,13 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from sieve.cli.agent import API_KEY_HELP, MODEL_HELP, add_agent_options, add_deadline_option, budgets
+from sieve.cli.agent import (
+    API_KEY_HELP,
+    MODEL_HELP,
+    add_agent_options,
+    add_deadline_option,
+    budgets,
+)
 from sieve.common.terminal import json_text
 from sieve.engine.rank.rankers import RANKER_NAMES
 from sieve.errors import InvalidArgumentError
@@ -81,12 +88,15 @@ def _crashes(runs: list[Path]) -> int:
 
 
 def cmd_eval_report(args: argparse.Namespace) -> int:
-    _report(args.runs, args.baseline, args.backbone, Path(args.out) if args.out else Path(args.runs[0]) / "report", args.json)
+    out = Path(args.out) if args.out else Path(args.runs[0]) / "report"
+    _report(args.runs, args.baseline, args.backbone, out, args.json)
     return 0
 
 
-def _report(run_dirs: list[str], baseline: str | None, backbone: str | None, out: Path, as_json: bool) -> None:
-    """The report of these runs: printed (Markdown, or JSON), and written to `out` with its figures."""
+def _report(run_dirs: list[str], baseline: str | None, backbone: str | None, out: Path,
+            as_json: bool) -> None:
+    """The report of these runs: printed (Markdown, or JSON), and written to `out` with its
+    figures."""
     from sieve.eval.report.report import build, load_run, markdown, plots, write
 
     runs = [load_run(Path(d)) for d in run_dirs]
@@ -196,8 +206,10 @@ def _spread_options(s: argparse.ArgumentParser) -> None:
                    f"{ADDRESS_HELP}")
 
 
-ENCODER_HELP = "a sentence-transformers model: a local folder, or a name in the local Hugging Face cache (never downloaded)"
-COLLECTION_HELP = "a collection folder in the BEIR layout (corpus.jsonl, queries.jsonl, qrels/), or as --format says"
+ENCODER_HELP = ("a sentence-transformers model: a local folder, or a name in the local Hugging Face "
+                "cache (never downloaded)")
+COLLECTION_HELP = ("a collection folder in the BEIR layout (corpus.jsonl, queries.jsonl, qrels/), "
+                   "or as --format says")
 LIMIT_HELP = "only the first N questions (default: all)"
 K_HELP = "results per search, and the most an agent may ask for (default 5, as the paper)"
 READ_CAP_HELP = "tokens per read; longer reads are truncated (default 12,000, as the paper)"
@@ -227,7 +239,9 @@ def add_commands(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> No
     esub = ev.add_subparsers(dest="eval_command", required=True, parser_class=type(ev))
     b = esub.add_parser("build", help="index both twins (structured and flat) of a BEIR-layout collection")
     b.add_argument("collection", help=COLLECTION_HELP)
-    b.add_argument("out", help="a folder for the two indexes (noted in the collection, where eval run and eval grid find it)")
+    b.add_argument("out", 
+                   help="a folder for the two indexes (noted in the collection, where eval run "
+                        "and eval grid find it)")
     b.add_argument("--embed", action="store_true", help="also compute embeddings (dense extra)")
     b.add_argument("--embed-model", metavar="NAME_OR_PATH", action="append",
                    help=f"embed with this model, {ENCODER_HELP}; repeat it for several, kept side by side (implies --embed)")
@@ -242,11 +256,14 @@ def add_commands(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> No
     c.set_defaults(func=cmd_eval_convert)
     r = esub.add_parser("run", help="run episodes of one condition (resumable)")
     r.add_argument("--collection", required=True, help=COLLECTION_HELP)
-    r.add_argument("--out", required=True, help="the run folder: trajectories.jsonl and summary.json (run again, it goes on where it stopped)")
+    r.add_argument("--out", required=True, 
+                   help="the run folder: trajectories.jsonl and summary.json (run again, it goes on "
+                        "where it stopped)")
     r.add_argument("--limit", type=int, help=LIMIT_HELP)
     _spread_options(r)
     r.add_argument("--twin", default="structured", choices=["structured", "flat"],
-                   help="which of eval build's indexes to search: structured (titles, sections, fields) or flat (one text each)")
+                   help="which of eval build's indexes to search: structured (titles, sections, "
+                        "fields) or flat (one text each)")
     r.add_argument("--index-dir", help="where the twins' indexes live (default: where `eval build` built them, as noted in the collection; "
                    "else COLLECTION/sieve-index, or NAME.sieve-index beside a single-file collection)")
     r.add_argument("-k", type=int, default=5, help=K_HELP)
@@ -278,7 +295,8 @@ def add_commands(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> No
     g.add_argument("--extensions", action="store_true", help=f"add sieve's extensions of SIEVE as extra rows: {', '.join(EXTENSIONS)}")
     g.add_argument("--controls", action="store_true", help="add the paper's Table 6: the indri-control condition (Indri's query language) with the Indri-style rankers (indri, indri+dense)")
     g.add_argument("--baseline", help="the run the report tests against (default search-visit-bm25 when in the grid, else the first)")
-    g.add_argument("--no-report", action="store_true", help="no report after the runs (eval report writes it later)")
+    g.add_argument("--no-report", action="store_true", 
+                   help="no report after the runs (eval report writes it later)")
     g.add_argument("--limit", type=int, help=LIMIT_HELP)
     _spread_options(g)
     g.add_argument("--index-dir", help="where the twins' indexes and the DCI files live (as eval run: default where `eval build` built them)")

@@ -1,4 +1,5 @@
-"""The commands that write or verify an index: `sieve index`, `add`, `delete`, `merge`, `embed`, `check`."""
+"""The commands that write or verify an index: `sieve index`, `add`, `delete`, `merge`, `embed`,
+`check`."""
 
 from __future__ import annotations
 
@@ -252,8 +253,8 @@ def _folder_options(s: argparse.ArgumentParser) -> None:
 def add_commands(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     """`index`, `add`, `delete`, `merge`, `embed` and `check`."""
     s = sub.add_parser("index", help="build an index from a JSONL corpus, a BEIR folder or a folder of Markdown, HTML and text files")
-    s.add_argument("corpus", help="a JSON Lines file (one document per line), a BEIR folder (corpus.jsonl), or a folder of "
-                   "Markdown, HTML and text files")
+    s.add_argument("corpus", help="a JSON Lines file (one document per line), a BEIR folder "
+                   "(corpus.jsonl), or a folder of Markdown, HTML and text files")
     s.add_argument("out", help="the index folder to write (an existing index only with --force)")
     s.add_argument("--force", action="store_true", help="replace an existing index (atomically)")
     s.add_argument("--skip-bad", action="store_true", help="skip and count bad records instead of stopping at the first")

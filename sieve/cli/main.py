@@ -8,7 +8,8 @@ import argparse
 import os
 import sys
 import traceback
-from typing import Any, Callable, Sequence
+from collections.abc import Callable, Sequence
+from typing import Any, NoReturn
 
 from sieve.cli import agent, demo, index, query, read, serve, web
 from sieve.cli import eval as evaluation
@@ -44,12 +45,13 @@ class _Parser(argparse.ArgumentParser):
     def add_argument(self, *args: Any, **kwargs: Any) -> argparse.Action:
         action = super().add_argument(*args, **kwargs)
         if action.help is None:
-            action.help = COMMON_HELP.get(action.option_strings[0] if action.option_strings else action.dest)
+            name = action.option_strings[0] if action.option_strings else action.dest
+            action.help = COMMON_HELP.get(name)
         if action.help is None and action.option_strings and action.default not in (None, False, argparse.SUPPRESS):
             action.help = "(default: %(default)s)"
         return action
 
-    def error(self, message: str) -> None:  # usage errors exit 2, as argparse does, with our prefix
+    def error(self, message: str) -> NoReturn:  # usage errors exit 2, as argparse does, with our prefix
         self.print_usage(sys.stderr)
         print(f"sieve: usage error: {message}", file=sys.stderr)
         raise SystemExit(2)
@@ -60,8 +62,8 @@ def make_parser() -> argparse.ArgumentParser:
     from sieve import __version__
 
     p = _Parser(prog="sieve", description="Search, inspect, fetch: fielded Boolean search for research agents.",
-                epilog="New here? `sieve demo` builds an index of the Python documentation and runs example queries. "
-                       "`sieve COMMAND -h` lists a command's options.")
+                epilog="New here? `sieve demo` builds an index of the Python documentation and runs "
+                       "example queries. `sieve COMMAND -h` lists a command's options.")
     p.add_argument("--version", action="version", version=f"sieve {__version__}")
     sub = p.add_subparsers(dest="command", required=True, parser_class=_Parser, metavar="COMMAND")
     for group in (index, query, read, demo, agent, evaluation, serve, web):
@@ -70,9 +72,10 @@ def make_parser() -> argparse.ArgumentParser:
 
 
 def _report(e: Exception, as_json: bool, query: str | None = None) -> None:
-    """An error on stderr: `sieve: message` (a syntax error in `query`, the command's QUERY, with the
-    query and a caret under the place), or with --json one JSON object (type, message, and where the
-    error has them: position and hint of a query error, file and line of a corpus error)."""
+    """An error on stderr: `sieve: message` (a syntax error in `query`, the command's QUERY, with
+    the query and a caret under the place), or with --json one JSON object (type, message, and
+    where the error has them: position and hint of a query error, file and line of a corpus
+    error)."""
     if not as_json:
         print(f"sieve: {e}", file=sys.stderr)
         if isinstance(e, BQLSyntaxError) and isinstance(query, str):

@@ -8,10 +8,17 @@ import time
 from pathlib import Path
 from typing import Any
 
-from sieve.cli.common import RANKER_HELP, add_limit_options, plural, print_json, query_limits
+from sieve.cli.common import (
+    RANKER_HELP,
+    add_limit_options,
+    plural,
+    print_json,
+    query_limits,
+)
 from sieve.engine.rank.rankers import RANKER_NAMES
 from sieve.errors import InvalidArgumentError
 from sieve.index.cluster import ADDRESS_HELP
+
 
 def cmd_match(args: argparse.Namespace) -> int:
     from sieve.index.index import open_index
@@ -37,9 +44,9 @@ def cmd_match(args: argparse.Namespace) -> int:
 
 def _topics(path: str) -> list[tuple[str, str, int]]:
     """(id, query, line) of a topics file: JSON Lines, or id TAB query per line."""
+    from sieve.common.files import MAX_LIST_BYTES, read_lines
     from sieve.corpus.formats import parse_line
     from sieve.errors import CorpusError
-    from sieve.common.files import MAX_LIST_BYTES, read_lines
 
     out = []
     for n, line in read_lines(path, MAX_LIST_BYTES, "the topics file"):
@@ -184,7 +191,8 @@ def add_commands(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> No
     s.set_defaults(func=cmd_explain)
 
     s = sub.add_parser("test", help="run query regression cases (JSON Lines: query, admits, rejects, top, count); exit 1 if any fails")
-    s.add_argument("cases", help='a JSON Lines file of cases, such as {"query": "zlib[title]", "admits": ["zlib"]} (docs/testing.md)')
+    s.add_argument("cases", help='a JSON Lines file of cases, such as {"query": "zlib[title]", '
+                   '"admits": ["zlib"]} (docs/testing.md)')
     s.add_argument("index")
     add_limit_options(s)
     s.add_argument("--json", action="store_true")

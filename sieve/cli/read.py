@@ -4,11 +4,13 @@ from __future__ import annotations
 
 import argparse
 import sys
-from typing import Any, Callable
+from collections.abc import Callable
+from typing import Any
 
 from sieve.cli.common import print_json
 
-def _cli_hint(index: str) -> Callable[[str, "str | None", int], str]:
+
+def _cli_hint(index: str) -> Callable[[str, str | None, int], str]:
     """How a person reads the next part: the command line to run."""
     import shlex
 
@@ -34,8 +36,8 @@ def _print_read(read: Any, as_json: bool) -> None:
 
 
 def cmd_fetch(args: argparse.Namespace) -> int:
-    from sieve.tools.fetch.reading import read_section
     from sieve.index.index import open_index
+    from sieve.tools.fetch.reading import read_section
 
     doc = open_index(args.index).document(args.doc_id)
     _print_read(read_section(doc, args.section, args.part, _read_config(args)), args.json)
@@ -44,8 +46,8 @@ def cmd_fetch(args: argparse.Namespace) -> int:
 
 
 def cmd_visit(args: argparse.Namespace) -> int:
-    from sieve.tools.fetch.reading import read_document
     from sieve.index.index import open_index
+    from sieve.tools.fetch.reading import read_document
 
     doc = open_index(args.index).document(args.doc_id)
     _print_read(read_document(doc, args.part, _read_config(args)), args.json)
@@ -53,10 +55,10 @@ def cmd_visit(args: argparse.Namespace) -> int:
 
 
 def cmd_show(args: argparse.Namespace) -> int:
-    from sieve.tools.fetch.reading import outline_text
-    from sieve.tools.style import terminal_style
-    from sieve.tools.fetch.tokens import WhitespaceCounter
     from sieve.index.index import open_index
+    from sieve.tools.fetch.reading import outline_text
+    from sieve.tools.fetch.tokens import WhitespaceCounter
+    from sieve.tools.style import terminal_style
 
     doc = open_index(args.index).document(args.doc_id)
     words = WhitespaceCounter()

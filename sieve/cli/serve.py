@@ -7,19 +7,19 @@ import json
 import sys
 
 from sieve.cli.common import RANKER_HELP
+from sieve.engine.rank.rankers import DENSE_RANKERS, RANKER_NAMES
 from sieve.index.cluster import ADDRESS_HELP
 from sieve.serve.hosts import add_arguments
 from sieve.serve.service import SERVED_TOOLS, ServeLimits
-from sieve.engine.rank.rankers import DENSE_RANKERS, RANKER_NAMES
 
 _LIMITS = ServeLimits()
 
 
 def cmd_serve(args: argparse.Namespace) -> int:
-    from sieve.tools.toolset import ToolConfig
     from sieve.errors import SieveError, extra_hint
     from sieve.serve.hosts import HostPolicy, bind_problem, exposure
     from sieve.serve.service import Service
+    from sieve.tools.toolset import ToolConfig
 
     if not args.http and (args.allow_host or args.allow_remote):
         args.usage_error("--allow-host and --allow-remote apply to --http (stdio is one client's pipe)")
@@ -43,7 +43,8 @@ def cmd_serve(args: argparse.Namespace) -> int:
 
         from sieve.serve.mcp_server import serve_http, serve_stdio
     except ImportError as e:
-        raise SieveError(f"sieve serve needs the serve extra (the MCP SDK; {e.name} is missing): {extra_hint('serve')}") from None
+        raise SieveError(f"sieve serve needs the serve extra (the MCP SDK; {e.name} is missing): "
+                         + extra_hint("serve")) from None
     from sieve import __version__
 
     names = ", ".join(service.indexes)

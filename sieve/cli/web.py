@@ -5,9 +5,9 @@ from __future__ import annotations
 import argparse
 import sys
 
-from sieve.serve.hosts import add_arguments
 from sieve.engine.query.bql.parser import MAX_QUERY_CHARS
 from sieve.index.index import Limits
+from sieve.serve.hosts import add_arguments
 from sieve.web.app import WebLimits
 
 _LIMITS = WebLimits()

@@ -115,7 +115,8 @@ def measure(qrels: dict[str, dict[str, int]], run: Run) -> dict[str, float]:
     try:
         import ir_measures
     except ImportError:
-        raise InvalidArgumentError(f"retrieval measures need ir-measures, which the eval extra installs: {extra_hint('eval')}") from None
+        raise InvalidArgumentError("retrieval measures need ir-measures, which the eval extra installs: "
+                                   + extra_hint("eval")) from None
     # Scored in sieve's order: trec_eval re-sorts by score and breaks ties by document id, and fused
     # (RRF) scores tie often, so each document is given its rank instead of its score.
     # ir-measures drops queries with no retrieved document; they count as 0 here, so every judged query weighs the same.

@@ -20,8 +20,8 @@ from typing import TYPE_CHECKING, Any
 
 from sieve.engine import deadline
 from sieve.engine.rank.rankers import RANKERS
-from sieve.errors import (BQLLimitError, BQLSyntaxError, DeadlineExceededError, IndexDirectoryError, SieveError, UnknownDocumentError,
-                          extra_hint)
+from sieve.errors import (BQLLimitError, BQLSyntaxError, DeadlineExceededError, IndexDirectoryError,
+                          SieveError, UnknownDocumentError, extra_hint)
 from sieve.index.index import Index, Limits
 from sieve.serve.hosts import HostPolicy, guarded, html_page
 from sieve.serve.service import without_paths

@@ -26,7 +26,8 @@ def _scipy_stats() -> Any:
     try:
         from scipy import stats
     except ImportError:
-        raise SieveError(f"the paired tests need scipy, which the eval extra installs: {extra_hint('eval')}") from None
+        raise SieveError("the paired tests need scipy, which the eval extra installs: "
+                         + extra_hint("eval")) from None
     return stats
 
 
