@@ -2,7 +2,8 @@
 
 from __future__ import annotations
 
-
+import shlex
+from pathlib import Path
 from typing import Any
 
 
@@ -198,3 +199,18 @@ class DuplicateIdError(InvalidArgumentError):
 class ClusterError(SieveError):
     """A Ray cluster could not be reached, or a part of it (a shard's actor, a worker) failed
     past its retries: the answer would be incomplete, so none is given."""
+
+
+def extra_hint(extra: str) -> str:
+    """The command that installs the optional `extra` (`web`, `dense`, ...) for the sieve that runs:
+    from its source checkout where it is one (an editable install), else by the installed package's
+    name, which pip resolves to the installed copy (sieve-search is not on the public index)."""
+    root = Path(__file__).resolve().parent.parent
+    try:
+        checkout = 'name = "sieve-search"' in (root / "pyproject.toml").read_text(encoding="utf-8")
+    except (OSError, UnicodeDecodeError):
+        checkout = False
+    if checkout:
+        return f"pip install -e {shlex.quote(f'{root}[{extra}]')}"
+    return (f"pip install {shlex.quote(f'sieve-search[{extra}]')} "
+            f"(or, from a clone of the repository: pip install -e {shlex.quote(f'.[{extra}]')})")

@@ -25,7 +25,7 @@ from typing import Any, Callable, Iterable
 from sieve.common import files
 from sieve.corpus.formats import parse_line
 from sieve.engine.rank.rankers import RANKER_NAMES
-from sieve.errors import CorpusError, InvalidArgumentError, SieveError
+from sieve.errors import BQLSyntaxError, CorpusError, InvalidArgumentError, SieveError
 from sieve.index.index import Index, build_index
 
 CASE_KEYS = ("query", "admits", "rejects", "top", "count", "ranker", "name")
@@ -142,6 +142,8 @@ def run_case(index: Index, case: dict[str, Any], line: int | None = None) -> Cas
             got = [h.doc_id for h in index.search(query, k=len(top), ranker=case.get("ranker", "bm25"), fallback=False, explain=False).hits]
             if got != top:
                 result.problems.append(f"the first {len(top)} results should be {top}, are {got}")
+    except BQLSyntaxError as e:
+        result.problems.append(f"the query fails: {e}\n{e.pointer(query)}")
     except SieveError as e:
         result.problems.append(f"the query fails: {e}")
     return result

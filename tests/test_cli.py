@@ -2,12 +2,18 @@
 
 from __future__ import annotations
 
+import importlib.util
 import json
+import os
+import subprocess
+import sys
 from pathlib import Path
+from typing import Any
 
 import pytest
 
 from sieve.cli.main import main
+from sieve.errors import extra_hint
 
 
 @pytest.fixture()
@@ -52,7 +58,9 @@ def test_user_errors_exit_1_with_the_message(tmp_path: Path, corpus: Path, capsy
     idx = str(tmp_path / "idx")
     run(capsys, "index", str(corpus), idx, "--quiet")
     code, out, err = run(capsys, "match", idx, "(a OR b")
-    assert code == 1 and out == "" and err == "sieve: expected a closing ')' at 7 (the '(' at 0 is never closed)\n"
+    assert code == 1 and out == ""
+    assert err == ("sieve: expected a closing ')' at 7 (the '(' at 0 is never closed)\n"
+                   "  (a OR b\n         ^\n")
     code, _, err = run(capsys, "match", str(tmp_path / "none"), "x")
     assert code == 1 and err.startswith("sieve: ") and "no such index directory" in err
     bad = tmp_path / "bad.jsonl"
@@ -149,3 +157,131 @@ def test_help_shows_defaults(capsys: pytest.CaptureFixture[str]) -> None:
         main(["embed", "--help"])
     out = capsys.readouterr().out
     assert "(default: 32)" in out and "(default: 5)" not in out
+
+
+def test_syntax_errors_show_the_query_with_a_caret(tmp_path: Path, corpus: Path,
+                                                   capsys: pytest.CaptureFixture[str]) -> None:
+    """match, search, explain, test and search --topics print the query and a caret under the
+    place; --json keeps the position as a number and no picture."""
+    idx = str(tmp_path / "idx")
+    run(capsys, "index", str(corpus), idx, "--quiet")
+    query = "paris AND OR snow"
+    pointer = "  paris AND OR snow\n            ^\n"
+    for argv in (["match", idx, query], ["search", idx, query], ["explain", idx, query, "a"]):
+        code, out, err = run(capsys, *argv)
+        assert code == 1 and out == "", err
+        assert err.startswith("sieve: unexpected 'OR' after 'AND' at 10"), err
+        assert err.endswith(pointer), err
+    code, _, err = run(capsys, "search", idx, query, "--json")
+    assert code == 1 and json.loads(err)["pos"] == 10 and "^" not in err
+    cases = tmp_path / "cases.jsonl"
+    cases.write_text(json.dumps({"query": query, "admits": ["a"]}) + "\n")
+    code, out, _ = run(capsys, "test", str(cases), idx)
+    assert code == 1 and "at 10 (" in out, out
+    assert "\n    paris AND OR snow\n              ^\n" in out, out
+    topics = tmp_path / "topics.tsv"
+    topics.write_text(f"t1\t{query}\n")
+    code, _, err = run(capsys, "search", idx, "--topics", str(topics), "--run", str(tmp_path / "r"))
+    assert code == 1 and err.startswith(f"sieve: {topics}:1: topic 't1': unexpected 'OR'"), err
+    assert err.endswith(pointer), err
+
+
+def _errors_module(folder: Path) -> Any:
+    """sieve/errors.py as it runs from `folder`/sieve (a checkout's or site-packages' copy)."""
+    (folder / "sieve").mkdir(parents=True)
+    source = Path(__file__).resolve().parents[1] / "sieve" / "errors.py"
+    if not source.exists():  # the wheel job runs these tests against the installed package
+        import sieve.errors
+
+        source = Path(sieve.errors.__file__)
+    copy = folder / "sieve" / "errors.py"
+    copy.write_text(source.read_text(encoding="utf-8"), encoding="utf-8")
+    spec = importlib.util.spec_from_file_location(f"errors_in_{folder.name}", copy)
+    assert spec is not None and spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+def test_the_extra_hint_names_the_checkout_or_the_installed_package(tmp_path: Path) -> None:
+    checkout = tmp_path / "my clone"
+    checkout.mkdir()
+    (checkout / "pyproject.toml").write_text('[project]\nname = "sieve-search"\n')
+    assert _errors_module(checkout).extra_hint("web") == f"pip install -e '{checkout}[web]'"
+    wheel = _errors_module(tmp_path / "site-packages").extra_hint("llama-index")
+    assert wheel == ("pip install 'sieve-search[llama-index]' "
+                     "(or, from a clone of the repository: pip install -e '.[llama-index]')")
+    other = tmp_path / "their project"  # sieve copied into another project is no checkout of sieve
+    other.mkdir()
+    (other / "pyproject.toml").write_text('[project]\nname = "theirs"\n')
+    assert _errors_module(other).extra_hint("ray").startswith("pip install 'sieve-search[ray]' ")
+
+
+def _without(tmp_path: Path, *modules: str) -> dict[str, str]:
+    """The environment of a process where importing each of `modules` fails as a missing
+    package does."""
+    stubs = tmp_path / "stubs"
+    stubs.mkdir()
+    for name in modules:
+        message = f"No module named {name!r}"
+        (stubs / f"{name}.py").write_text(f"raise ModuleNotFoundError({message!r}, name={name!r})\n")
+    path = os.environ.get("PYTHONPATH")
+    return {**os.environ, "PYTHONPATH": str(stubs) + (os.pathsep + path if path else "")}
+
+
+def _sieve(env: dict[str, str], *argv: str) -> subprocess.CompletedProcess[str]:
+    return subprocess.run([sys.executable, "-m", "sieve", *argv], check=False, env=env,
+                          stdin=subprocess.DEVNULL,
+                          capture_output=True, text=True, timeout=120)
+
+
+def test_web_without_its_extra_says_how_to_install_it_before_any_address(
+        tmp_path: Path, corpus: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    idx = str(tmp_path / "idx")
+    run(capsys, "index", str(corpus), idx, "--quiet")
+    done = _sieve(_without(tmp_path, "starlette"), "web", idx)
+    assert done.returncode == 1 and done.stdout == "", done.stderr
+    hint = extra_hint("web")
+    assert done.stderr == f"sieve: sieve web needs the web extra (starlette is missing): {hint}\n"
+    assert "http://" not in done.stderr  # it used to announce an address where nothing would answer
+
+
+def test_serve_without_its_extra_says_how_to_install_it(tmp_path: Path, corpus: Path,
+                                                       capsys: pytest.CaptureFixture[str]) -> None:
+    idx = str(tmp_path / "idx")
+    run(capsys, "index", str(corpus), idx, "--quiet")
+    done = _sieve(_without(tmp_path, "mcp", "mcp_types"), "serve", idx)
+    assert done.returncode == 1 and done.stdout == "", done.stderr
+    assert done.stderr.startswith("sieve: sieve serve needs the serve extra (the MCP SDK; mcp")
+    assert done.stderr.endswith(f" is missing): {extra_hint('serve')}\n"), done.stderr
+    assert "over stdio" not in done.stderr
+
+
+def test_every_argument_of_every_command_says_what_it_is() -> None:
+    """A new user reads `sieve COMMAND -h`: no positional or option is a bare name or only its
+    default."""
+    import argparse
+
+    from sieve.cli.main import make_parser
+
+    bare = []
+
+    def walk(parser: argparse.ArgumentParser, name: str) -> None:
+        for action in parser._actions:
+            if isinstance(action, argparse._SubParsersAction):
+                for sub, subparser in action.choices.items():
+                    walk(subparser, f"{name} {sub}")
+            elif not action.help or action.help.startswith("(default"):
+                bare.append(f"{name} {'/'.join(action.option_strings) or action.dest}")
+
+    walk(make_parser(), "sieve")
+    assert not bare, bare
+
+
+def test_the_overview_lists_commands_and_says_where_to_start(
+        capsys: pytest.CaptureFixture[str]) -> None:
+    with pytest.raises(SystemExit):
+        main(["--help"])
+    out = capsys.readouterr().out
+    assert out.startswith("usage: sieve [-h] [--version] COMMAND ...\n")
+    assert "`sieve demo`" in out and "{index," not in out

@@ -41,7 +41,7 @@ def test_cases_pass_and_fail(search_index: sieve.Index) -> None:
     wrong = results[2].problems
     assert wrong[0].startswith("'cold' should be admitted, but is rejected:\n") and "its date 2021-01 is outside the range" in wrong[0]
     assert wrong[1].startswith("'heat' should be rejected, but is admitted:\n") and "matches in body" in wrong[1]
-    assert results[3].problems == ["the query fails: expected a closing ')' at 5 (the '(' at 0 is never closed)"]
+    assert results[3].problems == ["the query fails: expected a closing ')' at 5 (the '(' at 0 is never closed)\n  (heat\n       ^"]
     assert results[4].problems == ["'ghost' should be admitted, but there is no document with that id",
                                    "'phantom' should be rejected, but there is no document with that id (check the id)"]
 

@@ -1,4 +1,4 @@
-"""sieve for LangChain (`pip install 'sieve-search[langchain]'`): a retriever and the agent tools.
+"""sieve for LangChain (the `langchain` extra): a retriever and the agent tools.
 
     from sieve import open_index
     from sieve.adapters.langchain import SieveRetriever, sieve_tools
@@ -18,13 +18,16 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
+from sieve.errors import extra_hint
+
 try:
     from langchain_core.callbacks import CallbackManagerForRetrieverRun
     from langchain_core.documents import Document
     from langchain_core.retrievers import BaseRetriever
     from langchain_core.tools import BaseTool, StructuredTool
 except ImportError as e:  # pragma: no cover - the extra's message
-    raise ImportError(f"sieve.adapters.langchain needs langchain-core: pip install 'sieve-search[langchain]' ({e})") from None
+    raise ImportError(f"sieve.adapters.langchain needs langchain-core ({e}): "
+                      + extra_hint("langchain")) from None
 
 from sieve.tools.fetch.passages import Passage, retrieve
 from sieve.tools.toolset import ToolConfig, Toolset

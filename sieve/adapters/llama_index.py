@@ -1,4 +1,4 @@
-"""sieve for LlamaIndex (`pip install 'sieve-search[llama-index]'`): a retriever.
+"""sieve for LlamaIndex (the `llama-index` extra): a retriever.
 
     from sieve import open_index
     from sieve.adapters.llama_index import SieveRetriever
@@ -15,11 +15,14 @@ from __future__ import annotations
 
 from typing import Any
 
+from sieve.errors import extra_hint
+
 try:
     from llama_index.core.retrievers import BaseRetriever
     from llama_index.core.schema import NodeWithScore, QueryBundle, TextNode
 except ImportError as e:  # pragma: no cover - the extra's message
-    raise ImportError(f"sieve.adapters.llama_index needs llama-index-core: pip install 'sieve-search[llama-index]' ({e})") from None
+    raise ImportError(f"sieve.adapters.llama_index needs llama-index-core ({e}): "
+                      + extra_hint("llama-index")) from None
 
 from sieve.tools.fetch.passages import Passage, retrieve
 

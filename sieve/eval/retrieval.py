@@ -22,7 +22,7 @@ from typing import Any, Callable
 from sieve.engine.analysis.analyzers import get_analyzer
 from sieve import BM25Params
 from sieve.engine.rank.rankers import DENSE_RANKERS, RANKER_NAMES
-from sieve.errors import CorpusError, InvalidArgumentError
+from sieve.errors import CorpusError, InvalidArgumentError, extra_hint
 from sieve.engine.query.bql.parser import MAX_QUERY_CHARS
 from sieve.index.index import Index, Limits, build_index, open_index
 
@@ -115,7 +115,8 @@ def measure(qrels: dict[str, dict[str, int]], run: Run) -> dict[str, float]:
     try:
         import ir_measures
     except ImportError:
-        raise InvalidArgumentError("retrieval measures need ir-measures: pip install 'sieve-search[eval]'") from None
+        raise InvalidArgumentError("retrieval measures need ir-measures, which the eval extra installs: "
+                                   + extra_hint("eval")) from None
     # Scored in sieve's order: trec_eval re-sorts by score and breaks ties by document id, and fused
     # (RRF) scores tie often, so each document is given its rank instead of its score.
     # ir-measures drops queries with no retrieved document; they count as 0 here, so every judged query weighs the same.

@@ -23,7 +23,7 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from typing import Any
 
-from sieve.errors import ClusterError, InvalidArgumentError
+from sieve.errors import ClusterError, InvalidArgumentError, extra_hint
 
 LOCAL = "local"
 PROBE_SECONDS = 5.0  # Ray itself waits minutes on an address where nothing listens
@@ -44,7 +44,7 @@ def ray_module() -> Any:
     try:
         import ray
     except ImportError:
-        raise ClusterError("Ray is not installed: pip install 'sieve-search[ray]'") from None
+        raise ClusterError(f"Ray is not installed: {extra_hint('ray')}") from None
     return ray
 
 

@@ -20,7 +20,8 @@ from typing import TYPE_CHECKING, Any
 
 from sieve.engine import deadline
 from sieve.engine.rank.rankers import RANKERS
-from sieve.errors import BQLLimitError, BQLSyntaxError, DeadlineExceededError, IndexDirectoryError, SieveError, UnknownDocumentError
+from sieve.errors import (BQLLimitError, BQLSyntaxError, DeadlineExceededError, IndexDirectoryError,
+                          SieveError, UnknownDocumentError, extra_hint)
 from sieve.index.index import Index, Limits
 from sieve.serve.hosts import HostPolicy, guarded, html_page
 from sieve.serve.service import without_paths
@@ -121,6 +122,21 @@ def _cards(index: Index, results: Any, markup: Callable[[str], Any]) -> list[Car
     return out
 
 
+def check_extra() -> None:
+    """Nothing if the web extra's packages import; else the SieveError that names the one missing
+    and the command that installs the extra (`sieve web` asks before it announces its address)."""
+    try:
+        import jinja2  # noqa: F401
+        import starlette.applications  # noqa: F401
+        import uvicorn  # noqa: F401
+    except ImportError as e:
+        raise _without_extra(e) from None
+
+
+def _without_extra(e: ImportError) -> SieveError:
+    return SieveError(f"sieve web needs the web extra ({e.name} is missing): {extra_hint('web')}")
+
+
 def create_app(indexes: Mapping[str, Index], limits: WebLimits = WebLimits(), runs: Mapping[str, "LoadedRun"] | None = None,
                hosts: HostPolicy = HostPolicy()) -> Any:
     """The ASGI app serving `indexes` and `runs` (eval run folders, sieve.web.runs) by name (read-only),
@@ -134,7 +150,7 @@ def create_app(indexes: Mapping[str, Index], limits: WebLimits = WebLimits(), ru
         from starlette.responses import FileResponse, HTMLResponse
         from starlette.routing import Route
     except ImportError as e:  # pragma: no cover - the web extra
-        raise SieveError(f"sieve web needs the web extra: pip install 'sieve-search[web]' ({e.name} is missing)") from None
+        raise _without_extra(e) from None
 
     runs = dict(runs or {})
     if not indexes and not runs:
@@ -275,7 +291,7 @@ def serve(indexes: Mapping[str, Index], host: str = "127.0.0.1", port: int = 800
     """Run the app with uvicorn until interrupted, answering the loopback names, `host` and `allow_hosts`."""
     try:
         import uvicorn
-    except ImportError:  # pragma: no cover - the web extra
-        raise SieveError("sieve web needs the web extra: pip install 'sieve-search[web]'") from None
+    except ImportError as e:  # pragma: no cover - the web extra
+        raise _without_extra(e) from None
     uvicorn.run(create_app(indexes, limits, runs, HostPolicy.of(host, allow_hosts)), host=host, port=port, log_level="warning",
                 use_colors=False)  # its log reaches stderr through sieve.common.terminal, which shows colour codes as text

@@ -25,6 +25,7 @@ from scripted_runs import FIX, scripted  # noqa: E402
 
 from sieve.agent.runner import Question  # noqa: E402
 from sieve.cli.main import main  # noqa: E402
+from sieve.errors import extra_hint  # noqa: E402
 from sieve.index.cluster import connect  # noqa: E402
 from sieve.eval.distributed import EpisodeSetup, run_all_ray  # noqa: E402
 from sieve.eval.run import run_collection  # noqa: E402
@@ -210,4 +211,4 @@ def test_no_cluster_is_a_clear_error(tmp_path: Path, capsys: pytest.CaptureFixtu
     assert done.returncode == 1 and done.stderr.startswith("sieve: cannot reach the Ray cluster at 127.0.0.1:1") and "Traceback" not in done.stderr, done.stderr
     monkeypatch.setitem(sys.modules, "ray", None)  # what `import ray` meets where the extra is not installed
     assert main([*argv, "--ray", "local"]) == 1
-    assert capsys.readouterr().err == "sieve: Ray is not installed: pip install 'sieve-search[ray]'\n"
+    assert capsys.readouterr().err == f"sieve: Ray is not installed: {extra_hint('ray')}\n"

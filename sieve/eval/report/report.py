@@ -28,7 +28,7 @@ from typing import Any, Callable
 import numpy as np
 
 from sieve.engine.rank.rankers import DENSE_RANKERS
-from sieve.errors import InvalidArgumentError, SieveError
+from sieve.errors import InvalidArgumentError, SieveError, extra_hint
 from sieve.eval.judge import judged_accuracy, unjudged
 from sieve.eval.report.stats import bonferroni, mcnemar_exact, paired_t
 from sieve.eval.report.summary import OPERATORS, SEARCH_TOOLS, bql_usage
@@ -54,7 +54,7 @@ METRICS: dict[str, Callable[[dict[str, Any]], float]] = {
     "step_summed_tokens": lambda r: r["tokens"]["step_summed"],
     "llm_calls": lambda r: r["llm_calls"],
 }
-PICTURES = "pictures need the eval extra (matplotlib): pip install 'sieve-search[eval]'"
+PICTURES = f"pictures need the eval extra (matplotlib): {extra_hint('eval')}"
 # How a run departs from its condition as the paper runs it. The ablations (Table 7, Figure 4, Table 9)
 # leave Table 1; "+diagnosis" is sieve's extension and stays there as its own row.
 ABLATIONS = ("flat twin", "strict Boolean", "no snippets", "no field exposure")

@@ -12,7 +12,7 @@ from typing import Any
 
 import numpy as np
 
-from sieve.errors import SieveError
+from sieve.errors import SieveError, extra_hint
 
 
 @dataclass(frozen=True)
@@ -26,7 +26,8 @@ def _scipy_stats() -> Any:
     try:
         from scipy import stats
     except ImportError:
-        raise SieveError("the paired tests need scipy, which the eval extra installs: pip install 'sieve-search[eval]'") from None
+        raise SieveError("the paired tests need scipy, which the eval extra installs: "
+                         + extra_hint("eval")) from None
     return stats
 
 

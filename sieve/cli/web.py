@@ -5,9 +5,9 @@ from __future__ import annotations
 import argparse
 import sys
 
-from sieve.serve.hosts import add_arguments
 from sieve.engine.query.bql.parser import MAX_QUERY_CHARS
 from sieve.index.index import Limits
+from sieve.serve.hosts import add_arguments
 from sieve.web.app import WebLimits
 
 _LIMITS = WebLimits()
@@ -18,7 +18,7 @@ def cmd_web(args: argparse.Namespace) -> int:
     from sieve.index.index import open_index
     from sieve.serve.hosts import HostPolicy, bind_problem, exposure
     from sieve.serve.service import index_names
-    from sieve.web.app import serve
+    from sieve.web.app import check_extra, serve
     from sieve.web.runs import load_all
 
     problem = bind_problem(args.host, args.allow_remote)
@@ -29,6 +29,7 @@ def cmd_web(args: argparse.Namespace) -> int:
                                    "at least 2, --request-seconds positive")
     if not args.indexes and not args.runs:
         raise InvalidArgumentError("sieve web needs an index or --runs RUN_DIR to show")
+    check_extra()  # before the address is announced: without the extra nothing will answer there
     # The page's caps on a query and its time per page are the indexes' own.
     engine = Limits(max_query_chars=args.max_query_chars, max_phrase_words=args.max_phrase_words, seconds=args.request_seconds)
     indexes = {name: open_index(path, limits=engine) for name, path in index_names(args.indexes).items()} if args.indexes else {}
@@ -43,7 +44,7 @@ def cmd_web(args: argparse.Namespace) -> int:
     return 0
 
 
-def add_command(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
+def add_commands(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     s = sub.add_parser("web", help="explore indexes and replay agent runs in a browser (read-only, loopback by default)")
     s.add_argument("indexes", nargs="*", metavar="INDEX", help="an index folder, or NAME=FOLDER to name it (names must differ)")
     s.add_argument("--runs", nargs="+", action="extend", metavar="RUN_DIR", help="eval run folders to replay (trajectories.jsonl, summary.json; their report/ if any), or `sieve ask --json` records")
