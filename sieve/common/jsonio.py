@@ -56,7 +56,9 @@ def loads(text: str | bytes) -> Any:
     return value
 
 
-_JSON = json.JSONEncoder(ensure_ascii=False, separators=(",", ":"))  # made once: json.dumps with options makes one a call
+_JSON = json.JSONEncoder(
+    ensure_ascii=False, separators=(",", ":")
+)  # made once: json.dumps with options makes one a call
 
 
 def dumps(obj: dict[str, Any]) -> bytes:

@@ -9,8 +9,8 @@ Other braces (JSON examples, `{ARGUMENTS}`) are plain text.
 from __future__ import annotations
 
 import re
+from collections.abc import Mapping
 from importlib import resources
-from typing import Mapping
 
 _FIELD = re.compile(r"\{([a-z_]+)\}")
 _BLOCK = re.compile(r"<!-- if (\w+) -->\n(.*?)<!-- endif \1 -->\n", re.DOTALL)

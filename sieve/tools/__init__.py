@@ -12,11 +12,33 @@ read-only shell and reader), `episode` (`make_tools`: one episode's tools for a 
 from sieve.tools.cards import CardConfig
 from sieve.tools.conditions import CONDITIONS, TOOL_NAMES, Condition, condition
 from sieve.tools.fetch.reading import ReadConfig, read_document, read_section
-from sieve.tools.fetch.tokens import FunctionCounter, TokenCounter, TokenizerCounter, WhitespaceCounter, make_counter
-from sieve.tools.toolset import ToolConfig, ToolResult, Toolset, free_text_query
+from sieve.tools.fetch.tokens import (
+    FunctionCounter,
+    TokenCounter,
+    TokenizerCounter,
+    WhitespaceCounter,
+    make_counter,
+)
 from sieve.tools.shell.episode import make_tools
+from sieve.tools.toolset import ToolConfig, ToolResult, Toolset, free_text_query
 
 __all__ = [
-    "CONDITIONS", "CardConfig", "Condition", "FunctionCounter", "ReadConfig", "TOOL_NAMES", "TokenCounter", "TokenizerCounter", "ToolConfig",
-    "ToolResult", "Toolset", "WhitespaceCounter", "condition", "free_text_query", "make_counter", "make_tools", "read_document", "read_section",
+    "CONDITIONS",
+    "TOOL_NAMES",
+    "CardConfig",
+    "Condition",
+    "FunctionCounter",
+    "ReadConfig",
+    "TokenCounter",
+    "TokenizerCounter",
+    "ToolConfig",
+    "ToolResult",
+    "Toolset",
+    "WhitespaceCounter",
+    "condition",
+    "free_text_query",
+    "make_counter",
+    "make_tools",
+    "read_document",
+    "read_section",
 ]

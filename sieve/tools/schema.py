@@ -12,8 +12,31 @@ import json
 from collections.abc import Mapping
 from typing import Any
 
-_KNOWN = {"type", "description", "properties", "required", "additionalProperties", "items", "minItems", "maxItems", "minimum", "maximum", "minLength", "maxLength", "enum", "default"}
-_NAMES = {"object": "an object", "array": "a list", "string": "a string", "integer": "an integer", "number": "a number", "boolean": "true or false", "null": "null"}
+_KNOWN = {
+    "type",
+    "description",
+    "properties",
+    "required",
+    "additionalProperties",
+    "items",
+    "minItems",
+    "maxItems",
+    "minimum",
+    "maximum",
+    "minLength",
+    "maxLength",
+    "enum",
+    "default",
+}
+_NAMES = {
+    "object": "an object",
+    "array": "a list",
+    "string": "a string",
+    "integer": "an integer",
+    "number": "a number",
+    "boolean": "true or false",
+    "null": "null",
+}
 
 
 def _is(value: Any, kind: str) -> bool:
@@ -92,7 +115,9 @@ def validate(schema: dict[str, Any], value: Any, path: str = "") -> str | None:
     return None
 
 
-def decode_arguments(schema: dict[str, Any], raw: Any, example: str) -> tuple[dict[str, Any] | None, str | None]:
+def decode_arguments(
+    schema: dict[str, Any], raw: Any, example: str
+) -> tuple[dict[str, Any] | None, str | None]:
     """A tool call's arguments (a JSON string, as models send them, a mapping, or nothing) checked
     against `schema`: (arguments, None), or (None, what is wrong, with the `example` call)."""
     if raw is None or (isinstance(raw, str) and not raw.strip()):
@@ -119,7 +144,9 @@ def describe_params(schema: dict[str, Any]) -> str:
         if "minimum" in sub or "maximum" in sub:
             bits.append(f"{sub.get('minimum', '')}..{sub.get('maximum', '')}")
         if kind == "array":
-            bits.append(f"{sub.get('minItems', 0)} to {sub.get('maxItems', 'any')} items, each an object with {describe_params(sub['items'])}")
+            bits.append(
+                f"{sub.get('minItems', 0)} to {sub.get('maxItems', 'any')} items, each an object with {describe_params(sub['items'])}"
+            )
         text = f"`{name}` ({', '.join(bits)})"
         if sub.get("description"):
             text += f": {sub['description']}"

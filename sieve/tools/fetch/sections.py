@@ -89,10 +89,15 @@ def _one(doc: Document, headings: list[str], name: str, hits: list[int], how: st
         return hits[0]
     if len({headings[j] for j in hits}) == 1:
         numbers = _listed([f"#{j + 1}" for j in hits])
-        raise _fail(doc, f'"{name}" names {len(hits)} sections of {doc.id}: {numbers}; pick one by number, e.g. "#{hits[0] + 1}"')
+        raise _fail(
+            doc,
+            f'"{name}" names {len(hits)} sections of {doc.id}: {numbers}; pick one by number, e.g. "#{hits[0] + 1}"',
+        )
     where, advice = _ADVICE[how]
     names = _listed([headings[j] for j in hits], " · ")
-    raise _fail(doc, f'"{name}" matches {len(hits)} sections of {doc.id} {where}: {names}; {advice}')
+    raise _fail(
+        doc, f'"{name}" matches {len(hits)} sections of {doc.id} {where}: {names}; {advice}'
+    )
 
 
 def resolve(doc: Document, name: str) -> Target:
@@ -108,7 +113,9 @@ def resolve(doc: Document, name: str) -> Target:
     if m:
         j = int(m.group(1))
         if not 1 <= j <= len(headings):
-            raise _fail(doc, f"{doc.id} has {len(headings)} sections, so there is no section {wanted}")
+            raise _fail(
+                doc, f"{doc.id} has {len(headings)} sections, so there is no section {wanted}"
+            )
         return j - 1
     key = norm(wanted)
     loose = [j for j, h in enumerate(headings) if norm(h) == key]

@@ -24,9 +24,34 @@ from pathlib import Path
 from sieve.errors import InvalidArgumentError
 from sieve.tools.shell.sandbox import Sandbox, ShellLimits, choose
 
-__all__ = ["PROGRAMS", "ShellLimits", "ShellRefusal", "ShellResult", "check_path", "programs", "run"]
+__all__ = [
+    "PROGRAMS",
+    "ShellLimits",
+    "ShellRefusal",
+    "ShellResult",
+    "check_path",
+    "programs",
+    "run",
+]
 
-_USUAL = ("rg", "grep", "sed", "awk", "find", "xargs", "sort", "uniq", "cut", "head", "tail", "wc", "cat", "ls", "tr", "nl")
+_USUAL = (
+    "rg",
+    "grep",
+    "sed",
+    "awk",
+    "find",
+    "xargs",
+    "sort",
+    "uniq",
+    "cut",
+    "head",
+    "tail",
+    "wc",
+    "cat",
+    "ls",
+    "tr",
+    "nl",
+)
 _PATH = "/usr/local/bin:/usr/bin:/bin"
 
 
@@ -64,7 +89,12 @@ def _size(n: int) -> str:
     return f"{n / (1 << 30):g} GiB" if n >= 1 << 30 else f"{n / (1 << 20):g} MiB"
 
 
-def run(root: str | os.PathLike[str], line: str, limits: ShellLimits = ShellLimits(), sandbox: Sandbox | None = None) -> ShellResult:
+def run(
+    root: str | os.PathLike[str],
+    line: str,
+    limits: ShellLimits = ShellLimits(),
+    sandbox: Sandbox | None = None,
+) -> ShellResult:
     """Run one command line in `root` under `sandbox` (default: `choose("auto")`, which raises
     SandboxError where no sandbox works); raises ShellRefusal only for a line that cannot be run."""
     if not isinstance(line, str) or not line.strip():
@@ -78,8 +108,15 @@ def run(root: str | os.PathLike[str], line: str, limits: ShellLimits = ShellLimi
     text = got.output[: limits.output_bytes].decode("utf-8", "replace")
     notes = []
     if got.limit is not None:
-        notes.append(_LIMIT_NOTES[got.limit].format(wall=limits.wall_seconds, memory=_size(limits.memory_bytes), processes=limits.processes,
-                                                    scratch=_size(limits.scratch_bytes), output=limits.output_bytes))
+        notes.append(
+            _LIMIT_NOTES[got.limit].format(
+                wall=limits.wall_seconds,
+                memory=_size(limits.memory_bytes),
+                processes=limits.processes,
+                scratch=_size(limits.scratch_bytes),
+                output=limits.output_bytes,
+            )
+        )
     elif got.status not in (0, None):
         notes.append(f"exit status {got.status}")
     ok = got.limit is None and (got.status == 0 or (got.status == 1 and not text.strip()))
@@ -95,7 +132,9 @@ def check_path(root: str | os.PathLike[str], word: str) -> None:
     if not isinstance(word, str) or not word or "\0" in word:
         raise ShellRefusal("a path must be a non-empty file name")
     if word.startswith("/") or word.startswith("~"):
-        raise ShellRefusal(f"{word!r}: absolute and home paths are not allowed; paths are relative to the folder")
+        raise ShellRefusal(
+            f"{word!r}: absolute and home paths are not allowed; paths are relative to the folder"
+        )
     if ".." in Path(word).parts:
         raise ShellRefusal(f"{word!r}: '..' is not allowed; everything is inside the folder")
     base = Path(root).resolve()
