@@ -1,4 +1,5 @@
-"""sieve: search, inspect, fetch. A pure-Python fielded Boolean search engine for research agents."""
+"""sieve: search, inspect, fetch. A pure-Python fielded Boolean search engine for research
+agents."""
 
 from sieve.corpus.documents import Document, Section
 from sieve.corpus.folders import Folder

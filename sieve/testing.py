@@ -101,9 +101,8 @@ def check_case(case: dict[str, Any]) -> dict[str, Any]:
         )
     try:
         _JSON.encode(case).encode("utf-8")
-    except (
-        UnicodeEncodeError
-    ) as e:  # a lone surrogate (JSON's "\ud800"): no text a report could print
+    # a lone surrogate (JSON's "\ud800"): no text a report could print
+    except UnicodeEncodeError as e:
         raise InvalidArgumentError(
             f"holds a lone surrogate U+{ord(e.object[e.start]):04X} (not valid Unicode text)"
         ) from None
@@ -142,7 +141,8 @@ def _explained(index: Index, query: str, doc_id: str) -> str:
 
 
 def run_case(index: Index, case: dict[str, Any], line: int | None = None) -> CaseResult:
-    """Run one case; a query the engine refuses (syntax, limits) is a failed case, not an exception."""
+    """Run one case; a query the engine refuses (syntax, limits) is a failed case, not an
+    exception."""
     result = CaseResult(check_case(case), line)
     query = case["query"]
     try:
@@ -154,16 +154,19 @@ def run_case(index: Index, case: dict[str, Any], line: int | None = None) -> Cas
                 )
             elif doc_id not in admitted:
                 result.problems.append(
-                    f"{doc_id!r} should be admitted, but is rejected:\n{_explained(index, query, doc_id)}"
+                    f"{doc_id!r} should be admitted, but is "
+                    f"rejected:\n{_explained(index, query, doc_id)}"
                 )
         for doc_id in _ids(case, "rejects"):
             if doc_id in admitted:
                 result.problems.append(
-                    f"{doc_id!r} should be rejected, but is admitted:\n{_explained(index, query, doc_id)}"
+                    f"{doc_id!r} should be rejected, but is "
+                    f"admitted:\n{_explained(index, query, doc_id)}"
                 )
             elif index.reader.doc_number(doc_id) < 0:
                 result.problems.append(
-                    f"{doc_id!r} should be rejected, but there is no document with that id (check the id)"
+                    f"{doc_id!r} should be rejected, but there is no document with that id (check "
+                    "the id)"
                 )
         if case.get("count") is not None and len(admitted) != case["count"]:
             result.problems.append(
@@ -236,7 +239,8 @@ def index_fixture(
     scope: str = "module",
 ) -> Any:
     """A pytest fixture of a temporary index of `records` (or of what a function returns), removed
-    after its scope: `search_index = sieve.testing.index_fixture(RECORDS)` in a conftest or test module."""
+    after its scope: `search_index = sieve.testing.index_fixture(RECORDS)` in a conftest or test
+    module."""
     import pytest
 
     @pytest.fixture(scope=scope)  # type: ignore[misc]

@@ -8,7 +8,8 @@
 
 One `NodeWithScore` per hit: a `TextNode` holding the section its card's snippet comes from (id
 `DOC_ID#SECTION`), with the document id, title, heading, section number, rank and matched fields
-as metadata, and sieve's score (sieve.tools.fetch.passages). Plain language by default, BQL with `bql=True`.
+as metadata, and sieve's score (sieve.tools.fetch.passages). Plain language by default, BQL with
+`bql=True`.
 """
 
 from __future__ import annotations
@@ -20,7 +21,8 @@ try:
     from llama_index.core.schema import NodeWithScore, QueryBundle, TextNode
 except ImportError as e:  # pragma: no cover - the extra's message
     raise ImportError(
-        f"sieve.adapters.llama_index needs llama-index-core: pip install 'sieve-search[llama-index]' ({e})"
+        "sieve.adapters.llama_index needs llama-index-core: pip install "
+        f"'sieve-search[llama-index]' ({e})"
     ) from None
 
 from sieve.tools.fetch.passages import Passage, retrieve

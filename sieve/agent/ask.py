@@ -27,13 +27,15 @@ def printer(out: TextIO) -> Any:
             step["n"] += 1
             said = _short(data.get("content") or "", 120)
             print(
-                f"step {step['n']}: model ({data['prompt_tokens']} prompt + {data['completion_tokens']} output tokens){': ' + said if said else ''}",
+                f"step {step['n']}: model ({data['prompt_tokens']} prompt + "
+                f"{data['completion_tokens']} output tokens){': ' + said if said else ''}",
                 file=out,
                 flush=True,
             )
         else:
             print(
-                f"  -> {data['name']}({json.dumps(data['arguments'], ensure_ascii=False)}) = {data['result_tokens']} tokens: {_short(data['result'])}",
+                f"  -> {data['name']}({json.dumps(data['arguments'], ensure_ascii=False)}) = "
+                f"{data['result_tokens']} tokens: {_short(data['result'])}",
                 file=out,
                 flush=True,
             )
@@ -55,9 +57,8 @@ def ask(
     shell_sandbox: str = "auto",
     llm_deadline: float = DEADLINE_S,
 ) -> Episode:
-    tools = make_tools(
-        index, condition, ranker, shell_sandbox=shell_sandbox
-    )  # a DCI condition without a sandbox fails here, first
+    # a DCI condition without a sandbox fails here, first
+    tools = make_tools(index, condition, ranker, shell_sandbox=shell_sandbox)
     if isinstance(tools, FileTools):
         warn_unconfined(tools.sandbox)
     client = ChatClient(url, model, api_key=api_key, deadline=llm_deadline)
@@ -72,12 +73,16 @@ def ask(
     ep = agent.run(question, tools)
     rec = ep.record()
     print(
-        f"\nanswer ({ep.outcome}{', ' + ep.reason if ep.reason and ep.reason != 'answer' else ''}): {ep.answer if ep.answer is not None else '(none)'}",
+        "\nanswer "
+        f"({ep.outcome}{', ' + ep.reason if ep.reason and ep.reason != 'answer' else ''}): "
+        f"{ep.answer if ep.answer is not None else '(none)'}",
         file=out,
     )
     print(
-        f"{rec['llm_calls']} LLM calls, {len(ep.tool_calls)} tool calls {rec['tool_calls_by_kind']}, "
-        f"tokens: {rec['tokens']['distinct']} distinct, {rec['tokens']['step_summed']} step-summed; {ep.seconds} s",
+        f"{rec['llm_calls']} LLM calls, {len(ep.tool_calls)} tool calls "
+        f"{rec['tool_calls_by_kind']}, "
+        f"tokens: {rec['tokens']['distinct']} distinct, {rec['tokens']['step_summed']} "
+        f"step-summed; {ep.seconds} s",
         file=out,
     )
     return ep

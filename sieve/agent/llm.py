@@ -15,6 +15,7 @@ beside its content, and where the server reports no usage the call's tokens are 
 
 from __future__ import annotations
 
+import contextlib
 import http.client
 import json
 import math
@@ -87,7 +88,8 @@ def _is_context_error(status: int, body: str) -> bool:
 
 
 def _content(value: Any) -> str:
-    """Message content: a string, null, or a list of parts (the OpenAI form) whose text parts are joined."""
+    """Message content: a string, null, or a list of parts (the OpenAI form) whose text parts are
+    joined."""
     if value is None:
         return ""
     if isinstance(value, str):
@@ -216,9 +218,8 @@ class ChatClient:
             raise InvalidArgumentError(
                 f"the model call's deadline is a number of seconds above 0, not {deadline!r}"
             )
-        self.deadline = float(
-            deadline
-        )  # the longest one call may take: all attempts, reads and backoff sleeps
+        # the longest one call may take: all attempts, reads and backoff sleeps
+        self.deadline = float(deadline)
         self._rng = random.Random(0)
         self._no_tokenize = False
 
@@ -238,10 +239,8 @@ class ChatClient:
             expired.set()
             sock = conn.sock
             if sock is not None:
-                try:
+                with contextlib.suppress(OSError):
                     sock.shutdown(socket.SHUT_RDWR)
-                except OSError:
-                    pass
 
         watchdog = threading.Timer(limit, expire)
         watchdog.daemon = True
@@ -262,7 +261,8 @@ class ChatClient:
                 raise _Fault(f"no complete reply within {limit:.3g} s")
             if resp.length:  # read(amt) returns short at EOF instead of raising
                 raise _Fault(
-                    f"IncompleteRead: the reply was cut short ({size} bytes, {resp.length} more announced)"
+                    f"IncompleteRead: the reply was cut short ({size} bytes, {resp.length} more "
+                    "announced)"
                 )
             return resp.status, b"".join(chunks)
         except (OSError, http.client.HTTPException) as e:
@@ -329,14 +329,12 @@ class ChatClient:
                 delay = min(self.max_backoff, self.backoff * 2 ** (attempt - 1)) * (
                     0.5 + self._rng.random() / 2
                 )
-                if (
-                    time.monotonic() + delay >= end
-                ):  # no sleep that ends past the deadline: no attempt could follow it
+                # no sleep that ends past the deadline: no attempt could follow it
+                if time.monotonic() + delay >= end:
                     raise self._past_deadline(path, attempt, start, last, status)
                 time.sleep(delay)
-            elif (
-                limit < self.timeout and time.monotonic() >= end
-            ):  # the deadline, not the attempt's timeout, cut the last attempt
+            # the deadline, not the attempt's timeout, cut the last attempt
+            elif limit < self.timeout and time.monotonic() >= end:
                 raise self._past_deadline(path, attempt, start, last, status)
         raise LLMError(
             f"no answer from {self.base_url}{path} after {self.max_retries + 1} attempts ({last})",
@@ -349,7 +347,8 @@ class ChatClient:
     ) -> LLMError:
         took = time.monotonic() - start
         return LLMError(
-            f"llm deadline: no answer from {self.base_url}{path} within the call's total deadline of {self.deadline:g} s "
+            f"llm deadline: no answer from {self.base_url}{path} within the call's total deadline "
+            f"of {self.deadline:g} s "
             f"({attempts} attempt{'s' if attempts != 1 else ''} in {took:.1f} s; last: {last})",
             status,
             fault=True,

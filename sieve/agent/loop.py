@@ -22,8 +22,14 @@ from sieve.tools.conditions import condition as find_condition
 from sieve.tools.toolset import ToolResult
 
 TRAJECTORY_FORMAT = 1
-FINAL_NUDGE = "You are close to the context limit. Stop searching and give your final answer now, inside <answer></answer>."
-NO_CALL = "No tool call or answer found in your reply. Call a tool with <tool_call>{...}</tool_call>, or answer with <answer>...</answer>."
+FINAL_NUDGE = (
+    "You are close to the context limit. Stop searching and give your final answer now, inside "
+    "<answer></answer>."
+)
+NO_CALL = (
+    "No tool call or answer found in your reply. Call a tool with <tool_call>{...}</tool_call>, "
+    "or answer with <answer>...</answer>."
+)
 ANSWER_TOOL = {
     "type": "function",
     "function": {
@@ -38,13 +44,11 @@ ANSWER_TOOL = {
 }
 
 
-FINAL_CALLS = (
-    2  # model calls kept back from the step budget: the final-answer request and its recovery
-)
+# model calls kept back from the step budget: the final-answer request and its recovery
+FINAL_CALLS = 2
 MESSAGE_ALLOWANCE = 8  # tokens a chat template adds per message, when the server cannot count
-ONE_SHOT_RETRIES = (
-    3  # one-shot calls made again after a context-length refusal, each with a smaller budget
-)
+# one-shot calls made again after a context-length refusal, each with a smaller budget
+ONE_SHOT_RETRIES = 3
 _SENT = re.compile(
     r"(\d[\d,]*) (?:tokens )?in the messages|you requested (\d[\d,]*) tokens", re.IGNORECASE
 )
@@ -148,7 +152,8 @@ class AgentTools(Protocol):
 @dataclass(frozen=True)
 class Budgets:
     """Defaults from the paper. `max_steps` bounds every model call of an episode, the final-answer
-    request and its recovery included: the loop stops FINAL_CALLS short of it (never below one call)."""
+    request and its recovery included: the loop stops FINAL_CALLS short of it (never below one
+    call)."""
 
     max_steps: int = 100
     context_window: int = 131_072
@@ -210,9 +215,8 @@ class Episode:
     answer: str | None = None
     outcome: str = "failed"  # answered | recovered | failed
     reason: str = ""
-    server_fault: bool = (
-        False  # failed because the model server kept failing: a resumed run redoes it
-    )
+    # failed because the model server kept failing: a resumed run redoes it
+    server_fault: bool = False
     crashed: bool = False  # ended by an exception inside sieve (a bug): a resumed run redoes it
     seconds: float = 0.0
     surfaced: list[str] = field(default_factory=list)
@@ -279,9 +283,8 @@ class Agent:
         self.native = native_tools
         self.budgets = budgets
         self.condition = condition
-        self.one_shot = find_condition(
-            condition
-        ).one_shot  # an unknown name fails here, not mid-run
+        # an unknown name fails here, not mid-run
+        self.one_shot = find_condition(condition).one_shot
         self.ranker = ranker
         self.vllm = vllm
         window = client.max_model_len() if budgets.context_window else None
@@ -327,9 +330,8 @@ class Agent:
         if c.reasoning:
             ep.calls[-1]["reasoning"] = c.reasoning
         if c.counted:
-            ep.calls[-1]["counted"] = (
-                True  # the server reported no usage: these numbers are sieve's count
-            )
+            # the server reported no usage: these numbers are sieve's count
+            ep.calls[-1]["counted"] = True
         if self.on_event is not None:
             self.on_event("llm", {**ep.calls[-1], "content": c.content})
         return c
@@ -338,9 +340,8 @@ class Agent:
         if self.one_shot:
             return self.run_one_shot(question, tools, question_id)
         t0 = time.perf_counter()
-        before = tools.begin(
-            question
-        )  # what the condition does before the agent acts (bounded DCI's retrieval)
+        # what the condition does before the agent acts (bounded DCI's retrieval)
+        before = tools.begin(question)
         prompt = system_prompt(tools, self.native, self.budgets)
         ep = Episode(question_id, question, self.config(prompt))
         ep.tool_calls.extend(before)
@@ -404,7 +405,8 @@ class Agent:
     ) -> tuple[list[str], dict[str, Any]]:
         """The fit loop: count the whole prompt (the server's /tokenize, chat template included,
         else the read counter plus a per-message allowance, times `scale`), and cut words from the
-        end of the lowest-ranked text still present by the excess, until it fits or nothing is left."""
+        end of the lowest-ranked text still present by the excess, until it fits or nothing is
+        left."""
         limit = self.window - self.budgets.max_tokens
         counter = tools.config.read.counter  # type: ignore[attr-defined]
         words = [t.split(" ") for t in texts]
@@ -601,7 +603,7 @@ class Agent:
         # Scales the count to the server's: 1 for /tokenize's own, else learnt from this episode.
         rate = 1.0 if self.client.count_prompt(messages) is not None else self._token_rate(ep)
         for attempt in range(FINAL_RETRIES + 1):
-            sent = fit_messages(messages, limit, lambda ms: self._prompt_size(ms, rate))
+            sent = fit_messages(messages, limit, lambda ms, rate=rate: self._prompt_size(ms, rate))
             try:
                 return self._complete(ep, sent, None, extra), sent
             except ContextLengthError as e:
@@ -637,6 +639,6 @@ class Agent:
 
 
 def dump(ep: Episode) -> str:
-    """The episode's record as one line of JSON, safe to print (`sieve.common.terminal.json_text`): the
-    trajectories file is a log people read with `tail` and `less`."""
+    """The episode's record as one line of JSON, safe to print (`sieve.common.terminal.json_text`):
+    the trajectories file is a log people read with `tail` and `less`."""
     return json_text(ep.record())

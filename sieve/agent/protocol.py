@@ -125,7 +125,8 @@ def parse_text(content: str, known: set[str], open_answer: bool = False) -> Repl
             obj = repair_json(m.group(1))
         except ValueError:
             reply.problems.append(
-                'a <tool_call> could not be read as JSON; write <tool_call>{"name": ..., "arguments": {...}}</tool_call>'
+                'a <tool_call> could not be read as JSON; write <tool_call>{"name": ..., '
+                '"arguments": {...}}</tool_call>'
             )
             continue
         call = _call_from(obj, known)

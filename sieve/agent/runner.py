@@ -1,4 +1,5 @@
-"""Running many episodes: resumable JSON Lines of trajectories, several at once, none lost or doubled.
+"""Running many episodes: resumable JSON Lines of trajectories, several at once, none lost or
+doubled.
 
 Each finished episode is appended as one line (written whole, then fsynced) under a lock. On start,
 the ids already recorded are skipped, except episodes that failed on a model-server fault or were

@@ -59,7 +59,10 @@ class OutsideError(OSError):
     def __init__(self, path: str | os.PathLike, folder: str) -> None:
         super().__init__(
             errno.ELOOP,
-            f"is reached through a symbolic link out of {folder} (a folder on its way was replaced)",
+            (
+                f"is reached through a symbolic link out of {folder} (a folder on its way was "
+                "replaced)"
+            ),
             str(path),
         )
 

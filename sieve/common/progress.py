@@ -25,7 +25,8 @@ def _duration(seconds: float) -> str:
 
 
 class Progress:
-    """`update(n)` adds n done; `set_total(total)` once known; `note(text)` a short suffix; `close()`."""
+    """`update(n)` adds n done; `set_total(total)` once known; `note(text)` a short suffix;
+    `close()`."""
 
     def __init__(
         self,
@@ -88,9 +89,8 @@ class Progress:
 
     def close(self) -> None:
         if self._bar is not None:
-            if (
-                self._bar.total and self.n < self._bar.total
-            ):  # an estimate that was too high (blank lines, skipped records)
+            # an estimate that was too high (blank lines, skipped records)
+            if self._bar.total and self.n < self._bar.total:
                 self._bar.total = self.n
                 self._bar.refresh()
             self._bar.close()

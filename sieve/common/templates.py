@@ -2,8 +2,8 @@
 
 `{name}` (lower-case letters and `_`) is a field; `<!-- if NAME -->...<!-- endif NAME -->` is a
 block kept or dropped by a flag. A field without a value, a block without a flag, or a value that
-names no field of the template is an error, never a blank: a typo in a prompt must not reach a model.
-Other braces (JSON examples, `{ARGUMENTS}`) are plain text.
+names no field of the template is an error, never a blank: a typo in a prompt must not reach a
+model. Other braces (JSON examples, `{ARGUMENTS}`) are plain text.
 """
 
 from __future__ import annotations

@@ -31,7 +31,8 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from typing import Any, TextIO
 
-# The select graphic rendition codes sieve.tools.style writes (bold, match, dim, section) and the reset.
+# The select graphic rendition codes sieve.tools.style
+# writes (bold, match, dim, section) and the reset.
 STYLE_CODES = ("0", "1", "1;33", "2", "36")
 
 # Character classes (for a regular expression): the C0 controls but line feed and tab, which json
@@ -82,10 +83,8 @@ def _utf16(c: str) -> tuple[int, ...]:
     if o < 0x10000:
         return (o,)
     o -= 0x10000
-    return (
-        0xD800 + (o >> 10),
-        0xDC00 + (o & 0x3FF),
-    )  # JSON writes a character past the BMP as a surrogate pair
+    # JSON writes a character past the BMP as a surrogate pair
+    return (0xD800 + (o >> 10), 0xDC00 + (o & 0x3FF))
 
 
 class EscapingStream(io.TextIOBase):
@@ -95,10 +94,10 @@ class EscapingStream(io.TextIOBase):
 
     def __init__(self, stream: TextIO) -> None:
         super().__init__()
-        self.unescaped = (
-            stream  # for what writes its own controls: a progress bar's carriage returns
-        )
-        # Colours are written to a terminal only (sieve.tools.style.terminal_style): elsewhere every ESC is data.
+        # for what writes its own controls: a progress bar's carriage returns
+        self.unescaped = stream
+        # Colours are written to a terminal only
+        # (sieve.tools.style.terminal_style): elsewhere every ESC is data.
         isatty = getattr(stream, "isatty", None)
         tty = isatty is not None and isatty()
         self._pattern, self._replace = (_STREAM, _colour_kept) if tty else (_BLOCK, _escaped)
@@ -141,7 +140,8 @@ def escaping_streams() -> Iterator[None]:
     sys.stdout, sys.stderr = out, err  # type: ignore[assignment]
     try:
         yield
-    finally:  # a stream the body replaced stays replaced (`sieve ... | head` leaves stdout on /dev/null)
+    # a stream the body replaced stays replaced (`sieve ... | head` leaves stdout on /dev/null)
+    finally:
         if sys.stdout is out:
             sys.stdout = saved[0]
         if sys.stderr is err:

@@ -69,10 +69,12 @@ def _refuse_unknown(rec: Mapping[str, Any]) -> None:
     key = found[0]
     if key.startswith("sections["):
         raise CorpusError(
-            f"{key}: a section has only the keys heading and text, so this text would not be indexed; {_LENIENT_HINT}"
+            f"{key}: a section has only the keys heading and text, so this text would not be "
+            f"indexed; {_LENIENT_HINT}"
         )
     raise CorpusError(
-        f"key {key!r} is not a corpus key: keys are lower case (did you mean {key.lower()!r}?), so this would not be indexed; "
+        f"key {key!r} is not a corpus key: keys are lower case (did you mean {key.lower()!r}?), so "
+        "this would not be indexed; "
         f"known keys: {', '.join(sorted(_KNOWN_KEYS))}; {_LENIENT_HINT}"
     )
 
@@ -118,7 +120,8 @@ class Document:
 
     @classmethod
     def stored(cls, store: Any, d: int) -> Document:
-        """Document `d` read back from an index's store (anything with `meta(d)` and `section_text(d, j)`)."""
+        """Document `d` read back from an index's store (anything with `meta(d)` and
+        `section_text(d, j)`)."""
         meta = store.meta(d)
         return cls(
             id=meta["id"],
@@ -157,7 +160,8 @@ def _text(value: Any, what: str, *args: Any) -> str:
         bad = _SURROGATE.search(value)
         if bad:
             raise CorpusError(
-                f"{what.format(*args)} holds a lone surrogate U+{ord(bad.group()):04X} at character {bad.start()} (not valid Unicode text)"
+                f"{what.format(*args)} holds a lone surrogate U+{ord(bad.group()):04X} at "
+                f"character {bad.start()} (not valid Unicode text)"
             )
     return value
 
@@ -226,7 +230,8 @@ def _checked_date(value: Any) -> str | None:
         value = m.group(1)
     if len(value) > 40:  # no date is this long: say so without quoting all of it (twice)
         raise CorpusError(
-            f"unparseable date {value[:20]!r}... ({len(value):,} characters): not an ISO date (YYYY, YYYY-MM or YYYY-MM-DD)"
+            f"unparseable date {value[:20]!r}... ({len(value):,} characters): not an ISO date "
+            "(YYYY, YYYY-MM or YYYY-MM-DD)"
         )
     try:
         parse_partial(value)
@@ -235,13 +240,13 @@ def _checked_date(value: Any) -> str | None:
     return value
 
 
-_checked_date_text = functools.lru_cache(maxsize=1 << 12)(
-    _checked_date
-)  # errors are raised, never cached
+# errors are raised, never cached
+_checked_date_text = functools.lru_cache(maxsize=1 << 12)(_checked_date)
 
 
 def _ascii_strings(d: Mapping[Any, Any]) -> bool:
-    """Whether every key and value of `d` is an ASCII string (joined in C: a join refuses anything else)."""
+    """Whether every key and value of `d` is an ASCII string (joined in C: a join refuses anything
+    else)."""
     try:
         return "".join(d).isascii() and "".join(d.values()).isascii()
     except TypeError:
@@ -292,9 +297,8 @@ def document_from_record(rec: Any, lenient: bool = False) -> Document:
         raise CorpusError(f"a record must be a JSON object, got {type(rec).__name__}")
     if not lenient:
         _refuse_unknown(rec)
-    ids = [
-        rec[k] for k in ("id", "_id") if rec.get(k) is not None and rec.get(k) != ""
-    ]  # a null id is no id
+    # a null id is no id
+    ids = [rec[k] for k in ("id", "_id") if rec.get(k) is not None and rec.get(k) != ""]
     if not ids:
         raise CorpusError("missing id (give 'id' or '_id')")
     norm = []
@@ -307,9 +311,8 @@ def document_from_record(rec: Any, lenient: bool = False) -> Document:
     title = rec.get("title")
     metadata = {k: rec[k] for k in _key_roles(rec)[1]}
     if "sections" in rec and rec.get("text") is not None:
-        metadata["text"] = _text(
-            rec["text"], "text"
-        )  # kept, not indexed: the sections carry the body
+        # kept, not indexed: the sections carry the body
+        metadata["text"] = _text(rec["text"], "text")
     if lenient and isinstance(rec.get("sections"), list):
         kept = {
             str(i): {k: v for k, v in sec.items() if k not in _SECTION_KEYS}
@@ -325,7 +328,8 @@ def document_from_record(rec: Any, lenient: bool = False) -> Document:
             _JSON.encode(metadata).encode()
         except UnicodeEncodeError as e:  # before ValueError, its base class
             raise CorpusError(
-                f"metadata holds a lone surrogate U+{ord(e.object[e.start]):04X} (not valid Unicode text)"
+                f"metadata holds a lone surrogate U+{ord(e.object[e.start]):04X} (not valid "
+                "Unicode text)"
             ) from None
         except (TypeError, ValueError, RecursionError):
             raise CorpusError("metadata must be JSON-serialisable") from None

@@ -1,4 +1,5 @@
-"""Reading corpora: JSON Lines files, BEIR folders and iterables of records, with every bad record named."""
+"""Reading corpora: JSON Lines files, BEIR folders and iterables of records, with every bad record
+named."""
 
 from __future__ import annotations
 
@@ -11,7 +12,7 @@ from collections.abc import Callable, Iterable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import IO, Any, Literal, Union
+from typing import IO, Any, Literal
 
 import numpy as np
 
@@ -20,7 +21,7 @@ from sieve.corpus import folders
 from sieve.corpus.documents import Document, checked_document, unknown_keys
 from sieve.errors import CorpusError, InvalidArgumentError
 
-Source = Union[str, os.PathLike, Iterable[Any]]
+Source = str | os.PathLike | Iterable[Any]
 OnError = Literal["raise", "skip"]
 
 
@@ -133,7 +134,8 @@ def raw_lines(path: Path) -> Iterator[tuple[int, str | CorpusError]]:
                 yield (
                     lineno + 1,
                     CorpusError(
-                        f"the compressed file is cut short or damaged here ({e}); the records before this line were read",
+                        f"the compressed file is cut short or damaged here ({e}); the records "
+                        "before this line were read",
                         name,
                         lineno + 1,
                     ),
@@ -184,9 +186,8 @@ def span_lines(
     with _opened(path) as fh:
         fh.seek(offset)
         data = fh.read(length)
-    if (
-        len(data) != length
-    ):  # the file was cut short after it was split: never index part of it silently
+    # the file was cut short after it was split: never index part of it silently
+    if len(data) != length:
         raise CorpusError(
             f"the file changed while it was read (line {first} onward is gone)", name, first
         )
@@ -291,9 +292,8 @@ class IdRegistry:
 
     def __init__(self) -> None:
         self._recent: dict[bytes, int] = {}
-        self._levels: list[
-            tuple[np.ndarray, np.ndarray]
-        ] = []  # (sorted digests 'S16', their lines), largest first
+        # (sorted digests 'S16', their lines), largest first
+        self._levels: list[tuple[np.ndarray, np.ndarray]] = []
         self._bitmap: bytearray | None = None
 
     def _first_line(self, key: bytes) -> int | None:
@@ -338,7 +338,8 @@ class IdRegistry:
         self, doc_ids: list[str], lines: list[int], keys: bytes | None = None
     ) -> list[tuple[int, int]]:
         """`duplicate` of each id in turn, as (its index, the line it was first seen at) for each
-        seen before at another line. `keys`: the ids' `id_key`s, joined, when they were made already."""
+        seen before at another line. `keys`: the ids' `id_key`s, joined, when they were made
+        already."""
         out: list[tuple[int, int]] = []
         recent, bitmap, wrap = self._recent, self._bitmap, self.BITS - 1
         for i, (doc_id, line) in enumerate(zip(doc_ids, lines)):
@@ -368,12 +369,13 @@ def read_documents(
     check: Callable[[Document, str | None, int], None] | None = None,
     select: Callable[[int, Any], bool] | None = None,
 ) -> Iterator[Document]:
-    """Yield the documents of `source`. A bad record raises CorpusError, or is counted in `report` when skipping.
-    Text under keys the format does not know is an error unless `lenient` (then kept as metadata, and counted).
-    `check(document, file, line)`: more rules (a build's declared fields), raising CorpusError.
-    `select(position, record)`: the records to read at all (position: 1-based, over the whole
-    source), before any check; the others are passed over unread and uncounted (one shard's share).
-    A `select` with an `unread(line)` method lets JSON lines it can rule out go unparsed."""
+    """Yield the documents of `source`. A bad record raises CorpusError, or is counted in `report`
+    when skipping. Text under keys the format does not know is an error unless `lenient` (then kept
+    as metadata, and counted). `check(document, file, line)`: more rules (a build's declared
+    fields), raising CorpusError. `select(position, record)`: the records to read at all (position:
+    1-based, over the whole source), before any check; the others are passed over unread and
+    uncounted (one shard's share). A `select` with an `unread(line)` method lets JSON lines it can
+    rule out go unparsed."""
     if on_error not in ("raise", "skip"):
         raise InvalidArgumentError(f"on_error must be 'raise' or 'skip', not {on_error!r}")
     report = report if report is not None else CorpusReport()

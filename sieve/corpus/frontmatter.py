@@ -16,13 +16,11 @@ from typing import Any
 
 from sieve.errors import CorpusError
 
-MAX_REPEATED = (
-    10_000  # values the aliases of one front matter may repeat (written out, they are copies)
-)
+# values the aliases of one front matter may repeat (written out, they are copies)
+MAX_REPEATED = 10_000
 MAX_REPEATED_CHARS = 1 << 20  # and characters
-MAX_NUMBER_CHARS = (
-    4300  # Python reads no longer decimal integer; nor does sieve any other (0x..., 1:2:3...)
-)
+# Python reads no longer decimal integer; nor does sieve any other (0x..., 1:2:3...)
+MAX_NUMBER_CHARS = 4300
 _MAX_INT_BITS = 14_284  # 2**14_284 < 10**4_300: an integer JSON can still write
 
 
@@ -38,7 +36,8 @@ def _loader() -> Any:
         def construct_object(self, node: Any, deep: bool = False) -> Any:
             try:
                 if node.tag.endswith(":int") and len(str(node.value)) > MAX_NUMBER_CHARS:
-                    # Before it is built: base 60 (`1:2:3`, YAML 1.1) takes time quadratic in its length.
+                    # Before it is built: base 60 (`1:2:3`, YAML
+                    # 1.1) takes time quadratic in its length.
                     raise ValueError("digits")
                 value = super().construct_object(node, deep)
             except (ValueError, OverflowError) as e:  # int() past 4,300 digits, date(2024, 13, 45)
@@ -47,9 +46,8 @@ def _loader() -> Any:
                     None,
                     self.first + node.start_mark.line,
                 ) from None
-            if (
-                isinstance(value, int) and value.bit_length() > _MAX_INT_BITS
-            ):  # 0x and 0b numbers are not limited
+            # 0x and 0b numbers are not limited
+            if isinstance(value, int) and value.bit_length() > _MAX_INT_BITS:
                 raise CorpusError(
                     f"front matter value {_unreadable(node, ValueError('digits'))}",
                     None,
@@ -86,14 +84,12 @@ def check_aliases(root: Any, first: int) -> None:
     again wherever the document is written), or refer to a node they are inside of. `first`: the
     file's line of the YAML's first line. Each repeat of a node costs its size written out, which
     is known when it is met again (it was finished by then: depth-first, without recursion)."""
-    size: dict[
-        int, tuple[int, int]
-    ] = {}  # finished nodes: (values, characters), aliases written out
+    # finished nodes: (values, characters), aliases written out
+    size: dict[int, tuple[int, int]] = {}
     open_: set[int] = set()
     values = chars = 0  # repeated so far
-    stack = [
-        (root, _children(root), [0, *_own_size(root)])
-    ]  # node, its children, [next child, values, characters so far]
+    # node, its children, [next child, values, characters so far]
+    stack = [(root, _children(root), [0, *_own_size(root)])]
     open_.add(id(root))
     while stack:
         node, kids, state = stack[-1]
@@ -110,7 +106,10 @@ def check_aliases(root: Any, first: int) -> None:
         line = first + node.start_mark.line
         if id(child) in open_:
             raise CorpusError(
-                "front matter: an alias refers to a value it is inside of (a structure without end)",
+                (
+                    "front matter: an alias refers to a value it is inside of (a structure without "
+                    "end)"
+                ),
                 None,
                 line,
             )
@@ -121,13 +120,15 @@ def check_aliases(root: Any, first: int) -> None:
             state[2] += c
             if values > MAX_REPEATED:
                 raise CorpusError(
-                    f"front matter: its aliases repeat more than {MAX_REPEATED:,} values (an alias bomb?)",
+                    f"front matter: its aliases repeat more than {MAX_REPEATED:,} values (an alias "
+                    "bomb?)",
                     None,
                     line,
                 )
             if chars > MAX_REPEATED_CHARS:
                 raise CorpusError(
-                    f"front matter: its aliases repeat more than {MAX_REPEATED_CHARS:,} characters (an alias bomb?)",
+                    f"front matter: its aliases repeat more than {MAX_REPEATED_CHARS:,} characters "
+                    "(an alias bomb?)",
                     None,
                     line,
                 )
@@ -150,7 +151,8 @@ def _plain(value: Any, where: str) -> Any:
         type(value), type(value).__name__
     )
     raise CorpusError(
-        f"front matter value of {where!r} is {what}; a document holds text, numbers, true/false, dates, lists and mappings"
+        f"front matter value of {where!r} is {what}; a document holds text, numbers, true/false, "
+        "dates, lists and mappings"
     )
 
 
@@ -171,7 +173,8 @@ def front_matter(content: str, first: int) -> tuple[dict[str, Any], dict[str, in
         finally:
             loader.dispose()
     except yaml.YAMLError as e:
-        # Where the broken construct began (an unclosed bracket's line) says more than where the parser gave up.
+        # Where the broken construct began (an unclosed bracket's
+        # line) says more than where the parser gave up.
         mark = getattr(e, "context_mark", None) or getattr(e, "problem_mark", None)
         raise CorpusError(
             f"front matter is not valid YAML: {getattr(e, 'problem', None) or e}",

@@ -1,5 +1,6 @@
 """QA collections in their public formats: BEIR layout (the paper's structured releases,
-BrowseComp-Plus), HotpotQA JSON, MuSiQue JSON Lines. The user downloads the files; nothing is fetched.
+BrowseComp-Plus), HotpotQA JSON, MuSiQue JSON Lines. The user downloads the files; nothing is
+fetched.
 
 Every loader gives a `Collection`: questions with all gold answer aliases and gold document ids,
 and the corpus records (for HotpotQA and MuSiQue, built from the questions' paragraphs, one
@@ -128,7 +129,8 @@ def _field(rec: dict[str, Any], key: str, where: str) -> Any:
 
 def load_hotpotqa(path: str | Path) -> Collection:
     """HotpotQA distractor/fullwiki JSON (`context: [[title, [sentences]]]`, `supporting_facts:
-    [[title, sentence]]`): one document per title (`ByTitle`), gold documents the supporting titles."""
+    [[title, sentence]]`): one document per title (`ByTitle`), gold documents the supporting
+    titles."""
     path = Path(path)
     try:
         data = json.loads(path.read_text(encoding="utf-8"))
@@ -184,7 +186,8 @@ def load_collection(
     path: str | Path, fmt: str = "beir", dates: str = "strict", split: str = "test"
 ) -> Collection:
     """A collection in one of `FORMATS`. `dates="keep"` keeps a date the index cannot read as plain
-    metadata (`date_text`) instead of stopping the build; `Collection.meta["unparsed_dates"]` counts them."""
+    metadata (`date_text`) instead of stopping the build; `Collection.meta["unparsed_dates"]` counts
+    them."""
     if fmt not in FORMATS:
         raise InvalidArgumentError(
             f"unknown collection format {fmt!r}; choose from {', '.join(FORMATS)}"

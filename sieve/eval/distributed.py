@@ -1,4 +1,5 @@
-"""Evaluation episodes spread over a Ray cluster, with the guarantees of a local run (runner.run_all).
+"""Evaluation episodes spread over a Ray cluster, with the guarantees of a local run
+(runner.run_all).
 
 Each Ray task runs ONE episode in a worker, which builds its own agent and tools from plain values
 (`EpisodeSetup`: the index is opened by path, once per worker process). Only the driver writes
@@ -42,18 +43,15 @@ class EpisodeSetup:
     model: str
     index: str  # the index folder, opened by each worker process
     condition: str
-    tools: dict[str, Any] = field(
-        default_factory=dict
-    )  # make_tools keywords besides index and condition
-    agent: dict[str, Any] = field(
-        default_factory=dict
-    )  # Agent keywords besides the client and condition
+    # make_tools keywords besides index and condition
+    tools: dict[str, Any] = field(default_factory=dict)
+    # Agent keywords besides the client and condition
+    agent: dict[str, Any] = field(default_factory=dict)
     api_key: str | None = None
     dense: bool = False  # rank with the index's embeddings
     llm_deadline: float = DEADLINE_S  # the longest one model call may take, retries included
-    embed_model: str | None = (
-        None  # whose embeddings (None: the index's only, else the bundled MiniLM)
-    )
+    # whose embeddings (None: the index's only, else the bundled MiniLM)
+    embed_model: str | None = None
     dense_search: str = "exact"  # sieve.dense.store.DENSE_SEARCH
 
 
@@ -126,7 +124,8 @@ def _result(ray: Any, ref: Any, q: Question, setup: EpisodeSetup, retries: int) 
             q.id,
             q.text,
             setup,
-            f"Ray: {type(e).__name__}: {first} (an episode whose worker dies is retried {retries} times)",
+            f"Ray: {type(e).__name__}: {first} (an episode whose worker dies is retried {retries} "
+            "times)",
         )
 
 
@@ -147,11 +146,12 @@ def _episode(setup: EpisodeSetup, url: str, question_id: str, question: str) -> 
     (Ray retries only a worker's death)."""
     try:
         agent = _agent(setup, url)
+        # session state is per episode
         tools = make_tools(
             _index(setup.index, setup.dense, setup.embed_model, setup.dense_search),
             setup.condition,
             **setup.tools,
-        )  # session state is per episode
+        )
         return agent.run(question, tools, question_id)
     except Exception as e:
         where = traceback.extract_tb(e.__traceback__)[-1]
@@ -159,7 +159,8 @@ def _episode(setup: EpisodeSetup, url: str, question_id: str, question: str) -> 
             question_id,
             question,
             setup,
-            f"{type(e).__name__}: {e} (at {Path(where.filename).name}:{where.lineno}, on {socket.gethostname()})",
+            f"{type(e).__name__}: {e} (at {Path(where.filename).name}:{where.lineno}, on "
+            f"{socket.gethostname()})",
         )
 
 
@@ -167,9 +168,8 @@ def _index(
     path: str, dense: bool, embed_model: str | None = None, dense_search: str = "exact"
 ) -> Index:
     key = (path, dense, embed_model, dense_search)
-    if (
-        key not in _indexes or _indexes[key].retired
-    ):  # a long-lived worker must not answer from a replaced build
+    # a long-lived worker must not answer from a replaced build
+    if key not in _indexes or _indexes[key].retired:
         index = open_index(path)
         if dense:
             index.use_dense(model=embed_model, search=dense_search)

@@ -44,15 +44,12 @@ class Cell:
     twin: str = "structured"
     fallback: bool = True
     snippet: str | None = None  # None: the condition's own
-    diagnose: bool | None = (
-        None  # a zero-hit search names the relaxations that would admit documents; None: the condition's own
-    )
-    fields: bool = (
-        True  # cards name the fields the query matched in; False: the "no field exposure" ablation
-    )
-    embed_model: str | None = (
-        None  # None: the grid's encoder (its one --embed-model, else the index's)
-    )
+    # a zero-hit search names the relaxations that would admit documents; None: the condition's own
+    diagnose: bool | None = None
+    # cards name the fields the query matched in; False: the "no field exposure" ablation
+    fields: bool = True
+    # None: the grid's encoder (its one --embed-model, else the index's)
+    embed_model: str | None = None
 
     @property
     def name(self) -> str:
@@ -90,12 +87,12 @@ class Cell:
             )
         if self.embed_model is not None and self.ranker not in DENSE_RANKERS:
             raise InvalidArgumentError(
-                f"grid cell {self.name}: an embedding model applies to the rankers {', '.join(DENSE_RANKERS)} only"
+                f"grid cell {self.name}: an embedding model applies to the rankers "
+                f"{', '.join(DENSE_RANKERS)} only"
             )
         model = model_name(self.embed_model) if self.embed_model is not None else None
-        diagnose = (
-            None if self.diagnose == c.diagnose else self.diagnose
-        )  # the condition's own needs no name of its own
+        # the condition's own needs no name of its own
+        diagnose = None if self.diagnose == c.diagnose else self.diagnose
         return Cell(
             c.name,
             self.ranker,
@@ -117,7 +114,8 @@ def with_encoders(cells: list[Cell], models: Sequence[str]) -> list[Cell]:
     labels = [model_label(m) for m in names]
     if len(set(labels)) < len(labels):
         raise InvalidArgumentError(
-            f"embedding models {', '.join(names)}: their short names ({', '.join(labels)}) name the grid's runs "
+            f"embedding models {', '.join(names)}: their short names ({', '.join(labels)}) name "
+            "the grid's runs "
             "and must differ"
         )
     out: list[Cell] = []
@@ -141,9 +139,10 @@ def plan(
     """The cells: each condition (default the paper's) with each of its paper rankers that is among
     `rankers` (default all), on each twin where the twin matters (conditions that search an index),
     then (`extensions`) sieve's extensions of SIEVE with their rankers among `rankers`, then the
-    ablations (on hybrid, the paper's; on the first of `rankers` when hybrid is not among them), then
-    (`controls`) the paper's Table 6: the `indri-control` condition with the Indri-style rankers; with
-    several `embed_models`, each cell that ranks with embeddings once per model (`with_encoders`)."""
+    ablations (on hybrid, the paper's; on the first of `rankers` when hybrid is not among them),
+    then (`controls`) the paper's Table 6: the `indri-control` condition with the Indri-style
+    rankers; with several `embed_models`, each cell that ranks with embeddings once per model
+    (`with_encoders`)."""
     names = [condition(n).name for n in (conditions or PAPER_CONDITIONS)]
     if extensions:
         names += [n for n in EXTENSIONS if n not in names]
@@ -187,8 +186,9 @@ def plan(
 
 
 def load_grid(path: str | Path) -> list[Cell]:
-    """A grid file: JSON, either {"cells": [{condition, ranker, twin?, fallback?, snippet?, diagnose?, fields?}, ...]}
-    or the arguments of `plan` ({"conditions": [...], "rankers": [...], "twins": [...], "ablations": true, ...})."""
+    """A grid file: JSON, either {"cells": [{condition, ranker, twin?, fallback?, snippet?,
+    diagnose?, fields?}, ...]} or the arguments of `plan` ({"conditions": [...], "rankers": [...],
+    "twins": [...], "ablations": true, ...})."""
     path = Path(path)
     try:
         data = json.loads(path.read_text(encoding="utf-8"))
@@ -216,7 +216,8 @@ def load_grid(path: str | Path) -> list[Cell]:
     extra = set(data) - allowed
     if extra:
         raise InvalidArgumentError(
-            f"{path}: unknown keys {sorted(extra)}; a grid file has cells, or {', '.join(sorted(allowed))}"
+            f"{path}: unknown keys {sorted(extra)}; a grid file has cells, or "
+            f"{', '.join(sorted(allowed))}"
         )
     return plan(
         data.get("conditions"),
@@ -259,8 +260,10 @@ def run_grid(
 
     if judge is None and not unjudged and needs_judge(collection):
         raise InvalidArgumentError(
-            f'{collection} is graded by an LLM judge ({collection_note(collection)} says "accuracy": "judge"): '
-            "give --judge-url URL --judge-model MODEL, or --no-judge to run it with exact match only and no judged accuracy"
+            f"{collection} is graded by an LLM judge ({collection_note(collection)} says "
+            '"accuracy": "judge"): '
+            "give --judge-url URL --judge-model MODEL, or --no-judge to run it with exact match "
+            "only and no judged accuracy"
         )
     if ray:
         from sieve.eval.distributed import join
@@ -271,17 +274,15 @@ def run_grid(
     c = load_collection(collection, fmt, dates)
     from sieve.dense.store import embedded_models
 
-    for twin in sorted(
-        {cell.twin for cell in cells}
-    ):  # build (and embed) each twin once, before any run
+    # build (and embed) each twin once, before any run
+    for twin in sorted({cell.twin for cell in cells}):
         wanted = {
             cell.embed_model or embed_model
             for cell in cells
             if cell.ranker in DENSE_RANKERS and cell.twin == twin
         }
-        if (
-            None in wanted
-        ):  # no model named: the one a twin built by `eval build` holds, else the default
+        # no model named: the one a twin built by `eval build` holds, else the default
+        if None in wanted:
             wanted.discard(None)
             if not embedded_models(root / twin):
                 wanted.add(DEFAULT_MODEL)

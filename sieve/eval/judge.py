@@ -42,7 +42,8 @@ MAX_TOKENS = 512
 
 @dataclass(frozen=True)
 class Grade:
-    """One parsed grader reply. `confidence` is the grader's, in percent (None when it gave none)."""
+    """One parsed grader reply. `confidence` is the grader's, in percent (None when it gave
+    none)."""
 
     correct: bool
     extracted: str | None
@@ -52,7 +53,7 @@ class Grade:
 
 # A field line: optional bullet, numbering, heading marks or emphasis, the field name, a colon.
 _FIELD = re.compile(
-    r"^[\s>#*_`-]*(?:\d+[.)]\s*)?[*_`]*\s*(extracted[\s_-]*final[\s_-]*answer|reasoning|correct|confidence)\s*[*_`]*\s*[:：]\s*(.*)$",
+    r"^[\s>#*_`-]*(?:\d+[.)]\s*)?[*_`]*\s*(extracted[\s_-]*final[\s_-]*answer|reasoning|correct|confidence)\s*[*_`]*\s*[:：]\s*(.*)$",  # noqa: RUF001  # models write the full-width colon too
     re.IGNORECASE,
 )
 _VERDICT = re.compile(r"(yes|no|true|false|correct|incorrect)\b")
@@ -90,7 +91,7 @@ def parse_grade(text: str) -> Grade | None:
         value = float(pm.group(1))
         if not pm.group(2) and "." in pm.group(1) and value <= 1:
             value *= 100  # "confidence: 0.9"
-        confidence = int(round(min(100.0, value)))
+        confidence = round(min(100.0, value))
     return Grade(
         correct=verdict.group(1) in ("yes", "true", "correct"),
         extracted=None if extracted.lower().strip(".\"'") in _NONE else extracted,
@@ -99,7 +100,8 @@ def parse_grade(text: str) -> Grade | None:
     )
 
 
-COLLECTION_NOTE = "sieve-collection.json"  # in a collection's folder: {"accuracy": "judge"} where the paper judges it (BCP-S)
+# in a collection's folder: {"accuracy": "judge"} where the paper judges it (BCP-S)
+COLLECTION_NOTE = "sieve-collection.json"
 
 
 def collection_note(collection: Path) -> Path:
@@ -150,8 +152,10 @@ def judged_accuracy(verdicts: Mapping[str, bool | None], where: str = "") -> flo
     if missing:
         shown = ", ".join(missing[:5]) + (", …" if len(missing) > 5 else "")
         raise UnjudgedError(
-            f"{where + ': ' if where else ''}no judged accuracy: {len(missing)} of {len(verdicts)} answers are unjudged "
-            f"(the grader's reply had no readable verdict twice: {shown}); run `sieve eval judge` again to grade them"
+            f"{where + ': ' if where else ''}no judged accuracy: {len(missing)} of {len(verdicts)} "
+            "answers are unjudged "
+            f"(the grader's reply had no readable verdict twice: {shown}); run `sieve eval judge` "
+            "again to grade them"
         )
     if not verdicts:
         raise UnjudgedError(
@@ -174,9 +178,8 @@ class Judge:
             for line in self.cache_path.read_text(encoding="utf-8").splitlines():
                 try:
                     rec = json.loads(line)
-                    if not rec.get(
-                        "unparsed"
-                    ):  # earlier versions cached an unparsed grade as wrong: ask it again
+                    # earlier versions cached an unparsed grade as wrong: ask it again
+                    if not rec.get("unparsed"):
                         self._cache[str(rec["key"])] = rec
                 except (ValueError, KeyError, TypeError):
                     continue  # a torn last line from an interrupted run: ask again

@@ -1,4 +1,5 @@
-"""`sieve eval build` and `sieve eval run`: indexes for a collection's twins, then episodes -> summary.json."""
+"""`sieve eval build` and `sieve eval run`: indexes for a collection's twins, then episodes ->
+summary.json."""
 
 from __future__ import annotations
 
@@ -110,7 +111,8 @@ def index_root(collection: Path, index_dir: Path | None = None) -> Path:
         ) from None
     if not built.is_dir():
         raise InvalidArgumentError(
-            f"{note} says the twins were built in {built}, which does not exist; run `sieve eval build {collection} OUT` "
+            f"{note} says the twins were built in {built}, which does not exist; run `sieve eval "
+            f"build {collection} OUT` "
             "again, give --index-dir, or delete the note to build under the default folder"
         )
     return built
@@ -176,11 +178,11 @@ def run_collection(
     picks the collection's by its fields, "paper-wikipedia", "paper-browsecomp", "generated")
     override the condition's. Ablations: `fallback=False` (strict Boolean search),
     `snippet` ("none": cards without snippets; "lead"/"query": what a card quotes), `fields=False`
-    (cards without the matched fields), `twin="flat"`. `ray`: the address of a Ray cluster to spread the episodes over
-    (sieve.eval.distributed), `workers` of them at once (default: one per CPU of the cluster;
-    locally 1); the records and the summary are those of a local run. `shell_sandbox`: the DCI
-    conditions' sandbox (auto, bwrap, landlock, none), chosen once here and recorded in the summary;
-    without one a DCI run fails before any episode. `llm_deadline`: the longest
+    (cards without the matched fields), `twin="flat"`. `ray`: the address of a Ray cluster to spread
+    the episodes over (sieve.eval.distributed), `workers` of them at once (default: one per CPU of
+    the cluster; locally 1); the records and the summary are those of a local run. `shell_sandbox`:
+    the DCI conditions' sandbox (auto, bwrap, landlock, none), chosen once here and recorded in the
+    summary; without one a DCI run fails before any episode. `llm_deadline`: the longest
     one model call may take, retries included (sieve.agent.llm). Dense rankers use the embeddings
     of `embed_model` (default: the index's only model, else the bundled MiniLM; one the index has
     no embeddings of is refused), searched exactly as the paper (`dense_search="approximate"`:
@@ -201,39 +203,39 @@ def run_collection(
     if ranker in DENSE_RANKERS:
         index.use_dense(model=embed_model, search=dense_search)
         dense = index.searcher.dense
-        dense.encoder  # loaded and checked against the embeddings before any episode
+        _ = dense.encoder  # loaded and checked against the embeddings before any episode
         encoder = dense.identity
     questions = c.questions[:limit] if limit else c.questions
     gold = {q.id: list(q.answers) for q in questions}
-    clients = [
-        ChatClient(u, model, api_key=api_key, deadline=llm_deadline) for u in urls
-    ]  # a malformed URL fails here, before any episode
+    # a malformed URL fails here, before any episode
+    clients = [ChatClient(u, model, api_key=api_key, deadline=llm_deadline) for u in urls]
     out_dir.mkdir(parents=True, exist_ok=True)
     traj = out_dir / "trajectories.jsonl"
     on_episode = _progress(len(questions), gold) if progress else None
 
-    options: dict[str, Any] = dict(
-        ranker=ranker if ranker != "none" else "bm25",
-        k=k,
-        read_cap=read_cap,
-        k_max=k_max or k,
-        read_parts=read_parts,
-        fallback=fallback,
-        snippet=snippet,
-        diagnose=diagnose,
-        files=root / "dci",
-        shell_sandbox=box.mechanism if box is not None else shell_sandbox,
-        as_paper=True,
-        fields=fields,
-        manual=manual,
-    )
+    options: dict[str, Any] = {
+        "ranker": ranker if ranker != "none" else "bm25",
+        "k": k,
+        "read_cap": read_cap,
+        "k_max": k_max or k,
+        "read_parts": read_parts,
+        "fallback": fallback,
+        "snippet": snippet,
+        "diagnose": diagnose,
+        "files": root / "dci",
+        "shell_sandbox": box.mechanism if box is not None else shell_sandbox,
+        "as_paper": True,
+        "fields": fields,
+        "manual": manual,
+    }
 
     def tools() -> Any:
         return make_tools(index, condition, **options)
 
     probe = tools()  # stages the DCI files once, before the workers start
     asked = [Question(q.id, q.question) for q in questions]
-    if ray:  # each worker builds its agents (the servers may answer the cluster only) and opens the index
+    # each worker builds its agents (the servers may answer the cluster only) and opens the index
+    if ray:
         from sieve.eval.distributed import EpisodeSetup, run_all_ray
 
         # Absolute paths: a worker's working directory is not the driver's.
@@ -295,7 +297,8 @@ def _tool_settings(tools: Any) -> dict[str, Any]:
         }
     manual = config.manual
     if "search" not in tools.tools:
-        manual = "generated"  # the paper's manual is for BQL `search`; other tools keep the generated one
+        # the paper's manual is for BQL `search`; other tools keep the generated one
+        manual = "generated"
     elif manual == "paper":
         manual = f"paper-{paper_collection(tools.index)}"
     return {

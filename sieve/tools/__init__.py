@@ -1,12 +1,12 @@
 """The tool surface an agent (or a person) uses over an index: result cards, section fetch,
 whole-document visit, outlines, and `Toolset`, which turns calls into text.
 
-`Toolset(index)` is the entry point: JSON schemas for a model, `call(name, arguments) -> ToolResult`,
-and the generated manual. The modules below it are usable on their own: `cards` (what a search
-shows), `reading` (fetch and visit under a token cap), `tokens` (token counters), `conditions`
-(the compared conditions: which tools an agent gets), `files` and `shell` (the DCI conditions' files,
-read-only shell and reader), `episode` (`make_tools`: one episode's tools for a condition). Nothing here talks to a model: that is
-`sieve.agent`.
+`Toolset(index)` is the entry point: JSON schemas for a model, `call(name, arguments) ->
+ToolResult`, and the generated manual. The modules below it are usable on their own: `cards` (what a
+search shows), `reading` (fetch and visit under a token cap), `tokens` (token counters),
+`conditions` (the compared conditions: which tools an agent gets), `files` and `shell` (the DCI
+conditions' files, read-only shell and reader), `episode` (`make_tools`: one episode's tools for a
+condition). Nothing here talks to a model: that is `sieve.agent`.
 """
 
 from sieve.tools.cards import CardConfig

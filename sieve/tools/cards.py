@@ -32,13 +32,13 @@ class CardConfig:
     # not by the document (one of 100,000 sections, or a 9 MB body, took seconds per card).
     snippet_sections: int = 64
     snippet_chars: int = 1 << 18
-    max_headings: int = (
-        12  # the reference showed 8, though half of a big collection's pages have more
-    )
+    # the reference showed 8, though half of a big collection's pages have more
+    max_headings: int = 12
     max_infobox_keys: int = 12
     max_authors: int = 3
     # What a card quotes (sieve.tools.conditions.SNIPPETS): a window around the query's words
-    # ("query"), the document's opening words ("lead", the paper's Search-Visit baseline), or nothing.
+    # ("query"), the document's opening words ("lead",
+    # the paper's Search-Visit baseline), or nothing.
     snippet: str = "query"
     # Whether a card names the fields the query matched in (`matched: title, body`); False is the
     # paper's "no field exposure" ablation.
@@ -177,7 +177,8 @@ def declared_values(
 def _declared_line(index: Index, meta: dict[str, Any]) -> str:
     """` · year 2005 · venue ACL/EMNLP` (a long value cut)."""
     return "".join(
-        f" · {name} {shown if len(shown) <= MAX_VALUE_CHARS else shown[: MAX_VALUE_CHARS - 1] + '…'}"
+        f" · {name} "
+        f"{shown if len(shown) <= MAX_VALUE_CHARS else shown[: MAX_VALUE_CHARS - 1] + '…'}"
         for name, shown in declared_values(index, meta.get("metadata") or {})
     )
 
@@ -190,12 +191,12 @@ def card(
     style: Style = PLAIN,
     structured: bool = True,
 ) -> str:
-    """One hit as text. `structured=False` gives the plain baseline's card: title and snippet only."""
+    """One hit as text. `structured=False` gives the plain baseline's card: title and snippet
+    only."""
     meta = hit_meta(index, hit)
     headings: list[str] = meta["headings"]
-    shown_headings = [
-        inline(h) for h in headings
-    ]  # nothing from a document may start a line of its own
+    # nothing from a document may start a line of its own
+    shown_headings = [inline(h) for h in headings]
     head = f"[{hit.rank}] {style.id(inline(hit.doc_id))} — {inline(meta['title'])}"
     lines = []
     if structured:
@@ -228,8 +229,8 @@ RELAXATIONS_SHOWN = 3
 
 
 def relaxations_line(r: Results) -> str:
-    """` It would admit documents: 14 without date[2020-01-01..]; 3 with "heat plan"[section] in any field.`
-    (empty when there is no diagnosis or no relaxation admits anything)."""
+    """` It would admit documents: 14 without date[2020-01-01..]; 3 with "heat plan"[section] in any
+    field.` (empty when there is no diagnosis or no relaxation admits anything)."""
     d = r.diagnosis
     if d is None or not d.relaxations:
         return ""
@@ -242,10 +243,16 @@ def search_header(r: Results) -> str:
     missing = "; ".join(f"no document has {m}" for m in r.missing)
     relax = relaxations_line(r)
     if r.ranker in SOFT_RANKERS:
-        exact = f"{plural(r.count, 'document')} {'matches' if r.count == 1 else 'match'} {r.query} exactly{';' if r.count else '.'}"
+        exact = (
+            f"{plural(r.count, 'document')} {'matches' if r.count == 1 else 'match'} {r.query} "
+            f"exactly{';' if r.count else '.'}"
+        )
         if not r.count:
             exact = exact[:-1] + (f"; {missing}." if missing else ".") + relax
-        soft = f"top {len(r.hits)} of the whole collection by {r.ranker} (a soft match: a result need not satisfy the query):"
+        soft = (
+            f"top {len(r.hits)} of the whole collection by {r.ranker} (a soft match: a result "
+            "need not satisfy the query):"
+        )
         return (
             exact
             + ("\n" if relax or not r.count else " ")
@@ -267,12 +274,16 @@ def search_header(r: Results) -> str:
         return f"0 documents match {r.query}" + (f"; {missing}." if missing else ".") + relax
     verb = "matches" if r.count == 1 else "match"
     if not r.ranked:
-        return f"{plural(r.count, 'document')} {verb} {r.query}; the first {len(r.hits)} in index order (no word to rank by):"
+        return (
+            f"{plural(r.count, 'document')} {verb} {r.query}; the first {len(r.hits)} in index "
+            "order (no word to rank by):"
+        )
     return f"{plural(r.count, 'document')} {verb} {r.query}; top {len(r.hits)} by {r.ranker}:"
 
 
 def indri_header(r: Results) -> str:
-    """The first line of an Indri-language listing: canonical query, how many documents it matches."""
+    """The first line of an Indri-language listing: canonical query, how many documents it
+    matches."""
     if not r.hits:
         return f"0 documents match {r.query}."
     verb = "matches" if r.count == 1 else "match"

@@ -1,4 +1,5 @@
-"""The paper's BQL manual, per collection, in our own words: what the SIEVE condition reads in `eval`.
+"""The paper's BQL manual, per collection, in our own words: what the SIEVE condition reads in
+`eval`.
 
 The paper gave its agent a fixed manual for each collection (its Table 4): Wikipedia-style
 collections search `title`, `section` and `body` (with their aliases), BrowseComp-Plus adds `author`

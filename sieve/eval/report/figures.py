@@ -1,8 +1,9 @@
-"""Drawing `sieve eval report`'s figures from their data (`sieve.eval.report.tables`) with matplotlib
-(the `eval` extra). Nothing is computed here: each figure's numbers are in its `<id>.json`.
+"""Drawing `sieve eval report`'s figures from their data (`sieve.eval.report.tables`) with
+matplotlib (the `eval` extra). Nothing is computed here: each figure's numbers are in its
+`<id>.json`.
 
-Readable with 21 runs or more: no text label sits on a point (colour names the family, the marker the
-ranker, in a legend beside the axes); where one axis would hold many lines or bars, a panel per
+Readable with 21 runs or more: no text label sits on a point (colour names the family, the marker
+the ranker, in a legend beside the axes); where one axis would hold many lines or bars, a panel per
 collection and family (small multiples)."""
 
 from __future__ import annotations
@@ -62,9 +63,8 @@ def figure_1(f: dict[str, Any]) -> Figure:
                 pt["family"] if pt["family"] in colour else "other",
                 pt["ranker"] if pt["ranker"] in marker else "none",
             )
-            other = (
-                pt["encoder"] is not None and pt["encoder"] != usual
-            )  # another encoder: a hollow point and its name
+            # another encoder: a hollow point and its name
+            other = pt["encoder"] is not None and pt["encoder"] != usual
             key = (
                 f"{pt['family']} · {pt['ranker']}"
                 + (f" · {', '.join(pt['marks'])}" if pt["marks"] else "")

@@ -19,7 +19,8 @@ from sieve.errors import SieveError
 from sieve.eval.metrics import exact_match, f1
 
 SEARCH_TOOLS = ("search", "ranked_search")
-# The rows of the paper's Table 3 (BQL usage): field restriction, Boolean operators (any, then each),
+# The rows of the paper's Table 3 (BQL usage): field
+# restriction, Boolean operators (any, then each),
 # quoted phrases, prefix wildcards, date filters, NEAR, and "plain": none of field, Boolean or date
 # (a question counts when none of its searches used them).
 OPERATORS = ("field", "boolean", "and", "or", "not", "phrase", "wildcard", "date", "near", "plain")
@@ -32,7 +33,8 @@ def bql_features(query: str) -> set[str]:
     or date); an unparseable query uses none.
 
     Boolean operators count only when written (`AND`, `OR`, `NOT`, `-x`, any case): words side by
-    side are ANDed too, but that is how a plain query reads, not a Boolean combination the agent chose.
+    side are ANDed too, but that is how a plain query reads, not a Boolean combination the agent
+    chose.
     """
     try:
         found = constructs(parse(query)) - {"boolean"}
@@ -58,7 +60,8 @@ def bql_usage(records: list[dict[str, Any]]) -> tuple[dict[str, dict[str, float]
     calls = [f for q in per_call for f in q]
     per_q = [set().union(*q) if q else set() for q in per_call]
     n = len(records)
-    # A question is plain when it searched and none of its searches used a field, Boolean operator or date.
+    # A question is plain when it searched and none of its
+    # searches used a field, Boolean operator or date.
     per_q = [
         f - {"plain"} | ({"plain"} if q and not f & _STRUCTURED else set())
         for f, q in zip(per_q, per_call)
@@ -115,9 +118,10 @@ def summarize(
 ) -> dict[str, Any]:
     """A run's numbers over the records of questions with gold answers: accuracy (exact match), F1,
     means per question of distinct tokens (the reference implementation's: largest prompt plus every
-    completion), final-context tokens (sieve's earlier figure) and step-summed tokens, LLM calls and tool calls by kind, the
-    fallback rate of searches, gold-document recall, the failure composition, outcomes (answered,
-    recovered, failed) and the recovered share, the number of `search` calls and their BQL usage."""
+    completion), final-context tokens (sieve's earlier figure) and step-summed tokens, LLM calls and
+    tool calls by kind, the fallback rate of searches, gold-document recall, the failure
+    composition, outcomes (answered, recovered, failed) and the recovered share, the number of
+    `search` calls and their BQL usage."""
     recs = [r for r in records if r["question_id"] in gold_answers]
     n = len(recs)
     if n == 0:
@@ -166,7 +170,8 @@ def summarize(
             for k in ("answered", "recovered", "failed")
         },
         "recovered_share": round(sum(1 for r in recs if r["outcome"] == "recovered") / n, 4),
-        # Episodes an exception inside sieve ended (a bug, not the model): a resumed run redoes them.
+        # Episodes an exception inside sieve ended (a
+        # bug, not the model): a resumed run redoes them.
         "crashed": sum(1 for r in recs if r.get("crashed")),
         "search_calls": search_calls,
         "bql_usage": usage,

@@ -1,13 +1,14 @@
 """The data of every table and figure of `sieve eval report`, and its Markdown; no drawing here.
 
-Each item is a JSON-friendly dict with an `id` (`table-1`, `figure-7`, ...), a `title` and its numbers,
-or `skipped`: what runs it needs. Single-backbone items use the primary backbone. Which of the
-paper's tables and figures each is:
+Each item is a JSON-friendly dict with an `id` (`table-1`, `figure-7`, ...), a `title` and its
+numbers, or `skipped`: what runs it needs. Single-backbone items use the primary backbone. Which of
+the paper's tables and figures each is:
 
 - Table 1: accuracy, distinct tokens and LLM calls per condition and ranker (rows), per collection
   (columns); sieve's extensions (for example `+diagnosis`) are rows of their own, ablations are not.
 - Table 3: BQL usage of the runs that used `search`, with the row "no field / Boolean / date".
-- Table 6: the Indri-style control: SIEVE with the indri rankers beside SIEVE with BM25 and BM25+dense.
+- Table 6: the Indri-style control: SIEVE with the indri rankers beside SIEVE with BM25 and
+  BM25+dense.
 - Table 7: the ablations of SIEVE (strict Boolean, no snippets, no field exposure, diagnosis, flat
   twin), each against SIEVE as the paper runs it with the same ranker (BM25+dense first).
 - Table 8: what BQL adds: Search–Fetch against SIEVE for each ranker and collection.
@@ -122,7 +123,8 @@ def _versus(run: Run, ref: Run, comparisons: int) -> dict[str, Any]:
     }
 
 
-# --- tables -----------------------------------------------------------------------------------------
+# --- tables
+# -----------------------------------------------------------------------------------------
 
 
 def table_1(ctx: Ctx) -> dict[str, Any]:
@@ -135,7 +137,7 @@ def table_1(ctx: Ctx) -> dict[str, Any]:
             key = (*key, r.name)  # two runs of one cell on one collection: both shown
         keyed.setdefault(key, {})[r.collection] = i
     rows = []
-    for key, cells in keyed.items():
+    for cells in keyed.values():
         first = ctx.runs[next(iter(cells.values()))]
         rows.append(
             {
@@ -221,7 +223,8 @@ def table_3(ctx: Ctx) -> dict[str, Any]:
         }
         for i in used
     ]
-    # "plain" (no field, Boolean or date) is one of OPERATORS: counted once, by sieve.eval.report.summary.
+    # "plain" (no field, Boolean or date) is one of
+    # OPERATORS: counted once, by sieve.eval.report.summary.
     rows = [
         {
             "construct": op,
@@ -294,7 +297,8 @@ def table_6(ctx: Ctx) -> dict[str, Any]:
         return _skip(
             "table-6",
             title,
-            "a SIEVE run with the indri or indri+dense ranker beside SIEVE with BM25 or BM25+dense, of one collection "
+            "a SIEVE run with the indri or indri+dense ranker beside SIEVE with BM25 or "
+            "BM25+dense, of one collection "
             "and backbone (eval grid --controls)",
         )
     return {"id": "table-6", "title": title, "backbone": ctx.primary, "groups": groups}
@@ -312,7 +316,8 @@ def _ablation_name(run: Run, ref: Run) -> str:
 
 
 def ablations(ctx: Ctx) -> list[dict[str, Any]]:
-    """Per collection and ranker (BM25+dense first): SIEVE as the paper runs it and its ablations."""
+    """Per collection and ranker (BM25+dense first): SIEVE as the paper runs it and its
+    ablations."""
     groups = []
     for c in ctx.collections:
         for ranker in (
@@ -354,7 +359,8 @@ def table_7(ctx: Ctx, groups: list[dict[str, Any]]) -> dict[str, Any]:
         return _skip(
             "table-7",
             title,
-            f"SIEVE as the paper runs it and an ablation of it ({', '.join(ABLATIONS)}, diagnosis) with the same ranker, "
+            f"SIEVE as the paper runs it and an ablation of it ({', '.join(ABLATIONS)}, diagnosis) "
+            "with the same ranker, "
             "collection and backbone (eval grid --ablations)",
         )
     return {"id": "table-7", "title": title, "backbone": ctx.primary, "groups": groups}
@@ -425,7 +431,8 @@ def table_9(ctx: Ctx) -> dict[str, Any]:
         return _skip(
             "table-9",
             title,
-            "runs of one condition and ranker on both twins, of one collection and backbone (eval grid --twins structured,flat)",
+            "runs of one condition and ranker on both twins, of one collection and backbone (eval "
+            "grid --twins structured,flat)",
         )
     rows = [
         {
@@ -441,7 +448,8 @@ def table_9(ctx: Ctx) -> dict[str, Any]:
     return {"id": "table-9", "title": title, "backbone": ctx.primary, "rows": rows}
 
 
-# --- figures ----------------------------------------------------------------------------------------
+# --- figures
+# ----------------------------------------------------------------------------------------
 
 
 def figure_1(ctx: Ctx) -> dict[str, Any]:
@@ -609,7 +617,8 @@ def figure_5(ctx: Ctx) -> dict[str, Any]:
         return _skip(
             "figure-5",
             title,
-            "runs of one condition, ranker, collection and backbone with two or more dense encoders (summary.json `encoder`)",
+            "runs of one condition, ranker, collection and backbone with two or more dense "
+            "encoders (summary.json `encoder`)",
         )
     return {"id": "figure-5", "title": title, "backbone": ctx.primary, "series": out}
 
@@ -670,7 +679,8 @@ def figure_7(ctx: Ctx) -> dict[str, Any]:
             panels.append({"collection": c, "bars": bars})
     return {
         "id": "figure-7",
-        "title": "Why wrong answers were wrong (exact match), as shares of each run's incorrect answers",
+        "title": "Why wrong answers were wrong (exact match), as shares of each run's incorrect "
+        "answers",
         "backbone": ctx.primary,
         "panels": panels,
     }
@@ -726,7 +736,8 @@ def all_data(runs: list[Run], rows: list[dict[str, Any]], primary: str) -> dict[
     return {"tables": {t["id"]: t for t in tables}, "figures": {f["id"]: f for f in figures}}
 
 
-# --- Markdown ---------------------------------------------------------------------------------------
+# --- Markdown
+# ---------------------------------------------------------------------------------------
 
 
 def _p100(x: float | None) -> str:
@@ -791,18 +802,22 @@ def md_table_1(t: dict[str, Any]) -> list[str]:
         + " or ".join(
             {
                 "em": "exact match",
-                "judged": "the judge's (over judged questions; unjudged ones are neither right nor wrong)",
+                "judged": (
+                    "the judge's (over judged questions; unjudged ones are neither right nor wrong)"
+                ),
             }[b]
             for b in sorted(by)
         )
         + ". Tok.: distinct tokens per question; calls: LLM calls per question. "
-        f"\\* differs from the collection's baseline at alpha {ALPHA} (two-sided, Bonferroni). Ablations are in Table 7, the flat twin in Table 9."
+        f"\\* differs from the collection's baseline at alpha {ALPHA} (two-sided, Bonferroni). "
+        "Ablations are in Table 7, the flat twin in Table 9."
     )
     return _grid(head, body, 4) + ["", note]
 
 
 def md_runs(rows: list[dict[str, Any]]) -> list[str]:
-    """One line per run with every column (rows as `sieve.eval.report.report.numbers` gives them)."""
+    """One line per run with every column (rows as `sieve.eval.report.report.numbers` gives
+    them)."""
     judged = any(r["judged"] is not None for r in rows)
     head = (
         ["Run", "Backbone", "Encoder", "Condition", "Ranker", "Twin", "n", "EM %"]
@@ -819,7 +834,10 @@ def md_runs(rows: list[dict[str, Any]]) -> list[str]:
     body = []
     for r in rows:
         s = r.get("significant") or []
-        mark = lambda m: "*" if m in s else ""  # noqa: E731
+
+        def mark(m: str, s: list[str] = s) -> str:
+            return "*" if m in s else ""
+
         cells = [
             r["run"] + (" (baseline)" if r.get("baseline") else ""),
             str(r["model"]),
@@ -848,10 +866,14 @@ def md_runs(rows: list[dict[str, Any]]) -> list[str]:
 
 
 RUNS_NOTE = (
-    f"\\* differs from the run's baseline at alpha {ALPHA} (two-sided, Bonferroni-corrected over the runs compared with it): exact McNemar on "
-    "accuracy, paired t on tokens and LLM calls. Tokens and calls are means per question; distinct tokens count each piece of context once, "
-    "step-summed tokens recount the prompt at every call. Judge %: over the judged questions; unjudged answers are not counted as wrong. "
-    "Recovered: answers obtained by the recovery step. Fallback: share of search calls whose Boolean filter admitted nothing."
+    f"\\* differs from the run's baseline at alpha {ALPHA} (two-sided, Bonferroni-corrected over "
+    "the runs compared with it): exact McNemar on "
+    "accuracy, paired t on tokens and LLM calls. Tokens and calls are means per question; distinct "
+    "tokens count each piece of context once, "
+    "step-summed tokens recount the prompt at every call. Judge %: over the judged questions; "
+    "unjudged answers are not counted as wrong. "
+    "Recovered: answers obtained by the recovery step. Fallback: share of search calls whose "
+    "Boolean filter admitted nothing."
 )
 
 
@@ -872,8 +894,10 @@ def md_table_3(t: dict[str, Any]) -> list[str]:
     calls = ", ".join(f"{c['run']} {c['search_calls']}" for c in t["columns"])
     return _grid(head, body) + [
         "",
-        f"Share of questions whose `search` calls used the construct at least once / share of `search` calls using it, % "
-        f"({calls} calls). Boolean operators count only when written (AND, OR, NOT, -x); words side by side are not counted.",
+        "Share of questions whose `search` calls used the construct at least once / share of "
+        "`search` calls using it, % "
+        f"({calls} calls). Boolean operators count only when written (AND, OR, NOT, -x); words "
+        "side by side are not counted.",
     ]
 
 
@@ -907,7 +931,8 @@ def md_table_6(t: dict[str, Any]) -> list[str]:
             3,
         ) + [""]
     return out + [
-        f"Δ against SIEVE with {', '.join(sorted({g['reference'] for g in t['groups']}))} (Bonferroni within a collection)."
+        f"Δ against SIEVE with {', '.join(sorted({g['reference'] for g in t['groups']}))} "
+        "(Bonferroni within a collection)."
     ]
 
 
@@ -944,7 +969,8 @@ def md_table_7(t: dict[str, Any]) -> list[str]:
         4,
     ) + [
         "",
-        "Each ablation against SIEVE as the paper runs it with the same ranker (Bonferroni within a collection and ranker).",
+        "Each ablation against SIEVE as the paper runs it with the same ranker (Bonferroni within "
+        "a collection and ranker).",
     ]
 
 
@@ -979,7 +1005,8 @@ def md_table_8(t: dict[str, Any]) -> list[str]:
         2,
     ) + [
         "",
-        f"BQL improved accuracy on {t['improved']} of {t['pairs']} ranker-collection pairs (Bonferroni over the pairs).",
+        f"BQL improved accuracy on {t['improved']} of {t['pairs']} ranker-collection pairs "
+        "(Bonferroni over the pairs).",
     ]
 
 
@@ -1058,9 +1085,12 @@ def md_paired(rows: list[dict[str, Any]]) -> list[str]:
         )
     return _grid(head, body, 4) + [
         "",
-        "Gained: questions this run got right and the baseline wrong (lost: the reverse), by the judge when both runs are "
-        "judged (unjudged questions left out), else by exact match. Δ: this run minus the baseline, mean over the shared questions. "
-        "Fewer tokens: share of shared questions where this run used fewer distinct tokens. p: Bonferroni-corrected; * below alpha.",
+        "Gained: questions this run got right and the baseline wrong (lost: the reverse), by the "
+        "judge when both runs are "
+        "judged (unjudged questions left out), else by exact match. Δ: this run minus the "
+        "baseline, mean over the shared questions. "
+        "Fewer tokens: share of shared questions where this run used fewer distinct tokens. p: "
+        "Bonferroni-corrected; * below alpha.",
     ]
 
 
@@ -1086,7 +1116,8 @@ def md_figure_7(f: dict[str, Any]) -> list[str]:
         3,
     ) + [
         "",
-        "Shares of each run's incorrect answers (exact match): retrieval, no gold document ever surfaced; selection, surfaced but never opened; "
+        "Shares of each run's incorrect answers (exact match): retrieval, no gold document ever "
+        "surfaced; selection, surfaced but never opened; "
         "synthesis, opened and still wrong; unattributed, the question has no gold documents.",
     ]
 
@@ -1103,16 +1134,20 @@ TABLES = (
 
 
 def render(report: dict[str, Any], pictures: list[Path] | str | None = None) -> str:
-    """report.md: every table (or the line saying what it needs), the paired tests, Figure 7's numbers, the figures."""
+    """report.md: every table (or the line saying what it needs), the paired tests, Figure 7's
+    numbers, the figures."""
     rows = report["rows"]
     about = (
-        f"{len(rows)} run{'s' if len(rows) != 1 else ''}; collections: {', '.join(c or '?' for c in report['collections'])}; backbones: "
-        f"{', '.join(b or '?' for b in report['backbones'])} (primary: {report['primary_backbone'] or '?'})."
+        f"{len(rows)} run{'s' if len(rows) != 1 else ''}; collections: "
+        f"{', '.join(c or '?' for c in report['collections'])}; backbones: "
+        f"{', '.join(b or '?' for b in report['backbones'])} (primary: "
+        f"{report['primary_backbone'] or '?'})."
     )
     parts = ["# Evaluation report", "", about, f"Baseline: {report['baseline']}."]
     if report.get("unpaired"):
         parts.append(
-            f"No baseline among the runs of {', '.join(report['unpaired'])}: their paired tests are left out."
+            f"No baseline among the runs of {', '.join(report['unpaired'])}: their paired tests "
+            "are left out."
         )
     skipped: list[str] = []
     for key, name, fn in TABLES:
@@ -1132,7 +1167,8 @@ def render(report: dict[str, Any], pictures: list[Path] | str | None = None) -> 
     for key, f in report["figures"].items():
         if "skipped" in f:
             skipped.append(
-                f"- {key.replace('figure-', 'Figure ')} ({f['title']}): skipped; it needs {f['skipped']}."
+                f"- {key.replace('figure-', 'Figure ')} ({f['title']}): skipped; it needs "
+                f"{f['skipped']}."
             )
     if skipped:
         parts += ["", "## Not in this report", "", *skipped]

@@ -26,9 +26,8 @@ class Passage:
     text: str
     rank: int
     score: float
-    metadata: dict[str, Any] = field(
-        default_factory=dict
-    )  # fields, date, author, query, ranker, ...
+    # fields, date, author, query, ranker, ...
+    metadata: dict[str, Any] = field(default_factory=dict)
 
     def to_dict(self) -> dict[str, Any]:
         return {

@@ -43,9 +43,8 @@ class ReadConfig:
     cap: int = DEFAULT_CAP
     counter: TokenCounter = field(default_factory=WhitespaceCounter)
     hint: NextHint = tool_hint
-    reserve: int = (
-        48  # tokens every part leaves free, for the note a fetch of several sections may add
-    )
+    # tokens every part leaves free, for the note a fetch of several sections may add
+    reserve: int = 48
     # Longer texts come in numbered parts; False: a read stops at the cap (the paper's ceiling),
     # saying how much was left out, and only part 1 exists.
     parts: bool = True
@@ -59,7 +58,8 @@ class ReadConfig:
 
 @dataclass(frozen=True)
 class Read:
-    """One rendered read: `text` is what the reader gets; `body` the part of the content it shows."""
+    """One rendered read: `text` is what the reader gets; `body` the part of the content it
+    shows."""
 
     doc_id: str
     name: str  # the section label, a view name, or "" for the whole document
@@ -106,9 +106,8 @@ def contents_text(doc: Document, counter: TokenCounter) -> str:
 def outline_text(doc: Document, counter: TokenCounter, cap: int | None = None) -> str:
     """What `show` prints: the document's facts, then its sections with their lengths; with `cap`,
     as many section lines as fit in `cap` tokens, then how many more there are."""
-    doc = shown(
-        doc, texts=False
-    )  # nothing in a document can forge a line or reach a terminal as an escape
+    # nothing in a document can forge a line or reach a terminal as an escape
+    doc = shown(doc, texts=False)
     n = len(doc.sections)
     head = f"{inline(doc.id)}\n{facts_text(doc)}\n{n} section{'s' if n != 1 else ''}:\n"
     lines = ["  " + line for line in contents_text(doc, counter).splitlines()]
@@ -172,7 +171,10 @@ def _render(
 
     def footer(p: int, n: int) -> str:
         if not config.parts:
-            return f"[truncated at the {config.cap:,}-token ceiling of one read: {n - 1:,} more read{'s' if n > 2 else ''}' worth not shown]"
+            return (
+                f"[truncated at the {config.cap:,}-token ceiling of one read: {n - 1:,} more "
+                f"read{'s' if n > 2 else ''}' worth not shown]"
+            )
         return f"[continued in part {p + 1} of {n}: {config.hint(doc.id, section, p + 1)}]"
 
     # Budget the content for the longest header and footer any part can have.
@@ -186,7 +188,8 @@ def _render(
     n = len(spans)
     if not config.parts and part != 1:
         raise InvalidArgumentError(
-            f"reads here stop at the {config.cap:,}-token ceiling: there is only part 1, not part {part}"
+            f"reads here stop at the {config.cap:,}-token ceiling: there is only part 1, not part "
+            f"{part}"
         )
     if isinstance(part, bool) or not isinstance(part, int) or not 1 <= part <= n:
         which = (

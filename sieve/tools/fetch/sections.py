@@ -10,13 +10,13 @@ passes to the next; nothing left is an error that lists the document's sections.
 from __future__ import annotations
 
 import re
-from typing import Literal, Union
+from typing import Literal
 
 from sieve.corpus.documents import INTRO, Document
 from sieve.errors import InvalidArgumentError
 
 View = Literal["facts", "infobox", "contents"]
-Target = Union[int, View]  # a section number, or a view of the document
+Target = int | View  # a section number, or a view of the document
 
 _NUMBER = re.compile(r"#(\d+)")
 
@@ -91,7 +91,8 @@ def _one(doc: Document, headings: list[str], name: str, hits: list[int], how: st
         numbers = _listed([f"#{j + 1}" for j in hits])
         raise _fail(
             doc,
-            f'"{name}" names {len(hits)} sections of {doc.id}: {numbers}; pick one by number, e.g. "#{hits[0] + 1}"',
+            f'"{name}" names {len(hits)} sections of {doc.id}: {numbers}; pick one by number, e.g. '
+            f'"#{hits[0] + 1}"',
         )
     where, advice = _ADVICE[how]
     names = _listed([headings[j] for j in hits], " · ")

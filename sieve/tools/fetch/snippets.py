@@ -58,7 +58,8 @@ class Matcher:
 
     @classmethod
     def of(cls, results: Results) -> Matcher:
-        """The matcher of a search's query (its terms come analysed with the results: no second parse)."""
+        """The matcher of a search's query (its terms come analysed with the results: no second
+        parse)."""
         return cls(frozenset(results.terms), results.stems, results.analyzer)
 
     def __bool__(self) -> bool:
@@ -111,8 +112,9 @@ def _spans(text: str) -> tuple[np.ndarray, np.ndarray]:
 
 
 def _term_starts(lower: str, needles: Iterable[str]) -> list[int]:
-    """Offsets of an ASCII text where a needle starts at a word boundary (no letter or digit before it).
-    `str.find` runs at memchr speed; a regex alternation tried at every offset is several times slower."""
+    """Offsets of an ASCII text where a needle starts at a word boundary (no letter or digit before
+    it). `str.find` runs at memchr speed; a regex alternation tried at every offset is several times
+    slower."""
     at = []
     for t in needles:
         i = lower.find(t)

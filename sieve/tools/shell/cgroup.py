@@ -12,6 +12,7 @@ the next time one is made.
 
 from __future__ import annotations
 
+import contextlib
 import functools
 import itertools
 import os
@@ -31,7 +32,8 @@ class CallGroup:
 
     @staticmethod
     def make(tasks: int, memory_bytes: int) -> CallGroup | None:
-        """A fresh group capped at `tasks` tasks and `memory_bytes` bytes, or None where none can be made."""
+        """A fresh group capped at `tasks` tasks and `memory_bytes` bytes, or None where none can be
+        made."""
         parents = _parents()
         if parents is None:
             return None
@@ -90,10 +92,8 @@ class CallGroup:
         empty; False if it is not empty after `wait` seconds."""
         kill_file = self.dirs[0] / "cgroup.kill"
         if self.version == 2 and kill_file.exists():
-            try:
+            with contextlib.suppress(OSError):
                 kill_file.write_text("1")
-            except OSError:
-                pass
         until = time.monotonic() + wait
         stopped: set[int] = set()
         while time.monotonic() < until:
@@ -102,10 +102,8 @@ class CallGroup:
                 return True
             for sig in (signal.SIGSTOP, signal.SIGKILL) if left - stopped else (signal.SIGKILL,):
                 for pid in left:
-                    try:
+                    with contextlib.suppress(ProcessLookupError, PermissionError):
                         os.kill(pid, sig)
-                    except (ProcessLookupError, PermissionError):
-                        pass
             stopped |= left
             time.sleep(0.002)
         return not self.members()

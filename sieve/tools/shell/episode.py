@@ -37,9 +37,9 @@ def stage_root(index: Index) -> Path:
 
 
 class BoundedFiles(FileTools):
-    """BM25-bounded DCI (RISE-style): at the start of an episode BM25 retrieves `bound` documents for
-    the question; the shell and reader see the episode's own folder holding only those, removed by
-    `close` (or when the tools are dropped). As the paper gives it, the agent also has a live
+    """BM25-bounded DCI (RISE-style): at the start of an episode BM25 retrieves `bound` documents
+    for the question; the shell and reader see the episode's own folder holding only those, removed
+    by `close` (or when the tools are dropped). As the paper gives it, the agent also has a live
     `bm25_search` over the whole collection whose top `k` files join the folder."""
 
     def __init__(
@@ -60,7 +60,8 @@ class BoundedFiles(FileTools):
         if "bm25_search" in tools:
             self.tools["bm25_search"] = Tool(
                 "bm25_search",
-                f"Rank the whole collection by BM25 for plain words; lists the top {k} files and copies those not "
+                f"Rank the whole collection by BM25 for plain words; lists the top {k} files and "
+                "copies those not "
                 "in the folder yet into it.",
                 {
                     "type": "object",
@@ -79,9 +80,8 @@ class BoundedFiles(FileTools):
             )
 
     def _search(self, words: str) -> tuple[str, bool]:
-        if (
-            self._cleanup is None
-        ):  # before begin, the folder is the whole collection's: never written
+        # before begin, the folder is the whole collection's: never written
+        if self._cleanup is None:
             raise InvalidArgumentError(
                 "bm25_search: the episode has not begun (no folder of its own yet)"
             )
@@ -95,14 +95,15 @@ class BoundedFiles(FileTools):
         added = set(add_to_stage(self.staged, self.whole, ids))
         self._note(ids, self.surfaced)
         names = {doc_id: name for name, doc_id in self.staged.ids.items()}
+        new = "  (new in the folder)"
         lines = [
-            f"{names[i]}  {inline(self.index.document(i).title)}{'  (new in the folder)' if names[i] in added else ''}"
+            f"{names[i]}  {inline(self.index.document(i).title)}{new if names[i] in added else ''}"
             for i in ids
             if i in names
         ]
         return (
-            f"{len(lines)} files for {inline(words)!r}, best first ({len(added)} new in the folder):\n"
-            + "\n".join(lines),
+            f"{len(lines)} files for {inline(words)!r}, best first ({len(added)} new in the "
+            "folder):\n" + "\n".join(lines),
             True,
         )
 
@@ -153,16 +154,17 @@ def make_tools(
 ) -> Toolset | FileTools:
     """A fresh tool session for one episode of the condition `condition_name`.
 
-    `as_paper=True` is the condition as `eval` runs it, the paper's method: the registry's diagnosis,
-    fallback ranker and manual (`sieve` has no diagnosis, a BM25 fallback, the paper's manual), and
-    the read ceiling per document read. False (`sieve ask`) keeps sieve's defaults: diagnosis on,
-    the fallback ranked by `ranker`, the manual generated from the index, the ceiling per call.
-    `diagnose` and `manual` override either. `k_max` caps what an agent may ask a search for
-    (default 50); `read_parts=False` truncates reads at the cap; `fallback=False` is strict Boolean
-    search (no zero-hit recovery); `snippet` overrides the condition's card text (query, lead, none);
-    `fields=False` leaves the matched fields off the cards; `files` is the DCI staging folder
-    (default beside the index), built on first use; `shell_sandbox` the DCI shell's sandbox (auto,
-    bwrap, landlock, none: `sieve.tools.shell.sandbox.choose`, which raises SandboxError where none works)."""
+    `as_paper=True` is the condition as `eval` runs it, the paper's method: the registry's
+    diagnosis, fallback ranker and manual (`sieve` has no diagnosis, a BM25 fallback, the paper's
+    manual), and the read ceiling per document read. False (`sieve ask`) keeps sieve's defaults:
+    diagnosis on, the fallback ranked by `ranker`, the manual generated from the index, the ceiling
+    per call. `diagnose` and `manual` override either. `k_max` caps what an agent may ask a search
+    for (default 50); `read_parts=False` truncates reads at the cap; `fallback=False` is strict
+    Boolean search (no zero-hit recovery); `snippet` overrides the condition's card text (query,
+    lead, none); `fields=False` leaves the matched fields off the cards; `files` is the DCI staging
+    folder (default beside the index), built on first use; `shell_sandbox` the DCI shell's sandbox
+    (auto, bwrap, landlock, none: `sieve.tools.shell.sandbox.choose`, which raises SandboxError
+    where none works)."""
     c: Condition = condition(condition_name)
     read = ReadConfig(cap=read_cap, parts=read_parts)
     if c.corpus != "index":
@@ -175,7 +177,8 @@ def make_tools(
         )
     if "indri_search" in c.tools and ranker not in SOFT_RANKERS:
         raise InvalidArgumentError(
-            f"condition {c.name!r} ranks with {' or '.join(SOFT_RANKERS)} (Indri's query language), not {ranker!r}"
+            f"condition {c.name!r} ranks with {' or '.join(SOFT_RANKERS)} (Indri's query "
+            f"language), not {ranker!r}"
         )
     paper = {
         "diagnose": c.diagnose,

@@ -85,9 +85,8 @@ def _write_stage(
             target = tmp / FILES / name
             source = copy_from.files / name if copy_from is not None else None
             if source is not None and source.is_file():
-                shutil.copyfile(
-                    source, target
-                )  # a copy, never a link: nothing written here reaches the whole folder
+                # a copy, never a link: nothing written here reaches the whole folder
+                shutil.copyfile(source, target)
             else:
                 target.write_text(file_text(index, doc_id), encoding="utf-8")
             target.chmod(0o444)
@@ -157,7 +156,8 @@ def add_to_stage(staged: Staged, whole: Staged, doc_ids: Iterable[str]) -> list[
 
 
 def remove_stage(staged: Staged) -> None:
-    """Delete a staged folder (its files are read-only: made writable first, for users other than root)."""
+    """Delete a staged folder (its files are read-only: made writable first, for users other than
+    root)."""
 
     def writable(func: Any, path: str, _exc: Any) -> None:
         os.chmod(path, 0o700)
@@ -193,22 +193,25 @@ class FileTools:
             config if config.sandbox is not None else replace(config, sandbox=choose("auto"))
         )
         self.surfaced: list[str] = []  # documents whose file name a command printed
-        self.opened: list[
-            str
-        ] = []  # documents read (with `read`, or printed whole by cat/head/sed...)
+        # documents read (with `read`, or printed whole by cat/head/sed...)
+        self.opened: list[str] = []
         self.tokens = 0
         specs = {
             "bash": Tool(
                 "bash",
-                "Run a bash command line in the folder of document files (read-only; pipes, ;, && and the usual tools: "
-                f"{', '.join(shell.PROGRAMS)}; write scratch files under $TMPDIR, emptied after each call; no network).",
+                "Run a bash command line in the folder of document files (read-only; pipes, ;, && "
+                "and the usual tools: "
+                f"{', '.join(shell.PROGRAMS)}; write scratch files under $TMPDIR, emptied after "
+                "each call; no network).",
                 {
                     "type": "object",
                     "properties": {
                         "command": {
                             "type": "string",
                             "minLength": 1,
-                            "description": "the command line, e.g. grep -il 'fort santiago' *.txt | head",
+                            "description": (
+                                "the command line, e.g. grep -il 'fort santiago' *.txt | head"
+                            ),
                         }
                     },
                     "required": ["command"],
@@ -219,7 +222,8 @@ class FileTools:
             ),
             "read": Tool(
                 "read",
-                f"Read one document file from a given line ({config.read.cap:,} {self.unit} per call).",
+                f"Read one document file from a given line ({config.read.cap:,} {self.unit} per "
+                "call).",
                 {
                     "type": "object",
                     "properties": {
@@ -257,7 +261,8 @@ class FileTools:
 
     def describe(self) -> str:
         return "\n".join(
-            f"- `{t.name}`: {t.description} Arguments: {describe_params(t.parameters)}. Example: {t.example}"
+            f"- `{t.name}`: {t.description} Arguments: {describe_params(t.parameters)}. Example: "
+            f"{t.example}"
             for t in self.tools.values()
         )
 
@@ -291,7 +296,8 @@ class FileTools:
         if spec is None:
             return self._result(
                 name,
-                f"error: there is no tool named {json.dumps(name)}; the tools are {', '.join(self.tools)}",
+                f"error: there is no tool named {json.dumps(name)}; the tools are "
+                f"{', '.join(self.tools)}",
                 False,
             )
         args, problem = decode_arguments(spec.parameters, arguments, spec.example)
@@ -314,7 +320,8 @@ class FileTools:
                 into.append(i)
 
     def _capped(self, text: str, what: str, more: str = "") -> tuple[str, int | None]:
-        """`text` within the read ceiling: (text, None), or (whole lines that fit + a note, how many)."""
+        """`text` within the read ceiling: (text, None), or (whole lines that fit + a note, how
+        many)."""
         counter, cap = self.config.read.counter, self.config.read.cap
         if counter.count(text) <= cap:
             return text, None
@@ -328,7 +335,8 @@ class FileTools:
                 hi = mid - 1
         return (
             "\n".join(lines[:lo])
-            + f"\n[{what} cut at the {cap:,}-{self.unit[:-1]} ceiling of one call after line {lo:,}{more}]",
+            + f"\n[{what} cut at the {cap:,}-{self.unit[:-1]} ceiling of one call after line "
+            f"{lo:,}{more}]",
             lo,
         )
 

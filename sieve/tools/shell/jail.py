@@ -1,9 +1,9 @@
 """The Landlock sandbox's launcher: run as a script (`python -I -S jail.py CONFIG`), never imported.
 
-Used by `sieve.tools.shell.sandbox` where bubblewrap is missing. It stays alive as the call's supervisor:
-a child subreaper, so every process the command starts (a detached one included) remains its
-descendant, and when the command's shell exits it kills whatever is left, so nothing outlives the
-call. The shell itself runs in a child that, before `execve`:
+Used by `sieve.tools.shell.sandbox` where bubblewrap is missing. It stays alive as the call's
+supervisor: a child subreaper, so every process the command starts (a detached one included) remains
+its descendant, and when the command's shell exits it kills whatever is left, so nothing outlives
+the call. The shell itself runs in a child that, before `execve`:
 
 - drops every capability and locks the securebits when started as root (Landlock confines the file
   system, not a root's other powers);
@@ -25,6 +25,7 @@ prints one line starting with `sieve-jail:` and exits 125 before the command run
 
 from __future__ import annotations
 
+import contextlib
 import ctypes
 import marshal
 import os
@@ -32,7 +33,8 @@ import struct
 import sys
 
 SETUP_FAILED = 125
-_SIGKILL = 9  # the same on every Linux architecture; the `signal` module's enums cost milliseconds to import
+# the same on every Linux architecture; the `signal` module's enums cost milliseconds to import
+_SIGKILL = 9
 
 _libc = ctypes.CDLL(None, use_errno=True)
 _libc.syscall.restype = ctypes.c_long
@@ -48,9 +50,8 @@ EXECUTE, WRITE_FILE, READ_FILE, READ_DIR = 1 << 0, 1 << 1, 1 << 2, 1 << 3
 REMOVE_DIR, REMOVE_FILE, MAKE_CHAR, MAKE_DIR, MAKE_REG = 1 << 4, 1 << 5, 1 << 6, 1 << 7, 1 << 8
 MAKE_SOCK, MAKE_FIFO, MAKE_BLOCK, MAKE_SYM = 1 << 9, 1 << 10, 1 << 11, 1 << 12
 REFER, TRUNCATE, IOCTL_DEV = 1 << 13, 1 << 14, 1 << 15
-_FILE_RIGHTS = (
-    EXECUTE | WRITE_FILE | READ_FILE | TRUNCATE | IOCTL_DEV
-)  # what a rule on a file (not a folder) may grant
+# what a rule on a file (not a folder) may grant
+_FILE_RIGHTS = EXECUTE | WRITE_FILE | READ_FILE | TRUNCATE | IOCTL_DEV
 _NET_BIND_TCP, _NET_CONNECT_TCP = 1 << 0, 1 << 1  # ABI 4
 _SCOPE_ABSTRACT_UNIX, _SCOPE_SIGNAL = 1 << 0, 1 << 1  # ABI 6
 
@@ -101,7 +102,8 @@ _ARCHES = {
             "io_uring_setup": 425,
             "io_uring_enter": 426,
             "io_uring_register": 427,
-            # metadata, which Landlock does not confine: the corpus's modes, owners, times
+            # metadata, which Landlock does not confine:
+            # the corpus's modes, owners, times
             "truncate": 76,
             "chmod": 90,
             "fchmod": 91,
@@ -196,13 +198,13 @@ def handled_fs(abi: int) -> int:
 
 
 def ruleset(abi: int, rules: list[tuple[str, str]]) -> int:
-    """A Landlock ruleset's file descriptor granting `rules` ([(path, grant name)]) and nothing else."""
+    """A Landlock ruleset's file descriptor granting `rules` ([(path, grant name)]) and nothing
+    else."""
     fs = handled_fs(abi)
     attr = struct.pack("=Q", fs)
     if abi >= 4:
-        attr += struct.pack(
-            "=Q", _NET_BIND_TCP | _NET_CONNECT_TCP
-        )  # handled, never granted: no TCP at all
+        # handled, never granted: no TCP at all
+        attr += struct.pack("=Q", _NET_BIND_TCP | _NET_CONNECT_TCP)
     if abi >= 6:
         attr += struct.pack("=Q", _SCOPE_ABSTRACT_UNIX | _SCOPE_SIGNAL)
     buf = ctypes.create_string_buffer(attr, len(attr))
@@ -260,9 +262,8 @@ def install_seccomp(program: bytes) -> None:
     """Filter this process's (and its children's) system calls; needs no-new-privileges first."""
     count = len(program) // 8
     filt = ctypes.create_string_buffer(program, len(program))
-    packed = struct.pack(
-        "@HP", count, ctypes.addressof(filt)
-    )  # struct sock_fprog, native alignment
+    # struct sock_fprog, native alignment
+    packed = struct.pack("@HP", count, ctypes.addressof(filt))
     fprog = ctypes.create_string_buffer(packed, len(packed))
     _check(_libc.prctl(_PR_SET_SECCOMP, _SECCOMP_MODE_FILTER, fprog, 0, 0), "seccomp")
 
@@ -271,9 +272,8 @@ def _drop_root() -> None:
     """uid 0 without any capability: exec grants none back (securebits locked)."""
     _check(_libc.prctl(_PR_SET_SECUREBITS, _SECUREBITS, 0, 0, 0), "securebits")
     for cap in range(64):
-        if (
-            _libc.prctl(_PR_CAPBSET_DROP, cap, 0, 0, 0) < 0 and ctypes.get_errno() != 22
-        ):  # EINVAL: no such capability
+        # EINVAL: no such capability
+        if _libc.prctl(_PR_CAPBSET_DROP, cap, 0, 0, 0) < 0 and ctypes.get_errno() != 22:
             raise SetupError(f"capability bounding set: {os.strerror(ctypes.get_errno())}")
     _libc.prctl(_PR_CAP_AMBIENT, _PR_CAP_AMBIENT_CLEAR_ALL, 0, 0, 0)
     os.setgroups([])  # while CAP_SETGID is still held
@@ -308,10 +308,8 @@ def _reap_all(me: int) -> None:
     while True:
         kids = _children(me)
         for pid in kids:
-            try:
+            with contextlib.suppress(ProcessLookupError):
                 os.kill(pid, _SIGKILL)
-            except ProcessLookupError:
-                pass
         try:
             while os.waitpid(-1, os.WNOHANG if kids else 0)[0] > 0:
                 pass

@@ -26,13 +26,13 @@ _CR = re.compile(r"\r\n?")
 
 def inline(text: str) -> str:
     """`text` on one line: control characters and line separators become spaces."""
-    return (
-        text if text.isprintable() else text.translate(_ONE_LINE)
-    )  # isprintable: a fast test, in C
+    # isprintable: a fast test, in C
+    return text if text.isprintable() else text.translate(_ONE_LINE)
 
 
 def block(text: str) -> str:
-    """A multi-line text: line breaks and tabs kept (CR and CRLF become line breaks), other control characters spaces."""
+    """A multi-line text: line breaks and tabs kept (CR and CRLF become line breaks), other control
+    characters spaces."""
     if "\r" in text:
         text = _CR.sub("\n", text)
     return text.translate(_BLOCK)

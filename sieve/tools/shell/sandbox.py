@@ -10,8 +10,9 @@ variable of sieve's environment. Three mechanisms, picked once per process by `c
   and the loader cache, a `/proc` of the sandbox's own processes, a minimal `/dev`, the folder at
   `/corpus` and a tmpfs at `/tmp`, run as `nobody` with no capabilities and no further user
   namespaces. Everything in the tree dies with its PID namespace.
-- `landlock` (Linux 5.13+, unprivileged): `sieve/tools/shell/jail.py` confines a child with a Landlock
-  ruleset and a seccomp filter, drops root's capabilities, and supervises the tree as its subreaper.
+- `landlock` (Linux 5.13+, unprivileged): `sieve/tools/shell/jail.py` confines a child with a
+  Landlock ruleset and a seccomp filter, drops root's capabilities, and supervises the tree as its
+  subreaper.
 - `none`: no confinement (for users who run sieve inside a container of their own); the limits
   below still apply; the caller warns on every run.
 
@@ -23,6 +24,7 @@ bytes of output. A limit that fires is reported in `Outcome.limit`, never raised
 
 from __future__ import annotations
 
+import contextlib
 import functools
 import marshal
 import os
@@ -50,8 +52,10 @@ _DEVICES = ("/dev/null", "/dev/zero", "/dev/full", "/dev/random", "/dev/urandom"
 _PATH = "/usr/local/bin:/usr/bin:/bin"
 _NOBODY = "65534"
 _INSTALL = (
-    "install bubblewrap (Debian and Ubuntu: `apt install bubblewrap`; Fedora: `dnf install bubblewrap`; Arch: `pacman -S bubblewrap`) "
-    "or run on Linux 5.13 or newer with Landlock enabled; inside a container of your own, `--shell-sandbox none` runs commands "
+    "install bubblewrap (Debian and Ubuntu: `apt install bubblewrap`; Fedora: `dnf install "
+    "bubblewrap`; Arch: `pacman -S bubblewrap`) "
+    "or run on Linux 5.13 or newer with Landlock enabled; inside a container of your own, "
+    "`--shell-sandbox none` runs commands "
     "unconfined (not recommended)"
 )
 
@@ -68,7 +72,9 @@ class ShellLimits:
     scratch_bytes: int = 64 << 20  # the scratch folder in all
     output_bytes: int = 64 << 10  # shown to the model; the rest is cut with a note
     max_chars: int = 4000  # of the command line
-    cgroup: bool = True  # a control group per call where one can be made (sieve.tools.shell.cgroup); else the watchdog alone
+    # a control group per call where one can be made
+    # (sieve.tools.shell.cgroup); else the watchdog alone
+    cgroup: bool = True
 
     def __post_init__(self) -> None:
         for name in (
@@ -90,7 +96,8 @@ class ShellLimits:
 @dataclass(frozen=True)
 class Outcome:
     """What a command did: its output (stdout and stderr as one stream), its exit status (None when
-    killed), and the limit that stopped it, if one did (time, memory, processes, scratch, output)."""
+    killed), and the limit that stopped it, if one did (time, memory, processes, scratch,
+    output)."""
 
     output: bytes
     status: int | None
@@ -102,7 +109,8 @@ class Sandbox:
     """One sandbox mechanism, checked to work on this machine (`choose` makes them)."""
 
     mechanism: str  # bwrap, landlock or none
-    detail: str  # what was found, for the run's records: "bubblewrap 0.8.0", "Landlock ABI 7, seccomp x86_64"
+    # what was found, for the run's records: "bubblewrap 0.8.0", "Landlock ABI 7, seccomp x86_64"
+    detail: str
 
     @property
     def confined(self) -> bool:
@@ -251,9 +259,8 @@ def _child_setup(limits: ShellLimits, group: CallGroup | None) -> None:
         group.enter()
     resource.setrlimit(resource.RLIMIT_CPU, (limits.cpu_seconds, limits.cpu_seconds))
     resource.setrlimit(resource.RLIMIT_AS, (limits.memory_bytes, limits.memory_bytes))
-    fsize = min(
-        limits.file_bytes, limits.scratch_bytes
-    )  # one file cannot pass the scratch cap between two checks
+    # one file cannot pass the scratch cap between two checks
+    fsize = min(limits.file_bytes, limits.scratch_bytes)
     resource.setrlimit(resource.RLIMIT_FSIZE, (fsize, fsize))
     resource.setrlimit(resource.RLIMIT_CORE, (0, 0))
     resource.setrlimit(resource.RLIMIT_NOFILE, (1024, 1024))
@@ -313,7 +320,9 @@ def _watch(
             if ended_at is None and proc.poll() is not None:
                 ended_at = now
             if ended_at is not None and now - ended_at > 0.2:
-                break  # the command is over; a stray process holding the pipe (only without a sandbox) is not waited for
+                # the command is over; a stray process holding the
+                # pipe (only without a sandbox) is not waited for
+                break
             if sel.select(timeout=max(0.0, min(next_check, deadline) - now)):
                 chunk = os.read(fd, 1 << 16)
                 if not chunk:
@@ -353,9 +362,8 @@ def _over(
     if group is not None and group.oom_killed():
         return "memory"
     tree = _resident(group.members()) if group is not None else descendants(root, with_rss=True)
-    if (
-        len(tree) > limits.processes + 2
-    ):  # bwrap's monitor and init, or the jail, are not the command's
+    # bwrap's monitor and init, or the jail, are not the command's
+    if len(tree) > limits.processes + 2:
         return "processes"
     if sum(tree.values()) * resource.getpagesize() > limits.memory_bytes:
         return "memory"
@@ -372,9 +380,8 @@ def _size(folder: Path, limits: ShellLimits) -> int:
                 for e in entries:
                     seen += 1
                     if seen > 100_000:
-                        return (
-                            limits.scratch_bytes + 1
-                        )  # files by the hundred thousand: over, whatever their size
+                        # files by the hundred thousand: over, whatever their size
+                        return limits.scratch_bytes + 1
                     if e.is_dir(follow_symlinks=False):
                         stack.append(e.path)
                     else:
@@ -475,18 +482,14 @@ def kill_tree(root: int, group: int | None = None, wait: float = 5.0) -> None:
 
 
 def _signal_group(group: int, sig: int) -> None:
-    try:
+    with contextlib.suppress(ProcessLookupError, PermissionError):
         os.killpg(group, sig)
-    except (ProcessLookupError, PermissionError):
-        pass
 
 
 def _signal(pids: set[int], sig: int) -> None:
     for pid in pids:
-        try:
+        with contextlib.suppress(ProcessLookupError, PermissionError):
             os.kill(pid, sig)
-        except (ProcessLookupError, PermissionError):
-            pass
 
 
 def _running(pid: int) -> bool:
@@ -509,14 +512,16 @@ def warn_unconfined(box: Sandbox, file: object | None = None) -> None:
     """Say, on every run that uses it, that `none` confines nothing."""
     if not box.confined:
         print(
-            f"warning: --shell-sandbox none: {box.detail}; the agent's shell commands can read, write and run anything this user can. "
+            f"warning: --shell-sandbox none: {box.detail}; the agent's shell commands can read, "
+            "write and run anything this user can. "
             "Use it only inside a container or machine of your own.",
             file=file or sys.stderr,
             flush=True,
         )  # type: ignore[call-overload]
 
 
-# ---- choosing a mechanism -------------------------------------------------------------------------
+# ---- choosing a mechanism
+# -------------------------------------------------------------------------
 
 
 def choose(requested: str = "auto") -> Sandbox:
@@ -537,7 +542,8 @@ def choose(requested: str = "auto") -> Sandbox:
                 return found
             problems.append(found)
     raise SandboxError(
-        f"the shell tool needs an operating-system sandbox and none works here ({'; '.join(problems)}): {_INSTALL}"
+        "the shell tool needs an operating-system sandbox and none works here "
+        f"({'; '.join(problems)}): {_INSTALL}"
     )
 
 
@@ -565,7 +571,10 @@ def _probe(mechanism: str) -> Sandbox | str:
 
         abi = jail.landlock_abi()
         if abi < 1:
-            return "Landlock is not enabled in this kernel (Linux 5.13+ with landlock in the lsm= list)"
+            return (
+                "Landlock is not enabled in this kernel (Linux 5.13+ with landlock in the lsm= "
+                "list)"
+            )
         seccomp = (
             f"seccomp {platform.machine()}"
             if jail.seccomp_program(platform.machine())
@@ -580,5 +589,8 @@ def _probe(mechanism: str) -> Sandbox | str:
             return f"{mechanism} does not start: {e}"
     if got.status != 0 or got.output.strip() != b"probe":
         text = got.output.decode("utf-8", "replace").strip().splitlines()
-        return f"{mechanism} does not work here: {text[-1] if text else f'exit status {got.status}, limit {got.limit}'}"
+        return (
+            f"{mechanism} does not work here: "
+            f"{text[-1] if text else f'exit status {got.status}, limit {got.limit}'}"
+        )
     return candidate

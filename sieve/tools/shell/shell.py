@@ -64,10 +64,15 @@ PROGRAMS = programs()
 
 _LIMIT_NOTES = {
     "time": "stopped after {wall:g} s (all its programs together): narrow the command",
-    "memory": "stopped: its programs together used more than {memory} of memory: narrow the command",
+    "memory": (
+        "stopped: its programs together used more than {memory} of memory: narrow the command"
+    ),
     "processes": "stopped: it started more than {processes} processes at once",
     "scratch": "stopped: the scratch folder passed {scratch}",
-    "output": "output truncated at {output:,} bytes: narrow the command, e.g. with head, grep -l or grep -m",
+    "output": (
+        "output truncated at {output:,} bytes: narrow the command, e.g. with head, grep -l or grep "
+        "-m"
+    ),
 }
 
 
@@ -127,11 +132,12 @@ def run(
 
 
 def check_path(root: str | os.PathLike[str], word: str) -> None:
-    """Raise ShellRefusal unless `word` is a relative path inside `root` (links followed): the `read`
-    tool opens files here, in sieve's own process, so it checks what the sandbox would enforce."""
+    """Raise ShellRefusal unless `word` is a relative path inside `root` (links followed): the
+    `read` tool opens files here, in sieve's own process, so it checks what the sandbox would
+    enforce."""
     if not isinstance(word, str) or not word or "\0" in word:
         raise ShellRefusal("a path must be a non-empty file name")
-    if word.startswith("/") or word.startswith("~"):
+    if word.startswith(("/", "~")):
         raise ShellRefusal(
             f"{word!r}: absolute and home paths are not allowed; paths are relative to the folder"
         )
