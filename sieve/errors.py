@@ -16,7 +16,7 @@ class SieveError(Exception):
 
 
 def _rebuilt(cls: type, args: tuple[Any, ...], state: dict[str, Any]) -> SieveError:
-    error = Exception.__new__(cls)
+    error: SieveError = Exception.__new__(cls)
     error.args = args
     error.__dict__.update(state)
     return error

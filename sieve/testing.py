@@ -243,7 +243,7 @@ def index_fixture(
     module."""
     import pytest
 
-    @pytest.fixture(scope=scope)  # type: ignore[misc]
+    @pytest.fixture(scope=scope)  # type: ignore[call-overload]  # scope: a str pytest checks
     def _index() -> Any:
         source = records() if callable(records) else records
         index = build_index(list(source))

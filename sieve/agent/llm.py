@@ -356,6 +356,7 @@ class ChatClient:
 
     def _models(self) -> list[dict[str, Any]]:
         """/v1/models' entries ([] when the server has none, or answers something else)."""
+        data: Any
         try:
             data, _ = self._request("GET", "/models")
         except LLMError:
@@ -398,6 +399,7 @@ class ChatClient:
         }
         if tools:
             body["tools"] = tools
+        data: Any
         try:
             data, _ = self._request("POST", "/tokenize", body, at_root=True)
         except LLMError:
@@ -457,6 +459,7 @@ class ChatClient:
         """A text's length in the model's tokens when the server can say (vLLM's /tokenize), else
         in whitespace words."""
         if not self._no_tokenize:
+            data: Any
             try:
                 data, _ = self._request(
                     "POST",

@@ -7,6 +7,7 @@ always returns a record, whatever the model or server did.
 
 from __future__ import annotations
 
+import functools
 import re
 import time
 from collections.abc import Callable
@@ -359,14 +360,15 @@ class Agent:
         refusal then shrinks the budget by the shortfall the server reports, and the call is made
         again (at most ONE_SHOT_RETRIES times)."""
         t0 = time.perf_counter()
-        passages, facts = tools.passages(question)  # type: ignore[attr-defined]
+        # One-shot needs the Toolset's passages and read counter, beyond the AgentTools Protocol.
+        passages, facts = tools.passages(question)  # type: ignore[attr-defined]  # see above
         ep = Episode(question_id, question, self.config(template("one_shot.md")))
         scale = 1.0
         try:
             for attempt in range(ONE_SHOT_RETRIES + 1):
                 texts, fit = self._fit(question, [t for _, t in passages], tools, scale)
                 shown = "\n\n".join(t for t in texts if t)
-                tokens = tools.config.read.counter.count(shown)  # type: ignore[attr-defined]
+                tokens = tools.config.read.counter.count(shown)  # type: ignore[attr-defined]  # Toolset's
                 ep.tool_calls = [
                     {
                         "name": "ranked_search",
@@ -408,7 +410,7 @@ class Agent:
         end of the lowest-ranked text still present by the excess, until it fits or nothing is
         left."""
         limit = self.window - self.budgets.max_tokens
-        counter = tools.config.read.counter  # type: ignore[attr-defined]
+        counter = tools.config.read.counter  # type: ignore[attr-defined]  # the Toolset's counter
         words = [t.split(" ") for t in texts]
         kept = [len(w) for w in words]
         mark = len(CUT_MARK.split(" "))
@@ -603,7 +605,7 @@ class Agent:
         # Scales the count to the server's: 1 for /tokenize's own, else learnt from this episode.
         rate = 1.0 if self.client.count_prompt(messages) is not None else self._token_rate(ep)
         for attempt in range(FINAL_RETRIES + 1):
-            sent = fit_messages(messages, limit, lambda ms, rate=rate: self._prompt_size(ms, rate))
+            sent = fit_messages(messages, limit, functools.partial(self._prompt_size, rate=rate))
             try:
                 return self._complete(ep, sent, None, extra), sent
             except ContextLengthError as e:

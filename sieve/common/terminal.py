@@ -119,11 +119,11 @@ class EscapingStream(io.TextIOBase):
         return True
 
     @property
-    def encoding(self) -> str:  # type: ignore[override]
+    def encoding(self) -> str:  # type: ignore[override]  # an attribute in TextIOBase
         return self.unescaped.encoding
 
     @property
-    def errors(self) -> str | None:  # type: ignore[override]
+    def errors(self) -> str | None:  # type: ignore[override]  # an attribute in TextIOBase
         return self.unescaped.errors
 
     def __getattr__(self, name: str) -> Any:  # buffer, reconfigure, line_buffering, ...
@@ -137,7 +137,7 @@ def escaping_streams() -> Iterator[None]:
     out, err = (
         s if s is None or isinstance(s, EscapingStream) else EscapingStream(s) for s in saved
     )
-    sys.stdout, sys.stderr = out, err  # type: ignore[assignment]
+    sys.stdout, sys.stderr = out, err
     try:
         yield
     # a stream the body replaced stays replaced (`sieve ... | head` leaves stdout on /dev/null)

@@ -335,7 +335,7 @@ def document_from_record(rec: Any, lenient: bool = False) -> Document:
             raise CorpusError("metadata must be JSON-serialisable") from None
     return made(
         Document,
-        {  # type: ignore[no-any-return]
+        {
             "id": norm[0],
             "title": _text(title if title is not None else "", "title"),
             "sections": _sections(rec),

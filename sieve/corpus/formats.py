@@ -95,7 +95,7 @@ def _open_bytes(path: Path) -> Iterator[IO[bytes]]:
             yield raw
             return
         with gzip.open(raw, "rb") as fh:
-            yield fh  # type: ignore[misc]
+            yield fh  # type: ignore[misc]  # a GzipFile is the binary IO the others are
 
 
 _BOM = b"\xef\xbb\xbf"
@@ -251,7 +251,7 @@ def count_records(source: Source) -> int | None:
         return None
     try:
         if folders.is_document_folder(source):
-            folder = source if isinstance(source, folders.Folder) else folders.Folder(source)
+            folder = source if isinstance(source, folders.Folder) else folders.Folder(source)  # type: ignore[arg-type]  # any path
             return len(folders.document_files(Path(folder.path), folder.max_file_bytes))
         path = corpus_file(source)
         if path.suffix == ".gz":

@@ -30,7 +30,7 @@ def _loader() -> Any:
     # libyaml's parser limits nesting (1,000 levels) where the pure-Python one recurses.
     base = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
 
-    class Loader(base):  # type: ignore[misc, valid-type]
+    class Loader(base):  # type: ignore[misc, valid-type]  # base: libyaml's loader where built
         first = 1  # the file's line of the YAML's first line
 
         def construct_object(self, node: Any, deep: bool = False) -> Any:
@@ -147,9 +147,8 @@ def _plain(value: Any, where: str) -> Any:
         return [_plain(v, where) for v in value]
     if value is None or isinstance(value, (str, int, float, bool)):
         return value
-    what = {bytes: "binary data (!!binary)", set: "a set (!!set)"}.get(
-        type(value), type(value).__name__
-    )
+    kinds: dict[type, str] = {bytes: "binary data (!!binary)", set: "a set (!!set)"}
+    what = kinds.get(type(value), type(value).__name__)
     raise CorpusError(
         f"front matter value of {where!r} is {what}; a document holds text, numbers, true/false, "
         "dates, lists and mappings"

@@ -90,7 +90,7 @@ def load_retrieval(folder: str | Path, split: str = "test") -> RetrievalTask:
                 continue
             try:
                 rec = json.loads(line)
-            except ValueError as e:
+            except json.JSONDecodeError as e:
                 raise CorpusError(
                     f"not valid JSON ({e.msg})", str(root / "queries.jsonl"), n
                 ) from None

@@ -202,7 +202,7 @@ def run_collection(
     encoder = None
     if ranker in DENSE_RANKERS:
         index.use_dense(model=embed_model, search=dense_search)
-        dense = index.searcher.dense
+        dense: Any = index.searcher.dense  # a DenseIndex: use_dense just set it
         _ = dense.encoder  # loaded and checked against the embeddings before any episode
         encoder = dense.identity
     questions = c.questions[:limit] if limit else c.questions

@@ -16,6 +16,7 @@ improvements by default (`make_tools(as_paper=False)`).
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import Any
 
 from sieve.errors import InvalidArgumentError
 
@@ -214,9 +215,10 @@ def condition(name: str) -> Condition:
 def check_tools(names: object) -> tuple[str, ...]:
     """`names` as a tuple of known tool names; raises InvalidArgumentError naming the unknown
     ones."""
-    if isinstance(names, str) or not all(isinstance(t, str) for t in names):  # type: ignore[attr-defined]
+    items: Any = names  # unchecked input: the test below is the check
+    if isinstance(items, str) or not all(isinstance(t, str) for t in items):
         raise InvalidArgumentError(f"tools must be a list of tool names, got {names!r}")
-    tools = tuple(names)  # type: ignore[arg-type]
+    tools: tuple[str, ...] = tuple(items)
     unknown = [t for t in tools if t not in TOOL_NAMES]
     if unknown:
         raise InvalidArgumentError(f"unknown tools {unknown}; choose from {', '.join(TOOL_NAMES)}")

@@ -45,7 +45,7 @@ def _stop_sentence(analyzer: Any) -> str:
 
 def field_counts(index: object) -> dict[Field, int]:
     """Documents with at least one term in each field (the index's per-field lengths)."""
-    flen = index.snapshot.field_lengths()  # type: ignore[attr-defined]
+    flen = index.snapshot.field_lengths()  # type: ignore[attr-defined]  # index: no Protocol yet
     return {f: int(np.count_nonzero(flen[:, int(f)])) if len(flen) else 0 for f in Field}
 
 
@@ -71,7 +71,7 @@ def _join(items: list[str], last: str = "and") -> str:
 def render_manual(toolset: Toolset) -> str:
     index, config, tools = toolset.index, toolset.config, toolset.tools
     counts = field_counts(index)
-    n, dated = len(index), int(index.stats.get("dated", 0))  # type: ignore[arg-type]
+    n, dated = len(index), int(index.stats.get("dated", 0))
     has = {
         "author": counts[Field.AUTHOR] > 0,
         "infobox": counts[Field.INFOBOX] > 0,
@@ -130,12 +130,11 @@ def render_manual(toolset: Toolset) -> str:
         "stemming": (
             "Words are not stemmed: `close` does not find `closed`; write `close*`."
             if not index.analyzer.stems
-            # type: ignore[attr-defined]
             else f"Words are matched by their stem ({index.analyzer.name} stemming): `closed` "
-            "also finds `close`, `closing` and"  # type: ignore[attr-defined]
+            "also finds `close`, `closing` and"
             " `closes`, in phrases too; `clos*` finds every word whose stem starts with `clos`."
         )
-        + _stop_sentence(index.analyzer),  # type: ignore[attr-defined]
+        + _stop_sentence(index.analyzer),
         "anywhere": _join(
             ["title", "headings", "section texts"]
             + ["author names"] * has["author"]
@@ -152,7 +151,7 @@ def render_manual(toolset: Toolset) -> str:
         "columns_list": "The index also keeps "
         + _join([f"`{n}` ({t})" for n, t in index.schema.fields])
         if index.schema
-        else "",  # type: ignore[attr-defined]
+        else "",
         "date_canon": ", dates as day ranges" if has["date"] else "",
         "read_tools": _join(readers, "or") if readers else "the reading tools",
         "card_meta": (

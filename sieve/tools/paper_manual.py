@@ -29,7 +29,7 @@ def paper_collection(index: object) -> str:
     date (BrowseComp-Plus pages), else `wikipedia` (HotpotQA, MuSiQue)."""
     from sieve.tools.manual import field_counts
 
-    dated = int(index.stats.get("dated", 0))  # type: ignore[attr-defined]
+    dated = int(index.stats.get("dated", 0))  # type: ignore[attr-defined]  # index: no Protocol yet
     return "browsecomp" if dated or field_counts(index)[Field.AUTHOR] else "wikipedia"
 
 

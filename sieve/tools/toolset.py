@@ -235,7 +235,7 @@ class Toolset:
         args, problem = decode_arguments(tool.parameters, arguments, tool.example)
         if problem is not None:
             raise ToolFailure(problem)
-        return args  # type: ignore[return-value]
+        return args  # type: ignore[return-value]  # a dict whenever problem is None
 
     # ------------------------------------------------------------ the tools
 
@@ -524,9 +524,9 @@ class Toolset:
             blocks.append((read.text, f"{read.doc_id} § {read.name}{part}"))
             reads.append(read)
         keep, compact = self._fit(blocks, [r.doc_id if r is not None else None for r in reads])
-        for read, k in zip(reads, keep):
-            if read is not None and k:
-                self._opened(read)
+        for got, k in zip(reads, keep):
+            if got is not None and k:
+                self._opened(got)
         return self._compose(blocks, keep, compact), all(r is not None for r in reads)
 
     def _compose(

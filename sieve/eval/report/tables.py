@@ -136,7 +136,7 @@ def table_1(ctx: Ctx) -> dict[str, Any]:
         while r.collection in keyed.get(key, {}):
             key = (*key, r.name)  # two runs of one cell on one collection: both shown
         keyed.setdefault(key, {})[r.collection] = i
-    rows = []
+    rows: list[dict[str, Any]] = []
     for cells in keyed.values():
         first = ctx.runs[next(iter(cells.values()))]
         rows.append(
@@ -371,14 +371,14 @@ def table_8(ctx: Ctx) -> dict[str, Any]:
     pairs = []
     for c in ctx.collections:
         for ranker in RANKERS:
-            sf = [
+            fetch_runs = [
                 i
                 for i in ctx.of(c, ablated=False)
                 if ctx.runs[i].condition == "search-fetch" and ctx.runs[i].ranker == ranker
             ]
             sv = _sieve_paper(ctx, c, ranker)
-            if sf and sv is not None:
-                pairs.append((c, ranker, sf[0], sv))
+            if fetch_runs and sv is not None:
+                pairs.append((c, ranker, fetch_runs[0], sv))
     if not pairs:
         return _skip(
             "table-8",

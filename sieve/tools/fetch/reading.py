@@ -184,7 +184,7 @@ def _render(
         + _SLACK
         + config.reserve
     )
-    spans = _spans(text, max(config.cap - overhead, 1), counter)
+    spans = _spans(text, max(config.cap - overhead, 1), counter)  # type: ignore[arg-type]  # hashable
     n = len(spans)
     if not config.parts and part != 1:
         raise InvalidArgumentError(

@@ -127,7 +127,7 @@ def resolve(doc: Document, name: str) -> Target:
             raise _fail(doc, f"{doc.id} has no intro (no text before its first heading)")
         return headings.index(INTRO)
     if key in ("facts", "contents"):
-        return key  # type: ignore[return-value]
+        return key  # type: ignore[return-value]  # "facts" or "contents": a View
     if key == "infobox":
         if not doc.infobox:
             raise _fail(doc, f"{doc.id} has no infobox")

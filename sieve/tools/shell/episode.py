@@ -187,12 +187,12 @@ def make_tools(
         "cap_scope": "document",
     }
     own = {"diagnose": True, "fallback_ranker": None, "manual": "generated", "cap_scope": "call"}
-    chosen = {
+    chosen: dict[str, Any] = {
         **(paper if as_paper else own),
         **({"diagnose": diagnose} if diagnose is not None else {}),
         **({"manual": manual} if manual is not None else {}),
     }
-    config = ToolConfig(
+    tool_config = ToolConfig(
         k=k,
         k_max=k_max if k_max is not None else ToolConfig.k_max,
         ranker=ranker,
@@ -202,4 +202,4 @@ def make_tools(
         cards=CardConfig(snippet=snippet or c.snippet, fields=fields),
         **chosen,
     )
-    return Toolset(index, c.tools, config)
+    return Toolset(index, c.tools, tool_config)

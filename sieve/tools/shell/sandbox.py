@@ -37,8 +37,10 @@ import subprocess
 import sys
 import tempfile
 import time
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
+from typing import TextIO
 
 from sieve.errors import InvalidArgumentError, SandboxError
 from sieve.tools.shell.cgroup import CallGroup
@@ -135,6 +137,8 @@ class Sandbox:
         scratch = (
             None if self.mechanism == "bwrap" else Path(tempfile.mkdtemp(prefix="sieve-scratch-"))
         )
+        argv: list[str]
+        env: dict[str, str]
         try:
             if self.mechanism == "bwrap":
                 argv, env, cwd = (
@@ -153,11 +157,12 @@ class Sandbox:
                     "/",
                 )
             elif self.mechanism == "landlock":
+                assert scratch is not None  # made above for every mechanism but bwrap
                 argv, env, cwd = (
                     _jail_argv(folder, scratch, [shell, "--noprofile", "--norc", "-c", line]),
                     {},
                     "/",
-                )  # type: ignore[arg-type]
+                )
             else:
                 argv, env, cwd = (
                     [shell, "--noprofile", "--norc", "-c", line],
@@ -501,14 +506,14 @@ def _running(pid: int) -> bool:
 
 
 def _remove(folder: Path) -> None:
-    def writable(func, path, _exc):  # type: ignore[no-untyped-def]
+    def writable(func: Callable[[str], object], path: str, _exc: object) -> None:
         os.chmod(os.path.dirname(path), 0o700)  # a command may have made a folder unwritable
         func(path)
 
     shutil.rmtree(folder, onerror=writable)
 
 
-def warn_unconfined(box: Sandbox, file: object | None = None) -> None:
+def warn_unconfined(box: Sandbox, file: TextIO | None = None) -> None:
     """Say, on every run that uses it, that `none` confines nothing."""
     if not box.confined:
         print(
@@ -517,7 +522,7 @@ def warn_unconfined(box: Sandbox, file: object | None = None) -> None:
             "Use it only inside a container or machine of your own.",
             file=file or sys.stderr,
             flush=True,
-        )  # type: ignore[call-overload]
+        )
 
 
 # ---- choosing a mechanism
