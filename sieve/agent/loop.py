@@ -361,7 +361,7 @@ class Agent:
         again (at most ONE_SHOT_RETRIES times)."""
         t0 = time.perf_counter()
         # One-shot needs the Toolset's passages and read counter, beyond the AgentTools Protocol.
-        passages, facts = tools.passages(question)  # type: ignore[attr-defined]  # see above
+        passages, facts = tools.passages(question)  # type: ignore[attr-defined]  # Toolset only
         ep = Episode(question_id, question, self.config(template("one_shot.md")))
         scale = 1.0
         try:

@@ -601,7 +601,7 @@ def plots(
     """The figures as PNG files in `out` (from a report, or from runs); without matplotlib, a
     message naming the extra."""
     try:
-        import matplotlib  # noqa: F401
+        import matplotlib  # noqa: F401  # only: is the eval extra installed?
     except ImportError:
         return PICTURES
     from sieve.eval.report.figures import draw_all
