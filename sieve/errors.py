@@ -58,7 +58,9 @@ class IndriSyntaxError(BQLSyntaxError):
 class BQLLimitError(BQLError):
     """A query exceeds a documented limit: `limit` names it, `value` is what was asked, `maximum` the cap."""
 
-    def __init__(self, limit: str, value: int, maximum: int, detail: str = "", pos: int | None = None) -> None:
+    def __init__(
+        self, limit: str, value: int, maximum: int, detail: str = "", pos: int | None = None
+    ) -> None:
         self.limit = limit
         self.value = value
         self.maximum = maximum
@@ -118,8 +120,10 @@ class UnknownAnalyzerError(IndexDirectoryError):
     def __init__(self, path: str, analyzer_id: object, known: list[str]) -> None:
         self.path = path
         self.analyzer_id = analyzer_id
-        super().__init__(f"index at {path} was built with analyzer {analyzer_id!r}, which this sieve does not know "
-                         f"(known: {', '.join(known)}): upgrade sieve, or rebuild the index with `sieve index --force`")
+        super().__init__(
+            f"index at {path} was built with analyzer {analyzer_id!r}, which this sieve does not know "
+            f"(known: {', '.join(known)}): upgrade sieve, or rebuild the index with `sieve index --force`"
+        )
 
 
 class IndexNotFoundError(IndexDirectoryError):
@@ -161,7 +165,9 @@ class IndexLockedError(IndexDirectoryError):
 
     def __init__(self, path: str, holder: str) -> None:
         self.path = path
-        super().__init__(f"{path} is locked: another build, embed or writer is writing it ({holder}); wait for it to finish")
+        super().__init__(
+            f"{path} is locked: another build, embed or writer is writing it ({holder}); wait for it to finish"
+        )
 
 
 class DeadlineExceededError(SieveError):
@@ -169,8 +175,10 @@ class DeadlineExceededError(SieveError):
 
     def __init__(self, seconds: float) -> None:
         self.seconds = seconds
-        super().__init__(f"stopped after {seconds:g} s (the time allowed for this call); narrow the query "
-                         "(fewer frequent words, fewer NEAR or prefix terms) or ask for fewer results")
+        super().__init__(
+            f"stopped after {seconds:g} s (the time allowed for this call); narrow the query "
+            "(fewer frequent words, fewer NEAR or prefix terms) or ask for fewer results"
+        )
 
 
 class SandboxError(SieveError):
@@ -212,5 +220,7 @@ def extra_hint(extra: str) -> str:
         checkout = False
     if checkout:
         return f"pip install -e {shlex.quote(f'{root}[{extra}]')}"
-    return (f"pip install {shlex.quote(f'sieve-search[{extra}]')} "
-            f"(or, from a clone of the repository: pip install -e {shlex.quote(f'.[{extra}]')})")
+    return (
+        f"pip install {shlex.quote(f'sieve-search[{extra}]')} "
+        f"(or, from a clone of the repository: pip install -e {shlex.quote(f'.[{extra}]')})"
+    )

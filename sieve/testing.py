@@ -18,9 +18,10 @@ and `index_fixture(records)` makes a pytest fixture of a temporary index.
 from __future__ import annotations
 
 import json
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Callable, Iterable
+from typing import Any
 
 from sieve.common import files
 from sieve.corpus.formats import parse_line
@@ -51,16 +52,29 @@ class CaseResult:
         return where + str(self.case.get("name") or self.case.get("query"))
 
     def report(self) -> str:
-        return f"FAIL {self.label}\n" + "\n".join("  " + p.replace("\n", "\n  ") for p in self.problems)
+        return f"FAIL {self.label}\n" + "\n".join(
+            "  " + p.replace("\n", "\n  ") for p in self.problems
+        )
 
     def to_dict(self) -> dict[str, Any]:
-        return {"line": self.line, "case": self.case, "passed": self.passed, "problems": self.problems}
+        return {
+            "line": self.line,
+            "case": self.case,
+            "passed": self.passed,
+            "problems": self.problems,
+        }
 
 
 def _ids(case: dict[str, Any], key: str) -> list[str]:
     value = case.get(key, [])
-    if isinstance(value, str) or not isinstance(value, list) or not all(isinstance(v, str) for v in value):
-        raise InvalidArgumentError(f"{key!r} must be a list of document ids (strings), got {_shown(value)}")
+    if (
+        isinstance(value, str)
+        or not isinstance(value, list)
+        or not all(isinstance(v, str) for v in value)
+    ):
+        raise InvalidArgumentError(
+            f"{key!r} must be a list of document ids (strings), got {_shown(value)}"
+        )
     return value
 
 
@@ -82,11 +96,16 @@ def check_case(case: dict[str, Any]) -> dict[str, Any]:
         raise InvalidArgumentError(f"'name' must be a string, got {type(case['name']).__name__}")
     ranker = case.get("ranker", "bm25")
     if not isinstance(ranker, str) or ranker not in RANKER_NAMES:
-        raise InvalidArgumentError(f"'ranker' must be one of {', '.join(RANKER_NAMES)}, got {_shown(ranker)}")
+        raise InvalidArgumentError(
+            f"'ranker' must be one of {', '.join(RANKER_NAMES)}, got {_shown(ranker)}"
+        )
     try:
         _JSON.encode(case).encode("utf-8")
-    except UnicodeEncodeError as e:  # a lone surrogate (JSON's "\ud800"): no text a report could print
-        raise InvalidArgumentError(f"holds a lone surrogate U+{ord(e.object[e.start]):04X} (not valid Unicode text)") from None
+    # a lone surrogate (JSON's "\ud800"): no text a report could print
+    except UnicodeEncodeError as e:
+        raise InvalidArgumentError(
+            f"holds a lone surrogate U+{ord(e.object[e.start]):04X} (not valid Unicode text)"
+        ) from None
     return case
 
 
@@ -111,7 +130,9 @@ def load_cases(path: str | Path) -> list[tuple[int, dict[str, Any]]]:
         except InvalidArgumentError as e:
             raise InvalidArgumentError(f"{path}:{n}: {e}") from None
     if not out:
-        raise InvalidArgumentError(f"{path}: the case file has no cases (one JSON object per line, see docs/testing.md)")
+        raise InvalidArgumentError(
+            f"{path}: the case file has no cases (one JSON object per line, see docs/testing.md)"
+        )
     return out
 
 
@@ -120,26 +141,49 @@ def _explained(index: Index, query: str, doc_id: str) -> str:
 
 
 def run_case(index: Index, case: dict[str, Any], line: int | None = None) -> CaseResult:
-    """Run one case; a query the engine refuses (syntax, limits) is a failed case, not an exception."""
+    """Run one case; a query the engine refuses (syntax, limits) is a failed case, not an
+    exception."""
     result = CaseResult(check_case(case), line)
     query = case["query"]
     try:
         admitted = set(index.match(query).ids)
         for doc_id in _ids(case, "admits"):
             if index.reader.doc_number(doc_id) < 0:
-                result.problems.append(f"{doc_id!r} should be admitted, but there is no document with that id")
+                result.problems.append(
+                    f"{doc_id!r} should be admitted, but there is no document with that id"
+                )
             elif doc_id not in admitted:
-                result.problems.append(f"{doc_id!r} should be admitted, but is rejected:\n{_explained(index, query, doc_id)}")
+                result.problems.append(
+                    f"{doc_id!r} should be admitted, but is "
+                    f"rejected:\n{_explained(index, query, doc_id)}"
+                )
         for doc_id in _ids(case, "rejects"):
             if doc_id in admitted:
-                result.problems.append(f"{doc_id!r} should be rejected, but is admitted:\n{_explained(index, query, doc_id)}")
+                result.problems.append(
+                    f"{doc_id!r} should be rejected, but is "
+                    f"admitted:\n{_explained(index, query, doc_id)}"
+                )
             elif index.reader.doc_number(doc_id) < 0:
-                result.problems.append(f"{doc_id!r} should be rejected, but there is no document with that id (check the id)")
+                result.problems.append(
+                    f"{doc_id!r} should be rejected, but there is no document with that id (check "
+                    "the id)"
+                )
         if case.get("count") is not None and len(admitted) != case["count"]:
-            result.problems.append(f"should admit {case['count']:,} documents, admits {len(admitted):,}")
+            result.problems.append(
+                f"should admit {case['count']:,} documents, admits {len(admitted):,}"
+            )
         top = _ids(case, "top")
         if top:
-            got = [h.doc_id for h in index.search(query, k=len(top), ranker=case.get("ranker", "bm25"), fallback=False, explain=False).hits]
+            got = [
+                h.doc_id
+                for h in index.search(
+                    query,
+                    k=len(top),
+                    ranker=case.get("ranker", "bm25"),
+                    fallback=False,
+                    explain=False,
+                ).hits
+            ]
             if got != top:
                 result.problems.append(f"the first {len(top)} results should be {top}, are {got}")
     except BQLSyntaxError as e:
@@ -149,7 +193,9 @@ def run_case(index: Index, case: dict[str, Any], line: int | None = None) -> Cas
     return result
 
 
-def run_cases(index: Index, cases: Iterable[dict[str, Any] | tuple[int, dict[str, Any]]]) -> list[CaseResult]:
+def run_cases(
+    index: Index, cases: Iterable[dict[str, Any] | tuple[int, dict[str, Any]]]
+) -> list[CaseResult]:
     """Run every case (dicts, or (line, case) pairs from `load_cases`)."""
     out = []
     for c in cases:
@@ -177,7 +223,12 @@ def assert_matches(index: Index, query: str, ids: Iterable[str]) -> None:
     """`query` admits exactly the documents `ids` (any order)."""
     want = list(ids)
     every = [index.reader.doc_id(d) for d in index.doc_numbers().tolist()]
-    _assert(run_case(index, {"query": query, "admits": want, "rejects": [i for i in every if i not in set(want)]}))
+    _assert(
+        run_case(
+            index,
+            {"query": query, "admits": want, "rejects": [i for i in every if i not in set(want)]},
+        )
+    )
 
 
 def assert_top(index: Index, query: str, ids: Iterable[str], ranker: str = "bm25") -> None:
@@ -185,12 +236,16 @@ def assert_top(index: Index, query: str, ids: Iterable[str], ranker: str = "bm25
     _assert(run_case(index, {"query": query, "top": list(ids), "ranker": ranker}))
 
 
-def index_fixture(records: Iterable[dict[str, Any]] | Callable[[], Iterable[dict[str, Any]]], scope: str = "module") -> Any:
+def index_fixture(
+    records: Iterable[dict[str, Any]] | Callable[[], Iterable[dict[str, Any]]],
+    scope: str = "module",
+) -> Any:
     """A pytest fixture of a temporary index of `records` (or of what a function returns), removed
-    after its scope: `search_index = sieve.testing.index_fixture(RECORDS)` in a conftest or test module."""
+    after its scope: `search_index = sieve.testing.index_fixture(RECORDS)` in a conftest or test
+    module."""
     import pytest
 
-    @pytest.fixture(scope=scope)  # type: ignore[misc]
+    @pytest.fixture(scope=scope)  # type: ignore[call-overload]  # scope: a str pytest checks
     def _index() -> Any:
         source = records() if callable(records) else records
         index = build_index(list(source))

@@ -26,8 +26,9 @@ try:
     from langchain_core.retrievers import BaseRetriever
     from langchain_core.tools import BaseTool, StructuredTool
 except ImportError as e:  # pragma: no cover - the extra's message
-    raise ImportError(f"sieve.adapters.langchain needs langchain-core ({e}): "
-                      + extra_hint("langchain")) from None
+    raise ImportError(
+        f"sieve.adapters.langchain needs langchain-core ({e}): " + extra_hint("langchain")
+    ) from None
 
 from sieve.tools.fetch.passages import Passage, retrieve
 from sieve.tools.toolset import ToolConfig, Toolset
@@ -46,19 +47,31 @@ class SieveRetriever(BaseRetriever):
     bql: bool = False
     max_chars: int | None = None  # cut long sections (None: whole)
 
-    def _get_relevant_documents(self, query: str, *, run_manager: CallbackManagerForRetrieverRun) -> list[Document]:
-        return [to_document(p) for p in retrieve(self.index, query, self.k, self.ranker, self.bql, self.max_chars)]
+    def _get_relevant_documents(
+        self, query: str, *, run_manager: CallbackManagerForRetrieverRun
+    ) -> list[Document]:
+        return [
+            to_document(p)
+            for p in retrieve(self.index, query, self.k, self.ranker, self.bql, self.max_chars)
+        ]
 
 
-def sieve_tools(index: Any, tools: Sequence[str] = ("search", "fetch"), config: ToolConfig = ToolConfig()) -> list[BaseTool]:
+def sieve_tools(
+    index: Any, tools: Sequence[str] = ("search", "fetch"), config: ToolConfig = ToolConfig()
+) -> list[BaseTool]:
     """sieve's agent tools as LangChain tools, sharing one session (ranks refer to its last search).
     A call returns the tool's text; a bad call returns the error text the model can act on."""
     session = Toolset(index, tools, config)
     out: list[BaseTool] = []
     for spec in session.tools.values():
+
         def run(_name: str = spec.name, **arguments: Any) -> str:
             return session.call(_name, arguments).text
 
         description = session.manual() if spec.name == "search" else spec.description
-        out.append(StructuredTool.from_function(func=run, name=spec.name, description=description, args_schema=spec.parameters))
+        out.append(
+            StructuredTool.from_function(
+                func=run, name=spec.name, description=description, args_schema=spec.parameters
+            )
+        )
     return out

@@ -15,6 +15,7 @@ beside its content, and where the server reports no usage the call's tokens are 
 
 from __future__ import annotations
 
+import contextlib
 import http.client
 import json
 import math
@@ -23,8 +24,9 @@ import socket
 import threading
 import time
 import urllib.parse
+from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Any, Callable, TypeVar
+from typing import Any, TypeVar
 
 from sieve.errors import InvalidArgumentError, SieveError
 
@@ -80,11 +82,14 @@ class Completion:
 
 def _is_context_error(status: int, body: str) -> bool:
     text = body.lower()
-    return status == 400 and ("maximum context length" in text or "context length" in text or "too many tokens" in text)
+    return status == 400 and (
+        "maximum context length" in text or "context length" in text or "too many tokens" in text
+    )
 
 
 def _content(value: Any) -> str:
-    """Message content: a string, null, or a list of parts (the OpenAI form) whose text parts are joined."""
+    """Message content: a string, null, or a list of parts (the OpenAI form) whose text parts are
+    joined."""
     if value is None:
         return ""
     if isinstance(value, str):
@@ -106,7 +111,14 @@ def _count(usage: dict[str, Any], key: str) -> int | None:
     v = usage.get(key)
     if v is None:
         return None
-    if isinstance(v, bool) or not isinstance(v, (int, float)) or not math.isfinite(v) or v < 0 or v != int(v) or v > 1 << 40:
+    if (
+        isinstance(v, bool)
+        or not isinstance(v, (int, float))
+        or not math.isfinite(v)
+        or v < 0
+        or v != int(v)
+        or v > 1 << 40
+    ):
         raise _Fault(f"malformed reply: usage.{key} is {str(v)[:40]}")
     return int(v)
 
@@ -121,7 +133,9 @@ def _reasoning(msg: dict[str, Any]) -> str:
     return ""
 
 
-def parse_completion(data: Any) -> tuple[str, tuple[ToolCall, ...], str, int | None, int | None, str]:
+def parse_completion(
+    data: Any,
+) -> tuple[str, tuple[ToolCall, ...], str, int | None, int | None, str]:
     """(content, tool calls, finish reason, prompt tokens, completion tokens, reasoning) of a chat
     completion, a token number None where the server reported none; raises _Fault naming what is
     malformed."""
@@ -143,14 +157,26 @@ def parse_completion(data: Any) -> tuple[str, tuple[ToolCall, ...], str, int | N
         if not isinstance(fn, dict) or not isinstance(fn.get("name"), str):
             raise _Fault(f"malformed reply: tool call {i} has no function name")
         args = fn.get("arguments")
-        args = args if isinstance(args, str) and args else json.dumps(args) if isinstance(args, dict) else "{}"
+        args = (
+            args
+            if isinstance(args, str) and args
+            else json.dumps(args)
+            if isinstance(args, dict)
+            else "{}"
+        )
         calls.append(ToolCall(str(c.get("id") or f"call_{i}"), fn["name"], args))
     usage = data.get("usage") or {}
     if not isinstance(usage, dict):
         raise _Fault("malformed reply: usage is not an object")
     finish = choice.get("finish_reason")
-    return (_content(msg.get("content")), tuple(calls), finish if isinstance(finish, str) else "", _count(usage, "prompt_tokens"),
-            _count(usage, "completion_tokens"), _reasoning(msg))
+    return (
+        _content(msg.get("content")),
+        tuple(calls),
+        finish if isinstance(finish, str) else "",
+        _count(usage, "prompt_tokens"),
+        _count(usage, "completion_tokens"),
+        _reasoning(msg),
+    )
 
 
 def _words(content: Any) -> int:
@@ -184,17 +210,28 @@ class ChatClient:
         self.backoff = backoff
         self.max_backoff = max_backoff
         self.max_reply_bytes = max_reply_bytes
-        if isinstance(deadline, bool) or not isinstance(deadline, (int, float)) or not 0 < deadline < math.inf:
-            raise InvalidArgumentError(f"the model call's deadline is a number of seconds above 0, not {deadline!r}")
-        self.deadline = float(deadline)  # the longest one call may take: all attempts, reads and backoff sleeps
+        if (
+            isinstance(deadline, bool)
+            or not isinstance(deadline, (int, float))
+            or not 0 < deadline < math.inf
+        ):
+            raise InvalidArgumentError(
+                f"the model call's deadline is a number of seconds above 0, not {deadline!r}"
+            )
+        # the longest one call may take: all attempts, reads and backoff sleeps
+        self.deadline = float(deadline)
         self._rng = random.Random(0)
         self._no_tokenize = False
 
-    def _exchange(self, method: str, path: str, data: bytes | None, headers: dict[str, str], limit: float) -> tuple[int, bytes]:
+    def _exchange(
+        self, method: str, path: str, data: bytes | None, headers: dict[str, str], limit: float
+    ) -> tuple[int, bytes]:
         """One HTTP exchange: (status, body). A watchdog shuts the socket after `limit` seconds, so
         a server that dribbles its headers or body cannot hold the attempt longer."""
         u = self._url
-        conn_type = http.client.HTTPSConnection if u.scheme == "https" else http.client.HTTPConnection
+        conn_type = (
+            http.client.HTTPSConnection if u.scheme == "https" else http.client.HTTPConnection
+        )
         conn = conn_type(u.hostname or "", u.port, timeout=limit)
         expired = threading.Event()
 
@@ -202,10 +239,8 @@ class ChatClient:
             expired.set()
             sock = conn.sock
             if sock is not None:
-                try:
+                with contextlib.suppress(OSError):
                     sock.shutdown(socket.SHUT_RDWR)
-                except OSError:
-                    pass
 
         watchdog = threading.Timer(limit, expire)
         watchdog.daemon = True
@@ -225,7 +260,10 @@ class ChatClient:
             if expired.is_set():  # the watchdog's shutdown reads as an end of file
                 raise _Fault(f"no complete reply within {limit:.3g} s")
             if resp.length:  # read(amt) returns short at EOF instead of raising
-                raise _Fault(f"IncompleteRead: the reply was cut short ({size} bytes, {resp.length} more announced)")
+                raise _Fault(
+                    f"IncompleteRead: the reply was cut short ({size} bytes, {resp.length} more "
+                    "announced)"
+                )
             return resp.status, b"".join(chunks)
         except (OSError, http.client.HTTPException) as e:
             if expired.is_set():
@@ -235,14 +273,24 @@ class ChatClient:
             watchdog.cancel()
             conn.close()
 
-    def _request(self, method: str, path: str, body: dict[str, Any] | None = None, parse: Callable[[Any], T] = lambda d: d,
-                 at_root: bool = False) -> tuple[T, int]:
+    def _request(
+        self,
+        method: str,
+        path: str,
+        body: dict[str, Any] | None = None,
+        parse: Callable[[Any], T] = lambda d: d,
+        at_root: bool = False,
+    ) -> tuple[T, int]:
         """(parse(decoded JSON), attempts). Retries server faults (`parse` raising _Fault is one);
         raises LLMError otherwise, when the retries run out, or when the call's deadline fires.
         `path` is under the base URL, or under the server's root with `at_root` (vLLM's /tokenize
         is not under /v1)."""
         base = self._url.path
-        full = (base[: -len("/v1")] if base.endswith("/v1") else base) + path if at_root else base + path
+        full = (
+            (base[: -len("/v1")] if base.endswith("/v1") else base) + path
+            if at_root
+            else base + path
+        )
         data = json.dumps(body).encode() if body is not None else None
         headers = {"Content-Type": "application/json", "Accept": "application/json"}
         if self.api_key:
@@ -260,33 +308,55 @@ class ChatClient:
                 if not 200 <= status < 300:
                     text = raw[:2000].decode("utf-8", "replace")
                     if _is_context_error(status, text):
-                        raise ContextLengthError(f"prompt exceeds the model's context window: {text[:300]}", status)
+                        raise ContextLengthError(
+                            f"prompt exceeds the model's context window: {text[:300]}", status
+                        )
                     if status not in RETRY_STATUS:
-                        raise LLMError(f"HTTP {status} from {self.base_url}{path}: {text[:300]}", status)
+                        raise LLMError(
+                            f"HTTP {status} from {self.base_url}{path}: {text[:300]}", status
+                        )
                     raise _Fault(f"HTTP {status}: {text[:200]}")
                 try:
                     decoded = json.loads(raw)
                 except (ValueError, RecursionError):
-                    raise _Fault(f"the server sent a reply that is not JSON: {raw[:200]!r}") from None
+                    raise _Fault(
+                        f"the server sent a reply that is not JSON: {raw[:200]!r}"
+                    ) from None
                 return parse(decoded), attempt
             except _Fault as f:
                 last = str(f)
             if attempt <= self.max_retries:
-                delay = min(self.max_backoff, self.backoff * 2 ** (attempt - 1)) * (0.5 + self._rng.random() / 2)
-                if time.monotonic() + delay >= end:  # no sleep that ends past the deadline: no attempt could follow it
+                delay = min(self.max_backoff, self.backoff * 2 ** (attempt - 1)) * (
+                    0.5 + self._rng.random() / 2
+                )
+                # no sleep that ends past the deadline: no attempt could follow it
+                if time.monotonic() + delay >= end:
                     raise self._past_deadline(path, attempt, start, last, status)
                 time.sleep(delay)
-            elif limit < self.timeout and time.monotonic() >= end:  # the deadline, not the attempt's timeout, cut the last attempt
+            # the deadline, not the attempt's timeout, cut the last attempt
+            elif limit < self.timeout and time.monotonic() >= end:
                 raise self._past_deadline(path, attempt, start, last, status)
-        raise LLMError(f"no answer from {self.base_url}{path} after {self.max_retries + 1} attempts ({last})", status, fault=True)
+        raise LLMError(
+            f"no answer from {self.base_url}{path} after {self.max_retries + 1} attempts ({last})",
+            status,
+            fault=True,
+        )
 
-    def _past_deadline(self, path: str, attempts: int, start: float, last: str, status: int | None) -> LLMError:
+    def _past_deadline(
+        self, path: str, attempts: int, start: float, last: str, status: int | None
+    ) -> LLMError:
         took = time.monotonic() - start
-        return LLMError(f"llm deadline: no answer from {self.base_url}{path} within the call's total deadline of {self.deadline:g} s "
-                        f"({attempts} attempt{'s' if attempts != 1 else ''} in {took:.1f} s; last: {last})", status, fault=True)
+        return LLMError(
+            f"llm deadline: no answer from {self.base_url}{path} within the call's total deadline "
+            f"of {self.deadline:g} s "
+            f"({attempts} attempt{'s' if attempts != 1 else ''} in {took:.1f} s; last: {last})",
+            status,
+            fault=True,
+        )
 
     def _models(self) -> list[dict[str, Any]]:
         """/v1/models' entries ([] when the server has none, or answers something else)."""
+        data: Any
         try:
             data, _ = self._request("GET", "/models")
         except LLMError:
@@ -295,7 +365,7 @@ class ChatClient:
         return [m for m in entries if isinstance(m, dict)] if isinstance(entries, list) else []
 
     def server_kind(self) -> str:
-        """"vllm" when /v1/models says its models are owned by vLLM, else "openai-compatible"
+        """ "vllm" when /v1/models says its models are owned by vLLM, else "openai-compatible"
         ("unknown" when it answers nothing usable)."""
         models = self._models()
         if not models:
@@ -306,18 +376,30 @@ class ChatClient:
         """The server's context window, if it reports one (vLLM does, in /v1/models)."""
         for m in self._models():
             n = m.get("max_model_len")
-            if m.get("id") == self.model and isinstance(n, int) and not isinstance(n, bool) and n > 0:
+            if (
+                m.get("id") == self.model
+                and isinstance(n, int)
+                and not isinstance(n, bool)
+                and n > 0
+            ):
                 return n
         return None
 
-    def count_prompt(self, messages: list[dict[str, Any]], tools: list[dict[str, Any]] | None = None) -> int | None:
+    def count_prompt(
+        self, messages: list[dict[str, Any]], tools: list[dict[str, Any]] | None = None
+    ) -> int | None:
         """The prompt's length in the model's tokens, chat template included, when the server can
         say (vLLM's /tokenize); None otherwise (then remembered: the server is not asked again)."""
         if self._no_tokenize:
             return None
-        body: dict[str, Any] = {"model": self.model, "messages": messages, "add_generation_prompt": True}
+        body: dict[str, Any] = {
+            "model": self.model,
+            "messages": messages,
+            "add_generation_prompt": True,
+        }
         if tools:
             body["tools"] = tools
+        data: Any
         try:
             data, _ = self._request("POST", "/tokenize", body, at_root=True)
         except LLMError:
@@ -347,7 +429,9 @@ class ChatClient:
             body["seed"] = seed
         body.update(extra or {})
         t0 = time.perf_counter()
-        (parsed, data), attempts = self._request("POST", "/chat/completions", body, parse=lambda d: (parse_completion(d), d))
+        (parsed, data), attempts = self._request(
+            "POST", "/chat/completions", body, parse=lambda d: (parse_completion(d), d)
+        )
         content, calls, finish, prompt_tokens, completion_tokens, reasoning = parsed
         counted = prompt_tokens is None or completion_tokens is None
         if prompt_tokens is None:
@@ -355,7 +439,9 @@ class ChatClient:
             if prompt_tokens is None:
                 prompt_tokens = sum(_words(m.get("content")) for m in messages)
         if completion_tokens is None:  # the reasoning is generated output too
-            completion_tokens = self.count_text("\n".join([reasoning, content, *(c.arguments for c in calls)]))
+            completion_tokens = self.count_text(
+                "\n".join([reasoning, content, *(c.arguments for c in calls)])
+            )
         return Completion(
             content=content,
             tool_calls=calls,
@@ -373,8 +459,14 @@ class ChatClient:
         """A text's length in the model's tokens when the server can say (vLLM's /tokenize), else
         in whitespace words."""
         if not self._no_tokenize:
+            data: Any
             try:
-                data, _ = self._request("POST", "/tokenize", {"model": self.model, "prompt": text, "add_special_tokens": False}, at_root=True)
+                data, _ = self._request(
+                    "POST",
+                    "/tokenize",
+                    {"model": self.model, "prompt": text, "add_special_tokens": False},
+                    at_root=True,
+                )
             except LLMError:
                 data = None
             n = data.get("count") if isinstance(data, dict) else None

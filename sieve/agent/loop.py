@@ -7,36 +7,52 @@ always returns a record, whatever the model or server did.
 
 from __future__ import annotations
 
+import functools
 import re
 import time
+from collections.abc import Callable
 from dataclasses import asdict, dataclass, field
-from typing import Any, Callable, Protocol
+from typing import Any, Protocol
 
 from sieve.agent.llm import ChatClient, Completion, ContextLengthError, LLMError
 from sieve.agent.prompts import digest, render, template
 from sieve.agent.protocol import Reply, parse_native, parse_text, without_thinking
-from sieve.errors import InvalidArgumentError
 from sieve.common.terminal import json_text
+from sieve.errors import InvalidArgumentError
 from sieve.tools.conditions import condition as find_condition
 from sieve.tools.toolset import ToolResult
 
 TRAJECTORY_FORMAT = 1
-FINAL_NUDGE = "You are close to the context limit. Stop searching and give your final answer now, inside <answer></answer>."
-NO_CALL = "No tool call or answer found in your reply. Call a tool with <tool_call>{...}</tool_call>, or answer with <answer>...</answer>."
+FINAL_NUDGE = (
+    "You are close to the context limit. Stop searching and give your final answer now, inside "
+    "<answer></answer>."
+)
+NO_CALL = (
+    "No tool call or answer found in your reply. Call a tool with <tool_call>{...}</tool_call>, "
+    "or answer with <answer>...</answer>."
+)
 ANSWER_TOOL = {
     "type": "function",
     "function": {
         "name": "answer",
         "description": "Give the final answer and end the task.",
-        "parameters": {"type": "object", "properties": {"answer": {"type": "string"}}, "required": ["answer"]},
+        "parameters": {
+            "type": "object",
+            "properties": {"answer": {"type": "string"}},
+            "required": ["answer"],
+        },
     },
 }
 
 
-FINAL_CALLS = 2  # model calls kept back from the step budget: the final-answer request and its recovery
+# model calls kept back from the step budget: the final-answer request and its recovery
+FINAL_CALLS = 2
 MESSAGE_ALLOWANCE = 8  # tokens a chat template adds per message, when the server cannot count
-ONE_SHOT_RETRIES = 3  # one-shot calls made again after a context-length refusal, each with a smaller budget
-_SENT = re.compile(r"(\d[\d,]*) (?:tokens )?in the messages|you requested (\d[\d,]*) tokens", re.IGNORECASE)
+# one-shot calls made again after a context-length refusal, each with a smaller budget
+ONE_SHOT_RETRIES = 3
+_SENT = re.compile(
+    r"(\d[\d,]*) (?:tokens )?in the messages|you requested (\d[\d,]*) tokens", re.IGNORECASE
+)
 
 
 def _prompt_tokens_in(message: str, max_tokens: int) -> int | None:
@@ -50,6 +66,8 @@ def _prompt_tokens_in(message: str, max_tokens: int) -> int | None:
         if requested:
             return max(0, int(requested.replace(",", "")) - max_tokens)
     return None
+
+
 CUT_MARK = "[… cut to fit the context window]"
 REMOVED = "[result removed: it did not fit in the context window]"
 FINAL_RETRIES = 3  # final-answer calls made again after a context-length refusal, each cut further
@@ -76,10 +94,14 @@ def _local_size(messages: list[dict[str, Any]]) -> int:
 
 def _is_result(m: dict[str, Any]) -> bool:
     """A tool result, in either tool-call style."""
-    return m.get("role") == "tool" or (m.get("role") == "user" and str(m.get("content") or "").startswith("<tool_response>"))
+    return m.get("role") == "tool" or (
+        m.get("role") == "user" and str(m.get("content") or "").startswith("<tool_response>")
+    )
 
 
-def fit_messages(messages: list[dict[str, Any]], limit: int, size: Callable[[list[dict[str, Any]]], int]) -> list[dict[str, Any]]:
+def fit_messages(
+    messages: list[dict[str, Any]], limit: int, size: Callable[[list[dict[str, Any]]], int]
+) -> list[dict[str, Any]]:
     """`messages` with tool results cut, newest first, until `size` of them is at most `limit`
     (or no result is left to cut). A cut result keeps its first words and says it was cut; one cut
     to nothing says it was removed. The system prompt and the question are never cut."""
@@ -94,7 +116,9 @@ def fit_messages(messages: list[dict[str, Any]], limit: int, size: Callable[[lis
         m = out[j]
         text = str(m.get("content") or "")
         wrapped = text.startswith("<tool_response>")
-        inner = (text[len("<tool_response>"):].removesuffix("</tool_response>") if wrapped else text).strip()
+        inner = (
+            text[len("<tool_response>") :].removesuffix("</tool_response>") if wrapped else text
+        ).strip()
         ends = [w.end() for w in _WORD.finditer(inner)]
         # At least the excess in words (a word is at least one token), and the cut mark's words.
         keep = max(0, len(ends) - (n - limit) - mark)
@@ -108,7 +132,10 @@ def fit_messages(messages: list[dict[str, Any]], limit: int, size: Callable[[lis
 
 
 def _one_shot_prompt(texts: list[str]) -> str:
-    passages = "\n\n".join(f"[{j + 1}] {t}" for j, t in enumerate(texts) if t) or "(the search found no document)"
+    passages = (
+        "\n\n".join(f"[{j + 1}] {t}" for j, t in enumerate(texts) if t)
+        or "(the search found no document)"
+    )
     return render(template("one_shot.md"), passages=passages)
 
 
@@ -126,7 +153,8 @@ class AgentTools(Protocol):
 @dataclass(frozen=True)
 class Budgets:
     """Defaults from the paper. `max_steps` bounds every model call of an episode, the final-answer
-    request and its recovery included: the loop stops FINAL_CALLS short of it (never below one call)."""
+    request and its recovery included: the loop stops FINAL_CALLS short of it (never below one
+    call)."""
 
     max_steps: int = 100
     context_window: int = 131_072
@@ -140,10 +168,18 @@ class Budgets:
             v = getattr(self, name)
             if isinstance(v, bool) or not isinstance(v, int) or v < 1:
                 raise InvalidArgumentError(f"{name} must be a positive integer, got {v!r}")
-        if isinstance(self.context_window, bool) or not isinstance(self.context_window, int) or self.context_window < 0:
-            raise InvalidArgumentError(f"context_window must be a whole number of tokens, got {self.context_window!r}")
+        if (
+            isinstance(self.context_window, bool)
+            or not isinstance(self.context_window, int)
+            or self.context_window < 0
+        ):
+            raise InvalidArgumentError(
+                f"context_window must be a whole number of tokens, got {self.context_window!r}"
+            )
         if not isinstance(self.early_stop, (int, float)) or not 0 < self.early_stop <= 1:
-            raise InvalidArgumentError(f"early_stop must be a share of the window in (0, 1], got {self.early_stop!r}")
+            raise InvalidArgumentError(
+                f"early_stop must be a share of the window in (0, 1], got {self.early_stop!r}"
+            )
 
 
 def step_summed_tokens(calls: list[dict[str, Any]]) -> int:
@@ -180,7 +216,8 @@ class Episode:
     answer: str | None = None
     outcome: str = "failed"  # answered | recovered | failed
     reason: str = ""
-    server_fault: bool = False  # failed because the model server kept failing: a resumed run redoes it
+    # failed because the model server kept failing: a resumed run redoes it
+    server_fault: bool = False
     crashed: bool = False  # ended by an exception inside sieve (a bug): a resumed run redoes it
     seconds: float = 0.0
     surfaced: list[str] = field(default_factory=list)
@@ -201,8 +238,12 @@ class Episode:
             by_kind[t["name"]] = by_kind.get(t["name"], 0) + 1
         out.update(
             format=TRAJECTORY_FORMAT,
-            tokens={"step_summed": self.step_summed_tokens, "distinct": self.distinct_tokens, "final_context": final_context_tokens(self.calls),
-                    "largest_prompt": largest_prompt(self.calls)},
+            tokens={
+                "step_summed": self.step_summed_tokens,
+                "distinct": self.distinct_tokens,
+                "final_context": final_context_tokens(self.calls),
+                "largest_prompt": largest_prompt(self.calls),
+            },
             llm_calls=len(self.calls),
             tool_calls_by_kind=by_kind,
         )
@@ -243,7 +284,8 @@ class Agent:
         self.native = native_tools
         self.budgets = budgets
         self.condition = condition
-        self.one_shot = find_condition(condition).one_shot  # an unknown name fails here, not mid-run
+        # an unknown name fails here, not mid-run
+        self.one_shot = find_condition(condition).one_shot
         self.ranker = ranker
         self.vllm = vllm
         window = client.max_model_len() if budgets.context_window else None
@@ -251,20 +293,46 @@ class Agent:
 
     def config(self, prompt: str) -> dict[str, Any]:
         return {
-            "model": self.client.model, "condition": self.condition, "ranker": self.ranker,
-            "tool_style": "native" if self.native else "text", "budgets": asdict(self.budgets),
-            "context_window": self.window, "prompt_hash": digest(prompt),
+            "model": self.client.model,
+            "condition": self.condition,
+            "ranker": self.ranker,
+            "tool_style": "native" if self.native else "text",
+            "budgets": asdict(self.budgets),
+            "context_window": self.window,
+            "prompt_hash": digest(prompt),
         }
 
-    def _complete(self, ep: Episode, messages: list[dict[str, Any]], tools: list[dict[str, Any]] | None, extra: dict[str, Any] | None = None) -> Completion:
+    def _complete(
+        self,
+        ep: Episode,
+        messages: list[dict[str, Any]],
+        tools: list[dict[str, Any]] | None,
+        extra: dict[str, Any] | None = None,
+    ) -> Completion:
         b = self.budgets
-        c = self.client.complete(messages, tools=tools, max_tokens=b.max_tokens, temperature=b.temperature, seed=b.seed, extra=extra)
-        ep.calls.append({"prompt_tokens": c.prompt_tokens, "completion_tokens": c.completion_tokens, "seconds": round(c.seconds, 4), "attempts": c.attempts,
-                         "finish_reason": c.finish_reason, "messages": len(messages)})
+        c = self.client.complete(
+            messages,
+            tools=tools,
+            max_tokens=b.max_tokens,
+            temperature=b.temperature,
+            seed=b.seed,
+            extra=extra,
+        )
+        ep.calls.append(
+            {
+                "prompt_tokens": c.prompt_tokens,
+                "completion_tokens": c.completion_tokens,
+                "seconds": round(c.seconds, 4),
+                "attempts": c.attempts,
+                "finish_reason": c.finish_reason,
+                "messages": len(messages),
+            }
+        )
         if c.reasoning:
             ep.calls[-1]["reasoning"] = c.reasoning
         if c.counted:
-            ep.calls[-1]["counted"] = True  # the server reported no usage: these numbers are sieve's count
+            # the server reported no usage: these numbers are sieve's count
+            ep.calls[-1]["counted"] = True
         if self.on_event is not None:
             self.on_event("llm", {**ep.calls[-1], "content": c.content})
         return c
@@ -273,7 +341,8 @@ class Agent:
         if self.one_shot:
             return self.run_one_shot(question, tools, question_id)
         t0 = time.perf_counter()
-        before = tools.begin(question)  # what the condition does before the agent acts (bounded DCI's retrieval)
+        # what the condition does before the agent acts (bounded DCI's retrieval)
+        before = tools.begin(question)
         prompt = system_prompt(tools, self.native, self.budgets)
         ep = Episode(question_id, question, self.config(prompt))
         ep.tool_calls.extend(before)
@@ -291,17 +360,29 @@ class Agent:
         refusal then shrinks the budget by the shortfall the server reports, and the call is made
         again (at most ONE_SHOT_RETRIES times)."""
         t0 = time.perf_counter()
-        passages, facts = tools.passages(question)  # type: ignore[attr-defined]
+        # One-shot needs the Toolset's passages and read counter, beyond the AgentTools Protocol.
+        passages, facts = tools.passages(question)  # type: ignore[attr-defined]  # Toolset only
         ep = Episode(question_id, question, self.config(template("one_shot.md")))
         scale = 1.0
         try:
             for attempt in range(ONE_SHOT_RETRIES + 1):
                 texts, fit = self._fit(question, [t for _, t in passages], tools, scale)
                 shown = "\n\n".join(t for t in texts if t)
-                tokens = tools.config.read.counter.count(shown)  # type: ignore[attr-defined]
-                ep.tool_calls = [{"name": "ranked_search", "arguments": {"query": question}, "result_tokens": tokens, "result": shown,
-                                  **facts, "fit": {**fit, "retries": attempt}}]
-                ep.messages = [{"role": "system", "content": _one_shot_prompt(texts)}, {"role": "user", "content": question}]
+                tokens = tools.config.read.counter.count(shown)  # type: ignore[attr-defined]  # Toolset's
+                ep.tool_calls = [
+                    {
+                        "name": "ranked_search",
+                        "arguments": {"query": question},
+                        "result_tokens": tokens,
+                        "result": shown,
+                        **facts,
+                        "fit": {**fit, "retries": attempt},
+                    }
+                ]
+                ep.messages = [
+                    {"role": "system", "content": _one_shot_prompt(texts)},
+                    {"role": "user", "content": question},
+                ]
                 try:
                     c = self._complete(ep, ep.messages, None)
                     break
@@ -313,17 +394,23 @@ class Agent:
             ep.messages.append({"role": "assistant", "content": c.content})
             answer = parse_text(c.content, set()).answer
             ep.answer = answer if answer is not None else without_thinking(c.content).strip()
-            ep.outcome, ep.reason = "answered", "answer" if answer is not None else "untagged answer"
+            ep.outcome, ep.reason = (
+                "answered",
+                "answer" if answer is not None else "untagged answer",
+            )
         except LLMError as e:
             ep.outcome, ep.reason, ep.server_fault = "failed", f"model server: {e}", e.fault
         return _finished(ep, tools, t0)
 
-    def _fit(self, question: str, texts: list[str], tools: AgentTools, scale: float = 1.0) -> tuple[list[str], dict[str, Any]]:
+    def _fit(
+        self, question: str, texts: list[str], tools: AgentTools, scale: float = 1.0
+    ) -> tuple[list[str], dict[str, Any]]:
         """The fit loop: count the whole prompt (the server's /tokenize, chat template included,
         else the read counter plus a per-message allowance, times `scale`), and cut words from the
-        end of the lowest-ranked text still present by the excess, until it fits or nothing is left."""
+        end of the lowest-ranked text still present by the excess, until it fits or nothing is
+        left."""
         limit = self.window - self.budgets.max_tokens
-        counter = tools.config.read.counter  # type: ignore[attr-defined]
+        counter = tools.config.read.counter  # type: ignore[attr-defined]  # the Toolset's counter
         words = [t.split(" ") for t in texts]
         kept = [len(w) for w in words]
         mark = len(CUT_MARK.split(" "))
@@ -331,17 +418,31 @@ class Agent:
         by = "server"
         while True:
             rounds += 1
-            shown = [" ".join(w[:n]) + (f" {CUT_MARK}" if 0 < n < len(w) else "") if n else "" for w, n in zip(words, kept)]
-            messages = [{"role": "system", "content": _one_shot_prompt(shown)}, {"role": "user", "content": question}]
+            shown = [
+                " ".join(w[:n]) + (f" {CUT_MARK}" if 0 < n < len(w) else "") if n else ""
+                for w, n in zip(words, kept)
+            ]
+            messages = [
+                {"role": "system", "content": _one_shot_prompt(shown)},
+                {"role": "user", "content": question},
+            ]
             n = self.client.count_prompt(messages)
             if n is None:
                 by = counter.name
-                n = int(scale * sum(counter.count(m["content"]) + MESSAGE_ALLOWANCE for m in messages))
+                n = int(
+                    scale * sum(counter.count(m["content"]) + MESSAGE_ALLOWANCE for m in messages)
+                )
             live = [j for j, k in enumerate(kept) if k]
             if n <= limit or not live:
                 dropped = sum(len(w) for w in words) - sum(kept)
-                return shown, {"prompt_tokens": n, "limit": limit, "counted_by": by, "dropped_words": dropped, "rounds": rounds,
-                               "scale": round(scale, 4)}
+                return shown, {
+                    "prompt_tokens": n,
+                    "limit": limit,
+                    "counted_by": by,
+                    "dropped_words": dropped,
+                    "rounds": rounds,
+                    "scale": round(scale, 4),
+                }
             j = live[-1]
             # At least the excess in words (a word is at least one token), and the cut mark's words.
             kept[j] = max(0, kept[j] - (n - limit) - mark)
@@ -351,7 +452,11 @@ class Agent:
         known = {s["function"]["name"] for s in schemas}
         pending = 0  # tokens added since the last call (tool results), to foresee the next prompt
         for _ in range(max(1, self.budgets.max_steps - FINAL_CALLS)):
-            if ep.calls and ep.calls[-1]["prompt_tokens"] + ep.calls[-1]["completion_tokens"] + pending >= self.budgets.early_stop * self.window:
+            if (
+                ep.calls
+                and ep.calls[-1]["prompt_tokens"] + ep.calls[-1]["completion_tokens"] + pending
+                >= self.budgets.early_stop * self.window
+            ):
                 ep.reason = "context budget"
                 break
             try:
@@ -360,7 +465,11 @@ class Agent:
                 ep.reason = "context length"
                 self._drop_last_result(ep)
                 break
-            reply = parse_native([(t.id, t.name, t.arguments) for t in c.tool_calls], known) if c.tool_calls else parse_text(c.content, known)
+            reply = (
+                parse_native([(t.id, t.name, t.arguments) for t in c.tool_calls], known)
+                if c.tool_calls
+                else parse_text(c.content, known)
+            )
             self._append_assistant(ep, c)
             if reply.answer is not None and not [k for k in reply.calls if k.name != "answer"]:
                 ep.answer, ep.outcome, ep.reason = reply.answer, "answered", "answer"
@@ -373,10 +482,19 @@ class Agent:
     def _append_assistant(self, ep: Episode, c: Completion) -> None:
         msg: dict[str, Any] = {"role": "assistant", "content": c.content}
         if c.tool_calls:
-            msg["tool_calls"] = [{"id": t.id, "type": "function", "function": {"name": t.name, "arguments": t.arguments}} for t in c.tool_calls]
+            msg["tool_calls"] = [
+                {
+                    "id": t.id,
+                    "type": "function",
+                    "function": {"name": t.name, "arguments": t.arguments},
+                }
+                for t in c.tool_calls
+            ]
         ep.messages.append(msg)
 
-    def _act(self, ep: Episode, tools: AgentTools, reply: Reply, c: Completion, known: set[str]) -> int:
+    def _act(
+        self, ep: Episode, tools: AgentTools, reply: Reply, c: Completion, known: set[str]
+    ) -> int:
         """Run the calls of one reply and append their results; returns the tokens added."""
         added = 0
 
@@ -384,7 +502,15 @@ class Agent:
             nonlocal added
             result = tools.call(name, arguments)
             text, n = result.text, result.tokens
-            ep.tool_calls.append({"name": name, "arguments": arguments, "result_tokens": n, "result": text, **result.facts})
+            ep.tool_calls.append(
+                {
+                    "name": name,
+                    "arguments": arguments,
+                    "result_tokens": n,
+                    "result": text,
+                    **result.facts,
+                }
+            )
             if self.on_event is not None:
                 self.on_event("tool", ep.tool_calls[-1])
             added += n
@@ -393,14 +519,18 @@ class Agent:
         if c.tool_calls:  # native: every call gets its own tool message, even one we could not read
             for t in c.tool_calls:
                 one = parse_native([(t.id, t.name, t.arguments)], known)
-                text = run(one.calls[0].name, one.calls[0].arguments) if one.calls else one.problems[0]
+                text = (
+                    run(one.calls[0].name, one.calls[0].arguments) if one.calls else one.problems[0]
+                )
                 if not one.calls:
                     added += len(text.split())
                 ep.messages.append({"role": "tool", "tool_call_id": t.id, "content": text})
             return added
         for call in reply.calls:
             text = run(call.name, call.arguments)
-            ep.messages.append({"role": "user", "content": f"<tool_response>\n{text}\n</tool_response>"})
+            ep.messages.append(
+                {"role": "user", "content": f"<tool_response>\n{text}\n</tool_response>"}
+            )
         notes = reply.problems or ([] if reply.calls else [NO_CALL])
         if notes:
             ep.messages.append({"role": "user", "content": "\n".join(notes)})
@@ -429,16 +559,26 @@ class Agent:
                 ep.answer, ep.outcome = answer, "answered"
                 return
             if len(ep.calls) >= self.budgets.max_steps:
-                ep.outcome, ep.reason = "failed", ep.reason + "; no model call left for the recovery"
+                ep.outcome, ep.reason = (
+                    "failed",
+                    ep.reason + "; no model call left for the recovery",
+                )
                 return
             pre_opened = self._is_vllm()
             if pre_opened:
                 opened = ep.messages + [{"role": "assistant", "content": "<answer>"}]
-                c, opened = self._complete_fitted(ep, opened, {"continue_final_message": True, "add_generation_prompt": False})
+                c, opened = self._complete_fitted(
+                    ep, opened, {"continue_final_message": True, "add_generation_prompt": False}
+                )
                 text = "<answer>" + c.content
                 ep.messages = opened[:-1] + [{"role": "assistant", "content": text}]
             else:
-                again = ep.messages + [{"role": "user", "content": "Reply with only your final answer inside <answer></answer>."}]
+                again = ep.messages + [
+                    {
+                        "role": "user",
+                        "content": "Reply with only your final answer inside <answer></answer>.",
+                    }
+                ]
                 c, again = self._complete_fitted(ep, again)
                 text = c.content
                 ep.messages = again + [{"role": "assistant", "content": text}]
@@ -451,8 +591,9 @@ class Agent:
         except ContextLengthError:
             ep.outcome, ep.reason = "failed", ep.reason + "; context length at the final answer"
 
-    def _complete_fitted(self, ep: Episode, messages: list[dict[str, Any]], extra: dict[str, Any] | None = None
-                         ) -> tuple[Completion, list[dict[str, Any]]]:
+    def _complete_fitted(
+        self, ep: Episode, messages: list[dict[str, Any]], extra: dict[str, Any] | None = None
+    ) -> tuple[Completion, list[dict[str, Any]]]:
         """A final-answer call whose prompt fits the window less the answer budget, as the server
         counts it: tool results are cut, newest first (the last search's results are often what
         crossed the early-stop line, and the model has not read them yet), until the counted
@@ -464,7 +605,7 @@ class Agent:
         # Scales the count to the server's: 1 for /tokenize's own, else learnt from this episode.
         rate = 1.0 if self.client.count_prompt(messages) is not None else self._token_rate(ep)
         for attempt in range(FINAL_RETRIES + 1):
-            sent = fit_messages(messages, limit, lambda ms: self._prompt_size(ms, rate))
+            sent = fit_messages(messages, limit, functools.partial(self._prompt_size, rate=rate))
             try:
                 return self._complete(ep, sent, None, extra), sent
             except ContextLengthError as e:
@@ -500,6 +641,6 @@ class Agent:
 
 
 def dump(ep: Episode) -> str:
-    """The episode's record as one line of JSON, safe to print (`sieve.common.terminal.json_text`): the
-    trajectories file is a log people read with `tail` and `less`."""
+    """The episode's record as one line of JSON, safe to print (`sieve.common.terminal.json_text`):
+    the trajectories file is a log people read with `tail` and `less`."""
     return json_text(ep.record())

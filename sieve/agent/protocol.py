@@ -124,10 +124,16 @@ def parse_text(content: str, known: set[str], open_answer: bool = False) -> Repl
         try:
             obj = repair_json(m.group(1))
         except ValueError:
-            reply.problems.append("a <tool_call> could not be read as JSON; write <tool_call>{\"name\": ..., \"arguments\": {...}}</tool_call>")
+            reply.problems.append(
+                'a <tool_call> could not be read as JSON; write <tool_call>{"name": ..., '
+                '"arguments": {...}}</tool_call>'
+            )
             continue
         call = _call_from(obj, known)
-        (reply.problems.append if isinstance(call, str) else reply.calls.append)(call)  # type: ignore[arg-type]
+        if isinstance(call, str):
+            reply.problems.append(call)
+        else:
+            reply.calls.append(call)
     if "<tool_call>" not in content:
         reply.answer = final_answer(content, open_answer)
     return reply
@@ -143,7 +149,10 @@ def parse_native(calls: list[tuple[str, str, str]], known: set[str]) -> Reply:
             reply.problems.append(f"the arguments of {name} are not valid JSON")
             continue
         call = _call_from({"name": name, "arguments": args}, known, call_id)
-        (reply.problems.append if isinstance(call, str) else reply.calls.append)(call)  # type: ignore[arg-type]
+        if isinstance(call, str):
+            reply.problems.append(call)
+        else:
+            reply.calls.append(call)
         if isinstance(call, ParsedCall) and call.name == "answer":
             reply.answer = str(call.arguments.get("answer", "")).strip()
     return reply

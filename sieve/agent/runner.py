@@ -1,4 +1,5 @@
-"""Running many episodes: resumable JSON Lines of trajectories, several at once, none lost or doubled.
+"""Running many episodes: resumable JSON Lines of trajectories, several at once, none lost or
+doubled.
 
 Each finished episode is appended as one line (written whole, then fsynced) under a lock. On start,
 the ids already recorded are skipped, except episodes that failed on a model-server fault or were
@@ -12,10 +13,11 @@ import json
 import os
 import threading
 import traceback
+from collections.abc import Callable, Iterable
 from concurrent.futures import ThreadPoolExecutor, as_completed
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Callable, Iterable
+from typing import Any
 
 from sieve.agent.loop import Agent, AgentTools, Episode, dump
 
@@ -62,7 +64,11 @@ class TrajectoryWriter:
 def pending(questions: Iterable[Question], done: dict[str, dict[str, Any]]) -> list[Question]:
     """The questions a run still has to do: not recorded, or recorded with a server fault or a
     crash (redone; the new line supersedes the old one)."""
-    return [q for q in questions if q.id not in done or done[q.id].get("server_fault") or done[q.id].get("crashed")]
+    return [
+        q
+        for q in questions
+        if q.id not in done or done[q.id].get("server_fault") or done[q.id].get("crashed")
+    ]
 
 
 def run_all(
@@ -84,8 +90,14 @@ def run_all(
             ep = agent.run(q.text, tools, q.id)
         except Exception as e:  # recorded, never lost: the run goes on, and says so at the end
             where = traceback.extract_tb(e.__traceback__)[-1]
-            ep = Episode(q.id, q.text, {"model": agent.client.model, "condition": agent.condition}, outcome="failed",
-                         reason=f"{type(e).__name__}: {e} (at {Path(where.filename).name}:{where.lineno})", crashed=True)
+            ep = Episode(
+                q.id,
+                q.text,
+                {"model": agent.client.model, "condition": agent.condition},
+                outcome="failed",
+                reason=f"{type(e).__name__}: {e} (at {Path(where.filename).name}:{where.lineno})",
+                crashed=True,
+            )
         finally:
             close = getattr(tools, "close", None)  # a bounded DCI episode's own folder
             if close is not None:

@@ -18,13 +18,22 @@ from typing import BinaryIO
 
 from sieve.errors import InvalidArgumentError
 
-_KINDS = ((stat.S_ISDIR, "a directory"), (stat.S_ISFIFO, "a FIFO (named pipe)"), (stat.S_ISSOCK, "a socket"),
-          (stat.S_ISCHR, "a character device"), (stat.S_ISBLK, "a block device"), (stat.S_ISLNK, "a symbolic link"))
+_KINDS = (
+    (stat.S_ISDIR, "a directory"),
+    (stat.S_ISFIFO, "a FIFO (named pipe)"),
+    (stat.S_ISSOCK, "a socket"),
+    (stat.S_ISCHR, "a character device"),
+    (stat.S_ISBLK, "a block device"),
+    (stat.S_ISLNK, "a symbolic link"),
+)
 
 
 def kind(mode: int) -> str:
     """What a file of this `st_mode` is, in words ("a regular file", "a FIFO (named pipe)", ...)."""
-    return next((name for test, name in _KINDS if test(mode)), "a regular file" if stat.S_ISREG(mode) else "not a regular file")
+    return next(
+        (name for test, name in _KINDS if test(mode)),
+        "a regular file" if stat.S_ISREG(mode) else "not a regular file",
+    )
 
 
 class NotRegularFileError(OSError):
@@ -48,7 +57,14 @@ class OutsideError(OSError):
     was replaced by a link since it was looked at)."""
 
     def __init__(self, path: str | os.PathLike, folder: str) -> None:
-        super().__init__(errno.ELOOP, f"is reached through a symbolic link out of {folder} (a folder on its way was replaced)", str(path))
+        super().__init__(
+            errno.ELOOP,
+            (
+                f"is reached through a symbolic link out of {folder} (a folder on its way was "
+                "replaced)"
+            ),
+            str(path),
+        )
 
 
 def inside(path: str, folder: str) -> bool:
@@ -78,7 +94,12 @@ def reason(e: OSError) -> str:
     return f"cannot be read ({e.strerror or e})"
 
 
-def open_regular(path: str | os.PathLike, follow_links: bool = True, same_as: os.stat_result | None = None, within: str | None = None) -> int:
+def open_regular(
+    path: str | os.PathLike,
+    follow_links: bool = True,
+    same_as: os.stat_result | None = None,
+    within: str | None = None,
+) -> int:
     """A file descriptor of `path` opened for reading, if it is a regular file (OSError otherwise:
     NotRegularFileError for anything else, which is never opened). `follow_links=False` refuses
     a symbolic link as the last part of the path. `same_as`: the file must still be the one this
@@ -87,14 +108,21 @@ def open_regular(path: str | os.PathLike, follow_links: bool = True, same_as: os
     st = os.stat(path, follow_symlinks=follow_links) if same_as is None else same_as
     if not stat.S_ISREG(st.st_mode):
         raise NotRegularFileError(path, kind(st.st_mode))
-    flags = os.O_RDONLY | os.O_NONBLOCK | getattr(os, "O_CLOEXEC", 0) | (0 if follow_links else getattr(os, "O_NOFOLLOW", 0))
+    flags = (
+        os.O_RDONLY
+        | os.O_NONBLOCK
+        | getattr(os, "O_CLOEXEC", 0)
+        | (0 if follow_links else getattr(os, "O_NOFOLLOW", 0))
+    )
     fd = os.open(path, flags)
     try:
         now = os.fstat(fd)
         if not stat.S_ISREG(now.st_mode):
             raise NotRegularFileError(path, kind(now.st_mode))
         if (now.st_dev, now.st_ino) != (st.st_dev, st.st_ino):
-            raise NotRegularFileError(path, "another file than the one looked at (it was replaced while being opened)")
+            raise NotRegularFileError(
+                path, "another file than the one looked at (it was replaced while being opened)"
+            )
         if within is not None:
             real = _opened_path(fd)
             if real is not None and not inside(real, within):
@@ -110,8 +138,13 @@ def open_binary(path: str | os.PathLike, follow_links: bool = True) -> BinaryIO:
     return os.fdopen(open_regular(path, follow_links), "rb")
 
 
-def read_regular(path: str | os.PathLike, limit: int, follow_links: bool = True, same_as: os.stat_result | None = None,
-                 within: str | None = None) -> bytes:
+def read_regular(
+    path: str | os.PathLike,
+    limit: int,
+    follow_links: bool = True,
+    same_as: os.stat_result | None = None,
+    within: str | None = None,
+) -> bytes:
     """The bytes of a regular file of at most `limit` bytes (see `open_regular`); FileTooLargeError
     past it, whatever its size says (a file in /proc says 0, and a file may grow while read)."""
     with os.fdopen(open_regular(path, follow_links, same_as, within), "rb") as fh:
@@ -148,5 +181,7 @@ def read_lines(path: str | os.PathLike, limit: int, what: str) -> list[tuple[int
         try:
             out.append((n, line.decode("utf-8")))
         except UnicodeDecodeError as e:
-            raise InvalidArgumentError(f"{path}:{n}: not UTF-8 text ({e.reason} at byte {e.start + 1} of the line)") from None
+            raise InvalidArgumentError(
+                f"{path}:{n}: not UTF-8 text ({e.reason} at byte {e.start + 1} of the line)"
+            ) from None
     return out

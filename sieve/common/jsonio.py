@@ -27,7 +27,8 @@ _BIG = 2.0**63  # orjson reads an integer outside [-2**63, 2**64) as a float thi
 
 
 def _wide(value: Any) -> bool:
-    """Whether `value` holds a float at least 2**63 in size (which orjson may have made from an integer)."""
+    """Whether `value` holds a float at least 2**63 in size (which orjson may have made from an
+    integer)."""
     t = type(value)
     if t is dict:
         value = value.values()
@@ -56,7 +57,8 @@ def loads(text: str | bytes) -> Any:
     return value
 
 
-_JSON = json.JSONEncoder(ensure_ascii=False, separators=(",", ":"))  # made once: json.dumps with options makes one a call
+# made once: json.dumps with options makes one a call
+_JSON = json.JSONEncoder(ensure_ascii=False, separators=(",", ":"))
 
 
 def dumps(obj: dict[str, Any]) -> bytes:

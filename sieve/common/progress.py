@@ -25,9 +25,17 @@ def _duration(seconds: float) -> str:
 
 
 class Progress:
-    """`update(n)` adds n done; `set_total(total)` once known; `note(text)` a short suffix; `close()`."""
+    """`update(n)` adds n done; `set_total(total)` once known; `note(text)` a short suffix;
+    `close()`."""
 
-    def __init__(self, desc: str, unit: str, total: int | None = None, quiet: bool = False, stream: TextIO | None = None) -> None:
+    def __init__(
+        self,
+        desc: str,
+        unit: str,
+        total: int | None = None,
+        quiet: bool = False,
+        stream: TextIO | None = None,
+    ) -> None:
         self.stream = stream if stream is not None else sys.stderr
         self.desc, self.unit, self.total, self.quiet = desc, unit, total, quiet
         self.n = 0
@@ -39,7 +47,13 @@ class Progress:
 
             # The bar redraws itself with carriage returns: it writes past the command line's
             # escaping (sieve.common.terminal.EscapingStream), with sieve's own words only.
-            self._bar = tqdm(total=total, unit=f" {unit}", desc=desc, file=getattr(self.stream, "unescaped", self.stream), mininterval=0.5)
+            self._bar = tqdm(
+                total=total,
+                unit=f" {unit}",
+                desc=desc,
+                file=getattr(self.stream, "unescaped", self.stream),
+                mininterval=0.5,
+            )
 
     def set_total(self, total: int) -> None:
         self.total = total
@@ -67,11 +81,16 @@ class Progress:
         if self.total and rate > 0 and self.n < self.total:
             left = f", about {_duration((self.total - self.n) / rate)} left"
         suffix = f", {self._suffix}" if self._suffix else ""
-        print(f"{self.desc}: {self.n:,}{of} {self.unit} ({rate:,.0f}/s{left}{suffix})", file=self.stream, flush=True)
+        print(
+            f"{self.desc}: {self.n:,}{of} {self.unit} ({rate:,.0f}/s{left}{suffix})",
+            file=self.stream,
+            flush=True,
+        )
 
     def close(self) -> None:
         if self._bar is not None:
-            if self._bar.total and self.n < self._bar.total:  # an estimate that was too high (blank lines, skipped records)
+            # an estimate that was too high (blank lines, skipped records)
+            if self._bar.total and self.n < self._bar.total:
                 self._bar.total = self.n
                 self._bar.refresh()
             self._bar.close()

@@ -2,15 +2,15 @@
 
 `{name}` (lower-case letters and `_`) is a field; `<!-- if NAME -->...<!-- endif NAME -->` is a
 block kept or dropped by a flag. A field without a value, a block without a flag, or a value that
-names no field of the template is an error, never a blank: a typo in a prompt must not reach a model.
-Other braces (JSON examples, `{ARGUMENTS}`) are plain text.
+names no field of the template is an error, never a blank: a typo in a prompt must not reach a
+model. Other braces (JSON examples, `{ARGUMENTS}`) are plain text.
 """
 
 from __future__ import annotations
 
 import re
+from collections.abc import Mapping
 from importlib import resources
-from typing import Mapping
 
 _FIELD = re.compile(r"\{([a-z_]+)\}")
 _BLOCK = re.compile(r"<!-- if (\w+) -->\n(.*?)<!-- endif \1 -->\n", re.DOTALL)

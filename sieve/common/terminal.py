@@ -31,16 +31,21 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from typing import Any, TextIO
 
-# The select graphic rendition codes sieve.tools.style writes (bold, match, dim, section) and the reset.
+# The select graphic rendition codes sieve.tools.style
+# writes (bold, match, dim, section) and the reset.
 STYLE_CODES = ("0", "1", "1;33", "2", "36")
 
 # Character classes (for a regular expression): the C0 controls but line feed and tab, which json
 # escapes itself, and the rest, which it writes as they are.
 _C0 = "\x00-\x08\x0b-\x1f"
-_NOT_JSON = "\x7f-\x9f\u061c\u200e\u200f\u2028-\u202e\u2066-\u2069\ud800-\udfff\U000e0000-\U000e007f"
+_NOT_JSON = (
+    "\x7f-\x9f\u061c\u200e\u200f\u2028-\u202e\u2066-\u2069\ud800-\udfff\U000e0000-\U000e007f"
+)
 _BLOCK = re.compile(f"[{_C0}{_NOT_JSON}]")  # line feed and tab kept: a text's lines and columns
 _LINE = re.compile(f"[{_C0}{_NOT_JSON}\n\t]")  # everything on one line
-_STREAM = re.compile(f"(\x1b\\[(?:{'|'.join(re.escape(c) for c in STYLE_CODES)})m)|[{_C0}{_NOT_JSON}]")
+_STREAM = re.compile(
+    f"(\x1b\\[(?:{'|'.join(re.escape(c) for c in STYLE_CODES)})m)|[{_C0}{_NOT_JSON}]"
+)
 _JSON = re.compile(f"[{_NOT_JSON}]")
 
 
@@ -78,7 +83,8 @@ def _utf16(c: str) -> tuple[int, ...]:
     if o < 0x10000:
         return (o,)
     o -= 0x10000
-    return (0xD800 + (o >> 10), 0xDC00 + (o & 0x3FF))  # JSON writes a character past the BMP as a surrogate pair
+    # JSON writes a character past the BMP as a surrogate pair
+    return (0xD800 + (o >> 10), 0xDC00 + (o & 0x3FF))
 
 
 class EscapingStream(io.TextIOBase):
@@ -88,8 +94,10 @@ class EscapingStream(io.TextIOBase):
 
     def __init__(self, stream: TextIO) -> None:
         super().__init__()
-        self.unescaped = stream  # for what writes its own controls: a progress bar's carriage returns
-        # Colours are written to a terminal only (sieve.tools.style.terminal_style): elsewhere every ESC is data.
+        # for what writes its own controls: a progress bar's carriage returns
+        self.unescaped = stream
+        # Colours are written to a terminal only
+        # (sieve.tools.style.terminal_style): elsewhere every ESC is data.
         isatty = getattr(stream, "isatty", None)
         tty = isatty is not None and isatty()
         self._pattern, self._replace = (_STREAM, _colour_kept) if tty else (_BLOCK, _escaped)
@@ -111,11 +119,11 @@ class EscapingStream(io.TextIOBase):
         return True
 
     @property
-    def encoding(self) -> str:  # type: ignore[override]
+    def encoding(self) -> str:  # type: ignore[override]  # an attribute in TextIOBase
         return self.unescaped.encoding
 
     @property
-    def errors(self) -> str | None:  # type: ignore[override]
+    def errors(self) -> str | None:  # type: ignore[override]  # an attribute in TextIOBase
         return self.unescaped.errors
 
     def __getattr__(self, name: str) -> Any:  # buffer, reconfigure, line_buffering, ...
@@ -126,11 +134,14 @@ class EscapingStream(io.TextIOBase):
 def escaping_streams() -> Iterator[None]:
     """sys.stdout and sys.stderr escaped (`EscapingStream`) for the body, then restored."""
     saved = sys.stdout, sys.stderr
-    out, err = (s if s is None or isinstance(s, EscapingStream) else EscapingStream(s) for s in saved)
-    sys.stdout, sys.stderr = out, err  # type: ignore[assignment]
+    out, err = (
+        s if s is None or isinstance(s, EscapingStream) else EscapingStream(s) for s in saved
+    )
+    sys.stdout, sys.stderr = out, err
     try:
         yield
-    finally:  # a stream the body replaced stays replaced (`sieve ... | head` leaves stdout on /dev/null)
+    # a stream the body replaced stays replaced (`sieve ... | head` leaves stdout on /dev/null)
+    finally:
         if sys.stdout is out:
             sys.stdout = saved[0]
         if sys.stderr is err:

@@ -17,7 +17,7 @@ import re
 import sysconfig
 import tokenize
 import warnings
-from typing import Iterator
+from collections.abc import Iterator
 
 # Directory names never descended into: test suites (huge, and full of
 # deliberately broken or Python-2-only files) and non-stdlib code.
@@ -133,8 +133,11 @@ def _public_name_count(tree: ast.Module, defs: list[_Def]) -> int:
 def _author(tree: ast.Module) -> str | None:
     """The module-level ``__author__ = "..."`` string, if any."""
     for stmt in tree.body:
-        if (isinstance(stmt, ast.Assign) and isinstance(stmt.value, ast.Constant)
-                and any(isinstance(t, ast.Name) and t.id == "__author__" for t in stmt.targets)):
+        if (
+            isinstance(stmt, ast.Assign)
+            and isinstance(stmt.value, ast.Constant)
+            and any(isinstance(t, ast.Name) and t.id == "__author__" for t in stmt.targets)
+        ):
             value = stmt.value.value
             return value if isinstance(value, str) and value.strip() else None
     return None
@@ -182,8 +185,9 @@ def _document(name: str, rel: str, source: str, tree: ast.Module) -> dict | None
     return doc
 
 
-def stdlib_documents(limit: int | None = None, *,
-                     failures: list[str] | None = None) -> Iterator[dict]:
+def stdlib_documents(
+    limit: int | None = None, *, failures: list[str] | None = None
+) -> Iterator[dict]:
     """Yield one document per public stdlib module, sorted by dotted name.
 
     At most ``limit`` documents are yielded.  Files that cannot be read or

@@ -5,11 +5,12 @@ from __future__ import annotations
 import functools
 import json
 import re
+from collections.abc import Mapping
 from dataclasses import dataclass, field
-from typing import Any, Mapping, TypeVar
+from typing import Any, TypeVar
 
-from sieve.errors import CorpusError
 from sieve.common.isodate import parse_partial
+from sieve.errors import CorpusError
 
 T = TypeVar("T")
 
@@ -35,8 +36,14 @@ def _key_roles(rec: Mapping[Any, Any]) -> tuple[list[str], tuple[Any, ...]]:
     if roles is None:
         if len(_KEY_ROLES) >= _KEY_SETS_KEPT:
             _KEY_ROLES.clear()
-        roles = _KEY_ROLES[keys] = ([k for k in keys if isinstance(k, str) and k not in _KNOWN_KEYS and k.lower() in _KNOWN_KEYS],
-                                    tuple(k for k in keys if k not in _KNOWN_KEYS))
+        roles = _KEY_ROLES[keys] = (
+            [
+                k
+                for k in keys
+                if isinstance(k, str) and k not in _KNOWN_KEYS and k.lower() in _KNOWN_KEYS
+            ],
+            tuple(k for k in keys if k not in _KNOWN_KEYS),
+        )
     return roles
 
 
@@ -61,9 +68,17 @@ def _refuse_unknown(rec: Mapping[str, Any]) -> None:
         return
     key = found[0]
     if key.startswith("sections["):
-        raise CorpusError(f"{key}: a section has only the keys heading and text, so this text would not be indexed; {_LENIENT_HINT}")
-    raise CorpusError(f"key {key!r} is not a corpus key: keys are lower case (did you mean {key.lower()!r}?), so this would not be indexed; "
-                      f"known keys: {', '.join(sorted(_KNOWN_KEYS))}; {_LENIENT_HINT}")
+        raise CorpusError(
+            f"{key}: a section has only the keys heading and text, so this text would not be "
+            f"indexed; {_LENIENT_HINT}"
+        )
+    raise CorpusError(
+        f"key {key!r} is not a corpus key: keys are lower case (did you mean {key.lower()!r}?), so "
+        "this would not be indexed; "
+        f"known keys: {', '.join(sorted(_KNOWN_KEYS))}; {_LENIENT_HINT}"
+    )
+
+
 # A full ISO timestamp is accepted and kept to its date: sieve filters by day.
 _DATETIME_RE = re.compile(r"^(\d{4}-\d{2}-\d{2})[T ]\d{2}:\d{2}")
 
@@ -104,13 +119,16 @@ class Document:
         return out
 
     @classmethod
-    def stored(cls, store: Any, d: int) -> "Document":
-        """Document `d` read back from an index's store (anything with `meta(d)` and `section_text(d, j)`)."""
+    def stored(cls, store: Any, d: int) -> Document:
+        """Document `d` read back from an index's store (anything with `meta(d)` and
+        `section_text(d, j)`)."""
         meta = store.meta(d)
         return cls(
             id=meta["id"],
             title=meta["title"],
-            sections=tuple(Section(h, store.section_text(d, j)) for j, h in enumerate(meta["headings"])),
+            sections=tuple(
+                Section(h, store.section_text(d, j)) for j, h in enumerate(meta["headings"])
+            ),
             author=meta.get("author"),
             date=meta.get("date"),
             infobox=meta.get("infobox", {}),
@@ -141,7 +159,10 @@ def _text(value: Any, what: str, *args: Any) -> str:
     if not value.isascii():  # isascii is O(1); the search runs only on non-ASCII text
         bad = _SURROGATE.search(value)
         if bad:
-            raise CorpusError(f"{what.format(*args)} holds a lone surrogate U+{ord(bad.group()):04X} at character {bad.start()} (not valid Unicode text)")
+            raise CorpusError(
+                f"{what.format(*args)} holds a lone surrogate U+{ord(bad.group()):04X} at "
+                f"character {bad.start()} (not valid Unicode text)"
+            )
     return value
 
 
@@ -180,9 +201,13 @@ def _infobox(value: Any) -> dict[str, str]:
             if ":" not in part:
                 raise CorpusError(f"infobox item {part.strip()!r} has no 'key: value' colon")
             k, v = part.split(":", 1)
-            box[_text(k.strip(), "infobox key")] = _text(v.strip(), f"infobox value of {k.strip()!r}")
+            box[_text(k.strip(), "infobox key")] = _text(
+                v.strip(), f"infobox value of {k.strip()!r}"
+            )
         return box
-    raise CorpusError(f"infobox must be an object or a 'k: v; k: v' string, got {type(value).__name__}")
+    raise CorpusError(
+        f"infobox must be an object or a 'k: v; k: v' string, got {type(value).__name__}"
+    )
 
 
 def checked_date(value: Any) -> str | None:
@@ -204,7 +229,10 @@ def _checked_date(value: Any) -> str | None:
     if m:
         value = m.group(1)
     if len(value) > 40:  # no date is this long: say so without quoting all of it (twice)
-        raise CorpusError(f"unparseable date {value[:20]!r}... ({len(value):,} characters): not an ISO date (YYYY, YYYY-MM or YYYY-MM-DD)")
+        raise CorpusError(
+            f"unparseable date {value[:20]!r}... ({len(value):,} characters): not an ISO date "
+            "(YYYY, YYYY-MM or YYYY-MM-DD)"
+        )
     try:
         parse_partial(value)
     except ValueError as e:
@@ -212,11 +240,13 @@ def _checked_date(value: Any) -> str | None:
     return value
 
 
-_checked_date_text = functools.lru_cache(maxsize=1 << 12)(_checked_date)  # errors are raised, never cached
+# errors are raised, never cached
+_checked_date_text = functools.lru_cache(maxsize=1 << 12)(_checked_date)
 
 
 def _ascii_strings(d: Mapping[Any, Any]) -> bool:
-    """Whether every key and value of `d` is an ASCII string (joined in C: a join refuses anything else)."""
+    """Whether every key and value of `d` is an ASCII string (joined in C: a join refuses anything
+    else)."""
     try:
         return "".join(d).isascii() and "".join(d.values()).isascii()
     except TypeError:
@@ -237,7 +267,11 @@ def _sections(rec: Mapping[str, Any]) -> tuple[Section, ...]:
     raw = rec.get("sections")
     if raw is None:
         text = rec.get("text", "")
-        return (made(Section, {"heading": INTRO, "text": _text(text if text is not None else "", "text")}),)
+        return (
+            made(
+                Section, {"heading": INTRO, "text": _text(text if text is not None else "", "text")}
+            ),
+        )
     if not isinstance(raw, list):
         raise CorpusError(f"sections must be a list, got {type(raw).__name__}")
     out = []
@@ -246,7 +280,12 @@ def _sections(rec: Mapping[str, Any]) -> tuple[Section, ...]:
             raise CorpusError(f"section {i} must be an object with heading and text")
         heading = s.get("heading")
         heading = INTRO if heading in (None, "") else _text(heading, "section {} heading", i)
-        out.append(made(Section, {"heading": heading, "text": _text(s.get("text", ""), "section {} text", i)}))
+        out.append(
+            made(
+                Section,
+                {"heading": heading, "text": _text(s.get("text", ""), "section {} text", i)},
+            )
+        )
     return tuple(out)
 
 
@@ -258,7 +297,8 @@ def document_from_record(rec: Any, lenient: bool = False) -> Document:
         raise CorpusError(f"a record must be a JSON object, got {type(rec).__name__}")
     if not lenient:
         _refuse_unknown(rec)
-    ids = [rec[k] for k in ("id", "_id") if rec.get(k) is not None and rec.get(k) != ""]  # a null id is no id
+    # a null id is no id
+    ids = [rec[k] for k in ("id", "_id") if rec.get(k) is not None and rec.get(k) != ""]
     if not ids:
         raise CorpusError("missing id (give 'id' or '_id')")
     norm = []
@@ -271,10 +311,14 @@ def document_from_record(rec: Any, lenient: bool = False) -> Document:
     title = rec.get("title")
     metadata = {k: rec[k] for k in _key_roles(rec)[1]}
     if "sections" in rec and rec.get("text") is not None:
-        metadata["text"] = _text(rec["text"], "text")  # kept, not indexed: the sections carry the body
+        # kept, not indexed: the sections carry the body
+        metadata["text"] = _text(rec["text"], "text")
     if lenient and isinstance(rec.get("sections"), list):
-        kept = {str(i): {k: v for k, v in sec.items() if k not in _SECTION_KEYS}
-                for i, sec in enumerate(rec["sections"]) if isinstance(sec, dict) and any(k not in _SECTION_KEYS for k in sec)}
+        kept = {
+            str(i): {k: v for k, v in sec.items() if k not in _SECTION_KEYS}
+            for i, sec in enumerate(rec["sections"])
+            if isinstance(sec, dict) and any(k not in _SECTION_KEYS for k in sec)
+        }
         if kept:
             metadata[KEPT_SECTION_KEYS] = kept
     # Stored as UTF-8 JSON: every value must serialise and every string be valid Unicode. ASCII
@@ -283,21 +327,29 @@ def document_from_record(rec: Any, lenient: bool = False) -> Document:
         try:
             _JSON.encode(metadata).encode()
         except UnicodeEncodeError as e:  # before ValueError, its base class
-            raise CorpusError(f"metadata holds a lone surrogate U+{ord(e.object[e.start]):04X} (not valid Unicode text)") from None
+            raise CorpusError(
+                f"metadata holds a lone surrogate U+{ord(e.object[e.start]):04X} (not valid "
+                "Unicode text)"
+            ) from None
         except (TypeError, ValueError, RecursionError):
             raise CorpusError("metadata must be JSON-serialisable") from None
-    return made(Document, {  # type: ignore[no-any-return]
-        "id": norm[0],
-        "title": _text(title if title is not None else "", "title"),
-        "sections": _sections(rec),
-        "author": _author(rec.get("author")),
-        "date": checked_date(rec.get("date")),
-        "infobox": _infobox(rec.get("infobox")),
-        "metadata": metadata,
-    })
+    return made(
+        Document,
+        {
+            "id": norm[0],
+            "title": _text(title if title is not None else "", "title"),
+            "sections": _sections(rec),
+            "author": _author(rec.get("author")),
+            "date": checked_date(rec.get("date")),
+            "infobox": _infobox(rec.get("infobox")),
+            "metadata": metadata,
+        },
+    )
 
 
-def checked_document(rec: Any, file: str | None, line: int | None, lenient: bool = False) -> Document:
+def checked_document(
+    rec: Any, file: str | None, line: int | None, lenient: bool = False
+) -> Document:
     """`document_from_record`, with the error turned into a CorpusError naming file and line."""
     try:
         return document_from_record(rec, lenient)

@@ -1,4 +1,5 @@
-"""Reading corpora: JSON Lines files, BEIR folders and iterables of records, with every bad record named."""
+"""Reading corpora: JSON Lines files, BEIR folders and iterables of records, with every bad record
+named."""
 
 from __future__ import annotations
 
@@ -7,20 +8,20 @@ import hashlib
 import json
 import os
 import zlib
+from collections.abc import Callable, Iterable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import IO, Any, Callable, Iterable, Iterator, Literal, Union
+from typing import IO, Any, Literal
 
 import numpy as np
 
 from sieve.common import files, jsonio
-
 from sieve.corpus import folders
 from sieve.corpus.documents import Document, checked_document, unknown_keys
 from sieve.errors import CorpusError, InvalidArgumentError
 
-Source = Union[str, os.PathLike, Iterable[Any]]
+Source = str | os.PathLike | Iterable[Any]
 OnError = Literal["raise", "skip"]
 
 
@@ -69,7 +70,11 @@ def corpus_file(path: str | os.PathLike) -> Path:
     try:
         files.regular_file(p)
     except OSError as e:
-        hint = ": write the corpus to a file first" if isinstance(e, files.NotRegularFileError) and "FIFO" in e.what else ""
+        hint = (
+            ": write the corpus to a file first"
+            if isinstance(e, files.NotRegularFileError) and "FIFO" in e.what
+            else ""
+        )
         raise CorpusError(f"the corpus {files.reason(e)}{hint}", str(p)) from None
     return p
 
@@ -90,7 +95,7 @@ def _open_bytes(path: Path) -> Iterator[IO[bytes]]:
             yield raw
             return
         with gzip.open(raw, "rb") as fh:
-            yield fh  # type: ignore[misc]
+            yield fh  # type: ignore[misc]  # a GzipFile is the binary IO the others are
 
 
 _BOM = b"\xef\xbb\xbf"
@@ -102,11 +107,13 @@ def _line(name: str, lineno: int, raw: bytes) -> str | CorpusError | None:
     """One line as `raw_lines` gives it: its text (a first line's byte-order mark dropped), a
     CorpusError if it is not UTF-8, None if blank."""
     if lineno == 1 and raw.startswith(_BOM):
-        raw = raw[len(_BOM):]
+        raw = raw[len(_BOM) :]
     try:
         line = raw.decode("utf-8")
     except UnicodeDecodeError as e:
-        return CorpusError(f"not UTF-8 text ({e.reason} at byte {e.start + 1} of the line)", name, lineno)
+        return CorpusError(
+            f"not UTF-8 text ({e.reason} at byte {e.start + 1} of the line)", name, lineno
+        )
     return line if line.strip() else None
 
 
@@ -124,7 +131,15 @@ def raw_lines(path: Path) -> Iterator[tuple[int, str | CorpusError]]:
             try:
                 raw = fh.readline()
             except _STREAM_ERRORS as e:
-                yield lineno + 1, CorpusError(f"the compressed file is cut short or damaged here ({e}); the records before this line were read", name, lineno + 1)
+                yield (
+                    lineno + 1,
+                    CorpusError(
+                        f"the compressed file is cut short or damaged here ({e}); the records "
+                        "before this line were read",
+                        name,
+                        lineno + 1,
+                    ),
+                )
                 return
             if not raw:
                 return
@@ -137,7 +152,9 @@ def raw_lines(path: Path) -> Iterator[tuple[int, str | CorpusError]]:
 SPAN_READ = 8 << 20  # bytes `line_spans` reads at a time
 
 
-def line_spans(path: Path, lines: int, read_size: int = SPAN_READ) -> Iterator[tuple[int, int, int]]:
+def line_spans(
+    path: Path, lines: int, read_size: int = SPAN_READ
+) -> Iterator[tuple[int, int, int]]:
     """(byte offset, byte length, number of its first line) of consecutive pieces of a plain
     (uncompressed) file of `lines` lines each, the last maybe fewer: what `span_lines` reads.
     Lines end at \n, as readline's do; the file is read `read_size` bytes at a time and its
@@ -160,15 +177,20 @@ def line_spans(path: Path, lines: int, read_size: int = SPAN_READ) -> Iterator[t
             yield start, at - start, first
 
 
-def span_lines(path: Path, offset: int, length: int, first: int) -> list[tuple[int, str | CorpusError]]:
+def span_lines(
+    path: Path, offset: int, length: int, first: int
+) -> list[tuple[int, str | CorpusError]]:
     """What `raw_lines` gives for the lines of one `line_spans` piece: a worker reads its own piece
     of the file instead of being sent the text."""
     name = str(path)
     with _opened(path) as fh:
         fh.seek(offset)
         data = fh.read(length)
-    if len(data) != length:  # the file was cut short after it was split: never index part of it silently
-        raise CorpusError(f"the file changed while it was read (line {first} onward is gone)", name, first)
+    # the file was cut short after it was split: never index part of it silently
+    if len(data) != length:
+        raise CorpusError(
+            f"the file changed while it was read (line {first} onward is gone)", name, first
+        )
     pieces = data.split(b"\n")
     if pieces[-1] == b"":  # the piece ends with its last line's newline
         pieces.pop()
@@ -190,13 +212,17 @@ def parse_line(name: str, lineno: int, line: str) -> Any:
     except RecursionError:
         return CorpusError("invalid JSON: nested too deeply", name, lineno)
     except ValueError:  # Python refuses to read an integer of more than 4,300 digits
-        return CorpusError("invalid JSON: a number too long to read (more than 4,300 digits)", name, lineno)
+        return CorpusError(
+            "invalid JSON: a number too long to read (more than 4,300 digits)", name, lineno
+        )
 
 
 UNREAD = object()  # a record `records` was told to pass over unparsed
 
 
-def records(source: Source, unread: Callable[[str], bool] | None = None, report: CorpusReport | None = None) -> Iterator[tuple[str | None, int, Any]]:
+def records(
+    source: Source, unread: Callable[[str], bool] | None = None, report: CorpusReport | None = None
+) -> Iterator[tuple[str | None, int, Any]]:
     """(file, 1-based line or record number, parsed record or a CorpusError). `unread(line)`: True
     for a JSON line certainly not wanted, given as UNREAD without being parsed (one shard's build
     passing over the others' lines). `report`: where a folder's files passed over are counted."""
@@ -225,7 +251,7 @@ def count_records(source: Source) -> int | None:
         return None
     try:
         if folders.is_document_folder(source):
-            folder = source if isinstance(source, folders.Folder) else folders.Folder(source)
+            folder = source if isinstance(source, folders.Folder) else folders.Folder(source)  # type: ignore[arg-type]  # any path
             return len(folders.document_files(Path(folder.path), folder.max_file_bytes))
         path = corpus_file(source)
         if path.suffix == ".gz":
@@ -266,7 +292,8 @@ class IdRegistry:
 
     def __init__(self) -> None:
         self._recent: dict[bytes, int] = {}
-        self._levels: list[tuple[np.ndarray, np.ndarray]] = []  # (sorted digests 'S16', their lines), largest first
+        # (sorted digests 'S16', their lines), largest first
+        self._levels: list[tuple[np.ndarray, np.ndarray]] = []
         self._bitmap: bytearray | None = None
 
     def _first_line(self, key: bytes) -> int | None:
@@ -287,8 +314,11 @@ class IdRegistry:
         if self._bitmap is None:
             self._bitmap = bytearray(self.BITS >> 3)
         bits = keys.view(np.uint64)[::2] & np.uint64(self.BITS - 1)  # the digest's first 8 bytes
-        np.bitwise_or.at(np.frombuffer(self._bitmap, dtype=np.uint8), (bits >> np.uint64(3)).astype(np.int64),
-                         (np.uint8(1) << (bits & np.uint64(7)).astype(np.uint8)))
+        np.bitwise_or.at(
+            np.frombuffer(self._bitmap, dtype=np.uint8),
+            (bits >> np.uint64(3)).astype(np.int64),
+            (np.uint8(1) << (bits & np.uint64(7)).astype(np.uint8)),
+        )
         order = np.argsort(keys, kind="stable")
         self._levels.append((keys[order], lines[order]))
         while len(self._levels) > 1 and len(self._levels[-1][0]) >= len(self._levels[-2][0]):
@@ -304,9 +334,12 @@ class IdRegistry:
             return duplicate_id(doc_id, first, file, line)
         return None
 
-    def first_lines(self, doc_ids: list[str], lines: list[int], keys: bytes | None = None) -> list[tuple[int, int]]:
+    def first_lines(
+        self, doc_ids: list[str], lines: list[int], keys: bytes | None = None
+    ) -> list[tuple[int, int]]:
         """`duplicate` of each id in turn, as (its index, the line it was first seen at) for each
-        seen before at another line. `keys`: the ids' `id_key`s, joined, when they were made already."""
+        seen before at another line. `keys`: the ids' `id_key`s, joined, when they were made
+        already."""
         out: list[tuple[int, int]] = []
         recent, bitmap, wrap = self._recent, self._bitmap, self.BITS - 1
         for i, (doc_id, line) in enumerate(zip(doc_ids, lines)):
@@ -328,21 +361,29 @@ class IdRegistry:
         return out
 
 
-def read_documents(source: Source, on_error: OnError = "raise", report: CorpusReport | None = None, lenient: bool = False,
-                   check: Callable[[Document, str | None, int], None] | None = None,
-                   select: Callable[[int, Any], bool] | None = None) -> Iterator[Document]:
-    """Yield the documents of `source`. A bad record raises CorpusError, or is counted in `report` when skipping.
-    Text under keys the format does not know is an error unless `lenient` (then kept as metadata, and counted).
-    `check(document, file, line)`: more rules (a build's declared fields), raising CorpusError.
-    `select(position, record)`: the records to read at all (position: 1-based, over the whole
-    source), before any check; the others are passed over unread and uncounted (one shard's share).
-    A `select` with an `unread(line)` method lets JSON lines it can rule out go unparsed."""
+def read_documents(
+    source: Source,
+    on_error: OnError = "raise",
+    report: CorpusReport | None = None,
+    lenient: bool = False,
+    check: Callable[[Document, str | None, int], None] | None = None,
+    select: Callable[[int, Any], bool] | None = None,
+) -> Iterator[Document]:
+    """Yield the documents of `source`. A bad record raises CorpusError, or is counted in `report`
+    when skipping. Text under keys the format does not know is an error unless `lenient` (then kept
+    as metadata, and counted). `check(document, file, line)`: more rules (a build's declared
+    fields), raising CorpusError. `select(position, record)`: the records to read at all (position:
+    1-based, over the whole source), before any check; the others are passed over unread and
+    uncounted (one shard's share). A `select` with an `unread(line)` method lets JSON lines it can
+    rule out go unparsed."""
     if on_error not in ("raise", "skip"):
         raise InvalidArgumentError(f"on_error must be 'raise' or 'skip', not {on_error!r}")
     report = report if report is not None else CorpusReport()
     report.source = str(source) if isinstance(source, (str, os.PathLike)) else "<iterable>"
     ids = IdRegistry()
-    for position, (name, line, rec) in enumerate(records(source, getattr(select, "unread", None), report), 1):
+    for position, (name, line, rec) in enumerate(
+        records(source, getattr(select, "unread", None), report), 1
+    ):
         if rec is UNREAD or (select is not None and not select(position, rec)):
             continue
         try:

@@ -16,9 +16,11 @@ from typing import Any
 
 from sieve.errors import CorpusError
 
-MAX_REPEATED = 10_000  # values the aliases of one front matter may repeat (written out, they are copies)
+# values the aliases of one front matter may repeat (written out, they are copies)
+MAX_REPEATED = 10_000
 MAX_REPEATED_CHARS = 1 << 20  # and characters
-MAX_NUMBER_CHARS = 4300  # Python reads no longer decimal integer; nor does sieve any other (0x..., 1:2:3...)
+# Python reads no longer decimal integer; nor does sieve any other (0x..., 1:2:3...)
+MAX_NUMBER_CHARS = 4300
 _MAX_INT_BITS = 14_284  # 2**14_284 < 10**4_300: an integer JSON can still write
 
 
@@ -28,19 +30,29 @@ def _loader() -> Any:
     # libyaml's parser limits nesting (1,000 levels) where the pure-Python one recurses.
     base = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
 
-    class Loader(base):  # type: ignore[misc, valid-type]
+    class Loader(base):  # type: ignore[misc, valid-type]  # base: libyaml's loader where built
         first = 1  # the file's line of the YAML's first line
 
         def construct_object(self, node: Any, deep: bool = False) -> Any:
             try:
                 if node.tag.endswith(":int") and len(str(node.value)) > MAX_NUMBER_CHARS:
-                    # Before it is built: base 60 (`1:2:3`, YAML 1.1) takes time quadratic in its length.
+                    # Before it is built: base 60 (`1:2:3`, YAML
+                    # 1.1) takes time quadratic in its length.
                     raise ValueError("digits")
                 value = super().construct_object(node, deep)
             except (ValueError, OverflowError) as e:  # int() past 4,300 digits, date(2024, 13, 45)
-                raise CorpusError(f"front matter value {_unreadable(node, e)}", None, self.first + node.start_mark.line) from None
-            if isinstance(value, int) and value.bit_length() > _MAX_INT_BITS:  # 0x and 0b numbers are not limited
-                raise CorpusError(f"front matter value {_unreadable(node, ValueError('digits'))}", None, self.first + node.start_mark.line)
+                raise CorpusError(
+                    f"front matter value {_unreadable(node, e)}",
+                    None,
+                    self.first + node.start_mark.line,
+                ) from None
+            # 0x and 0b numbers are not limited
+            if isinstance(value, int) and value.bit_length() > _MAX_INT_BITS:
+                raise CorpusError(
+                    f"front matter value {_unreadable(node, ValueError('digits'))}",
+                    None,
+                    self.first + node.start_mark.line,
+                )
             return value
 
     return Loader
@@ -72,10 +84,12 @@ def check_aliases(root: Any, first: int) -> None:
     again wherever the document is written), or refer to a node they are inside of. `first`: the
     file's line of the YAML's first line. Each repeat of a node costs its size written out, which
     is known when it is met again (it was finished by then: depth-first, without recursion)."""
-    size: dict[int, tuple[int, int]] = {}  # finished nodes: (values, characters), aliases written out
+    # finished nodes: (values, characters), aliases written out
+    size: dict[int, tuple[int, int]] = {}
     open_: set[int] = set()
     values = chars = 0  # repeated so far
-    stack = [(root, _children(root), [0, *_own_size(root)])]  # node, its children, [next child, values, characters so far]
+    # node, its children, [next child, values, characters so far]
+    stack = [(root, _children(root), [0, *_own_size(root)])]
     open_.add(id(root))
     while stack:
         node, kids, state = stack[-1]
@@ -91,16 +105,33 @@ def check_aliases(root: Any, first: int) -> None:
         state[0] += 1
         line = first + node.start_mark.line
         if id(child) in open_:
-            raise CorpusError("front matter: an alias refers to a value it is inside of (a structure without end)", None, line)
+            raise CorpusError(
+                (
+                    "front matter: an alias refers to a value it is inside of (a structure without "
+                    "end)"
+                ),
+                None,
+                line,
+            )
         if id(child) in size:
             n, c = size[id(child)]
             values, chars = values + n, chars + c
             state[1] += n
             state[2] += c
             if values > MAX_REPEATED:
-                raise CorpusError(f"front matter: its aliases repeat more than {MAX_REPEATED:,} values (an alias bomb?)", None, line)
+                raise CorpusError(
+                    f"front matter: its aliases repeat more than {MAX_REPEATED:,} values (an alias "
+                    "bomb?)",
+                    None,
+                    line,
+                )
             if chars > MAX_REPEATED_CHARS:
-                raise CorpusError(f"front matter: its aliases repeat more than {MAX_REPEATED_CHARS:,} characters (an alias bomb?)", None, line)
+                raise CorpusError(
+                    f"front matter: its aliases repeat more than {MAX_REPEATED_CHARS:,} characters "
+                    "(an alias bomb?)",
+                    None,
+                    line,
+                )
         else:
             open_.add(id(child))
             stack.append((child, _children(child), [0, *_own_size(child)]))
@@ -116,8 +147,12 @@ def _plain(value: Any, where: str) -> Any:
         return [_plain(v, where) for v in value]
     if value is None or isinstance(value, (str, int, float, bool)):
         return value
-    what = {bytes: "binary data (!!binary)", set: "a set (!!set)"}.get(type(value), type(value).__name__)
-    raise CorpusError(f"front matter value of {where!r} is {what}; a document holds text, numbers, true/false, dates, lists and mappings")
+    kinds: dict[type, str] = {bytes: "binary data (!!binary)", set: "a set (!!set)"}
+    what = kinds.get(type(value), type(value).__name__)
+    raise CorpusError(
+        f"front matter value of {where!r} is {what}; a document holds text, numbers, true/false, "
+        "dates, lists and mappings"
+    )
 
 
 def front_matter(content: str, first: int) -> tuple[dict[str, Any], dict[str, int]]:
@@ -137,13 +172,22 @@ def front_matter(content: str, first: int) -> tuple[dict[str, Any], dict[str, in
         finally:
             loader.dispose()
     except yaml.YAMLError as e:
-        # Where the broken construct began (an unclosed bracket's line) says more than where the parser gave up.
+        # Where the broken construct began (an unclosed bracket's
+        # line) says more than where the parser gave up.
         mark = getattr(e, "context_mark", None) or getattr(e, "problem_mark", None)
-        raise CorpusError(f"front matter is not valid YAML: {getattr(e, 'problem', None) or e}", None, first + (mark.line if mark else 0)) from None
+        raise CorpusError(
+            f"front matter is not valid YAML: {getattr(e, 'problem', None) or e}",
+            None,
+            first + (mark.line if mark else 0),
+        ) from None
     except RecursionError:  # the pure-Python parser, without libyaml
         raise CorpusError("front matter is nested too deeply", None, first) from None
     if not isinstance(data, dict):
-        raise CorpusError(f"front matter must be a mapping of keys to values, got {type(data).__name__}", None, first)
+        raise CorpusError(
+            f"front matter must be a mapping of keys to values, got {type(data).__name__}",
+            None,
+            first,
+        )
     lines = {str(k.value): first + k.start_mark.line for k, _ in node.value}
     out = {}
     for k, v in data.items():
@@ -152,5 +196,9 @@ def front_matter(content: str, first: int) -> tuple[dict[str, Any], dict[str, in
         except CorpusError as e:
             raise CorpusError(e.message, None, lines.get(str(k), first)) from None
         except RecursionError:
-            raise CorpusError(f"front matter value of {str(k)!r} is nested too deeply", None, lines.get(str(k), first)) from None
+            raise CorpusError(
+                f"front matter value of {str(k)!r} is nested too deeply",
+                None,
+                lines.get(str(k), first),
+            ) from None
     return out, lines

@@ -15,13 +15,22 @@ from __future__ import annotations
 
 import json
 import re
+from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Iterable, Iterator
+from typing import Any
 
 from sieve.corpus.documents import INTRO, checked_date
 from sieve.errors import CorpusError, InvalidArgumentError
-from sieve.eval.collections import KEPT_DATE_KEY, Collection, QAItem, _answers, _jsonl, load_hotpotqa, load_musique
+from sieve.eval.collections import (
+    KEPT_DATE_KEY,
+    Collection,
+    QAItem,
+    _answers,
+    _jsonl,
+    load_hotpotqa,
+    load_musique,
+)
 
 SOURCES = ("hotpotqa", "musique", "browsecomp-plus")
 # qrels scores: a document holding the answer (BrowseComp-Plus "gold") ranks above evidence.
@@ -39,17 +48,24 @@ class Built:
     without_gold: int = 0  # questions with no gold document: not in the test split's qrels
 
 
-def convert(source: str, path: str | Path, out: str | Path, queries: str | Path | None = None) -> Built:
+def convert(
+    source: str, path: str | Path, out: str | Path, queries: str | Path | None = None
+) -> Built:
     """Write the collection of `source` (one of SOURCES) read from `path` as a BEIR folder `out`;
     BrowseComp-Plus needs its `queries` file too."""
     if source not in SOURCES:
         raise InvalidArgumentError(f"unknown source {source!r}; choose from {', '.join(SOURCES)}")
     out = Path(out)
     if (out / "corpus.jsonl").exists():
-        raise InvalidArgumentError(f"{out} already holds a collection (corpus.jsonl); remove it or choose another folder")
+        raise InvalidArgumentError(
+            f"{out} already holds a collection (corpus.jsonl); remove it or choose another folder"
+        )
     if source == "browsecomp-plus":
         if queries is None:
-            raise InvalidArgumentError("browsecomp-plus needs its queries file (--queries): JSON Lines with query_id, query, answer, evidence_docs")
+            raise InvalidArgumentError(
+                "browsecomp-plus needs its queries file (--queries): JSON Lines with query_id, "
+                "query, answer, evidence_docs"
+            )
         questions, grades = bcp_questions(queries)
         dates = {"unparsed": 0}
         n = _write(out, bcps_records(path, dates), questions, grades)
@@ -57,17 +73,30 @@ def convert(source: str, path: str | Path, out: str | Path, queries: str | Path 
         from sieve.eval.judge import collection_note
 
         collection_note(out).write_text(json.dumps({"accuracy": "judge"}) + "\n", encoding="utf-8")
-        return Built(out, n, len(questions), dates["unparsed"], sum(1 for q in questions if q.id not in grades))
+        return Built(
+            out,
+            n,
+            len(questions),
+            dates["unparsed"],
+            sum(1 for q in questions if q.id not in grades),
+        )
     if queries is not None:
-        raise InvalidArgumentError(f"{source} keeps its questions in the same file: --queries is for browsecomp-plus")
+        raise InvalidArgumentError(
+            f"{source} keeps its questions in the same file: --queries is for browsecomp-plus"
+        )
     c: Collection = load_hotpotqa(path) if source == "hotpotqa" else load_musique(path)
-    grades = {q.id: {d: EVIDENCE for d in q.gold_docs} for q in c.questions if q.gold_docs}
+    grades = {q.id: dict.fromkeys(q.gold_docs, EVIDENCE) for q in c.questions if q.gold_docs}
     assert isinstance(c.corpus, list)
     n = _write(out, c.corpus, c.questions, grades)
     return Built(out, n, len(c.questions), 0, sum(1 for q in c.questions if not q.gold_docs))
 
 
-def _write(out: Path, docs: Iterable[dict[str, Any]], questions: list[QAItem], grades: dict[str, dict[str, int]]) -> int:
+def _write(
+    out: Path,
+    docs: Iterable[dict[str, Any]],
+    questions: list[QAItem],
+    grades: dict[str, dict[str, int]],
+) -> int:
     (out / "qrels").mkdir(parents=True, exist_ok=True)
     n = 0
     with open(out / "corpus.jsonl", "w", encoding="utf-8") as fh:
@@ -76,7 +105,13 @@ def _write(out: Path, docs: Iterable[dict[str, Any]], questions: list[QAItem], g
             n += 1
     with open(out / "queries.jsonl", "w", encoding="utf-8") as fh:
         for q in questions:
-            fh.write(json.dumps({"_id": q.id, "text": q.question, "answers": list(q.answers)}, ensure_ascii=False) + "\n")
+            fh.write(
+                json.dumps(
+                    {"_id": q.id, "text": q.question, "answers": list(q.answers)},
+                    ensure_ascii=False,
+                )
+                + "\n"
+            )
     with open(out / "qrels" / "test.tsv", "w", encoding="utf-8") as fh:
         fh.write("query-id\tcorpus-id\tscore\n")
         for q in questions:
@@ -115,9 +150,13 @@ def bcp_questions(path: str | Path) -> tuple[list[QAItem], dict[str, dict[str, i
         qid = rec.get("query_id", rec.get("id"))
         text = rec.get("query", rec.get("question"))
         if qid in (None, "") or not isinstance(text, str):
-            raise CorpusError("a query needs query_id and query (decrypt the release first: its fields are obfuscated)", where)
-        graded = {d: EVIDENCE for d in _doc_ids(rec.get("evidence_docs"), where)}
-        graded.update({d: GOLD for d in _doc_ids(rec.get("gold_docs"), where)})
+            raise CorpusError(
+                "a query needs query_id and query (decrypt the release first: its fields are "
+                "obfuscated)",
+                where,
+            )
+        graded = dict.fromkeys(_doc_ids(rec.get("evidence_docs"), where), EVIDENCE)
+        graded.update(dict.fromkeys(_doc_ids(rec.get("gold_docs"), where), GOLD))
         questions.append(QAItem(str(qid), text, _answers(rec, where), tuple(graded)))
         if graded:
             grades[str(qid)] = graded
@@ -128,7 +167,14 @@ _HEADING = re.compile(r"^ {0,3}(#{1,6})[ \t]+(.*?)(?:[ \t]+#+)?[ \t]*$")
 _FENCE = re.compile(r"^ {0,3}(```|~~~)")
 _FRONT_KEY = re.compile(r"^([A-Za-z][\w .-]{0,40}?)\s*:\s*(.*)$")
 _AUTHOR_KEYS = ("author", "authors", "byline", "creator")
-_DATE_KEYS = ("date", "published", "published_date", "publish_date", "date_published", "datepublished")
+_DATE_KEYS = (
+    "date",
+    "published",
+    "published_date",
+    "publish_date",
+    "date_published",
+    "datepublished",
+)
 
 
 def _front_matter(text: str) -> tuple[dict[str, str], str]:
@@ -152,7 +198,7 @@ def _front_matter(text: str) -> tuple[dict[str, str], str]:
             if len(value) >= 2 and value[0] == value[-1] and value[0] in "'\"":
                 value = value[1:-1]
             meta.setdefault(m.group(1).strip().lower(), value)
-    return meta, "\n".join(lines[end + 1:])
+    return meta, "\n".join(lines[end + 1 :])
 
 
 def _sections(body: str) -> tuple[str | None, list[dict[str, str]]]:
@@ -169,7 +215,12 @@ def _sections(body: str) -> tuple[str | None, list[dict[str, str]]]:
             parts[-1][1].append(line)
             continue
         heading = m.group(2).strip()
-        if m.group(1) == "#" and title is None and len(parts) == 1 and not "".join(parts[0][1]).strip():
+        if (
+            m.group(1) == "#"
+            and title is None
+            and len(parts) == 1
+            and not "".join(parts[0][1]).strip()
+        ):
             title = heading  # opens the page: its name, not a section
         else:
             parts.append((heading or INTRO, []))
@@ -181,7 +232,9 @@ def _sections(body: str) -> tuple[str | None, list[dict[str, str]]]:
     return title, out
 
 
-def bcps_record(rec: dict[str, Any], where: str, dates: dict[str, int] | None = None) -> dict[str, Any]:
+def bcps_record(
+    rec: dict[str, Any], where: str, dates: dict[str, int] | None = None
+) -> dict[str, Any]:
     """One BrowseComp-Plus corpus record (`docid`, `text`, `url`) as a structured BCP-S document.
     Title: the front matter's, else a first-level heading that opens the text, else the record's
     `title`, else the URL, else the id. A date that cannot be read is kept as metadata `date_text`
@@ -220,5 +273,7 @@ def bcps_records(path: str | Path, dates: dict[str, int] | None = None) -> Itera
     path = Path(path)
     for n, rec in _jsonl(path):
         if not isinstance(rec, dict):
-            raise CorpusError(f"a record must be a JSON object, got {type(rec).__name__}", str(path), n)
+            raise CorpusError(
+                f"a record must be a JSON object, got {type(rec).__name__}", str(path), n
+            )
         yield bcps_record(rec, f"{path}:{n}", dates)

@@ -1,5 +1,6 @@
 """QA collections in their public formats: BEIR layout (the paper's structured releases,
-BrowseComp-Plus), HotpotQA JSON, MuSiQue JSON Lines. The user downloads the files; nothing is fetched.
+BrowseComp-Plus), HotpotQA JSON, MuSiQue JSON Lines. The user downloads the files; nothing is
+fetched.
 
 Every loader gives a `Collection`: questions with all gold answer aliases and gold document ids,
 and the corpus records (for HotpotQA and MuSiQue, built from the questions' paragraphs, one
@@ -11,12 +12,13 @@ from __future__ import annotations
 
 import csv
 import json
+from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Iterator
+from typing import Any
 
-from sieve.corpus.formats import corpus_file, read_documents, records
 from sieve.corpus.documents import INTRO, checked_date
+from sieve.corpus.formats import corpus_file, read_documents, records
 from sieve.errors import CorpusError, InvalidArgumentError
 from sieve.tools.fetch.reading import sections_text
 from sieve.tools.shell.safe import shown
@@ -73,7 +75,11 @@ def load_beir(folder: str | Path, split: str = "test") -> Collection:
     if qpath.exists():
         with open(qpath, encoding="utf-8") as fh:
             for row in csv.reader(fh, delimiter="\t"):
-                if len(row) >= 2 and row[0] != "query-id" and (len(row) < 3 or row[2] not in ("0", "0.0")):
+                if (
+                    len(row) >= 2
+                    and row[0] != "query-id"
+                    and (len(row) < 3 or row[2] not in ("0", "0.0"))
+                ):
                     qrels.setdefault(row[0], []).append(row[1])
     questions = []
     for n, rec in _jsonl(root / "queries.jsonl"):
@@ -82,7 +88,14 @@ def load_beir(folder: str | Path, split: str = "test") -> Collection:
             raise CorpusError("question has no id", str(root / "queries.jsonl"), n)
         if qrels and qid not in qrels:
             continue  # not in this split
-        questions.append(QAItem(qid, str(rec.get("text", rec.get("question", ""))), _answers(rec, f"{root / 'queries.jsonl'}:{n}"), tuple(qrels.get(qid, ()))))
+        questions.append(
+            QAItem(
+                qid,
+                str(rec.get("text", rec.get("question", ""))),
+                _answers(rec, f"{root / 'queries.jsonl'}:{n}"),
+                tuple(qrels.get(qid, ())),
+            )
+        )
     return Collection(root.name, questions, corpus_file(root), {"format": "beir", "split": split})
 
 
@@ -102,7 +115,10 @@ class ByTitle:
         return title
 
     def records(self) -> list[dict[str, Any]]:
-        return [{"id": t, "title": t, "sections": [{"heading": INTRO, "text": x} for x in texts]} for t, texts in self.paragraphs.items()]
+        return [
+            {"id": t, "title": t, "sections": [{"heading": INTRO, "text": x} for x in texts]}
+            for t, texts in self.paragraphs.items()
+        ]
 
 
 def _field(rec: dict[str, Any], key: str, where: str) -> Any:
@@ -113,14 +129,17 @@ def _field(rec: dict[str, Any], key: str, where: str) -> Any:
 
 def load_hotpotqa(path: str | Path) -> Collection:
     """HotpotQA distractor/fullwiki JSON (`context: [[title, [sentences]]]`, `supporting_facts:
-    [[title, sentence]]`): one document per title (`ByTitle`), gold documents the supporting titles."""
+    [[title, sentence]]`): one document per title (`ByTitle`), gold documents the supporting
+    titles."""
     path = Path(path)
     try:
         data = json.loads(path.read_text(encoding="utf-8"))
     except ValueError as e:
         raise CorpusError(f"invalid JSON: {e}", str(path)) from None
     if not isinstance(data, list):
-        raise CorpusError(f"a HotpotQA file is a JSON list of questions, got {type(data).__name__}", str(path))
+        raise CorpusError(
+            f"a HotpotQA file is a JSON list of questions, got {type(data).__name__}", str(path)
+        )
     docs = ByTitle()
     questions = []
     for n, ex in enumerate(data, 1):
@@ -128,7 +147,14 @@ def load_hotpotqa(path: str | Path) -> Collection:
         for title, sentences in ex.get("context", []):
             docs.add(title, "".join(sentences))
         gold = tuple(dict.fromkeys(t for t, _ in ex.get("supporting_facts", [])))
-        questions.append(QAItem(str(_field(ex, "_id", where)), _field(ex, "question", where), _answers(ex, where), gold))
+        questions.append(
+            QAItem(
+                str(_field(ex, "_id", where)),
+                _field(ex, "question", where),
+                _answers(ex, where),
+                gold,
+            )
+        )
     return Collection(path.stem, questions, docs.records(), {"format": "hotpotqa"})
 
 
@@ -145,18 +171,38 @@ def load_musique(path: str | Path) -> Collection:
             doc_id = docs.add(_field(p, "title", where), _field(p, "paragraph_text", where))
             if p.get("is_supporting"):
                 gold.append(doc_id)
-        questions.append(QAItem(str(_field(ex, "id", where)), _field(ex, "question", where), _answers(ex, where), tuple(dict.fromkeys(gold))))
+        questions.append(
+            QAItem(
+                str(_field(ex, "id", where)),
+                _field(ex, "question", where),
+                _answers(ex, where),
+                tuple(dict.fromkeys(gold)),
+            )
+        )
     return Collection(path.stem, questions, docs.records(), {"format": "musique"})
 
 
-def load_collection(path: str | Path, fmt: str = "beir", dates: str = "strict", split: str = "test") -> Collection:
+def load_collection(
+    path: str | Path, fmt: str = "beir", dates: str = "strict", split: str = "test"
+) -> Collection:
     """A collection in one of `FORMATS`. `dates="keep"` keeps a date the index cannot read as plain
-    metadata (`date_text`) instead of stopping the build; `Collection.meta["unparsed_dates"]` counts them."""
+    metadata (`date_text`) instead of stopping the build; `Collection.meta["unparsed_dates"]` counts
+    them."""
     if fmt not in FORMATS:
-        raise InvalidArgumentError(f"unknown collection format {fmt!r}; choose from {', '.join(FORMATS)}")
+        raise InvalidArgumentError(
+            f"unknown collection format {fmt!r}; choose from {', '.join(FORMATS)}"
+        )
     if dates not in DATE_POLICIES:
-        raise InvalidArgumentError(f"unknown date policy {dates!r}; choose from {', '.join(DATE_POLICIES)}")
-    c = load_beir(path, split) if fmt == "beir" else load_hotpotqa(path) if fmt == "hotpotqa" else load_musique(path)
+        raise InvalidArgumentError(
+            f"unknown date policy {dates!r}; choose from {', '.join(DATE_POLICIES)}"
+        )
+    c = (
+        load_beir(path, split)
+        if fmt == "beir"
+        else load_hotpotqa(path)
+        if fmt == "hotpotqa"
+        else load_musique(path)
+    )
     c.meta.update(dates=dates, unparsed_dates=0)
     return c
 
@@ -195,5 +241,7 @@ def flat_twin(records: Any) -> Iterator[dict[str, Any]]:
     for doc in read_documents(records):
         rec: dict[str, Any] = {"id": doc.id, "title": doc.title, **doc.optional_fields()}
         # Shown text: a heading written inline must not bring its line breaks into the text.
-        rec["sections"] = [{"heading": INTRO, "text": sections_text(shown(doc))}] if doc.sections else []
+        rec["sections"] = (
+            [{"heading": INTRO, "text": sections_text(shown(doc))}] if doc.sections else []
+        )
         yield rec

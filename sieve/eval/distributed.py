@@ -1,4 +1,5 @@
-"""Evaluation episodes spread over a Ray cluster, with the guarantees of a local run (runner.run_all).
+"""Evaluation episodes spread over a Ray cluster, with the guarantees of a local run
+(runner.run_all).
 
 Each Ray task runs ONE episode in a worker, which builds its own agent and tools from plain values
 (`EpisodeSetup`: the index is opened by path, once per worker process). Only the driver writes
@@ -19,15 +20,16 @@ import contextlib
 import math
 import socket
 import traceback
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Callable, Iterable
+from typing import Any
 
 from sieve.agent.llm import DEADLINE_S, ChatClient
 from sieve.agent.loop import Agent, Episode
 from sieve.agent.runner import Question, TrajectoryWriter, pending, recorded
-from sieve.index.cluster import connect
 from sieve.errors import InvalidArgumentError
+from sieve.index.cluster import connect
 from sieve.index.index import Index, open_index
 from sieve.tools.shell.episode import make_tools
 
@@ -41,12 +43,15 @@ class EpisodeSetup:
     model: str
     index: str  # the index folder, opened by each worker process
     condition: str
-    tools: dict[str, Any] = field(default_factory=dict)  # make_tools keywords besides index and condition
-    agent: dict[str, Any] = field(default_factory=dict)  # Agent keywords besides the client and condition
+    # make_tools keywords besides index and condition
+    tools: dict[str, Any] = field(default_factory=dict)
+    # Agent keywords besides the client and condition
+    agent: dict[str, Any] = field(default_factory=dict)
     api_key: str | None = None
     dense: bool = False  # rank with the index's embeddings
     llm_deadline: float = DEADLINE_S  # the longest one model call may take, retries included
-    embed_model: str | None = None  # whose embeddings (None: the index's only, else the bundled MiniLM)
+    # whose embeddings (None: the index's only, else the bundled MiniLM)
+    embed_model: str | None = None
     dense_search: str = "exact"  # sieve.dense.store.DENSE_SEARCH
 
 
@@ -115,12 +120,25 @@ def _result(ray: Any, ref: Any, q: Question, setup: EpisodeSetup, retries: int) 
         return ep
     except ray.exceptions.RayError as e:
         first = (str(e).strip().splitlines() or [""])[0]
-        return crashed(q.id, q.text, setup, f"Ray: {type(e).__name__}: {first} (an episode whose worker dies is retried {retries} times)")
+        return crashed(
+            q.id,
+            q.text,
+            setup,
+            f"Ray: {type(e).__name__}: {first} (an episode whose worker dies is retried {retries} "
+            "times)",
+        )
 
 
 def crashed(question_id: str, question: str, setup: EpisodeSetup, reason: str) -> Episode:
     """An episode ended by an error, recorded as run_all records one (a rerun redoes it)."""
-    return Episode(question_id, question, {"model": setup.model, "condition": setup.condition}, outcome="failed", reason=reason, crashed=True)
+    return Episode(
+        question_id,
+        question,
+        {"model": setup.model, "condition": setup.condition},
+        outcome="failed",
+        reason=reason,
+        crashed=True,
+    )
 
 
 def _episode(setup: EpisodeSetup, url: str, question_id: str, question: str) -> Episode:
@@ -128,17 +146,30 @@ def _episode(setup: EpisodeSetup, url: str, question_id: str, question: str) -> 
     (Ray retries only a worker's death)."""
     try:
         agent = _agent(setup, url)
-        tools = make_tools(_index(setup.index, setup.dense, setup.embed_model, setup.dense_search), setup.condition, **setup.tools)  # session state is per episode
+        # session state is per episode
+        tools = make_tools(
+            _index(setup.index, setup.dense, setup.embed_model, setup.dense_search),
+            setup.condition,
+            **setup.tools,
+        )
         return agent.run(question, tools, question_id)
     except Exception as e:
         where = traceback.extract_tb(e.__traceback__)[-1]
-        return crashed(question_id, question, setup,
-                       f"{type(e).__name__}: {e} (at {Path(where.filename).name}:{where.lineno}, on {socket.gethostname()})")
+        return crashed(
+            question_id,
+            question,
+            setup,
+            f"{type(e).__name__}: {e} (at {Path(where.filename).name}:{where.lineno}, on "
+            f"{socket.gethostname()})",
+        )
 
 
-def _index(path: str, dense: bool, embed_model: str | None = None, dense_search: str = "exact") -> Index:
+def _index(
+    path: str, dense: bool, embed_model: str | None = None, dense_search: str = "exact"
+) -> Index:
     key = (path, dense, embed_model, dense_search)
-    if key not in _indexes or _indexes[key].retired:  # a long-lived worker must not answer from a replaced build
+    # a long-lived worker must not answer from a replaced build
+    if key not in _indexes or _indexes[key].retired:
         index = open_index(path)
         if dense:
             index.use_dense(model=embed_model, search=dense_search)
@@ -147,7 +178,18 @@ def _index(path: str, dense: bool, embed_model: str | None = None, dense_search:
 
 
 def _agent(setup: EpisodeSetup, url: str) -> Agent:
-    key = (url, setup.model, setup.api_key, setup.llm_deadline, setup.condition, tuple(sorted(setup.agent.items())))
+    key = (
+        url,
+        setup.model,
+        setup.api_key,
+        setup.llm_deadline,
+        setup.condition,
+        tuple(sorted(setup.agent.items())),
+    )
     if key not in _agents:
-        _agents[key] = Agent(ChatClient(url, setup.model, api_key=setup.api_key, deadline=setup.llm_deadline), condition=setup.condition, **setup.agent)
+        _agents[key] = Agent(
+            ChatClient(url, setup.model, api_key=setup.api_key, deadline=setup.llm_deadline),
+            condition=setup.condition,
+            **setup.agent,
+        )
     return _agents[key]

@@ -24,16 +24,17 @@ from __future__ import annotations
 import hashlib
 import json
 import re
+from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Mapping
+from typing import Any
 
 from sieve.agent.llm import ChatClient
 from sieve.agent.prompts import digest
 from sieve.agent.protocol import without_thinking
+from sieve.common.templates import load, render
 from sieve.errors import InvalidArgumentError, SieveError
 from sieve.eval.collections import load_collection
-from sieve.common.templates import load, render
 
 PROMPT = "judge.md"
 MAX_TOKENS = 512
@@ -41,7 +42,8 @@ MAX_TOKENS = 512
 
 @dataclass(frozen=True)
 class Grade:
-    """One parsed grader reply. `confidence` is the grader's, in percent (None when it gave none)."""
+    """One parsed grader reply. `confidence` is the grader's, in percent (None when it gave
+    none)."""
 
     correct: bool
     extracted: str | None
@@ -51,7 +53,7 @@ class Grade:
 
 # A field line: optional bullet, numbering, heading marks or emphasis, the field name, a colon.
 _FIELD = re.compile(
-    r"^[\s>#*_`-]*(?:\d+[.)]\s*)?[*_`]*\s*(extracted[\s_-]*final[\s_-]*answer|reasoning|correct|confidence)\s*[*_`]*\s*[:：]\s*(.*)$",
+    r"^[\s>#*_`-]*(?:\d+[.)]\s*)?[*_`]*\s*(extracted[\s_-]*final[\s_-]*answer|reasoning|correct|confidence)\s*[*_`]*\s*[:：]\s*(.*)$",  # noqa: RUF001  # models write the full-width colon too
     re.IGNORECASE,
 )
 _VERDICT = re.compile(r"(yes|no|true|false|correct|incorrect)\b")
@@ -89,7 +91,7 @@ def parse_grade(text: str) -> Grade | None:
         value = float(pm.group(1))
         if not pm.group(2) and "." in pm.group(1) and value <= 1:
             value *= 100  # "confidence: 0.9"
-        confidence = int(round(min(100.0, value)))
+        confidence = round(min(100.0, value))
     return Grade(
         correct=verdict.group(1) in ("yes", "true", "correct"),
         extracted=None if extracted.lower().strip(".\"'") in _NONE else extracted,
@@ -98,14 +100,19 @@ def parse_grade(text: str) -> Grade | None:
     )
 
 
-COLLECTION_NOTE = "sieve-collection.json"  # in a collection's folder: {"accuracy": "judge"} where the paper judges it (BCP-S)
+# in a collection's folder: {"accuracy": "judge"} where the paper judges it (BCP-S)
+COLLECTION_NOTE = "sieve-collection.json"
 
 
 def collection_note(collection: Path) -> Path:
     """Where a collection says how its accuracy is measured: `sieve-collection.json` inside its
     folder, `NAME.sieve-collection.json` beside a single file."""
     collection = Path(collection)
-    return collection / COLLECTION_NOTE if collection.is_dir() else collection.parent / f"{collection.stem}.{COLLECTION_NOTE}"
+    return (
+        collection / COLLECTION_NOTE
+        if collection.is_dir()
+        else collection.parent / f"{collection.stem}.{COLLECTION_NOTE}"
+    )
 
 
 def needs_judge(collection: Path) -> bool:
@@ -117,10 +124,14 @@ def needs_judge(collection: Path) -> bool:
     try:
         note = json.loads(path.read_text(encoding="utf-8"))
     except (OSError, ValueError) as e:
-        raise InvalidArgumentError(f"{path}: cannot read the collection's note ({type(e).__name__}: {e})") from None
+        raise InvalidArgumentError(
+            f"{path}: cannot read the collection's note ({type(e).__name__}: {e})"
+        ) from None
     accuracy = note.get("accuracy", "exact-match") if isinstance(note, dict) else None
     if accuracy not in ("judge", "exact-match"):
-        raise InvalidArgumentError(f"{path}: \"accuracy\" is \"judge\" or \"exact-match\", not {accuracy!r}")
+        raise InvalidArgumentError(
+            f'{path}: "accuracy" is "judge" or "exact-match", not {accuracy!r}'
+        )
     return accuracy == "judge"
 
 
@@ -140,10 +151,16 @@ def judged_accuracy(verdicts: Mapping[str, bool | None], where: str = "") -> flo
     missing = unjudged(verdicts)
     if missing:
         shown = ", ".join(missing[:5]) + (", …" if len(missing) > 5 else "")
-        raise UnjudgedError(f"{where + ': ' if where else ''}no judged accuracy: {len(missing)} of {len(verdicts)} answers are unjudged "
-                            f"(the grader's reply had no readable verdict twice: {shown}); run `sieve eval judge` again to grade them")
+        raise UnjudgedError(
+            f"{where + ': ' if where else ''}no judged accuracy: {len(missing)} of {len(verdicts)} "
+            "answers are unjudged "
+            f"(the grader's reply had no readable verdict twice: {shown}); run `sieve eval judge` "
+            "again to grade them"
+        )
     if not verdicts:
-        raise UnjudgedError(f"{where + ': ' if where else ''}no judged accuracy: no answer was judged")
+        raise UnjudgedError(
+            f"{where + ': ' if where else ''}no judged accuracy: no answer was judged"
+        )
     return round(sum(1 for v in verdicts.values() if v) / len(verdicts), 4)
 
 
@@ -161,13 +178,17 @@ class Judge:
             for line in self.cache_path.read_text(encoding="utf-8").splitlines():
                 try:
                     rec = json.loads(line)
-                    if not rec.get("unparsed"):  # earlier versions cached an unparsed grade as wrong: ask it again
+                    # earlier versions cached an unparsed grade as wrong: ask it again
+                    if not rec.get("unparsed"):
                         self._cache[str(rec["key"])] = rec
                 except (ValueError, KeyError, TypeError):
                     continue  # a torn last line from an interrupted run: ask again
 
     def key(self, question: str, golds: list[str], prediction: str) -> str:
-        payload = json.dumps([self.client.model, self.prompt_hash, question, sorted(golds), prediction], ensure_ascii=False)
+        payload = json.dumps(
+            [self.client.model, self.prompt_hash, question, sorted(golds), prediction],
+            ensure_ascii=False,
+        )
         return hashlib.sha256(payload.encode("utf-8")).hexdigest()
 
     def lookup(self, question: str, golds: list[str], prediction: str) -> dict[str, Any] | None:
@@ -179,7 +200,14 @@ class Judge:
         reasoning, confidence, replies. An empty prediction is not asked; an unjudged grade is not
         cached."""
         if not prediction.strip():
-            return {"verdict": False, "unparsed": False, "extracted": None, "reasoning": "empty response", "confidence": None, "replies": []}
+            return {
+                "verdict": False,
+                "unparsed": False,
+                "extracted": None,
+                "reasoning": "empty response",
+                "confidence": None,
+                "replies": [],
+            }
         k = self.key(question, golds, prediction)
         hit = self._cache.get(k)
         if hit is not None:
@@ -190,17 +218,24 @@ class Judge:
         replies: list[str] = []
         parsed: Grade | None = None
         for _ in range(2):  # one retry on a reply without a readable grade
-            reply = self.client.complete(messages, max_tokens=self.max_tokens, temperature=0).content
+            reply = self.client.complete(
+                messages, max_tokens=self.max_tokens, temperature=0
+            ).content
             replies.append(reply)
             parsed = parse_grade(reply)
             if parsed is not None:
                 break
         self.asked += 1
         rec = {
-            "key": k, "model": self.client.model, "prompt": self.prompt_hash,
-            "verdict": parsed.correct if parsed else None, "unparsed": parsed is None,
-            "extracted": parsed.extracted if parsed else None, "reasoning": parsed.reasoning if parsed else "",
-            "confidence": parsed.confidence if parsed else None, "replies": replies,
+            "key": k,
+            "model": self.client.model,
+            "prompt": self.prompt_hash,
+            "verdict": parsed.correct if parsed else None,
+            "unparsed": parsed is None,
+            "extracted": parsed.extracted if parsed else None,
+            "reasoning": parsed.reasoning if parsed else "",
+            "confidence": parsed.confidence if parsed else None,
+            "replies": replies,
         }
         if parsed is None:
             return rec  # unjudged: asked afresh next time, never remembered as a verdict
@@ -217,7 +252,12 @@ class Judge:
 
 
 def judge_run(
-    run_dir: Path, collection_dir: Path, client: ChatClient, cache_path: Path | None = None, collection_format: str = "beir", max_tokens: int = MAX_TOKENS,
+    run_dir: Path,
+    collection_dir: Path,
+    client: ChatClient,
+    cache_path: Path | None = None,
+    collection_format: str = "beir",
+    max_tokens: int = MAX_TOKENS,
 ) -> dict[str, Any]:
     """Grade every episode of a run against the questions of its collection (`collection_format`:
     one of `sieve.eval.collections.FORMATS`); write "judged" per question (True, False, or None:

@@ -1,4 +1,5 @@
-"""SQuAD-style answer metrics against every gold alias (as the HotpotQA and MuSiQue scripts compute them)."""
+"""SQuAD-style answer metrics against every gold alias (as the HotpotQA and MuSiQue scripts compute
+them)."""
 
 from __future__ import annotations
 

@@ -10,16 +10,17 @@ never from token overlap. Matched headings are starred and always shown, however
 
 from __future__ import annotations
 
+from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any, Iterator, Mapping, Sequence
+from typing import Any
 
 from sieve.engine import deadline
 from sieve.engine.rank.rankers import SOFT_RANKERS
 from sieve.engine.rank.search import Hit, Results
 from sieve.errors import InvalidArgumentError
 from sieve.index.index import Index
-from sieve.tools.shell.safe import inline
 from sieve.tools.fetch.snippets import Matcher, Snippet, best_snippet
+from sieve.tools.shell.safe import inline
 from sieve.tools.style import PLAIN, Style
 
 
@@ -31,11 +32,13 @@ class CardConfig:
     # not by the document (one of 100,000 sections, or a 9 MB body, took seconds per card).
     snippet_sections: int = 64
     snippet_chars: int = 1 << 18
-    max_headings: int = 12  # the reference showed 8, though half of a big collection's pages have more
+    # the reference showed 8, though half of a big collection's pages have more
+    max_headings: int = 12
     max_infobox_keys: int = 12
     max_authors: int = 3
     # What a card quotes (sieve.tools.conditions.SNIPPETS): a window around the query's words
-    # ("query"), the document's opening words ("lead", the paper's Search-Visit baseline), or nothing.
+    # ("query"), the document's opening words ("lead",
+    # the paper's Search-Visit baseline), or nothing.
     snippet: str = "query"
     # Whether a card names the fields the query matched in (`matched: title, body`); False is the
     # paper's "no field exposure" ablation.
@@ -45,7 +48,9 @@ class CardConfig:
         from sieve.tools.conditions import SNIPPETS
 
         if self.snippet not in SNIPPETS:
-            raise InvalidArgumentError(f"snippet must be one of {', '.join(SNIPPETS)}, not {self.snippet!r}")
+            raise InvalidArgumentError(
+                f"snippet must be one of {', '.join(SNIPPETS)}, not {self.snippet!r}"
+            )
 
 
 def plural(n: int, word: str, many: str | None = None) -> str:
@@ -77,7 +82,11 @@ def shortened(items: Sequence[str], keep: set[int], limit: int, style: Style = P
 
 def _authors(author: str, limit: int) -> str:
     names = [a for a in author.split("; ") if a]
-    return "; ".join(names) if len(names) <= limit else "; ".join(names[:limit]) + f" +{len(names) - limit} more"
+    return (
+        "; ".join(names)
+        if len(names) <= limit
+        else "; ".join(names[:limit]) + f" +{len(names) - limit} more"
+    )
 
 
 def _doc_number(index: Index, hit: Hit) -> int:
@@ -90,7 +99,14 @@ def hit_meta(index: Index, hit: Hit) -> dict[str, Any]:
     return index.reader.meta(_doc_number(index, hit))
 
 
-def hit_snippet(index: Index, hit: Hit, headings: list[str], matcher: Matcher, config: CardConfig = CardConfig(), style: Style = PLAIN) -> Snippet | None:
+def hit_snippet(
+    index: Index,
+    hit: Hit,
+    headings: list[str],
+    matcher: Matcher,
+    config: CardConfig = CardConfig(),
+    style: Style = PLAIN,
+) -> Snippet | None:
     """The hit's best window: from the sections the query matched, else from any section."""
     matched = hit.matched_sections(headings)
     # Where the query matched (its positive words under their own scopes: the other sections can
@@ -109,7 +125,13 @@ def hit_snippet(index: Index, hit: Hit, headings: list[str], matcher: Matcher, c
             budget -= len(text)
             yield j, text
 
-    return best_snippet(texts(), matcher, config.snippet_words, style.match if style.colour else None, screen=not matched)
+    return best_snippet(
+        texts(),
+        matcher,
+        config.snippet_words,
+        style.match if style.colour else None,
+        screen=not matched,
+    )
 
 
 def lead(index: Index, hit: Hit, words: int) -> Snippet | None:
@@ -127,13 +149,17 @@ def lead(index: Index, hit: Hit, words: int) -> Snippet | None:
             break
     if first is None:
         return None
-    return Snippet(first, inline(" ".join(taken)) + ("…" if len(taken) >= words else ""), frozenset())
+    return Snippet(
+        first, inline(" ".join(taken)) + ("…" if len(taken) >= words else ""), frozenset()
+    )
 
 
 MAX_VALUE_CHARS = 40  # a declared field's value on a card (a long keyword is cut)
 
 
-def declared_values(index: Index, metadata: Mapping[str, Any], text: bool = False) -> list[tuple[str, str]]:
+def declared_values(
+    index: Index, metadata: Mapping[str, Any], text: bool = False
+) -> list[tuple[str, str]]:
     """(field, value on one line) of a document's values of the index's declared fields: number,
     date and keyword (what an agent can filter on), text fields too with `text`. A list is shown
     `a/b`."""
@@ -142,21 +168,35 @@ def declared_values(index: Index, metadata: Mapping[str, Any], text: bool = Fals
         value = metadata.get(name)
         if (kind == "text" and not text) or value is None or value == "" or value == []:
             continue
-        out.append((name, inline("/".join(map(str, value)) if isinstance(value, list) else str(value))))
+        out.append(
+            (name, inline("/".join(map(str, value)) if isinstance(value, list) else str(value)))
+        )
     return out
 
 
 def _declared_line(index: Index, meta: dict[str, Any]) -> str:
     """` · year 2005 · venue ACL/EMNLP` (a long value cut)."""
-    return "".join(f" · {name} {shown if len(shown) <= MAX_VALUE_CHARS else shown[: MAX_VALUE_CHARS - 1] + '…'}"
-                   for name, shown in declared_values(index, meta.get("metadata") or {}))
+    return "".join(
+        f" · {name} "
+        f"{shown if len(shown) <= MAX_VALUE_CHARS else shown[: MAX_VALUE_CHARS - 1] + '…'}"
+        for name, shown in declared_values(index, meta.get("metadata") or {})
+    )
 
 
-def card(index: Index, hit: Hit, matcher: Matcher, config: CardConfig = CardConfig(), style: Style = PLAIN, structured: bool = True) -> str:
-    """One hit as text. `structured=False` gives the plain baseline's card: title and snippet only."""
+def card(
+    index: Index,
+    hit: Hit,
+    matcher: Matcher,
+    config: CardConfig = CardConfig(),
+    style: Style = PLAIN,
+    structured: bool = True,
+) -> str:
+    """One hit as text. `structured=False` gives the plain baseline's card: title and snippet
+    only."""
     meta = hit_meta(index, hit)
     headings: list[str] = meta["headings"]
-    shown_headings = [inline(h) for h in headings]  # nothing from a document may start a line of its own
+    # nothing from a document may start a line of its own
+    shown_headings = [inline(h) for h in headings]
     head = f"[{hit.rank}] {style.id(inline(hit.doc_id))} — {inline(meta['title'])}"
     lines = []
     if structured:
@@ -189,8 +229,8 @@ RELAXATIONS_SHOWN = 3
 
 
 def relaxations_line(r: Results) -> str:
-    """` It would admit documents: 14 without date[2020-01-01..]; 3 with "heat plan"[section] in any field.`
-    (empty when there is no diagnosis or no relaxation admits anything)."""
+    """` It would admit documents: 14 without date[2020-01-01..]; 3 with "heat plan"[section] in any
+    field.` (empty when there is no diagnosis or no relaxation admits anything)."""
     d = r.diagnosis
     if d is None or not d.relaxations:
         return ""
@@ -203,25 +243,47 @@ def search_header(r: Results) -> str:
     missing = "; ".join(f"no document has {m}" for m in r.missing)
     relax = relaxations_line(r)
     if r.ranker in SOFT_RANKERS:
-        exact = f"{plural(r.count, 'document')} {'matches' if r.count == 1 else 'match'} {r.query} exactly{';' if r.count else '.'}"
+        exact = (
+            f"{plural(r.count, 'document')} {'matches' if r.count == 1 else 'match'} {r.query} "
+            f"exactly{';' if r.count else '.'}"
+        )
         if not r.count:
             exact = exact[:-1] + (f"; {missing}." if missing else ".") + relax
-        soft = f"top {len(r.hits)} of the whole collection by {r.ranker} (a soft match: a result need not satisfy the query):"
-        return exact + ("\n" if relax or not r.count else " ") + (soft[0].upper() + soft[1:] if not r.count or relax else soft)
+        soft = (
+            f"top {len(r.hits)} of the whole collection by {r.ranker} (a soft match: a result "
+            "need not satisfy the query):"
+        )
+        return (
+            exact
+            + ("\n" if relax or not r.count else " ")
+            + (soft[0].upper() + soft[1:] if not r.count or relax else soft)
+        )
     if r.fallback:
-        why = f"; {missing}" if missing else " (each part matches some document, but no document matches them all)"
-        head = f"0 exact matches for {r.query}{why}.{relax}" + ("\n" if relax else " ") + f"Ranked by the query's terms instead ({r.ranker}):"
+        why = (
+            f"; {missing}"
+            if missing
+            else " (each part matches some document, but no document matches them all)"
+        )
+        head = (
+            f"0 exact matches for {r.query}{why}.{relax}"
+            + ("\n" if relax else " ")
+            + f"Ranked by the query's terms instead ({r.ranker}):"
+        )
         return head if r.hits else head + "\nNo document contains any of the query's words."
     if r.count == 0:
         return f"0 documents match {r.query}" + (f"; {missing}." if missing else ".") + relax
     verb = "matches" if r.count == 1 else "match"
     if not r.ranked:
-        return f"{plural(r.count, 'document')} {verb} {r.query}; the first {len(r.hits)} in index order (no word to rank by):"
+        return (
+            f"{plural(r.count, 'document')} {verb} {r.query}; the first {len(r.hits)} in index "
+            "order (no word to rank by):"
+        )
     return f"{plural(r.count, 'document')} {verb} {r.query}; top {len(r.hits)} by {r.ranker}:"
 
 
 def indri_header(r: Results) -> str:
-    """The first line of an Indri-language listing: canonical query, how many documents it matches."""
+    """The first line of an Indri-language listing: canonical query, how many documents it
+    matches."""
     if not r.hits:
         return f"0 documents match {r.query}."
     verb = "matches" if r.count == 1 else "match"
@@ -233,8 +295,20 @@ def ranked_header(r: Results) -> str:
     if not r.hits:
         return "No document contains any word of the query."
     verb = "contains" if r.count == 1 else "contain"
-    return f"{plural(r.count, 'document')} {verb} words of the query; top {len(r.hits)} by {r.ranker}:"
+    return (
+        f"{plural(r.count, 'document')} {verb} words of the query; top {len(r.hits)} by {r.ranker}:"
+    )
 
 
-def listing(index: Index, r: Results, header: str, matcher: Matcher, config: CardConfig = CardConfig(), style: Style = PLAIN, structured: bool = True) -> str:
-    return "\n".join([header] + [card(index, h, matcher, config, style, structured) for h in r.hits])
+def listing(
+    index: Index,
+    r: Results,
+    header: str,
+    matcher: Matcher,
+    config: CardConfig = CardConfig(),
+    style: Style = PLAIN,
+    structured: bool = True,
+) -> str:
+    return "\n".join(
+        [header] + [card(index, h, matcher, config, style, structured) for h in r.hits]
+    )

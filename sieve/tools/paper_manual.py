@@ -1,4 +1,5 @@
-"""The paper's BQL manual, per collection, in our own words: what the SIEVE condition reads in `eval`.
+"""The paper's BQL manual, per collection, in our own words: what the SIEVE condition reads in
+`eval`.
 
 The paper gave its agent a fixed manual for each collection (its Table 4): Wikipedia-style
 collections search `title`, `section` and `body` (with their aliases), BrowseComp-Plus adds `author`
@@ -13,9 +14,9 @@ from __future__ import annotations
 import re
 from typing import TYPE_CHECKING
 
+from sieve.common.templates import load, render
 from sieve.engine.analysis.fields import Field
 from sieve.errors import InvalidArgumentError
-from sieve.common.templates import load, render
 
 if TYPE_CHECKING:
     from sieve.tools.toolset import Toolset
@@ -28,24 +29,39 @@ def paper_collection(index: object) -> str:
     date (BrowseComp-Plus pages), else `wikipedia` (HotpotQA, MuSiQue)."""
     from sieve.tools.manual import field_counts
 
-    dated = int(index.stats.get("dated", 0))  # type: ignore[attr-defined]
+    dated = int(index.stats.get("dated", 0))  # type: ignore[attr-defined]  # index: no Protocol yet
     return "browsecomp" if dated or field_counts(index)[Field.AUTHOR] else "wikipedia"
 
 
-def render_paper_manual(toolset: "Toolset", collection: str | None = None) -> str:
+def render_paper_manual(toolset: Toolset, collection: str | None = None) -> str:
     """The paper's manual for `collection` (None: `paper_collection` of the toolset's index)."""
-    from sieve.tools.manual import longer_note, fetch_cap
+    from sieve.tools.manual import fetch_cap, longer_note
 
     kind = collection or paper_collection(toolset.index)
     if kind not in PAPER_COLLECTIONS:
-        raise InvalidArgumentError(f"the paper's manual is for {' or '.join(PAPER_COLLECTIONS)} collections, not {kind!r}")
+        raise InvalidArgumentError(
+            f"the paper's manual is for {' or '.join(PAPER_COLLECTIONS)} collections, not {kind!r}"
+        )
     config = toolset.config
     snippet = config.cards.snippet
-    flags = {"wikipedia": kind == "wikipedia", "browsecomp": kind == "browsecomp", "fallback": config.fallback, "strict": not config.fallback,
-             "diagnose": config.diagnose, "matched": config.cards.fields, "snippet": snippet == "query", "lead": snippet == "lead"}
+    flags = {
+        "wikipedia": kind == "wikipedia",
+        "browsecomp": kind == "browsecomp",
+        "fallback": config.fallback,
+        "strict": not config.fallback,
+        "diagnose": config.diagnose,
+        "matched": config.cards.fields,
+        "snippet": snippet == "query",
+        "lead": snippet == "lead",
+    }
     values = {
-        "k": config.k, "k_max": config.k_max, "max_sections": config.max_sections, "snippet_words": config.cards.snippet_words,
-        "card_meta": ", then the date and the author when the page has them" if kind == "browsecomp" else "",
+        "k": config.k,
+        "k_max": config.k_max,
+        "max_sections": config.max_sections,
+        "snippet_words": config.cards.snippet_words,
+        "card_meta": ", then the date and the author when the page has them"
+        if kind == "browsecomp"
+        else "",
         "views": ", or `infobox` (its keys and values)" if kind == "wikipedia" else "",
         "fetch_cap": fetch_cap(config.read.cap, toolset.unit, config.cap_scope),
         "longer": longer_note("section", config.read.parts),

@@ -2,8 +2,8 @@
 can act on: which argument, what it must be, what it got.
 
 Supported keywords: type (one name or a list), properties, required, additionalProperties (false),
-items, minItems, maxItems, minimum, maximum, minLength, maxLength, enum. Anything else in a schema is an error
-here, so a schema can never promise a check that does not run.
+items, minItems, maxItems, minimum, maximum, minLength, maxLength, enum. Anything else in a schema
+is an error here, so a schema can never promise a check that does not run.
 """
 
 from __future__ import annotations
@@ -12,8 +12,31 @@ import json
 from collections.abc import Mapping
 from typing import Any
 
-_KNOWN = {"type", "description", "properties", "required", "additionalProperties", "items", "minItems", "maxItems", "minimum", "maximum", "minLength", "maxLength", "enum", "default"}
-_NAMES = {"object": "an object", "array": "a list", "string": "a string", "integer": "an integer", "number": "a number", "boolean": "true or false", "null": "null"}
+_KNOWN = {
+    "type",
+    "description",
+    "properties",
+    "required",
+    "additionalProperties",
+    "items",
+    "minItems",
+    "maxItems",
+    "minimum",
+    "maximum",
+    "minLength",
+    "maxLength",
+    "enum",
+    "default",
+}
+_NAMES = {
+    "object": "an object",
+    "array": "a list",
+    "string": "a string",
+    "integer": "an integer",
+    "number": "a number",
+    "boolean": "true or false",
+    "null": "null",
+}
 
 
 def _is(value: Any, kind: str) -> bool:
@@ -53,13 +76,22 @@ def validate(schema: dict[str, Any], value: Any, path: str = "") -> str | None:
     if kinds is not None:
         kinds = [kinds] if isinstance(kinds, str) else list(kinds)
         if not any(_is(value, k) for k in kinds):
-            return f"{_where(path)} must be {' or '.join(_NAMES[k] for k in kinds)}, got {shown(value)}"
+            return (
+                f"{_where(path)} must be {' or '.join(_NAMES[k] for k in kinds)}, got "
+                f"{shown(value)}"
+            )
     if "enum" in schema and value not in schema["enum"]:
-        return f"{_where(path)} must be one of {', '.join(shown(v) for v in schema['enum'])}, got {shown(value)}"
+        return (
+            f"{_where(path)} must be one of {', '.join(shown(v) for v in schema['enum'])}, got "
+            f"{shown(value)}"
+        )
     if isinstance(value, str) and len(value.strip()) < schema.get("minLength", 0):
         return f"{_where(path)} must not be empty"
     if isinstance(value, str) and len(value) > schema.get("maxLength", len(value)):
-        return f"{_where(path)} may be at most {schema['maxLength']:,} characters long, got {len(value):,}"
+        return (
+            f"{_where(path)} may be at most {schema['maxLength']:,} characters long, got "
+            f"{len(value):,}"
+        )
     if _is(value, "number"):
         if "minimum" in schema and value < schema["minimum"]:
             return f"{_where(path)} must be at least {schema['minimum']}, got {shown(value)}"
@@ -67,7 +99,10 @@ def validate(schema: dict[str, Any], value: Any, path: str = "") -> str | None:
             return f"{_where(path)} must be at most {schema['maximum']}, got {shown(value)}"
     if isinstance(value, list):
         if len(value) < schema.get("minItems", 0):
-            return f"{_where(path)} must list at least {schema['minItems']} item{'s' if schema['minItems'] != 1 else ''}"
+            return (
+                f"{_where(path)} must list at least {schema['minItems']} "
+                f"item{'s' if schema['minItems'] != 1 else ''}"
+            )
         if "maxItems" in schema and len(value) > schema["maxItems"]:
             return f"{_where(path)} may list at most {schema['maxItems']} items, got {len(value)}"
         for i, item in enumerate(value):
@@ -92,7 +127,9 @@ def validate(schema: dict[str, Any], value: Any, path: str = "") -> str | None:
     return None
 
 
-def decode_arguments(schema: dict[str, Any], raw: Any, example: str) -> tuple[dict[str, Any] | None, str | None]:
+def decode_arguments(
+    schema: dict[str, Any], raw: Any, example: str
+) -> tuple[dict[str, Any] | None, str | None]:
     """A tool call's arguments (a JSON string, as models send them, a mapping, or nothing) checked
     against `schema`: (arguments, None), or (None, what is wrong, with the `example` call)."""
     if raw is None or (isinstance(raw, str) and not raw.strip()):
@@ -119,7 +156,10 @@ def describe_params(schema: dict[str, Any]) -> str:
         if "minimum" in sub or "maximum" in sub:
             bits.append(f"{sub.get('minimum', '')}..{sub.get('maximum', '')}")
         if kind == "array":
-            bits.append(f"{sub.get('minItems', 0)} to {sub.get('maxItems', 'any')} items, each an object with {describe_params(sub['items'])}")
+            bits.append(
+                f"{sub.get('minItems', 0)} to {sub.get('maxItems', 'any')} items, each an object "
+                f"with {describe_params(sub['items'])}"
+            )
         text = f"`{name}` ({', '.join(bits)})"
         if sub.get("description"):
             text += f": {sub['description']}"

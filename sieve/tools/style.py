@@ -1,7 +1,7 @@
 """Terminal colour for people; plain text for agents (colour codes would only cost tokens).
 
-The codes are those `sieve.common.terminal.STYLE_CODES` lets through the command line's escaping: a new
-one goes there too."""
+The codes are those `sieve.common.terminal.STYLE_CODES` lets through the command line's escaping: a
+new one goes there too."""
 
 from __future__ import annotations
 

@@ -9,23 +9,23 @@ syntax errors and out-of-range ranks are observations, never exceptions.
 from __future__ import annotations
 
 import json
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field, replace
-from typing import Any, Callable, Iterator, Mapping, Sequence
+from typing import Any
 
 from sieve.corpus.documents import Document
-from sieve.engine.query.bql.free_text import free_text_query
 from sieve.engine import deadline
+from sieve.engine.query.bql.free_text import free_text_query
 from sieve.engine.query.bql.parser import MAX_QUERY_CHARS
+from sieve.engine.rank.search import Results
 from sieve.errors import BQLSyntaxError, InvalidArgumentError, SieveError, UnknownDocumentError
 from sieve.index.index import Index, Limits
-from sieve.engine.rank.search import Results
 from sieve.tools import cards
 from sieve.tools.cards import CardConfig, plural
 from sieve.tools.conditions import CONDITIONS, MANUALS, check_tools, condition
 from sieve.tools.fetch.reading import Read, ReadConfig, outline_text, read_document, read_section
-from sieve.tools.schema import decode_arguments, describe_params
 from sieve.tools.fetch.snippets import Matcher
-
+from sieve.tools.schema import decode_arguments, describe_params
 
 CAP_SCOPES = ("call", "document")
 
@@ -42,8 +42,12 @@ class ToolConfig:
     max_query_chars: int = MAX_QUERY_CHARS  # a server may accept less than the language does (and the index: the lower wins)
     ranker: str = "bm25"
     fallback: bool = True  # zero-hit recovery for `search`
-    fallback_ranker: str | None = None  # what ranks the zero-hit fallback; None: `ranker` ("bm25" is the paper's)
-    diagnose: bool = True  # a zero-hit `search` names the one-step relaxations that would admit documents
+    fallback_ranker: str | None = (
+        None  # what ranks the zero-hit fallback; None: `ranker` ("bm25" is the paper's)
+    )
+    diagnose: bool = (
+        True  # a zero-hit `search` names the one-step relaxations that would admit documents
+    )
     manual: str = "generated"  # the manual of `search`: generated from the index, or the paper's for the collection (MANUALS)
     # The read ceiling bounds what one `fetch` returns ("call", sieve's default: an agent's context
     # grows by at most the cap per call), or each document's text in it ("document", the paper's).
@@ -60,9 +64,13 @@ class ToolConfig:
 
         check_fallback_ranker(self.fallback_ranker)
         if self.manual not in MANUALS:
-            raise InvalidArgumentError(f"manual must be one of {', '.join(MANUALS)}, not {self.manual!r}")
+            raise InvalidArgumentError(
+                f"manual must be one of {', '.join(MANUALS)}, not {self.manual!r}"
+            )
         if self.cap_scope not in CAP_SCOPES:
-            raise InvalidArgumentError(f"cap_scope must be one of {', '.join(CAP_SCOPES)}, not {self.cap_scope!r}")
+            raise InvalidArgumentError(
+                f"cap_scope must be one of {', '.join(CAP_SCOPES)}, not {self.cap_scope!r}"
+            )
 
 
 @dataclass(frozen=True)
@@ -92,15 +100,31 @@ class Tool:
 
     def schema(self) -> dict[str, Any]:
         """The OpenAI function-calling form."""
-        return {"type": "function", "function": {"name": self.name, "description": self.description, "parameters": self.parameters}}
+        return {
+            "type": "function",
+            "function": {
+                "name": self.name,
+                "description": self.description,
+                "parameters": self.parameters,
+            },
+        }
 
 
-DOC = {"type": ["integer", "string"], "description": "a rank from the last search (a number) or a document id (a string)"}
+DOC = {
+    "type": ["integer", "string"],
+    "description": "a rank from the last search (a number) or a document id (a string)",
+}
 # Where calls share nothing (a stateless server connection), ranks cannot work, so none is offered.
-DOC_ID = {"type": "string",
-          "description": "a document id as a card shows it (this connection keeps no listing, so "
-                         "no rank)"}
-PART = {"type": "integer", "minimum": 1, "description": "which part of a text too long for one read (default 1)"}
+DOC_ID = {
+    "type": "string",
+    "description": "a document id as a card shows it (this connection keeps no listing, so "
+    "no rank)",
+}
+PART = {
+    "type": "integer",
+    "minimum": 1,
+    "description": "which part of a text too long for one read (default 1)",
+}
 
 
 def _caret(query: str, pos: int, width: int = 40) -> str:
@@ -113,8 +137,13 @@ def _caret(query: str, pos: int, width: int = 40) -> str:
 class Toolset:
     """The tools of one agent session over one index."""
 
-    def __init__(self, index: Index, tools: Sequence[str] = CONDITIONS["sieve"].tools, config: ToolConfig = ToolConfig(),
-                 keeps_listing: bool = True) -> None:
+    def __init__(
+        self,
+        index: Index,
+        tools: Sequence[str] = CONDITIONS["sieve"].tools,
+        config: ToolConfig = ToolConfig(),
+        keeps_listing: bool = True,
+    ) -> None:
         """`keeps_listing=False` is a session whose calls share nothing (a stateless server
         connection): ranks then mean nothing, and saying so beats answering from a stranger's listing."""
         tools = check_tools(tools)
@@ -129,13 +158,15 @@ class Toolset:
         self.tools: dict[str, Tool] = {t: specs[t] for t in tools}
 
     @classmethod
-    def for_condition(cls, index: Index, name: str, config: ToolConfig = ToolConfig()) -> "Toolset":
+    def for_condition(cls, index: Index, name: str, config: ToolConfig = ToolConfig()) -> Toolset:
         """The tools of the condition `name` (sieve.tools.conditions); InvalidArgumentError if unknown
         or if the condition's tools act on files, not on an index (`sieve.tools.shell.episode.make_tools`)."""
         c = condition(name)
         if not c.retriever:
-            raise InvalidArgumentError(f"condition {c.name!r} works on the collection as files, not through a Toolset; "
-                                       "use sieve.tools.shell.episode.make_tools")
+            raise InvalidArgumentError(
+                f"condition {c.name!r} works on the collection as files, not through a Toolset; "
+                "use sieve.tools.shell.episode.make_tools"
+            )
         return cls(index, c.tools, config)
 
     # ------------------------------------------------------------ the surface
@@ -151,7 +182,11 @@ class Toolset:
         """Run a tool on JSON arguments (a string, as models send them, or a decoded object)."""
         tool = self.tools.get(name)
         if tool is None:
-            return self._result(name, f"error: there is no tool named {json.dumps(name)}; the tools are {', '.join(self.tools)}", False)
+            return self._result(
+                name,
+                f"error: there is no tool named {json.dumps(name)}; the tools are {', '.join(self.tools)}",
+                False,
+            )
         facts: dict[str, Any] = {}
         try:
             args = self._arguments(tool, arguments)
@@ -172,7 +207,10 @@ class Toolset:
 
     def describe(self) -> str:
         """Each tool with its arguments, in words: for prompts whose model gets no native schemas."""
-        return "\n".join(f"- `{t.name}`: {t.description} Arguments: {describe_params(t.parameters)}. Example: {t.example}" for t in self.tools.values())
+        return "\n".join(
+            f"- `{t.name}`: {t.description} Arguments: {describe_params(t.parameters)}. Example: {t.example}"
+            for t in self.tools.values()
+        )
 
     def manual(self) -> str:
         """What the agent reads on how to use the tools: the paper's BQL manual for the collection
@@ -185,7 +223,9 @@ class Toolset:
 
         return render_manual(self)
 
-    def _result(self, name: str, text: str, ok: bool, facts: Mapping[str, Any] | None = None) -> ToolResult:
+    def _result(
+        self, name: str, text: str, ok: bool, facts: Mapping[str, Any] | None = None
+    ) -> ToolResult:
         tokens = self.config.read.counter.count(text)
         self.tokens += tokens
         return ToolResult(name, text, tokens, ok, facts or {})
@@ -200,56 +240,130 @@ class Toolset:
 
     def _specs(self) -> dict[str, Tool]:
         c = self.config
-        k = {"type": "integer", "minimum": 1, "maximum": c.k_max, "description": f"how many results (default {c.k}, at most {c.k_max})"}
-        query = {"type": "string", "minLength": 1, "maxLength": min(c.max_query_chars, self.limits.max_query_chars)}
+        k = {
+            "type": "integer",
+            "minimum": 1,
+            "maximum": c.k_max,
+            "description": f"how many results (default {c.k}, at most {c.k_max})",
+        }
+        query = {
+            "type": "string",
+            "minLength": 1,
+            "maxLength": min(c.max_query_chars, self.limits.max_query_chars),
+        }
         doc, ref = (DOC, "1") if self.keeps_listing else (DOC_ID, '"an-id"')
         return {
             "search": Tool(
                 "search",
                 "Search the collection with the query language in the manual: the query decides exactly which documents "
                 "are eligible, the best k are shown as cards (headings, matched sections, snippet).",
-                {"type": "object", "properties": {"query": {**query, "description": "a query in the manual's query language"}, "k": k},
-                 "required": ["query"], "additionalProperties": False},
-                self._search, '{"query": "heatwave[title] \\"school closure\\"", "k": 5}'),
+                {
+                    "type": "object",
+                    "properties": {
+                        "query": {**query, "description": "a query in the manual's query language"},
+                        "k": k,
+                    },
+                    "required": ["query"],
+                    "additionalProperties": False,
+                },
+                self._search,
+                '{"query": "heatwave[title] \\"school closure\\"", "k": 5}',
+            ),
             "ranked_search": Tool(
                 "ranked_search",
                 "Rank the documents that contain words of a plain-text query (no operators, no fields)"
-                + (f"; each result shows the document's whole text, up to {c.read.cap:,} {self.unit}." if c.autoread else "."),
-                {"type": "object", "properties": {"query": {**query, "description": "plain words"}, "k": k},
-                 "required": ["query"], "additionalProperties": False},
-                self._ranked_search, '{"query": "school closures during the 2022 heatwave"}'),
+                + (
+                    f"; each result shows the document's whole text, up to {c.read.cap:,} {self.unit}."
+                    if c.autoread
+                    else "."
+                ),
+                {
+                    "type": "object",
+                    "properties": {"query": {**query, "description": "plain words"}, "k": k},
+                    "required": ["query"],
+                    "additionalProperties": False,
+                },
+                self._ranked_search,
+                '{"query": "school closures during the 2022 heatwave"}',
+            ),
             "fetch": Tool(
                 "fetch",
                 f"Read named sections of documents (up to {c.max_sections} per call, {c.read.cap:,} {self.unit} per {c.cap_scope}).",
-                {"type": "object", "properties": {"sections": {
-                    "type": "array", "minItems": 1, "maxItems": c.max_sections,
-                    "description": "what to read: (document, section name) pairs",
-                    "items": {"type": "object", "properties": {
-                        "doc": doc,
-                        "section": {"type": "string", "minLength": 1, "description": "a heading as shown on the card, or intro, facts, infobox, contents"},
-                        "part": PART}, "required": ["doc", "section"], "additionalProperties": False}}},
-                 "required": ["sections"], "additionalProperties": False},
-                self._fetch, '{"sections": [{"doc": %s, "section": "Usage"}]}' % ref),
+                {
+                    "type": "object",
+                    "properties": {
+                        "sections": {
+                            "type": "array",
+                            "minItems": 1,
+                            "maxItems": c.max_sections,
+                            "description": "what to read: (document, section name) pairs",
+                            "items": {
+                                "type": "object",
+                                "properties": {
+                                    "doc": doc,
+                                    "section": {
+                                        "type": "string",
+                                        "minLength": 1,
+                                        "description": "a heading as shown on the card, or intro, facts, infobox, contents",
+                                    },
+                                    "part": PART,
+                                },
+                                "required": ["doc", "section"],
+                                "additionalProperties": False,
+                            },
+                        }
+                    },
+                    "required": ["sections"],
+                    "additionalProperties": False,
+                },
+                self._fetch,
+                '{"sections": [{"doc": %s, "section": "Usage"}]}' % ref,
+            ),
             "visit": Tool(
                 "visit",
                 f"Read a whole document, every section ({c.read.cap:,} {self.unit} per call; "
-                + ("longer documents come in parts)." if c.read.parts else "longer documents are cut at that ceiling)."),
-                {"type": "object", "properties": {"doc": doc, "part": PART}, "required": ["doc"],
-                 "additionalProperties": False},
-                self._visit, '{"doc": %s}' % ref),
+                + (
+                    "longer documents come in parts)."
+                    if c.read.parts
+                    else "longer documents are cut at that ceiling)."
+                ),
+                {
+                    "type": "object",
+                    "properties": {"doc": doc, "part": PART},
+                    "required": ["doc"],
+                    "additionalProperties": False,
+                },
+                self._visit,
+                '{"doc": %s}' % ref,
+            ),
             "indri_search": Tool(
                 "indri_search",
                 "Search the collection with Indri's query language as the manual gives it (#combine, #band, #1, #uwN, "
                 "word.title): the documents the query matches are ranked by Indri's query likelihood, the best k shown as cards.",
-                {"type": "object", "properties": {"query": {**query, "description": "a query in Indri's query language"}, "k": k},
-                 "required": ["query"], "additionalProperties": False},
-                self._indri_search, '{"query": "#combine(#1(school closure) heatwave.title)", "k": 5}'),
+                {
+                    "type": "object",
+                    "properties": {
+                        "query": {**query, "description": "a query in Indri's query language"},
+                        "k": k,
+                    },
+                    "required": ["query"],
+                    "additionalProperties": False,
+                },
+                self._indri_search,
+                '{"query": "#combine(#1(school closure) heatwave.title)", "k": 5}',
+            ),
             "show": Tool(
                 "show",
                 "List a document's facts (title, author, date, infobox) and every section heading with its length, without reading the texts.",
-                {"type": "object", "properties": {"doc": doc}, "required": ["doc"],
-                 "additionalProperties": False},
-                self._show, '{"doc": %s}' % ref),
+                {
+                    "type": "object",
+                    "properties": {"doc": doc},
+                    "required": ["doc"],
+                    "additionalProperties": False,
+                },
+                self._show,
+                '{"doc": %s}' % ref,
+            ),
         }
 
     @property
@@ -264,9 +378,13 @@ class Toolset:
             if i not in self.surfaced:
                 self.surfaced.append(i)
 
-    def _list(self, r: Results, header: str, structured: bool, facts: dict[str, Any]) -> tuple[str, bool]:
+    def _list(
+        self, r: Results, header: str, structured: bool, facts: dict[str, Any]
+    ) -> tuple[str, bool]:
         self._remember(r, facts)
-        text = cards.listing(self.index, r, header, Matcher.of(r), self.config.cards, structured=structured)
+        text = cards.listing(
+            self.index, r, header, Matcher.of(r), self.config.cards, structured=structured
+        )
         if not self.keeps_listing and r.hits:
             text += "\n(this connection keeps no listing between calls: to read a result, give its document id, not its rank)"
         return text, True
@@ -274,8 +392,14 @@ class Toolset:
     def _search(self, args: dict[str, Any], facts: dict[str, Any]) -> tuple[str, bool]:
         query: str = args["query"]
         try:
-            r = self.index.search(query, k=args.get("k", self.config.k), ranker=self.config.ranker, fallback=self.config.fallback,
-                                  diagnose=self.config.diagnose, fallback_ranker=self.config.fallback_ranker)
+            r = self.index.search(
+                query,
+                k=args.get("k", self.config.k),
+                ranker=self.config.ranker,
+                fallback=self.config.fallback,
+                diagnose=self.config.diagnose,
+                fallback_ranker=self.config.fallback_ranker,
+            )
         except BQLSyntaxError as e:
             raise ToolFailure(f"{e}\n{_caret(query, e.pos)}") from None
         return self._list(r, cards.search_header(r), True, facts)
@@ -283,7 +407,9 @@ class Toolset:
     def _indri_search(self, args: dict[str, Any], facts: dict[str, Any]) -> tuple[str, bool]:
         query: str = args["query"]
         try:
-            r = self.index.indri_search(query, k=args.get("k", self.config.k), ranker=self.config.ranker)
+            r = self.index.indri_search(
+                query, k=args.get("k", self.config.k), ranker=self.config.ranker
+            )
         except BQLSyntaxError as e:  # IndriSyntaxError, and a stop word's error from the planner
             raise ToolFailure(f"{e}\n{_caret(query, e.pos)}") from None
         return self._list(r, cards.indri_header(r), True, facts)
@@ -292,8 +418,14 @@ class Toolset:
         if free_text_query(args["query"], self.index.analyzer) is None:
             stop = ", not only stop words" if self.index.analyzer.stopwords else ""
             raise ToolFailure(f"the query has no word to search for (letters or digits{stop})")
-        r = self.index.ranked_search(args["query"], k=args.get("k", self.config.k), ranker=self.config.ranker)
-        structured = self.config.ranked_cards if self.config.ranked_cards is not None else "fetch" in self.tools
+        r = self.index.ranked_search(
+            args["query"], k=args.get("k", self.config.k), ranker=self.config.ranker
+        )
+        structured = (
+            self.config.ranked_cards
+            if self.config.ranked_cards is not None
+            else "fetch" in self.tools
+        )
         if self.config.autoread:
             return self._autoread(r, facts)
         return self._list(r, cards.ranked_header(r), structured, facts)
@@ -309,7 +441,9 @@ class Toolset:
             texts.append(f"[{rank}] {got.text}")
         return "\n\n".join(texts), True
 
-    def passages(self, question: str, k: int | None = None) -> tuple[list[tuple[str, str]], dict[str, Any]]:
+    def passages(
+        self, question: str, k: int | None = None
+    ) -> tuple[list[tuple[str, str]], dict[str, Any]]:
         """One-shot retrieval: the top `k` documents for `question` as free text, each as (id, the
         whole text a visit shows, uncut), and the search's facts. They count as surfaced and opened."""
         facts: dict[str, Any] = {}
@@ -326,14 +460,20 @@ class Toolset:
     def _document(self, ref: int | str) -> Document:
         if isinstance(ref, int):
             if not self.keeps_listing:
-                raise ToolFailure(f"this connection keeps no listing between calls, so rank {ref} means nothing here; "
-                                  "give the document id shown on the card (a string) instead")
+                raise ToolFailure(
+                    f"this connection keeps no listing between calls, so rank {ref} means nothing here; "
+                    "give the document id shown on the card (a string) instead"
+                )
             if self.listing is None:
-                raise ToolFailure(f"there is no earlier search, so rank {ref} means nothing; search first, or give a document id (a string)")
+                raise ToolFailure(
+                    f"there is no earlier search, so rank {ref} means nothing; search first, or give a document id (a string)"
+                )
             if not self.listing:
                 raise ToolFailure(f"the last search listed no documents, so there is no rank {ref}")
             if not 1 <= ref <= len(self.listing):
-                raise ToolFailure(f"rank {ref} is not in the last search (it listed ranks 1-{len(self.listing)})")
+                raise ToolFailure(
+                    f"rank {ref} is not in the last search (it listed ranks 1-{len(self.listing)})"
+                )
             return self.index.document(self.listing[ref - 1])
         try:
             return self.index.document(ref)
@@ -341,14 +481,18 @@ class Toolset:
             hint = ""
             if ref.strip().isdigit() and self.listing and 1 <= int(ref) <= len(self.listing):
                 hint = f"; to read rank {int(ref)} of the last search, pass {int(ref)} as a number"
-            raise ToolFailure(f"no document with id {json.dumps(ref, ensure_ascii=False)}{hint}") from None
+            raise ToolFailure(
+                f"no document with id {json.dumps(ref, ensure_ascii=False)}{hint}"
+            ) from None
 
     def _opened(self, read: Read) -> None:
         if read.doc_id not in self.opened:
             self.opened.append(read.doc_id)
 
     def _fetch(self, args: dict[str, Any], facts: dict[str, Any]) -> tuple[str, bool]:
-        blocks: list[tuple[str, str]] = []  # (text, what it is: named in a note if it must be left out)
+        blocks: list[
+            tuple[str, str]
+        ] = []  # (text, what it is: named in a note if it must be left out)
         reads: list[Read | None] = []
         for item in args["sections"]:
             try:
@@ -367,17 +511,23 @@ class Toolset:
                 self._opened(read)
         return self._compose(blocks, keep, compact), all(r is not None for r in reads)
 
-    def _compose(self, blocks: list[tuple[str, str]], keep: list[bool], compact: bool = False) -> str:
+    def _compose(
+        self, blocks: list[tuple[str, str]], keep: list[bool], compact: bool = False
+    ) -> str:
         text = "\n\n".join(b for (b, _), k in zip(blocks, keep) if k)
         left = [what for (_, what), k in zip(blocks, keep) if not k]
         if left:
             them = "it" if len(left) == 1 else "them"
-            cap = f"over the {self.config.read.cap:,}-{self.unit[:-1]} cap of one read" + (" of a document" if self.config.cap_scope == "document" else "")
+            cap = f"over the {self.config.read.cap:,}-{self.unit[:-1]} cap of one read" + (
+                " of a document" if self.config.cap_scope == "document" else ""
+            )
             what = plural(len(left), "more item") if compact else "; ".join(left)
             text += f"\n\n[not shown, {cap}: {what}. Fetch {them} in another call.]"
         return text
 
-    def _fit(self, blocks: list[tuple[str, str]], docs: list[str | None]) -> tuple[list[bool], bool]:
+    def _fit(
+        self, blocks: list[tuple[str, str]], docs: list[str | None]
+    ) -> tuple[list[bool], bool]:
         """Which blocks one read holds, and whether the note on the others must be the short one.
         Each block in order if it still fits; then drop from the end while the note naming the
         left-out ones pushes the text over the cap. The first block always stays: every part is cut
@@ -410,4 +560,6 @@ class Toolset:
         return read.text, True
 
     def _show(self, args: dict[str, Any], facts: dict[str, Any]) -> tuple[str, bool]:
-        return outline_text(self._document(args["doc"]), self.config.read.counter, self.config.read.cap), True
+        return outline_text(
+            self._document(args["doc"]), self.config.read.counter, self.config.read.cap
+        ), True

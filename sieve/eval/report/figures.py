@@ -1,28 +1,36 @@
-"""Drawing `sieve eval report`'s figures from their data (`sieve.eval.report.tables`) with matplotlib
-(the `eval` extra). Nothing is computed here: each figure's numbers are in its `<id>.json`.
+"""Drawing `sieve eval report`'s figures from their data (`sieve.eval.report.tables`) with
+matplotlib (the `eval` extra). Nothing is computed here: each figure's numbers are in its
+`<id>.json`.
 
-Readable with 21 runs or more: no text label sits on a point (colour names the family, the marker the
-ranker, in a legend beside the axes); where one axis would hold many lines or bars, a panel per
+Readable with 21 runs or more: no text label sits on a point (colour names the family, the marker
+the ranker, in a legend beside the axes); where one axis would hold many lines or bars, a panel per
 collection and family (small multiples)."""
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from pathlib import Path
-from typing import Any, Callable
+from typing import Any
 
 import matplotlib
 
 matplotlib.use("Agg")
-import matplotlib.pyplot as plt  # noqa: E402
-import numpy as np  # noqa: E402
-from matplotlib.figure import Figure  # noqa: E402
-from matplotlib.lines import Line2D  # noqa: E402
+import matplotlib.pyplot as plt
+import numpy as np
+from matplotlib.figure import Figure
 
 MARKERS = ("o", "s", "^", "D", "v", "P", "X")
-FAILURES = (("retrieval", "tab:red"), ("selection", "tab:orange"), ("synthesis", "tab:purple"), ("unattributed", "tab:gray"))
+FAILURES = (
+    ("retrieval", "tab:red"),
+    ("selection", "tab:orange"),
+    ("synthesis", "tab:purple"),
+    ("unattributed", "tab:gray"),
+)
 
 
-def _panels(n: int, cols: int = 3, size: tuple[float, float] = (4.2, 3.2)) -> tuple[Figure, list[Any]]:
+def _panels(
+    n: int, cols: int = 3, size: tuple[float, float] = (4.2, 3.2)
+) -> tuple[Figure, list[Any]]:
     cols = max(1, min(cols, n))
     rows = -(-n // cols)
     fig, axes = plt.subplots(rows, cols, figsize=(size[0] * cols, size[1] * rows), squeeze=False)
@@ -43,19 +51,47 @@ def figure_1(f: dict[str, Any]) -> Figure:
     for ax, p in zip(axes, f["panels"]):
         at = {pt["run"]: (pt["tokens"], pt["accuracy"]) for pt in p["points"]}
         for a in p["arrows"]:
-            ax.annotate("", xy=at[a["to"]], xytext=at[a["from"]], arrowprops={"arrowstyle": "->", "color": "0.3", "lw": 0.9}, zorder=2)
+            ax.annotate(
+                "",
+                xy=at[a["to"]],
+                xytext=at[a["from"]],
+                arrowprops={"arrowstyle": "->", "color": "0.3", "lw": 0.9},
+                zorder=2,
+            )
         for pt in p["points"]:
-            fam, rk = pt["family"] if pt["family"] in colour else "other", pt["ranker"] if pt["ranker"] in marker else "none"
-            other = pt["encoder"] is not None and pt["encoder"] != usual  # another encoder: a hollow point and its name
-            key = f"{pt['family']} · {pt['ranker']}" + (f" · {', '.join(pt['marks'])}" if pt["marks"] else "") + (f" · {pt['encoder']}" if other else "")
+            fam, rk = (
+                pt["family"] if pt["family"] in colour else "other",
+                pt["ranker"] if pt["ranker"] in marker else "none",
+            )
+            # another encoder: a hollow point and its name
+            other = pt["encoder"] is not None and pt["encoder"] != usual
+            key = (
+                f"{pt['family']} · {pt['ranker']}"
+                + (f" · {', '.join(pt['marks'])}" if pt["marks"] else "")
+                + (f" · {pt['encoder']}" if other else "")
+            )
             hollow = bool(pt["marks"]) or other
-            h = ax.scatter(*at[pt["run"]], s=42, marker=marker[rk], zorder=3, facecolors="none" if hollow else colour[fam], edgecolors=colour[fam])
+            h = ax.scatter(
+                *at[pt["run"]],
+                s=42,
+                marker=marker[rk],
+                zorder=3,
+                facecolors="none" if hollow else colour[fam],
+                edgecolors=colour[fam],
+            )
             seen.setdefault(key, h)
         ax.set_title(p["collection"] or "?", fontsize=9)
         ax.set_xlabel("distinct tokens per question", fontsize=8)
         ax.set_ylabel(f"accuracy ({'/'.join(p['by'])}, %)", fontsize=8)
         ax.tick_params(labelsize=7)
-    fig.legend(list(seen.values()), list(seen.keys()), fontsize=7, loc="center left", bbox_to_anchor=(1.0, 0.5), frameon=False)
+    fig.legend(
+        list(seen.values()),
+        list(seen.keys()),
+        fontsize=7,
+        loc="center left",
+        bbox_to_anchor=(1.0, 0.5),
+        frameon=False,
+    )
     fig.suptitle(f["title"] + " (arrows: baseline to SIEVE)", fontsize=9)
     return fig
 
@@ -89,8 +125,14 @@ def figure_4(f: dict[str, Any]) -> Figure:
     for ax, p in zip(axes, f["panels"]):
         bars = p["bars"]
         y = np.arange(len(bars))
-        ax.barh(y, [b["delta_accuracy"] for b in bars], color=["tab:green" if b["delta_accuracy"] > 0 else "tab:red" for b in bars])
-        ax.set_yticks(y, [f"{b['ablation']} ({b['delta_tokens']:+,.0f} tok.)" for b in bars], fontsize=7)
+        ax.barh(
+            y,
+            [b["delta_accuracy"] for b in bars],
+            color=["tab:green" if b["delta_accuracy"] > 0 else "tab:red" for b in bars],
+        )
+        ax.set_yticks(
+            y, [f"{b['ablation']} ({b['delta_tokens']:+,.0f} tok.)" for b in bars], fontsize=7
+        )
         ax.axvline(0, color="grey", lw=0.8)
         ax.set_title(f"{p['collection']}, {p['ranker']}", fontsize=8)
         ax.set_xlabel("accuracy change (points)", fontsize=7)
@@ -102,7 +144,12 @@ def figure_4(f: dict[str, Any]) -> Figure:
 def figure_5(f: dict[str, Any]) -> Figure:
     fig, ax = plt.subplots(figsize=(6, 4))
     for s in f["series"]:
-        ax.plot([p["encoder"] for p in s["points"]], [p["accuracy"] for p in s["points"]], marker="o", label=f"{s['collection']}: {s['condition']} {s['ranker']}")
+        ax.plot(
+            [p["encoder"] for p in s["points"]],
+            [p["accuracy"] for p in s["points"]],
+            marker="o",
+            label=f"{s['collection']}: {s['condition']} {s['ranker']}",
+        )
     ax.set_ylabel("accuracy (%)")
     ax.tick_params(axis="x", labelsize=7, rotation=20)
     ax.legend(fontsize=7)
@@ -119,7 +166,9 @@ def figure_6(f: dict[str, Any]) -> Figure:
         w = 0.8 / len(bb)
         for j, b in enumerate(bb):
             ax.bar(x + j * w, [g["values"].get(b, 0.0) for g in p["groups"]], w, label=b)
-        ax.set_xticks(x + 0.4 - w / 2, [g["label"] for g in p["groups"]], rotation=30, ha="right", fontsize=7)
+        ax.set_xticks(
+            x + 0.4 - w / 2, [g["label"] for g in p["groups"]], rotation=30, ha="right", fontsize=7
+        )
         ax.set_ylabel("accuracy (%)", fontsize=8)
         ax.set_title(p["collection"], fontsize=9)
         ax.legend(fontsize=7)
@@ -128,7 +177,11 @@ def figure_6(f: dict[str, Any]) -> Figure:
 
 
 def figure_7(f: dict[str, Any]) -> Figure:
-    fig, axes = _panels(len(f["panels"]), cols=2, size=(5.5, max(2.5, 0.6 + 0.28 * max(len(p["bars"]) for p in f["panels"]))))
+    fig, axes = _panels(
+        len(f["panels"]),
+        cols=2,
+        size=(5.5, max(2.5, 0.6 + 0.28 * max(len(p["bars"]) for p in f["panels"]))),
+    )
     for ax, p in zip(axes, f["panels"]):
         y = np.arange(len(p["bars"]))
         left = np.zeros(len(p["bars"]))
@@ -151,7 +204,9 @@ def figure_8(f: dict[str, Any]) -> Figure:
     for ax, p in zip(axes, f["panels"]):
         for line in p["lines"]:
             calls = [c for c, _ in line["calls"]]
-            share = np.cumsum([n for _, n in line["calls"]]) / max(1, sum(n for _, n in line["calls"]))
+            share = np.cumsum([n for _, n in line["calls"]]) / max(
+                1, sum(n for _, n in line["calls"])
+            )
             ax.step(calls, 100 * share, where="post", label=line["label"])
         ax.set_title(f"{p['collection']}: {p['family']}", fontsize=8)
         ax.set_xlabel("LLM calls", fontsize=7)
@@ -162,8 +217,15 @@ def figure_8(f: dict[str, Any]) -> Figure:
     return fig
 
 
-DRAW: dict[str, Callable[[dict[str, Any]], Figure]] = {"figure-1": figure_1, "figure-3": figure_3, "figure-4": figure_4, "figure-5": figure_5,
-                                                       "figure-6": figure_6, "figure-7": figure_7, "figure-8": figure_8}
+DRAW: dict[str, Callable[[dict[str, Any]], Figure]] = {
+    "figure-1": figure_1,
+    "figure-3": figure_3,
+    "figure-4": figure_4,
+    "figure-5": figure_5,
+    "figure-6": figure_6,
+    "figure-7": figure_7,
+    "figure-8": figure_8,
+}
 
 
 def draw_all(figures: dict[str, dict[str, Any]], out: Path) -> list[Path]:

@@ -26,8 +26,9 @@ def _scipy_stats() -> Any:
     try:
         from scipy import stats
     except ImportError:
-        raise SieveError("the paired tests need scipy, which the eval extra installs: "
-                         + extra_hint("eval")) from None
+        raise SieveError(
+            "the paired tests need scipy, which the eval extra installs: " + extra_hint("eval")
+        ) from None
     return stats
 
 
@@ -40,7 +41,13 @@ def mcnemar_exact(a_correct: list[bool], b_correct: list[bool]) -> Test:
     only_a = int(np.sum(a & ~b))
     only_b = int(np.sum(~a & b))
     n = only_a + only_b
-    p = 1.0 if n == 0 else float(_scipy_stats().binomtest(min(only_a, only_b), n, 0.5, alternative="two-sided").pvalue)
+    p = (
+        1.0
+        if n == 0
+        else float(
+            _scipy_stats().binomtest(min(only_a, only_b), n, 0.5, alternative="two-sided").pvalue
+        )
+    )
     return Test(float(only_a), min(1.0, p), len(a))
 
 

@@ -2,18 +2,25 @@
 
 from __future__ import annotations
 
-from typing import Any, Iterable
+from collections.abc import Iterable
+from typing import Any
 
 import numpy as np
 
+from sieve.agent.loop import (
+    distinct_tokens,
+    final_context_tokens,
+    largest_prompt,
+    step_summed_tokens,
+)
 from sieve.engine.query.bql import constructs, parse
 from sieve.engine.query.bql.lexer import tokenize
-from sieve.agent.loop import distinct_tokens, final_context_tokens, largest_prompt, step_summed_tokens
 from sieve.errors import SieveError
 from sieve.eval.metrics import exact_match, f1
 
 SEARCH_TOOLS = ("search", "ranked_search")
-# The rows of the paper's Table 3 (BQL usage): field restriction, Boolean operators (any, then each),
+# The rows of the paper's Table 3 (BQL usage): field
+# restriction, Boolean operators (any, then each),
 # quoted phrases, prefix wildcards, date filters, NEAR, and "plain": none of field, Boolean or date
 # (a question counts when none of its searches used them).
 OPERATORS = ("field", "boolean", "and", "or", "not", "phrase", "wildcard", "date", "near", "plain")
@@ -26,7 +33,8 @@ def bql_features(query: str) -> set[str]:
     or date); an unparseable query uses none.
 
     Boolean operators count only when written (`AND`, `OR`, `NOT`, `-x`, any case): words side by
-    side are ANDed too, but that is how a plain query reads, not a Boolean combination the agent chose.
+    side are ANDed too, but that is how a plain query reads, not a Boolean combination the agent
+    chose.
     """
     try:
         found = constructs(parse(query)) - {"boolean"}
@@ -45,12 +53,19 @@ def _query(call: dict[str, Any]) -> str:
 def bql_usage(records: list[dict[str, Any]]) -> tuple[dict[str, dict[str, float]], int]:
     """Table 3: for each of OPERATORS, the share of questions whose `search` calls used it at least
     once and the share of `search` calls that used it; and the number of `search` calls."""
-    per_call = [[bql_features(_query(t)) for t in r.get("tool_calls", []) if t["name"] == "search"] for r in records]
+    per_call = [
+        [bql_features(_query(t)) for t in r.get("tool_calls", []) if t["name"] == "search"]
+        for r in records
+    ]
     calls = [f for q in per_call for f in q]
     per_q = [set().union(*q) if q else set() for q in per_call]
     n = len(records)
-    # A question is plain when it searched and none of its searches used a field, Boolean operator or date.
-    per_q = [f - {"plain"} | ({"plain"} if q and not f & _STRUCTURED else set()) for f, q in zip(per_q, per_call)]
+    # A question is plain when it searched and none of its
+    # searches used a field, Boolean operator or date.
+    per_q = [
+        f - {"plain"} | ({"plain"} if q and not f & _STRUCTURED else set())
+        for f, q in zip(per_q, per_call)
+    ]
     usage = {
         op: {
             "questions": round(sum(1 for f in per_q if op in f) / n, 4) if n else 0.0,
@@ -70,8 +85,12 @@ def episode_tokens(rec: dict[str, Any]) -> dict[str, int]:
     if "largest_prompt" in t or not rec.get("calls"):
         return {"final_context": t.get("distinct", 0), "largest_prompt": 0, **t}
     calls = rec["calls"]
-    return {"step_summed": step_summed_tokens(calls), "distinct": distinct_tokens(calls), "final_context": final_context_tokens(calls),
-            "largest_prompt": largest_prompt(calls)}
+    return {
+        "step_summed": step_summed_tokens(calls),
+        "distinct": distinct_tokens(calls),
+        "final_context": final_context_tokens(calls),
+        "largest_prompt": largest_prompt(calls),
+    }
 
 
 def score(rec: dict[str, Any], answers: list[str]) -> dict[str, float]:
@@ -92,12 +111,17 @@ def failure(rec: dict[str, Any], gold: list[str], correct: bool) -> str | None:
     return "synthesis"
 
 
-def summarize(records: Iterable[dict[str, Any]], gold_answers: dict[str, list[str]], gold_docs: dict[str, list[str]]) -> dict[str, Any]:
+def summarize(
+    records: Iterable[dict[str, Any]],
+    gold_answers: dict[str, list[str]],
+    gold_docs: dict[str, list[str]],
+) -> dict[str, Any]:
     """A run's numbers over the records of questions with gold answers: accuracy (exact match), F1,
     means per question of distinct tokens (the reference implementation's: largest prompt plus every
-    completion), final-context tokens (sieve's earlier figure) and step-summed tokens, LLM calls and tool calls by kind, the
-    fallback rate of searches, gold-document recall, the failure composition, outcomes (answered,
-    recovered, failed) and the recovered share, the number of `search` calls and their BQL usage."""
+    completion), final-context tokens (sieve's earlier figure) and step-summed tokens, LLM calls and
+    tool calls by kind, the fallback rate of searches, gold-document recall, the failure
+    composition, outcomes (answered, recovered, failed) and the recovered share, the number of
+    `search` calls and their BQL usage."""
     recs = [r for r in records if r["question_id"] in gold_answers]
     n = len(recs)
     if n == 0:
@@ -107,7 +131,9 @@ def summarize(records: Iterable[dict[str, Any]], gold_answers: dict[str, list[st
     em = np.array([s["em"] for s in scores])
     searches = [t for r in recs for t in r.get("tool_calls", []) if t["name"] in SEARCH_TOOLS]
     usage, search_calls = bql_usage(recs)
-    fails = [failure(r, gold_docs.get(r["question_id"], []), bool(s["em"])) for r, s in zip(recs, scores)]
+    fails = [
+        failure(r, gold_docs.get(r["question_id"], []), bool(s["em"])) for r, s in zip(recs, scores)
+    ]
     with_gold = [r for r in recs if gold_docs.get(r["question_id"])]
     tools: dict[str, float] = {}
     for r in recs:
@@ -122,12 +148,30 @@ def summarize(records: Iterable[dict[str, Any]], gold_answers: dict[str, list[st
         "step_summed_tokens": round(float(np.mean([t["step_summed"] for t in tokens])), 1),
         "llm_calls": round(float(np.mean([r["llm_calls"] for r in recs])), 3),
         "tool_calls": {k: round(v / n, 3) for k, v in sorted(tools.items())},
-        "fallback_rate": round(sum(1 for t in searches if t.get("fallback")) / len(searches), 4) if searches else 0.0,
-        "gold_recall": round(sum(1 for r in with_gold if set(gold_docs[r["question_id"]]) & set(r.get("surfaced", []))) / len(with_gold), 4) if with_gold else None,
-        "failures": {k: sum(1 for f in fails if f == k) for k in ("retrieval", "selection", "synthesis")},
-        "outcomes": {k: sum(1 for r in recs if r["outcome"] == k) for k in ("answered", "recovered", "failed")},
+        "fallback_rate": round(sum(1 for t in searches if t.get("fallback")) / len(searches), 4)
+        if searches
+        else 0.0,
+        "gold_recall": round(
+            sum(
+                1
+                for r in with_gold
+                if set(gold_docs[r["question_id"]]) & set(r.get("surfaced", []))
+            )
+            / len(with_gold),
+            4,
+        )
+        if with_gold
+        else None,
+        "failures": {
+            k: sum(1 for f in fails if f == k) for k in ("retrieval", "selection", "synthesis")
+        },
+        "outcomes": {
+            k: sum(1 for r in recs if r["outcome"] == k)
+            for k in ("answered", "recovered", "failed")
+        },
         "recovered_share": round(sum(1 for r in recs if r["outcome"] == "recovered") / n, 4),
-        # Episodes an exception inside sieve ended (a bug, not the model): a resumed run redoes them.
+        # Episodes an exception inside sieve ended (a
+        # bug, not the model): a resumed run redoes them.
         "crashed": sum(1 for r in recs if r.get("crashed")),
         "search_calls": search_calls,
         "bql_usage": usage,

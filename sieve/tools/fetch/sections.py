@@ -10,13 +10,13 @@ passes to the next; nothing left is an error that lists the document's sections.
 from __future__ import annotations
 
 import re
-from typing import Literal, Union
+from typing import Literal
 
 from sieve.corpus.documents import INTRO, Document
 from sieve.errors import InvalidArgumentError
 
 View = Literal["facts", "infobox", "contents"]
-Target = Union[int, View]  # a section number, or a view of the document
+Target = int | View  # a section number, or a view of the document
 
 _NUMBER = re.compile(r"#(\d+)")
 
@@ -89,10 +89,16 @@ def _one(doc: Document, headings: list[str], name: str, hits: list[int], how: st
         return hits[0]
     if len({headings[j] for j in hits}) == 1:
         numbers = _listed([f"#{j + 1}" for j in hits])
-        raise _fail(doc, f'"{name}" names {len(hits)} sections of {doc.id}: {numbers}; pick one by number, e.g. "#{hits[0] + 1}"')
+        raise _fail(
+            doc,
+            f'"{name}" names {len(hits)} sections of {doc.id}: {numbers}; pick one by number, e.g. '
+            f'"#{hits[0] + 1}"',
+        )
     where, advice = _ADVICE[how]
     names = _listed([headings[j] for j in hits], " · ")
-    raise _fail(doc, f'"{name}" matches {len(hits)} sections of {doc.id} {where}: {names}; {advice}')
+    raise _fail(
+        doc, f'"{name}" matches {len(hits)} sections of {doc.id} {where}: {names}; {advice}'
+    )
 
 
 def resolve(doc: Document, name: str) -> Target:
@@ -108,7 +114,9 @@ def resolve(doc: Document, name: str) -> Target:
     if m:
         j = int(m.group(1))
         if not 1 <= j <= len(headings):
-            raise _fail(doc, f"{doc.id} has {len(headings)} sections, so there is no section {wanted}")
+            raise _fail(
+                doc, f"{doc.id} has {len(headings)} sections, so there is no section {wanted}"
+            )
         return j - 1
     key = norm(wanted)
     loose = [j for j, h in enumerate(headings) if norm(h) == key]
@@ -119,7 +127,7 @@ def resolve(doc: Document, name: str) -> Target:
             raise _fail(doc, f"{doc.id} has no intro (no text before its first heading)")
         return headings.index(INTRO)
     if key in ("facts", "contents"):
-        return key  # type: ignore[return-value]
+        return key  # type: ignore[return-value]  # "facts" or "contents": a View
     if key == "infobox":
         if not doc.infobox:
             raise _fail(doc, f"{doc.id} has no infobox")

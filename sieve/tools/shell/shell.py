@@ -24,9 +24,34 @@ from pathlib import Path
 from sieve.errors import InvalidArgumentError
 from sieve.tools.shell.sandbox import Sandbox, ShellLimits, choose
 
-__all__ = ["PROGRAMS", "ShellLimits", "ShellRefusal", "ShellResult", "check_path", "programs", "run"]
+__all__ = [
+    "PROGRAMS",
+    "ShellLimits",
+    "ShellRefusal",
+    "ShellResult",
+    "check_path",
+    "programs",
+    "run",
+]
 
-_USUAL = ("rg", "grep", "sed", "awk", "find", "xargs", "sort", "uniq", "cut", "head", "tail", "wc", "cat", "ls", "tr", "nl")
+_USUAL = (
+    "rg",
+    "grep",
+    "sed",
+    "awk",
+    "find",
+    "xargs",
+    "sort",
+    "uniq",
+    "cut",
+    "head",
+    "tail",
+    "wc",
+    "cat",
+    "ls",
+    "tr",
+    "nl",
+)
 _PATH = "/usr/local/bin:/usr/bin:/bin"
 
 
@@ -39,10 +64,15 @@ PROGRAMS = programs()
 
 _LIMIT_NOTES = {
     "time": "stopped after {wall:g} s (all its programs together): narrow the command",
-    "memory": "stopped: its programs together used more than {memory} of memory: narrow the command",
+    "memory": (
+        "stopped: its programs together used more than {memory} of memory: narrow the command"
+    ),
     "processes": "stopped: it started more than {processes} processes at once",
     "scratch": "stopped: the scratch folder passed {scratch}",
-    "output": "output truncated at {output:,} bytes: narrow the command, e.g. with head, grep -l or grep -m",
+    "output": (
+        "output truncated at {output:,} bytes: narrow the command, e.g. with head, grep -l or grep "
+        "-m"
+    ),
 }
 
 
@@ -64,7 +94,12 @@ def _size(n: int) -> str:
     return f"{n / (1 << 30):g} GiB" if n >= 1 << 30 else f"{n / (1 << 20):g} MiB"
 
 
-def run(root: str | os.PathLike[str], line: str, limits: ShellLimits = ShellLimits(), sandbox: Sandbox | None = None) -> ShellResult:
+def run(
+    root: str | os.PathLike[str],
+    line: str,
+    limits: ShellLimits = ShellLimits(),
+    sandbox: Sandbox | None = None,
+) -> ShellResult:
     """Run one command line in `root` under `sandbox` (default: `choose("auto")`, which raises
     SandboxError where no sandbox works); raises ShellRefusal only for a line that cannot be run."""
     if not isinstance(line, str) or not line.strip():
@@ -78,8 +113,15 @@ def run(root: str | os.PathLike[str], line: str, limits: ShellLimits = ShellLimi
     text = got.output[: limits.output_bytes].decode("utf-8", "replace")
     notes = []
     if got.limit is not None:
-        notes.append(_LIMIT_NOTES[got.limit].format(wall=limits.wall_seconds, memory=_size(limits.memory_bytes), processes=limits.processes,
-                                                    scratch=_size(limits.scratch_bytes), output=limits.output_bytes))
+        notes.append(
+            _LIMIT_NOTES[got.limit].format(
+                wall=limits.wall_seconds,
+                memory=_size(limits.memory_bytes),
+                processes=limits.processes,
+                scratch=_size(limits.scratch_bytes),
+                output=limits.output_bytes,
+            )
+        )
     elif got.status not in (0, None):
         notes.append(f"exit status {got.status}")
     ok = got.limit is None and (got.status == 0 or (got.status == 1 and not text.strip()))
@@ -90,12 +132,15 @@ def run(root: str | os.PathLike[str], line: str, limits: ShellLimits = ShellLimi
 
 
 def check_path(root: str | os.PathLike[str], word: str) -> None:
-    """Raise ShellRefusal unless `word` is a relative path inside `root` (links followed): the `read`
-    tool opens files here, in sieve's own process, so it checks what the sandbox would enforce."""
+    """Raise ShellRefusal unless `word` is a relative path inside `root` (links followed): the
+    `read` tool opens files here, in sieve's own process, so it checks what the sandbox would
+    enforce."""
     if not isinstance(word, str) or not word or "\0" in word:
         raise ShellRefusal("a path must be a non-empty file name")
-    if word.startswith("/") or word.startswith("~"):
-        raise ShellRefusal(f"{word!r}: absolute and home paths are not allowed; paths are relative to the folder")
+    if word.startswith(("/", "~")):
+        raise ShellRefusal(
+            f"{word!r}: absolute and home paths are not allowed; paths are relative to the folder"
+        )
     if ".." in Path(word).parts:
         raise ShellRefusal(f"{word!r}: '..' is not allowed; everything is inside the folder")
     base = Path(root).resolve()
