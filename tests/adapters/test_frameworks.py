@@ -26,7 +26,7 @@ def index(tmp_path_factory: pytest.TempPathFactory) -> Any:
 
 
 def test_langchain_retriever(index: Any) -> None:
-    pytest.importorskip("langchain_core", reason="needs the langchain extra: pip install 'sieve-search[langchain]'")
+    pytest.importorskip("langchain_core", reason="needs the langchain extra: pip install -e '.[langchain]'")
     from langchain_core.documents import Document
     from langchain_core.retrievers import BaseRetriever
 
@@ -47,7 +47,7 @@ def test_langchain_retriever(index: Any) -> None:
 
 
 def test_langchain_tools_are_sieves_own(index: Any) -> None:
-    pytest.importorskip("langchain_core", reason="needs the langchain extra: pip install 'sieve-search[langchain]'")
+    pytest.importorskip("langchain_core", reason="needs the langchain extra: pip install -e '.[langchain]'")
     from langchain_core.tools import BaseTool
 
     from sieve.adapters.langchain import sieve_tools
@@ -65,7 +65,7 @@ def test_langchain_tools_are_sieves_own(index: Any) -> None:
 
 
 def test_llama_index_retriever(index: Any) -> None:
-    pytest.importorskip("llama_index.core", reason="needs the llama-index extra: pip install 'sieve-search[llama-index]'")
+    pytest.importorskip("llama_index.core", reason="needs the llama-index extra: pip install -e '.[llama-index]'")
     from llama_index.core.retrievers import BaseRetriever
     from llama_index.core.schema import NodeWithScore, TextNode
 

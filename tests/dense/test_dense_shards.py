@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-pytest.importorskip("hnswlib", reason="embeddings need the dense extra: pip install 'sieve-search[dense]'")
+pytest.importorskip("hnswlib", reason="embeddings need the dense extra: pip install -e '.[dense]'")
 
 from sieve import build_index  # noqa: E402
 from sieve.corpus.demo import stdlib_documents  # noqa: E402

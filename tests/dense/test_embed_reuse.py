@@ -11,7 +11,7 @@ from typing import Any
 import numpy as np
 import pytest
 
-pytest.importorskip("hnswlib", reason="embeddings need the dense extra: pip install 'sieve-search[dense]'")
+pytest.importorskip("hnswlib", reason="embeddings need the dense extra: pip install -e '.[dense]'")
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "hardening"))
 from synth import HashEncoder  # noqa: E402

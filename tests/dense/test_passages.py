@@ -15,7 +15,7 @@ from typing import Any
 import numpy as np
 import pytest
 
-pytest.importorskip("hnswlib", reason="embeddings need the dense extra: pip install 'sieve-search[dense]'")
+pytest.importorskip("hnswlib", reason="embeddings need the dense extra: pip install -e '.[dense]'")
 
 import sieve
 from sieve.dense import store

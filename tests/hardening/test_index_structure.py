@@ -65,7 +65,7 @@ def _check(sweep: list[dict[str, str]], index: Path) -> None:
 def test_every_structural_damage_is_a_sieve_error_or_a_right_answer(tmp_path: Path, gold_records: list[dict[str, Any]], dense: bool) -> None:
     index = sieve.build_index(gold_records, tmp_path / "idx")
     if dense:
-        pytest.importorskip("hnswlib", reason="embeddings need the dense extra: pip install 'sieve-search[dense]'")
+        pytest.importorskip("hnswlib", reason="embeddings need the dense extra: pip install -e '.[dense]'")
         from sieve.dense.store import embed
 
         embed(index, model="hash-64", encoder=HashEncoder())

@@ -230,7 +230,7 @@ def test_a_benchmarks_topics_run_as_written(path: Path, tmp_path: Path, capsys: 
 
 
 def test_the_mcp_service_reads_each_limit_as_text(path: Path) -> None:
-    pytest.importorskip("mcp", reason="needs the serve extra: pip install 'sieve-search[serve]'")
+    pytest.importorskip("mcp", reason="needs the serve extra: pip install -e '.[serve]'")
     from mcp import Client
 
     from sieve.serve import Service

@@ -11,8 +11,8 @@ from typing import Any
 import pytest
 
 # The serve tests talk to a real server with the MCP SDK (the serve extra); without it they skip, saying so.
-pytest.importorskip("mcp", reason="needs the serve extra: pip install 'sieve-search[serve]'")
-pytest.importorskip("anyio", reason="needs the serve extra: pip install 'sieve-search[serve]'")
+pytest.importorskip("mcp", reason="needs the serve extra: pip install -e '.[serve]'")
+pytest.importorskip("anyio", reason="needs the serve extra: pip install -e '.[serve]'")
 
 from serving import start_http, stop  # noqa: E402
 
