@@ -28,12 +28,14 @@ HERE = Path(__file__).resolve().parent
 ROOT = HERE.parent
 
 CHILD = r"""
-import sys, time
+import resource, sys, time
 import sieve
 corpus, out, jobs = sys.argv[1], sys.argv[2], int(sys.argv[3])
 t0 = time.perf_counter()
 index = sieve.build_index(corpus, out, force=True, jobs=jobs)
-print(len(index), time.perf_counter() - t0)
+wall = time.perf_counter() - t0
+cpu = sum(r.ru_utime + r.ru_stime for r in map(resource.getrusage, (resource.RUSAGE_SELF, resource.RUSAGE_CHILDREN)))
+print(len(index), wall, cpu)
 """
 
 _HEADING = re.compile(r"^[A-Z][A-Z0-9 ,/&()-]*$")
@@ -56,7 +58,8 @@ def _markdown(page: Path, rendered: str, front_matter: bool) -> str:
 
 def _render(page: Path) -> str:
     env = {**os.environ, "MANWIDTH": "80", "LC_ALL": "C.UTF-8"}
-    done = subprocess.run(["man", "-P", "cat", "-l", str(page)], capture_output=True, text=True, env=env, errors="replace")
+    done = subprocess.run(["man", "-P", "cat", "-l", str(page)], capture_output=True, text=True, env=env, errors="replace",
+                          check=False)
     return done.stdout if done.returncode == 0 else ""
 
 
@@ -103,25 +106,35 @@ def main() -> int:
     print(f"{files:,} Markdown files ({size / 1e6:.1f} MB) in {folder}; the same documents in {jsonl}", flush=True)
     cases = [(kind, jobs) for jobs in (1, 2) for kind in ("folder", "jsonl")]
     runs: dict[str, list[float]] = {f"{k} jobs={j}": [] for k, j in cases}
+    cpu: dict[str, list[float]] = {f"{k} jobs={j}": [] for k, j in cases}
     env = {**os.environ, "PYTHONPATH": str(ROOT)}
     for r in range(args.rounds):
         for kind, jobs in cases:
             corpus = folder if kind == "folder" else jsonl
             done = subprocess.run([sys.executable, "-c", CHILD, str(corpus), str(work / "idx"), str(jobs)],
                                   check=True, capture_output=True, text=True, env=env)
-            docs, seconds = done.stdout.split()
+            docs, seconds, used = done.stdout.split()
             runs[f"{kind} jobs={jobs}"].append(float(seconds))
-            print(f"round {r + 1} {kind:6s} jobs={jobs}: {int(docs):,} documents, {float(seconds):.2f} s", flush=True)
+            cpu[f"{kind} jobs={jobs}"].append(float(used))
+            print(f"round {r + 1} {kind:6s} jobs={jobs}: {int(docs):,} documents, {float(seconds):.2f} s "
+                  f"({float(used):.2f} s CPU)", flush=True)
     medians = {k: statistics.median(v) for k, v in runs.items()}
-    print(f"\nmedian wall seconds of {args.rounds} builds")
-    print(f"{'jobs':>6s} {'folder':>8s} {'jsonl':>8s} {'ratio':>7s}")
+    cpu_medians = {k: statistics.median(v) for k, v in cpu.items()}
+    print(f"\nmedians of {args.rounds} builds: wall seconds (CPU seconds, workers included)")
+    print(f"{'jobs':>6s} {'folder':>14s} {'jsonl':>14s} {'ratio':>7s}")
     ratios = {}
     for jobs in (1, 2):
         f, j = medians[f"folder jobs={jobs}"], medians[f"jsonl jobs={jobs}"]
+        fc, jc = cpu_medians[f"folder jobs={jobs}"], cpu_medians[f"jsonl jobs={jobs}"]
         ratios[f"jobs={jobs}"] = f / j
-        print(f"{jobs:>6d} {f:8.2f} {j:8.2f} {f / j:7.2f}")
+        print(f"{jobs:>6d} {f:6.2f} ({fc:5.2f}) {j:6.2f} ({jc:5.2f}) {f / j:7.2f}")
+    try:
+        load = os.getloadavg()[0]
+    except OSError:
+        load = None
     result = {"folder": str(folder), "jsonl": str(jsonl), "files": files, "bytes": size, "rounds": args.rounds,
-              "medians": medians, "ratios": ratios, "runs": runs, "cpus": os.cpu_count(), "python": platform.python_version()}
+              "medians": medians, "cpu_medians": cpu_medians, "ratios": ratios, "runs": runs, "cpu": cpu,
+              "cpus": os.cpu_count(), "load_at_end": load, "python": platform.python_version()}
     Path(args.out).parent.mkdir(parents=True, exist_ok=True)
     Path(args.out).write_text(json.dumps(result, indent=1) + "\n")
     print(f"wrote {args.out}")

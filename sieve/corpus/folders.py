@@ -206,10 +206,13 @@ def walked(folder: Folder | str | os.PathLike) -> tuple[Folder, str, list[Entry]
     folder = folder if isinstance(folder, Folder) else Folder(folder)
     root = Path(folder.path)
     entries = walk(root, folder.max_file_bytes)
-    if not any(e.skip is None for e in entries):  # a wrong folder, almost always: say what was looked for
+    if not any(e.skip is None for e in entries):  # a wrong folder, almost always: say what was sought
         passed = [e for e in entries if e.skip is not None]
-        more = f" it can read ({len(passed)} passed over; first: {passed[0].path}: {passed[0].why})" if passed else ""
-        raise CorpusError(f"a folder corpus needs a corpus.jsonl (BEIR layout) or {', '.join(sorted(KINDS))} files; this one has none{more}", str(root))
+        first = f"{passed[0].path}: {passed[0].why}" if passed else ""
+        more = f" it can read ({len(passed)} passed over; first: {first})" if passed else ""
+        kinds = ", ".join(sorted(KINDS))
+        raise CorpusError(f"a folder corpus needs a corpus.jsonl (BEIR layout) or {kinds} files; "
+                          f"this one has none{more}", str(root))
     return folder, os.path.realpath(root), entries
 
 
@@ -221,8 +224,9 @@ def read(entry: Entry, folder: Folder, base: str) -> Read:
     raw = b""
     if skip is None:
         try:
-            # Not followed again: `real` is where the walk found the file, and it must still be that file.
-            raw = files.read_regular(entry.real, folder.max_file_bytes, follow_links=False, same_as=entry.st, within=base)
+            # Not followed again: `real` is where the walk found the file, and it must still be it.
+            raw = files.read_regular(entry.real, folder.max_file_bytes, follow_links=False,
+                                     same_as=entry.st, within=base)
         except OSError as e:
             skip, why = _passed_over(e), files.reason(e)
     if skip is not None:
@@ -233,7 +237,8 @@ def read(entry: Entry, folder: Folder, base: str) -> Read:
         text = raw.decode("utf-8-sig")
     except UnicodeDecodeError as e:
         line = raw[: e.start].count(b"\n") + 1
-        return name, line, CorpusError(f"not UTF-8 text ({e.reason} at byte {e.start + 1})", name, line)
+        return name, line, CorpusError(f"not UTF-8 text ({e.reason} at byte {e.start + 1})", name,
+                                       line)
     try:
         rec = markup.parse(KINDS[entry.path.suffix.lower()], text, entry.path.stem)
     except CorpusError as e:
@@ -241,7 +246,8 @@ def read(entry: Entry, folder: Folder, base: str) -> Read:
     return name, 1, {"id": entry.path.relative_to(folder.path).as_posix(), **rec}
 
 
-def records(folder: Folder | str | os.PathLike, note: Callable[[str, str], None] | None = None) -> Iterator[tuple[str, int, dict[str, Any] | CorpusError]]:
+def records(folder: Folder | str | os.PathLike, note: Callable[[str, str], None] | None = None
+            ) -> Iterator[tuple[str, int, dict[str, Any] | CorpusError]]:
     """(file, line, record or CorpusError) for each document file of `folder` (a path reads as
     `Folder(path)`), each read when its turn comes. A file passed over is given to
     `note(count, "file: why")` (see UNREAD), or with `folder.strict` is a CorpusError."""

@@ -66,7 +66,8 @@ def _sections(parts: list[tuple[str | None, list[str]]]) -> list[dict[str, str]]
     """The sections of (heading, texts) parts, those with neither left out. The ones before the
     first with text are dropped too: an empty lead, or a heading followed at once by another (the
     page's name again above its first real section), is no section a reader would open."""
-    out = [{"heading": h or "", "text": "\n\n".join(t for t in texts if t)} for h, texts in parts if h or any(texts)]
+    out = [{"heading": h or "", "text": "\n\n".join(t for t in texts if t)}
+           for h, texts in parts if h or any(texts)]
     return out[next((i for i, s in enumerate(out) if s["text"]), 0):]
 
 
@@ -100,7 +101,7 @@ def _parser() -> Any:
     md.core.ruler.disable("inline")
     # A link's target is never text; normalising it (percent-encoding, punycode) cost a fifth of
     # the inline parsing of link-heavy files. Which targets are allowed does not change.
-    md.normalizeLink = lambda url: url
+    md.normalizeLink = lambda url: url  # type: ignore[method-assign]
     return md
 
 
@@ -109,7 +110,8 @@ def _inline_text(md: Any, token: Any, env: dict[str, Any]) -> str:
     markdown-it's inline parse gives them (text without markup: the lines, their breaks' spaces
     dropped, as the parse drops them)."""
     content = token.content
-    if not _INLINE_MARKUP.search(content) and not ("references" in env and _REFERENCE.search(content)):
+    referenced = "references" in env and _REFERENCE.search(content)
+    if not referenced and not _INLINE_MARKUP.search(content):
         return _LINE_BREAK.sub("\n", content) if "\n" in content else content
     children: list[Any] = []
     md.inline.parse(content, md, env, children)
@@ -143,7 +145,8 @@ def _markdown(text: str, stem: str) -> dict[str, Any]:
         elif t.type == "heading_open":
             heading = _inline_text(md, tokens[i + 1], env).strip()
             first = first if first is not None else heading or None
-            if t.tag == "h1" and opening is None and not seen_text and len(parts) == 1 and "title" not in meta:
+            opens = not seen_text and len(parts) == 1 and opening is None
+            if t.tag == "h1" and opens and "title" not in meta:
                 opening = heading  # it names the file; its text is the lead
             else:
                 parts.append((heading, []))
@@ -157,10 +160,12 @@ def _markdown(text: str, stem: str) -> dict[str, Any]:
             try:
                 parts[-1][1].append(_html_text(t.content))
             except CorpusError as e:  # its line within the block, as the file's
-                raise CorpusError(e.message, None, (t.map[0] if t.map else 0) + (e.line or 1)) from None
-        seen_text = seen_text or any(parts[-1][1])  # a badge's empty HTML before `# Title` is no text
+                line = (t.map[0] if t.map else 0) + (e.line or 1)
+                raise CorpusError(e.message, None, line) from None
+        seen_text = seen_text or any(parts[-1][1])  # empty HTML (a badge) before `# Title`: no text
         i += 1
-    title = _title(meta.pop("title", None), lines.get("title", 1)) or opening or first or readable(stem)
+    named = _title(meta.pop("title", None), lines.get("title", 1))
+    title = named or opening or first or readable(stem)
     rec: dict[str, Any] = {"title": title, "sections": _sections(parts)}
     date = _date(meta.pop("date", None), lines.get("date", 1))
     if date:
@@ -311,7 +316,8 @@ def _html(text: str, stem: str) -> dict[str, Any]:
     page = _Page()
     page.feed(text)
     page.close()
-    rec: dict[str, Any] = {"title": page.title or page.first_heading or readable(stem), "sections": _sections(page.parts)}
+    title = page.title or page.first_heading or readable(stem)
+    rec: dict[str, Any] = {"title": title, "sections": _sections(page.parts)}
     date = next((page.meta[k] for k in _DATE_META if k in page.meta), None)
     if date:
         m = re.match(r"\d{4}(-\d{2}(-\d{2})?)?", date.strip())

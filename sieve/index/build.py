@@ -14,7 +14,7 @@ import os
 from collections import deque
 from contextlib import closing
 from pathlib import Path
-from typing import Any, Callable, Iterable, Iterator
+from typing import Any, Callable, Generator, Iterable, Iterator
 
 import numpy as np
 
@@ -110,7 +110,7 @@ def _parallel_batches(path: Path, jobs: int, analyzer: Analyzer, lenient: bool, 
 
 
 def _pooled(jobs: int, analyzer: Analyzer, lenient: bool, schema: Schema, work: Callable[..., Any],
-            tasks: Iterable[tuple[Any, ...]]) -> Iterator[Any]:
+            tasks: Iterable[tuple[Any, ...]]) -> Generator[Any, None, None]:
     """`work(*task)` of each task (taken as needed), on `jobs` worker processes, in task order."""
     pool = multiprocessing.Pool(jobs, initializer=_init_worker, initargs=(analyzer, lenient, schema))
     try:
@@ -194,7 +194,7 @@ def _folder_batches(source: Source, on_error: OnError, report: CorpusReport, job
     report.source = str(source)
     size = sum(e.st.st_size for e in entries if e.st is not None)
     chunks = _folder_chunks(entries)
-    results: Iterator[tuple[Any, AnalyzedBatch, list[PassedOver]]]
+    results: Generator[tuple[Any, AnalyzedBatch, list[PassedOver]], None, None]
     if jobs > 1 and size >= FOLDER_PARALLEL_MIN_BYTES:
         tasks = ((folder, base, chunk) for chunk in chunks)
         results = _pooled(jobs, analyzer, lenient, schema, _analyze_files_here, tasks)
