@@ -7,7 +7,9 @@ installed here (`man -P cat`, sections as `##` headings; every other page names 
 front matter, the others with a `#` heading), and a JSONL file holding the same documents (the
 folder loader's own records, written one a line). Then builds each as an index with `--jobs` 1
 and 2, each build in a fresh process, the four alternating round by round, and prints the median
-wall seconds and the folder/JSONL ratio. Writes JSON (default benchmarks/results/folders.json).
+wall seconds (and CPU seconds, workers included: on a shared machine wall time moves with the
+load) and the folder/JSONL ratio. Writes JSON (default benchmarks/results/folders.json;
+folders-before.json is the same run of the code before folder builds were batched).
 """
 
 from __future__ import annotations
