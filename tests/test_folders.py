@@ -144,3 +144,127 @@ def test_a_beir_folder_is_still_a_beir_folder(tmp_path: Path) -> None:
     (root / "corpus.jsonl").write_text(json.dumps({"_id": "x", "title": "t", "text": "from jsonl"}) + "\n")
     (root / "stray.md").write_text("# not read\n")
     assert sieve.build_index(root).match("jsonl").ids == ["x"]
+
+
+# Titles and leading sections ------------------------------------------------------------------
+
+
+def _one(tmp_path: Path, name: str, content: str) -> dict:
+    root = tmp_path / "one"
+    root.mkdir(exist_ok=True)
+    (root / name).write_text(content)
+    return _by_id(root)[name]
+
+
+@pytest.mark.parametrize("name, content, title", [
+    ("fm.md", "---\ntitle: From Front Matter\n---\n# A heading\n\ntext\n", "From Front Matter"),
+    ("h1.md", "# Opening Heading\n\ntext\n", "Opening Heading"),
+    ("h2.md", "Lead words first.\n\n## Install\n\nrun it\n\n## Usage\n\nuse it\n", "Install"),
+    ("badge.md", '<p align="center"><img src="logo.png"></p>\n\n# Project\n\nwhat it does\n', "Project"),
+    ("getting-started.md", "just words, no heading\n", "getting started"),
+    ("release_notes.txt", "plain words\n", "release notes"),
+    ("2024-03-05-launch.md", "words\n", "2024-03-05 launch"),
+    ("page.html", "<body><p>lead</p><h2>Second Level</h2><p>text</p></body>", "Second Level"),
+    ("bare-page.html", "<body><p>only text</p></body>", "bare page"),
+])
+def test_a_title_is_front_matter_else_the_first_heading_else_the_readable_file_name(
+        tmp_path: Path, name: str, content: str, title: str) -> None:
+    assert _one(tmp_path, name, content)["title"] == title
+
+
+def test_a_heading_that_names_the_document_stays_a_section_unless_it_opens_the_file(tmp_path: Path) -> None:
+    rec = _one(tmp_path, "h2.md", "Lead words first.\n\n## Install\n\nrun it\n\n## Usage\n\nuse it\n")
+    assert [(s["heading"], s["text"]) for s in rec["sections"]] == [("", "Lead words first."), ("Install", "run it"),
+                                                                      ("Usage", "use it")]
+    opening = _one(tmp_path, "h1.md", "# Opening Heading\n\nthe lead\n\n## Next\n\nmore\n")
+    assert [s["heading"] for s in opening["sections"]] == ["", "Next"]
+
+
+@pytest.mark.parametrize("name, content, sections", [
+    # the title again as a heading, right above the first real section
+    ("fm.md", "---\ntitle: The Guide\n---\n# The Guide\n\n## Install\n\nrun it\n", [("Install", "run it")]),
+    ("site.html", "<title>Page</title><h1>Site Name</h1><h2>Page</h2><p>body</p>", [("Page", "body")]),
+    ("blank-lead.md", "<!-- a comment -->\n\n## Only\n\ntext\n", [("Only", "text")]),
+    # a heading with no text further down is structure, and stays
+    ("nested.md", "# T\n\nlead\n\n## Options\n\n### -a\n\nall\n\n### -b\n\nbrief\n",
+     [("", "lead"), ("Options", ""), ("-a", "all"), ("-b", "brief")]),
+    ("headings-only.md", "# T\n\n## One\n\n## Two\n", [("One", ""), ("Two", "")]),
+])
+def test_no_empty_section_comes_before_the_first_with_text(tmp_path: Path, name: str, content: str,
+                                                          sections: list[tuple[str, str]]) -> None:
+    rec = _one(tmp_path, name, content)
+    assert [(s["heading"], s["text"]) for s in rec["sections"]] == sections
+
+
+def test_a_lead_section_is_named_as_a_jsonl_documents_lead(tmp_path: Path) -> None:
+    root = tmp_path / "docs"
+    root.mkdir()
+    (root / "a.md").write_text("Lead words.\n\n## Install\n\nrun it\n")
+    (tmp_path / "a.jsonl").write_text(json.dumps({"id": "a.md", "title": "t", "text": "Lead words."}) + "\n")
+    folder_doc = sieve.build_index(root, tmp_path / "ix").document("a.md")
+    jsonl_doc = sieve.build_index(tmp_path / "a.jsonl", tmp_path / "ix2").document("a.md")
+    assert folder_doc.headings == [jsonl_doc.headings[0], "Install"] == ["(intro)", "Install"]
+    assert folder_doc.title == "Install"
+
+
+# Batches, workers and progress ----------------------------------------------------------------
+
+
+def _many(root: Path, files: int = 230) -> Path:
+    """A folder of varied documents, a bad one and one passed over among them."""
+    words = ("alpha beta gamma delta epsilon zeta eta theta iota kappa lambda mu nu xi omicron pi rho "
+             "sigma tau upsilon phi chi psi omega").split()
+    for i in range(files):
+        sub = root / f"part{i % 7}"
+        sub.mkdir(parents=True, exist_ok=True)
+        body = " ".join(words[(i * k) % len(words)] for k in range(1, 40))
+        kind = i % 3
+        if kind == 0:
+            (sub / f"doc-{i:03d}.md").write_text(f"---\ntitle: Doc {i}\ndate: 2024-01-{i % 28 + 1:02d}\n---\n"
+                                                 f"## Part {i}\n\n{body} *word{i}*\n\n## More\n\n`code{i}`\n")
+        elif kind == 1:
+            (sub / f"page_{i:03d}.html").write_text(f"<title>Page {i}</title><h1>Page {i}</h1><p>{body}</p>"
+                                                    f"<h2>Extra</h2><p>word{i}</p>")
+        else:
+            (sub / f"note-{i:03d}.txt").write_text(f"{body}\nword{i}\n")
+    (root / "part3" / "broken.md").write_text("---\ntitle: [unclosed\n---\ntext\n")
+    (tmp_path_outside := root.parent / "outside.md").write_text("# outside\n")
+    (root / "part4" / "leak.md").symlink_to(tmp_path_outside)
+    return root
+
+
+def _built(root: Path, out: Path, jobs: int) -> tuple[sieve.Index, CorpusReport, list[int]]:
+    report = CorpusReport()
+    steps: list[int] = []
+    ix = sieve.build_index(root, out, jobs=jobs, on_error="skip", report=report, progress=lambda n, _b: steps.append(n))
+    return ix, report, steps
+
+
+def test_a_folder_builds_the_same_index_whatever_the_jobs(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    from sieve.index import build
+
+    monkeypatch.setattr(build, "FOLDER_PARALLEL_MIN_BYTES", 0)  # this small folder goes to the workers too
+    root = _many(tmp_path / "docs")
+    one, r1, _ = _built(root, tmp_path / "ix1", 1)
+    two, r2, _ = _built(root, tmp_path / "ix2", 2)
+    assert len(one) == len(two) == 230
+    every = "alpha OR beta OR omega OR code0 OR word0 OR word1 OR word2"
+    assert one.match(every).count == 230 and one.match(every).ids == two.match(every).ids  # ids and order
+    for doc_id in one.match(every).ids:
+        assert one.document(doc_id) == two.document(doc_id)
+    for q in ("alpha", "word17 OR word18", "part[section]", "date[2024-01-05..2024-01-09]", '"gamma delta"'):
+        a, b = one.search(q, k=20), two.search(q, k=20)
+        assert [(h.doc_id, h.rank, h.score, h.sections) for h in a.hits] == [(h.doc_id, h.rank, h.score, h.sections) for h in b.hits]
+        assert a.count == b.count
+    assert one.stats == two.stats
+    assert (r1.documents, r1.skipped, r1.errors, r1.unread, r1.unread_files) == (r2.documents, r2.skipped, r2.errors,
+                                                                                 r2.unread, r2.unread_files)
+    assert r1.skipped == 1 and "broken.md:2: front matter is not valid YAML" in r1.errors[0]
+    assert r1.unread == {"links": 1}
+
+
+def test_a_folder_build_reports_progress_as_it_goes(tmp_path: Path) -> None:
+    root = _many(tmp_path / "docs")
+    _, report, steps = _built(root, tmp_path / "ix", 1)
+    assert report.documents == 230
+    assert len(steps) >= 3 and steps == sorted(steps) and steps[-1] == 230  # a step per run of files, not one at the end

@@ -2,9 +2,9 @@
 
 A plain JSONL file is read in pieces of lines, each parsed, validated and analysed as one batch:
 by worker processes with `jobs > 1` (while this process assembles the index in line order), or
-here. Other sources (gzip, folders, iterables, one shard's share) are read record by record with
-`read_documents`. Either way every bad record is reported with its line, exactly as
-`read_documents` would.
+here; a folder of documents likewise, in runs of its files. Other sources (gzip, iterables, one
+shard's share) are read record by record with `read_documents`. Either way every bad record is
+reported with its line, exactly as `read_documents` would.
 """
 
 from __future__ import annotations
@@ -14,13 +14,14 @@ import os
 from collections import deque
 from contextlib import closing
 from pathlib import Path
-from typing import Any, Callable, Iterator
+from typing import Any, Callable, Generator, Iterable, Iterator
 
 import numpy as np
 
 from sieve.corpus.formats import CorpusReport, IdRegistry, OnError, Source, corpus_file, duplicate_id, id_key, line_spans, parse_line, read_documents, span_lines
 from sieve.corpus.documents import Document, checked_document, unknown_keys
-from sieve.corpus.folders import is_document_folder
+from sieve.corpus.folders import Entry, Folder, PassedOver, is_document_folder, walked
+from sieve.corpus.folders import read as read_file
 from sieve.engine.analysis.analyzers import PLAIN, Analyzer
 from sieve.engine.analysis.batch import AnalyzedBatch, analyze_batch
 from sieve.engine.analysis.vocabulary import Vocabulary
@@ -65,10 +66,18 @@ def _analyze_lines(name: str, lines: list[tuple[int, str | CorpusError]]) -> tup
 def analyze_lines(name: str, lines: list[tuple[int, str | CorpusError]], vocab: Vocabulary, lenient: bool, schema: Schema) -> AnalyzedBatch:
     """Parse, validate and analyse a chunk of lines (`span_lines`) into one batch; the records
     left out are in its `errors` (duplicate ids are `_checked` later, across batches)."""
+    records = [(name, n, t if isinstance(t, CorpusError) else parse_line(name, n, t))
+               for n, t in lines]
+    return analyze_records(records, vocab, lenient, schema)
+
+
+def analyze_records(records: list[tuple[str, int, Any]], vocab: Vocabulary, lenient: bool,
+                    schema: Schema) -> AnalyzedBatch:
+    """Validate and analyse (file, line, record or CorpusError) into one batch, the records left
+    out in its `errors`, in the order given."""
     docs, numbers, errors, values = [], [], [], []
     kept = 0
-    for lineno, text in lines:
-        rec = text if isinstance(text, CorpusError) else parse_line(name, lineno, text)
+    for name, lineno, rec in records:
         try:
             if isinstance(rec, CorpusError):
                 raise rec
@@ -96,11 +105,18 @@ def _analyze_span(name: str, offset: int, length: int, first: int) -> tuple[int,
 
 def _parallel_batches(path: Path, jobs: int, analyzer: Analyzer, lenient: bool, schema: Schema) -> Iterator[tuple[Any, AnalyzedBatch]]:
     name = str(path)
+    spans = ((name, *span) for span in line_spans(path, BATCH_DOCS))
+    return _pooled(jobs, analyzer, lenient, schema, _analyze_span, spans)
+
+
+def _pooled(jobs: int, analyzer: Analyzer, lenient: bool, schema: Schema, work: Callable[..., Any],
+            tasks: Iterable[tuple[Any, ...]]) -> Generator[Any, None, None]:
+    """`work(*task)` of each task (taken as needed), on `jobs` worker processes, in task order."""
     pool = multiprocessing.Pool(jobs, initializer=_init_worker, initargs=(analyzer, lenient, schema))
     try:
         pending: deque[Any] = deque()
-        for span in line_spans(path, BATCH_DOCS):
-            pending.append(pool.apply_async(_analyze_span, (name, *span)))
+        for task in tasks:
+            pending.append(pool.apply_async(work, task))
             if len(pending) >= 2 * jobs:  # bounded read-ahead: memory stays a few chunks
                 yield pending.popleft().get()
         while pending:
@@ -127,6 +143,79 @@ def _file_batches(path: Path, analyzer: Analyzer, lenient: bool, schema: Schema)
     vocab = Vocabulary(analyzer)
     for span in line_spans(path, BATCH_DOCS):
         yield "local", analyze_lines(str(path), span_lines(path, *span), vocab, lenient, schema)
+
+
+# A folder's files are read, parsed and analysed in batches, as a JSONL file's lines are: by
+# worker processes with `jobs > 1`, each batch a run of the walk's entries (those passed over
+# too, so that they are counted in the walk's order).
+FOLDER_BATCH_FILES = 100  # a progress step; a worker's task
+FOLDER_BATCH_BYTES = 1 << 20
+FOLDER_PARALLEL_MIN_BYTES = 1 << 20  # Markdown and HTML cost ten times JSON to read, byte for byte
+
+
+def _folder_chunks(entries: list[Entry]) -> Iterator[list[Entry]]:
+    chunk: list[Entry] = []
+    size = 0
+    for entry in entries:
+        chunk.append(entry)
+        size += entry.st.st_size if entry.st is not None else 0
+        if len(chunk) >= FOLDER_BATCH_FILES or size >= FOLDER_BATCH_BYTES:
+            yield chunk
+            chunk, size = [], 0
+    if chunk:
+        yield chunk
+
+
+def _analyze_files(folder: Folder, base: str, entries: list[Entry], vocab: Vocabulary,
+                   lenient: bool, schema: Schema) -> tuple[AnalyzedBatch, list[PassedOver]]:
+    """Read, parse and analyse a run of a folder's entries (`folders.read`): one batch, and the
+    files passed over."""
+    reads = [read_file(entry, folder, base) for entry in entries]
+    passed = [got for _, _, got in reads if isinstance(got, PassedOver)]
+    records = [r for r in reads if not isinstance(r[2], PassedOver)]
+    return analyze_records(records, vocab, lenient, schema), passed
+
+
+def _analyze_files_here(folder: Folder, base: str,
+                        entries: list[Entry]) -> tuple[Any, AnalyzedBatch, list[PassedOver]]:
+    """Worker: `_analyze_files` with this process's vocabulary."""
+    assert _WORKER_VOCAB is not None
+    vocab, lenient, schema = _WORKER_VOCAB, _WORKER_LENIENT, _WORKER_SCHEMA
+    batch, passed = _analyze_files(folder, base, entries, vocab, lenient, schema)
+    return os.getpid(), batch, passed
+
+
+def _folder_batches(source: Source, on_error: OnError, report: CorpusReport, jobs: int,
+                    analyzer: Analyzer, lenient: bool,
+                    schema: Schema) -> Iterator[tuple[Any, AnalyzedBatch]]:
+    """A document folder's batches in path order, the same whatever `jobs`; every error and
+    file passed over reported as `read_documents` reports them."""
+    folder, base, entries = walked(source)  # type: ignore[arg-type]
+    report.source = str(source)
+    size = sum(e.st.st_size for e in entries if e.st is not None)
+    chunks = _folder_chunks(entries)
+    results: Generator[tuple[Any, AnalyzedBatch, list[PassedOver]], None, None]
+    if jobs > 1 and size >= FOLDER_PARALLEL_MIN_BYTES:
+        tasks = ((folder, base, chunk) for chunk in chunks)
+        results = _pooled(jobs, analyzer, lenient, schema, _analyze_files_here, tasks)
+    else:
+        vocab = Vocabulary(analyzer)
+        results = (("local", *_analyze_files(folder, base, chunk, vocab, lenient, schema))
+                   for chunk in chunks)
+    try:
+        for key, batch, passed in results:
+            for p in passed:
+                report.pass_over(p.why, p.note)
+            # Ids are paths, never twice: only the errors (in path order) are left to report.
+            if batch.errors and on_error == "raise":
+                raise batch.errors[0]
+            for err in batch.errors:
+                report.note(err)
+            report.documents += len(batch.ids)
+            report.kept += batch.kept
+            yield key, batch
+    finally:
+        results.close()  # the workers go now (see _batch_stream)
 
 
 def _local_batches(source: Source, on_error: OnError, report: CorpusReport, analyzer: Analyzer, lenient: bool, schema: Schema,
@@ -182,6 +271,9 @@ def _batch_stream(source: Source, on_error: OnError, report: CorpusReport, jobs:
         yield from _local_batches(source, on_error, report, analyzer, lenient, schema, select)
         return
     jobs = jobs if jobs is not None else min(os.cpu_count() or 1, 4)
+    if isinstance(source, (str, os.PathLike)) and is_document_folder(source):
+        yield from _folder_batches(source, on_error, report, jobs, analyzer, lenient, schema)
+        return
     path = corpus_file(source) if isinstance(source, (str, os.PathLike)) and not is_document_folder(source) else None
     if path is not None and path.suffix != ".gz":
         report.source = str(source)

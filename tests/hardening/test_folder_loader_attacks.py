@@ -323,3 +323,24 @@ def test_the_cli_counts_what_it_passed_over_and_strict_stops(hostile: Path, tmp_
     assert main(["add", str(tmp_path / "ix"), str(hostile), "--strict"]) == 1  # into an existing index: the same rule
     assert capsys.readouterr().err == f"sieve: {hostile}/dangling.md: is a symbolic link to 'nowhere.md', which does not exist; not read (--strict)\n"
     assert_unlocked(tmp_path / "ix")
+
+
+def test_worker_processes_keep_every_guarantee(hostile: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Files read by `--jobs` workers: the same files read, the same counts and notes, the same
+    first error with --strict as when this process reads them."""
+    from sieve.index import build
+
+    monkeypatch.setattr(build, "FOLDER_PARALLEL_MIN_BYTES", 0)  # the hostile folder is small
+    monkeypatch.setattr(build, "FOLDER_BATCH_FILES", 3)  # several tasks, each worker its share
+    report = CorpusReport()
+    with within(30, "a build of the hostile folder by workers"):
+        ix = sieve.build_index(Folder(hostile, max_file_mb=CAP_MB), tmp_path / "ix", report=report, jobs=2)
+        assert sorted(ix.match("hello").ids) == ["alias.md", "good.md"] and len(ix) == 2
+        assert ix.match(SECRET).count == 0 and ix.match("usr OR bin OR home OR path").count == 0
+        assert report.unread == {"links": 7, "special": 2, "oversized": 1}
+        assert report.unread_files == unread_notes(hostile)
+        with pytest.raises(CorpusError) as e:
+            sieve.build_index(Folder(hostile, max_file_mb=CAP_MB, strict=True), tmp_path / "ix2", jobs=2)
+    assert str(e.value) == f"{hostile}/big.txt: is 20,000 bytes, over the 10,485-byte cap (--max-file-mb); not read (--strict)"
+    assert_unlocked(tmp_path / "ix")
+    assert_unlocked(tmp_path / "ix2")
