@@ -16,9 +16,17 @@ from sieve.tools import cards
 
 RECS = [
     {"id": "zlib", "title": "zlib manual", "text": "A compression library.", "year": 2005},
-    {"id": "gzip", "title": "gzip", "text": "gzip uses zlib; see std::move and re:search.", "date": "2020-03"},
+    {
+        "id": "gzip",
+        "title": "gzip",
+        "text": "gzip uses zlib; see std::move and re:search.",
+        "date": "2020-03",
+    },
 ]
-TITLE_HINT = "title:zlib is read as words to search for, not as a field query (BQL writes the field as a tag after the word); for zlib in title, write zlib[title]"
+TITLE_HINT = (
+    "title:zlib is read as words to search for, not as a field query (BQL writes the field as a"
+    " tag after the word); for zlib in title, write zlib[title]"
+)
 
 
 @pytest.fixture(scope="module")
@@ -29,7 +37,9 @@ def index() -> sieve.Index:
 def test_a_field_before_a_colon_gets_a_hint_on_the_results(index: sieve.Index) -> None:
     r = index.search("title:zlib")
     assert r.fallback and r.hints == (TITLE_HINT,)
-    assert [h.doc_id for h in index.search("zlib[title]").hits] == ["zlib"]  # what the hint suggests finds it
+    assert [h.doc_id for h in index.search("zlib[title]").hits] == [
+        "zlib"
+    ]  # what the hint suggests finds it
     assert index.search("zlib[title]").hints == ()
 
 

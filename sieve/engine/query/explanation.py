@@ -14,7 +14,8 @@ from sieve.engine.segment.reader import IndexReader
 
 @dataclass(frozen=True)
 class Place:
-    """Where a leaf matched: a field, the section heading (body and headings only), the word number in that unit."""
+    """Where a leaf matched: a field, the section heading (body and headings only), the word
+    number in that unit."""
 
     field: str
     section: str | None
@@ -22,7 +23,9 @@ class Place:
 
     def __str__(self) -> str:
         # A heading is document text: on one line, and nothing in it acts on a terminal.
-        where = f"{self.field}" + (f' § "{visible(self.section, one_line=True)}"' if self.section is not None else "")
+        where = f"{self.field}" + (
+            f' § "{visible(self.section, one_line=True)}"' if self.section is not None else ""
+        )
         return f"{where} word {self.word}"
 
 
@@ -39,10 +42,17 @@ class Explanation:
     children: tuple["Explanation", ...] = field(default=())
 
     def to_dict(self) -> dict[str, Any]:
-        out: dict[str, Any] = {"query": self.query, "kind": self.kind, "admits": self.admits, "reason": self.reason}
+        out: dict[str, Any] = {
+            "query": self.query,
+            "kind": self.kind,
+            "admits": self.admits,
+            "reason": self.reason,
+        }
         if self.kind not in ("and", "or", "not"):
             out["matches"] = self.matches
-            out["places"] = [{"field": p.field, "section": p.section, "word": p.word} for p in self.places]
+            out["places"] = [
+                {"field": p.field, "section": p.section, "word": p.word} for p in self.places
+            ]
         else:
             out["children"] = [c.to_dict() for c in self.children]
         return out
@@ -50,7 +60,9 @@ class Explanation:
     def render(self, indent: int = 0) -> str:
         """An indented tree, one node per line: `yes`/`no`, the node, and the reason."""
         mark = "yes" if self.admits else "no "
-        line = f"{'  ' * indent}{mark}  {self.query}" + (f"  ({self.reason})" if self.reason else "")
+        line = f"{'  ' * indent}{mark}  {self.query}" + (
+            f"  ({self.reason})" if self.reason else ""
+        )
         return "\n".join([line] + [c.render(indent + 1) for c in self.children])
 
 

@@ -258,10 +258,10 @@ class _Builder:
             return DECLARED_BIT, name, functools.partial(namespaced, number)  # type: ignore[return-value]
         return mask_of(fields), "", _same  # type: ignore[arg-type]
 
-    def analysed(self, node: Any, analyse: Callable[[Any], Any]) -> Any:
+    def analysed(self, node: Any, analyse: Callable[..., Any], *args: Any) -> Any:
         got = self._memo.get(node)
         if got is None:
-            got = self._memo[node] = analyse(node)
+            got = self._memo[node] = analyse(self, node, *args)
         return got
 
     def df(self, tid: int) -> int:

@@ -752,7 +752,7 @@ class Searcher:
     def _results(self, plans: Plans, ranker: str, docs: np.ndarray | None, scores: np.ndarray | None, explain: bool,
                  count: int | Callable[[], int] = 0, fallback: bool = False, missing: list[str] | None = None, diagnosis: Diagnosis | None = None) -> Results:
         hits = [] if docs is None or scores is None else self.hits(plans, docs, scores, explain)
-        hints = colon_hints(plans.first.root.node, (n for n, _ in self.snapshot.schema.fields))
+        hints = colon_hints(plans.first.root.node, (n for n, _ in self.snapshot.schema.fields), plans.query)
         return Results(hits, count, plans.query, fallback, missing or [], ranker, plans.terms, plans.stems, plans.text, diagnosis,
                        self.snapshot.analyzer, hints)
 

@@ -1,10 +1,11 @@
 """BQL by recursive descent: the grammar's productions (`parser.BQLParser`) as plain Python over
 `lexer.scan`'s tokens, building each node with the same functions (`productions`).
 
-Why two parsers: sly's LALR driver costs 20-50 us a query in Python (benchmarks/bench_parse.py:
-a word 30 us, `a AND b` 52 us), this a third of that, and every `match`, `search` and agent call
-parses. The grammar stays the grammar of record: its tables prove BQL unambiguous (a test asserts
-no conflicts) and every error and limit message comes from it. This parser takes a query only if
+Why two parsers: over 400 realistic queries (bench_engine's classes on the stdlib corpus and the
+oracle tests' trees) sly's LALR driver takes 24.7 us a query (median), this 10.7 us, and every
+`match`, `search` and agent call parses (a term's whole `match` is about 50 us). The grammar stays
+the grammar of record: its tables prove BQL unambiguous (a test asserts no conflicts) and every
+error and limit message comes from it. This parser takes a query only if
 the grammar gives it this very tree (tests/engine/test_bql_parser.py checks that against
 generated grammatical and token-soup queries) and otherwise gives up, so the grammar speaks.
 """
@@ -16,12 +17,27 @@ from typing import Any
 from sieve.engine.query.bql import ast
 from sieve.engine.query.bql.lexer import BAD_CHAR, Tok, scan
 from sieve.engine.query.bql.productions import (
-    MAX_CLAUSES, MAX_DEPTH, MAX_NEGATIONS, MAX_QUERY_CHARS, _AndList, _date_item, _group_item, _Item, _near, _near_item, _nearcall,
-    _negated, _or, _phrase_item, _word_item,
+    MAX_CLAUSES,
+    MAX_DEPTH,
+    MAX_NEGATIONS,
+    MAX_QUERY_CHARS,
+    _AndList,
+    _date_item,
+    _group_item,
+    _Item,
+    _near,
+    _near_item,
+    _nearcall,
+    _negated,
+    _or,
+    _phrase_item,
+    _word_item,
 )
 from sieve.errors import BQLSyntaxError
 
-_STARTS = frozenset({"NOT", "MINUS", "WORD", "PREFIX", "PHRASE", "NEARCALL", "LPAREN", "DATE"})  # what can begin a not_expr
+_STARTS = frozenset(
+    {"NOT", "MINUS", "WORD", "PREFIX", "PHRASE", "NEARCALL", "LPAREN", "DATE"}
+)  # what can begin a not_expr
 _CLAUSES = frozenset({"WORD", "PREFIX", "PHRASE", "DATE", "NEARCALL"})
 
 

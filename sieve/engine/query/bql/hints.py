@@ -17,10 +17,11 @@ from sieve.engine.query.bql import ast
 _COLON = re.compile(r"([^\W\d]\w*):(.*)", re.DOTALL)
 
 
-def colon_hints(node: object, declared: Iterable[str] = ()) -> tuple[str, ...]:
+def colon_hints(node: object, declared: Iterable[str] = (), query: str | None = None) -> tuple[str, ...]:
     """A hint for each word `name:value` whose name is a field (BQL's, `date`, or one of
-    `declared`, an index's declared fields), in query order, each once."""
-    if type(node).__module__ != ast.__name__ or ":" not in str(node):
+    `declared`, an index's declared fields), in query order, each once. `query`: `str(node)`,
+    when the caller has it already."""
+    if type(node).__module__ != ast.__name__ or ":" not in (str(node) if query is None else query):
         return ()  # another language's tree (Indri), or no colon: the usual case, decided at once
     names = set(FIELD_ALIASES) | {DATE_TAG} | {n.lower() for n in declared}
     out: dict[str, None] = {}
@@ -36,7 +37,8 @@ def colon_hints(node: object, declared: Iterable[str] = ()) -> tuple[str, ...]:
 
 
 def _hint(word: str, name: str, value: str) -> str:
-    read = f"{word} is read as words to search for, not as a field query (BQL writes the field as a tag after the word)"
+    read = (f"{word} is read as words to search for, not as a field query"
+            " (BQL writes the field as a tag after the word)")
     if not value:
         return f"{read}, as in word[{name}]"
     if name == DATE_TAG:

@@ -25,7 +25,10 @@ MAX_CLAUSES = 1_024  # leaves (words, phrases, prefixes, NEARs, dates), as Lucen
 MAX_NEAR_DIGITS = 18  # NEAR/n: n fits an int64, so positions compare with it natively
 
 _FIELD_NAMES = sorted(FIELD_ALIASES)
-FIELD_HELP = "title (ti), section (sec, heading), body (text, ab), author (au), infobox (ib), tiab, all, date"
+FIELD_HELP = (
+    "title (ti), section (sec, heading), body (text, ab), author (au), infobox (ib), tiab, all,"
+    " date"
+)
 
 
 @dataclass
@@ -35,7 +38,8 @@ class _Item:
 
 
 class _AndList:
-    """The operands of one AND level while parsing, so a tag can scope the run of words before it."""
+    """The operands of one AND level while parsing, so a tag can scope the run of words before
+    it."""
 
     def __init__(self, item: _Item) -> None:
         self.items = [item]
@@ -75,7 +79,9 @@ def _tok_span(t: Tok) -> ast.Span:
 
 # The declared text fields of the index a query is parsed for (`declared_text_fields`): tags
 # that name one are valid there, and only there.
-_DECLARED: contextvars.ContextVar[frozenset[str]] = contextvars.ContextVar("declared_text_fields", default=frozenset())
+_DECLARED: contextvars.ContextVar[frozenset[str]] = contextvars.ContextVar(
+    "declared_text_fields", default=frozenset()
+)
 
 
 @contextlib.contextmanager
@@ -88,7 +94,6 @@ def declared_text_fields(names: frozenset[str]) -> Iterator[None]:
         _DECLARED.reset(token)
 
 
-
 def parse_fields(tag: Tok) -> frozenset[Field] | frozenset[str] | str:
     """Fields named in a tag token `[a, b]`, the name of a declared text field `[abstract]`, or
     the string "date" for a date tag."""
@@ -98,7 +103,9 @@ def parse_fields(tag: Tok) -> frozenset[Field] | frozenset[str] | str:
     fields = _parse_fields(tag)
     # Agents tag most words the same few ways; a built-in tag means the same at any position and
     # for any index (a declared field's does not: it depends on the index).
-    if len(_known_tags) < 4096 and not (isinstance(fields, frozenset) and any(isinstance(f, str) for f in fields)):
+    if len(_known_tags) < 4096 and not (
+        isinstance(fields, frozenset) and any(isinstance(f, str) for f in fields)
+    ):
         _known_tags[tag.text] = fields  # type: ignore[assignment]
     return fields
 
@@ -116,20 +123,34 @@ def _parse_fields(tag: Tok) -> frozenset[Field] | frozenset[str] | str:
     for written, pos in field_names(inner, tag.pos + 1):
         name = written.lower()
         if not name:
-            raise BQLSyntaxError("empty field name in tag", pos, "separate field names with single commas")
+            raise BQLSyntaxError(
+                "empty field name in tag", pos, "separate field names with single commas"
+            )
         if name == DATE_TAG:
             if len(names) > 1:
-                raise BQLSyntaxError("date cannot be combined with text fields in one tag", pos, "use date[...] on its own")
+                raise BQLSyntaxError(
+                    "date cannot be combined with text fields in one tag",
+                    pos,
+                    "use date[...] on its own",
+                )
             return DATE_TAG
         if name in declared:
             if len(names) > 1:
-                raise BQLSyntaxError(f"the declared field {name} cannot share a tag", pos, f"one declared field per tag: w[{name}] OR w[title]")
+                raise BQLSyntaxError(
+                    f"the declared field {name} cannot share a tag",
+                    pos,
+                    f"one declared field per tag: w[{name}] OR w[title]",
+                )
             return frozenset({name})
         if name not in FIELD_ALIASES:
             close = difflib.get_close_matches(name, _FIELD_NAMES + [DATE_TAG, *declared], n=1)
             hint = f"did you mean {close[0]}? " if close else ""
-            more = ", and this index's text fields: " + ", ".join(sorted(declared)) if declared else ""
-            raise BQLSyntaxError(f"unknown field {written!r}", pos, hint + "valid fields: " + FIELD_HELP + more)
+            more = (
+                ", and this index's text fields: " + ", ".join(sorted(declared)) if declared else ""
+            )
+            raise BQLSyntaxError(
+                f"unknown field {written!r}", pos, hint + "valid fields: " + FIELD_HELP + more
+            )
         fields |= FIELD_ALIASES[name]
     return frozenset(fields)
 
@@ -179,7 +200,11 @@ def _word_item(word: Tok, tag: Tok | None) -> tuple[_Item, Any]:
     span = (word.pos, tag.pos + len(tag.text))
     if fields == DATE_TAG:
         if word.text.endswith("*"):
-            raise BQLSyntaxError(f"{word.text!r} is not a date", word.pos, "a date filter is written date[2018..2023] or 2018..2023[date]")
+            raise BQLSyntaxError(
+                f"{word.text!r} is not a date",
+                word.pos,
+                "a date filter is written date[2018..2023] or 2018..2023[date]",
+            )
         return _Item(_date_node(word.text, word.pos, span), False), False
     return _Item(_bare(word, fields, span), False), fields  # type: ignore[arg-type]
 
@@ -187,7 +212,9 @@ def _word_item(word: Tok, tag: Tok | None) -> tuple[_Item, Any]:
 def _phrase_item(phrase: Tok, tag: Tok | None) -> tuple[_Item, Any]:
     if tag is None:
         return _Item(_phrase(phrase), False), False
-    node = replace(_phrase(phrase), fields=_text_fields(tag), span=(phrase.pos, tag.pos + len(tag.text)))
+    node = replace(
+        _phrase(phrase), fields=_text_fields(tag), span=(phrase.pos, tag.pos + len(tag.text))
+    )
     return _Item(node, False), False
 
 
@@ -218,7 +245,9 @@ def _date_item(t: Tok) -> tuple[_Item, Any]:
         canonical = "=" + (inner if inner.startswith('"') else " ".join(inner.split()))
     else:
         canonical = "".join(spec.split())
-    return _Item(ast.Filter(name.lower(), canonical, span=_tok_span(t), spec_pos=t.pos + bracket + 1), False), False
+    return _Item(
+        ast.Filter(name.lower(), canonical, span=_tok_span(t), spec_pos=t.pos + bracket + 1), False
+    ), False
 
 
 def _nearcall(t: Tok) -> ast.Near:
@@ -232,12 +261,15 @@ def _nearcall(t: Tok) -> ast.Near:
     return _near(Tok(head.strip(), t.pos), left, right, _tok_span(t))
 
 
-
 def _text_fields(tag: Tok, group: bool = False) -> frozenset[Field]:
     fields = parse_fields(tag)
     if fields == DATE_TAG:
         what = "a group" if group else "a phrase or NEAR"
-        raise BQLSyntaxError(f"[date] cannot scope {what}", tag.pos, "a date filter is written date[2018..2023] or 2018..2023[date]")
+        raise BQLSyntaxError(
+            f"[date] cannot scope {what}",
+            tag.pos,
+            "a date filter is written date[2018..2023] or 2018..2023[date]",
+        )
     return fields  # type: ignore[return-value]
 
 
@@ -247,24 +279,48 @@ def _bare(t: Tok, fields: ast.Fields = None, span: ast.Span | None = None) -> as
     if t.text.endswith("*"):
         stem = t.text[:-1]
         if "*" in stem:
-            raise BQLSyntaxError(f"'*' inside {t.text!r}", t.pos + stem.index("*"), "'*' is a wildcard only at the end of a word")
+            raise BQLSyntaxError(
+                f"'*' inside {t.text!r}",
+                t.pos + stem.index("*"),
+                "'*' is a wildcard only at the end of a word",
+            )
         terms = analyze(stem)
         if len(terms) != 1:
             if not terms:
-                raise BQLSyntaxError(f"{t.text!r} has no letter or digit before '*'", t.pos, "write at least one letter, as in clos*")
-            raise BQLSyntaxError(f"{t.text!r} is not a single word", t.pos, f"a wildcard stem must be one term; {stem!r} splits into {' '.join(terms)}")
+                raise BQLSyntaxError(
+                    f"{t.text!r} has no letter or digit before '*'",
+                    t.pos,
+                    "write at least one letter, as in clos*",
+                )
+            raise BQLSyntaxError(
+                f"{t.text!r} is not a single word",
+                t.pos,
+                f"a wildcard stem must be one term; {stem!r} splits into {' '.join(terms)}",
+            )
         return ast.Prefix(stem, fields, span=span)
     if "*" in t.text:
-        raise BQLSyntaxError(f"'*' inside {t.text!r}", t.pos + t.text.index("*"), "'*' is a wildcard only at the end of a word")
+        raise BQLSyntaxError(
+            f"'*' inside {t.text!r}",
+            t.pos + t.text.index("*"),
+            "'*' is a wildcard only at the end of a word",
+        )
     if not analyze(t.text):
-        raise BQLSyntaxError(f"{t.text!r} has no searchable term", t.pos, "a term needs a letter or digit; quote text to search for a phrase")
+        raise BQLSyntaxError(
+            f"{t.text!r} has no searchable term",
+            t.pos,
+            "a term needs a letter or digit; quote text to search for a phrase",
+        )
     return ast.Term(t.text, fields, span=span)
 
 
 def _phrase(t: Tok) -> ast.Phrase:
     text = t.text[1:-1]
     if "*" in text:
-        raise BQLSyntaxError("'*' inside a phrase", t.pos + 1 + text.index("*"), "wildcards do not work inside quotes; use word* outside them")
+        raise BQLSyntaxError(
+            "'*' inside a phrase",
+            t.pos + 1 + text.index("*"),
+            "wildcards do not work inside quotes; use word* outside them",
+        )
     if not analyze(text):
         raise BQLSyntaxError("empty phrase", t.pos, "put words between the quotes, or remove them")
     return ast.Phrase(text, span=_tok_span(t))
@@ -272,12 +328,24 @@ def _phrase(t: Tok) -> ast.Phrase:
 
 def _near(op: Tok, left: Tok, right: Tok, span: ast.Span) -> ast.Near:
     digits = op.text.split("/", 1)[1]
-    if len(digits) > MAX_NEAR_DIGITS:  # int() refuses more than 4300 digits, and no unit is that long
-        raise BQLSyntaxError(f"NEAR distance of {len(digits)} digits", op.pos + 5, f"write NEAR/n with at most {MAX_NEAR_DIGITS} digits")
+    if (
+        len(digits) > MAX_NEAR_DIGITS
+    ):  # int() refuses more than 4300 digits, and no unit is that long
+        raise BQLSyntaxError(
+            f"NEAR distance of {len(digits)} digits",
+            op.pos + 5,
+            f"write NEAR/n with at most {MAX_NEAR_DIGITS} digits",
+        )
     distance = int(digits)
     if distance < 1:
-        raise BQLSyntaxError("NEAR/0 can never match", op.pos, "adjacent words are 1 apart: use NEAR/1 or a phrase")
+        raise BQLSyntaxError(
+            "NEAR/0 can never match", op.pos, "adjacent words are 1 apart: use NEAR/1 or a phrase"
+        )
     for w in (left, right):
         if len(analyze(w.text)) != 1 or w.text.endswith("*"):
-            raise BQLSyntaxError(f"NEAR operand {w.text!r} is not a single word", w.pos, "NEAR takes one plain word on each side")
+            raise BQLSyntaxError(
+                f"NEAR operand {w.text!r} is not a single word",
+                w.pos,
+                "NEAR takes one plain word on each side",
+            )
     return ast.Near(left.text, right.text, distance, span=span)

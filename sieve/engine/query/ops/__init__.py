@@ -11,7 +11,16 @@ rankers) import these, never the reverse.
 from __future__ import annotations
 
 from sieve.engine.query.ops.base import LeafOp, LeafPlan, Operator
-from sieve.engine.query.ops.boolean import AND, NOT, OR, AndPlan, BandPlan, FilterPlan, NotPlan, OrPlan
+from sieve.engine.query.ops.boolean import (
+    AND,
+    NOT,
+    OR,
+    AndPlan,
+    BandPlan,
+    FilterPlan,
+    NotPlan,
+    OrPlan,
+)
 from sieve.engine.query.ops.filters import COLUMN, DATE
 from sieve.engine.query.ops.indri import BAND, COMBINE, FILREQ, INDRI_LEAF, ORDERED, SYN, UNORDERED
 from sieve.engine.query.ops.near import NEAR
@@ -21,8 +30,36 @@ from sieve.engine.query.ops.term import TERM
 from sieve.engine.query.ops.words import WORDS
 
 # Every operator: those that resolve syntax nodes, and those their leaves run as.
-OPERATORS: tuple[Operator, ...] = (WORDS, TERM, PHRASE, PREFIX, NEAR, DATE, COLUMN, AND, OR, NOT,
-                                   COMBINE, BAND, FILREQ, INDRI_LEAF, ORDERED, UNORDERED, SYN)
+OPERATORS: tuple[Operator, ...] = (
+    WORDS,
+    TERM,
+    PHRASE,
+    PREFIX,
+    NEAR,
+    DATE,
+    COLUMN,
+    AND,
+    OR,
+    NOT,
+    COMBINE,
+    BAND,
+    FILREQ,
+    INDRI_LEAF,
+    ORDERED,
+    UNORDERED,
+    SYN,
+)
 RESOLVERS: dict[type, Operator] = {cls: op for op in OPERATORS for cls in op.nodes}
 
-__all__ = ["OPERATORS", "RESOLVERS", "AndPlan", "BandPlan", "FilterPlan", "LeafOp", "LeafPlan", "NotPlan", "Operator", "OrPlan"]
+__all__ = [
+    "OPERATORS",
+    "RESOLVERS",
+    "AndPlan",
+    "BandPlan",
+    "FilterPlan",
+    "LeafOp",
+    "LeafPlan",
+    "NotPlan",
+    "Operator",
+    "OrPlan",
+]

@@ -48,7 +48,9 @@ class Operator:
         """`node` judged for document d (`one`: d alone, as a bitset)."""
         raise NotImplementedError(self.name)
 
-    def rewrite(self, node: Any, loosen: Callable[["LeafPlan"], "PlanNode | None"]) -> "PlanNode | None":
+    def rewrite(
+        self, node: Any, loosen: Callable[["LeafPlan"], "PlanNode | None"]
+    ) -> "PlanNode | None":
         """`node` with every leaf outside a NOT loosened by `loosen` (None: nothing changed)."""
         return None
 
@@ -85,8 +87,14 @@ class LeafOp(Operator):
         word of a NEAR with the other close, a window's starts, a #syn's operands."""
         raise NotImplementedError(self.name)
 
-    def positions_many(self, r: IndexReader, leaf: "LeafPlan", docs: list[int], ragged: Callable[[int], Any],
-                       check: Callable[[], None]) -> tuple[np.ndarray, np.ndarray]:
+    def positions_many(
+        self,
+        r: IndexReader,
+        leaf: "LeafPlan",
+        docs: list[int],
+        ragged: Callable[[int], Any],
+        check: Callable[[], None],
+    ) -> tuple[np.ndarray, np.ndarray]:
         """`positions` for several documents: (positions, index into `docs` of each). `ragged(tid)`
         gives a term's (positions, owners) in all of `docs` at once, shared between leaves."""
         return per_document(self, r, leaf, docs, check)
@@ -96,7 +104,9 @@ class LeafOp(Operator):
         in any field: `positions` over all documents at once."""
         raise NotImplementedError(self.name)
 
-    def rewrite(self, node: Any, loosen: Callable[["LeafPlan"], "PlanNode | None"]) -> "PlanNode | None":
+    def rewrite(
+        self, node: Any, loosen: Callable[["LeafPlan"], "PlanNode | None"]
+    ) -> "PlanNode | None":
         return loosen(node)
 
     def relax(self, kind: str, leaf: "LeafPlan") -> "PlanNode | None":
@@ -104,8 +114,19 @@ class LeafOp(Operator):
         scoped text leaf widens to every field; the phrase and NEAR operators add their own."""
         if kind != "widen" or leaf.declared or getattr(leaf.node, "fields", None) is None:
             return None
-        return LeafPlan(replace(leaf.node, fields=None), leaf.op, leaf.terms, leaf.tids, leaf.term_range, ALL_MASK,
-                        leaf.distance, leaf.dates, leaf.volume, leaf.text, leaf.offsets)
+        return LeafPlan(
+            replace(leaf.node, fields=None),
+            leaf.op,
+            leaf.terms,
+            leaf.tids,
+            leaf.term_range,
+            ALL_MASK,
+            leaf.distance,
+            leaf.dates,
+            leaf.volume,
+            leaf.text,
+            leaf.offsets,
+        )
 
     # ------------------------------------------------------------ explanation
 
@@ -115,21 +136,40 @@ class LeafOp(Operator):
         missing = judge.missing_words(leaf)
         if missing:
             where = f" in {leaf.declared}" if leaf.declared else ""
-            return Explanation(q, leaf.kind, admits, f"no document in the index has {', '.join(repr(m) for m in missing)}{where}")
+            return Explanation(
+                q,
+                leaf.kind,
+                admits,
+                f"no document in the index has {', '.join(repr(m) for m in missing)}{where}",
+            )
         pos = self.positions(judge.r, leaf, d)
         places, n, every = judge.places(pos, d, leaf.mask)
         if admits:
-            return Explanation(q, leaf.kind, True, f"matches in {', '.join(str(p) for p in places[:3])}" + (f" and {n - 3} more" if n > 3 else ""),
-                               tuple(places), n)
+            return Explanation(
+                q,
+                leaf.kind,
+                True,
+                f"matches in {', '.join(str(p) for p in places[:3])}"
+                + (f" and {n - 3} more" if n > 3 else ""),
+                tuple(places),
+                n,
+            )
         return Explanation(q, leaf.kind, False, self.why_not(judge, leaf, d, pos, every), (), 0)
 
-    def why_not(self, judge: Judge, leaf: "LeafPlan", d: int, pos: np.ndarray, every: set[int]) -> str:
+    def why_not(
+        self, judge: Judge, leaf: "LeafPlan", d: int, pos: np.ndarray, every: set[int]
+    ) -> str:
         """Why the leaf does not admit document d (`pos`: where it matches in any field)."""
         scope = fields_in_words(leaf.mask) if not leaf.declared else leaf.declared
         if len(pos):  # the leaf matches, but only outside its scope
             first, _, _ = judge.places(pos[:1], d, ALL_MASK)
-            return f"only in {', '.join(_label(f) for f in sorted(every))} (first at {first[0]}), not in {scope}"
-        absent = [shown_term(t) for t, tid in zip(leaf.terms, leaf.tids) if not len(positions_in_doc(judge.r, tid, d))]
+            where = ", ".join(_label(f) for f in sorted(every))
+            return f"only in {where} (first at {first[0]}), not in {scope}"
+        absent = [
+            shown_term(t)
+            for t, tid in zip(leaf.terms, leaf.tids)
+            if not len(positions_in_doc(judge.r, tid, d))
+        ]
         if absent:
             return f"the document does not contain {', '.join(repr(t) for t in absent)}"
         return self.why_apart(judge.r, leaf, d)
@@ -173,13 +213,21 @@ class LeafPlan:
     # phrase: each term's place relative to the first (0, 1, 2, ... unless stop words left gaps)
     offsets: tuple[int, ...] = ()
     column: str = ""  # column: the declared field it filters
-    declared: str = ""  # a text leaf scoped to a declared text field: its name (such a leaf only filters)
+    declared: str = (
+        ""  # a text leaf scoped to a declared text field: its name (such a leaf only filters)
+    )
     bounds: tuple[Any, Any] = (None, None)  # column: inclusive (lo, hi), or (keyword, None)
-    size: int = 0  # postings it reads in this segment (term, prefix; documents for a date or column): rarer first in an AND
+    # postings it reads in this segment (term, prefix; documents for a date or column): rarer
+    # first in an AND
+    size: int = 0
     parts: tuple["LeafPlan", ...] = ()  # syn: its operands (their occurrences are its own)
-    kind: str = field(init=False)  # the operator's name: term, phrase, prefix, near, date, column, ordered, unordered, syn
+    kind: str = field(
+        init=False
+    )  # the operator's name: term, phrase, prefix, near, date, column, ordered, unordered, syn
     positional: bool = field(init=False)  # phrase or near: checks positions
-    cost: int = field(init=False)  # cheap operands first in an AND, so positional ones only see documents that survived
+    cost: int = field(
+        init=False
+    )  # cheap operands first in an AND, so positional ones only see documents that survived
     unknown: bool = field(init=False)  # a term it needs is not in the index, so it matches nothing
 
     def __post_init__(self) -> None:
@@ -203,11 +251,13 @@ class Resolver(Protocol):
     def build(self, node: Any, positive: bool) -> PlanNode:
         """The plan node of a child."""
 
-    def add_leaf(self, node: Any, positive: bool, make: Callable[[Any, Any], LeafPlan], indri: bool = False) -> LeafPlan:
+    def add_leaf(
+        self, node: Any, positive: bool, make: Callable[[Any, Any], LeafPlan], indri: bool = False
+    ) -> LeafPlan:
         """`make(builder, node)` once per distinct node, recorded among the plan's leaves."""
 
-    def analysed(self, node: Any, analyse: Callable[[Any], Any]) -> Any:
-        """`analyse(node)`, once per node for every segment of the index."""
+    def analysed(self, node: Any, analyse: Callable[..., Any], *args: Any) -> Any:
+        """`analyse(builder, node, *args)`, once per node for every segment of the index."""
 
     def scope(self, fields: Any) -> tuple[int, str, Callable[[str], str]]:
         """(posting mask, declared text field or "", what a term becomes) of a leaf's scope."""
@@ -241,9 +291,11 @@ def positions_in_doc(r: IndexReader, tid: int, d: int) -> np.ndarray:
     return pos[a:b]
 
 
-
-def per_document(op: LeafOp, r: IndexReader, leaf: LeafPlan, docs: list[int], check: Callable[[], None]) -> tuple[np.ndarray, np.ndarray]:
-    """(positions of the leaf in each of `docs`, index into `docs` of each), one document at a time."""
+def per_document(
+    op: LeafOp, r: IndexReader, leaf: LeafPlan, docs: list[int], check: Callable[[], None]
+) -> tuple[np.ndarray, np.ndarray]:
+    """(positions of the leaf in each of `docs`, index into `docs` of each), one document at a
+    time."""
     pos, owner = [], []
     for i, d in enumerate(docs):
         check()

@@ -46,7 +46,11 @@ class AndOp(Operator):
     def explain(self, judge: Judge, node: Any, d: int, one: np.ndarray) -> Explanation:
         kids = tuple(judge.node(c, d, one) for c in node.children)
         failed = sum(1 for k in kids if not k.admits)
-        why = f"{failed} of {len(kids)} parts {'does' if failed == 1 else 'do'} not match" if failed else f"all {len(kids)} parts match"
+        why = (
+            f"{failed} of {len(kids)} parts {'does' if failed == 1 else 'do'} not match"
+            if failed
+            else f"all {len(kids)} parts match"
+        )
         return Explanation(str(node.node), "and", not failed, why, children=kids)
 
     def rewrite(self, node: Any, loosen: Callable[[LeafPlan], PlanNode | None]) -> PlanNode | None:
@@ -78,14 +82,20 @@ class OrOp(Operator):
                 # A stored row is read-only and shared: the first is copied by the first OR.
                 acc = bits if acc is None else acc | bits
         if lists:
-            scattered = bitset.from_ids(lists[0] if len(lists) == 1 else np.concatenate(lists), ev.n)
+            scattered = bitset.from_ids(
+                lists[0] if len(lists) == 1 else np.concatenate(lists), ev.n
+            )
             acc = scattered if acc is None else acc | scattered
         return acc if acc is not None else bitset.empty(ev.n)
 
     def explain(self, judge: Judge, node: Any, d: int, one: np.ndarray) -> Explanation:
         kids = tuple(judge.node(c, d, one) for c in node.children)
         held = sum(1 for k in kids if k.admits)
-        why = f"{held} of {len(kids)} alternatives match" if held else f"none of {len(kids)} alternatives matches"
+        why = (
+            f"{held} of {len(kids)} alternatives match"
+            if held
+            else f"none of {len(kids)} alternatives matches"
+        )
         return Explanation(str(node.node), "or", bool(held), why, children=kids)
 
     def rewrite(self, node: Any, loosen: Callable[[LeafPlan], PlanNode | None]) -> PlanNode | None:
@@ -105,13 +115,17 @@ class NotOp(Operator):
 
     def explain(self, judge: Judge, node: Any, d: int, one: np.ndarray) -> Explanation:
         child = judge.node(node.child, d, one)
-        why = "the excluded part does not match" if not child.admits else "the excluded part matches"
+        why = (
+            "the excluded part does not match" if not child.admits else "the excluded part matches"
+        )
         return Explanation(str(node.node), "not", not child.admits, why, children=(child,))
 
     # rewrite: None, the default: under a NOT, loosening would tighten
 
 
-def _rewritten(node: Any, loosen: Callable[[LeafPlan], PlanNode | None]) -> tuple[PlanNode, ...] | None:
+def _rewritten(
+    node: Any, loosen: Callable[[LeafPlan], PlanNode | None]
+) -> tuple[PlanNode, ...] | None:
     kids = [c.op.rewrite(c, loosen) for c in node.children]
     if all(k is None for k in kids):
         return None
@@ -131,8 +145,12 @@ def _order(node: PlanNode) -> tuple[int, int]:
 class AndPlan:
     node: Any
     children: tuple[PlanNode, ...]  # as written
-    weights: tuple[float, ...] | None = None  # Indri's #weight: each child's weight in the mean (None: equal)
-    by_cost: tuple[PlanNode, ...] = field(init=False)  # cheapest first (stable: as written among equals)
+    weights: tuple[float, ...] | None = (
+        None  # Indri's #weight: each child's weight in the mean (None: equal)
+    )
+    by_cost: tuple[PlanNode, ...] = field(
+        init=False
+    )  # cheapest first (stable: as written among equals)
     cost: int = field(init=False, default=1)
     op: ClassVar[Operator] = AND
 

@@ -57,7 +57,9 @@ class DateOp(FilterOp):
             return Explanation(q, "date", admits, "the document has no date")
         day = f"{value // 10000:04d}-{value // 100 % 100:02d}-{value % 100:02d}"
         shown = judge.r.meta(d).get("date") or day
-        return Explanation(q, "date", admits, f"its date {shown} is {'inside' if admits else 'outside'} the range")
+        return Explanation(
+            q, "date", admits, f"its date {shown} is {'inside' if admits else 'outside'} the range"
+        )
 
 
 class ColumnOp(FilterOp):
@@ -67,11 +69,15 @@ class ColumnOp(FilterOp):
     def leaf(self, b: Resolver, node: Any) -> LeafPlan:
         kind = b.r.schema.type_of(node.name)
         if kind is None:
-            raise BQLSyntaxError(f"unknown filter field {node.name!r}", node.span[0], b.r.schema.describe())
+            raise BQLSyntaxError(
+                f"unknown filter field {node.name!r}", node.span[0], b.r.schema.describe()
+            )
         try:
             bounds = filter_bounds(kind, node.spec)
         except ValueError as e:
-            raise BQLSyntaxError(f"bad {kind} filter on {node.name}", node.spec_pos, str(e)) from None
+            raise BQLSyntaxError(
+                f"bad {kind} filter on {node.name}", node.spec_pos, str(e)
+            ) from None
         return LeafPlan(node, COLUMN, column=node.name, bounds=bounds, size=b.r.n_docs)
 
     def admits(self, r: IndexReader, leaf: LeafPlan) -> np.ndarray:
@@ -83,7 +89,12 @@ class ColumnOp(FilterOp):
         value = (judge.r.meta(d).get("metadata") or {}).get(leaf.column)
         if value is None or value == "" or value == []:
             return Explanation(q, "column", admits, f"the document has no {leaf.column}")
-        return Explanation(q, "column", admits, f"its {leaf.column} {value!r} is {'inside' if admits else 'outside'} the filter")
+        return Explanation(
+            q,
+            "column",
+            admits,
+            f"its {leaf.column} {value!r} is {'inside' if admits else 'outside'} the filter",
+        )
 
 
 DATE, COLUMN = DateOp(), ColumnOp()

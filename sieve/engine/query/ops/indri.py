@@ -16,7 +16,14 @@ from sieve.engine.analysis.fields import mask_of
 from sieve.engine.format import bitset
 from sieve.engine.query.bql import ast
 from sieve.engine.query.indriql import ast as iql
-from sieve.engine.query.ops.base import LeafOp, LeafPlan, Operator, PlanNode, Resolver, positions_in_doc
+from sieve.engine.query.ops.base import (
+    LeafOp,
+    LeafPlan,
+    Operator,
+    PlanNode,
+    Resolver,
+    positions_in_doc,
+)
 from sieve.engine.query.ops.boolean import AndPlan, BandPlan, FilterPlan, NotPlan
 from sieve.engine.query.ops.filters import DATE
 from sieve.engine.query.ops.prefix import PREFIX
@@ -52,7 +59,9 @@ class FilreqOp(Operator):
 
     def resolve(self, b: Resolver, node: Any, positive: bool) -> PlanNode:
         f = b.build(node.filter, False)
-        return FilterPlan(node, (f if node.require else NotPlan(node.filter, f), b.build(node.query, positive)))
+        return FilterPlan(
+            node, (f if node.require else NotPlan(node.filter, f), b.build(node.query, positive))
+        )
 
 
 class IndriLeafOp(LeafOp):
@@ -87,7 +96,9 @@ class WindowOp(_Occurring):
     def occurrences(self, r: IndexReader, leaf: LeafPlan) -> np.ndarray:
         if leaf.unknown:
             return np.zeros(0, dtype=np.int64)
-        lists: dict[int, np.ndarray] = {}  # a word written twice: one array, so the window needs it twice
+        lists: dict[
+            int, np.ndarray
+        ] = {}  # a word written twice: one array, so the window needs it twice
         for tid in leaf.tids:
             if tid not in lists:
                 lists[tid] = np.asarray(r.positions(tid)).astype(np.int64)
@@ -126,17 +137,31 @@ def indri_leaf(b: Resolver, node: Any) -> LeafPlan:
         return DATE.leaf(b, node)
     if kind is iql.Syn:
         parts = tuple(indri_leaf(b, o) for o in node.operands)
-        return LeafPlan(node, SYN, mask=mask_of(node.fields), text=" ".join(p.text for p in parts), parts=parts,
-                        volume=sum(p.volume for p in parts))
+        return LeafPlan(
+            node,
+            SYN,
+            mask=mask_of(node.fields),
+            text=" ".join(p.text for p in parts),
+            parts=parts,
+            volume=sum(p.volume for p in parts),
+        )
     assert kind is iql.Window
     if node.ordered and node.width == 1:  # the phrase, stop words and split words as BQL's
         text = " ".join(w.text for w in node.words)
         return word_leaf(b, ast.Phrase(text, node.fields, node.span), text)
-    terms = b.analysed(node, lambda n: _window_terms(b, n))
+    terms = b.analysed(node, _window_terms)
     tids = b.ids(terms)
     volume = 0 if min(tids) < 0 else sum(b.r.position_count(t) for t in set(tids))
-    return LeafPlan(node, ORDERED if node.ordered else UNORDERED, terms, tids, mask=mask_of(node.fields),
-                    distance=node.width or 0, volume=volume, text=" ".join(w.text for w in node.words))
+    return LeafPlan(
+        node,
+        ORDERED if node.ordered else UNORDERED,
+        terms,
+        tids,
+        mask=mask_of(node.fields),
+        distance=node.width or 0,
+        volume=volume,
+        text=" ".join(w.text for w in node.words),
+    )
 
 
 def _window_terms(b: Resolver, node: Any) -> tuple[str, ...]:
@@ -146,10 +171,19 @@ def _window_terms(b: Resolver, node: Any) -> tuple[str, ...]:
     for w in node.words:
         analysed = b.analyzer.analyze(w.text)
         if len(analysed) == 1 and analysed[0] == STOP:
-            raise IndriSyntaxError(f"{w.text!r} is a stop word, which this index does not index (its analyzer: {b.analyzer.label})",
-                                   w.span[0], "leave it out of the window")
+            raise IndriSyntaxError(
+                f"{w.text!r} is a stop word, which this index does not index"
+                f" (its analyzer: {b.analyzer.label})",
+                w.span[0],
+                "leave it out of the window",
+            )
         if len(analysed) != 1:
-            raise IndriSyntaxError(f"{w.text!r} is several words to this index ({' '.join(t for t in analysed if t != STOP)})",
-                                   w.span[0], "write its pieces as separate words of the window, or use #1(...) for the exact phrase")
+            raise IndriSyntaxError(
+                f"{w.text!r} is several words to this index"
+                f" ({' '.join(t for t in analysed if t != STOP)})",
+                w.span[0],
+                "write its pieces as separate words of the window,"
+                " or use #1(...) for the exact phrase",
+            )
         out.append(analysed[0])
     return tuple(out)

@@ -22,11 +22,20 @@ class NearOp(LeafOp):
     positional = True
 
     def leaf(self, b: Resolver, node: Any) -> LeafPlan:
-        terms, mask, declared = b.analysed(node, lambda n: _pair(b, n))
+        terms, mask, declared = b.analysed(node, _pair)
         tids = b.ids(terms)
         volume = 0 if min(tids) < 0 else sum(b.r.position_count(t) for t in set(tids))
-        return LeafPlan(node, NEAR, terms, tids, mask=mask, distance=node.distance, volume=volume,
-                        text=f"{node.left} {node.right}", declared=declared)
+        return LeafPlan(
+            node,
+            NEAR,
+            terms,
+            tids,
+            mask=mask,
+            distance=node.distance,
+            volume=volume,
+            text=f"{node.left} {node.right}",
+            declared=declared,
+        )
 
     def match(self, ev: Any, leaf: LeafPlan, cands: np.ndarray | None) -> np.ndarray:
         if leaf.unknown:
@@ -46,13 +55,18 @@ class NearOp(LeafOp):
             return bitset.empty(ev.n)
         wide = pa.astype(np.int64)
         bits = r.pos.bitmap_of(tb, len(pa)) if 2 * n + 1 <= RANGE_BITS else None
-        if bits is not None:  # a frequent longer word: the bits within n of each position, read at once
-            # (a window cut at position 0 reads a few bits too many: the test within units below is exact)
+        if (
+            bits is not None
+        ):  # a frequent longer word: the bits within n of each position, read at once
+            # (a window cut at position 0 reads a few bits too many: the test within units
+            # below is exact)
             near = any_in_bitmap(bits, np.maximum(wide - n, 0), 2 * n + 1)
             wide = wide[near]
             units = r.units_of(pa[near])
             lo = np.maximum(wide - n, r.unit_start[units].astype(np.int64))
-            same = any_in_bitmap(bits, lo, np.clip(np.minimum(wide + n + 1, r.unit_ends(units)) - lo, 0, None))
+            same = any_in_bitmap(
+                bits, lo, np.clip(np.minimum(wide + n + 1, r.unit_ends(units)) - lo, 0, None)
+            )
             return ev.docs_of(pa[near][same], fmask, units[same])
         # Of the longer list, only the blocks within n of a position of the shorter.
         pb = r.pos.covering(tb, wide - n, wide + n)
@@ -91,12 +105,17 @@ class NearOp(LeafOp):
         nearest = _nearest(r, leaf.tids[0], leaf.tids[1], d)
         if nearest is None:
             return "both words are in the document, but never in the same field value or section"
-        return f"the nearest the two words come in one field value or section is {nearest} apart; at most {leaf.distance} asked"
+        return (f"the nearest the two words come in one field value or section is {nearest} apart;"
+                f" at most {leaf.distance} asked")
 
     def relax(self, kind: str, leaf: LeafPlan) -> PlanNode | None:
         if kind != "near-to-and":
             return super().relax(kind, leaf)
-        return and_of((term_leaf(leaf, 0), term_leaf(leaf, 1)) if leaf.terms[0] != leaf.terms[1] else (term_leaf(leaf, 0),))
+        return and_of(
+            (term_leaf(leaf, 0), term_leaf(leaf, 1))
+            if leaf.terms[0] != leaf.terms[1]
+            else (term_leaf(leaf, 0),)
+        )
 
 
 NEAR = NearOp()
@@ -111,12 +130,17 @@ def _pair(b: Resolver, node: Any) -> tuple[tuple[str, ...], int, str]:
 
 
 def close_to(r: IndexReader, x: np.ndarray, y: np.ndarray, distance: int) -> np.ndarray:
-    """The positions of x with a different position of y at most `distance` away in the same unit."""
+    """The positions of x with a different position of y at most `distance` away in the same
+    unit."""
     units = r.units_of(x)
     starts = np.asarray(r.unit_start)
     first = starts[units].astype(np.int64)
     nxt = units + 1
-    last = np.where(nxt < len(starts), starts[np.minimum(nxt, len(starts) - 1)].astype(np.int64) - 1, np.iinfo(np.int64).max)
+    last = np.where(
+        nxt < len(starts),
+        starts[np.minimum(nxt, len(starts) - 1)].astype(np.int64) - 1,
+        np.iinfo(np.int64).max,
+    )
     lo, hi = np.maximum(x - distance, first), np.minimum(x + distance, last)
     inside = np.searchsorted(y, hi, side="right") - np.searchsorted(y, lo, side="left")
     at = np.searchsorted(y, x)  # x itself among y (NEAR of a word with itself) does not count
@@ -125,7 +149,8 @@ def close_to(r: IndexReader, x: np.ndarray, y: np.ndarray, distance: int) -> np.
 
 
 def _nearest(r: IndexReader, a_tid: int, b_tid: int, d: int) -> int | None:
-    """The smallest distance between the two words inside one unit of document d (None: never in one)."""
+    """The smallest distance between the two words inside one unit of document d (None: never in
+    one)."""
     a = positions_in_doc(r, a_tid, d).astype(np.int64)
     b = positions_in_doc(r, b_tid, d).astype(np.int64)
     ua, ub = r.units_of(a), r.units_of(b)

@@ -49,7 +49,9 @@ class PhraseOp(LeafOp):
             start = start[np.isin(start + off, positions_in_doc(r, tid, d).astype(np.int64))]
         return start[r.within_units(start, leaf.offsets)]
 
-    def positions_many(self, r: IndexReader, leaf: LeafPlan, docs: list[int], ragged: Any, check: Any) -> tuple[np.ndarray, np.ndarray]:
+    def positions_many(
+        self, r: IndexReader, leaf: LeafPlan, docs: list[int], ragged: Any, check: Any
+    ) -> tuple[np.ndarray, np.ndarray]:
         pos, owner = chained(leaf, ragged)
         keep = r.within_units(pos, leaf.offsets)
         return pos[keep], owner[keep]
@@ -67,14 +69,19 @@ class PhraseOp(LeafOp):
         return start[r.within_units(start, leaf.offsets)]
 
     def why_apart(self, r: IndexReader, leaf: LeafPlan, d: int) -> str:
-        return "the words are all in the document, but never next to each other in this order in one field value or section"
+        return ("the words are all in the document, but never next to each other in this order"
+                " in one field value or section")
 
     def relax(self, kind: str, leaf: LeafPlan) -> PlanNode | None:
         if kind != "phrase-to-words":
             return super().relax(kind, leaf)
-        if not isinstance(leaf.node, ast.Phrase):  # a word that analyses into several: not the user's phrase
+        if not isinstance(
+            leaf.node, ast.Phrase
+        ):  # a word that analyses into several: not the user's phrase
             return None
-        firsts = {t: i for i, t in reversed(list(enumerate(leaf.terms)))}  # each word once, first place
+        firsts = {
+            t: i for i, t in reversed(list(enumerate(leaf.terms)))
+        }  # each word once, first place
         return and_of(tuple(term_leaf(leaf, i) for i in sorted(firsts.values())))
 
 

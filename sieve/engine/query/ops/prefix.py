@@ -7,11 +7,11 @@ from typing import Any
 import numpy as np
 
 from sieve.engine.analysis.analyzers import Analyzer
+from sieve.engine.analysis.schema import shown_term
 from sieve.engine.format import bitset
 from sieve.engine.query.bql import ast
 from sieve.engine.query.explanation import Judge
 from sieve.engine.query.ops.base import LeafOp, LeafPlan, Resolver, positions_in_doc
-from sieve.engine.analysis.schema import shown_term
 from sieve.engine.segment.reader import IndexReader, search_sorted
 from sieve.errors import BQLLimitError
 
@@ -21,12 +21,26 @@ class PrefixOp(LeafOp):
     nodes = (ast.Prefix,)
 
     def leaf(self, b: Resolver, node: Any) -> LeafPlan:
-        stem, mask, declared = b.analysed(node, lambda n: _stem(b, n))
+        stem, mask, declared = b.analysed(node, _stem)
         lo, hi = b.r.terms.prefix_range(stem.encode())
         if hi - lo > b.limits.max_prefix_terms:
-            raise BQLLimitError("prefix expansion", hi - lo, b.limits.max_prefix_terms, f"{node.stem}* matches {hi - lo} terms; lengthen the stem")
+            raise BQLLimitError(
+                "prefix expansion",
+                hi - lo,
+                b.limits.max_prefix_terms,
+                f"{node.stem}* matches {hi - lo} terms; lengthen the stem",
+            )
         size = int(b.r.post_ptr[hi]) - int(b.r.post_ptr[lo])
-        return LeafPlan(node, PREFIX, (stem,), term_range=(lo, hi), mask=mask, text=node.stem, declared=declared, size=size)
+        return LeafPlan(
+            node,
+            PREFIX,
+            (stem,),
+            term_range=(lo, hi),
+            mask=mask,
+            text=node.stem,
+            declared=declared,
+            size=size,
+        )
 
     def settle(self, leaf: LeafPlan) -> None:
         leaf.unknown = leaf.term_range[0] >= leaf.term_range[1]
@@ -46,7 +60,8 @@ class PrefixOp(LeafOp):
         r = ev.r
         lo, hi = leaf.term_range
         a, b = int(r.post_ptr[lo]), int(r.post_ptr[hi])
-        # Terms sharing a prefix are neighbours in the sorted dictionary, so their postings are one slice.
+        # Terms sharing a prefix are neighbours in the sorted dictionary, so their postings are
+        # one slice.
         docs = r.post_doc[a:b]
         if r.left_out(leaf.mask):
             docs = docs[r.attrs.meets(a, b, leaf.mask)]
@@ -67,7 +82,9 @@ class PrefixOp(LeafOp):
         lo, hi = leaf.term_range
         return np.asarray(r.pos.of_terms(lo, hi)).astype(np.int64)
 
-    def why_not(self, judge: Judge, leaf: LeafPlan, d: int, pos: np.ndarray, every: set[int]) -> str:
+    def why_not(
+        self, judge: Judge, leaf: LeafPlan, d: int, pos: np.ndarray, every: set[int]
+    ) -> str:
         if len(pos):
             return super().why_not(judge, leaf, d, pos, every)
         return f"no word starting with {shown_term(leaf.terms[0])!r} in the document"

@@ -23,7 +23,9 @@ class TermOp(LeafOp):
     def positions(self, r: IndexReader, leaf: LeafPlan, d: int) -> np.ndarray:
         return positions_in_doc(r, leaf.tids[0], d)
 
-    def positions_many(self, r: IndexReader, leaf: LeafPlan, docs: list[int], ragged: Any, check: Any) -> tuple[np.ndarray, np.ndarray]:
+    def positions_many(
+        self, r: IndexReader, leaf: LeafPlan, docs: list[int], ragged: Any, check: Any
+    ) -> tuple[np.ndarray, np.ndarray]:
         return chained(leaf, ragged)
 
     def occurrences(self, r: IndexReader, leaf: LeafPlan) -> np.ndarray:
@@ -39,7 +41,14 @@ def term_leaf(leaf: LeafPlan, i: int) -> LeafPlan:
     """The i-th analysed term of a leaf as a term leaf of the same scope (resolved already): what
     a phrase or NEAR loosens into."""
     fields = getattr(leaf.node, "fields", None)
-    return LeafPlan(ast.Term(leaf.terms[i], fields), TERM, (leaf.terms[i],), (leaf.tids[i],), mask=leaf.mask, text=leaf.terms[i])
+    return LeafPlan(
+        ast.Term(leaf.terms[i], fields),
+        TERM,
+        (leaf.terms[i],),
+        (leaf.tids[i],),
+        mask=leaf.mask,
+        text=leaf.terms[i],
+    )
 
 
 def chained(leaf: LeafPlan, ragged: Any) -> tuple[np.ndarray, np.ndarray]:
