@@ -239,7 +239,12 @@ def relaxations_line(r: Results) -> str:
 
 
 def search_header(r: Results) -> str:
-    """The first line of a BQL listing: canonical query, exact count, and what a fallback means."""
+    """The first line of a BQL listing: canonical query, exact count, and what a fallback means;
+    then a line for each hint (`title:zlib` written for zlib[title])."""
+    return _search_header(r) + "".join(f"\nHint: {h}." for h in r.hints)
+
+
+def _search_header(r: Results) -> str:
     missing = "; ".join(f"no document has {m}" for m in r.missing)
     relax = relaxations_line(r)
     if r.ranker in SOFT_RANKERS:

@@ -22,8 +22,7 @@ import numpy as np
 from sieve.engine.format import bitset
 from sieve.engine.query.bql import ast
 from sieve.engine.query.evaluate import Evaluator
-from sieve.engine.analysis.fields import ALL_MASK
-from sieve.engine.query.plan import AndPlan, LeafPlan, OrPlan, Plan, PlanNode
+from sieve.engine.query.plan import LeafPlan, Plan, PlanNode
 
 # Kinds, smallest change first.
 KINDS = ("near-to-and", "phrase-to-words", "widen", "drop")
@@ -61,53 +60,16 @@ class Diagnosis:
 
 
 # Loosening works on the plan, reusing every resolved leaf (its terms and term ids): the query's
-# words are analysed once, by the planner, and never again (tests/engine/test_plan.py).
+# words are analysed once, by the planner, and never again (tests/engine/test_plan.py). Each leaf's
+# operator says how it loosens (`relax`), each node's how its children are loosened (`rewrite`).
 Loosen = Callable[[LeafPlan], "PlanNode | None"]
 
 
-def _rewrite(node: PlanNode, loosen: Loosen) -> PlanNode | None:
-    """`node` with every leaf outside a NOT loosened (None: nothing changed)."""
-    if isinstance(node, LeafPlan):
-        return loosen(node)
-    if isinstance(node, (AndPlan, OrPlan)):
-        kids = [_rewrite(c, loosen) for c in node.children]
-        if all(k is None for k in kids):
-            return None
-        new = tuple(k if k is not None else c for k, c in zip(kids, node.children))
-        cls, ast_cls = (AndPlan, ast.And) if isinstance(node, AndPlan) else (OrPlan, ast.Or)
-        return cls(ast_cls(tuple(c.node for c in new)), new)
-    return None  # under a NOT, loosening would tighten
+def _loosen(kind: str) -> Loosen:
+    return lambda leaf: leaf.op.relax(kind, leaf)
 
 
-def _term(leaf: LeafPlan, i: int) -> LeafPlan:
-    """The i-th analysed term of a leaf as a term leaf of the same scope (resolved already)."""
-    fields = getattr(leaf.node, "fields", None)
-    return LeafPlan(ast.Term(leaf.terms[i], fields), "term", (leaf.terms[i],), (leaf.tids[i],), mask=leaf.mask, text=leaf.terms[i])
-
-
-def _words(leaf: LeafPlan) -> PlanNode | None:
-    if leaf.kind != "phrase" or not isinstance(leaf.node, ast.Phrase):
-        return None
-    firsts = {t: i for i, t in reversed(list(enumerate(leaf.terms)))}  # each word once, first place
-    kids = tuple(_term(leaf, i) for i in sorted(firsts.values()))
-    return AndPlan(ast.And(tuple(k.node for k in kids)), kids) if len(kids) > 1 else kids[0]
-
-
-def _near_to_and(leaf: LeafPlan) -> PlanNode | None:
-    if leaf.kind != "near":
-        return None
-    kids = (_term(leaf, 0), _term(leaf, 1)) if leaf.terms[0] != leaf.terms[1] else (_term(leaf, 0),)
-    return AndPlan(ast.And(tuple(k.node for k in kids)), kids) if len(kids) > 1 else kids[0]
-
-
-def _widen(leaf: LeafPlan) -> PlanNode | None:
-    if leaf.kind == "date" or leaf.declared or getattr(leaf.node, "fields", None) is None:
-        return None
-    return LeafPlan(replace(leaf.node, fields=None), leaf.kind, leaf.terms, leaf.tids, leaf.term_range, ALL_MASK,
-                    leaf.distance, leaf.dates, leaf.volume, leaf.text, leaf.offsets)
-
-
-_LOOSEN: tuple[tuple[str, Loosen], ...] = (("near-to-and", _near_to_and), ("phrase-to-words", _words), ("widen", _widen))
+_LOOSEN: tuple[tuple[str, Loosen], ...] = tuple((kind, _loosen(kind)) for kind in KINDS[:-1])
 
 
 def _flatten(node: ast.Node) -> ast.Node:
@@ -157,7 +119,8 @@ class _Part:
 
     def loosened(self, i: int, loosen: Loosen) -> tuple[PlanNode | None, int]:
         """(clause i loosened, documents it admits together with the other clauses)."""
-        looser = _rewrite(self.plan.clauses[i], loosen)
+        clause = self.plan.clauses[i]
+        looser = clause.op.rewrite(clause, loosen)
         if looser is None:
             return None, 0
         rest = self.others(i)

@@ -11,54 +11,19 @@ import numpy as np
 from sieve.engine import deadline
 from sieve.engine.format.distinct import distinct
 from sieve.engine.analysis.fields import Field
-from sieve.engine.query.plan import LeafPlan, Plan
-from sieve.engine.query.proximity import window_starts
 from sieve.engine.format.ranges import ragged
+from sieve.engine.query.ops.base import LeafPlan, positions_in_doc
+from sieve.engine.query.plan import Plan
 from sieve.engine.segment.reader import IndexReader, search_sorted
+
+__all__ = ["Explainer", "leaf_positions", "positions_in_doc"]
 
 _FIELDS = tuple(Field)  # by bit number: an enum lookup by value costs a microsecond
 
 
-def _doc_range(r: IndexReader, d: int) -> tuple[int, int]:
-    start = int(r.unit_start[int(r.doc_units[d])])
-    end = int(r.unit_start[int(r.doc_units[d + 1])]) if d + 1 < r.n_docs else 2**63 - 1
-    return start, end
-
-
-def positions_in_doc(r: IndexReader, tid: int, d: int) -> np.ndarray:
-    """Positions of a term inside document d (int64), by binary search on its position list."""
-    if tid < 0:
-        return np.zeros(0, dtype=np.int64)
-    start, end = _doc_range(r, d)
-    pos = r.pos.covering(tid, np.array([start]), np.array([end - 1]))
-    a, b = search_sorted(pos, [start, min(end, np.iinfo(pos.dtype).max)])
-    return pos[a:b]
-
-
 def leaf_positions(r: IndexReader, leaf: LeafPlan, d: int) -> np.ndarray:
-    """Where a term, phrase (its first word), prefix or NEAR leaf matches in document d, in any
-    field; an Indri window where its matches start, a #syn where its operands match."""
-    if leaf.kind == "syn":
-        return np.concatenate([leaf_positions(r, p, d) for p in leaf.parts])
-    if leaf.kind in ("ordered", "unordered"):
-        lists = {t: positions_in_doc(r, t, d).astype(np.int64) for t in set(leaf.tids)}
-        return window_starts(r, [lists[t] for t in leaf.tids], leaf.distance or None, leaf.kind == "ordered")
-    if leaf.kind == "prefix":
-        lo, hi = leaf.term_range
-        a, b = int(r.post_ptr[lo]), int(r.post_ptr[hi])
-        hits = np.flatnonzero(np.asarray(r.post_doc[a:b]) == d) + a
-        if not len(hits):
-            return np.zeros(0, dtype=np.int64)
-        tids = search_sorted(r.post_ptr, hits, side="right") - 1
-        return np.concatenate([positions_in_doc(r, int(t), d).astype(np.int64) for t in tids])
-    if leaf.kind == "near":
-        return _near_positions(r, leaf, d)
-    if leaf.kind == "term":
-        return positions_in_doc(r, leaf.tids[0], d)
-    start = positions_in_doc(r, leaf.tids[0], d).astype(np.int64)
-    for off, tid in zip(leaf.offsets[1:], leaf.tids[1:]):
-        start = start[np.isin(start + off, positions_in_doc(r, tid, d).astype(np.int64))]
-    return start[r.within_units(start, leaf.offsets)]
+    """Where a leaf matches in document d, in any field (its operator says what that means)."""
+    return leaf.op.positions(r, leaf, d)
 
 
 class Explainer:
@@ -72,9 +37,6 @@ class Explainer:
             distinct.setdefault((leaf.kind, leaf.terms, leaf.tids, leaf.offsets, leaf.term_range, leaf.mask, leaf.distance,
                                  str(leaf.node) if leaf.parts else ""), leaf)
         self.leaves = tuple(distinct.values())
-
-    def _positions(self, leaf: LeafPlan, d: int) -> np.ndarray:
-        return leaf_positions(self.r, leaf, d)
 
     def _ragged(self, tid: int, docs: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
         """(positions of a term inside any of `docs`, index into `docs` of each), one binary search per end."""
@@ -106,22 +68,7 @@ class Explainer:
 
         for leaf in self.leaves:
             deadline.check()
-            if leaf.kind in ("prefix", "near", "ordered", "unordered", "syn"):
-                for i, d in enumerate(docs):  # rare atoms: the per-document path
-                    deadline.check()
-                    pos = self._positions(leaf, d)
-                    self._collect(pos, np.full(len(pos), i), leaf.mask, fields, sections)
-                continue
-            pos, owner = positions(leaf.tids[0])
-            for off, tid in zip(leaf.offsets[1:], leaf.tids[1:]):
-                if not len(pos):
-                    break
-                nxt, _ = positions(tid)
-                keep = np.isin(pos + off, nxt)
-                pos, owner = pos[keep], owner[keep]
-            if leaf.kind == "phrase":
-                keep = self.r.within_units(pos, leaf.offsets)
-                pos, owner = pos[keep], owner[keep]
+            pos, owner = leaf.op.positions_many(self.r, leaf, docs, positions, deadline.check)
             self._collect(pos, owner, leaf.mask, fields, sections)
         return [([_FIELDS[f] for f in sorted(fs)], sorted(ss)) for fs, ss in zip(fields, sections)]
 
@@ -149,7 +96,7 @@ class Explainer:
         sections: set[int] = set()
         r = self.r
         for leaf in self.leaves:
-            pos = self._positions(leaf, d)
+            pos = leaf.op.positions(r, leaf, d)
             if not len(pos):
                 continue
             units = r.units_of(pos)
@@ -158,27 +105,3 @@ class Explainer:
             fields.update(ufield[keep].tolist())
             sections.update(s for s in r.unit_section[units[keep]].tolist() if s >= 0)
         return [Field(f) for f in sorted(fields)], sorted(sections)
-
-
-def _near_positions(r: IndexReader, leaf: LeafPlan, d: int) -> np.ndarray:
-    """Positions of either NEAR operand with a position of the other within the distance, in the
-    same unit. Windowed binary searches: O((|a| + |b|) log), never an |a| x |b| matrix."""
-    a = positions_in_doc(r, leaf.tids[0], d).astype(np.int64)
-    b = positions_in_doc(r, leaf.tids[1], d).astype(np.int64)
-    if not len(a) or not len(b):
-        return np.zeros(0, dtype=np.int64)
-    return np.concatenate([_close_to(r, a, b, leaf.distance), _close_to(r, b, a, leaf.distance)])
-
-
-def _close_to(r: IndexReader, x: np.ndarray, y: np.ndarray, distance: int) -> np.ndarray:
-    """The positions of x with a different position of y at most `distance` away in the same unit."""
-    units = r.units_of(x)
-    starts = np.asarray(r.unit_start)
-    first = starts[units].astype(np.int64)
-    nxt = units + 1
-    last = np.where(nxt < len(starts), starts[np.minimum(nxt, len(starts) - 1)].astype(np.int64) - 1, np.iinfo(np.int64).max)
-    lo, hi = np.maximum(x - distance, first), np.minimum(x + distance, last)
-    inside = np.searchsorted(y, hi, side="right") - np.searchsorted(y, lo, side="left")
-    at = np.searchsorted(y, x)  # x itself among y (NEAR of a word with itself) does not count
-    itself = (at < len(y)) & (y[np.minimum(at, len(y) - 1)] == x)
-    return x[inside - itself > 0]

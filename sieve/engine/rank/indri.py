@@ -49,12 +49,9 @@ from dataclasses import dataclass
 import numpy as np
 
 from sieve.engine import deadline
-from sieve.engine.analysis.batch import NO_DATE
-from sieve.engine.query.explain import _close_to
 from sieve.engine.analysis.fields import ALL_MASK, Field
 from sieve.engine.query.plan import AndPlan, BandPlan, FilterPlan, LeafPlan, NotPlan, OrPlan, Plan, PlanNode
-from sieve.engine.query.proximity import window_starts
-from sieve.engine.segment.reader import IndexReader, search_sorted
+from sieve.engine.segment.reader import IndexReader
 
 NEG_INF = -np.inf
 
@@ -129,7 +126,7 @@ class IndriScorer:
         lengths: dict[int, float] = {}
         tfs: dict[int, np.ndarray] = {}
         for i, leaf in enumerate(plan.leaves):
-            if leaf.kind not in ("date", "column") and not leaf.declared:
+            if not leaf.op.filters and not leaf.declared:
                 tfs[i] = self.tf(leaf)
                 occurrences[i] = float(tfs[i][self._live].sum())
                 if leaf.mask not in lengths:
@@ -204,7 +201,7 @@ class IndriScorer:
     # ------------------------------------------------------------ leaves
 
     def _leaf(self, leaf: LeafPlan, ctx: "_Context") -> np.ndarray:
-        if leaf.kind in ("date", "column") or leaf.declared:  # filters: admitted or not, no belief
+        if leaf.op.filters or leaf.declared:  # filters: admitted or not, no belief
             return np.where(self._in_range(leaf), 0.0, NEG_INF)
         tf = self._tf(leaf, ctx)
         dl, cl = self.lengths(leaf.mask)
@@ -227,7 +224,7 @@ class IndriScorer:
     def tf(self, leaf: LeafPlan) -> np.ndarray:
         """Occurrences of a text leaf in each document (float64), inside its fields."""
         r, n = self.r, self.r.n_docs
-        positions = self._occurrences(leaf)
+        positions = leaf.op.occurrences(r, leaf)
         if not len(positions):
             return np.zeros(n)
         units = r.units_of(positions)
@@ -236,53 +233,13 @@ class IndriScorer:
             units = units[((np.int64(1) << fields) & leaf.mask) != 0]
         return np.bincount(r.docs_of_units(units), minlength=n).astype(np.float64)
 
-    def _occurrences(self, leaf: LeafPlan) -> np.ndarray:
-        """Global positions at which the leaf occurs (a phrase: its first word; NEAR: either word)."""
-        r = self.r
-        if leaf.unknown:
-            return np.zeros(0, dtype=np.int64)
-        if leaf.kind == "syn":
-            return np.concatenate([self._occurrences(p) for p in leaf.parts])
-        if leaf.kind in ("ordered", "unordered"):
-            lists: dict[int, np.ndarray] = {}  # a word written twice: one array, so the window needs it twice
-            for tid in leaf.tids:
-                if tid not in lists:
-                    lists[tid] = np.asarray(r.positions(tid)).astype(np.int64)
-            return window_starts(r, [lists[t] for t in leaf.tids], leaf.distance or None, leaf.kind == "ordered")
-        if leaf.kind == "prefix":
-            lo, hi = leaf.term_range
-            return np.asarray(r.pos.of_terms(lo, hi)).astype(np.int64)
-        if leaf.kind == "term":
-            return np.asarray(r.positions(leaf.tids[0])).astype(np.int64)
-        if leaf.kind == "near":
-            a = np.asarray(r.positions(leaf.tids[0])).astype(np.int64)
-            b = np.asarray(r.positions(leaf.tids[1])).astype(np.int64)
-            return np.concatenate([_close_to(r, a, b, leaf.distance), _close_to(r, b, a, leaf.distance)])
-        start = np.asarray(r.positions(leaf.tids[0])).astype(np.int64)
-        for i, tid in zip(leaf.offsets[1:], leaf.tids[1:]):
-            nxt = np.asarray(r.positions(tid)).astype(np.int64)
-            at = search_sorted(nxt, start + i)
-            ok = at < len(nxt)
-            ok[ok] = nxt[at[ok]] == start[ok] + i
-            start = start[ok]
-        return start[r.within_units(start, leaf.offsets)]
-
     def _in_range(self, leaf: LeafPlan) -> np.ndarray:
         """A filter leaf (a date, a declared column or text field): where it admits."""
         if leaf.declared:
             return self.tf(leaf) > 0
-        if leaf.kind == "column":
-            return self.r.column_filter(leaf.column, *leaf.bounds)
-        col = np.asarray(self.r.dates)
-        keep = col != NO_DATE
-        lo, hi = leaf.dates
-        if lo is not None:
-            keep &= col >= lo
-        if hi is not None:
-            keep &= col <= hi
-        return keep
+        return leaf.op.admits(self.r, leaf)  # type: ignore[attr-defined]  # a filter operator (ops.filters)
 
 
 def _filters(node: PlanNode) -> bool:
     """A leaf that only admits or rejects (a date, a declared field): no belief of its own."""
-    return isinstance(node, LeafPlan) and (node.kind in ("date", "column") or bool(node.declared))
+    return isinstance(node, LeafPlan) and (node.op.filters or bool(node.declared))

@@ -20,6 +20,7 @@ from sieve.engine.rank import windows
 from sieve.engine.format.ranges import ragged
 from sieve.engine.analysis.analyzers import PLAIN, Analyzer
 from sieve.engine.rank.bm25 import BM25Params, idf, length_norm, term_scores
+from sieve.engine.query.bql.hints import colon_hints
 from sieve.engine.query.diagnose import Diagnosis, diagnose_parts
 from sieve.engine.format.distinct import distinct
 from sieve.engine.query.evaluate import Evaluator
@@ -114,6 +115,7 @@ class Results:
     # would admit documents (sieve.engine.query.diagnose); None when it admits something or was not asked.
     diagnosis: Diagnosis | None = None
     analyzer: Analyzer = field(default=PLAIN, repr=False, compare=False)  # the index's: how `terms` were made from the words
+    hints: tuple[str, ...] = ()  # what the query may have meant instead (`title:zlib`: bql.hints)
 
     @property
     def ranked(self) -> bool:
@@ -750,8 +752,9 @@ class Searcher:
     def _results(self, plans: Plans, ranker: str, docs: np.ndarray | None, scores: np.ndarray | None, explain: bool,
                  count: int | Callable[[], int] = 0, fallback: bool = False, missing: list[str] | None = None, diagnosis: Diagnosis | None = None) -> Results:
         hits = [] if docs is None or scores is None else self.hits(plans, docs, scores, explain)
+        hints = colon_hints(plans.first.root.node, (n for n, _ in self.snapshot.schema.fields), plans.query)
         return Results(hits, count, plans.query, fallback, missing or [], ranker, plans.terms, plans.stems, plans.text, diagnosis,
-                       self.snapshot.analyzer)
+                       self.snapshot.analyzer, hints)
 
     def hits(self, plans: Plans, docs: np.ndarray, scores: np.ndarray, explain: bool) -> list[Hit]:
         """Hits for ranked internal numbers: ids, and with `explain` the fields and sections matched."""

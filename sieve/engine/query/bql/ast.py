@@ -147,7 +147,7 @@ CONSTRUCTS = ("phrase", "field", "boolean", "wildcard", "date", "near")
 def constructs(node: Node) -> set[str]:
     """Which of CONSTRUCTS a query uses (for statistics of how agents write queries)."""
     out: set[str] = set()
-    for n in _walk(node):
+    for n in walk(node):
         if isinstance(n, (And, Or, Not)):
             out.add("boolean")
         elif isinstance(n, (DateRange, Filter)):
@@ -159,7 +159,8 @@ def constructs(node: Node) -> set[str]:
     return out
 
 
-def _walk(node: Node) -> list[Node]:
+def walk(node: Node) -> list[Node]:
+    """Every node of a tree, `node` first."""
     out: list[Node] = []
     stack = [node]
     while stack:
@@ -170,3 +171,6 @@ def _walk(node: Node) -> list[Node]:
         elif isinstance(n, Not):
             stack.append(n.child)
     return out
+
+
+_walk = walk
