@@ -26,7 +26,7 @@ from sieve.errors import (
 from sieve.engine.analysis.analyzers import Analyzer, analyzer_names
 from sieve.engine.rank.bm25 import BM25Params
 from sieve.engine.query.plan import Limits
-from sieve.engine.rank.search import Hit, Results
+from sieve.engine.rank.results import Hit, Results
 from sieve.corpus.folders import Folder
 from sieve.index.index import Index, Match, build_index, open_index
 

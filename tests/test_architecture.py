@@ -15,7 +15,7 @@ DATA = FOUNDATION | {"sieve.corpus"}
 ENGINE = DATA | {"sieve.engine"}
 DENSE = ENGINE | {"sieve.dense", "sieve.index"}
 API = DENSE | {"sieve", "sieve.index", "sieve.testing"}
-ENGINE_PUBLIC = {f"sieve.engine.{m}" for m in ("analysis.analyzers", "analysis.fields", "query.bql", "deadline", "rank.rankers", "rank.search")}
+ENGINE_PUBLIC = {f"sieve.engine.{m}" for m in ("analysis.analyzers", "analysis.fields", "query.bql", "deadline", "rank.rankers", "rank.results")}
 TOOLS = (API - {"sieve.engine", "sieve.dense"}) | ENGINE_PUBLIC | {"sieve.tools"}
 AGENT = TOOLS | {"sieve.agent"}
 SERVE = TOOLS | {"sieve.serve"}
@@ -71,7 +71,7 @@ def imports(path: Path) -> list[tuple[int, str]]:
             if node.level:
                 base = ".".join(package.split(".")[: len(package.split(".")) - node.level + 1] + ([base] if base else []))
             # `from sieve.engine import bitset` imports the module sieve.engine.format.bitset;
-            # `from sieve.engine.rank.search import Results` imports sieve.engine.rank.search
+            # `from sieve.engine.rank.results import Results` imports sieve.engine.rank.results
             out.extend((node.lineno, f"{base}.{a.name}" if is_module(f"{base}.{a.name}") else base) for a in node.names)
     return [(line, name) for line, name in out if name == "sieve" or name.startswith("sieve.")]
 
@@ -95,13 +95,13 @@ def test_imports_follow_the_layers(path: Path) -> None:
 def test_the_rules_catch_a_wrong_direction() -> None:
     """The checker itself: an engine module importing the tools, tools importing the agent or the
     reader, and the agent importing the server are all refused."""
-    assert not allowed("sieve.engine.rank.search", "sieve.tools.cards")
-    assert not allowed("sieve.engine.rank.search", "sieve.index.index")
+    assert not allowed("sieve.engine.rank.searcher", "sieve.tools.cards")
+    assert not allowed("sieve.engine.rank.searcher", "sieve.index.index")
     assert not allowed("sieve.tools.cards", "sieve.agent.loop")
     assert not allowed("sieve.tools.cards", "sieve.engine.segment.reader")
     assert not allowed("sieve.agent.loop", "sieve.serve.service")
     assert not allowed("sieve.serve.service", "sieve.eval.run")
-    assert allowed("sieve.tools.cards", "sieve.engine.rank.search")
+    assert allowed("sieve.tools.cards", "sieve.engine.rank.results")
     assert allowed("sieve.tools.cards", "sieve")
     assert allowed("sieve.eval.run", "sieve.agent.loop")
     assert len(MODULES) > 50

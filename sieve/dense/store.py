@@ -32,7 +32,7 @@ from sieve.dense.encoder import (DEFAULT_MODEL, DenseUnavailableError, Encoder, 
                                  model_name)
 from sieve.corpus.documents import INTRO
 from sieve.engine.format import bitset, storage
-from sieve.engine.rank.search import top_k
+from sieve.engine.rank.topk import top_k
 from sieve.errors import IndexDamagedError, InvalidArgumentError
 
 if TYPE_CHECKING:

@@ -28,7 +28,9 @@ from sieve.engine.rank.bm25 import BM25Params
 from sieve.engine.query.decision import Decider, Explanation
 from sieve.engine.query.plan import Limits, Plans
 from sieve.engine.rank.rankers import DENSE_RANKERS
-from sieve.engine.rank.search import Results, Searcher, check_request
+from sieve.engine.rank.rankers import check_request
+from sieve.engine.rank.results import Results
+from sieve.engine.rank.searcher import Searcher
 from sieve.engine.segment.snapshot import CommitEntry, Segment, Snapshot, write_commit
 if TYPE_CHECKING:
     from sieve.index.merges import MergePolicy

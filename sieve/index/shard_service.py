@@ -37,7 +37,9 @@ from sieve.engine.rank.bm25 import BM25Params, idf
 from sieve.engine.query.diagnose import ALL, Diagnosis, diagnose_parts, merge_diagnoses
 from sieve.engine.query.evaluate import Evaluator
 from sieve.engine.query.plan import Limits, Plans, check_volume
-from sieve.engine.rank.search import Hit, Results, Searcher, check_request
+from sieve.engine.rank.rankers import check_request
+from sieve.engine.rank.results import Hit, Results
+from sieve.engine.rank.searcher import Searcher
 from sieve.engine.segment.snapshot import Snapshot
 from sieve.errors import ClusterError, InvalidArgumentError, SieveError, UnknownDocumentError
 from sieve.index.shards import shard_of

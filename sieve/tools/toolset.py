@@ -18,7 +18,7 @@ from sieve.engine import deadline
 from sieve.engine.query.bql.parser import MAX_QUERY_CHARS
 from sieve.errors import BQLSyntaxError, InvalidArgumentError, SieveError, UnknownDocumentError
 from sieve.index.index import Index, Limits
-from sieve.engine.rank.search import Results
+from sieve.engine.rank.results import Results
 from sieve.tools import cards
 from sieve.tools.cards import CardConfig, plural
 from sieve.tools.conditions import CONDITIONS, MANUALS, check_tools, condition
@@ -56,7 +56,7 @@ class ToolConfig:
     ranked_cards: bool | None = None
 
     def __post_init__(self) -> None:
-        from sieve.engine.rank.search import check_fallback_ranker
+        from sieve.engine.rank.rankers import check_fallback_ranker
 
         check_fallback_ranker(self.fallback_ranker)
         if self.manual not in MANUALS:

@@ -14,7 +14,8 @@ import sieve  # noqa: E402
 from sieve.dense import store  # noqa: E402
 from sieve.dense.encoder import DenseUnavailableError, SentenceTransformerEncoder  # noqa: E402
 from sieve.corpus.demo import stdlib_documents  # noqa: E402
-from sieve.engine.rank.search import RRF_K, top_k  # noqa: E402
+from sieve.engine.rank.fusion import RRF_K
+from sieve.engine.rank.topk import top_k  # noqa: E402
 
 MODULES = {
     "json", "gzip", "zipfile", "tarfile", "csv", "sqlite3", "socket", "threading", "random", "math", "datetime",

@@ -235,7 +235,7 @@ def test_ranks_are_places_in_the_sorted_members(case: tuple[int, set[int], set[i
 def test_a_terms_holders_are_its_postings_and_rank_them(stdlib_reader, monkeypatch: pytest.MonkeyPatch) -> None:
     """`Evaluator.holders` (rows, rest postings, postings) is the set of a term's postings, and
     BM25 looks candidates up by their ranks in it as by binary search in the postings."""
-    from sieve.engine.rank import search
+    from sieve.engine.rank import scorer as search
 
     r = stdlib_reader
     ev = Evaluator(r)

@@ -20,7 +20,7 @@ from sieve.engine.query.bql import And, Not
 from sieve.corpus.documents import document_from_record
 from sieve.engine.query.diagnose import ALL, KINDS, diagnose_parts, merge_diagnoses
 from sieve.engine.query.plan import Plans
-from sieve.engine.rank.search import Searcher
+from sieve.engine.rank.searcher import Searcher
 from sieve.engine.segment.snapshot import Snapshot
 from sieve.index.index import parse_query
 
