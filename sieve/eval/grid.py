@@ -182,7 +182,7 @@ def run_grid(collection: Path, out: Path, cells: list[Cell], urls: list[str], mo
     out.mkdir(parents=True, exist_ok=True)
     root = index_root(Path(collection), index_dir)
     c = load_collection(collection, fmt, dates)
-    from sieve.dense.store import embedded_models
+    from sieve.dense.layout import embedded_models
 
     for twin in sorted({cell.twin for cell in cells}):  # build (and embed) each twin once, before any run
         wanted = {cell.embed_model or embed_model for cell in cells if cell.ranker in DENSE_RANKERS and cell.twin == twin}

@@ -25,7 +25,7 @@ from sieve.engine.analysis.analyzers import PLAIN, Analyzer
 from sieve.engine.analysis.batch import AnalyzedBatch, analyze_batch
 from sieve.engine.analysis.vocabulary import Vocabulary
 from sieve.engine.analysis.schema import NO_FIELDS, Schema
-from sieve.engine.segment.writer import DEFAULT_MEMORY_MB, IndexWriter
+from sieve.engine.segment.writer import DEFAULT_MEMORY_MB, SegmentWriter
 from sieve.errors import CorpusError, InvalidArgumentError
 
 BATCH_DOCS = 1000
@@ -219,8 +219,8 @@ class _Segmenter:
         self.memory_mb = memory_mb
         budget = (memory_mb if memory_mb is not None else DEFAULT_MEMORY_MB) << 20
         self.segment_bytes = segment_bytes if segment_bytes is not None else budget // 2
-        self.writer: IndexWriter | None = None  # made when a batch comes: a segment is never empty
-        self.seed: IndexWriter | None = None  # the finished writer whose analysers' term ids still arrive
+        self.writer: SegmentWriter | None = None  # made when a batch comes: a segment is never empty
+        self.seed: SegmentWriter | None = None  # the finished writer whose analysers' term ids still arrive
         self.finished: list[tuple[Path, dict[str, Any]]] = []
         self.documents = 0  # in finished segments
         self.bytes_in = 0
@@ -228,7 +228,7 @@ class _Segmenter:
     def add(self, batch: AnalyzedBatch, key: Any) -> None:
         if self.writer is None:
             where = self.new_segment()
-            self.writer = IndexWriter(where, self.memory_mb if self.memory_mb is not None else DEFAULT_MEMORY_MB, self.analyzer, self.schema)
+            self.writer = SegmentWriter(where, self.memory_mb if self.memory_mb is not None else DEFAULT_MEMORY_MB, self.analyzer, self.schema)
             if self.seed is not None:
                 self.writer.continue_from(self.seed)
                 self.seed = None
@@ -286,14 +286,14 @@ def build_segments(
     if not out.total:
         if not allow_empty:
             raise nothing_to_index(report)
-        out.writer = IndexWriter(new_segment(), memory_mb if memory_mb is not None else DEFAULT_MEMORY_MB, analyzer, schema)
+        out.writer = SegmentWriter(new_segment(), memory_mb if memory_mb is not None else DEFAULT_MEMORY_MB, analyzer, schema)
     out.flush({"source": report.source, "skipped": report.skipped})
     return out.finished
 
 
 def build(
     source: Source,
-    gen_dir: Path,
+    seg_dir: Path,
     on_error: OnError = "raise",
     report: CorpusReport | None = None,
     progress: Callable[[int, int], None] | None = None,
@@ -303,11 +303,11 @@ def build(
     analyzer: Analyzer = PLAIN,
     schema: Schema = NO_FIELDS,
 ) -> dict[str, Any]:
-    """Index `source` into one segment in `gen_dir`; returns its manifest. `progress(documents, bytes)` after each
+    """Index `source` into one segment in `seg_dir`; returns its manifest. `progress(documents, bytes)` after each
     batch. An empty source is an error (a wrong path or format, almost always) unless `allow_empty`
     (a writer that deleted every document, a merge of nothing)."""
     report = report if report is not None else CorpusReport()
-    writer = IndexWriter(gen_dir, memory_mb if memory_mb is not None else DEFAULT_MEMORY_MB, analyzer, schema)
+    writer = SegmentWriter(seg_dir, memory_mb if memory_mb is not None else DEFAULT_MEMORY_MB, analyzer, schema)
     with closing(_batches(source, on_error, report, jobs, analyzer, schema=schema)) as batches:
         for key, batch in batches:
             writer.add_batch(batch, key)

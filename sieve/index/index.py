@@ -16,7 +16,7 @@ import numpy as np
 
 from sieve.corpus.formats import CorpusReport, OnError, Source
 from sieve.corpus.documents import Document, Section
-from sieve.engine.format import bitset, storage, weak
+from sieve.engine.format import bitset, commits, storage, weak
 from sieve.engine import deadline
 from sieve.engine.analysis.analyzers import get_analyzer
 from sieve.engine.analysis.schema import declare
@@ -135,7 +135,7 @@ class Index:
         self.path = _as_path(path, "an index path")
         if not isinstance(limits, Limits):
             raise InvalidArgumentError(f"limits must be a sieve.Limits, got {type(limits).__name__}")
-        self.generation, self.snapshot = _open_current(self.path, verify)
+        self.commit_dir, self.snapshot = _open_current(self.path, verify)
         # Document-level reads by internal number (ids, records, sections) across every segment.
         self.reader = self.snapshot
         self.limits = limits
@@ -340,10 +340,10 @@ class Index:
 
     @property
     def retired(self) -> bool:
-        """True once a newer build has replaced the generation this Index reads (it keeps
+        """True once a newer build has replaced the commit point this Index reads (it keeps
         answering from its open files; open the index again to see the new one)."""
         try:
-            return storage.current_generation(self.path) != self.generation
+            return commits.current_commit(self.path) != self.commit_dir
         except IndexDirectoryError:
             return True
 
@@ -355,7 +355,7 @@ class Index:
         found too. If a newer commit has retired this Index's (see `retired`), the files it still
         has open are verified instead: they are what it answers from."""
         snap = self.snapshot
-        if self.retired and not self.generation.is_dir():
+        if self.retired and not self.commit_dir.is_dir():
             names = []
             for seg in snap.segments:
                 for name in seg.reader.files:
@@ -363,11 +363,11 @@ class Index:
                     names.append(name if len(snap.segments) == 1 else f"{seg.name}/{name}")
                 seg.reader.check_values()
             return names
-        storage.current_generation(self.path)
-        if storage.read_manifest(self.generation) != self.manifest:
+        commits.current_commit(self.path)
+        if commits.read_manifest(self.commit_dir) != self.manifest:
             raise IndexDamagedError(storage.MANIFEST, "changed since the index was opened")
         for seg in snap.segments:
-            if storage.read_manifest(seg.reader.dir) != seg.reader.manifest:
+            if commits.read_manifest(seg.reader.dir) != seg.reader.manifest:
                 raise IndexDamagedError(f"{seg.name}/{storage.MANIFEST}", "changed since the index was opened")
         names = []
         for path, name, entry in snap.files():
@@ -375,20 +375,20 @@ class Index:
             names.append(name)
         for seg in snap.segments:
             seg.reader.check_values()
-        from sieve.dense.store import verify_embeddings
+        from sieve.dense.layout import verify_embeddings
 
         return names + verify_embeddings(self.path)
 
 
 def _open_current(path: Path, verify: bool) -> tuple[Path, Snapshot]:
-    """The generation CURRENT names, opened. A `--force` build may switch CURRENT and remove the
-    old generation while this runs; then its files vanish under us, and the new one is opened.
-    Damage that stays put (the same error twice, or files missing from the current generation)
+    """The commit point CURRENT names, opened. A `--force` build may switch CURRENT and remove the
+    old commit point while this runs; then its files vanish under us, and the new one is opened.
+    Damage that stays put (the same error twice, or files missing from the current commit point)
     is raised."""
     last: IndexDamagedError | None = None
     for _ in range(8):
         try:
-            gen = storage.current_generation(path)
+            gen = commits.current_commit(path)
         except IndexDamagedError as e:
             if last is not None and str(e) == str(last):
                 raise
@@ -398,7 +398,7 @@ def _open_current(path: Path, verify: bool) -> tuple[Path, Snapshot]:
             return gen, Snapshot(path, gen, verify=verify)
         except IndexDamagedError as e:
             try:
-                again = storage.current_generation(path)
+                again = commits.current_commit(path)
             except IndexDamagedError:
                 again = None
             if again == gen and gen.is_dir():
@@ -484,7 +484,7 @@ def build_index(
                       report=report, progress=progress, jobs=jobs, memory_mb=memory_mb, segment_bytes=segment_bytes, analyzer=chosen,
                       schema=schema, lenient=lenient, ray=ray)
         return Index(path)
-    commit = storage.Commit(_as_path(path, "an index path"), force=force)
+    commit = commits.Commit(_as_path(path, "an index path"), force=force)
     try:
         names: dict[Path, str] = {}
 
@@ -496,14 +496,14 @@ def build_index(
         report = report if report is not None else CorpusReport()
         built = build_segments(source, new_segment, on_error=on_error, report=report, progress=progress, jobs=jobs, memory_mb=memory_mb,
                                segment_bytes=segment_bytes, analyzer=chosen, lenient=lenient, schema=schema)
-        write_commit(commit.gen_dir, [CommitEntry(names[where], where, manifest, new=True) for where, manifest in built],
+        write_commit(commit.commit_dir, [CommitEntry(names[where], where, manifest, new=True) for where, manifest in built],
                      {"source": report.source, "skipped": report.skipped})
     except SieveError:  # some are OSErrors too (IndexExistsError): they say what happened already
         commit.abort()
         raise
     except OSError as e:  # the corpus's own read errors are CorpusErrors by now: this is writing (a full disk)
         commit.abort()
-        raise storage.unwritable(Path(path), e) from None
+        raise commits.unwritable(Path(path), e) from None
     except BaseException:
         commit.abort()
         raise
@@ -512,7 +512,7 @@ def build_index(
     except SieveError:
         raise
     except OSError as e:
-        raise storage.unwritable(Path(path), e) from None
+        raise commits.unwritable(Path(path), e) from None
     return Index(path)
 
 

@@ -35,9 +35,9 @@ import numpy as np
 
 from sieve.corpus.formats import MAX_ERRORS, CorpusReport, OnError, Source
 from sieve.corpus.documents import Document
-from sieve.engine.format import storage
+from sieve.engine.format import commits, storage
 from sieve.engine.analysis.analyzers import Analyzer
-from sieve.engine.segment.reader import IndexReader
+from sieve.engine.segment.reader import SegmentReader
 from sieve.engine.analysis.schema import Schema
 from sieve.engine.segment.snapshot import CommitEntry, order_name, write_commit
 from sieve.errors import CorpusError, InvalidArgumentError
@@ -157,7 +157,7 @@ def build_shard(task: ShardTask) -> ShardBuilt:
         out.failure = (e.message, e.file, e.line)
         return out
     for where, manifest in built:
-        reader = IndexReader(where)
+        reader = SegmentReader(where)
         keys = np.fromiter((select.first[reader.doc_id(d)] for d in range(reader.n_docs)), dtype=np.int64, count=reader.n_docs)
         out.segments.append((str(where), manifest, keys))
         out.documents += reader.n_docs
@@ -272,7 +272,7 @@ def build_sharded(
     workers = max(1, min(shards, jobs if jobs is not None else min(os.cpu_count() or 1, 4)))
     # The memory budget is the whole build's: each worker gets its share.
     each_mb = None if memory_mb is None else max(64, memory_mb // workers)
-    commit = storage.Commit(path, force=force)
+    commit = commits.Commit(path, force=force)
     try:
         stages = [Path(tempfile.mkdtemp(prefix=f".shard-{j:04d}.building-", dir=commit.stage)) for j in range(shards)]
         tasks = [ShardTask(source, str(stages[j]), j, shards, on_error, each_mb, segment_bytes, analyzer, schema, lenient) for j in range(shards)]
@@ -301,11 +301,11 @@ def build_sharded(
                 final, name = commit.new_segment()
                 os.rmdir(final)
                 os.rename(where, final)
-                order = storage.write_array(commit.gen_dir / order_name(name), keys)
+                order = storage.write_array(commit.commit_dir / order_name(name), keys)
                 entries.append(CommitEntry(name, final, manifest, new=True, extra={"shard": r.shard, "order": order}))
         for stage in stages:
             shutil.rmtree(stage, ignore_errors=True)
-        write_commit(commit.gen_dir, entries, {"source": report.source, "skipped": report.skipped, "shards": shards, "partition": PARTITION})
+        write_commit(commit.commit_dir, entries, {"source": report.source, "skipped": report.skipped, "shards": shards, "partition": PARTITION})
     except BaseException:
         commit.abort()
         raise

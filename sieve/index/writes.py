@@ -26,7 +26,7 @@ from sieve.index import merges
 from sieve.index.build import build, checked_fields
 from sieve.corpus.formats import CorpusReport, OnError, Source, read_documents
 from sieve.corpus.documents import Document, checked_document
-from sieve.engine.format import bitset, storage
+from sieve.engine.format import bitset, commits
 from sieve.engine.segment.snapshot import CommitEntry, write_commit
 from sieve.index.shards import refuse_sharded
 from sieve.engine.segment.writer import DEFAULT_MEMORY_MB
@@ -68,10 +68,10 @@ class IndexWriter:
         from sieve.index.index import open_index
 
         self.path = index.path
-        self.lock = storage.WriteLock(self.path)
+        self.lock = commits.WriteLock(self.path)
         self.lock.acquire()
         try:
-            # Start from the newest commit, whatever generation `index` reads.
+            # Start from the newest commit, whatever commit point `index` reads.
             self.base = open_index(self.path) if index.retired else index
             refuse_sharded(self.base, "changed")
         except BaseException:
@@ -84,7 +84,7 @@ class IndexWriter:
         self._added: dict[str, Document] = {}  # buffered, in order of their last add
         self._buffered = 0  # estimated bytes the buffer holds
         self._gone: set[str] = set()  # ids of the snapshot deleted or replaced
-        self._commit: storage.Commit | None = None  # opened by the first flush
+        self._commit: commits.Commit | None = None  # opened by the first flush
         self._flushed: list[CommitEntry] = []  # segments written by this session, in order
         self._flushed_ids: dict[str, tuple[int, int]] = {}  # id -> (flushed segment, document), live ones
         self.summary = WriteSummary()
@@ -164,7 +164,7 @@ class IndexWriter:
         if not self._added:
             return
         if self._commit is None:
-            self._commit = storage.Commit(self.path, force=True, lock=self.lock)
+            self._commit = commits.Commit(self.path, force=True, lock=self.lock)
         where, name = self._commit.new_segment()
         manifest = build(self._added.values(), where, on_error="raise", report=CorpusReport(), progress=None, jobs=1, memory_mb=self.memory_mb,
                          analyzer=self.base.analyzer, schema=self.base.schema)
@@ -194,7 +194,7 @@ class IndexWriter:
         summary.documents = kept + new_ids
         try:
             if not self._added and not self._gone and not self._flushed:
-                summary.generation = self.base.generation.name
+                summary.generation = self.base.commit_dir.name
                 summary.segments = len(snap.segments)
                 return summary
             deleted = [None if seg.deleted is None else seg.deleted.copy() for seg in snap.segments]
@@ -203,12 +203,12 @@ class IndexWriter:
                 deleted[j] = bitset.add(deleted[j], d, snap.segments[j].n)
             self._flush()
             if self._commit is None:
-                self._commit = storage.Commit(self.path, force=True, lock=self.lock)
+                self._commit = commits.Commit(self.path, force=True, lock=self.lock)
             commit = self._commit
             try:
                 entries = [CommitEntry.of(seg, deleted[j]) for j, seg in enumerate(snap.segments)] + self._flushed
                 entries = merges.settle(entries, commit, self.policy)
-                write_commit(commit.gen_dir, entries)
+                write_commit(commit.commit_dir, entries)
             except BaseException:
                 commit.abort()
                 raise

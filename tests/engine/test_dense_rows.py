@@ -20,7 +20,7 @@ from sieve.engine.analysis.fields import ALL_MASK
 from sieve.engine.segment.writer import ANY_FRACTION, DENSE_FRACTION, DENSE_MIN
 
 
-def _from_postings(r: sieve.engine.segment.reader.IndexReader, tid: int, fmask: int) -> np.ndarray:
+def _from_postings(r: sieve.engine.segment.reader.SegmentReader, tid: int, fmask: int) -> np.ndarray:
     docs, masks, _ = r.postings(tid)
     return bitset.from_bool(np.isin(np.arange(r.n_docs), docs[(masks & fmask) != 0]), r.n_docs)
 
@@ -38,7 +38,7 @@ def stdlib_rows(tmp_path_factory: pytest.TempPathFactory, stdlib: sieve.Index) -
 
 
 @pytest.fixture(scope="module")
-def stdlib_reader(stdlib_rows: sieve.Index) -> sieve.engine.segment.reader.IndexReader:
+def stdlib_reader(stdlib_rows: sieve.Index) -> sieve.engine.segment.reader.SegmentReader:
     return stdlib_rows.segments[0].reader
 
 

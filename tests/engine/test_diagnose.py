@@ -120,7 +120,7 @@ def test_shards_diagnoses_merge_to_the_whole_collections(recs: list[dict[str, An
     with tempfile.TemporaryDirectory() as d:
         one = sieve.build_index(recs, Path(d) / "one")
         sharded = sieve.build_index(recs, Path(d) / "sharded", shards=shards, jobs=1)
-        parts = [Snapshot(sharded.path, sharded.generation, shard=j) for j in range(shards)]
+        parts = [Snapshot(sharded.path, sharded.commit_dir, shard=j) for j in range(shards)]
         searchers = [Searcher(p) for p in parts]
         c = Corpus(recs, oracle.prepare([document_from_record(r) for r in recs]), one)
         for q in zero_hit_conjunctions(random.Random(seed), c, 8):

@@ -16,7 +16,7 @@ from sieve.engine.format.ranges import ragged
 from sieve.engine.rank import windows
 from sieve.engine.rank.bm25 import BM25Params, idf, length_norm, term_scores
 from sieve.engine.rank.topk import top_k
-from sieve.engine.segment.reader import IndexReader, search_sorted
+from sieve.engine.segment.reader import SegmentReader, search_sorted
 
 # Postings scored at a time in a scan (64 KB of floats: sizes malloc reuses without new pages).
 CHUNK = 8192
@@ -72,7 +72,7 @@ class _Posting(NamedTuple):  # made for every term of every search: a tuple, not
 class BM25Scorer:
     """Vectorised BM25 over postings restricted to a candidate set."""
 
-    def __init__(self, reader: IndexReader, params: BM25Params = BM25Params(), avgdl: float | None = None,
+    def __init__(self, reader: SegmentReader, params: BM25Params = BM25Params(), avgdl: float | None = None,
                  holders: Callable[[int], np.ndarray] | None = None) -> None:
         """`avgdl`: the collection's average length, when `reader` is one segment of several
         (default: this reader's own). `holders`: a term's documents (any field, deleted ones too)
