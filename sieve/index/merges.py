@@ -29,6 +29,7 @@ from sieve.engine.analysis.analyzers import Analyzer
 from sieve.engine.segment.reader import SegmentReader
 from sieve.engine.analysis.schema import Schema
 from sieve.engine.segment.snapshot import CommitEntry, write_commit
+from sieve.index.opening import as_path, open_current
 from sieve.index.shards import refuse_sharded
 from sieve.engine.segment.writer import BYTES_PER_DOCUMENT, BYTES_PER_UNIT, DEFAULT_MEMORY_MB
 from sieve.errors import InvalidArgumentError
@@ -161,21 +162,20 @@ def force_plan(entries: list[CommitEntry], max_segments: int) -> list[tuple[int,
 def merge_index(path: str | os.PathLike, max_segments: int = 1, memory_mb: int | None = None) -> dict[str, int]:
     """Merge an index's segments down to at most `max_segments` (expunging deleted documents from
     every segment it rewrites); commits atomically. Returns segments before and after."""
-    from sieve.index.index import open_index
-
     if isinstance(max_segments, bool) or not isinstance(max_segments, int) or max_segments < 1:
         raise InvalidArgumentError(f"max_segments must be a positive integer, got {max_segments!r}")
     lock = commits.WriteLock(Path(path))
     lock.acquire()
     try:
-        index = open_index(path)
-        refuse_sharded(index, "merged")
-        snap = index.snapshot
+        # The commit point and its segments, as `open_index` reads them (under the lock, no build
+        # can switch CURRENT meanwhile).
+        commit_dir, snap = open_current(as_path(path, "an index path"), verify=False)
+        refuse_sharded(Path(path), snap, "merged")
         entries = [CommitEntry.of(s, s.deleted) for s in snap.segments]
         before = len(entries)
         runs = force_plan(entries, max_segments)
         if not runs:
-            return {"before": before, "after": before, "documents": len(index), "generation": index.commit_dir.name}
+            return {"before": before, "after": before, "documents": snap.n_live, "generation": commit_dir.name}
         commit = commits.Commit(path, force=True, lock=lock)
         try:
             entries = [e for e in apply(entries, runs, commit, memory_mb) if e.live] or [merge([], commit)]
@@ -184,6 +184,6 @@ def merge_index(path: str | os.PathLike, max_segments: int = 1, memory_mb: int |
             commit.abort()
             raise
         gen = commit.commit(keep={e.name for e in entries if not e.new})
-        return {"before": before, "after": len(entries), "documents": len(index), "generation": gen.name}
+        return {"before": before, "after": len(entries), "documents": snap.n_live, "generation": gen.name}
     finally:
         lock.release()

@@ -42,6 +42,7 @@ from sieve.engine.rank.results import Hit, Results
 from sieve.engine.rank.searcher import Searcher
 from sieve.engine.segment.snapshot import Snapshot
 from sieve.errors import ClusterError, InvalidArgumentError, SieveError, UnknownDocumentError
+from sieve.index.queries import parse_query, ranked_search
 from sieve.index.shards import shard_of
 
 ANSWER_TIMEOUT_S = 120.0
@@ -84,8 +85,6 @@ class ShardServer:
                 "resources": sorted(ray_module().get_runtime_context().get_assigned_resources())}
 
     def _plans(self, query: str) -> Plans:
-        from sieve.index.index import parse_query
-
         return Plans.of(parse_query(query, self.snap.schema.text_fields), [s.reader for s in self.snap.segments], self.limits)
 
     def _searcher(self, collection: tuple[int, int]) -> Searcher:
@@ -335,8 +334,6 @@ class RayIndex:
 
     def ranked_search(self, text: str, k: int = 5, ranker: str = "bm25", explain: bool = True) -> Results:
         """As `Index.ranked_search`."""
-        from sieve.index.index import ranked_search
-
         return ranked_search(self, text, k, ranker, explain)
 
     def _locate(self, doc_id: str) -> tuple[Any, int]:

@@ -39,7 +39,7 @@ from sieve.engine.format import commits, storage
 from sieve.engine.analysis.analyzers import Analyzer
 from sieve.engine.segment.reader import SegmentReader
 from sieve.engine.analysis.schema import Schema
-from sieve.engine.segment.snapshot import CommitEntry, order_name, write_commit
+from sieve.engine.segment.snapshot import CommitEntry, Snapshot, order_name, write_commit
 from sieve.errors import CorpusError, InvalidArgumentError
 
 PARTITION = "blake2b-64(id) mod shards"
@@ -313,9 +313,9 @@ def build_sharded(
 
 
 
-def refuse_sharded(index: Any, what: str) -> None:
-    """A sharded index is built whole: adding, deleting or merging would have to keep every
-    document in its shard and order; refused with a clear way forward."""
-    if index.snapshot.shards:
-        raise InvalidArgumentError(f"{index.path} is a sharded index ({index.snapshot.shards} shards); it cannot be {what} in place: "
-                                   f"rebuild it from the changed corpus (sieve index CORPUS {index.path} --shards {index.snapshot.shards} --force)")
+def refuse_sharded(path: Path, snapshot: Snapshot, what: str) -> None:
+    """A sharded index (at `path`, opened as `snapshot`) is built whole: adding, deleting or merging
+    would have to keep every document in its shard and order; refused with a clear way forward."""
+    if snapshot.shards:
+        raise InvalidArgumentError(f"{path} is a sharded index ({snapshot.shards} shards); it cannot be {what} in place: "
+                                   f"rebuild it from the changed corpus (sieve index CORPUS {path} --shards {snapshot.shards} --force)")

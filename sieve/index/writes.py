@@ -65,15 +65,13 @@ class IndexWriter:
     documents in bounded memory."""
 
     def __init__(self, index: Any, replace: bool = True, policy: "merges.MergePolicy | None" = None, memory_mb: int | None = None) -> None:
-        from sieve.index.index import open_index
-
         self.path = index.path
         self.lock = commits.WriteLock(self.path)
         self.lock.acquire()
         try:
             # Start from the newest commit, whatever commit point `index` reads.
-            self.base = open_index(self.path) if index.retired else index
-            refuse_sharded(self.base, "changed")
+            self.base = index.reopen()
+            refuse_sharded(self.base.path, self.base.snapshot, "changed")
         except BaseException:
             self.lock.release()
             raise

@@ -8,16 +8,32 @@ an error, never a blank).
 from __future__ import annotations
 
 import re
-from typing import TYPE_CHECKING, Any, Mapping
+from typing import Any, Mapping, Protocol
 
 import numpy as np
 
 from sieve.engine.analysis.fields import FIELD_ALIASES, Field
 from sieve.engine.rank.rankers import RANKERS, SOFT_RANKERS
 from sieve.common.templates import load, render
+from sieve.index.index import Index
+from sieve.tools.config import ToolConfig
 
-if TYPE_CHECKING:
-    from sieve.tools.toolset import Toolset
+
+class Described(Protocol):
+    """What a manual is written from (a `Toolset` is one): the index, the configuration, the tools
+    offered by name, and the unit reads are counted in."""
+
+    @property
+    def index(self) -> Index: ...
+
+    @property
+    def config(self) -> ToolConfig: ...
+
+    @property
+    def tools(self) -> Mapping[str, object]: ...
+
+    @property
+    def unit(self) -> str: ...
 
 _HOLDS = {Field.TITLE: "the title", Field.SECTION: "section headings", Field.BODY: "section texts", Field.AUTHOR: "author names", Field.INFOBOX: "infobox values (not the keys)"}
 
@@ -57,7 +73,7 @@ def _join(items: list[str], last: str = "and") -> str:
     return items[0] if len(items) == 1 else ", ".join(items[:-1]) + f" {last} " + items[-1]
 
 
-def render_manual(toolset: "Toolset") -> str:
+def render_manual(toolset: Described) -> str:
     index, config, tools = toolset.index, toolset.config, toolset.tools
     counts = field_counts(index)
     n, dated = len(index), int(index.stats.get("dated", 0))  # type: ignore[arg-type]

@@ -30,7 +30,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-from sieve.eval.report.report import ABLATIONS, ALPHA, FAMILIES, RANKERS, Run, _place, _sig, accuracy, grouped, paired, score_by
+from sieve.eval.report.runs import ABLATIONS, ALPHA, FAMILIES, RANKERS, Run, _place, _sig, accuracy, grouped, paired, score_by
 from sieve.eval.report.summary import OPERATORS
 
 CONSTRUCTS = {"field": "field restriction", "boolean": "Boolean operator (any)", "and": "AND", "or": "OR", "not": "NOT / -", "phrase": "quoted phrase",
