@@ -30,6 +30,7 @@ from sieve.engine.rank.results import Results
 from sieve.engine.rank.searcher import Searcher
 from sieve.engine.segment.snapshot import CommitEntry, Segment, write_commit
 from sieve.index.opening import as_path, open_current
+from sieve.index.options import BuildOptions
 from sieve.index.queries import Match, parse_query, ranked_search
 if TYPE_CHECKING:
     from sieve.index.merges import MergePolicy
@@ -376,16 +377,15 @@ def build_index(
     if not isinstance(source, (str, os.PathLike)) and not hasattr(source, "__iter__"):
         raise InvalidArgumentError(f"a corpus must be a path or an iterable of records, got {type(source).__name__}")
     chosen = get_analyzer(analyzer, stopwords)  # an unknown name fails before anything is written
-    schema = declare(fields)
+    options = BuildOptions(on_error, jobs, memory_mb, segment_bytes, chosen, declare(fields), lenient)
     if path is None:
         return _temporary_index(source, on_error=on_error, progress=progress, report=report, jobs=jobs, memory_mb=memory_mb, analyzer=analyzer,
                                 stopwords=stopwords, fields=fields, lenient=lenient, shards=shards, ray=ray)
     if shards is not None or ray is not None:
         from sieve.index.shards import build_sharded
 
-        build_sharded(source, as_path(path, "an index path"), shards if shards is not None else 1, force=force, on_error=on_error,
-                      report=report, progress=progress, jobs=jobs, memory_mb=memory_mb, segment_bytes=segment_bytes, analyzer=chosen,
-                      schema=schema, lenient=lenient, ray=ray)
+        build_sharded(source, as_path(path, "an index path"), shards if shards is not None else 1, options, force=force,
+                      report=report, progress=progress, ray=ray)
         return Index(path)
     commit = commits.Commit(as_path(path, "an index path"), force=force)
     try:
@@ -397,8 +397,7 @@ def build_index(
             return where
 
         report = report if report is not None else CorpusReport()
-        built = build_segments(source, new_segment, on_error=on_error, report=report, progress=progress, jobs=jobs, memory_mb=memory_mb,
-                               segment_bytes=segment_bytes, analyzer=chosen, lenient=lenient, schema=schema)
+        built = build_segments(source, new_segment, options, report=report, progress=progress)
         write_commit(commit.commit_dir, [CommitEntry(names[where], where, manifest, new=True) for where, manifest in built],
                      {"source": report.source, "skipped": report.skipped})
     except SieveError:  # some are OSErrors too (IndexExistsError): they say what happened already

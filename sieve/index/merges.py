@@ -30,6 +30,7 @@ from sieve.engine.segment.reader import SegmentReader
 from sieve.engine.analysis.schema import Schema
 from sieve.engine.segment.snapshot import CommitEntry, write_commit
 from sieve.index.opening import as_path, open_current
+from sieve.index.options import BuildOptions
 from sieve.index.shards import refuse_sharded
 from sieve.engine.segment.writer import BYTES_PER_DOCUMENT, BYTES_PER_UNIT, DEFAULT_MEMORY_MB
 from sieve.errors import InvalidArgumentError
@@ -114,8 +115,8 @@ def merge(run: list[CommitEntry], commit: commits.Commit, memory_mb: int | None 
     where, name = commit.new_segment()
     analyzer = analyzer if analyzer is not None else _analyzer(run)
     schema = schema if schema is not None else _schema(run)
-    manifest = build(documents(), where, on_error="raise", report=CorpusReport(), progress=None, jobs=1, allow_empty=True,
-                     memory_mb=memory_mb, analyzer=analyzer, schema=schema)
+    options = BuildOptions(jobs=1, memory_mb=memory_mb, analyzer=analyzer, schema=schema)
+    manifest = build(documents(), where, options, report=CorpusReport(), allow_empty=True)
     return CommitEntry(name, where, manifest, new=True)
 
 

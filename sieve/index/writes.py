@@ -28,6 +28,7 @@ from sieve.corpus.formats import CorpusReport, OnError, Source, read_documents
 from sieve.corpus.documents import Document, checked_document
 from sieve.engine.format import bitset, commits
 from sieve.engine.segment.snapshot import CommitEntry, write_commit
+from sieve.index.options import BuildOptions
 from sieve.index.shards import refuse_sharded
 from sieve.engine.segment.writer import DEFAULT_MEMORY_MB
 from sieve.errors import DuplicateIdError, InvalidArgumentError
@@ -164,8 +165,8 @@ class IndexWriter:
         if self._commit is None:
             self._commit = commits.Commit(self.path, force=True, lock=self.lock)
         where, name = self._commit.new_segment()
-        manifest = build(self._added.values(), where, on_error="raise", report=CorpusReport(), progress=None, jobs=1, memory_mb=self.memory_mb,
-                         analyzer=self.base.analyzer, schema=self.base.schema)
+        options = BuildOptions(jobs=1, memory_mb=self.memory_mb, analyzer=self.base.analyzer, schema=self.base.schema)
+        manifest = build(self._added.values(), where, options, report=CorpusReport())
         j = len(self._flushed)
         self._flushed.append(CommitEntry(name, where, manifest, new=True))
         for d, doc_id in enumerate(self._added):
