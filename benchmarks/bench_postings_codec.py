@@ -36,7 +36,8 @@ sys.path.insert(0, str(HERE.parent))
 import sieve  # noqa: E402
 from sieve.engine.format import bitset  # noqa: E402
 from sieve.engine.format.docids import SplitIds, split  # noqa: E402
-from sieve.engine.format.positions import BlockPositions, encode  # noqa: E402
+from sieve.engine.format.position_blocks import BlockPositions  # noqa: E402
+from sieve.engine.format.positions import encode  # noqa: E402
 from bench_engine import Sampler, to_bql  # noqa: E402
 
 

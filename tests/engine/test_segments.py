@@ -567,7 +567,8 @@ def test_an_older_segment_is_read_merged_and_written(tmp_path: Path, version: in
     blocks in whole widths) answers as a fresh build; after a write it sits beside a segment of
     this format, and a merge rewrites it in this format."""
     from sieve.engine.format.docids import SplitIds
-    from sieve.engine.format.positions import BlockPositions, RawPositions
+    from sieve.engine.format.position_blocks import BlockPositions
+    from sieve.engine.format.positions import RawPositions
 
     r = random.Random(5)
     # "heat" in 40 documents, 3 to 5 times each: more than a block of positions

@@ -13,7 +13,8 @@ from sieve.common import jsonio
 from sieve.engine.format import attributes, commits, docids, storage, weak
 from sieve.engine.analysis.analyzers import Analyzer
 from sieve.engine.analysis.fields import ALL_MASK
-from sieve.engine.format.positions import BLOCK, BLOCK_FILES, EXCEPTION_FILES, PACKED_COLUMNS, PACKED_FILES, PACKED_FILES_ROWS, RAW_FILES, ROW_FILES, BlockPositions, RawPositions
+from sieve.engine.format.positions import BLOCK, BLOCK_FILES, EXCEPTION_FILES, PACKED_COLUMNS, PACKED_FILES, PACKED_FILES_ROWS, RAW_FILES, ROW_FILES, RawPositions
+from sieve.engine.format.position_blocks import BlockPositions
 from sieve.engine.analysis.schema import Schema
 from sieve.engine.format.store import CODEC, BlockReader, RawStream
 from sieve.errors import IndexDamagedError, InvalidArgumentError
