@@ -17,10 +17,10 @@ from pathlib import Path
 from typing import Any, Callable, Sequence
 
 import sieve
-from sieve.engine.format import commits
+from sieve.engine.format import commits, storage
 
 # (module, attribute) of every write-side step a build takes, in the order it meets them.
-EVENTS: tuple[tuple[Any, str], ...] = ((os, "mkdir"), (os, "fsync"), (os, "rename"), (os, "replace"), (shutil, "rmtree"), (storage, "write_array"), (storage, "write_manifest"))
+EVENTS: tuple[tuple[Any, str], ...] = ((os, "mkdir"), (os, "fsync"), (os, "rename"), (os, "replace"), (shutil, "rmtree"), (storage, "write_array"), (commits, "write_manifest"))
 
 
 def _hook(on_event: Callable[[str], None]) -> None:

@@ -24,7 +24,7 @@ from typing import Any
 import pytest
 
 import sieve
-from sieve.engine.format import storage
+from sieve.engine.format import commits, storage
 
 from .killing import answers, count_events, count_op_events, fork_build, fork_op, leftovers, spread, state, unreferenced
 from .synth import records
@@ -330,7 +330,7 @@ FAULTS = [
     ("fsync, 10th", os, "fsync", 10, None),
     ("fsync, second to last", os, "fsync", -2, None),
     ("fsync, last", os, "fsync", -1, None),
-    ("manifest", storage, "write_manifest", 1, None),
+    ("manifest", commits, "write_manifest", 1, None),
     ("rename", os, "rename", 1, None),
     ("replace of CURRENT", os, "replace", 1, None),
     ("mkdir of the stage", os, "mkdir", 2, None),  # the 1st is the parent's, which exists
