@@ -5,11 +5,12 @@ from __future__ import annotations
 
 import hashlib
 from pathlib import Path
-from typing import Any, Callable, Protocol
+from typing import Callable, Protocol
 
 import numpy as np
 
 from sieve.corpus.documents import INTRO
+from sieve.engine.segment.snapshot import Snapshot
 from sieve.errors import InvalidArgumentError
 
 DOC_CHARS = 2000  # the model reads about 256 word pieces; more text only costs time
@@ -23,8 +24,10 @@ class IndexView(Protocol):
 
     path: Path
     commit_dir: Path
-    reader: Any  # document-level reads by internal number (a sieve.engine.segment.snapshot.Snapshot)
-    snapshot: Any  # the same Snapshot: `order`, `dense`
+    reader: Snapshot  # document-level reads by internal number
+    snapshot: Snapshot  # the same: `order`, `dense`
+
+    def __len__(self) -> int: ...
 
     def doc_numbers(self) -> np.ndarray: ...
 

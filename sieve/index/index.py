@@ -33,6 +33,8 @@ from sieve.index.opening import as_path, open_current
 from sieve.index.options import BuildOptions
 from sieve.index.queries import Match, parse_query, ranked_search
 if TYPE_CHECKING:
+    from sieve.dense.encoder import Encoder
+    from sieve.index.shard_service import RayIndex
     from sieve.index.merges import MergePolicy
     from sieve.index.writes import IndexWriter
 from sieve.errors import IndexDamagedError, IndexDirectoryError, InvalidArgumentError, SieveError, UnknownDocumentError
@@ -238,7 +240,8 @@ class Index:
         if self.searcher.dense is None:
             self.use_dense()
 
-    def use_dense(self, model: str | None = None, encoder: Any = None, unit: str | None = None, search: str = "approximate") -> None:
+    def use_dense(self, model: str | None = None, encoder: Encoder | None = None, unit: str | None = None,
+                  search: str = "approximate") -> None:
         """Rank with the embeddings of `model` (default: the bundled MiniLM, else the only one built)
         in `unit` ("passage" or "document"; default: passages where `sieve embed --unit passage`
         made them, else documents), optionally with an already loaded `encoder`; `search="exact"`
@@ -312,7 +315,8 @@ class Index:
         return names + verify_embeddings(self.path)
 
 
-def open_index(path: str | os.PathLike, verify: bool = False, limits: Limits = Limits(), ray: str | None = None) -> Any:
+def open_index(path: str | os.PathLike, verify: bool = False, limits: Limits = Limits(),
+               ray: str | None = None) -> Index | RayIndex:
     """Open an index directory (memory-mapped; cheap). `verify=True` checks every byte first.
     `limits`: the caps on each of its queries and their time (`sieve.Limits`; docs/bql.md, "Limits"). `ray`: serve a sharded index from one actor per shard on the Ray cluster at that address
     (HOST:PORT, `auto`, or `local`) instead: a `sieve.index.shard_service.RayIndex`."""

@@ -20,14 +20,17 @@ at any point leaves the last committed state, and the cost follows the change, n
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Any
+from pathlib import Path
+from typing import Any, Protocol
 
 from sieve.index import merges
 from sieve.index.build import build, checked_fields
 from sieve.corpus.formats import CorpusReport, OnError, Source, read_documents
 from sieve.corpus.documents import Document, checked_document
 from sieve.engine.format import bitset, commits
-from sieve.engine.segment.snapshot import CommitEntry, write_commit
+from sieve.engine.analysis.analyzers import Analyzer
+from sieve.engine.analysis.schema import Schema
+from sieve.engine.segment.snapshot import CommitEntry, Snapshot, write_commit
 from sieve.index.options import BuildOptions
 from sieve.index.shards import refuse_sharded
 from sieve.engine.segment.writer import DEFAULT_MEMORY_MB
@@ -58,6 +61,24 @@ def _size(doc: Document) -> int:
     return 256 + 2 * (len(doc.title) + sum(len(s.heading) + len(s.text) for s in doc.sections))
 
 
+class Writable(Protocol):
+    """The opened index a writing session starts from (`sieve.Index` is one)."""
+
+    path: Path
+    commit_dir: Path
+    snapshot: Snapshot
+    reader: Snapshot
+    analyzer: Analyzer
+    schema: Schema
+
+    @property
+    def retired(self) -> bool: ...
+
+    def __len__(self) -> int: ...
+
+    def reopen(self) -> Writable: ...
+
+
 class IndexWriter:
     """One writing session on an index: holds the index's write lock from creation to commit.
 
@@ -65,7 +86,7 @@ class IndexWriter:
     as a new segment (staged, invisible until the commit), so a session may add any number of
     documents in bounded memory."""
 
-    def __init__(self, index: Any, replace: bool = True, policy: "merges.MergePolicy | None" = None, memory_mb: int | None = None) -> None:
+    def __init__(self, index: Writable, replace: bool = True, policy: "merges.MergePolicy | None" = None, memory_mb: int | None = None) -> None:
         self.path = index.path
         self.lock = commits.WriteLock(self.path)
         self.lock.acquire()
