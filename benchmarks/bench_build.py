@@ -6,7 +6,7 @@ Each build runs in a fresh process, the two variants alternating round by round 
 memory state moves single runs by 10-20%): `ordinary` is sieve as it is (a segment's final sort
 and writes run with numpy's huge-page advice off, sieve.engine.segment.pages), `huge` the same code with
 the advice left as numpy sets it. Per build: wall seconds, the final step's wall, user and system
-seconds (`IndexWriter.finish`), the main process's CPU and minor page faults, the workers' CPU and
+seconds (`SegmentWriter.finish`), the main process's CPU and minor page faults, the workers' CPU and
 the peak RSS of the main process. Prints medians and writes JSON (default
 benchmarks/results/build-pages.json).
 """
@@ -31,7 +31,7 @@ corpus, out, jobs, variant = sys.argv[1], sys.argv[2], int(sys.argv[3]), sys.arg
 if variant == "huge":
     writer.small_pages = contextlib.nullcontext
 finish = {}
-real = writer.IndexWriter.finish
+real = writer.SegmentWriter.finish
 def timed(self, extra):
     r0 = resource.getrusage(resource.RUSAGE_SELF); t0 = time.perf_counter()
     try:
@@ -41,7 +41,7 @@ def timed(self, extra):
         finish["wall"] = finish.get("wall", 0.0) + time.perf_counter() - t0
         finish["user"] = finish.get("user", 0.0) + r1.ru_utime - r0.ru_utime
         finish["sys"] = finish.get("sys", 0.0) + r1.ru_stime - r0.ru_stime
-writer.IndexWriter.finish = timed
+writer.SegmentWriter.finish = timed
 t0 = time.perf_counter()
 index = sieve.build_index(corpus, out, force=True, jobs=jobs)
 wall = time.perf_counter() - t0

@@ -126,7 +126,7 @@ def atheris_child(n: int, out: Path) -> None:
     import atheris
 
     with atheris.instrument_imports():
-        import sieve.engine.query.bql.dates  # noqa: F401
+        import sieve.engine.analysis.dates  # noqa: F401
         import sieve.engine.query.bql.lexer  # noqa: F401
         import sieve.engine.query.bql.parser  # noqa: F401
     _pieces()

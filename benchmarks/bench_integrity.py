@@ -38,7 +38,7 @@ HERE = Path(__file__).resolve().parent
 import sieve  # noqa: E402
 from tests.hardening.damage import damage, exercise  # noqa: E402
 from tests.hardening.synth import queries, records  # noqa: E402
-from sieve.engine.format import storage  # noqa: E402
+from sieve.engine.format import commits, storage  # noqa: E402
 from sieve.engine.segment.reader import WRITTEN  # noqa: E402  (every file this version writes)
 from sieve.errors import IndexDamagedError  # noqa: E402
 
@@ -66,15 +66,15 @@ def _flip_all(path: Path, check: Any, name: str, stats: Counter[str], missed: li
 
 def segment_dir(idx: Path) -> Path:
     """The directory of a fresh build's one segment (its array files); the commit point lists it."""
-    return idx / storage.read_manifest(storage.current_generation(idx))["segments"][0]["name"]
+    return idx / commits.read_manifest(commits.current_commit(idx))["segments"][0]["name"]
 
 
 def exhaustive(work: Path, docs: int) -> dict[str, Any]:
     idx = work / "exhaustive"
     sieve.build_index(records(docs, seed=3), idx, jobs=1)
-    gen = storage.current_generation(idx)
+    gen = commits.current_commit(idx)
     seg = segment_dir(idx)
-    manifest = storage.read_manifest(seg)
+    manifest = commits.read_manifest(seg)
     stats: Counter[str] = Counter()
     missed: list[str] = []
     for name in WRITTEN:
@@ -90,7 +90,7 @@ def exhaustive(work: Path, docs: int) -> dict[str, Any]:
             except IndexDamagedError as e:
                 stats["truncations detected"] += e.file == name
         path.write_bytes(data)
-    for name, check in ((storage.MANIFEST, lambda: storage.read_manifest(gen)), (storage.CURRENT, lambda: storage.current_generation(idx))):
+    for name, check in ((storage.MANIFEST, lambda: commits.read_manifest(gen)), (storage.CURRENT, lambda: commits.current_commit(idx))):
         path = gen / name if name == storage.MANIFEST else idx / name
         _flip_all(path, check, name, stats, missed)
         data = path.read_bytes()

@@ -31,7 +31,7 @@ from typing import Any
 import numpy as np
 
 import sieve
-from sieve.engine.format import positions
+from sieve.engine.format import position_blocks, positions
 
 HERE = Path(__file__).resolve().parent
 from benchmarks.bench_engine import CLASSES, Sampler, percentiles, sieve_runs, to_bql  # noqa: E402
@@ -101,11 +101,11 @@ def _intersect(a: Any, b: Any) -> Any:  # pragma: no cover
     return out[:n]
 
 
-NUMPY_DECODE_RUN = positions.BlockPositions.decode_run
+NUMPY_DECODE_RUN = position_blocks.BlockPositions.decode_run
 NUMPY_COMMON = positions.common
 
 
-def compiled_decode_run(self: positions.BlockPositions, a: int, b: int, tail: Any = None) -> np.ndarray:
+def compiled_decode_run(self: position_blocks.BlockPositions, a: int, b: int, tail: Any = None) -> np.ndarray:
     """`BlockPositions.decode_run` by the compiled loop where a run is one table's consecutive rows
     with exceptions aside (format 9: a term's whole list); numpy's otherwise."""
     n = b - a
@@ -124,8 +124,9 @@ def compiled_decode_run(self: positions.BlockPositions, a: int, b: int, tail: An
 
 
 def use(compiled: bool) -> None:
-    positions.BlockPositions.decode_run = compiled_decode_run if compiled else NUMPY_DECODE_RUN  # type: ignore[method-assign]
+    position_blocks.BlockPositions.decode_run = compiled_decode_run if compiled else NUMPY_DECODE_RUN  # type: ignore[method-assign]
     positions.common = _intersect if compiled else NUMPY_COMMON
+    position_blocks.common = positions.common  # the block reader's own name for it
 
 
 def decode_table(index: sieve.Index) -> dict[str, dict[str, float]]:

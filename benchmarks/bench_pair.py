@@ -25,7 +25,7 @@ import sieve  # noqa: E402
 from sieve.index.index import parse_query  # noqa: E402
 
 # parse_query was memoised itself in older sieves (ab.py --same-scripts runs these on them); now it wraps _parsed.
-clear_parse_cache = getattr(parse_query, "cache_clear", None) or sieve.index.index._parsed.cache_clear  # noqa: E402
+clear_parse_cache = getattr(parse_query, "cache_clear", None) or sieve.index.queries._parsed.cache_clear  # noqa: E402
 from benchmarks.bench_engine import CLASSES, Sampler, to_bql  # noqa: E402
 from benchmarks.bench_rank import sample_queries  # noqa: E402
 

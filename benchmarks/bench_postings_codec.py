@@ -33,7 +33,8 @@ HERE = Path(__file__).resolve().parent
 import sieve  # noqa: E402
 from sieve.engine.format import bitset  # noqa: E402
 from sieve.engine.format.docids import SplitIds, split  # noqa: E402
-from sieve.engine.format.positions import BlockPositions, encode  # noqa: E402
+from sieve.engine.format.position_blocks import BlockPositions  # noqa: E402
+from sieve.engine.format.positions import encode  # noqa: E402
 from benchmarks.bench_engine import Sampler, to_bql  # noqa: E402
 
 

@@ -30,7 +30,7 @@ from sieve.engine.query.bql.lexer import OPERATORS
 from sieve.index.index import parse_query
 
 # parse_query was memoised itself in older sieves (ab.py --same-scripts runs these on them); now it wraps _parsed.
-clear_parse_cache = getattr(parse_query, "cache_clear", None) or sieve.index.index._parsed.cache_clear
+clear_parse_cache = getattr(parse_query, "cache_clear", None) or sieve.index.queries._parsed.cache_clear
 
 HERE = Path(__file__).resolve().parent
 from benchmarks.harness import percentiles, timed  # noqa: E402

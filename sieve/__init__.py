@@ -7,7 +7,7 @@ from sieve.corpus.formats import CorpusReport, read_documents
 from sieve.engine.analysis.analyzers import Analyzer, analyzer_names
 from sieve.engine.query.plan import Limits
 from sieve.engine.rank.bm25 import BM25Params
-from sieve.engine.rank.search import Hit, Results
+from sieve.engine.rank.results import Hit, Results
 from sieve.errors import (
     BQLError,
     BQLLimitError,

@@ -8,7 +8,7 @@ and the section's heading; a document's similarity is its best passage's.
 
 Layout: INDEX/embeddings/<model slug>/ (document unit) or <model slug>@passages/, one such folder per
 model side by side, with meta.json (model, its files' checksum, unit, dimension, rows, documents, the
-fingerprint of the index generation they were computed from, file checksums), vectors.sva (float32, one unit-length row per document or passage),
+fingerprint of the index commit point they were computed from, file checksums), vectors.sva (float32, one unit-length row per document or passage),
 owner.sva (passages: the document row of each passage, ascending) and hnsw.bin (hnswlib, inner
 product). While embedding, vectors.partial and progress.json record what is done, so an
 interrupted run resumes where it stopped.
@@ -16,27 +16,22 @@ interrupted run resumes where it stopped.
 
 from __future__ import annotations
 
-import contextlib
-import hashlib
 import json
 import os
-import re
 import weakref
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Callable
+from typing import Any, Callable
 
 import numpy as np
 
-from sieve.common import files as safe_files
 from sieve.dense.encoder import (DEFAULT_MODEL, DenseUnavailableError, Encoder, EncoderMismatchError, loaded_encoder, model_fingerprint,
                                  model_name)
-from sieve.corpus.documents import INTRO
-from sieve.engine.format import bitset, storage
-from sieve.engine.rank.search import top_k
+from sieve.dense.layout import (PASSAGES_SUFFIX, complete, dir_name, embedding_dirs, embeddings_dir, file_entry, fingerprint,
+                                held_model, meta_crc, model_slug, read_meta, reusable, same_model, write_json)
+from sieve.dense.units import UNITS, IndexView, RowTexts, first_rows, pieces_of, row_layout
+from sieve.engine.format import bitset, commits, storage
+from sieve.engine.rank.topk import top_k
 from sieve.errors import IndexDamagedError, InvalidArgumentError
-
-if TYPE_CHECKING:
-    from sieve.index.index import Index
 
 EXACT_MAX = 8_000  # admitted sets up to this size are scored exactly, larger ones through HNSW (measured crossover, bench_rank)
 # How admitted sets are ranked: "approximate" is the above (sieve's default); "exact" scores every
@@ -45,240 +40,11 @@ DENSE_SEARCH = ("exact", "approximate")
 HNSW_M = 16
 HNSW_EF_CONSTRUCTION = 200
 HNSW_EF_SEARCH = 128
-DOC_CHARS = 2000  # the model reads about 256 word pieces; more text only costs time
-PASSAGE_WORDS = 128  # with its title and heading, a passage stays within the model's 256 word pieces (English prose: ~1.3 a word)
 CHUNK = 256
-UNITS = ("passage", "document")
-PASSAGES_SUFFIX = "@passages"  # never in a model slug
-
-
-def _dir_name(slug: str, unit: str) -> str:
-    return slug + (PASSAGES_SUFFIX if unit == "passage" else "")
-
-
-def embeddings_dir(index: "Index", model: str, unit: str) -> Path:
-    return index.path / "embeddings" / _dir_name(model_slug(model_name(model)), unit)
-
-
-def _same_model(meta: dict[str, Any], files: str | None) -> bool:
-    """Whether embeddings recorded with `meta` came from a model whose files have this checksum
-    (embeddings sealed before the checksum was recorded, or a model out of reach, cannot tell)."""
-    recorded = meta.get("model_fingerprint")
-    return recorded is None or files is None or recorded == files
-
-
-def first_rows(owner: np.ndarray) -> np.ndarray:
-    """Where each document's rows start, and the end: document row r has rows [out[r], out[r + 1])
-    (owner ascends from 0 by steps of 0 or 1, so every document has a row)."""
-    return np.append(np.flatnonzero(np.diff(owner, prepend=-1)), len(owner))
-
-
-def model_slug(model: str) -> str:
-    return re.sub(r"[^A-Za-z0-9._-]+", "--", model).strip("-")
-
-
-def fingerprint(index: "Index") -> str:
-    """Identity of one index generation: its name and the checksum of its manifest file."""
-    raw = storage.read_index_file(index.generation / storage.MANIFEST, storage.MANIFEST)
-    return f"{index.generation.name}:{storage.crc32(raw):08x}"
-
-
-def document_text(index: "Index", d: int) -> str:
-    """What the encoder reads for a document: its title, then its sections' text."""
-    r = index.reader
-    parts = [r.meta(d)["title"]]
-    size = len(parts[0])
-    for j in range(r.section_count(d)):
-        if size >= DOC_CHARS:
-            break
-        text = r.section_text(d, j)
-        parts.append(text)
-        size += len(text)
-    return "\n".join(parts)[:DOC_CHARS]
-
-
-def passages(index: "Index", d: int) -> list[str]:
-    """What the encoder reads for a document, passage by passage: each section's text in pieces of
-    at most PASSAGE_WORDS words, each headed by the title and the section's heading (a piece of
-    a long section is about what its heading says). A document without text is its title."""
-    r = index.reader
-    title = r.meta(d)["title"]
-    headings = r.headings(d)
-    out = []
-    for j in range(r.section_count(d)):
-        words = r.section_text(d, j).split()
-        head = title if headings[j] == INTRO else f"{title} \u2014 {headings[j]}"
-        for a in range(0, len(words), PASSAGE_WORDS):
-            out.append(head + "\n" + " ".join(words[a : a + PASSAGE_WORDS]))
-    return out or [title]
-
-
-def _pieces(unit: str) -> Callable[["Index", int], list[str]]:
-    if unit not in UNITS:
-        raise InvalidArgumentError(f"unknown embedding unit {unit!r}; known: {', '.join(UNITS)}")
-    return passages if unit == "passage" else lambda index, d: [document_text(index, d)]
-
-
-def _layout(index: "Index", docs: list[int], pieces: Callable[["Index", int], list[str]]) -> tuple[np.ndarray, np.ndarray]:
-    """(owner, keys): the document row of every row to embed, and one 64-bit key per row, from the
-    document's id and the row's text. A vector computed for a key can be reused by any later
-    generation that has a document with the same id and text."""
-    owner: list[int] = []
-    keys: list[int] = []
-    for row, d in enumerate(docs):
-        prefix = index.reader.doc_id(d).encode() + b"\0"
-        for text in pieces(index, d):
-            owner.append(row)
-            keys.append(int.from_bytes(hashlib.blake2b(prefix + text.encode(), digest_size=8).digest(), "little"))
-    return np.asarray(owner, dtype=np.int32), np.asarray(keys, dtype=np.uint64)
-
-
-class _Texts:
-    """The texts of rows [a, b) of an embedding, recomputed a document at a time."""
-
-    def __init__(self, index: "Index", docs: np.ndarray, owner: np.ndarray, pieces: Callable[["Index", int], list[str]]) -> None:
-        self.index, self.docs, self.owner, self.pieces = index, docs, owner, pieces
-        self.first = first_rows(owner)
-        self._cached: tuple[int, list[str]] = (-1, [])
-
-    def __call__(self, row: int) -> str:
-        doc_row = int(self.owner[row])
-        if self._cached[0] != doc_row:
-            self._cached = (doc_row, self.pieces(self.index, int(self.docs[doc_row])))
-        return self._cached[1][row - int(self.first[doc_row])]
-
-
-def _reusable(directory: Path, dim: int, model: str, files: str | None) -> tuple[dict[int, int], Any] | None:
-    """(key -> row, vectors) of finished embeddings of an earlier generation, if they check out
-    and recorded their keys; None otherwise (then every vector is computed)."""
-    try:
-        meta = read_meta(directory)
-        if meta.get("dim") != dim or meta.get("model") != model or not _same_model(meta, files) or "keys.sva" not in meta["files"]:
-            return None
-        keys = storage.open_array(directory / "keys.sva", "keys.sva", meta["files"]["keys.sva"], verify=True)
-        vectors = storage.open_array(directory / "vectors.sva", "vectors.sva", meta["files"]["vectors.sva"], verify=True)
-        return {int(k): i for i, k in enumerate(np.asarray(keys).tolist())}, vectors
-    except (IndexDamagedError, OSError, KeyError):
-        return None
-
-
-def _write_json(path: Path, obj: dict[str, Any]) -> None:
-    tmp = path.with_suffix(".tmp")
-    with open(tmp, "w", encoding="utf-8") as fh:
-        fh.write(json.dumps(obj, indent=1, sort_keys=True))
-        fh.flush()
-        os.fsync(fh.fileno())
-    os.replace(tmp, path)
-    storage.fsync_dir(path.parent)
-
-
-def _complete(directory: Path, fp: str, files: str | None) -> bool:
-    """Whether `directory` holds finished embeddings of this generation, by a model with these files,
-    whose every byte checks out."""
-    try:
-        meta = read_meta(directory)
-        if meta.get("fingerprint") != fp or not _same_model(meta, files):
-            return False
-        storage.verify_array(directory / "vectors.sva", "vectors.sva", meta["files"]["vectors.sva"])
-        if "owner.sva" in meta["files"]:
-            storage.verify_array(directory / "owner.sva", "owner.sva", meta["files"]["owner.sva"])
-        return _file_entry(directory / "hnsw.bin") == meta["files"]["hnsw.bin"]
-    except (IndexDamagedError, OSError):
-        return False
-
-
-def _meta_crc(meta: dict[str, Any]) -> int:
-    return storage.crc32(json.dumps(meta, sort_keys=True, separators=(",", ":")).encode())
-
-
-def read_meta(directory: Path) -> dict[str, Any]:
-    """meta.json of one embeddings directory, checked: its checksum, and the entries opening needs."""
-    name = f"embeddings/{directory.name}/meta.json"
-    try:
-        meta = json.loads(safe_files.read_regular(directory / "meta.json", storage.MANIFEST_MAX_BYTES).decode("utf-8"))
-        checksum = meta.pop("checksum")
-    except (OSError, ValueError, UnicodeDecodeError, KeyError, TypeError, AttributeError, RecursionError):
-        raise IndexDamagedError(name, "unreadable, or not what sieve embed writes") from None
-    if checksum != _meta_crc(meta):
-        raise IndexDamagedError(name, "checksum mismatch (the contents are damaged)")
-    try:
-        files = meta["files"]
-        ok = all(isinstance(files[f]["size"], int) and isinstance(files[f]["crc32"], int) for f in ("vectors.sva", "hnsw.bin"))
-        ok = ok and isinstance(meta["dim"], int) and isinstance(meta["rows"], int) and isinstance(meta["model"], str)
-        ok = ok and meta.get("unit", "document") in UNITS and (meta.get("unit", "document") == "document" or "owner.sva" in files)
-    except (KeyError, TypeError):
-        ok = False
-    if not ok:
-        raise IndexDamagedError(name, "missing entries")
-    return meta
-
-
-def embedding_dirs(root: Path) -> list[Path]:
-    """The embeddings directories under an index (those with a meta.json), by name; none when it
-    has no `embeddings` folder, IndexDamagedError when that cannot be listed."""
-    base = root / "embeddings"
-    if not os.path.isdir(base):
-        return []
-    try:
-        return sorted(p for p in base.iterdir() if os.path.lexists(p / "meta.json"))
-    except OSError as e:
-        raise IndexDamagedError("embeddings", f"cannot be listed ({safe_files.reason(e)})") from None
-
-
-def verify_embeddings(root: Path) -> list[str]:
-    """Every byte of every embeddings directory under an index; returns the files checked."""
-    checked: list[str] = []
-    for directory in embedding_dirs(root):
-        meta = read_meta(directory)
-        prefix = f"embeddings/{directory.name}/"
-        storage.verify_array(directory / "vectors.sva", prefix + "vectors.sva", meta["files"]["vectors.sva"])
-        try:
-            entry = _file_entry(directory / "hnsw.bin")
-        except OSError:
-            raise IndexDamagedError(prefix + "hnsw.bin", "file is missing or unreadable") from None
-        if entry != meta["files"]["hnsw.bin"]:
-            raise IndexDamagedError(prefix + "hnsw.bin", "size or checksum does not match meta.json")
-        checked += [prefix + n for n in ("meta.json", "vectors.sva", "hnsw.bin")]
-        if "keys.sva" in meta["files"]:  # written since embeddings are reused across changes
-            storage.verify_array(directory / "keys.sva", prefix + "keys.sva", meta["files"]["keys.sva"])
-            checked.append(prefix + "keys.sva")
-        if "owner.sva" in meta["files"]:  # passages
-            storage.verify_array(directory / "owner.sva", prefix + "owner.sva", meta["files"]["owner.sva"])
-            checked.append(prefix + "owner.sva")
-    return checked
-
-
-def embedded_models(root: Path) -> list[str]:
-    """The models an index folder holds finished embeddings of (any unit), by name."""
-    base = Path(root) / "embeddings"
-    found: list[str] = []
-    for directory in sorted(base.iterdir()) if base.is_dir() else []:
-        if (directory / "meta.json").exists():
-            with contextlib.suppress(IndexDamagedError):
-                found.append(read_meta(directory)["model"])
-    return list(dict.fromkeys(found))
-
-
-def _held(root: Path, names: list[str], slug: str) -> str:
-    """One model an index holds embeddings of, as an error names it: its name and width."""
-    for name in (_dir_name(slug, u) for u in UNITS):
-        if name in names:
-            with contextlib.suppress(IndexDamagedError):
-                meta = read_meta(root / name)
-                return f"{meta['model']} ({meta['dim']} dimensions)"
-    return slug
-
-
-def _file_entry(path: Path) -> dict[str, int]:
-    crc = 0
-    with safe_files.open_binary(path) as fh:  # a FIFO in its place is refused, not waited on
-        while chunk := fh.read(1 << 20):
-            crc = storage.crc32(chunk, crc)
-        return {"size": os.fstat(fh.fileno()).st_size, "crc32": crc}
 
 
 def embed(
-    index: "Index",
+    index: "IndexView",
     model: str = DEFAULT_MODEL,
     encoder: Encoder | None = None,
     batch_size: int = 32,
@@ -293,29 +59,29 @@ def embed(
     damaged (a run killed while sealing, say) is computed again, resuming from the last chunk saved.
     meta.json is written last and removed first, so it names only complete files. Holds the
     index's write lock (IndexLockedError while a build or another embed writes it)."""
-    pieces = _pieces(unit)
-    with storage.WriteLock(index.path):
+    pieces = pieces_of(unit)
+    with commits.WriteLock(index.path):
         return _embed(index, model, encoder, batch_size, force, progress, unit, pieces)
 
 
-def _embed(index: "Index", model: str, encoder: Encoder | None, batch_size: int, force: bool, progress: Callable[[int, int], None] | None,
-           unit: str, pieces: Callable[["Index", int], list[str]]) -> Path:
+def _embed(index: "IndexView", model: str, encoder: Encoder | None, batch_size: int, force: bool, progress: Callable[[int, int], None] | None,
+           unit: str, pieces: Callable[["IndexView", int], list[str]]) -> Path:
     model = model_name(model)
     out = embeddings_dir(index, model, unit)
     out.mkdir(parents=True, exist_ok=True)
     fp = fingerprint(index)
     files = model_fingerprint(model)  # the same name or folder may hold another model later: its vectors are not these
     meta_path, prog_path, partial = out / "meta.json", out / "progress.json", out / "vectors.partial"
-    if not force and _complete(out, fp, files):
+    if not force and complete(out, fp, files):
         return out
     encoder = encoder or loaded_encoder(model)
     docs = index.doc_numbers()  # the live documents, in index order: document rows
-    owner, keys = _layout(index, docs.tolist(), pieces)  # once: matched against the earlier vectors, then stored with these
-    texts = _Texts(index, docs, owner, pieces)
+    owner, keys = row_layout(index, docs.tolist(), pieces)  # once: matched against the earlier vectors, then stored with these
+    texts = RowTexts(index, docs, owner, pieces)
     dim, n = encoder.dim, len(owner)
     # After a change (sieve add/delete), the documents kept have the vectors they had: read them
     # before anything here changes. A forced embed computes everything.
-    earlier = None if force or not meta_path.exists() else _reusable(out, dim, model, files)
+    earlier = None if force or not meta_path.exists() else reusable(out, dim, model, files)
     if meta_path.exists():
         meta_path.unlink()  # the files below are about to change: nothing may vouch for them meanwhile
         storage.fsync_dir(out)
@@ -348,7 +114,7 @@ def _embed(index: "Index", model: str, encoder: Encoder | None, batch_size: int,
             fh.flush()
             os.fsync(fh.fileno())
             done = rows.stop
-            _write_json(prog_path, {"fingerprint": fp, "model": model, "model_fingerprint": files, "dim": dim, "rows": done, "unit": unit})
+            write_json(prog_path, {"fingerprint": fp, "model": model, "model_fingerprint": files, "dim": dim, "rows": done, "unit": unit})
             if progress is not None:
                 progress(done, n)
     vectors = np.fromfile(partial, dtype=np.float32).reshape(n, dim)
@@ -359,13 +125,13 @@ def _embed(index: "Index", model: str, encoder: Encoder | None, batch_size: int,
         entries["owner.sva"] = storage.write_array(out / "owner.sva.tmp", owner)
         names.append("owner.sva")
     _build_hnsw(vectors, out / "hnsw.bin.tmp")
-    entries["hnsw.bin"] = _file_entry(out / "hnsw.bin.tmp")
+    entries["hnsw.bin"] = file_entry(out / "hnsw.bin.tmp")
     with open(out / "hnsw.bin.tmp", "rb") as fh:
         os.fsync(fh.fileno())
     for name in names + ["hnsw.bin"]:
         os.replace(out / f"{name}.tmp", out / name)
     meta = {"model": model, "model_fingerprint": files, "dim": dim, "rows": n, "documents": len(docs), "unit": unit, "fingerprint": fp, "files": entries, "reused": reused}
-    _write_json(meta_path, {**meta, "checksum": _meta_crc(meta)})
+    write_json(meta_path, {**meta, "checksum": meta_crc(meta)})
     partial.unlink()
     prog_path.unlink()
     return out
@@ -398,7 +164,7 @@ class DenseIndex:
     (ascending; every document has at least one passage) and a document's similarity is its best
     passage's. Arguments and results are internal numbers; None as `docs` means every document."""
 
-    def __init__(self, index: "Index", directory: Path, meta: dict[str, Any], encoder: Encoder | None = None, search: str = "approximate") -> None:
+    def __init__(self, index: "IndexView", directory: Path, meta: dict[str, Any], encoder: Encoder | None = None, search: str = "approximate") -> None:
         if search not in DENSE_SEARCH:
             raise InvalidArgumentError(f"unknown dense search {search!r}; known: {', '.join(DENSE_SEARCH)}")
         # Held weakly: the index holds this (its searcher's `dense`), and a reference back would
@@ -428,7 +194,7 @@ class DenseIndex:
             self.starts = first_rows(owner)
 
     @property
-    def index(self) -> "Index":
+    def index(self) -> "IndexView":
         index = self._index()
         if index is None:
             raise InvalidArgumentError("these embeddings' index was closed: open it again and call use_dense")
@@ -438,7 +204,7 @@ class DenseIndex:
         return docs if self._identity else np.searchsorted(self.docs, docs)
 
     @classmethod
-    def open(cls, index: "Index", model: str | None = None, encoder: Encoder | None = None, unit: str | None = None,
+    def open(cls, index: "IndexView", model: str | None = None, encoder: Encoder | None = None, unit: str | None = None,
              search: str = "approximate") -> "DenseIndex":
         """The embeddings of `model` (default: the bundled MiniLM, else the only model embedded) in
         `unit` (default: passages where they exist, else documents), ranked as `search` says
@@ -457,16 +223,16 @@ class DenseIndex:
         elif len(models) == 1:
             slug = models[0]
         elif models:
-            held = ", ".join(_held(root, names, m) for m in models)
+            held = ", ".join(held_model(root, names, m) for m in models)
             raise EncoderMismatchError(f"{index.path} holds embeddings of several models ({held}): say which with --embed-model")
         else:
             raise DenseUnavailableError(f"{index.path} has no embeddings: run `sieve embed {index.path}` first")
         if model is not None and slug not in models and models:
-            held = ", ".join(_held(root, names, m) for m in models)
+            held = ", ".join(held_model(root, names, m) for m in models)
             raise EncoderMismatchError(f"{index.path} holds embeddings of {held}, not of {model}: embed it with `sieve embed {index.path} "
                                        f"--embed-model {model}` (or `sieve eval build ... --embed-model {model}`), or ask for the model it holds")
         units = [unit] if unit is not None else list(UNITS)
-        wanted = next((_dir_name(slug, u) for u in units if _dir_name(slug, u) in names), None)
+        wanted = next((dir_name(slug, u) for u in units if dir_name(slug, u) in names), None)
         if wanted is None:
             what = f"{model!r}" if model is not None else "the default model"
             raise DenseUnavailableError(f"{index.path} has no {unit or ''} embeddings for {what}: run `sieve embed {index.path}"
@@ -495,7 +261,7 @@ class DenseIndex:
         if self._encoder is None:
             model = self.meta["model"]
             recorded, now = self.meta.get("model_fingerprint"), model_fingerprint(model)
-            if not _same_model(self.meta, now):
+            if not same_model(self.meta, now):
                 raise EncoderMismatchError(
                     f"the embeddings in {self.dir} were computed by {model} with files {recorded}, but {model} now has files {now}: "
                     f"embed again with `sieve embed {self.index.path} --embed-model {model} --force`")
@@ -514,7 +280,7 @@ class DenseIndex:
             entry = self.meta["files"]["hnsw.bin"]
             path = self.dir / "hnsw.bin"
             try:
-                found = _file_entry(path)
+                found = file_entry(path)
             except OSError:
                 found = {}
             if found != entry:

@@ -272,7 +272,7 @@ def run_grid(
     out.mkdir(parents=True, exist_ok=True)
     root = index_root(Path(collection), index_dir)
     c = load_collection(collection, fmt, dates)
-    from sieve.dense.store import embedded_models
+    from sieve.dense.layout import embedded_models
 
     # build (and embed) each twin once, before any run
     for twin in sorted({cell.twin for cell in cells}):

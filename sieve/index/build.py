@@ -22,11 +22,12 @@ from sieve.corpus.formats import CorpusReport, IdRegistry, OnError, Source, corp
 from sieve.corpus.documents import Document, checked_document, unknown_keys
 from sieve.corpus.folders import Entry, Folder, PassedOver, is_document_folder, walked
 from sieve.corpus.folders import read as read_file
-from sieve.engine.analysis.analyzers import PLAIN, Analyzer
+from sieve.engine.analysis.analyzers import Analyzer
 from sieve.engine.analysis.batch import AnalyzedBatch, analyze_batch
 from sieve.engine.analysis.vocabulary import Vocabulary
 from sieve.engine.analysis.schema import NO_FIELDS, Schema
-from sieve.engine.segment.writer import DEFAULT_MEMORY_MB, IndexWriter
+from sieve.engine.segment.writer import DEFAULT_MEMORY_MB, SegmentWriter
+from sieve.index.options import BuildOptions
 from sieve.errors import CorpusError, InvalidArgumentError
 
 BATCH_DOCS = 1000
@@ -303,16 +304,15 @@ class _Segmenter:
     written) once its per-document and per-unit tables would need more than half the memory
     budget to write; the token stream within a segment is bounded by the writer's own spills."""
 
-    def __init__(self, new_segment: Callable[[], Path], memory_mb: int | None, segment_bytes: int | None, analyzer: Analyzer,
-                 schema: Schema = NO_FIELDS) -> None:
+    def __init__(self, new_segment: Callable[[], Path], options: BuildOptions) -> None:
         self.new_segment = new_segment
-        self.analyzer = analyzer
-        self.schema = schema
-        self.memory_mb = memory_mb
-        budget = (memory_mb if memory_mb is not None else DEFAULT_MEMORY_MB) << 20
-        self.segment_bytes = segment_bytes if segment_bytes is not None else budget // 2
-        self.writer: IndexWriter | None = None  # made when a batch comes: a segment is never empty
-        self.seed: IndexWriter | None = None  # the finished writer whose analysers' term ids still arrive
+        self.analyzer = options.analyzer
+        self.schema = options.schema
+        self.memory_mb = options.memory_mb
+        budget = (self.memory_mb if self.memory_mb is not None else DEFAULT_MEMORY_MB) << 20
+        self.segment_bytes = options.segment_bytes if options.segment_bytes is not None else budget // 2
+        self.writer: SegmentWriter | None = None  # made when a batch comes: a segment is never empty
+        self.seed: SegmentWriter | None = None  # the finished writer whose analysers' term ids still arrive
         self.finished: list[tuple[Path, dict[str, Any]]] = []
         self.documents = 0  # in finished segments
         self.bytes_in = 0
@@ -320,7 +320,7 @@ class _Segmenter:
     def add(self, batch: AnalyzedBatch, key: Any) -> None:
         if self.writer is None:
             where = self.new_segment()
-            self.writer = IndexWriter(where, self.memory_mb if self.memory_mb is not None else DEFAULT_MEMORY_MB, self.analyzer, self.schema)
+            self.writer = SegmentWriter(where, self.memory_mb if self.memory_mb is not None else DEFAULT_MEMORY_MB, self.analyzer, self.schema)
             if self.seed is not None:
                 self.writer.continue_from(self.seed)
                 self.seed = None
@@ -350,27 +350,22 @@ class _Segmenter:
 def build_segments(
     source: Source,
     new_segment: Callable[[], Path],
-    on_error: OnError = "raise",
+    options: BuildOptions = BuildOptions(),
     report: CorpusReport | None = None,
     progress: Callable[[int, int], None] | None = None,
-    jobs: int | None = None,
-    memory_mb: int | None = None,
-    segment_bytes: int | None = None,
-    analyzer: Analyzer = PLAIN,
-    lenient: bool = False,
-    schema: Schema = NO_FIELDS,
     select: Callable[[int, Any], bool] | None = None,
     allow_empty: bool = False,
 ) -> list[tuple[Path, dict[str, Any]]]:
-    """Index `source` into as many segments as the memory budget needs, each in a directory
-    `new_segment()` gives; returns (directory, manifest) of each, in order. The documents are
+    """Index `source` into as many segments as the memory budget of `options` needs, each in a
+    directory `new_segment()` gives; returns (directory, manifest) of each, in order. The documents are
     split between segments in corpus order (index order is unchanged by the split). `select`:
     only these records (one shard's share, see `read_documents`); `allow_empty`: a source with
     no document gives one empty segment instead of an error (a shard that drew no id)."""
     report = report if report is not None else CorpusReport()
-    out = _Segmenter(new_segment, memory_mb, segment_bytes, analyzer, schema)
+    o = options
+    out = _Segmenter(new_segment, o)
     # Closed on the way out, error or not: a traceback kept by the caller must not keep the workers.
-    with closing(_batches(source, on_error, report, jobs, analyzer, lenient, schema, select)) as batches:
+    with closing(_batches(source, o.on_error, report, o.jobs, o.analyzer, o.lenient, o.schema, select)) as batches:
         for key, batch in batches:
             out.add(batch, key)
             if progress is not None:
@@ -378,29 +373,26 @@ def build_segments(
     if not out.total:
         if not allow_empty:
             raise nothing_to_index(report)
-        out.writer = IndexWriter(new_segment(), memory_mb if memory_mb is not None else DEFAULT_MEMORY_MB, analyzer, schema)
+        out.writer = SegmentWriter(new_segment(), o.memory_mb if o.memory_mb is not None else DEFAULT_MEMORY_MB, o.analyzer, o.schema)
     out.flush({"source": report.source, "skipped": report.skipped})
     return out.finished
 
 
 def build(
     source: Source,
-    gen_dir: Path,
-    on_error: OnError = "raise",
+    seg_dir: Path,
+    options: BuildOptions = BuildOptions(),
     report: CorpusReport | None = None,
     progress: Callable[[int, int], None] | None = None,
-    jobs: int | None = None,
     allow_empty: bool = False,
-    memory_mb: int | None = None,
-    analyzer: Analyzer = PLAIN,
-    schema: Schema = NO_FIELDS,
 ) -> dict[str, Any]:
-    """Index `source` into one segment in `gen_dir`; returns its manifest. `progress(documents, bytes)` after each
+    """Index `source` into one segment in `seg_dir`; returns its manifest. `progress(documents, bytes)` after each
     batch. An empty source is an error (a wrong path or format, almost always) unless `allow_empty`
     (a writer that deleted every document, a merge of nothing)."""
     report = report if report is not None else CorpusReport()
-    writer = IndexWriter(gen_dir, memory_mb if memory_mb is not None else DEFAULT_MEMORY_MB, analyzer, schema)
-    with closing(_batches(source, on_error, report, jobs, analyzer, schema=schema)) as batches:
+    o = options
+    writer = SegmentWriter(seg_dir, o.memory_mb if o.memory_mb is not None else DEFAULT_MEMORY_MB, o.analyzer, o.schema)
+    with closing(_batches(source, o.on_error, report, o.jobs, o.analyzer, schema=o.schema)) as batches:
         for key, batch in batches:
             writer.add_batch(batch, key)
             if progress is not None:

@@ -7,7 +7,6 @@ import os
 import shutil
 import tempfile
 import weakref
-from functools import lru_cache
 from pathlib import Path
 from collections.abc import Iterable, Mapping
 from typing import TYPE_CHECKING, Any, Callable
@@ -16,47 +15,29 @@ import numpy as np
 
 from sieve.corpus.formats import CorpusReport, OnError, Source
 from sieve.corpus.documents import Document, Section
-from sieve.engine.format import bitset, storage, weak
+from sieve.engine.format import commits, storage, weak
 from sieve.engine import deadline
 from sieve.engine.analysis.analyzers import get_analyzer
 from sieve.engine.analysis.schema import declare
-from sieve.engine.query.bql import Node, parse
-from sieve.engine.query.bql.free_text import free_text_query
-from sieve.engine.query.bql.parser import parse_for
+from sieve.engine.query.bql import parse
 from sieve.engine.query.indriql import parse as parse_indri
 from sieve.engine.rank.bm25 import BM25Params
 from sieve.engine.query.decision import Decider, Explanation
 from sieve.engine.query.plan import Limits, Plans
 from sieve.engine.rank.rankers import DENSE_RANKERS
-from sieve.engine.rank.search import Results, Searcher, check_request
-from sieve.engine.segment.snapshot import CommitEntry, Segment, Snapshot, write_commit
+from sieve.engine.rank.rankers import check_request
+from sieve.engine.rank.results import Results
+from sieve.engine.rank.searcher import Searcher
+from sieve.engine.segment.snapshot import CommitEntry, Segment, write_commit
+from sieve.index.opening import as_path, open_current
+from sieve.index.options import BuildOptions
+from sieve.index.queries import Match, parse_query, ranked_search
 if TYPE_CHECKING:
+    from sieve.dense.encoder import Encoder
+    from sieve.index.shard_service import RayIndex
     from sieve.index.merges import MergePolicy
     from sieve.index.writes import IndexWriter
 from sieve.errors import IndexDamagedError, IndexDirectoryError, InvalidArgumentError, SieveError, UnknownDocumentError
-
-
-def parse_query(text: str, text_fields: frozenset[str] = frozenset()) -> Node:
-    """`bql.parse`, memoised: agents repeat queries, and trees are immutable values. `text_fields`:
-    the declared text fields of the index it is for (their tags are valid there only)."""
-    return _parsed(text, text_fields)
-
-
-@lru_cache(maxsize=4096)
-def _parsed(text: str, text_fields: frozenset[str]) -> Node:
-    return parse_for(text, text_fields)
-
-
-def ranked_search(index: Any, text: str, k: int, ranker: str, explain: bool) -> Results:
-    """`Index.ranked_search` for anything with an `analyzer`, `limits` and a `_search` (a RayIndex too)."""
-    if not isinstance(text, str):
-        raise InvalidArgumentError(f"ranked_search takes text, got {type(text).__name__}")
-    check_request(k, ranker)
-    index.limits.check_length(text)  # the text is what the caller wrote; the longer BQL made of it is sieve's
-    query = free_text_query(text, index.analyzer)
-    if query is None:
-        return Results([], 0, "", ranker=ranker, analyzer=index.analyzer)
-    return index._search(query, k, ranker, False, explain, False)
 
 
 def _damage_guard(method: Callable[..., Any]) -> Callable[..., Any]:
@@ -81,59 +62,14 @@ def _damage_guard(method: Callable[..., Any]) -> Callable[..., Any]:
     return guarded
 
 
-class Match:
-    """The exact admitted set of a query: `count`, `docs` and `ids` in index order, and the canonical `query`."""
-
-    __slots__ = ("query", "count", "_parts", "_capacity", "_reader", "_docs")
-
-    def __init__(self, query: str, parts: list[np.ndarray], capacity: int, reader: Snapshot) -> None:
-        """`parts`: each segment's admitted set, in the snapshot's order (read, never written:
-        some may be the index's own read-only rows)."""
-        self.query = query
-        # Popcounts: a caller that wants only the count pays for nothing else (not even the join).
-        self.count = sum(bitset.count(b) for b in parts)
-        self._parts, self._capacity, self._reader = parts, capacity, reader
-        self._docs: np.ndarray | None = None
-
-    @property
-    def docs(self) -> np.ndarray:
-        """Internal document numbers in index order (ascending, but in a sharded index the order
-        of its corpus); materialised on first use."""
-        if self._docs is None:
-            self._docs = self._reader.in_order(bitset.to_ids(self._reader.join(self._parts), self._capacity))
-        return self._docs
-
-    @property
-    def ids(self) -> list[str]:
-        # Materialised on demand: a broad query admits most of the collection, and callers
-        # that only need the count should not pay for a list of every id.
-        return [self._reader.doc_id(int(d)) for d in self.docs]
-
-    def __eq__(self, other: object) -> bool:
-        if not isinstance(other, Match):
-            return NotImplemented
-        return self.query == other.query and self.count == other.count and np.array_equal(self.docs, other.docs)
-
-    __hash__ = None  # type: ignore[assignment]
-
-    def __repr__(self) -> str:
-        return f"Match(query={self.query!r}, count={self.count})"
-
-
-def _as_path(value: object, what: str) -> Path:
-    if not isinstance(value, (str, os.PathLike)):
-        raise InvalidArgumentError(f"{what} must be a path (a string or os.PathLike), got {type(value).__name__}")
-    return Path(value)
-
-
 class Index:
     """An opened, read-only index. Safe to share between threads."""
 
     def __init__(self, path: str | os.PathLike, verify: bool = False, limits: Limits = Limits(), bm25: BM25Params = BM25Params()) -> None:
-        self.path = _as_path(path, "an index path")
+        self.path = as_path(path, "an index path")
         if not isinstance(limits, Limits):
             raise InvalidArgumentError(f"limits must be a sieve.Limits, got {type(limits).__name__}")
-        self.generation, self.snapshot = _open_current(self.path, verify)
+        self.commit_dir, self.snapshot = open_current(self.path, verify)
         # Document-level reads by internal number (ids, records, sections) across every segment.
         self.reader = self.snapshot
         self.limits = limits
@@ -304,7 +240,8 @@ class Index:
         if self.searcher.dense is None:
             self.use_dense()
 
-    def use_dense(self, model: str | None = None, encoder: Any = None, unit: str | None = None, search: str = "approximate") -> None:
+    def use_dense(self, model: str | None = None, encoder: Encoder | None = None, unit: str | None = None,
+                  search: str = "approximate") -> None:
         """Rank with the embeddings of `model` (default: the bundled MiniLM, else the only one built)
         in `unit` ("passage" or "document"; default: passages where `sieve embed --unit passage`
         made them, else documents), optionally with an already loaded `encoder`; `search="exact"`
@@ -338,10 +275,10 @@ class Index:
 
     @property
     def retired(self) -> bool:
-        """True once a newer build has replaced the generation this Index reads (it keeps
+        """True once a newer build has replaced the commit point this Index reads (it keeps
         answering from its open files; open the index again to see the new one)."""
         try:
-            return storage.current_generation(self.path) != self.generation
+            return commits.current_commit(self.path) != self.commit_dir
         except IndexDirectoryError:
             return True
 
@@ -353,7 +290,7 @@ class Index:
         found too. If a newer commit has retired this Index's (see `retired`), the files it still
         has open are verified instead: they are what it answers from."""
         snap = self.snapshot
-        if self.retired and not self.generation.is_dir():
+        if self.retired and not self.commit_dir.is_dir():
             names = []
             for seg in snap.segments:
                 for name in seg.reader.files:
@@ -361,11 +298,11 @@ class Index:
                     names.append(name if len(snap.segments) == 1 else f"{seg.name}/{name}")
                 seg.reader.check_values()
             return names
-        storage.current_generation(self.path)
-        if storage.read_manifest(self.generation) != self.manifest:
+        commits.current_commit(self.path)
+        if commits.read_manifest(self.commit_dir) != self.manifest:
             raise IndexDamagedError(storage.MANIFEST, "changed since the index was opened")
         for seg in snap.segments:
-            if storage.read_manifest(seg.reader.dir) != seg.reader.manifest:
+            if commits.read_manifest(seg.reader.dir) != seg.reader.manifest:
                 raise IndexDamagedError(f"{seg.name}/{storage.MANIFEST}", "changed since the index was opened")
         names = []
         for path, name, entry in snap.files():
@@ -373,40 +310,13 @@ class Index:
             names.append(name)
         for seg in snap.segments:
             seg.reader.check_values()
-        from sieve.dense.store import verify_embeddings
+        from sieve.dense.layout import verify_embeddings
 
         return names + verify_embeddings(self.path)
 
 
-def _open_current(path: Path, verify: bool) -> tuple[Path, Snapshot]:
-    """The generation CURRENT names, opened. A `--force` build may switch CURRENT and remove the
-    old generation while this runs; then its files vanish under us, and the new one is opened.
-    Damage that stays put (the same error twice, or files missing from the current generation)
-    is raised."""
-    last: IndexDamagedError | None = None
-    for _ in range(8):
-        try:
-            gen = storage.current_generation(path)
-        except IndexDamagedError as e:
-            if last is not None and str(e) == str(last):
-                raise
-            last = e
-            continue
-        try:
-            return gen, Snapshot(path, gen, verify=verify)
-        except IndexDamagedError as e:
-            try:
-                again = storage.current_generation(path)
-            except IndexDamagedError:
-                again = None
-            if again == gen and gen.is_dir():
-                raise
-            last = e
-    assert last is not None
-    raise last
-
-
-def open_index(path: str | os.PathLike, verify: bool = False, limits: Limits = Limits(), ray: str | None = None) -> Any:
+def open_index(path: str | os.PathLike, verify: bool = False, limits: Limits = Limits(),
+               ray: str | None = None) -> Index | RayIndex:
     """Open an index directory (memory-mapped; cheap). `verify=True` checks every byte first.
     `limits`: the caps on each of its queries and their time (`sieve.Limits`; docs/bql.md, "Limits"). `ray`: serve a sharded index from one actor per shard on the Ray cluster at that address
     (HOST:PORT, `auto`, or `local`) instead: a `sieve.index.shard_service.RayIndex`."""
@@ -471,18 +381,17 @@ def build_index(
     if not isinstance(source, (str, os.PathLike)) and not hasattr(source, "__iter__"):
         raise InvalidArgumentError(f"a corpus must be a path or an iterable of records, got {type(source).__name__}")
     chosen = get_analyzer(analyzer, stopwords)  # an unknown name fails before anything is written
-    schema = declare(fields)
+    options = BuildOptions(on_error, jobs, memory_mb, segment_bytes, chosen, declare(fields), lenient)
     if path is None:
         return _temporary_index(source, on_error=on_error, progress=progress, report=report, jobs=jobs, memory_mb=memory_mb, analyzer=analyzer,
                                 stopwords=stopwords, fields=fields, lenient=lenient, shards=shards, ray=ray)
     if shards is not None or ray is not None:
         from sieve.index.shards import build_sharded
 
-        build_sharded(source, _as_path(path, "an index path"), shards if shards is not None else 1, force=force, on_error=on_error,
-                      report=report, progress=progress, jobs=jobs, memory_mb=memory_mb, segment_bytes=segment_bytes, analyzer=chosen,
-                      schema=schema, lenient=lenient, ray=ray)
+        build_sharded(source, as_path(path, "an index path"), shards if shards is not None else 1, options, force=force,
+                      report=report, progress=progress, ray=ray)
         return Index(path)
-    commit = storage.Commit(_as_path(path, "an index path"), force=force)
+    commit = commits.Commit(as_path(path, "an index path"), force=force)
     try:
         names: dict[Path, str] = {}
 
@@ -492,16 +401,15 @@ def build_index(
             return where
 
         report = report if report is not None else CorpusReport()
-        built = build_segments(source, new_segment, on_error=on_error, report=report, progress=progress, jobs=jobs, memory_mb=memory_mb,
-                               segment_bytes=segment_bytes, analyzer=chosen, lenient=lenient, schema=schema)
-        write_commit(commit.gen_dir, [CommitEntry(names[where], where, manifest, new=True) for where, manifest in built],
+        built = build_segments(source, new_segment, options, report=report, progress=progress)
+        write_commit(commit.commit_dir, [CommitEntry(names[where], where, manifest, new=True) for where, manifest in built],
                      {"source": report.source, "skipped": report.skipped})
     except SieveError:  # some are OSErrors too (IndexExistsError): they say what happened already
         commit.abort()
         raise
     except OSError as e:  # the corpus's own read errors are CorpusErrors by now: this is writing (a full disk)
         commit.abort()
-        raise storage.unwritable(Path(path), e) from None
+        raise commits.unwritable(Path(path), e) from None
     except BaseException:
         commit.abort()
         raise
@@ -510,7 +418,7 @@ def build_index(
     except SieveError:
         raise
     except OSError as e:
-        raise storage.unwritable(Path(path), e) from None
+        raise commits.unwritable(Path(path), e) from None
     return Index(path)
 
 

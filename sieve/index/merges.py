@@ -24,11 +24,13 @@ from typing import Iterator
 import numpy as np
 
 from sieve.corpus.documents import Document
-from sieve.engine.format import storage
+from sieve.engine.format import commits
 from sieve.engine.analysis.analyzers import Analyzer
-from sieve.engine.segment.reader import IndexReader
+from sieve.engine.segment.reader import SegmentReader
 from sieve.engine.analysis.schema import Schema
 from sieve.engine.segment.snapshot import CommitEntry, write_commit
+from sieve.index.opening import as_path, open_current
+from sieve.index.options import BuildOptions
 from sieve.index.shards import refuse_sharded
 from sieve.engine.segment.writer import BYTES_PER_DOCUMENT, BYTES_PER_UNIT, DEFAULT_MEMORY_MB
 from sieve.errors import InvalidArgumentError
@@ -84,7 +86,7 @@ def plan_merges(entries: list[CommitEntry], policy: MergePolicy) -> list[tuple[i
 
 def live_documents(entry: CommitEntry) -> Iterator[Document]:
     """The live documents of one segment, in order, read back from its store."""
-    reader = entry.reader if entry.reader is not None else IndexReader(entry.dir)
+    reader = entry.reader if entry.reader is not None else SegmentReader(entry.dir)
     for d in np.flatnonzero(entry.live_flags()).tolist():
         yield Document.stored(reader, d)
 
@@ -99,7 +101,7 @@ def _schema(entries: list[CommitEntry]) -> Schema:
     return Schema.of_manifest(entries[0].manifest)
 
 
-def merge(run: list[CommitEntry], commit: storage.Commit, memory_mb: int | None = None, analyzer: Analyzer | None = None,
+def merge(run: list[CommitEntry], commit: commits.Commit, memory_mb: int | None = None, analyzer: Analyzer | None = None,
           schema: Schema | None = None) -> CommitEntry:
     """One new segment holding the live documents of `run` (adjacent entries), in order. `analyzer`:
     the index's (needed only for a run of nothing)."""
@@ -113,12 +115,12 @@ def merge(run: list[CommitEntry], commit: storage.Commit, memory_mb: int | None 
     where, name = commit.new_segment()
     analyzer = analyzer if analyzer is not None else _analyzer(run)
     schema = schema if schema is not None else _schema(run)
-    manifest = build(documents(), where, on_error="raise", report=CorpusReport(), progress=None, jobs=1, allow_empty=True,
-                     memory_mb=memory_mb, analyzer=analyzer, schema=schema)
+    options = BuildOptions(jobs=1, memory_mb=memory_mb, analyzer=analyzer, schema=schema)
+    manifest = build(documents(), where, options, report=CorpusReport(), allow_empty=True)
     return CommitEntry(name, where, manifest, new=True)
 
 
-def apply(entries: list[CommitEntry], runs: list[tuple[int, int]], commit: storage.Commit, memory_mb: int | None = None) -> list[CommitEntry]:
+def apply(entries: list[CommitEntry], runs: list[tuple[int, int]], commit: commits.Commit, memory_mb: int | None = None) -> list[CommitEntry]:
     """`entries` with each run replaced by its merged segment."""
     out: list[CommitEntry] = []
     i = 0
@@ -130,7 +132,7 @@ def apply(entries: list[CommitEntry], runs: list[tuple[int, int]], commit: stora
     return out
 
 
-def settle(entries: list[CommitEntry], commit: storage.Commit, policy: MergePolicy) -> list[CommitEntry]:
+def settle(entries: list[CommitEntry], commit: commits.Commit, policy: MergePolicy) -> list[CommitEntry]:
     """What a commit lists: segments with live documents, merged as the policy says until it says
     no more, and never none (an index whose every document is deleted keeps one empty segment)."""
     analyzer, schema = _analyzer(entries), _schema(entries)
@@ -161,29 +163,28 @@ def force_plan(entries: list[CommitEntry], max_segments: int) -> list[tuple[int,
 def merge_index(path: str | os.PathLike, max_segments: int = 1, memory_mb: int | None = None) -> dict[str, int]:
     """Merge an index's segments down to at most `max_segments` (expunging deleted documents from
     every segment it rewrites); commits atomically. Returns segments before and after."""
-    from sieve.index.index import open_index
-
     if isinstance(max_segments, bool) or not isinstance(max_segments, int) or max_segments < 1:
         raise InvalidArgumentError(f"max_segments must be a positive integer, got {max_segments!r}")
-    lock = storage.WriteLock(Path(path))
+    lock = commits.WriteLock(Path(path))
     lock.acquire()
     try:
-        index = open_index(path)
-        refuse_sharded(index, "merged")
-        snap = index.snapshot
+        # The commit point and its segments, as `open_index` reads them (under the lock, no build
+        # can switch CURRENT meanwhile).
+        commit_dir, snap = open_current(as_path(path, "an index path"), verify=False)
+        refuse_sharded(Path(path), snap, "merged")
         entries = [CommitEntry.of(s, s.deleted) for s in snap.segments]
         before = len(entries)
         runs = force_plan(entries, max_segments)
         if not runs:
-            return {"before": before, "after": before, "documents": len(index), "generation": index.generation.name}
-        commit = storage.Commit(path, force=True, lock=lock)
+            return {"before": before, "after": before, "documents": snap.n_live, "generation": commit_dir.name}
+        commit = commits.Commit(path, force=True, lock=lock)
         try:
             entries = [e for e in apply(entries, runs, commit, memory_mb) if e.live] or [merge([], commit)]
-            write_commit(commit.gen_dir, entries)
+            write_commit(commit.commit_dir, entries)
         except BaseException:
             commit.abort()
             raise
         gen = commit.commit(keep={e.name for e in entries if not e.new})
-        return {"before": before, "after": len(entries), "documents": len(index), "generation": gen.name}
+        return {"before": before, "after": len(entries), "documents": snap.n_live, "generation": gen.name}
     finally:
         lock.release()

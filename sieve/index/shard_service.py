@@ -31,15 +31,18 @@ from typing import Any
 import numpy as np
 
 from sieve.corpus.documents import Document, Section
-from sieve.engine.format import bitset, storage
+from sieve.engine.format import bitset, commits
 from sieve.engine import deadline
 from sieve.engine.rank.bm25 import BM25Params, idf
 from sieve.engine.query.diagnose import ALL, Diagnosis, diagnose_parts, merge_diagnoses
 from sieve.engine.query.evaluate import Evaluator
 from sieve.engine.query.plan import Limits, Plans, check_volume
-from sieve.engine.rank.search import Hit, Results, Searcher, check_request
+from sieve.engine.rank.rankers import check_request
+from sieve.engine.rank.results import Hit, Results
+from sieve.engine.rank.searcher import Searcher
 from sieve.engine.segment.snapshot import Snapshot
 from sieve.errors import ClusterError, InvalidArgumentError, SieveError, UnknownDocumentError
+from sieve.index.queries import parse_query, ranked_search
 from sieve.index.shards import shard_of
 
 ANSWER_TIMEOUT_S = 120.0
@@ -65,8 +68,8 @@ class Prepared:
 class ShardServer:
     """One shard of a sharded index, opened where the actor runs. Plain Python: Ray wraps it."""
 
-    def __init__(self, root: str, generation: str, shard: int, params: BM25Params = BM25Params(), limits: Limits = Limits()) -> None:
-        self.snap = Snapshot(Path(root), Path(root) / generation, shard=shard)
+    def __init__(self, root: str, commit: str, shard: int, params: BM25Params = BM25Params(), limits: Limits = Limits()) -> None:
+        self.snap = Snapshot(Path(root), Path(root) / commit, shard=shard)
         self.shard = shard
         self.params, self.limits = params, limits
         self._searchers: dict[tuple[int, int], Searcher] = {}
@@ -82,8 +85,6 @@ class ShardServer:
                 "resources": sorted(ray_module().get_runtime_context().get_assigned_resources())}
 
     def _plans(self, query: str) -> Plans:
-        from sieve.index.index import parse_query
-
         return Plans.of(parse_query(query, self.snap.schema.text_fields), [s.reader for s in self.snap.segments], self.limits)
 
     def _searcher(self, collection: tuple[int, int]) -> Searcher:
@@ -220,8 +221,8 @@ class RayIndex:
         from sieve.index.cluster import connect
 
         self.path = Path(path)
-        self.generation = storage.current_generation(self.path)
-        self.manifest = storage.read_manifest(self.generation)
+        self.commit_dir = commits.current_commit(self.path)
+        self.manifest = commits.read_manifest(self.commit_dir)
         self.shards = int(self.manifest.get("shards") or 0)
         if not self.shards:
             raise InvalidArgumentError(f"{self.path} is not a sharded index: build it with `sieve index CORPUS {self.path} --shards N`")
@@ -234,7 +235,7 @@ class RayIndex:
         for j in range(self.shards):
             where = {"resources": {f"sieve_shard_{j}": 0.001}} if f"sieve_shard_{j}" in available else {}
             options = dict(max_restarts=restarts, max_task_retries=restarts, num_cpus=0, **where)
-            self.actors.append(server.options(**options).remote(str(self.path), self.generation.name, j, bm25, limits))
+            self.actors.append(server.options(**options).remote(str(self.path), self.commit_dir.name, j, bm25, limits))
         infos = self._get([a.info.remote() for a in self.actors])
         self.n_live = sum(i["n_live"] for i in infos)
         self.collection = (self.n_live, sum(i["total_len"] for i in infos))
@@ -333,8 +334,6 @@ class RayIndex:
 
     def ranked_search(self, text: str, k: int = 5, ranker: str = "bm25", explain: bool = True) -> Results:
         """As `Index.ranked_search`."""
-        from sieve.index.index import ranked_search
-
         return ranked_search(self, text, k, ranker, explain)
 
     def _locate(self, doc_id: str) -> tuple[Any, int]:

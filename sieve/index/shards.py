@@ -27,20 +27,19 @@ import shutil
 import tempfile
 import time
 from concurrent.futures import ProcessPoolExecutor
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any, Callable
 
 import numpy as np
 
-from sieve.corpus.formats import MAX_ERRORS, CorpusReport, OnError, Source
+from sieve.corpus.formats import MAX_ERRORS, CorpusReport, Source
 from sieve.corpus.documents import Document
-from sieve.engine.format import storage
-from sieve.engine.analysis.analyzers import Analyzer
-from sieve.engine.segment.reader import IndexReader
-from sieve.engine.analysis.schema import Schema
-from sieve.engine.segment.snapshot import CommitEntry, order_name, write_commit
+from sieve.engine.format import commits, storage
+from sieve.engine.segment.reader import SegmentReader
+from sieve.engine.segment.snapshot import CommitEntry, Snapshot, order_name, write_commit
 from sieve.errors import CorpusError, InvalidArgumentError
+from sieve.index.options import BuildOptions
 
 PARTITION = "blake2b-64(id) mod shards"
 MAX_SHARDS = 1024
@@ -111,12 +110,7 @@ class ShardTask:
     stage: str  # a directory this shard's segments are written under
     shard: int
     shards: int
-    on_error: str
-    memory_mb: int | None
-    segment_bytes: int | None
-    analyzer: Analyzer
-    schema: Schema
-    lenient: bool
+    options: BuildOptions  # one worker's: jobs 1, its share of the memory budget
 
 
 @dataclass
@@ -150,14 +144,12 @@ def build_shard(task: ShardTask) -> ShardBuilt:
     out = ShardBuilt(task.shard)
     note = _progress_writer(task.stage)
     try:
-        built = build_segments(task.source, new_segment, on_error=task.on_error, report=report, jobs=1, memory_mb=task.memory_mb,  # type: ignore[arg-type]
-                               segment_bytes=task.segment_bytes, analyzer=task.analyzer, lenient=task.lenient, schema=task.schema,
-                               select=select, allow_empty=True, progress=note)
+        built = build_segments(task.source, new_segment, task.options, report=report, select=select, allow_empty=True, progress=note)
     except CorpusError as e:  # returned, not raised: the parent raises the first bad record of the corpus, whichever shard met it
         out.failure = (e.message, e.file, e.line)
         return out
     for where, manifest in built:
-        reader = IndexReader(where)
+        reader = SegmentReader(where)
         keys = np.fromiter((select.first[reader.doc_id(d)] for d in range(reader.n_docs)), dtype=np.int64, count=reader.n_docs)
         out.segments.append((str(where), manifest, keys))
         out.documents += reader.n_docs
@@ -245,17 +237,11 @@ def build_sharded(
     source: Source,
     path: Path,
     shards: int,
+    options: BuildOptions,
     *,
     force: bool = False,
-    on_error: OnError = "raise",
     report: CorpusReport | None = None,
     progress: Callable[[int, int], None] | None = None,
-    jobs: int | None = None,
-    memory_mb: int | None = None,
-    segment_bytes: int | None = None,
-    analyzer: Analyzer,
-    schema: Schema,
-    lenient: bool = False,
     ray: str | None = None,
 ) -> None:
     """Write a sharded index of `source` at `path` (see the module docstring and `build_index`).
@@ -265,17 +251,18 @@ def build_sharded(
     if not isinstance(source, (str, os.PathLike, list, tuple)):
         raise InvalidArgumentError("a sharded build reads its corpus once per shard: give a path or a list of records, not a "
                                    f"{type(source).__name__}")
-    if on_error not in ("raise", "skip"):
-        raise InvalidArgumentError(f"on_error must be 'raise' or 'skip', not {on_error!r}")
+    if options.on_error not in ("raise", "skip"):
+        raise InvalidArgumentError(f"on_error must be 'raise' or 'skip', not {options.on_error!r}")
     report = report if report is not None else CorpusReport()
     report.source = str(source) if isinstance(source, (str, os.PathLike)) else "<iterable>"
+    jobs, memory_mb = options.jobs, options.memory_mb
     workers = max(1, min(shards, jobs if jobs is not None else min(os.cpu_count() or 1, 4)))
     # The memory budget is the whole build's: each worker gets its share.
-    each_mb = None if memory_mb is None else max(64, memory_mb // workers)
-    commit = storage.Commit(path, force=force)
+    each = replace(options, jobs=1, memory_mb=None if memory_mb is None else max(64, memory_mb // workers))
+    commit = commits.Commit(path, force=force)
     try:
         stages = [Path(tempfile.mkdtemp(prefix=f".shard-{j:04d}.building-", dir=commit.stage)) for j in range(shards)]
-        tasks = [ShardTask(source, str(stages[j]), j, shards, on_error, each_mb, segment_bytes, analyzer, schema, lenient) for j in range(shards)]
+        tasks = [ShardTask(source, str(stages[j]), j, shards, each) for j in range(shards)]
         def tick() -> None:
             if progress is not None:
                 progress(_indexed(stages), 0)
@@ -301,11 +288,11 @@ def build_sharded(
                 final, name = commit.new_segment()
                 os.rmdir(final)
                 os.rename(where, final)
-                order = storage.write_array(commit.gen_dir / order_name(name), keys)
+                order = storage.write_array(commit.commit_dir / order_name(name), keys)
                 entries.append(CommitEntry(name, final, manifest, new=True, extra={"shard": r.shard, "order": order}))
         for stage in stages:
             shutil.rmtree(stage, ignore_errors=True)
-        write_commit(commit.gen_dir, entries, {"source": report.source, "skipped": report.skipped, "shards": shards, "partition": PARTITION})
+        write_commit(commit.commit_dir, entries, {"source": report.source, "skipped": report.skipped, "shards": shards, "partition": PARTITION})
     except BaseException:
         commit.abort()
         raise
@@ -313,9 +300,9 @@ def build_sharded(
 
 
 
-def refuse_sharded(index: Any, what: str) -> None:
-    """A sharded index is built whole: adding, deleting or merging would have to keep every
-    document in its shard and order; refused with a clear way forward."""
-    if index.snapshot.shards:
-        raise InvalidArgumentError(f"{index.path} is a sharded index ({index.snapshot.shards} shards); it cannot be {what} in place: "
-                                   f"rebuild it from the changed corpus (sieve index CORPUS {index.path} --shards {index.snapshot.shards} --force)")
+def refuse_sharded(path: Path, snapshot: Snapshot, what: str) -> None:
+    """A sharded index (at `path`, opened as `snapshot`) is built whole: adding, deleting or merging
+    would have to keep every document in its shard and order; refused with a clear way forward."""
+    if snapshot.shards:
+        raise InvalidArgumentError(f"{path} is a sharded index ({snapshot.shards} shards); it cannot be {what} in place: "
+                                   f"rebuild it from the changed corpus (sieve index CORPUS {path} --shards {snapshot.shards} --force)")

@@ -20,14 +20,18 @@ at any point leaves the last committed state, and the cost follows the change, n
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Any
+from pathlib import Path
+from typing import Any, Protocol
 
 from sieve.index import merges
 from sieve.index.build import build, checked_fields
 from sieve.corpus.formats import CorpusReport, OnError, Source, read_documents
 from sieve.corpus.documents import Document, checked_document
-from sieve.engine.format import bitset, storage
-from sieve.engine.segment.snapshot import CommitEntry, write_commit
+from sieve.engine.format import bitset, commits
+from sieve.engine.analysis.analyzers import Analyzer
+from sieve.engine.analysis.schema import Schema
+from sieve.engine.segment.snapshot import CommitEntry, Snapshot, write_commit
+from sieve.index.options import BuildOptions
 from sieve.index.shards import refuse_sharded
 from sieve.engine.segment.writer import DEFAULT_MEMORY_MB
 from sieve.errors import DuplicateIdError, InvalidArgumentError
@@ -57,6 +61,24 @@ def _size(doc: Document) -> int:
     return 256 + 2 * (len(doc.title) + sum(len(s.heading) + len(s.text) for s in doc.sections))
 
 
+class Writable(Protocol):
+    """The opened index a writing session starts from (`sieve.Index` is one)."""
+
+    path: Path
+    commit_dir: Path
+    snapshot: Snapshot
+    reader: Snapshot
+    analyzer: Analyzer
+    schema: Schema
+
+    @property
+    def retired(self) -> bool: ...
+
+    def __len__(self) -> int: ...
+
+    def reopen(self) -> Writable: ...
+
+
 class IndexWriter:
     """One writing session on an index: holds the index's write lock from creation to commit.
 
@@ -64,16 +86,14 @@ class IndexWriter:
     as a new segment (staged, invisible until the commit), so a session may add any number of
     documents in bounded memory."""
 
-    def __init__(self, index: Any, replace: bool = True, policy: "merges.MergePolicy | None" = None, memory_mb: int | None = None) -> None:
-        from sieve.index.index import open_index
-
+    def __init__(self, index: Writable, replace: bool = True, policy: "merges.MergePolicy | None" = None, memory_mb: int | None = None) -> None:
         self.path = index.path
-        self.lock = storage.WriteLock(self.path)
+        self.lock = commits.WriteLock(self.path)
         self.lock.acquire()
         try:
-            # Start from the newest commit, whatever generation `index` reads.
-            self.base = open_index(self.path) if index.retired else index
-            refuse_sharded(self.base, "changed")
+            # Start from the newest commit, whatever commit point `index` reads.
+            self.base = index.reopen()
+            refuse_sharded(self.base.path, self.base.snapshot, "changed")
         except BaseException:
             self.lock.release()
             raise
@@ -84,7 +104,7 @@ class IndexWriter:
         self._added: dict[str, Document] = {}  # buffered, in order of their last add
         self._buffered = 0  # estimated bytes the buffer holds
         self._gone: set[str] = set()  # ids of the snapshot deleted or replaced
-        self._commit: storage.Commit | None = None  # opened by the first flush
+        self._commit: commits.Commit | None = None  # opened by the first flush
         self._flushed: list[CommitEntry] = []  # segments written by this session, in order
         self._flushed_ids: dict[str, tuple[int, int]] = {}  # id -> (flushed segment, document), live ones
         self.summary = WriteSummary()
@@ -164,10 +184,10 @@ class IndexWriter:
         if not self._added:
             return
         if self._commit is None:
-            self._commit = storage.Commit(self.path, force=True, lock=self.lock)
+            self._commit = commits.Commit(self.path, force=True, lock=self.lock)
         where, name = self._commit.new_segment()
-        manifest = build(self._added.values(), where, on_error="raise", report=CorpusReport(), progress=None, jobs=1, memory_mb=self.memory_mb,
-                         analyzer=self.base.analyzer, schema=self.base.schema)
+        options = BuildOptions(jobs=1, memory_mb=self.memory_mb, analyzer=self.base.analyzer, schema=self.base.schema)
+        manifest = build(self._added.values(), where, options, report=CorpusReport())
         j = len(self._flushed)
         self._flushed.append(CommitEntry(name, where, manifest, new=True))
         for d, doc_id in enumerate(self._added):
@@ -194,7 +214,7 @@ class IndexWriter:
         summary.documents = kept + new_ids
         try:
             if not self._added and not self._gone and not self._flushed:
-                summary.generation = self.base.generation.name
+                summary.generation = self.base.commit_dir.name
                 summary.segments = len(snap.segments)
                 return summary
             deleted = [None if seg.deleted is None else seg.deleted.copy() for seg in snap.segments]
@@ -203,12 +223,12 @@ class IndexWriter:
                 deleted[j] = bitset.add(deleted[j], d, snap.segments[j].n)
             self._flush()
             if self._commit is None:
-                self._commit = storage.Commit(self.path, force=True, lock=self.lock)
+                self._commit = commits.Commit(self.path, force=True, lock=self.lock)
             commit = self._commit
             try:
                 entries = [CommitEntry.of(seg, deleted[j]) for j, seg in enumerate(snap.segments)] + self._flushed
                 entries = merges.settle(entries, commit, self.policy)
-                write_commit(commit.gen_dir, entries)
+                write_commit(commit.commit_dir, entries)
             except BaseException:
                 commit.abort()
                 raise

@@ -16,7 +16,7 @@ from typing import Any
 
 from sieve.engine import deadline
 from sieve.engine.rank.rankers import SOFT_RANKERS
-from sieve.engine.rank.search import Hit, Results
+from sieve.engine.rank.results import Hit, Results
 from sieve.errors import InvalidArgumentError
 from sieve.index.index import Index
 from sieve.tools.fetch.snippets import Matcher, Snippet, best_snippet

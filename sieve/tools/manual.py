@@ -9,16 +9,32 @@ from __future__ import annotations
 
 import re
 from collections.abc import Mapping
-from typing import TYPE_CHECKING, Any
+from typing import Any, Protocol
 
 import numpy as np
 
 from sieve.common.templates import load, render
 from sieve.engine.analysis.fields import FIELD_ALIASES, Field
 from sieve.engine.rank.rankers import RANKERS, SOFT_RANKERS
+from sieve.index.index import Index
+from sieve.tools.config import ToolConfig
 
-if TYPE_CHECKING:
-    from sieve.tools.toolset import Toolset
+
+class Described(Protocol):
+    """What a manual is written from (a `Toolset` is one): the index, the configuration, the tools
+    offered by name, and the unit reads are counted in."""
+
+    @property
+    def index(self) -> Index: ...
+
+    @property
+    def config(self) -> ToolConfig: ...
+
+    @property
+    def tools(self) -> Mapping[str, object]: ...
+
+    @property
+    def unit(self) -> str: ...
 
 _HOLDS = {
     Field.TITLE: "the title",
@@ -66,7 +82,7 @@ def _join(items: list[str], last: str = "and") -> str:
     return items[0] if len(items) == 1 else ", ".join(items[:-1]) + f" {last} " + items[-1]
 
 
-def render_manual(toolset: Toolset) -> str:
+def render_manual(toolset: Described) -> str:
     index, config, tools = toolset.index, toolset.config, toolset.tools
     counts = field_counts(index)
     n, dated = len(index), int(index.stats.get("dated", 0))  # type: ignore[arg-type]

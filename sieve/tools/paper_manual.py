@@ -12,14 +12,11 @@ it where the paper's manual was wrong (side-by-side words are ANDed, not a phras
 from __future__ import annotations
 
 import re
-from typing import TYPE_CHECKING
 
 from sieve.common.templates import load, render
 from sieve.engine.analysis.fields import Field
 from sieve.errors import InvalidArgumentError
-
-if TYPE_CHECKING:
-    from sieve.tools.toolset import Toolset
+from sieve.tools.manual import Described, fetch_cap, field_counts, longer_note
 
 PAPER_COLLECTIONS = ("wikipedia", "browsecomp")
 
@@ -27,16 +24,12 @@ PAPER_COLLECTIONS = ("wikipedia", "browsecomp")
 def paper_collection(index: object) -> str:
     """Which of the paper's manuals fits an index: `browsecomp` where documents have an author or a
     date (BrowseComp-Plus pages), else `wikipedia` (HotpotQA, MuSiQue)."""
-    from sieve.tools.manual import field_counts
-
-    dated = int(index.stats.get("dated", 0))  # type: ignore[attr-defined]  # index: no Protocol yet
+    dated = int(index.stats.get("dated", 0))  # type: ignore[attr-defined]
     return "browsecomp" if dated or field_counts(index)[Field.AUTHOR] else "wikipedia"
 
 
-def render_paper_manual(toolset: Toolset, collection: str | None = None) -> str:
+def render_paper_manual(toolset: Described, collection: str | None = None) -> str:
     """The paper's manual for `collection` (None: `paper_collection` of the toolset's index)."""
-    from sieve.tools.manual import fetch_cap, longer_note
-
     kind = collection or paper_collection(toolset.index)
     if kind not in PAPER_COLLECTIONS:
         raise InvalidArgumentError(

@@ -16,61 +16,19 @@ from typing import Any
 from sieve.corpus.documents import Document
 from sieve.engine import deadline
 from sieve.engine.query.bql.free_text import free_text_query
-from sieve.engine.query.bql.parser import MAX_QUERY_CHARS
-from sieve.engine.rank.search import Results
+from sieve.engine.rank.results import Results
 from sieve.errors import BQLSyntaxError, InvalidArgumentError, SieveError, UnknownDocumentError
 from sieve.index.index import Index, Limits
 from sieve.tools import cards
-from sieve.tools.cards import CardConfig, plural
-from sieve.tools.conditions import CONDITIONS, MANUALS, check_tools, condition
+from sieve.tools.cards import plural
+from sieve.tools.conditions import CONDITIONS, check_tools, condition
+from sieve.tools.config import ToolConfig
 from sieve.tools.fetch.reading import Read, ReadConfig, outline_text, read_document, read_section
 from sieve.tools.fetch.snippets import Matcher
 from sieve.tools.schema import decode_arguments, describe_params
 
-CAP_SCOPES = ("call", "document")
-
-
 class ToolFailure(Exception):
     """Raised inside a tool to return `message` to the agent as an error."""
-
-
-@dataclass(frozen=True)
-class ToolConfig:
-    k: int = 5  # results when the agent does not say
-    k_max: int = 50
-    max_sections: int = 8  # (doc, section) pairs per fetch
-    max_query_chars: int = MAX_QUERY_CHARS  # a server may accept less than the language does (and the index: the lower wins)
-    ranker: str = "bm25"
-    fallback: bool = True  # zero-hit recovery for `search`
-    fallback_ranker: str | None = (
-        None  # what ranks the zero-hit fallback; None: `ranker` ("bm25" is the paper's)
-    )
-    diagnose: bool = (
-        True  # a zero-hit `search` names the one-step relaxations that would admit documents
-    )
-    manual: str = "generated"  # the manual of `search`: generated from the index, or the paper's for the collection (MANUALS)
-    # The read ceiling bounds what one `fetch` returns ("call", sieve's default: an agent's context
-    # grows by at most the cap per call), or each document's text in it ("document", the paper's).
-    cap_scope: str = "call"
-    autoread: bool = False  # `ranked_search` results carry each document's text, up to the read cap
-    read: ReadConfig = field(default_factory=ReadConfig)
-    cards: CardConfig = field(default_factory=CardConfig)
-    # `ranked_search` shows full cards when the agent can fetch sections (it needs their names),
-    # and title + snippet otherwise; None decides by whether `fetch` is among the tools.
-    ranked_cards: bool | None = None
-
-    def __post_init__(self) -> None:
-        from sieve.engine.rank.search import check_fallback_ranker
-
-        check_fallback_ranker(self.fallback_ranker)
-        if self.manual not in MANUALS:
-            raise InvalidArgumentError(
-                f"manual must be one of {', '.join(MANUALS)}, not {self.manual!r}"
-            )
-        if self.cap_scope not in CAP_SCOPES:
-            raise InvalidArgumentError(
-                f"cap_scope must be one of {', '.join(CAP_SCOPES)}, not {self.cap_scope!r}"
-            )
 
 
 @dataclass(frozen=True)

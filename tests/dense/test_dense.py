@@ -11,10 +11,11 @@ import pytest
 pytest.importorskip("sentence_transformers", reason="needs the dense extra: pip install torch==2.13.0 && pip install -e '.[dense]'")
 
 import sieve  # noqa: E402
-from sieve.dense import store  # noqa: E402
+from sieve.dense import store, units  # noqa: E402
 from sieve.dense.encoder import DenseUnavailableError, SentenceTransformerEncoder  # noqa: E402
 from sieve.corpus.demo import stdlib_documents  # noqa: E402
-from sieve.engine.rank.search import RRF_K, top_k  # noqa: E402
+from sieve.engine.rank.fusion import RRF_K
+from sieve.engine.rank.topk import top_k  # noqa: E402
 
 MODULES = {
     "json", "gzip", "zipfile", "tarfile", "csv", "sqlite3", "socket", "threading", "random", "math", "datetime",
@@ -86,7 +87,7 @@ def test_dense_scores_are_cosine_similarities(index: sieve.Index, encoder: Sente
     r = index.search("compress OR archive", k=5, ranker="dense")
     q = encoder.encode(["compress archive"])[0]  # the positive words as written
     for h in r.hits:
-        v = encoder.encode([store.document_text(index, h.doc)])[0]
+        v = encoder.encode([units.document_text(index, h.doc)])[0]
         assert h.score == pytest.approx(float(v @ q), abs=1e-4)
     assert [h.score for h in r.hits] == sorted((h.score for h in r.hits), reverse=True)
 
@@ -181,7 +182,7 @@ def test_embedding_resumes_where_it_stopped(tmp_path: Path, docs: list[dict], en
     store.embed(ix, encoder=Counting())
     assert sum(seen) == len(docs) - 8  # only what was left
     resumed = store.DenseIndex.open(ix, encoder=encoder).vectors
-    full = encoder.encode([store.document_text(ix, d) for d in range(len(ix))])
+    full = encoder.encode([units.document_text(ix, d) for d in range(len(ix))])
     assert np.allclose(resumed, full, atol=1e-5)
     assert not (out / "progress.json").exists() and not (out / "vectors.partial").exists()
 

@@ -17,7 +17,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "hardening"))
 from synth import HashEncoder  # noqa: E402
 
 import sieve  # noqa: E402
-from sieve.dense import store  # noqa: E402
+from sieve.dense import store, units  # noqa: E402
 
 
 class Counting(HashEncoder):
@@ -43,7 +43,7 @@ def test_embeddings_are_reused_across_a_change(tmp_path: Path) -> None:
     ix = ix.reopen()
     second = Counting()
     out = store.embed(ix, encoder=second)
-    assert sorted(second.texts) == sorted([store.document_text(ix, ix.reader.doc_number(i)) for i in ("new", "d2")])
+    assert sorted(second.texts) == sorted([units.document_text(ix, ix.reader.doc_number(i)) for i in ("new", "d2")])
     meta = json.loads((out / "meta.json").read_text())
     assert meta["reused"] == 4 and meta["rows"] == 6
     fresh = sieve.build_index([r for r in recs if r["id"] not in ("d2", "d4")] + [{"id": "new", "title": "new", "text": "gamma"},

@@ -19,7 +19,7 @@ from encoders import derived_model  # noqa: E402
 import sieve  # noqa: E402
 from sieve.cli.main import main  # noqa: E402
 from sieve.corpus.demo import stdlib_documents  # noqa: E402
-from sieve.dense import store  # noqa: E402
+from sieve.dense import layout, store  # noqa: E402
 from sieve.dense.encoder import DEFAULT_MODEL, EncoderMismatchError, loaded_encoder, model_fingerprint  # noqa: E402
 
 MODULES = {"json", "gzip", "csv", "sqlite3", "socket", "random", "math", "datetime", "smtplib", "logging", "shutil", "re"}
@@ -51,7 +51,7 @@ def test_two_encoders_side_by_side_each_recorded(tmp_path: Path, docs: list[dict
     a = store.embed(ix)
     b = store.embed(ix, str(small))
     assert a != b and a.parent == b.parent == ix.path / "embeddings"
-    assert store.embedded_models(ix.path) == sorted([DEFAULT_MODEL, str(small)], key=lambda m: store.model_slug(m))
+    assert layout.embedded_models(ix.path) == sorted([DEFAULT_MODEL, str(small)], key=lambda m: store.model_slug(m))
     for model, dim in ((DEFAULT_MODEL, 384), (str(small), 256)):
         ix.use_dense(model=model)
         dense = ix.searcher.dense

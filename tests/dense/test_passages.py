@@ -18,7 +18,7 @@ import pytest
 pytest.importorskip("hnswlib", reason="embeddings need the dense extra: pip install -e '.[dense]'")
 
 import sieve
-from sieve.dense import store
+from sieve.dense import layout, store, units
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "hardening"))
 from synth import HashEncoder  # noqa: E402
@@ -51,17 +51,17 @@ def _best_passage(ix: sieve.Index, text: str) -> dict[str, float]:
     q = enc.encode([text])[0]
     out = {}
     for d in ix.doc_numbers().tolist():
-        out[ix.reader.doc_id(d)] = float((enc.encode(store.passages(ix, d)) @ q).max())
+        out[ix.reader.doc_id(d)] = float((enc.encode(units.passages(ix, d)) @ q).max())
     return out
 
 
 def test_passages_cover_every_section_in_pieces(index: sieve.Index) -> None:
     for d in index.doc_numbers().tolist():
-        pieces = store.passages(index, d)
+        pieces = units.passages(index, d)
         title = index.reader.meta(d)["title"]
         words = [w for j in range(index.reader.section_count(d)) for w in index.reader.section_text(d, j).split()]
         assert all(p.startswith(title) for p in pieces)
-        assert all(len(p.split("\n", 1)[1].split()) <= store.PASSAGE_WORDS for p in pieces if "\n" in p)
+        assert all(len(p.split("\n", 1)[1].split()) <= units.PASSAGE_WORDS for p in pieces if "\n" in p)
         assert [w for p in pieces if "\n" in p for w in p.split("\n", 1)[1].split()] == words  # nothing lost, nothing repeated
         assert pieces == [title] if not words else True
 
@@ -147,7 +147,7 @@ def test_damaged_owner_table_is_named(tmp_path: Path) -> None:
     owner[[0, -1]] = owner[[-1, 0]]
     meta["files"]["owner.sva"] = storage.write_array(out / "owner.sva", owner)
     body = {k: v for k, v in meta.items() if k != "checksum"}
-    (out / "meta.json").write_text(json.dumps({**body, "checksum": store._meta_crc(body)}, indent=1, sort_keys=True))
+    (out / "meta.json").write_text(json.dumps({**body, "checksum": layout.meta_crc(body)}, indent=1, sort_keys=True))
     with pytest.raises(IndexDamagedError, match="owner.sva"):
         ix.use_dense(model="hash-64", encoder=HashEncoder())
 

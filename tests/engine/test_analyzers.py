@@ -22,7 +22,7 @@ import test_match_oracle as tmo
 import sieve.index.build as build
 from sieve import open_index
 from sieve.corpus.documents import document_from_record
-from sieve.engine.format import storage
+from sieve.engine.format import commits
 from sieve.engine.segment.snapshot import manifest_crc
 from sieve.engine.analysis.analyzers import PLAIN, analyze, analyzer_names, get_analyzer
 from sieve.errors import InvalidArgumentError, UnknownAnalyzerError
@@ -264,12 +264,12 @@ def test_an_index_with_an_analyzer_this_sieve_lacks_is_refused_clearly(tmp_path:
     build_index(DOCS, tmp_path / "ix", analyzer="english").close()
     root = tmp_path / "ix"
     gen = root / (root / "CURRENT").read_text().strip()
-    commit = storage.read_manifest(gen)
+    commit = commits.read_manifest(gen)
     for entry in commit["segments"]:
         seg = root / entry["name"]
-        storage.write_manifest(seg, {**storage.read_manifest(seg), "analyzer": "sieve-fold-1+snowball-klingon"})
+        commits.write_manifest(seg, {**commits.read_manifest(seg), "analyzer": "sieve-fold-1+snowball-klingon"})
         entry["manifest_crc32"] = manifest_crc(seg)
-    storage.write_manifest(gen, {**commit, "analyzer": "sieve-fold-1+snowball-klingon"})
+    commits.write_manifest(gen, {**commit, "analyzer": "sieve-fold-1+snowball-klingon"})
     with pytest.raises(UnknownAnalyzerError, match="analyzer 'sieve-fold-1\\+snowball-klingon'.*known: plain, .*english.*rebuild"):
         open_index(root)
 

@@ -10,7 +10,7 @@ import pytest
 import sieve
 import sieve.index.build
 from sieve.corpus.formats import CorpusReport
-from sieve.engine.format import storage
+from sieve.engine.format import commits
 from sieve.errors import CorpusError
 
 
@@ -82,7 +82,7 @@ def test_parallel_skip_matches_local_skip(tmp_path: Path) -> None:
     assert reports[0].errors == reports[1].errors
     assert reports[0].skipped == reports[1].skipped == 4  # d3 again, bad JSON, bad date, and d50 seen later at its own line
     assert files(sieve.open_index(tmp_path / "p")) == files(sieve.open_index(tmp_path / "l"))
-    assert storage.read_manifest(sieve.open_index(tmp_path / "p").generation)["skipped"] == 4
+    assert commits.read_manifest(sieve.open_index(tmp_path / "p").commit_dir)["skipped"] == 4
 
 
 def test_workers_reading_their_own_pieces_see_what_the_local_build_sees(tmp_path: Path) -> None:

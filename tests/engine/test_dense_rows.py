@@ -20,7 +20,7 @@ from sieve.engine.analysis.fields import ALL_MASK
 from sieve.engine.segment.writer import ANY_FRACTION, DENSE_FRACTION, DENSE_MIN
 
 
-def _from_postings(r: sieve.engine.segment.reader.IndexReader, tid: int, fmask: int) -> np.ndarray:
+def _from_postings(r: sieve.engine.segment.reader.SegmentReader, tid: int, fmask: int) -> np.ndarray:
     docs, masks, _ = r.postings(tid)
     return bitset.from_bool(np.isin(np.arange(r.n_docs), docs[(masks & fmask) != 0]), r.n_docs)
 
@@ -38,7 +38,7 @@ def stdlib_rows(tmp_path_factory: pytest.TempPathFactory, stdlib: sieve.Index) -
 
 
 @pytest.fixture(scope="module")
-def stdlib_reader(stdlib_rows: sieve.Index) -> sieve.engine.segment.reader.IndexReader:
+def stdlib_reader(stdlib_rows: sieve.Index) -> sieve.engine.segment.reader.SegmentReader:
     return stdlib_rows.segments[0].reader
 
 
@@ -235,7 +235,7 @@ def test_ranks_are_places_in_the_sorted_members(case: tuple[int, set[int], set[i
 def test_a_terms_holders_are_its_postings_and_rank_them(stdlib_reader, monkeypatch: pytest.MonkeyPatch) -> None:
     """`Evaluator.holders` (rows, rest postings, postings) is the set of a term's postings, and
     BM25 looks candidates up by their ranks in it as by binary search in the postings."""
-    from sieve.engine.rank import search
+    from sieve.engine.rank import scorer as search
 
     r = stdlib_reader
     ev = Evaluator(r)

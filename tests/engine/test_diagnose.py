@@ -20,7 +20,7 @@ from sieve.engine.query.bql import And, Not
 from sieve.corpus.documents import document_from_record
 from sieve.engine.query.diagnose import ALL, KINDS, diagnose_parts, merge_diagnoses
 from sieve.engine.query.plan import Plans
-from sieve.engine.rank.search import Searcher
+from sieve.engine.rank.searcher import Searcher
 from sieve.engine.segment.snapshot import Snapshot
 from sieve.index.index import parse_query
 
@@ -120,7 +120,7 @@ def test_shards_diagnoses_merge_to_the_whole_collections(recs: list[dict[str, An
     with tempfile.TemporaryDirectory() as d:
         one = sieve.build_index(recs, Path(d) / "one")
         sharded = sieve.build_index(recs, Path(d) / "sharded", shards=shards, jobs=1)
-        parts = [Snapshot(sharded.path, sharded.generation, shard=j) for j in range(shards)]
+        parts = [Snapshot(sharded.path, sharded.commit_dir, shard=j) for j in range(shards)]
         searchers = [Searcher(p) for p in parts]
         c = Corpus(recs, oracle.prepare([document_from_record(r) for r in recs]), one)
         for q in zero_hit_conjunctions(random.Random(seed), c, 8):

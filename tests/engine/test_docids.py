@@ -13,7 +13,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 import sieve
-from sieve.engine.format import docids, storage
+from sieve.engine.format import commits, docids, storage
 from sieve.errors import IndexDamagedError
 
 
@@ -148,11 +148,11 @@ def test_a_run_table_that_passes_its_checksums_but_not_its_check(tmp_path: Path)
     body.pop("checksum")
     for name, values in (("post.doc.runs.sva", np.array([0, 0], np.uint32)), ("post.doc.high.sva", np.array([0, 0], np.int32))):
         body["files"][name] = storage.write_array(seg.dir / name, values, values.dtype)
-    storage.write_manifest(seg.dir, body)
-    commit = json.loads((index.generation / storage.MANIFEST).read_text())
+    commits.write_manifest(seg.dir, body)
+    commit = json.loads((index.commit_dir / storage.MANIFEST).read_text())
     commit.pop("checksum")
     commit["segments"][0]["manifest_crc32"] = manifest_crc(seg.dir)
-    storage.write_manifest(index.generation, commit)
+    commits.write_manifest(index.commit_dir, commit)
     for act in (lambda ix: ix.check(), lambda ix: ix.match("wor*"), lambda ix: ix.search("word3 OR word4")):
         with pytest.raises(IndexDamagedError) as info:
             act(sieve.open_index(root))

@@ -20,7 +20,7 @@ import oracle
 import sieve.index.build as build
 from sieve import open_index
 from sieve.corpus.documents import document_from_record
-from sieve.engine.format import storage
+from sieve.engine.format import commits
 from sieve.engine.query.bql import parse
 from sieve.engine.query.bql.parser import declared_text_fields
 from sieve.engine.segment.snapshot import manifest_crc
@@ -267,11 +267,11 @@ def test_the_declaration_is_recorded_kept_and_checked(tmp_path: Path) -> None:
     # A segment whose declaration differs from the index's is damage.
     root = tmp_path / "ix"
     gen = root / (root / "CURRENT").read_text().strip()
-    commit = storage.read_manifest(gen)
+    commit = commits.read_manifest(gen)
     seg = root / commit["segments"][0]["name"]
-    storage.write_manifest(seg, {**storage.read_manifest(seg), "fields": [["year", "keyword"], ["venue", "keyword"]]})
+    commits.write_manifest(seg, {**commits.read_manifest(seg), "fields": [["year", "keyword"], ["venue", "keyword"]]})
     commit["segments"][0]["manifest_crc32"] = manifest_crc(seg)
-    storage.write_manifest(gen, commit)
+    commits.write_manifest(gen, commit)
     with pytest.raises(IndexDamagedError):
         open_index(root, verify=True).match("year[=3]")
 

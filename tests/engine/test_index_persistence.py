@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 
 import sieve
-from sieve.engine.format import storage
+from sieve.engine.format import commits, storage
 from sieve.engine.segment.reader import WRITTEN
 from sieve.errors import IndexDamagedError, IndexFormatError, IndexNotFoundError, UnknownDocumentError
 
@@ -55,12 +55,12 @@ def test_existing_target_is_refused_without_force(built: Path) -> None:
     assert "already exists (an index); use --force" in str(info.value)
 
 
-def test_force_switches_generations_atomically(built: Path) -> None:
+def test_force_switches_commit_points_atomically(built: Path) -> None:
     old = sieve.open_index(built)
     new = sieve.build_index([{"id": "x", "title": "heatwave again"}], built, force=True)
     assert new.match("heatwave").ids == ["x"]
     assert sorted(p.name for p in built.iterdir()) == ["CURRENT", "gen-000002", "seg-000002"]
-    # A reader opened before the switch keeps answering from its own generation.
+    # A reader opened before the switch keeps answering from its own commit point.
     assert old.match("heatwave").ids == ["d1", "d3"]
 
 
@@ -96,12 +96,12 @@ def test_missing_index(tmp_path: Path) -> None:
 
 
 def _gen(built: Path) -> Path:
-    return storage.current_generation(built)
+    return commits.current_commit(built)
 
 
 def _seg(built: Path) -> Path:
     """The directory of the index's one segment (its array files)."""
-    return built / storage.read_manifest(_gen(built))["segments"][0]["name"]
+    return built / commits.read_manifest(_gen(built))["segments"][0]["name"]
 
 
 @pytest.mark.parametrize("name", WRITTEN)
@@ -162,7 +162,7 @@ def test_other_format_versions(built: Path, version: int, word: str) -> None:
     body = json.loads((gen / storage.MANIFEST).read_text())
     body.pop("checksum")
     body["version"] = version
-    storage.write_manifest(gen, body)
+    commits.write_manifest(gen, body)
     with pytest.raises(IndexFormatError) as info:
         sieve.open_index(built)
     assert f"index format version {version} at {gen} is {word} than this sieve supports (2, 3, 4, 5, 6, 7, 8, 9)" in str(info.value)

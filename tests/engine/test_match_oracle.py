@@ -453,7 +453,7 @@ def test_raw_syntax_matches_oracle(recs: list[dict[str, Any]], texts: list[str])
        st.lists(st.composite(lambda draw: gen_tree(_Draws(draw)))(), min_size=QUERIES_PER_CORPUS, max_size=QUERIES_PER_CORPUS))
 @HYPOTHESIS
 def test_corpora_without_some_fields_match_oracle(recs: list[dict[str, Any]], absent: tuple[str, ...], trees: list[Any]) -> None:
-    # A scope that names every field the segment has filters nothing (`IndexReader.fields_present`);
+    # A scope that names every field the segment has filters nothing (`SegmentReader.fields_present`);
     # one that leaves out a field that is there still filters.
     recs = [{k: v for k, v in rec.items() if k not in absent} for rec in recs]
     texts = [printed_query(t) for t in trees] + [f"{w}[title,section,body]" for w in SINGLE_WORDS[:6]] + [f"{w[:2]}*[title,body]" for w in SINGLE_WORDS[:3]] + [f"\"{a} {b}\"[title,section,body]" for a, b in zip(SINGLE_WORDS[:4], SINGLE_WORDS[1:5])]

@@ -18,7 +18,8 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from sieve.engine.format import storage
-from sieve.engine.format.positions import BLOCK, EXCEPTION_FILES, PACKED_BITS, PACKED_FILES, PACKED_FILES_ROWS, RANGE_BITS, BlockPositions, PositionsWriter, RawPositions, any_in_bitmap, bitmap, encode, in_bitmap
+from sieve.engine.format.position_blocks import BlockPositions
+from sieve.engine.format.positions import BLOCK, EXCEPTION_FILES, PACKED_BITS, PACKED_FILES, PACKED_FILES_ROWS, RANGE_BITS, PositionsWriter, RawPositions, any_in_bitmap, bitmap, encode, in_bitmap
 
 GAPS = st.one_of(st.integers(1, 3), st.integers(1, 255), st.integers(256, 70_000), st.integers(70_000, 2**33))
 

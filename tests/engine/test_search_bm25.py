@@ -223,7 +223,7 @@ zipf_query = st.lists(st.sampled_from(ZIPF[:5] + ZIPF[5:: 3] + ["NOT w1", "w0[ti
 @given(zipf_query, st.sampled_from([" OR ", " "]), st.integers(1, 12))
 def test_pruned_top_k_equals_the_full_ranking(zipf_index: sieve.Index, words: list[str], joiner: str, k: int) -> None:
     from sieve.engine.format import bitset
-    from sieve.engine.rank.search import top_k
+    from sieve.engine.rank.topk import top_k
 
     plan = zipf_index.plan(joiner.join(words)).first
     bits = zipf_index.searcher.parts[0].evaluator.run(plan)
@@ -279,7 +279,7 @@ def test_admits_holders_only_when_every_holder_is_admitted(fielded_index: sieve.
     scored = {t for w in words if not w.startswith("NOT") and not w.endswith("*") for t in w.split("[")[0].strip('"').split()}
     assert plan.admits_holders == (bool(bare) and scored <= bare and (joiner == " OR " or len(words) == 1))
     if admitted:  # the search ranks exactly the admitted set, zero scores (a word only in an author) included
-        from sieve.engine.rank.search import top_k
+        from sieve.engine.rank.topk import top_k
 
         docs = np.asarray(sorted(admitted), dtype=np.int64)
         want_d, want_s = top_k(*fielded_index.searcher.parts[0].bm25.scores(plan.term_ids, docs), 5)
@@ -295,8 +295,8 @@ def test_scans_in_chunks_rank_as_one_pass(zipf_index: sieve.Index, words: list[s
     chunks of 1, 7 and 64, every path (one term's best k per chunk, the accumulator, MaxScore)
     gives the oracle's documents and scores, bit for bit."""
     from sieve.engine.format import bitset
-    from sieve.engine.rank import search
-    from sieve.engine.rank.search import top_k
+    from sieve.engine.rank import scorer as search
+    from sieve.engine.rank.topk import top_k
 
     plan = zipf_index.plan(joiner.join(words)).first
     bits = zipf_index.searcher.parts[0].evaluator.run(plan)
@@ -320,7 +320,7 @@ def windowed(zipf_index: sieve.Index, monkeypatch: pytest.MonkeyPatch) -> Iterat
     """Window-by-window scans for every query of the small index (narrow windows, no minimum size):
     sets them up and gives the scorer, its kept windows emptied before and after (they were
     measured at another width)."""
-    from sieve.engine.rank import search, windows
+    from sieve.engine.rank import scorer as search, windows
 
     scorer = zipf_index.searcher.parts[0].bm25
 
@@ -347,7 +347,7 @@ def test_windowed_scans_rank_as_full_scans(zipf_index: sieve.Index, windowed: An
     bit for bit and ties in order, whatever the windows' width, the first round's size and whether
     it gives way to a scan (share 0: never); it declines only when fewer than k documents score."""
     from sieve.engine.format import bitset
-    from sieve.engine.rank.search import top_k
+    from sieve.engine.rank.topk import top_k
 
     scorer = windowed(bits_, first, share)
     plan = zipf_index.plan(joiner.join(words)).first
@@ -370,7 +370,7 @@ def test_windowed_scans_rank_as_full_scans(zipf_index: sieve.Index, windowed: An
 def test_windowed_scans_skip_windows_that_cannot_reach_the_top(zipf_index: sieve.Index, windowed: Any,
                                                                 monkeypatch: pytest.MonkeyPatch) -> None:
     """Guards the test above: frequent words, narrow windows, a small k: most postings are never scored."""
-    from sieve.engine.rank import search
+    from sieve.engine.rank import scorer as search
 
     scorer = windowed(2, 40, 0)
     scored, real = [], search.BM25Scorer._score_windows
@@ -458,7 +458,7 @@ def test_the_admitted_set_is_listed_only_to_fill_ranks_with_zero_scores(zipf_ind
     documents) is needed only when fewer than k admitted documents score above 0, so that
     documents admitted without a scored term fill the ranks: not for MaxScore, nor for a scan."""
     from sieve.engine.format import bitset
-    from sieve.engine.rank import search
+    from sieve.engine.rank import scorer as search
 
     listed, real = [], bitset.to_ids
     monkeypatch.setattr(search.bitset, "to_ids", lambda *a: listed.append(1) or real(*a))
@@ -555,7 +555,7 @@ def test_search_without_explanation_gives_the_same_ranking(zipf_index: sieve.Ind
 
 def test_rrf_by_hand() -> None:
     """Reciprocal rank fusion is pure numpy: worked by hand, no dense extra needed."""
-    from sieve.engine.rank.search import RRF_K, rrf
+    from sieve.engine.rank.fusion import RRF_K, rrf
 
     a = np.array([7, 3, 5])  # ranks 1, 2, 3
     b = np.array([5, 9])
@@ -574,7 +574,7 @@ def test_rrf_by_hand() -> None:
 def test_top_k_equals_a_full_sort(scores: list[float], k: int, rnd) -> None:
     """top_k's floor (the least of k block maxima) never drops a document a full sort keeps:
     the same documents, scores and order, ties by document, with repeated and -inf scores."""
-    from sieve.engine.rank.search import top_k
+    from sieve.engine.rank.topk import top_k
 
     docs = np.sort(np.asarray(rnd.sample(range(10**6), len(scores)), dtype=np.int64))
     s = np.asarray(scores, dtype=np.float64)

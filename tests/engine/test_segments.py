@@ -20,7 +20,7 @@ from test_match_oracle import HYPOTHESIS, gen_record, gen_tree
 
 import sieve
 from sieve.cli.main import main
-from sieve.engine.format import storage
+from sieve.engine.format import commits, storage
 from sieve.errors import IndexDamagedError, InvalidArgumentError
 from sieve.index.merges import MergePolicy, plan_merges
 from sieve.tools import Toolset
@@ -179,7 +179,7 @@ def test_merge_keeps_order_and_answers(tmp_path: Path) -> None:
     assert len(one.segments) == 1 and one.segments[0].deleted is None and one.stats["deleted"] == 0
     same_answers(one, live, r)
     # Nothing left of the old segments and commits.
-    assert sorted(p.name for p in (tmp_path / "ix").iterdir()) == ["CURRENT", one.generation.name, one.segments[0].name]
+    assert sorted(p.name for p in (tmp_path / "ix").iterdir()) == ["CURRENT", one.commit_dir.name, one.segments[0].name]
 
 
 def test_the_policy_merges_runs_of_one_level(tmp_path: Path) -> None:
@@ -259,7 +259,7 @@ def test_a_replaced_document_is_found_in_its_new_segment(tmp_path: Path) -> None
 
 
 def test_a_format_2_index_is_read_and_written(tmp_path: Path) -> None:
-    """A format 2 index (a generation holding its own arrays) opens as one segment; the first
+    """A format 2 index (a gen-N directory holding its own arrays) opens as one segment; the first
     write keeps that directory as a segment of the new commit."""
     docs = [{"id": str(i), "title": f"doc {i} heat"} for i in range(5)]
     root = tmp_path / "old"
@@ -273,7 +273,7 @@ def test_a_format_2_index_is_read_and_written(tmp_path: Path) -> None:
     body = json.loads((gen / storage.MANIFEST).read_text())
     body.pop("checksum")
     body["version"] = 2
-    storage.write_manifest(gen, body)
+    commits.write_manifest(gen, body)
     old = sieve.open_index(root)
     assert ids_in_order(old) == [d["id"] for d in docs] and old.check()
     with old.writer() as w:
@@ -296,7 +296,7 @@ def test_damage_to_a_segment_or_its_deletions_is_named(tmp_path: Path) -> None:
         sieve.open_index(tmp_path / "ix")
     assert info.value.file == f"{seg.name}/manifest.json"
     manifest.write_bytes(data)
-    dels = index.generation / f"{index.segments[0].name}.del.sva"
+    dels = index.commit_dir / f"{index.segments[0].name}.del.sva"
     raw = bytearray(dels.read_bytes())
     raw[storage.HEADER_SIZE] ^= 1
     dels.write_bytes(bytes(raw))
@@ -442,7 +442,7 @@ def test_a_writer_past_its_budget_stages_segments_and_still_upserts(tmp_path: Pa
     w = now.writer(memory_mb=0)
     w.add(gen_record(r, 999))
     w.rollback()
-    assert sorted(p.name for p in (tmp_path / "ix").iterdir()) == sorted(["CURRENT", now.generation.name, *(s.name for s in now.segments)])
+    assert sorted(p.name for p in (tmp_path / "ix").iterdir()) == sorted(["CURRENT", now.commit_dir.name, *(s.name for s in now.segments)])
     assert ids_in_order(now.reopen()) == [x["id"] for x in live]
 
 
@@ -552,12 +552,12 @@ def _as_format(root: Path, version: int) -> None:
             body["files"][name] = storage.write_array(seg.dir / name, np.frombuffer(raw, dtype=np.uint8))
         body.pop("store_blocks")
     body["version"] = version
-    storage.write_manifest(seg.dir, body)
-    commit = json.loads((index.generation / storage.MANIFEST).read_text())
+    commits.write_manifest(seg.dir, body)
+    commit = json.loads((index.commit_dir / storage.MANIFEST).read_text())
     commit.pop("checksum")
     commit["version"] = version
     commit["segments"][0]["manifest_crc32"] = manifest_crc(seg.dir)
-    storage.write_manifest(index.generation, commit)
+    commits.write_manifest(index.commit_dir, commit)
 
 
 @pytest.mark.parametrize("version", [3, 4, 5, 6, 7])
@@ -567,7 +567,8 @@ def test_an_older_segment_is_read_merged_and_written(tmp_path: Path, version: in
     blocks in whole widths) answers as a fresh build; after a write it sits beside a segment of
     this format, and a merge rewrites it in this format."""
     from sieve.engine.format.docids import SplitIds
-    from sieve.engine.format.positions import BlockPositions, RawPositions
+    from sieve.engine.format.position_blocks import BlockPositions
+    from sieve.engine.format.positions import RawPositions
 
     r = random.Random(5)
     # "heat" in 40 documents, 3 to 5 times each: more than a block of positions

@@ -23,7 +23,7 @@ import test_match_oracle as tmo
 import sieve.index.build as build
 from sieve import open_index
 from sieve.corpus.documents import document_from_record
-from sieve.engine.format import storage
+from sieve.engine.format import commits
 from sieve.engine.analysis.analyzers import STOP_LISTS, analyze, get_analyzer
 from sieve.engine.segment.snapshot import manifest_crc
 from sieve.errors import BQLSyntaxError, IndexDamagedError, InvalidArgumentError
@@ -234,12 +234,12 @@ def test_a_stop_list_that_does_not_match_its_id_is_damage(tmp_path: Path) -> Non
     build_index(DOCS, tmp_path / "ix", stopwords="english").close()
     root = tmp_path / "ix"
     gen = root / (root / "CURRENT").read_text().strip()
-    commit = storage.read_manifest(gen)
+    commit = commits.read_manifest(gen)
     for entry in commit["segments"]:
         seg = root / entry["name"]
-        storage.write_manifest(seg, {**storage.read_manifest(seg), "stopwords": ["cat"]})
+        commits.write_manifest(seg, {**commits.read_manifest(seg), "stopwords": ["cat"]})
         entry["manifest_crc32"] = manifest_crc(seg)
-    storage.write_manifest(gen, commit)
+    commits.write_manifest(gen, commit)
     with pytest.raises(IndexDamagedError, match="stop words do not match"):
         open_index(root)
 

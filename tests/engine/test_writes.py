@@ -41,7 +41,7 @@ def test_summary_and_snapshots(index: sieve.Index) -> None:
     assert now.match("common").ids == ["0", "3", "4", "1", "new"] and now.document("new").title == "newer"
     assert now.reopen() is now
     with now.writer() as w:
-        pass  # nothing changed: no new generation
+        pass  # nothing changed: no new commit point
     assert w.summary.generation == "gen-000002" and not now.retired
 
 
@@ -76,7 +76,7 @@ def test_a_failed_commit_leaves_the_last_state(index: sieve.Index, monkeypatch: 
     with pytest.raises(OSError, match="disk gone"):
         w.commit()
     monkeypatch.undo()
-    assert sorted(p.name for p in index.path.iterdir()) == before  # no stage, no new generation
+    assert sorted(p.name for p in index.path.iterdir()) == before  # no stage, no new commit point
     again = sieve.open_index(index.path)
     assert again.match("common").count == 5 and not again.retired
     with again.writer() as w2:  # the lock was released

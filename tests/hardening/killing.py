@@ -17,10 +17,10 @@ from pathlib import Path
 from typing import Any, Callable, Sequence
 
 import sieve
-from sieve.engine.format import storage
+from sieve.engine.format import commits, storage
 
 # (module, attribute) of every write-side step a build takes, in the order it meets them.
-EVENTS: tuple[tuple[Any, str], ...] = ((os, "mkdir"), (os, "fsync"), (os, "rename"), (os, "replace"), (shutil, "rmtree"), (storage, "write_array"), (storage, "write_manifest"))
+EVENTS: tuple[tuple[Any, str], ...] = ((os, "mkdir"), (os, "fsync"), (os, "rename"), (os, "replace"), (shutil, "rmtree"), (storage, "write_array"), (commits, "write_manifest"))
 
 
 def _hook(on_event: Callable[[str], None]) -> None:
@@ -150,8 +150,8 @@ def unreferenced(target: Path) -> list[str]:
     """Generation directories CURRENT does not name, and segment directories its commit does not list."""
     if not target.is_dir():
         return []
-    gen = storage.current_generation(target)
-    listed = {e["name"] for e in storage.read_manifest(gen).get("segments", [])}
+    gen = commits.current_commit(target)
+    listed = {e["name"] for e in commits.read_manifest(gen).get("segments", [])}
     return sorted(p.name for p in target.iterdir()
                   if (p.name.startswith("gen-") and p.name != gen.name) or (p.name.startswith("seg-") and p.name not in listed))
 

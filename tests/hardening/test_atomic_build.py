@@ -24,7 +24,7 @@ from typing import Any
 import pytest
 
 import sieve
-from sieve.engine.format import storage
+from sieve.engine.format import commits, storage
 
 from .killing import answers, count_events, count_op_events, fork_build, fork_op, leftovers, spread, state, unreferenced
 from .synth import records
@@ -128,7 +128,7 @@ def test_kill_before_every_step_of_a_forced_rebuild(corpora: dict[str, Any], tmp
     have, outcomes = _alternate_kills(corpora, target, _kill_points(steps) + [len(steps), len(steps) + 1],
                                       lambda want, k: fork_build(corpora[want], target, force=True, kill_at=k))
     assert outcomes["old"] >= 1 and outcomes["new"] >= 1, outcomes
-    assert answers(reader) == corpora["a?"]  # its memory maps outlive the removed generation
+    assert answers(reader) == corpora["a?"]  # its memory maps outlive the removed commit point
     sieve.build_index(corpora[_other(have)], target, force=True, jobs=1)
     assert state(target, {"a": corpora["a?"], "b": corpora["b?"]}) == _other(have)
     assert leftovers(target) == [] and unreferenced(target) == []  # a successful switch tidies up
@@ -330,11 +330,11 @@ FAULTS = [
     ("fsync, 10th", os, "fsync", 10, None),
     ("fsync, second to last", os, "fsync", -2, None),
     ("fsync, last", os, "fsync", -1, None),
-    ("manifest", storage, "write_manifest", 1, None),
+    ("manifest", commits, "write_manifest", 1, None),
     ("rename", os, "rename", 1, None),
     ("replace of CURRENT", os, "replace", 1, None),
     ("mkdir of the stage", os, "mkdir", 2, None),  # the 1st is the parent's, which exists
-    ("mkdir of the generation (fresh only)", os, "mkdir", 3, None),  # with --force the stage is the generation
+    ("mkdir of the commit point (fresh only)", os, "mkdir", 3, None),  # with --force the stage is the commit point
 ]
 
 

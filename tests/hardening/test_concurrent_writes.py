@@ -15,7 +15,7 @@ import pytest
 import sieve
 from sieve.index.build import build
 from sieve.cli.main import main
-from sieve.engine.format import storage
+from sieve.engine.format import commits, storage
 from sieve.engine.segment.reader import WRITTEN
 from sieve.errors import IndexDamagedError, IndexLockedError
 
@@ -28,7 +28,7 @@ LARGE = records(90, seed=6)
 def test_a_second_writer_is_told_the_index_is_locked(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     target = tmp_path / "idx"
     sieve.build_index(SMALL, target)
-    holder = storage.Commit(target, force=True)  # a build in progress
+    holder = commits.Commit(target, force=True)  # a build in progress
     try:
         with pytest.raises(IndexLockedError) as info:
             sieve.build_index(LARGE, target, force=True)
@@ -39,7 +39,7 @@ def test_a_second_writer_is_told_the_index_is_locked(tmp_path: Path, capsys: pyt
         err = capsys.readouterr().err
         assert "is locked: another build, embed or writer is writing it" in err and "Traceback" not in err
         # The holder's stage is untouched by the refused writer, and its commit still lands.
-        build(LARGE, holder.gen_dir)
+        build(LARGE, holder.commit_dir)
         holder.commit()
     except BaseException:
         holder.abort()
@@ -51,7 +51,7 @@ def test_a_second_writer_is_told_the_index_is_locked(tmp_path: Path, capsys: pyt
 
 def test_a_fresh_target_is_locked_too(tmp_path: Path) -> None:
     target = tmp_path / "new"
-    holder = storage.Commit(target)
+    holder = commits.Commit(target)
     try:
         with pytest.raises(IndexLockedError):
             sieve.build_index(SMALL, target)
@@ -105,8 +105,8 @@ def test_an_index_opened_before_a_rebuild_keeps_answering_and_verifying(tmp_path
     want = [h.doc_id for h in old.search("heatwave", k=10).hits]
     assert not old.retired
     sieve.build_index(LARGE, target, force=True)
-    sieve.build_index(LARGE, target, force=True)  # the old generation's directory is gone
-    assert old.retired and not old.generation.exists()
+    sieve.build_index(LARGE, target, force=True)  # the old commit point's directory is gone
+    assert old.retired and not old.commit_dir.exists()
     assert old.check() == list(WRITTEN)
     assert [h.doc_id for h in old.search("heatwave", k=10).hits] == want
     assert len(sieve.open_index(target)) == len(LARGE)
@@ -137,7 +137,7 @@ def test_embed_killed_while_sealing_is_repaired_by_the_next_run(tmp_path: Path, 
     index = sieve.build_index(SMALL, target)
     store.embed(index, model="hash-32", encoder=HashEncoder(32))
     want = _dense_ok(target)
-    real_write, real_graph, real_json = storage.write_array, store._build_hnsw, store._write_json
+    real_write, real_graph, real_json = storage.write_array, store._build_hnsw, store.write_json
 
     def half_array(path: Path, data: object, dtype: object = None) -> dict[str, int]:
         entry = real_write(path, data, dtype)
@@ -162,7 +162,7 @@ def test_embed_killed_while_sealing_is_repaired_by_the_next_run(tmp_path: Path, 
         elif when == "graph":
             m.setattr(store, "_build_hnsw", half_graph)
         else:
-            m.setattr(store, "_write_json", no_meta)
+            m.setattr(store, "write_json", no_meta)
         with pytest.raises(Killed):
             store.embed(sieve.open_index(target), model="hash-32", encoder=HashEncoder(32), force=True)
     # Never "ready" while incomplete: ranking says so instead of reading damaged vectors ...
@@ -196,7 +196,7 @@ def test_embed_holds_the_write_lock(tmp_path: Path) -> None:
 
     target = tmp_path / "idx"
     index = sieve.build_index(SMALL, target)
-    with storage.WriteLock(target):
+    with commits.WriteLock(target):
         with pytest.raises(IndexLockedError):
             store.embed(index, model="hash-32", encoder=HashEncoder(32))
     store.embed(index, model="hash-32", encoder=HashEncoder(32))

@@ -40,7 +40,7 @@ def _sweep(index: Path, aside: Path, dense: bool) -> list[dict[str, str]]:
 
 def _named(record: dict[str, str], folders: set[str]) -> bool:
     """Whether the IndexDamagedError of a variant names what was damaged: a file itself, or for a
-    folder, a file in it or the pointer (CURRENT, the generation's manifest) that leads to it."""
+    folder, a file in it or the pointer (CURRENT, the commit point's manifest) that leads to it."""
     rel = record["entry"].split("/", 1)[1]
     if record["entry"] not in folders:
         return record["detail"].rsplit("/", 1)[-1] == rel.rsplit("/", 1)[-1]

@@ -16,7 +16,7 @@ import pytest
 
 import sieve
 from sieve.cli.main import main
-from sieve.engine.format import storage
+from sieve.engine.format import commits, storage
 from sieve.engine.segment.reader import WRITTEN
 from sieve.errors import IndexDamagedError, SieveError
 
@@ -32,16 +32,16 @@ READ_WHOLE_ON_OPEN = {"terms.blob.sva", "terms.off.sva", "ids.blob.sva", "ids.of
 
 def _gen(index: Path) -> Path:
     """The commit point's directory (its manifest lists the segments)."""
-    return storage.current_generation(index)
+    return commits.current_commit(index)
 
 
 def _seg(index: Path) -> Path:
     """The directory of the index's one segment (where the array files are)."""
-    return index / storage.read_manifest(_gen(index))["segments"][0]["name"]
+    return index / commits.read_manifest(_gen(index))["segments"][0]["name"]
 
 
 def _entry(index: Path, name: str) -> dict[str, int]:
-    return storage.read_manifest(_seg(index))["files"][name]
+    return commits.read_manifest(_seg(index))["files"][name]
 
 
 def _flip(path: Path, offset: int, bit: int) -> bytes:
@@ -167,7 +167,7 @@ def test_every_bit_flip_and_truncation_of_the_manifest_is_detected(damaged_copy:
             for bit in range(8) if offset in every_bit else [rng.randrange(8)]:
                 os.pwrite(fd, bytes([data[offset] ^ (1 << bit)]), offset)
                 try:
-                    storage.read_manifest(gen)
+                    commits.read_manifest(gen)
                 except IndexDamagedError as e:
                     assert e.file == storage.MANIFEST
                 else:
@@ -178,7 +178,7 @@ def test_every_bit_flip_and_truncation_of_the_manifest_is_detected(damaged_copy:
     for length in range(len(data)):
         path.write_bytes(data[:length])
         with pytest.raises(IndexDamagedError) as info:
-            storage.read_manifest(gen)
+            commits.read_manifest(gen)
         assert info.value.file == storage.MANIFEST
     path.write_bytes(data)
     assert missed == []

@@ -357,18 +357,18 @@ def _opened(path: Path, limits: Limits) -> sieve.Index:
 def test_each_shards_part_runs_under_the_budget(tmp_path: Path) -> None:
     """A sharded index served by Ray: each shard's actor (plain Python; Ray only wraps it, so it is
     called here directly) runs its part of a call under the index's budget and caps."""
-    from sieve.engine.format import storage
+    from sieve.engine.format import commits
     from sieve.index.shard_service import ShardServer
 
     out = tmp_path / "sharded"
     sieve.build_index(records(60, seed=2), out, jobs=1, shards=2)
-    generation = storage.current_generation(out).name
+    commit = commits.current_commit(out).name
     collection = (60, 1)
-    spent = ShardServer(str(out), generation, 0, limits=Limits(seconds=NO_TIME))
+    spent = ShardServer(str(out), commit, 0, limits=Limits(seconds=NO_TIME))
     for call in (lambda: spent.prepare("heatwave AND nowhere", collection, True), lambda: spent.match("heatwave"),
                  lambda: spent.top("heatwave", collection, (1.0,), 5, True, True)):
         with pytest.raises(DeadlineExceededError):
             call()
     with pytest.raises(BQLLimitError, match="^phrase length limit exceeded: 65 > 64"):
-        ShardServer(str(out), generation, 1).prepare('"' + passage(65) + '"', collection)
-    assert ShardServer(str(out), generation, 1).prepare("heatwave", collection).query == "heatwave"
+        ShardServer(str(out), commit, 1).prepare('"' + passage(65) + '"', collection)
+    assert ShardServer(str(out), commit, 1).prepare("heatwave", collection).query == "heatwave"

@@ -27,7 +27,7 @@ from typing import Any, Iterable, Mapping
 
 from sieve.corpus.documents import checked_date
 from sieve.engine.analysis.analyzers import fold
-from sieve.engine.query.bql.dates import parse_date_spec
+from sieve.engine.analysis.dates import parse_date_spec
 from sieve.engine.analysis.fields import DATE_TAG, FIELD_ALIASES
 from sieve.errors import CorpusError, InvalidArgumentError
 from sieve.common.isodate import first_day

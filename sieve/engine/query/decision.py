@@ -22,7 +22,7 @@ from sieve.engine.format.distinct import distinct
 from sieve.engine.query.evaluate import Evaluator
 from sieve.engine.query.explanation import Explanation, Place
 from sieve.engine.query.plan import LeafPlan, Plan, PlanNode
-from sieve.engine.segment.reader import IndexReader
+from sieve.engine.segment.reader import SegmentReader
 
 __all__ = ["MAX_PLACES", "Decider", "Explanation", "Place"]
 
@@ -36,7 +36,7 @@ def _missing_here(leaf: LeafPlan) -> list[str]:
 class Decider:
     """Explains the decisions of one plan, document by document."""
 
-    def __init__(self, reader: IndexReader, evaluator: Evaluator, plan: Plan,
+    def __init__(self, reader: SegmentReader, evaluator: Evaluator, plan: Plan,
                  missing: Callable[[LeafPlan], list[str]] | None = None) -> None:
         """`missing(leaf)`: the leaf's words (a prefix as `stem*`) no document of the whole index
         has, when `reader` is one segment of several (default: those this reader lacks)."""

@@ -18,7 +18,7 @@ from sieve.engine.analysis.fields import ALL_MASK
 from sieve.engine.format import bitset
 from sieve.engine.format.ranges import ragged
 from sieve.engine.query.ops.base import PlanNode
-from sieve.engine.segment.reader import IndexReader
+from sieve.engine.segment.reader import SegmentReader
 
 # Filtering a term's positions to the candidate documents (a ragged gather over its postings) pays
 # only for a term with this many positions or more, and candidates fewer than 1/_FILTER_SHARE of
@@ -33,7 +33,7 @@ _FEW_SHARE = 8
 class Evaluator:
     """Bitset algebra over one index; reads a `Plan` (the limits were checked when it was made)."""
 
-    def __init__(self, reader: IndexReader, live: np.ndarray | None = None) -> None:
+    def __init__(self, reader: SegmentReader, live: np.ndarray | None = None) -> None:
         """`live`: the documents that exist (a segment's, without its deleted ones); default all."""
         self.r = reader
         self.n = reader.n_docs

@@ -14,14 +14,14 @@ from sieve.engine.analysis.fields import Field
 from sieve.engine.format.ranges import ragged
 from sieve.engine.query.ops.base import LeafPlan, positions_in_doc
 from sieve.engine.query.plan import Plan
-from sieve.engine.segment.reader import IndexReader, search_sorted
+from sieve.engine.segment.reader import SegmentReader, search_sorted
 
 __all__ = ["Explainer", "leaf_positions", "positions_in_doc"]
 
 _FIELDS = tuple(Field)  # by bit number: an enum lookup by value costs a microsecond
 
 
-def leaf_positions(r: IndexReader, leaf: LeafPlan, d: int) -> np.ndarray:
+def leaf_positions(r: SegmentReader, leaf: LeafPlan, d: int) -> np.ndarray:
     """Where a leaf matches in document d, in any field (its operator says what that means)."""
     return leaf.op.positions(r, leaf, d)
 
@@ -29,7 +29,7 @@ def leaf_positions(r: IndexReader, leaf: LeafPlan, d: int) -> np.ndarray:
 class Explainer:
     """Where one query's positive atoms match, document by document (from its plan: no lookups)."""
 
-    def __init__(self, r: IndexReader, plan: Plan) -> None:
+    def __init__(self, r: SegmentReader, plan: Plan) -> None:
         self.r = r
         # Equal atoms match in the same places: `s*` written 1,024 times is explained once.
         distinct: dict[tuple[object, ...], LeafPlan] = {}

@@ -9,7 +9,7 @@ from typing import Any, Protocol
 import numpy as np
 
 from sieve.common.terminal import visible
-from sieve.engine.segment.reader import IndexReader
+from sieve.engine.segment.reader import SegmentReader
 
 
 @dataclass(frozen=True)
@@ -69,7 +69,7 @@ class Explanation:
 class Judge(Protocol):
     """What an operator's `explain` reads from the explainer of one plan (`decision.Decider`)."""
 
-    r: IndexReader
+    r: SegmentReader
 
     def node(self, node: Any, d: int, one: np.ndarray) -> Explanation:
         """The explanation of a child node."""

@@ -27,7 +27,7 @@ from sieve.engine.query.ops import RESOLVERS
 from sieve.engine.query.ops.base import LeafPlan, PlanNode
 from sieve.engine.query.ops.boolean import AndPlan, BandPlan, FilterPlan, NotPlan, OrPlan
 from sieve.engine.query.ops.term import TERM
-from sieve.engine.segment.reader import IndexReader
+from sieve.engine.segment.reader import SegmentReader
 from sieve.errors import BQLLimitError, BQLSyntaxError, InvalidArgumentError
 
 __all__ = ["AndPlan", "BandPlan", "FilterPlan", "LeafPlan", "Limits", "NotPlan", "OrPlan", "Plan", "PlanNode", "Plans", "check_volume"]
@@ -127,7 +127,7 @@ class Plan:
         return self._derived
 
     @classmethod
-    def of(cls, node: ast.Node, reader: IndexReader, limits: Limits = Limits(), shared: "_Shared | None" = None) -> "Plan":
+    def of(cls, node: ast.Node, reader: SegmentReader, limits: Limits = Limits(), shared: "_Shared | None" = None) -> "Plan":
         """Resolve `node` against `reader`. Raises BQLLimitError for a prefix that expands past the
         cap or a query whose phrases and NEARs would examine too many positions together. `shared`:
         what another segment of the same index already worked out for this query (filled here)."""
@@ -155,7 +155,7 @@ class Plans:
     parts: tuple[Plan, ...]
 
     @classmethod
-    def of(cls, node: ast.Node, readers: "list[IndexReader]", limits: Limits = Limits()) -> "Plans":
+    def of(cls, node: ast.Node, readers: "list[SegmentReader]", limits: Limits = Limits()) -> "Plans":
         """Resolve `node` against every segment's reader. The positions cap holds for the whole
         query over all segments; the prefix cap for each segment's dictionary."""
         shared = _Shared(node)  # each leaf analysed once, whatever the number of segments
@@ -214,7 +214,7 @@ class _Builder:
     """Walks a syntax tree, each node resolved by its operator (`ops.base.Resolver` is what the
     operators may use of it)."""
 
-    def __init__(self, reader: IndexReader, limits: Limits, memo: "dict[Any, Any]") -> None:
+    def __init__(self, reader: SegmentReader, limits: Limits, memo: "dict[Any, Any]") -> None:
         self.r = reader
         self.limits = limits
         self.analyzer = reader.analyzer

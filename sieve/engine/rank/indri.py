@@ -51,7 +51,7 @@ import numpy as np
 from sieve.engine import deadline
 from sieve.engine.analysis.fields import ALL_MASK, Field
 from sieve.engine.query.plan import AndPlan, BandPlan, FilterPlan, LeafPlan, NotPlan, OrPlan, Plan, PlanNode
-from sieve.engine.segment.reader import IndexReader
+from sieve.engine.segment.reader import SegmentReader
 
 NEG_INF = -np.inf
 
@@ -80,7 +80,7 @@ class _Context:
 class IndriScorer:
     """Scores every document of one index for a plan."""
 
-    def __init__(self, reader: IndexReader, params: IndriParams = IndriParams(), live: np.ndarray | None = None) -> None:
+    def __init__(self, reader: SegmentReader, params: IndriParams = IndriParams(), live: np.ndarray | None = None) -> None:
         """`live`: boolean flags of the documents that exist (a segment's, without its deleted
         ones; default all): only they count in `counts`."""
         self.r = reader

@@ -1,4 +1,4 @@
-"""An opened index generation: memory-mapped arrays and the lookups the evaluator and rankers use."""
+"""An opened segment: memory-mapped arrays and the lookups the evaluator and rankers use."""
 
 from __future__ import annotations
 
@@ -10,10 +10,11 @@ from typing import Any, Sequence
 import numpy as np
 
 from sieve.common import jsonio
-from sieve.engine.format import attributes, docids, storage, weak
+from sieve.engine.format import attributes, commits, docids, storage, weak
 from sieve.engine.analysis.analyzers import Analyzer
 from sieve.engine.analysis.fields import ALL_MASK
-from sieve.engine.format.positions import BLOCK, BLOCK_FILES, EXCEPTION_FILES, PACKED_COLUMNS, PACKED_FILES, PACKED_FILES_ROWS, RAW_FILES, ROW_FILES, BlockPositions, RawPositions
+from sieve.engine.format.positions import BLOCK, BLOCK_FILES, EXCEPTION_FILES, PACKED_COLUMNS, PACKED_FILES, PACKED_FILES_ROWS, RAW_FILES, ROW_FILES, RawPositions
+from sieve.engine.format.position_blocks import BlockPositions
 from sieve.engine.analysis.schema import Schema
 from sieve.engine.format.store import CODEC, BlockReader, RawStream
 from sieve.errors import IndexDamagedError, InvalidArgumentError
@@ -142,18 +143,18 @@ class StringTable(Sequence[bytes]):
         return self._bisect(prefix), self._bisect(prefix + b"\xff")
 
 
-class IndexReader:
-    """Read-only view of one generation. Safe to share between threads: nothing here mutates."""
+class SegmentReader:
+    """Read-only view of one segment. Safe to share between threads: nothing here mutates."""
 
-    def __init__(self, gen_dir: Path, verify: bool = False, label: str = "") -> None:
+    def __init__(self, seg_dir: Path, verify: bool = False, label: str = "") -> None:
         """`label`: prefixed to file names in errors (a segment's name, in an index of several)."""
-        self.dir = gen_dir
+        self.dir = seg_dir
         self.label = label
         try:
-            self.manifest = m = storage.read_manifest(gen_dir)
+            self.manifest = m = commits.read_manifest(seg_dir)
         except IndexDamagedError as e:
             raise IndexDamagedError(label + e.file, e.reason) from None
-        self.analyzer = Analyzer.of_manifest(m, str(gen_dir))
+        self.analyzer = Analyzer.of_manifest(m, str(seg_dir))
         try:
             self.schema = Schema.of_manifest(m)
         except InvalidArgumentError as e:
@@ -173,7 +174,7 @@ class IndexReader:
             entry = files.get(name)
             if not isinstance(entry, dict) or not {"size", "crc32"} <= entry.keys():
                 raise IndexDamagedError(label + name, "not listed in the manifest")
-            a[name] = storage.open_array(gen_dir / name, label + name, entry, verify=verify)
+            a[name] = storage.open_array(seg_dir / name, label + name, entry, verify=verify)
         self.n_docs = int(m["stats"]["documents"])
         # The tables sample every 64th entry when opened: verified whole, then read as plain arrays.
         self.terms = StringTable(a["terms.blob.sva"].whole(), a["terms.off.sva"].whole())

@@ -216,7 +216,7 @@ class Runs:
     def used_terms(self) -> np.ndarray:
         return distinct(np.concatenate([distinct(self._load(i, "term")) for i in range(self.count)]))
 
-    def merge(self, rank: np.ndarray, n_terms: int, gen_dir: Path, pos_dtype: Any, total_positions: int) -> dict[str, Any]:
+    def merge(self, rank: np.ndarray, n_terms: int, seg_dir: Path, pos_dtype: Any, total_positions: int) -> dict[str, Any]:
         """Write the posting files (post.*, pos.*) for final term `rank[term id]`; returns their
         entries, post/pos pointers, text document frequencies and the number of postings."""
         # Per run, only where each chunk of final terms starts (in postings and in positions): a
@@ -234,9 +234,9 @@ class Runs:
         post_count = np.zeros(n_terms, dtype=np.int64)
         pos_count = np.zeros(n_terms, dtype=np.int64)
         text_df = np.zeros(n_terms, dtype=np.int64)
-        attr_writer = attributes.AttributesWriter(gen_dir)
-        doc_writer = docids.SplitIdsWriter(gen_dir, "post.doc")
-        positions = PositionsWriter(gen_dir, pos_dtype, total_positions)
+        attr_writer = attributes.AttributesWriter(seg_dir)
+        doc_writer = docids.SplitIdsWriter(seg_dir, "post.doc")
+        positions = PositionsWriter(seg_dir, pos_dtype, total_positions)
         for j in range(len(edges) - 1):
             a, b = int(edges[j]), int(edges[j + 1])
             parts: dict[str, list[np.ndarray]] = {k: [] for k in ("rank", "doc", "tf", "mask", "ttf", "pos")}

@@ -1,7 +1,7 @@
 """A snapshot of an index: the commit point CURRENT names, its segments and their deletions.
 
 A commit point (format 3, `gen-N/manifest.json`) lists immutable segments in order; each segment is
-a directory of the array files of its documents (what a whole generation held in format 2). A
+a directory of the array files of its documents (what a whole `gen-N` directory held in format 2). A
 segment's deleted documents are a bitset file in the commit's own directory, so deleting documents
 writes a new commit and never touches a segment.
 
@@ -23,8 +23,8 @@ from typing import Any
 
 import numpy as np
 
-from sieve.engine.format import bitset, storage
-from sieve.engine.segment.reader import IndexReader, search_sorted
+from sieve.engine.format import bitset, commits, storage
+from sieve.engine.segment.reader import SegmentReader, search_sorted
 from sieve.engine.analysis.schema import shown_term
 from sieve.errors import IndexDamagedError
 
@@ -50,7 +50,7 @@ class Segment:
     """One segment as a snapshot sees it: its reader, where its numbers start, what is deleted."""
 
     name: str
-    reader: IndexReader
+    reader: SegmentReader
     base: int
     deleted: np.ndarray | None  # bitset of deleted local documents; None: none deleted
     live: np.ndarray = field(init=False)  # bitset of live local documents
@@ -121,13 +121,13 @@ class Snapshot:
         its statistics are then the shard's own, not the collection's)."""
         self.root = root
         self.gen = gen
-        self.manifest = m = storage.read_manifest(gen)
+        self.manifest = m = commits.read_manifest(gen)
         segments: list[Segment] = []
         keys: list[np.ndarray] = []
         base = 0
         self.shards = 0  # a sharded index's shard count (its segments are grouped by shard)
-        if m.get("kind") != COMMIT_KIND:  # format 2: the generation is its one segment
-            segments.append(Segment(gen.name, IndexReader(gen, verify=verify), 0, None))
+        if m.get("kind") != COMMIT_KIND:  # format 2: the gen-N directory is its one segment
+            segments.append(Segment(gen.name, SegmentReader(gen, verify=verify), 0, None))
         else:
             entries = m.get("segments")
             if not isinstance(entries, list) or not entries:
@@ -145,7 +145,7 @@ class Snapshot:
                 where = root / str(e["name"])
                 if manifest_crc(where) != e["manifest_crc32"]:
                     raise IndexDamagedError(f"{e['name']}/{storage.MANIFEST}", "is not the one this commit names (checksum mismatch)")
-                reader = IndexReader(where, verify=verify, label=f"{e['name']}/" if len(entries) > 1 else "")
+                reader = SegmentReader(where, verify=verify, label=f"{e['name']}/" if len(entries) > 1 else "")
                 if reader.n_docs != e["documents"]:
                     raise IndexDamagedError(f"{e['name']}/{storage.MANIFEST}", f"has {reader.n_docs} documents, the commit says {e['documents']}")
                 deleted = None
@@ -338,7 +338,7 @@ class CommitEntry:
     dir: Path
     manifest: dict[str, Any]
     deleted: np.ndarray | None = None  # bitset of deleted local documents
-    reader: IndexReader | None = None  # open, when the segment is already part of the index
+    reader: SegmentReader | None = None  # open, when the segment is already part of the index
     new: bool = False  # written by this commit
     extra: dict[str, Any] = field(default_factory=dict)  # more keys of its entry (a sharded index's shard and order keys)
 
@@ -359,7 +359,7 @@ class CommitEntry:
             return int(self.manifest["stats"].get("dated", 0))
         from sieve.engine.analysis.batch import NO_DATE
 
-        reader = self.reader if self.reader is not None else IndexReader(self.dir)
+        reader = self.reader if self.reader is not None else SegmentReader(self.dir)
         return int(np.count_nonzero((np.asarray(reader.dates) != NO_DATE) & self.live_flags()))
 
     def live_flags(self) -> np.ndarray:
@@ -375,14 +375,14 @@ class CommitEntry:
 SUMMED_STATS = ("terms", "tokens", "postings", "units", "sections")
 
 
-def write_commit(gen_dir: Path, entries: list[CommitEntry], extra: dict[str, Any] | None = None) -> dict[str, Any]:
+def write_commit(commit_dir: Path, entries: list[CommitEntry], extra: dict[str, Any] | None = None) -> dict[str, Any]:
     """Write the commit point listing `entries` (in index order) and their deletion files;
     `extra`: more manifest keys (a build's source and skipped records)."""
     listed = []
     for e in entries:
         item: dict[str, Any] = {"name": e.name, "documents": e.documents, "manifest_crc32": manifest_crc(e.dir), "deletes": None, **e.extra}
         if e.n_deleted:
-            item["deletes"] = storage.write_array(gen_dir / deletes_name(e.name), e.deleted)
+            item["deletes"] = storage.write_array(commit_dir / deletes_name(e.name), e.deleted)
         listed.append(item)
     stats = {"documents": sum(e.live for e in entries), "deleted": sum(e.n_deleted for e in entries), "segments": len(entries),
              "dated": sum(e.dated() for e in entries)}
@@ -392,5 +392,5 @@ def write_commit(gen_dir: Path, entries: list[CommitEntry], extra: dict[str, Any
     body = {**commit_body(analyzer, listed, stats), **(extra or {})}
     if body.get("shards"):
         body["version"] = max(storage.FORMAT_VERSION, storage.SHARDED_VERSION)
-    storage.write_manifest(gen_dir, body)
+    commits.write_manifest(commit_dir, body)
     return body

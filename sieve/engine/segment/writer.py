@@ -17,7 +17,7 @@ from typing import Any
 
 import numpy as np
 
-from sieve.engine.format import attributes, bitset, docids, storage
+from sieve.engine.format import attributes, bitset, commits, docids, storage
 from sieve.engine.analysis.analyzers import PLAIN, STOP, Analyzer
 from sieve.engine.analysis.batch import NO_DATE, AnalyzedBatch
 from sieve.engine.analysis.vocabulary import Vocabulary
@@ -61,23 +61,23 @@ def _write_positions(writer: PositionsWriter, values: np.ndarray, counts: np.nda
     return writer.close()
 
 
-class IndexWriter:
-    """Assembles analysed batches in document order, then `finish()` writes one generation.
+class SegmentWriter:
+    """Assembles analysed batches in document order, then `finish()` writes one segment.
 
     The token stream is buffered until it would need more than `memory_mb` to sort; then it is
     sorted into a run on disk (sieve.engine.segment.runs) and the buffer starts again. `finish()` sorts a
     build that never spilled in memory, and merges the runs of one that did: the files are the same.
     """
 
-    def __init__(self, gen_dir: Path, memory_mb: int = DEFAULT_MEMORY_MB, analyzer: Analyzer = PLAIN, schema: Schema = NO_FIELDS) -> None:
+    def __init__(self, seg_dir: Path, memory_mb: int = DEFAULT_MEMORY_MB, analyzer: Analyzer = PLAIN, schema: Schema = NO_FIELDS) -> None:
         """`analyzer`: the one that analysed the batches (recorded in the manifest; queries use it);
         `schema`: the declared fields whose columns the batches carry."""
-        self.dir = gen_dir
+        self.dir = seg_dir
         self.analyzer = analyzer
         self.schema = schema
         self._new_columns()
         self.max_tokens = max(1, memory_mb * (1 << 20) // BYTES_PER_TOKEN)
-        self.runs = Runs(gen_dir / ".runs")
+        self.runs = Runs(seg_dir / ".runs")
         self.spilled_tokens = 0  # tokens already sorted into runs
         self.spilled_units = 0  # units whose tokens are all in runs
         self.vocab = Vocabulary()
@@ -91,9 +91,9 @@ class IndexWriter:
         self.dates = array("i")
         self.ids: list[str] = []
         self.entries: dict[str, dict[str, int]] = {}
-        self.meta = BlockWriter(gen_dir, "store.meta")
+        self.meta = BlockWriter(seg_dir, "store.meta")
         self.meta_off = array("q", [0])
-        self.text = BlockWriter(gen_dir, "store.text")
+        self.text = BlockWriter(seg_dir, "store.text")
         self.text_off = array("q", [0])
         self.doc_sections = array("q", [0])
         self.bytes_in = 0
@@ -119,7 +119,7 @@ class IndexWriter:
         self.tokens, self.unit_len, self.unit_field, self.unit_section, self.unit_stops = array("i"), array("i"), array("b"), array("i"), array("i")
         self.doc_units, self.dates, self.meta_off, self.text_off, self.doc_sections = array("q", [0]), array("i"), array("q", [0]), array("q", [0]), array("q", [0])
 
-    def continue_from(self, earlier: "IndexWriter") -> None:
+    def continue_from(self, earlier: "SegmentWriter") -> None:
         """Take batches whose term ids are numbered by the analysers that fed `earlier` (the
         writer of the previous segment of the same build): seed each one's id map."""
         terms = list(earlier.vocab.ids)
@@ -433,5 +433,5 @@ class IndexWriter:
             "files": self.entries,
             **extra,
         }
-        storage.write_manifest(self.dir, body)
+        commits.write_manifest(self.dir, body)
         return body

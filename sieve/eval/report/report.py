@@ -21,347 +21,15 @@ and asking for it (a baseline run of another collection) is refused with the run
 from __future__ import annotations
 
 import json
-from collections.abc import Callable
-from dataclasses import dataclass, field
-from pathlib import Path, PurePath
+from pathlib import Path
 from typing import Any
 
-import numpy as np
 
-from sieve.engine.rank.rankers import DENSE_RANKERS
-from sieve.errors import InvalidArgumentError, SieveError, extra_hint
-from sieve.eval.report.stats import bonferroni, mcnemar_exact, paired_t
-from sieve.eval.report.summary import OPERATORS, SEARCH_TOOLS, bql_usage
+from sieve.errors import InvalidArgumentError, extra_hint
+from sieve.eval.report.summary import OPERATORS
+from sieve.eval.report.runs import (ALPHA, FAMILIES, BASELINE_CELL, Run, load_run, verdict, right, accuracy, numbers, shared_questions, paired, grouped)
 
-ALPHA = 0.05
-# (family, its name in the tables, its conditions): the paper's Table 1 order.
-FAMILIES: tuple[tuple[str, str, tuple[str, ...]], ...] = (
-    ("one-shot", "One-shot", ("one-shot", "rag")),
-    ("autoread", "Search–AutoRead", ("autoread",)),
-    ("dci", "DCI", ("dci", "bounded-dci")),
-    ("search-visit", "Search–Visit", ("search-visit",)),
-    ("search-fetch", "Search–Fetch", ("search-fetch",)),
-    (
-        "sieve",
-        "SIEVE",
-        ("sieve", "sieve+diagnose", "sieve+manual", "sieve+ranked-fallback", "sieve+all"),
-    ),  # the paper's and sieve's extensions
-    ("indri-control", "Indri control", ("indri-control",)),
-)
-RANKERS = ("bm25", "dense", "hybrid", "indri", "indri+dense")
-TWINS = ("structured", "flat")
-ALIASES = {"rag": "one-shot"}
-TESTED = ("accuracy", "judged", "distinct_tokens", "step_summed_tokens", "llm_calls")
-# The per-question costs the paired t-tests compare, read from a trajectory record.
-METRICS: dict[str, Callable[[dict[str, Any]], float]] = {
-    "distinct_tokens": lambda r: r["tokens"]["distinct"],
-    "step_summed_tokens": lambda r: r["tokens"]["step_summed"],
-    "llm_calls": lambda r: r["llm_calls"],
-}
 PICTURES = f"pictures need the eval extra (matplotlib): {extra_hint('eval')}"
-# How a run departs from its condition as the paper runs it. The ablations (Table 7, Figure 4, Table 9)
-# leave Table 1; "+diagnosis" is sieve's extension and stays there as its own row.
-ABLATIONS = ("flat twin", "strict Boolean", "no snippets", "no field exposure")
-EXTENSIONS = ("+diagnosis",)
-BASELINE_CELL = ("search-visit", "bm25", "structured", ())
-
-
-def _collection_name(text: str) -> str:
-    # Runs of one collection made on different machines record different paths: its folder's name
-    # (a single-file collection: the file's stem) is what names it.
-    p = PurePath(text.rstrip("/\\")) if text else PurePath("")
-    return p.stem if p.suffix in (".json", ".jsonl", ".gz") else p.name
-
-
-@dataclass(frozen=True)
-class Run:
-    dir: Path
-    summary: dict[str, Any]
-    records: dict[str, dict[str, Any]]  # question id -> trajectory record (the scored questions)
-    scores: dict[str, dict[str, Any]] = field(
-        default_factory=dict
-    )  # question id -> {em, f1, judged?}
-
-    @property
-    def name(self) -> str:
-        return str(self.summary.get("name") or self.dir.name)
-
-    @property
-    def condition(self) -> str:
-        c = str(self.summary.get("condition") or "")
-        return ALIASES.get(c, c)
-
-    @property
-    def family(self) -> str:
-        found = next((f for f, _, conds in FAMILIES if self.condition in conds), None)
-        return found or str(self.summary.get("family") or "other")
-
-    @property
-    def collection(self) -> str:
-        return str(
-            self.summary.get("collection_name")
-            or _collection_name(str(self.summary.get("collection") or ""))
-        )
-
-    @property
-    def backbone(self) -> str:
-        return str(self.summary.get("model") or "")
-
-    @property
-    def ranker(self) -> str:
-        return str(self.summary.get("ranker") or "")
-
-    @property
-    def twin(self) -> str:
-        return str(self.summary.get("twin") or "structured")
-
-    @property
-    def encoder(self) -> str | None:
-        """The dense encoder of a run that ranks with one (None for BM25 alone or when not recorded)."""
-        e = self.summary.get(
-            "encoder"
-        )  # eval run writes {model, dim, fingerprint, unit, search}; older records a name
-        if not e or self.ranker not in DENSE_RANKERS:
-            return None
-        return encoder_label(
-            self.summary if isinstance(e, dict) else {"encoder": {"model": str(e)}}
-        )
-
-    @property
-    def encoder_size(self) -> float | None:
-        e = self.summary.get("encoder")
-        if isinstance(e, dict):
-            for k in ("parameters", "params", "dim", "dimension"):
-                if isinstance(e.get(k), (int, float)):
-                    return float(e[k])
-        return None
-
-    @property
-    def marks(self) -> tuple[str, ...]:
-        """How this run departs from its condition as the paper runs it (ABLATIONS, EXTENSIONS)."""
-        s = self.summary
-        out = []
-        if self.twin == "flat":
-            out.append("flat twin")
-        searches_bql = self.family == "sieve"
-        if searches_bql and s.get("fallback") is False:
-            out.append("strict Boolean")
-        if s.get("snippet") == "none":
-            out.append("no snippets")
-        if searches_bql and any(s.get(k) is False for k in ("fields", "field_exposure")):
-            out.append("no field exposure")
-        if searches_bql and s.get("diagnose") is True and "diagnos" not in self.condition:
-            out.append("+diagnosis")
-        return tuple(out)
-
-    @property
-    def ablated(self) -> bool:
-        return any(m in ABLATIONS for m in self.marks)
-
-    @property
-    def label(self) -> str:
-        """condition, ranker and marks: what distinguishes the run within a collection and backbone."""
-        text = self.condition + (f" {self.ranker}" if self.ranker and self.ranker != "none" else "")
-        return text + (f" ({', '.join(self.marks)})" if self.marks else "")
-
-
-def load_run(run_dir: Path) -> Run:
-    run_dir = Path(run_dir)
-    if not (run_dir / "summary.json").is_file() or not (run_dir / "trajectories.jsonl").is_file():
-        raise SieveError(
-            f"{run_dir} is not a run folder (it needs summary.json and trajectories.jsonl from `sieve eval run`)"
-        )
-    try:
-        summary = json.loads((run_dir / "summary.json").read_text(encoding="utf-8"))
-        records: dict[str, dict[str, Any]] = {}
-        for line in (run_dir / "trajectories.jsonl").read_text(encoding="utf-8").splitlines():
-            if line.strip():
-                rec = json.loads(line)
-                records[rec["question_id"]] = (
-                    rec  # a resumed run's later record wins, as in the summary
-                )
-    except (ValueError, KeyError, TypeError) as e:
-        raise SieveError(f"{run_dir}: unreadable run record ({e})") from None
-    scores = summary.get("per_question") or {q: {} for q in records}
-    return Run(
-        run_dir,
-        summary,
-        {q: records[q] for q in scores if q in records},
-        {q: v for q, v in scores.items() if q in records},
-    )
-
-
-def encoder_label(summary: dict[str, Any]) -> str | None:
-    """Which encoder produced a run's dense rankings, as a table names it (the bundled default
-    marked); None for a run that ranked without embeddings or recorded no encoder."""
-    from sieve.dense.encoder import DEFAULT_MODEL, model_label
-
-    encoder = summary.get("encoder")
-    if not isinstance(encoder, dict) or not encoder.get("model"):
-        return None
-    model = str(encoder["model"])
-    return (
-        model_label(model)
-        + (" (default)" if model == DEFAULT_MODEL else "")
-        + (", approximate" if encoder.get("search") == "approximate" else "")
-    )
-
-
-def _mean(values: list[float]) -> float:
-    return float(np.mean(values)) if values else 0.0
-
-
-def verdict(score: dict[str, Any]) -> bool | None:
-    """A question's judged verdict; None when the judge left it unjudged (never counted as wrong)."""
-    v = score.get("judged")
-    if v is None or v == "unjudged" or score.get("unjudged") is True:
-        return None
-    return bool(v)
-
-
-def _judged(run: Run) -> list[str] | None:
-    """The questions of a judged run (every scored question went to the judge), else None."""
-    qs = list(run.scores)
-    return (
-        qs
-        if qs and all("judged" in run.scores[q] or run.scores[q].get("unjudged") for q in qs)
-        else None
-    )
-
-
-def right(run: Run, by: str) -> dict[str, bool | None]:
-    """Per question: right or wrong by `by` ("judged" or "em"); None for an unjudged question."""
-    if by == "judged":
-        return {q: verdict(v) for q, v in run.scores.items()}
-    return {q: bool(v.get("em")) for q, v in run.scores.items()}
-
-
-def score_by(run: Run) -> str:
-    """What a run's accuracy is: the judge's where it judged every question (as the paper's BCP-S), else EM."""
-    return "judged" if _judged(run) else "em"
-
-
-def accuracy(run: Run, by: str | None = None) -> tuple[float, int]:
-    """(accuracy, unjudged questions) by `by`; judged accuracy counts the judged questions only."""
-    got = right(run, by or score_by(run))
-    known = [v for v in got.values() if v is not None]
-    return (round(sum(known) / len(known), 4) if known else 0.0), len(got) - len(known)
-
-
-def numbers(run: Run) -> dict[str, Any]:
-    """One run's row: Table 1's columns plus what names it, its failure composition and BQL usage."""
-    recs = [run.records[q] for q in run.scores]
-    n = len(recs)
-    em = [float(run.scores[q].get("em", 0.0)) for q in run.scores]
-    judged = _judged(run) is not None
-    searches = [t for r in recs for t in r.get("tool_calls", []) if t["name"] in SEARCH_TOOLS]
-    recovered = sum(1 for r in recs if r.get("outcome") == "recovered")
-    fails = {
-        k: int((run.summary.get("failures") or {}).get(k, 0))
-        for k in ("retrieval", "selection", "synthesis")
-    }
-    correct = int(sum(em))
-    usage, search_calls = bql_usage(recs)
-    judged_acc, unjudged = accuracy(run, "judged") if judged else (None, 0)
-    return {
-        "run": run.name,
-        "dir": str(run.dir),
-        "family": run.family,
-        "condition": run.condition or None,
-        "ranker": run.summary.get("ranker"),
-        "twin": run.summary.get("twin"),
-        "model": run.summary.get("model"),
-        "collection": run.collection,
-        "encoder": run.encoder,
-        "marks": list(run.marks),
-        "label": run.label,
-        "questions": n,
-        "accuracy": round(_mean(em), 4),
-        "judged": judged_acc,
-        "unjudged": unjudged,
-        "score_by": score_by(run),
-        "gold_recall": run.summary.get("gold_recall"),
-        "distinct_tokens": round(_mean([r["tokens"]["distinct"] for r in recs]), 1),
-        "step_summed_tokens": round(_mean([r["tokens"]["step_summed"] for r in recs]), 1),
-        "llm_calls": round(_mean([r["llm_calls"] for r in recs]), 3),
-        "recovered": recovered,
-        "recovered_share": round(recovered / n, 4) if n else 0.0,
-        "fallback_rate": round(sum(1 for t in searches if t.get("fallback")) / len(searches), 4)
-        if searches
-        else None,
-        "failures": {
-            "correct": correct,
-            **fails,
-            "unattributed": n - correct - sum(fails.values()),
-        },
-        "search_calls": search_calls,
-        "bql_usage": usage,
-    }
-
-
-def shared_questions(run: Run, base: Run) -> list[str]:
-    """The questions two runs both scored, paired by (collection, question id): runs of different
-    collections are refused, naming both (their question ids may coincide and mean nothing)."""
-    if run.collection != base.collection:
-        raise InvalidArgumentError(
-            f"cannot pair run {run.name} ({run.dir}, collection {run.collection or '?'}) with run {base.name} ({base.dir}, collection "
-            f"{base.collection or '?'}): paired tests compare the same questions, so both runs must be of one collection"
-        )
-    return sorted(set(run.scores) & set(base.scores))
-
-
-def _sig(p: float) -> float:
-    return float(f"{p:.6g}")  # stable digits for records and snapshots
-
-
-def paired(run: Run, base: Run, comparisons: int) -> dict[str, Any]:
-    """`run` against `base` on their shared questions: verdicts (gained/lost), mean changes and the
-    paired tests (`tests`: statistic, n, raw and Bonferroni-corrected p over `comparisons`).
-    Accuracy is judged where both runs are judged (on the questions judged in both), else EM."""
-    shared = shared_questions(run, base)
-    if not shared:
-        return {"shared": 0, "tests": {}}
-    by = "judged" if _judged(run) and _judged(base) else "em"
-    a, b = right(run, by), right(base, by)
-    both = [q for q in shared if a[q] is not None and b[q] is not None]
-    got = {
-        "accuracy": mcnemar_exact(
-            [bool(run.scores[q].get("em")) for q in shared],
-            [bool(base.scores[q].get("em")) for q in shared],
-        )
-    }
-    if by == "judged" and both:
-        got["judged"] = mcnemar_exact([bool(a[q]) for q in both], [bool(b[q]) for q in both])
-    for metric, value in METRICS.items():
-        got[metric] = paired_t(
-            [value(run.records[q]) for q in shared], [value(base.records[q]) for q in shared]
-        )
-    tests = {
-        m: {
-            "statistic": round(t.statistic, 4),
-            "n": t.n,
-            "p_raw": t.p,
-            "p": bonferroni(t.p, comparisons),
-        }
-        for m, t in got.items()
-    }
-    pairs = [(bool(a[q]), bool(b[q])) for q in both]
-    delta = {
-        m: [value(run.records[q]) - value(base.records[q]) for q in shared]
-        for m, value in METRICS.items()
-    }
-    return {
-        "shared": len(shared),
-        "gained": pairs.count((True, False)),
-        "lost": pairs.count((False, True)),
-        "both_right": pairs.count((True, True)),
-        "both_wrong": pairs.count((False, False)),
-        "verdicts_by": by,
-        "accuracy_change": round(accuracy(run, by)[0] - accuracy(base, by)[0], 4),
-        **{f"{m}_change": round(_mean(d), 3) for m, d in delta.items()},
-        "fewer_tokens": round(sum(1 for d in delta["distinct_tokens"] if d < 0) / len(shared), 4),
-        "tests": tests,
-    }
 
 
 def _with_tests(row: dict[str, Any], versus: dict[str, Any] | None) -> dict[str, Any]:
@@ -381,7 +49,7 @@ def compare(runs: list[Run], baseline: int = 0) -> list[dict[str, Any]]:
     tests against the baseline on the questions both runs scored (`tests`: statistic, n, raw and
     corrected p; `p`: the corrected p per metric; `significant`: the metrics below ALPHA).
     Runs of another collection than the baseline's are refused (`shared_questions`)."""
-    return compare_each(runs, dict.fromkeys(range(len(runs)), baseline))
+    return compare_each(runs, {i: baseline for i in range(len(runs))})
 
 
 def compare_each(runs: list[Run], baselines: dict[int, int | None]) -> list[dict[str, Any]]:
@@ -400,25 +68,8 @@ def compare_each(runs: list[Run], baselines: dict[int, int | None]) -> list[dict
         b = baselines.get(i)
         row["baseline"] = b == i
         row["baseline_run"] = runs[b].name if b is not None else None
-        rows.append(
-            _with_tests(row, paired(run, runs[b], counts[b]) if b is not None and b != i else None)
-        )
+        rows.append(_with_tests(row, paired(run, runs[b], counts[b]) if b is not None and b != i else None))
     return rows
-
-
-def _place(r: dict[str, Any]) -> tuple[int, int, int]:
-    fam = [f for f, _, _ in FAMILIES]
-    return (
-        fam.index(r["family"]) if r["family"] in fam else len(fam),
-        RANKERS.index(r["ranker"]) if r["ranker"] in RANKERS else len(RANKERS),
-        TWINS.index(r["twin"]) if r["twin"] in TWINS else len(TWINS),
-    )
-
-
-def grouped(rows: list[dict[str, Any]]) -> list[dict[str, Any]]:
-    """Rows in Table 1's order: family (one-shot, autoread, DCI, Search–Visit, Search–Fetch, SIEVE,
-    then others), ranker (bm25, dense, hybrid), twin (structured, flat), then the order given."""
-    return [r for _, r in sorted(enumerate(rows), key=lambda item: (*_place(item[1]), item[0]))]
 
 
 def resolve_baseline(runs: list[Run], which: int | str) -> int:
@@ -426,16 +77,12 @@ def resolve_baseline(runs: list[Run], which: int | str) -> int:
     if isinstance(which, int) or str(which).lstrip("-").isdigit():
         i = int(which)
         if not 0 <= i < len(runs):
-            raise InvalidArgumentError(
-                f"--baseline {i} is out of range: give 0..{len(runs) - 1} or a run name"
-            )
+            raise InvalidArgumentError(f"--baseline {i} is out of range: give 0..{len(runs) - 1} or a run name")
         return i
     found = [i for i, r in enumerate(runs) if which in (r.name, r.dir.name, str(r.dir))]
     if len(found) != 1:
         names = ", ".join(r.name for r in runs)
-        raise InvalidArgumentError(
-            f"--baseline {which!r} names {'no run' if not found else 'several runs'}; the runs are: {names}"
-        )
+        raise InvalidArgumentError(f"--baseline {which!r} names {'no run' if not found else 'several runs'}; the runs are: {names}")
     return found[0]
 
 
@@ -455,38 +102,27 @@ def choose_baselines(runs: list[Run], which: int | str | None = None) -> dict[in
     if which is None:
         for members in groups.values():
             b = next((i for i in members if _cell(runs[i]) == BASELINE_CELL), members[0])
-            out.update(dict.fromkeys(members, b))
+            out.update({i: b for i in members})
         return out
-    single = (
-        isinstance(which, int)
-        or str(which).lstrip("-").isdigit()
-        or any(str(which) == str(r.dir) for r in runs)
-    )
+    single = isinstance(which, int) or str(which).lstrip("-").isdigit() or any(str(which) == str(r.dir) for r in runs)
     if single or len(groups) == 1:
         b = resolve_baseline(runs, which)
         others = [r for r in runs if r.collection != runs[b].collection]
         if others:
-            names = ", ".join(
-                f"{r.name} ({r.dir}, collection {r.collection or '?'})" for r in others
-            )
+            names = ", ".join(f"{r.name} ({r.dir}, collection {r.collection or '?'})" for r in others)
             raise InvalidArgumentError(
                 f"--baseline {which} is run {runs[b].name} of collection {runs[b].collection or '?'}; it cannot be paired with {names}. "
-                "Name the baseline by its run name (for example search-visit-bm25) to give each collection its own, or report the collections apart"
-            )
-        return dict.fromkeys(range(len(runs)), b)
+                "Name the baseline by its run name (for example search-visit-bm25) to give each collection its own, or report the collections apart")
+        return {i: b for i in range(len(runs))}
     found = False
     for members in groups.values():
         hits = [i for i in members if str(which) in (runs[i].name, runs[i].dir.name)]
         if len(hits) > 1:
-            raise InvalidArgumentError(
-                f"--baseline {which!r} names several runs of one collection and backbone: {', '.join(str(runs[i].dir) for i in hits)}"
-            )
+            raise InvalidArgumentError(f"--baseline {which!r} names several runs of one collection and backbone: {', '.join(str(runs[i].dir) for i in hits)}")
         found = found or bool(hits)
-        out.update(dict.fromkeys(members, hits[0] if hits else None))
+        out.update({i: hits[0] if hits else None for i in members})
     if not found:
-        raise InvalidArgumentError(
-            f"--baseline {which!r} names no run; the runs are: {', '.join(r.name for r in runs)}"
-        )
+        raise InvalidArgumentError(f"--baseline {which!r} names no run; the runs are: {', '.join(r.name for r in runs)}")
     return out
 
 
@@ -496,16 +132,12 @@ def primary_backbone(runs: list[Run], backbone: str | None = None) -> str:
     names = [r.backbone for r in runs]
     if backbone is not None:
         if backbone not in names:
-            raise InvalidArgumentError(
-                f"--backbone {backbone!r} has no run; the runs' backbones are: {', '.join(dict.fromkeys(names))}"
-            )
+            raise InvalidArgumentError(f"--backbone {backbone!r} has no run; the runs' backbones are: {', '.join(dict.fromkeys(names))}")
         return backbone
     return max(dict.fromkeys(names), key=names.count) if names else ""
 
 
-def build(
-    runs: list[Run], baseline: int | str | None = None, backbone: str | None = None
-) -> dict[str, Any]:
+def build(runs: list[Run], baseline: int | str | None = None, backbone: str | None = None) -> dict[str, Any]:
     """The whole report as one JSON-friendly value (what `--json` prints and report.json holds):
     per-run rows with their paired tests, and every table's and figure's data (`tables`, `figures`;
     one whose runs are missing holds `skipped`, saying what it needs)."""
@@ -515,19 +147,10 @@ def build(
     rows = compare_each(runs, chosen)
     primary = primary_backbone(runs, backbone)
     bases = sorted({runs[b].name for b in chosen.values() if b is not None})
-    unpaired = sorted(
-        {
-            f"{runs[i].collection or '?'} / {runs[i].backbone or '?'}"
-            for i, b in chosen.items()
-            if b is None
-        }
-    )
+    unpaired = sorted({f"{runs[i].collection or '?'} / {runs[i].backbone or '?'}" for i, b in chosen.items() if b is None})
     return {
         "baseline": ", ".join(bases),
-        "baselines": [
-            {"collection": runs[b].collection, "backbone": runs[b].backbone, "run": runs[b].name}
-            for b in dict.fromkeys(v for v in chosen.values() if v is not None)
-        ],
+        "baselines": [{"collection": runs[b].collection, "backbone": runs[b].backbone, "run": runs[b].name} for b in dict.fromkeys(v for v in chosen.values() if v is not None)],
         "unpaired": unpaired,
         "collections": list(dict.fromkeys(r.collection for r in runs)),
         "backbones": list(dict.fromkeys(r.backbone for r in runs)),
@@ -535,20 +158,14 @@ def build(
         "alpha": ALPHA,
         "correction": "bonferroni",
         "comparisons": sum(1 for i, b in chosen.items() if b is not None and b != i),
-        "tests": {
-            "accuracy": "exact McNemar (EM)",
-            "judged": "exact McNemar (judge)",
-            "distinct_tokens": "paired t",
-            "step_summed_tokens": "paired t",
-            "llm_calls": "paired t",
-        },
+        "tests": {"accuracy": "exact McNemar (EM)", "judged": "exact McNemar (judge)", "distinct_tokens": "paired t", "step_summed_tokens": "paired t",
+                  "llm_calls": "paired t"},
         "rows": grouped(rows),
         **all_data(runs, rows, primary),
     }
 
 
 # --- Markdown -----------------------------------------------------------------------------------
-
 
 def table(rows: list[dict[str, Any]]) -> str:
     """Runs in Markdown, one line each in Table 1's order, with every column and a legend."""
@@ -563,28 +180,19 @@ def markdown(report: dict[str, Any], pictures: list[Path] | str | None = None) -
     return render(report, pictures)
 
 
-def write(
-    report: dict[str, Any], out: Path, pictures: list[Path] | str | None = None
-) -> tuple[Path, Path]:
+def write(report: dict[str, Any], out: Path, pictures: list[Path] | str | None = None) -> tuple[Path, Path]:
     """report.json and report.md in `out`, and each table's and figure's data as `<id>.json` (beside
     the figure's `<id>.png`)."""
     out.mkdir(parents=True, exist_ok=True)
-    data = {
-        **report,
-        "figures_drawn": [p.name for p in pictures] if isinstance(pictures, list) else pictures,
-    }
+    data = {**report, "figures_drawn": [p.name for p in pictures] if isinstance(pictures, list) else pictures}
     for item in (*report.get("tables", {}).values(), *report.get("figures", {}).values()):
-        (out / f"{item['id']}.json").write_text(
-            json.dumps(item, indent=1, ensure_ascii=False) + "\n", encoding="utf-8"
-        )
+        (out / f"{item['id']}.json").write_text(json.dumps(item, indent=1, ensure_ascii=False) + "\n", encoding="utf-8")
     (out / "report.json").write_text(json.dumps(data, indent=1, ensure_ascii=False))
     (out / "report.md").write_text(markdown(report, pictures), encoding="utf-8")
     return out / "report.json", out / "report.md"
 
 
-def plots(
-    what: dict[str, Any] | list[Run], out: Path, baseline: int | str | None = None
-) -> list[Path] | str:
+def plots(what: dict[str, Any] | list[Run], out: Path, baseline: int | str | None = None) -> list[Path] | str:
     """The figures as PNG files in `out` (from a report, or from runs); without matplotlib, a
     message naming the extra."""
     try:
@@ -597,28 +205,5 @@ def plots(
     return draw_all(report["figures"], out)
 
 
-__all__ = [
-    "ALPHA",
-    "FAMILIES",
-    "OPERATORS",
-    "PICTURES",
-    "Run",
-    "accuracy",
-    "build",
-    "choose_baselines",
-    "compare",
-    "compare_each",
-    "grouped",
-    "load_run",
-    "markdown",
-    "numbers",
-    "paired",
-    "plots",
-    "primary_backbone",
-    "resolve_baseline",
-    "right",
-    "shared_questions",
-    "table",
-    "verdict",
-    "write",
-]
+__all__ = ["ALPHA", "FAMILIES", "OPERATORS", "PICTURES", "Run", "accuracy", "build", "choose_baselines", "compare", "compare_each", "grouped", "load_run",
+           "markdown", "numbers", "paired", "plots", "primary_backbone", "resolve_baseline", "right", "shared_questions", "table", "verdict", "write"]

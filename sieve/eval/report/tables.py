@@ -31,7 +31,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-from sieve.eval.report.report import (
+from sieve.eval.report.runs import (
     ABLATIONS,
     ALPHA,
     FAMILIES,

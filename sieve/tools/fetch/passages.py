@@ -11,7 +11,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
-from sieve.engine.rank.search import Results
+from sieve.engine.rank.results import Results
 from sieve.index.index import Index
 from sieve.tools import cards
 from sieve.tools.fetch.snippets import Matcher

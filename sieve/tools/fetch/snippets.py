@@ -15,7 +15,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from sieve.engine.analysis.analyzers import PLAIN, Analyzer, fold
-from sieve.engine.rank.search import Results
+from sieve.engine.rank.results import Results
 from sieve.tools.shell.safe import inline
 
 _WORD = re.compile(r"\S+")

@@ -108,11 +108,11 @@ def open_stage(root: Path) -> Staged:
 
 
 def _source(index: Index) -> str:
-    return f"{index.path.resolve()}\n{index.generation.name}\n{len(index)}"
+    return f"{index.path.resolve()}\n{index.commit_dir.name}\n{len(index)}"
 
 
 def stage_collection(index: Index, root: Path) -> Staged:
-    """The whole collection as files under `root`, built once per index generation (a rebuilt
+    """The whole collection as files under `root`, built once per index commit point (a rebuilt
     index is staged again; an incomplete staging is never used)."""
     source = root / "source.txt"
     if (root / IDS).exists():

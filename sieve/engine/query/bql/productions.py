@@ -14,7 +14,7 @@ from typing import Any, Iterator
 from sieve.engine.analysis.analyzers import analyze
 from sieve.engine.analysis.fields import DATE_TAG, FIELD_ALIASES, Field, field_names
 from sieve.engine.query.bql import ast
-from sieve.engine.query.bql.dates import parse_date_spec
+from sieve.engine.analysis.dates import parse_date_spec
 from sieve.engine.query.bql.lexer import Tok
 from sieve.errors import BQLSyntaxError
 

@@ -18,7 +18,7 @@ import math
 import re
 from dataclasses import replace
 
-from sieve.engine.query.bql.dates import parse_date_spec
+from sieve.engine.analysis.dates import parse_date_spec
 from sieve.engine.query.bql.lexer import BAD_CHAR
 from sieve.engine.query.bql.parser import FIELD_HELP, MAX_CLAUSES, MAX_DEPTH, MAX_NEAR_DIGITS, MAX_QUERY_CHARS
 from sieve.engine.analysis.fields import DATE_TAG, FIELD_ALIASES, Field, field_names

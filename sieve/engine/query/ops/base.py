@@ -21,7 +21,7 @@ import numpy as np
 from sieve.engine.analysis.fields import ALL_MASK, Field
 from sieve.engine.analysis.schema import DECLARED_FIELD, shown_term
 from sieve.engine.query.explanation import Explanation, Judge
-from sieve.engine.segment.reader import IndexReader, search_sorted
+from sieve.engine.segment.reader import SegmentReader, search_sorted
 
 if TYPE_CHECKING:  # the drivers import the operators, never the other way round
     from sieve.engine.analysis.analyzers import Analyzer
@@ -82,14 +82,14 @@ class LeafOp(Operator):
         """Stems whose words snippets mark (a prefix's)."""
         return ()
 
-    def positions(self, r: IndexReader, leaf: "LeafPlan", d: int) -> np.ndarray:
+    def positions(self, r: SegmentReader, leaf: "LeafPlan", d: int) -> np.ndarray:
         """Where the leaf matches in document d (int64, any field): a phrase's first word, each
         word of a NEAR with the other close, a window's starts, a #syn's operands."""
         raise NotImplementedError(self.name)
 
     def positions_many(
         self,
-        r: IndexReader,
+        r: SegmentReader,
         leaf: "LeafPlan",
         docs: list[int],
         ragged: Callable[[int], Any],
@@ -99,7 +99,7 @@ class LeafOp(Operator):
         gives a term's (positions, owners) in all of `docs` at once, shared between leaves."""
         return per_document(self, r, leaf, docs, check)
 
-    def occurrences(self, r: IndexReader, leaf: "LeafPlan") -> np.ndarray:
+    def occurrences(self, r: SegmentReader, leaf: "LeafPlan") -> np.ndarray:
         """Every global position at which the leaf occurs in the segment (what a scorer counts),
         in any field: `positions` over all documents at once."""
         raise NotImplementedError(self.name)
@@ -174,7 +174,7 @@ class LeafOp(Operator):
             return f"the document does not contain {', '.join(repr(t) for t in absent)}"
         return self.why_apart(judge.r, leaf, d)
 
-    def why_apart(self, r: IndexReader, leaf: "LeafPlan", d: int) -> str:
+    def why_apart(self, r: SegmentReader, leaf: "LeafPlan", d: int) -> str:
         """Why the leaf does not match although every word of it is in document d."""
         return "no match"  # a term present in the document always has positions
 
@@ -244,7 +244,7 @@ PlanNode = Any  # a LeafPlan or one of `ops.boolean`'s nodes: each has `.node` a
 class Resolver(Protocol):
     """What an operator's `resolve` may use of the plan builder (`plan._Builder`)."""
 
-    r: IndexReader
+    r: SegmentReader
     limits: Any
     analyzer: "Analyzer"
 
@@ -275,13 +275,13 @@ class Resolver(Protocol):
 # ------------------------------------------------------------ positions in one document
 
 
-def _doc_range(r: IndexReader, d: int) -> tuple[int, int]:
+def _doc_range(r: SegmentReader, d: int) -> tuple[int, int]:
     start = int(r.unit_start[int(r.doc_units[d])])
     end = int(r.unit_start[int(r.doc_units[d + 1])]) if d + 1 < r.n_docs else 2**63 - 1
     return start, end
 
 
-def positions_in_doc(r: IndexReader, tid: int, d: int) -> np.ndarray:
+def positions_in_doc(r: SegmentReader, tid: int, d: int) -> np.ndarray:
     """Positions of a term inside document d (int64), by binary search on its position list."""
     if tid < 0:
         return np.zeros(0, dtype=np.int64)
@@ -292,7 +292,7 @@ def positions_in_doc(r: IndexReader, tid: int, d: int) -> np.ndarray:
 
 
 def per_document(
-    op: LeafOp, r: IndexReader, leaf: LeafPlan, docs: list[int], check: Callable[[], None]
+    op: LeafOp, r: SegmentReader, leaf: LeafPlan, docs: list[int], check: Callable[[], None]
 ) -> tuple[np.ndarray, np.ndarray]:
     """(positions of the leaf in each of `docs`, index into `docs` of each), one document at a
     time."""

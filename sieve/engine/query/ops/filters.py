@@ -14,14 +14,14 @@ from sieve.engine.format import bitset
 from sieve.engine.query.bql import ast
 from sieve.engine.query.explanation import Explanation, Judge
 from sieve.engine.query.ops.base import LeafOp, LeafPlan, PlanNode, Resolver
-from sieve.engine.segment.reader import IndexReader
+from sieve.engine.segment.reader import SegmentReader
 from sieve.errors import BQLSyntaxError
 
 
 class FilterOp(LeafOp):
     filters = True
 
-    def admits(self, r: IndexReader, leaf: LeafPlan) -> np.ndarray:
+    def admits(self, r: SegmentReader, leaf: LeafPlan) -> np.ndarray:
         """Whether each document of the segment passes (booleans)."""
         raise NotImplementedError(self.name)
 
@@ -39,7 +39,7 @@ class DateOp(FilterOp):
     def leaf(self, b: Resolver, node: Any) -> LeafPlan:
         return LeafPlan(node, DATE, dates=(node.lo, node.hi), size=b.r.n_docs)
 
-    def admits(self, r: IndexReader, leaf: LeafPlan) -> np.ndarray:
+    def admits(self, r: SegmentReader, leaf: LeafPlan) -> np.ndarray:
         col = np.asarray(r.dates)
         keep = col != NO_DATE
         lo, hi = leaf.dates
@@ -80,7 +80,7 @@ class ColumnOp(FilterOp):
             ) from None
         return LeafPlan(node, COLUMN, column=node.name, bounds=bounds, size=b.r.n_docs)
 
-    def admits(self, r: IndexReader, leaf: LeafPlan) -> np.ndarray:
+    def admits(self, r: SegmentReader, leaf: LeafPlan) -> np.ndarray:
         return r.column_filter(leaf.column, *leaf.bounds)
 
     def explain(self, judge: Judge, leaf: LeafPlan, d: int, one: np.ndarray) -> Explanation:

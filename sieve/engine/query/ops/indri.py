@@ -29,7 +29,7 @@ from sieve.engine.query.ops.filters import DATE
 from sieve.engine.query.ops.prefix import PREFIX
 from sieve.engine.query.ops.words import word_leaf
 from sieve.engine.query.proximity import window_starts
-from sieve.engine.segment.reader import IndexReader
+from sieve.engine.segment.reader import SegmentReader
 from sieve.errors import IndriSyntaxError
 
 
@@ -89,11 +89,11 @@ class WindowOp(_Occurring):
         self.ordered = ordered
         self.name = "ordered" if ordered else "unordered"
 
-    def positions(self, r: IndexReader, leaf: LeafPlan, d: int) -> np.ndarray:
+    def positions(self, r: SegmentReader, leaf: LeafPlan, d: int) -> np.ndarray:
         lists = {t: positions_in_doc(r, t, d).astype(np.int64) for t in set(leaf.tids)}
         return window_starts(r, [lists[t] for t in leaf.tids], leaf.distance or None, self.ordered)
 
-    def occurrences(self, r: IndexReader, leaf: LeafPlan) -> np.ndarray:
+    def occurrences(self, r: SegmentReader, leaf: LeafPlan) -> np.ndarray:
         if leaf.unknown:
             return np.zeros(0, dtype=np.int64)
         lists: dict[
@@ -113,10 +113,10 @@ class SynOp(_Occurring):
     def settle(self, leaf: LeafPlan) -> None:
         leaf.unknown = all(p.unknown for p in leaf.parts)
 
-    def positions(self, r: IndexReader, leaf: LeafPlan, d: int) -> np.ndarray:
+    def positions(self, r: SegmentReader, leaf: LeafPlan, d: int) -> np.ndarray:
         return np.concatenate([p.op.positions(r, p, d) for p in leaf.parts])
 
-    def occurrences(self, r: IndexReader, leaf: LeafPlan) -> np.ndarray:
+    def occurrences(self, r: SegmentReader, leaf: LeafPlan) -> np.ndarray:
         if leaf.unknown:
             return np.zeros(0, dtype=np.int64)
         return np.concatenate([p.op.occurrences(r, p) for p in leaf.parts])

@@ -13,7 +13,7 @@ from sieve.engine.query.bql import ast
 from sieve.engine.query.ops.base import LeafOp, LeafPlan, PlanNode, Resolver, positions_in_doc
 from sieve.engine.query.ops.boolean import and_of
 from sieve.engine.query.ops.term import term_leaf
-from sieve.engine.segment.reader import IndexReader, search_sorted
+from sieve.engine.segment.reader import SegmentReader, search_sorted
 
 
 class NearOp(LeafOp):
@@ -85,7 +85,7 @@ class NearOp(LeafOp):
         same = r.in_units(units, pb[theirs])
         return ev.docs_of(pa[mine[same]], fmask, units[same])
 
-    def positions(self, r: IndexReader, leaf: LeafPlan, d: int) -> np.ndarray:
+    def positions(self, r: SegmentReader, leaf: LeafPlan, d: int) -> np.ndarray:
         """Positions of either operand with a position of the other within the distance, in the
         same unit. Windowed binary searches: O((|a| + |b|) log), never an |a| x |b| matrix."""
         a = positions_in_doc(r, leaf.tids[0], d).astype(np.int64)
@@ -94,14 +94,14 @@ class NearOp(LeafOp):
             return np.zeros(0, dtype=np.int64)
         return np.concatenate([close_to(r, a, b, leaf.distance), close_to(r, b, a, leaf.distance)])
 
-    def occurrences(self, r: IndexReader, leaf: LeafPlan) -> np.ndarray:
+    def occurrences(self, r: SegmentReader, leaf: LeafPlan) -> np.ndarray:
         if leaf.unknown:
             return np.zeros(0, dtype=np.int64)
         a = np.asarray(r.positions(leaf.tids[0])).astype(np.int64)
         b = np.asarray(r.positions(leaf.tids[1])).astype(np.int64)
         return np.concatenate([close_to(r, a, b, leaf.distance), close_to(r, b, a, leaf.distance)])
 
-    def why_apart(self, r: IndexReader, leaf: LeafPlan, d: int) -> str:
+    def why_apart(self, r: SegmentReader, leaf: LeafPlan, d: int) -> str:
         nearest = _nearest(r, leaf.tids[0], leaf.tids[1], d)
         if nearest is None:
             return "both words are in the document, but never in the same field value or section"
@@ -129,7 +129,7 @@ def _pair(b: Resolver, node: Any) -> tuple[tuple[str, ...], int, str]:
     return tuple(ns(t) for t in terms), mask, declared
 
 
-def close_to(r: IndexReader, x: np.ndarray, y: np.ndarray, distance: int) -> np.ndarray:
+def close_to(r: SegmentReader, x: np.ndarray, y: np.ndarray, distance: int) -> np.ndarray:
     """The positions of x with a different position of y at most `distance` away in the same
     unit."""
     units = r.units_of(x)
@@ -148,7 +148,7 @@ def close_to(r: IndexReader, x: np.ndarray, y: np.ndarray, distance: int) -> np.
     return x[inside - itself > 0]
 
 
-def _nearest(r: IndexReader, a_tid: int, b_tid: int, d: int) -> int | None:
+def _nearest(r: SegmentReader, a_tid: int, b_tid: int, d: int) -> int | None:
     """The smallest distance between the two words inside one unit of document d (None: never in
     one)."""
     a = positions_in_doc(r, a_tid, d).astype(np.int64)

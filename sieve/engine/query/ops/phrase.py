@@ -11,7 +11,7 @@ from sieve.engine.query.bql import ast
 from sieve.engine.query.ops.base import LeafOp, LeafPlan, PlanNode, positions_in_doc
 from sieve.engine.query.ops.boolean import and_of
 from sieve.engine.query.ops.term import chained, term_leaf
-from sieve.engine.segment.reader import IndexReader, search_sorted
+from sieve.engine.segment.reader import SegmentReader, search_sorted
 
 
 class PhraseOp(LeafOp):
@@ -43,20 +43,20 @@ class PhraseOp(LeafOp):
         start = start[r.within_units(start, offsets)]
         return ev.docs_of(start, leaf.mask)
 
-    def positions(self, r: IndexReader, leaf: LeafPlan, d: int) -> np.ndarray:
+    def positions(self, r: SegmentReader, leaf: LeafPlan, d: int) -> np.ndarray:
         start = positions_in_doc(r, leaf.tids[0], d).astype(np.int64)
         for off, tid in zip(leaf.offsets[1:], leaf.tids[1:]):
             start = start[np.isin(start + off, positions_in_doc(r, tid, d).astype(np.int64))]
         return start[r.within_units(start, leaf.offsets)]
 
     def positions_many(
-        self, r: IndexReader, leaf: LeafPlan, docs: list[int], ragged: Any, check: Any
+        self, r: SegmentReader, leaf: LeafPlan, docs: list[int], ragged: Any, check: Any
     ) -> tuple[np.ndarray, np.ndarray]:
         pos, owner = chained(leaf, ragged)
         keep = r.within_units(pos, leaf.offsets)
         return pos[keep], owner[keep]
 
-    def occurrences(self, r: IndexReader, leaf: LeafPlan) -> np.ndarray:
+    def occurrences(self, r: SegmentReader, leaf: LeafPlan) -> np.ndarray:
         if leaf.unknown:
             return np.zeros(0, dtype=np.int64)
         start = np.asarray(r.positions(leaf.tids[0])).astype(np.int64)
@@ -68,7 +68,7 @@ class PhraseOp(LeafOp):
             start = start[ok]
         return start[r.within_units(start, leaf.offsets)]
 
-    def why_apart(self, r: IndexReader, leaf: LeafPlan, d: int) -> str:
+    def why_apart(self, r: SegmentReader, leaf: LeafPlan, d: int) -> str:
         return ("the words are all in the document, but never next to each other in this order"
                 " in one field value or section")
 

@@ -12,7 +12,7 @@ from sieve.engine.format import bitset
 from sieve.engine.query.bql import ast
 from sieve.engine.query.explanation import Judge
 from sieve.engine.query.ops.base import LeafOp, LeafPlan, Resolver, positions_in_doc
-from sieve.engine.segment.reader import IndexReader, search_sorted
+from sieve.engine.segment.reader import SegmentReader, search_sorted
 from sieve.errors import BQLLimitError
 
 
@@ -67,7 +67,7 @@ class PrefixOp(LeafOp):
             docs = docs[r.attrs.meets(a, b, leaf.mask)]
         return bitset.from_ids(docs, ev.n)
 
-    def positions(self, r: IndexReader, leaf: LeafPlan, d: int) -> np.ndarray:
+    def positions(self, r: SegmentReader, leaf: LeafPlan, d: int) -> np.ndarray:
         lo, hi = leaf.term_range
         a, b = int(r.post_ptr[lo]), int(r.post_ptr[hi])
         hits = np.flatnonzero(np.asarray(r.post_doc[a:b]) == d) + a
@@ -76,7 +76,7 @@ class PrefixOp(LeafOp):
         tids = search_sorted(r.post_ptr, hits, side="right") - 1
         return np.concatenate([positions_in_doc(r, int(t), d).astype(np.int64) for t in tids])
 
-    def occurrences(self, r: IndexReader, leaf: LeafPlan) -> np.ndarray:
+    def occurrences(self, r: SegmentReader, leaf: LeafPlan) -> np.ndarray:
         if leaf.unknown:
             return np.zeros(0, dtype=np.int64)
         lo, hi = leaf.term_range

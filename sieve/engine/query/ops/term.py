@@ -9,7 +9,7 @@ import numpy as np
 from sieve.engine.format import bitset
 from sieve.engine.query.bql import ast
 from sieve.engine.query.ops.base import LeafOp, LeafPlan, positions_in_doc
-from sieve.engine.segment.reader import IndexReader
+from sieve.engine.segment.reader import SegmentReader
 
 
 class TermOp(LeafOp):
@@ -20,15 +20,15 @@ class TermOp(LeafOp):
             return bitset.empty(ev.n)
         return ev.term(leaf.tids[0], leaf.mask, cands)
 
-    def positions(self, r: IndexReader, leaf: LeafPlan, d: int) -> np.ndarray:
+    def positions(self, r: SegmentReader, leaf: LeafPlan, d: int) -> np.ndarray:
         return positions_in_doc(r, leaf.tids[0], d)
 
     def positions_many(
-        self, r: IndexReader, leaf: LeafPlan, docs: list[int], ragged: Any, check: Any
+        self, r: SegmentReader, leaf: LeafPlan, docs: list[int], ragged: Any, check: Any
     ) -> tuple[np.ndarray, np.ndarray]:
         return chained(leaf, ragged)
 
-    def occurrences(self, r: IndexReader, leaf: LeafPlan) -> np.ndarray:
+    def occurrences(self, r: SegmentReader, leaf: LeafPlan) -> np.ndarray:
         if leaf.unknown:
             return np.zeros(0, dtype=np.int64)
         return np.asarray(r.positions(leaf.tids[0])).astype(np.int64)

@@ -1,0 +1,79 @@
+"""What a search returns: `Hit` (one ranked document) and `Results` (the hits, the admitted set's
+count, and what the query's plan says about them)."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+from sieve.engine.analysis.analyzers import PLAIN, Analyzer
+from sieve.engine.query.diagnose import Diagnosis
+
+
+@dataclass(frozen=True)
+class Hit:
+    """One ranked document: `fields` and `sections` are where the query's positive atoms matched."""
+
+    doc_id: str
+    rank: int
+    score: float
+    fields: tuple[str, ...] = ()
+    sections: tuple[str, ...] = ()
+    doc: int = field(default=-1, repr=False, compare=False)  # internal document number
+    # The matched sections by number (0-based), in order: `sections` names them, but two sections
+    # may share a heading, and a card must star only the one that matched.
+    section_numbers: tuple[int, ...] = field(default=(), repr=False, compare=False)
+
+    def matched_sections(self, headings: list[str] | tuple[str, ...]) -> list[int]:
+        """The numbers of the sections the query matched (by name, for a hit built without numbers)."""
+        if self.section_numbers or not self.sections:
+            return list(self.section_numbers)
+        return [j for j, h in enumerate(headings) if h in self.sections]
+
+
+class _ReadOnce:
+    """A dataclass field that may be given a zero-argument function instead of its value: called at
+    the first read, and its value kept. A search that ranks without listing the admitted set counts
+    it only if the count is read (an agent's card reads it; a caller after ids and scores does not)."""
+
+    def __set_name__(self, owner: type, name: str) -> None:
+        self.slot = "_" + name
+
+    def __get__(self, obj: object, owner: type | None = None) -> Any:
+        if obj is None:
+            raise AttributeError(self.slot)  # the field has no default
+        value = obj.__dict__[self.slot]
+        if callable(value):
+            value = obj.__dict__[self.slot] = value()
+        return value
+
+    def __set__(self, obj: object, value: Any) -> None:  # only __init__ gets here: the dataclass is frozen
+        obj.__dict__[self.slot] = value
+
+
+@dataclass(frozen=True)
+class Results:
+    hits: list[Hit]
+    count: int = _ReadOnce()  # type: ignore[assignment]  # exact size of the admitted set (0 when the fallback fired)
+    query: str  # canonical form
+    fallback: bool = False
+    missing: list[str] = field(default_factory=list)  # top-level clauses no document matches
+    ranker: str = "bm25"
+    # From the query's plan, for whoever shows the hits (snippets, headers) without parsing it again:
+    terms: tuple[str, ...] = ()  # the positive analysed terms, each once, in query order
+    stems: tuple[str, ...] = ()  # the positive prefix stems
+    text: str = ""  # the positive words as written (what a dense ranker read)
+    # For a query that admits nothing: each clause's count alone and the one-step relaxations that
+    # would admit documents (sieve.engine.query.diagnose); None when it admits something or was not asked.
+    diagnosis: Diagnosis | None = None
+    analyzer: Analyzer = field(default=PLAIN, repr=False, compare=False)  # the index's: how `terms` were made from the words
+    hints: tuple[str, ...] = ()  # what the query may have meant instead (`title:zlib`: bql.hints)
+
+    @property
+    def ranked(self) -> bool:
+        """Whether the ranker had anything to score (BM25 ignores prefixes and dates; dense reads stems too)."""
+        return bool(self.terms) if self.ranker == "bm25" else bool(self.text)
+
+    def __getstate__(self) -> dict[str, Any]:
+        self.count  # a count still to compute is computed: a function does not pickle
+        return self.__dict__
