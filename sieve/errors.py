@@ -17,7 +17,7 @@ class SieveError(Exception):
         return (_rebuilt, (type(self), self.args, self.__dict__))
 
 
-def _rebuilt(cls: type, args: tuple[Any, ...], state: dict[str, Any]) -> SieveError:
+def _rebuilt(cls: type[SieveError], args: tuple[Any, ...], state: dict[str, Any]) -> SieveError:
     error = Exception.__new__(cls)
     error.args = args
     error.__dict__.update(state)

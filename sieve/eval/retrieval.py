@@ -88,7 +88,7 @@ def load_retrieval(folder: str | Path, split: str = "test") -> RetrievalTask:
                 continue
             try:
                 rec = json.loads(line)
-            except ValueError as e:
+            except json.JSONDecodeError as e:
                 raise CorpusError(
                     f"not valid JSON ({e.msg})", str(root / "queries.jsonl"), n
                 ) from None
@@ -148,7 +148,8 @@ def measure(qrels: dict[str, dict[str, int]], run: Run) -> dict[str, float]:
         ) from None
     # Scored in sieve's order: trec_eval re-sorts by score and breaks ties by document id, and fused
     # (RRF) scores tie often, so each document is given its rank instead of its score.
-    # ir-measures drops queries with no retrieved document; they count as 0 here, so every judged query weighs the same.
+    # ir-measures drops queries with no retrieved document; they
+    # count as 0 here, so every judged query weighs the same.
     scored = {
         q: {d: float(len(ranked) - i) for i, (d, _) in enumerate(ranked)}
         for q, ranked in run.items()

@@ -18,6 +18,7 @@ from sieve.engine.analysis.fields import FIELD_ALIASES, Field
 from sieve.engine.rank.rankers import RANKERS, SOFT_RANKERS
 
 if TYPE_CHECKING:
+    from sieve.index.index import Index
     from sieve.tools.toolset import Toolset
 
 _HOLDS = {
@@ -41,9 +42,9 @@ def _stop_sentence(analyzer: Any) -> str:
     )
 
 
-def field_counts(index: object) -> dict[Field, int]:
+def field_counts(index: Index) -> dict[Field, int]:
     """Documents with at least one term in each field (the index's per-field lengths)."""
-    flen = index.snapshot.field_lengths()  # type: ignore[attr-defined]
+    flen = index.snapshot.field_lengths()
     return {f: int(np.count_nonzero(flen[:, int(f)])) if len(flen) else 0 for f in Field}
 
 
@@ -69,7 +70,7 @@ def _join(items: list[str], last: str = "and") -> str:
 def render_manual(toolset: Toolset) -> str:
     index, config, tools = toolset.index, toolset.config, toolset.tools
     counts = field_counts(index)
-    n, dated = len(index), int(index.stats.get("dated", 0))  # type: ignore[arg-type]
+    n, dated = len(index), int(index.stats.get("dated", 0))
     has = {
         "author": counts[Field.AUTHOR] > 0,
         "infobox": counts[Field.INFOBOX] > 0,
@@ -124,11 +125,10 @@ def render_manual(toolset: Toolset) -> str:
         "stemming": (
             "Words are not stemmed: `close` does not find `closed`; write `close*`."
             if not index.analyzer.stems
-            # type: ignore[attr-defined]
-            else f"Words are matched by their stem ({index.analyzer.name} stemming): `closed` also finds `close`, `closing` and"  # type: ignore[attr-defined]
+            else f"Words are matched by their stem ({index.analyzer.name} stemming): `closed` also finds `close`, `closing` and"
             " `closes`, in phrases too; `clos*` finds every word whose stem starts with `clos`."
         )
-        + _stop_sentence(index.analyzer),  # type: ignore[attr-defined]
+        + _stop_sentence(index.analyzer),
         "anywhere": _join(
             ["title", "headings", "section texts"]
             + ["author names"] * has["author"]
@@ -145,7 +145,7 @@ def render_manual(toolset: Toolset) -> str:
         "columns_list": "The index also keeps "
         + _join([f"`{n}` ({t})" for n, t in index.schema.fields])
         if index.schema
-        else "",  # type: ignore[attr-defined]
+        else "",
         "date_canon": ", dates as day ranges" if has["date"] else "",
         **_doc_values(read_tools, toolset.keeps_listing),
         "card_meta": f", then {_join(meta)} when the document has {'it' if len(meta) == 1 else 'them'}"

@@ -19,17 +19,18 @@ from sieve.engine.analysis.fields import Field
 from sieve.errors import InvalidArgumentError
 
 if TYPE_CHECKING:
+    from sieve.index.index import Index
     from sieve.tools.toolset import Toolset
 
 PAPER_COLLECTIONS = ("wikipedia", "browsecomp")
 
 
-def paper_collection(index: object) -> str:
+def paper_collection(index: Index) -> str:
     """Which of the paper's manuals fits an index: `browsecomp` where documents have an author or a
     date (BrowseComp-Plus pages), else `wikipedia` (HotpotQA, MuSiQue)."""
     from sieve.tools.manual import field_counts
 
-    dated = int(index.stats.get("dated", 0))  # type: ignore[attr-defined]  # index: no Protocol yet
+    dated = int(index.stats.get("dated", 0))
     return "browsecomp" if dated or field_counts(index)[Field.AUTHOR] else "wikipedia"
 
 

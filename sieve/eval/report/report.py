@@ -59,7 +59,8 @@ METRICS: dict[str, Callable[[dict[str, Any]], float]] = {
     "llm_calls": lambda r: r["llm_calls"],
 }
 PICTURES = f"pictures need the eval extra (matplotlib): {extra_hint('eval')}"
-# How a run departs from its condition as the paper runs it. The ablations (Table 7, Figure 4, Table 9)
+# How a run departs from its condition as the paper
+# runs it. The ablations (Table 7, Figure 4, Table 9)
 # leave Table 1; "+diagnosis" is sieve's extension and stays there as its own row.
 ABLATIONS = ("flat twin", "strict Boolean", "no snippets", "no field exposure")
 EXTENSIONS = ("+diagnosis",)
