@@ -1,4 +1,5 @@
-"""`sieve ask`, and the options of a command that runs the agent (`ask`, `eval run`, `eval grid`)."""
+"""`sieve ask`, and the options of a command that runs the agent (`ask`, `eval run`, `eval
+grid`)."""
 
 from __future__ import annotations
 
@@ -116,8 +117,10 @@ def add_agent_options(s: argparse.ArgumentParser) -> None:
         "--shell-sandbox",
         default="auto",
         choices=MECHANISMS,
-        help="the DCI conditions' shell sandbox: auto (bubblewrap, else Landlock, else refuse and say what to install), bwrap, "
-        "landlock, or none (no confinement, for runs inside a container of your own; warns on every run)",
+        help="the DCI conditions' shell sandbox: auto (bubblewrap, else Landlock, else refuse and "
+        "say what to install), bwrap, "
+        "landlock, or none (no confinement, for runs inside a container of your own; warns on "
+        "every run)",
     )
 
 
@@ -129,7 +132,8 @@ def add_deadline_option(s: argparse.ArgumentParser) -> None:
         type=float,
         default=DEADLINE_S,
         metavar="SECONDS",
-        help=f"the longest one model call may take, connecting, every read, retry and backoff included (default {DEADLINE_S:g}); "
+        help="the longest one model call may take, connecting, every read, retry and backoff "
+        f"included (default {DEADLINE_S:g}); "
         "when it passes, the episode ends with the reason 'llm deadline'",
     )
 

@@ -31,7 +31,8 @@ def cmd_demo(args: argparse.Namespace) -> int:
         quiet = args.json
         if not quiet:
             print(
-                "Building an index of the Python standard library's own documentation (read from its source)..."
+                "Building an index of the Python standard library's own documentation (read from "
+                "its source)..."
             )
         index, summary = build(
             stdlib_documents(), out, force=bool(args.keep), skip=False, quiet=quiet
@@ -70,7 +71,8 @@ def cmd_demo(args: argparse.Namespace) -> int:
             )
             return 0
         print(
-            f"indexed {plural(summary['documents'], 'document')} in {summary['seconds']} s ({summary['docs_per_second']} docs/s); index {summary['index_mb']} MB"
+            f"indexed {plural(summary['documents'], 'document')} in {summary['seconds']} s "
+            f"({summary['docs_per_second']} docs/s); index {summary['index_mb']} MB"
         )
         for r in results:
             print(f"\n# {r['what']}: {r['query']}")
@@ -83,7 +85,8 @@ def cmd_demo(args: argparse.Namespace) -> int:
         print(listing)
         lines = section["text"].splitlines()
         print(
-            f"\n# one section, not the whole page (sieve fetch INDEX {section['id']} '{section['section']}')"
+            f"\n# one section, not the whole page (sieve fetch INDEX {section['id']} "
+            f"'{section['section']}')"
         )
         print(
             "\n".join(lines[:12])
@@ -91,7 +94,8 @@ def cmd_demo(args: argparse.Namespace) -> int:
         )
         if args.keep:
             print(
-                f"\nindex kept at {out}; try: sieve search {out} 'json AND decode*' or sieve fetch {out} {section['id']} '{section['section']}'"
+                f"\nindex kept at {out}; try: sieve search {out} 'json AND decode*' or sieve fetch "
+                f"{out} {section['id']} '{section['section']}'"
             )
     return 0
 

@@ -40,17 +40,20 @@ def cmd_eval_build(args: argparse.Namespace) -> int:
         print(f"{twin}: {len(index)} documents at {index.path}")
     try:
         print(
-            f"eval run and eval grid on {args.collection} will use {args.out} (noted in {note_build(Path(args.collection), Path(args.out))})"
+            f"eval run and eval grid on {args.collection} will use {args.out} (noted in "
+            f"{note_build(Path(args.collection), Path(args.out))})"
         )
     except OSError as e:
         print(
-            f"sieve: could not note the build in {args.collection} ({e.strerror or e}); give eval run and eval grid --index-dir {args.out}",
+            f"sieve: could not note the build in {args.collection} ({e.strerror or e}); give eval "
+            f"run and eval grid --index-dir {args.out}",
             file=sys.stderr,
         )
     kept = built_note(Path(args.out)).get("unparsed_dates", 0)
     if kept:
         print(
-            f"kept {kept:,} unparseable date{'s' if kept != 1 else ''} as metadata 'date_text' (not searchable with date[...])"
+            f"kept {kept:,} unparseable date{'s' if kept != 1 else ''} as metadata 'date_text' "
+            "(not searchable with date[...])"
         )
     return 0
 
@@ -65,15 +68,18 @@ def cmd_eval_convert(args: argparse.Namespace) -> int:
         queries=Path(args.queries) if args.queries else None,
     )
     print(
-        f"{built.documents:,} documents, {built.questions:,} questions in {built.out} (BEIR layout: eval build {built.out} OUT)"
+        f"{built.documents:,} documents, {built.questions:,} questions in {built.out} (BEIR "
+        f"layout: eval build {built.out} OUT)"
     )
     if built.unparsed_dates:
         print(
-            f"kept {built.unparsed_dates:,} unparseable date{'s' if built.unparsed_dates != 1 else ''} as metadata 'date_text'"
+            f"kept {built.unparsed_dates:,} unparseable "
+            f"date{'s' if built.unparsed_dates != 1 else ''} as metadata 'date_text'"
         )
     if built.without_gold:
         print(
-            f"{built.without_gold:,} question{'s' if built.without_gold != 1 else ''} without a gold document: not in qrels/test.tsv, so not in the test split"
+            f"{built.without_gold:,} question{'s' if built.without_gold != 1 else ''} without a "
+            "gold document: not in qrels/test.tsv, so not in the test split"
         )
     return 0
 
@@ -117,7 +123,9 @@ def cmd_eval_run(args: argparse.Namespace) -> int:
         print(json_text(keep, indent=1))
     else:
         print(
-            f"{s['questions']} questions: accuracy {s.get('accuracy', 0):.3f}, {s.get('distinct_tokens', 0):.0f} distinct tokens and {s.get('llm_calls', 0):.1f} LLM calls per question; wrote {Path(args.out) / 'summary.json'}"
+            f"{s['questions']} questions: accuracy {s.get('accuracy', 0):.3f}, "
+            f"{s.get('distinct_tokens', 0):.0f} distinct tokens and {s.get('llm_calls', 0):.1f} "
+            f"LLM calls per question; wrote {Path(args.out) / 'summary.json'}"
         )
     return _crashes([Path(args.out)])
 
@@ -135,7 +143,8 @@ def _crashes(runs: list[Path]) -> int:
             bad.append(f"{run.name}: {n}")
     if bad:
         print(
-            f"sieve: episodes ended by an error inside sieve ({'; '.join(bad)}); their reason is in trajectories.jsonl, "
+            f"sieve: episodes ended by an error inside sieve ({'; '.join(bad)}); their reason is "
+            "in trajectories.jsonl, "
             "and running the same command again redoes them",
             file=sys.stderr,
         )
@@ -206,8 +215,10 @@ def _print_judged(j: dict[str, Any], run_dir: Path) -> None:
     counts = f"by {j['model']} ({j['asked']} asked, {j['cached']} cached, {j['unjudged']} unjudged)"
     if j["accuracy"] is None:
         print(
-            f"no judged accuracy {counts}: {j['unjudged']} of {j['questions']} answers are unjudged (the grader's reply had no readable "
-            f"verdict twice); run `sieve eval judge` again, perhaps with a larger --max-tokens; wrote {run_dir / 'summary.json'}"
+            f"no judged accuracy {counts}: {j['unjudged']} of {j['questions']} answers are "
+            "unjudged (the grader's reply had no readable "
+            "verdict twice); run `sieve eval judge` again, perhaps with a larger --max-tokens; "
+            f"wrote {run_dir / 'summary.json'}"
         )
     else:
         print(f"judged accuracy {j['accuracy']:.3f} {counts}; wrote {run_dir / 'summary.json'}")
@@ -243,7 +254,8 @@ def cmd_eval_retrieval(args: argparse.Namespace) -> int:
         print(json.dumps(summary, indent=1))
     else:
         print(
-            f"{summary['queries']} judged queries in {args.collection} ({args.split}); runs and retrieval.json in {out}"
+            f"{summary['queries']} judged queries in {args.collection} ({args.split}); runs and "
+            f"retrieval.json in {out}"
         )
         print(table(summary))
     return 0
@@ -284,7 +296,8 @@ def cmd_eval_grid(args: argparse.Namespace) -> int:
 
         if needs_judge(Path(args.collection)):
             print(
-                f"sieve: {args.collection} is graded by an LLM judge; with --no-judge its runs have exact match only and no judged accuracy",
+                f"sieve: {args.collection} is graded by an LLM judge; with --no-judge its runs "
+                "have exact match only and no judged accuracy",
                 file=sys.stderr,
             )
     print(f"{len(cells)} runs: {', '.join(c.name for c in cells)}", file=sys.stderr)
@@ -320,7 +333,8 @@ def cmd_eval_grid(args: argparse.Namespace) -> int:
         block = json.loads((run / "summary.json").read_text()).get("judge") or {}
         if block.get("unjudged"):
             print(
-                f"sieve: {run.name}: {block['unjudged']} of {block['questions']} answers unjudged, so no judged accuracy; "
+                f"sieve: {run.name}: {block['unjudged']} of {block['questions']} answers unjudged, "
+                "so no judged accuracy; "
                 "running the same command again asks the grader again",
                 file=sys.stderr,
             )
@@ -342,7 +356,8 @@ def _spread_options(s: argparse.ArgumentParser) -> None:
     s.add_argument(
         "--ray",
         metavar="ADDRESS",
-        help=f"run the episodes on a Ray cluster (the index folder must be at the same path on every node). "
+        help="run the episodes on a Ray cluster (the index folder must be at the same path on "
+        "every node). "
         f"{ADDRESS_HELP}",
     )
 
@@ -369,7 +384,8 @@ def _encoder_options(s: argparse.ArgumentParser, many: bool) -> None:
         "--embed-model",
         metavar="NAME_OR_PATH",
         action="append" if many else "store",
-        help=f"the dense rankers' encoder, {ENCODER_HELP}; default: the model the index holds, else the bundled all-MiniLM-L6-v2"
+        help=f"the dense rankers' encoder, {ENCODER_HELP}; default: the model the index holds, "
+        "else the bundled all-MiniLM-L6-v2"
         + (
             "; repeat it for several: one run per model of each cell that ranks with embeddings"
             if many
@@ -380,7 +396,8 @@ def _encoder_options(s: argparse.ArgumentParser, many: bool) -> None:
         "--dense-search",
         default="exact",
         choices=DENSE_SEARCH,
-        help="exact: every admitted set scored by exact inner product, as the paper (default); approximate: through HNSW "
+        help="exact: every admitted set scored by exact inner product, as the paper (default); "
+        "approximate: through HNSW "
         "above 8,000 documents",
     )
 
@@ -390,13 +407,15 @@ def _collection_options(s: argparse.ArgumentParser) -> None:
         "--format",
         default="beir",
         choices=FORMATS,
-        help="the collection's layout (default beir: a folder of corpus.jsonl, queries.jsonl, qrels/)",
+        help="the collection's layout (default beir: a folder of corpus.jsonl, queries.jsonl, "
+        "qrels/)",
     )
     s.add_argument(
         "--dates",
         default="strict",
         choices=DATE_POLICIES,
-        help="strict: an unparseable date stops the build; keep: it is kept as metadata date_text, counted and reported",
+        help="strict: an unparseable date stops the build; keep: it is kept as metadata date_text, "
+        "counted and reported",
     )
 
 
@@ -417,24 +436,29 @@ def add_commands(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> No
         "--embed-model",
         metavar="NAME_OR_PATH",
         action="append",
-        help=f"embed with this model, {ENCODER_HELP}; repeat it for several, kept side by side (implies --embed)",
+        help=f"embed with this model, {ENCODER_HELP}; repeat it for several, kept side by side "
+        "(implies --embed)",
     )
     _collection_options(b)
     b.set_defaults(func=cmd_eval_build)
     c = esub.add_parser(
         "convert",
-        help="write a paper collection from its public files in the BEIR layout: HotpotQA and MuSiQue "
-        "(one document per Wikipedia title), BrowseComp-Plus as BCP-S (title, sections, author, date, infobox)",
+        help="write a paper collection from its public files in the BEIR layout: HotpotQA and "
+        "MuSiQue "
+        "(one document per Wikipedia title), BrowseComp-Plus as BCP-S (title, sections, author, "
+        "date, infobox)",
     )
     c.add_argument("source", choices=SOURCES, help="the dataset the public files come from")
     c.add_argument(
         "path",
-        help="HotpotQA JSON, MuSiQue JSON Lines, or the BrowseComp-Plus corpus (JSON Lines of docid, text, url)",
+        help="HotpotQA JSON, MuSiQue JSON Lines, or the BrowseComp-Plus corpus (JSON Lines of "
+        "docid, text, url)",
     )
     c.add_argument("out", help="a new folder for corpus.jsonl, queries.jsonl and qrels/test.tsv")
     c.add_argument(
         "--queries",
-        help="browsecomp-plus: the decrypted queries (JSON Lines: query_id, query, answer, evidence_docs, gold_docs)",
+        help="browsecomp-plus: the decrypted queries (JSON Lines: query_id, query, answer, "
+        "evidence_docs, gold_docs)",
     )
     c.set_defaults(func=cmd_eval_convert)
     r = esub.add_parser("run", help="run episodes of one condition (resumable)")
@@ -456,7 +480,8 @@ def add_commands(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> No
     )
     r.add_argument(
         "--index-dir",
-        help="where the twins' indexes live (default: where `eval build` built them, as noted in the collection; "
+        help="where the twins' indexes live (default: where `eval build` built them, as noted in "
+        "the collection; "
         "else COLLECTION/sieve-index, or NAME.sieve-index beside a single-file collection)",
     )
     r.add_argument("-k", type=int, default=5, help=K_HELP)
@@ -488,42 +513,52 @@ def add_commands(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> No
     r.add_argument(
         "--manual",
         choices=MANUALS,
-        help="the manual of BQL search: the paper's for the collection (paper: BrowseComp-Plus's where "
-        "documents have an author or a date, else the Wikipedia one; or name it), or generated from the index "
+        help="the manual of BQL search: the paper's for the collection (paper: BrowseComp-Plus's "
+        "where "
+        "documents have an author or a date, else the Wikipedia one; or name it), or generated "
+        "from the index "
         "(default: the condition's; sieve: paper, sieve+manual: generated)",
     )
     r.add_argument(
         "--snippet",
         choices=SNIPPETS,
-        help="what a result card quotes (default: the condition's; search-visit: the opening words)",
+        help=(
+            "what a result card quotes (default: the condition's; search-visit: the opening words)"
+        ),
     )
     _encoder_options(r, many=False)
     add_agent_options(r)
     r.set_defaults(func=cmd_eval_run)
     g = esub.add_parser(
         "grid",
-        help="the paper's grid in one command: conditions x rankers x twins (resumable), then the report",
+        help="the paper's grid in one command: conditions x rankers x twins (resumable), then the "
+        "report",
     )
     g.add_argument("--collection", required=True, help=COLLECTION_HELP)
     g.add_argument("--out", required=True, help="one run folder per cell under it, and report/")
     g.add_argument(
         "--grid",
-        help="a grid file (JSON: cells, or conditions/rankers/twins/ablations); overrides the next four",
+        help="a grid file (JSON: cells, or conditions/rankers/twins/ablations); overrides the next "
+        "four",
     )
     g.add_argument(
         "--conditions",
-        help=f"comma-separated (default the paper's: {', '.join(PAPER_CONDITIONS)}; sieve's extensions: {', '.join(EXTENSIONS)})",
+        help=f"comma-separated (default the paper's: {', '.join(PAPER_CONDITIONS)}; sieve's "
+        f"extensions: {', '.join(EXTENSIONS)})",
     )
     g.add_argument(
         "--rankers",
-        help="comma-separated among bm25,dense,hybrid (default all; each condition runs with the paper's rankers among these)",
+        help="comma-separated among bm25,dense,hybrid (default all; each condition runs with the "
+        "paper's rankers among these)",
     )
     g.add_argument("--twins", help="comma-separated among structured,flat (default structured)")
     g.add_argument(
         "--ablations",
         action="store_true",
-        help="add the paper's ablations of SIEVE on BM25+dense: strict Boolean (no fallback), no snippets, "
-        "no matched fields on cards, the flat twin, and with the zero-hit diagnosis; and Search-Visit on the flat twin",
+        help="add the paper's ablations of SIEVE on BM25+dense: strict Boolean (no fallback), no "
+        "snippets, "
+        "no matched fields on cards, the flat twin, and with the zero-hit diagnosis; and "
+        "Search-Visit on the flat twin",
     )
     g.add_argument(
         "--extensions",
@@ -533,11 +568,13 @@ def add_commands(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> No
     g.add_argument(
         "--controls",
         action="store_true",
-        help="add the paper's Table 6: the indri-control condition (Indri's query language) with the Indri-style rankers (indri, indri+dense)",
+        help="add the paper's Table 6: the indri-control condition (Indri's query language) with "
+        "the Indri-style rankers (indri, indri+dense)",
     )
     g.add_argument(
         "--baseline",
-        help="the run the report tests against (default search-visit-bm25 when in the grid, else the first)",
+        help="the run the report tests against (default search-visit-bm25 when in the grid, else "
+        "the first)",
     )
     g.add_argument(
         "--no-report",
@@ -548,18 +585,21 @@ def add_commands(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> No
     _spread_options(g)
     g.add_argument(
         "--index-dir",
-        help="where the twins' indexes and the DCI files live (as eval run: default where `eval build` built them)",
+        help="where the twins' indexes and the DCI files live (as eval run: default where `eval "
+        "build` built them)",
     )
     g.add_argument(
         "--judge-url",
-        help="grade every cell's answers with this LLM judge (OpenAI-compatible base URL including /v1), as eval judge",
+        help="grade every cell's answers with this LLM judge (OpenAI-compatible base URL including "
+        "/v1), as eval judge",
     )
     g.add_argument("--judge-model", help="the judge's model (with --judge-url)")
     g.add_argument("--judge-api-key", help=f"the judge's key: {API_KEY_HELP}")
     g.add_argument(
         "--no-judge",
         action="store_true",
-        help='run a collection the paper grades with a judge (its sieve-collection.json says "accuracy": "judge") without one: '
+        help="run a collection the paper grades with a judge (its sieve-collection.json says "
+        '"accuracy": "judge") without one: '
         "exact match only, no judged accuracy",
     )
     g.add_argument("-k", type=int, default=5, help=K_HELP)
@@ -574,17 +614,21 @@ def add_commands(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> No
     g.set_defaults(func=cmd_eval_grid)
     p = esub.add_parser(
         "report",
-        help="the paper's tables and figures for runs: Markdown (or JSON) on stdout, report.md/report.json and PNGs in --out",
+        help="the paper's tables and figures for runs: Markdown (or JSON) on stdout, "
+        "report.md/report.json and PNGs in --out",
     )
     p.add_argument("runs", nargs="+", help="run folders, as eval run and eval grid write them")
     p.add_argument(
         "--baseline",
-        help="the run the others are tested against: a run name (one per collection and backbone, as the grid names "
-        "cells) or one run's position among RUNS (from 0); default BM25 Search-Visit, else each collection's first run",
+        help="the run the others are tested against: a run name (one per collection and backbone, "
+        "as the grid names "
+        "cells) or one run's position among RUNS (from 0); default BM25 Search-Visit, else each "
+        "collection's first run",
     )
     p.add_argument(
         "--backbone",
-        help="the backbone (model) of Table 1 and the single-backbone tables (default the one with most runs)",
+        help="the backbone (model) of Table 1 and the single-backbone tables (default the one with "
+        "most runs)",
     )
     p.add_argument(
         "--out", help="folder for report.md, report.json and the figures (default FIRST_RUN/report)"
@@ -595,7 +639,8 @@ def add_commands(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> No
     p.set_defaults(func=cmd_eval_report)
     q = esub.add_parser(
         "retrieval",
-        help="ranking quality on a BEIR-layout collection with qrels: TREC runs; nDCG@10, MRR@10, recall@100",
+        help="ranking quality on a BEIR-layout collection with qrels: TREC runs; nDCG@10, MRR@10, "
+        "recall@100",
     )
     q.add_argument(
         "--collection",
@@ -639,7 +684,10 @@ def add_commands(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> No
     q.set_defaults(func=cmd_eval_retrieval)
     j = esub.add_parser(
         "judge",
-        help="grade a run's answers with an LLM (BrowseComp-style grader, cached); adds 'judged' to summary.json",
+        help=(
+            "grade a run's answers with an LLM (BrowseComp-style grader, cached); adds 'judged' to "
+            "summary.json"
+        ),
     )
     j.add_argument("run_dir", help="a run folder, as eval run writes it")
     j.add_argument(
@@ -651,7 +699,8 @@ def add_commands(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> No
         "--format",
         default="beir",
         choices=FORMATS,
-        help="the collection's layout (default beir: a folder of corpus.jsonl, queries.jsonl, qrels/)",
+        help="the collection's layout (default beir: a folder of corpus.jsonl, queries.jsonl, "
+        "qrels/)",
     )
     j.add_argument("--llm-url", required=True, help="OpenAI-compatible base URL including /v1")
     j.add_argument("--model", required=True, help=MODEL_HELP)

@@ -15,16 +15,22 @@ from sieve.errors import InvalidArgumentError, SieveError
 from sieve.index.cluster import ADDRESS_HELP
 
 ANALYZER_HELP = (
-    "how text becomes terms, for the documents and every query: plain (the default: folded words), english "
-    "(Snowball stemming: compressing = compress), or another Snowball language by name (french, german, ...)"
+    "how text becomes terms, for the documents and every query: plain (the default: folded words), "
+    "english "
+    "(Snowball stemming: compressing = compress), or another Snowball language by name (french, "
+    "german, ...)"
 )
 FIELD_HELP = (
-    "repeat to declare metadata keys as filter fields: NAME:number (year[2000..2010], year[>=3]), NAME:date "
-    "(published[2020-03..]), NAME:keyword (venue[=ACL]) or NAME:text (neural[abstract]); a value that does not fit its type is an error"
+    "repeat to declare metadata keys as filter fields: NAME:number (year[2000..2010], year[>=3]), "
+    "NAME:date "
+    "(published[2020-03..]), NAME:keyword (venue[=ACL]) or NAME:text (neural[abstract]); a value "
+    "that does not fit its type is an error"
 )
 STOPWORDS_HELP = (
-    "words left out of the index (their places are kept, so phrases span them): english (the 33 words Lucene and "
-    "tantivy use) or a file of one word per line; default none. A query term that is only stop words is an error"
+    "words left out of the index (their places are kept, so phrases span them): english (the 33 "
+    "words Lucene and "
+    "tantivy use) or a file of one word per line; default none. A query term that is only stop "
+    "words is an error"
 )
 
 
@@ -36,7 +42,8 @@ def _corpus(path: str, max_file_mb: float | None, strict: bool) -> Any:
         return Folder(path, MAX_FILE_MB if max_file_mb is None else max_file_mb, strict)
     if max_file_mb is not None or strict:
         raise InvalidArgumentError(
-            f"--max-file-mb and --strict are for a folder of documents; {path} is read as a JSONL corpus"
+            f"--max-file-mb and --strict are for a folder of documents; {path} is read as a JSONL "
+            "corpus"
         )
     return path
 
@@ -163,7 +170,8 @@ def cmd_index(args: argparse.Namespace) -> int:
         print_json(s)
         return 0
     print(
-        f"indexed {plural(s['documents'], 'document')} in {s['seconds']} s ({s['docs_per_second']} docs/s) into {s['index']}"
+        f"indexed {plural(s['documents'], 'document')} in {s['seconds']} s ({s['docs_per_second']} "
+        f"docs/s) into {s['index']}"
     )
     analysis = (
         s["analyzer"]
@@ -171,7 +179,8 @@ def cmd_index(args: argparse.Namespace) -> int:
         + (f", {s['stopwords']} stop words not indexed" if s["stopwords"] else "")
     )
     print(
-        f"  {s['terms']} terms ({analysis}), {s['tokens']} tokens, {s['postings']} postings; index {s['index_mb']} MB, document store {s['store_mb']} MB"
+        f"  {s['terms']} terms ({analysis}), {s['tokens']} tokens, {s['postings']} postings; index "
+        f"{s['index_mb']} MB, document store {s['store_mb']} MB"
         + (f"; {s['shards']} shards, {s['segments']} segments" if s["shards"] else "")
         + (
             f"; {s['segments']} segments (past half the memory budget, a build starts a new one)"
@@ -183,7 +192,8 @@ def cmd_index(args: argparse.Namespace) -> int:
         print("  filter fields: " + ", ".join(f"{n} ({t})" for n, t in s["fields"].items()))
     if s["kept"]:
         print(
-            f"  kept the text under unknown keys of {plural(s['kept'], 'document')} as metadata (not searchable; --lenient)",
+            f"  kept the text under unknown keys of {plural(s['kept'], 'document')} as metadata "
+            "(not searchable; --lenient)",
             file=sys.stderr,
         )
     if s["skipped"]:
@@ -234,8 +244,10 @@ def cmd_add(args: argparse.Namespace) -> int:
             index.analyzer.name
         ):
             raise InvalidArgumentError(
-                f"{path} uses the {index.analyzer.name} analyzer, not {args.analyzer}: changing an index's analyzer "
-                f"means rebuilding it (sieve index CORPUS {path} --analyzer {args.analyzer} --force)"
+                f"{path} uses the {index.analyzer.name} analyzer, not {args.analyzer}: changing an "
+                "index's analyzer "
+                f"means rebuilding it (sieve index CORPUS {path} --analyzer {args.analyzer} "
+                "--force)"
             )
         if (
             args.stopwords is not None
@@ -247,12 +259,15 @@ def cmd_add(args: argparse.Namespace) -> int:
                 else "no stop words"
             )
             raise InvalidArgumentError(
-                f"{path} has {have}, not the list {args.stopwords!r}: changing an index's stop words "
-                f"means rebuilding it (sieve index CORPUS {path} --stopwords {args.stopwords} --force)"
+                f"{path} has {have}, not the list {args.stopwords!r}: changing an index's stop "
+                "words "
+                f"means rebuilding it (sieve index CORPUS {path} --stopwords {args.stopwords} "
+                "--force)"
             )
         if args.field is not None and declare(args.field) != index.schema:
             raise InvalidArgumentError(
-                f"{path} declares {index.schema.listing()}, not {', '.join(args.field)}: changing an index's "
+                f"{path} declares {index.schema.listing()}, not {', '.join(args.field)}: changing "
+                "an index's "
                 f"fields means rebuilding it (sieve index CORPUS {path} --field ... --force)"
             )
         with index.writer(replace=not args.no_replace, memory_mb=args.memory_mb) as w:
@@ -271,7 +286,8 @@ def cmd_add(args: argparse.Namespace) -> int:
         print_json(s)
     else:
         print(
-            f"added {s['added']:,} and replaced {plural(s['replaced'], 'document')}; {path} now holds {s['documents']:,}"
+            f"added {s['added']:,} and replaced {plural(s['replaced'], 'document')}; {path} now "
+            f"holds {s['documents']:,}"
             + (f" (skipped {s['skipped']:,} bad records)" if s["skipped"] else "")
             + (
                 f" (kept text under unknown keys of {s['kept']:,} as metadata, not searchable)"
@@ -327,7 +343,8 @@ def cmd_merge(args: argparse.Namespace) -> int:
         )
     else:
         print(
-            f"merged {plural(s['before'], 'segment')} into {s['after']}; {args.index} holds {plural(s['documents'], 'document')}"
+            f"merged {plural(s['before'], 'segment')} into {s['after']}; {args.index} holds "
+            f"{plural(s['documents'], 'document')}"
         )
     return 0
 
@@ -408,7 +425,8 @@ def _folder_options(s: argparse.ArgumentParser) -> None:
         "--strict",
         action="store_true",
         help="a folder of documents: a file passed over (a symbolic link out of the folder, "
-        "a FIFO, socket or device, a file over --max-file-mb, one that cannot be read) is an error instead of being skipped and counted",
+        "a FIFO, socket or device, a file over --max-file-mb, one that cannot be read) is an error "
+        "instead of being skipped and counted",
     )
 
 
@@ -416,7 +434,8 @@ def add_commands(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> No
     """`index`, `add`, `delete`, `merge`, `embed` and `check`."""
     s = sub.add_parser(
         "index",
-        help="build an index from a JSONL corpus, a BEIR folder or a folder of Markdown, HTML and text files",
+        help="build an index from a JSONL corpus, a BEIR folder or a folder of Markdown, HTML and "
+        "text files",
     )
     s.add_argument(
         "corpus",
@@ -438,7 +457,8 @@ def add_commands(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> No
     s.add_argument(
         "--memory-mb",
         type=int,
-        help="memory the build may use to sort the token stream before it sorts in runs on disk (default 1024)",
+        help="memory the build may use to sort the token stream before it sorts in runs on disk "
+        "(default 1024)",
     )
     s.add_argument("--analyzer", help=ANALYZER_HELP)
     s.add_argument("--stopwords", metavar="LIST", help=STOPWORDS_HELP)
@@ -446,20 +466,23 @@ def add_commands(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> No
     s.add_argument(
         "--lenient",
         action="store_true",
-        help="keep text under keys the corpus format does not know (Title, a section's body) as metadata, "
+        help="keep text under keys the corpus format does not know (Title, a section's body) as "
+        "metadata, "
         "counted in the summary, instead of stopping with an error",
     )
     _folder_options(s)
     s.add_argument(
         "--shards",
         type=int,
-        help="split the documents into N shards by a hash of their ids, built in parallel (--jobs processes, "
+        help="split the documents into N shards by a hash of their ids, built in parallel (--jobs "
+        "processes, "
         "or Ray tasks with --ray); the index answers as an unsharded one (docs/scale.md)",
     )
     s.add_argument(
         "--ray",
         metavar="ADDRESS",
-        help=f"build the shards as tasks on this Ray cluster; OUT must be a path every node sees. {ADDRESS_HELP}",
+        help="build the shards as tasks on this Ray cluster; OUT must be a path every node sees. "
+        f"{ADDRESS_HELP}",
     )
     s.add_argument("--quiet", action="store_true", help="no progress bar")
     s.add_argument("--json", action="store_true")
@@ -467,7 +490,8 @@ def add_commands(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> No
 
     s = sub.add_parser(
         "add",
-        help="add documents to an index; a known id replaces its document (creates the index if it is missing)",
+        help="add documents to an index; a known id replaces its document (creates the index if it "
+        "is missing)",
     )
     s.add_argument("index", help="an index folder (created if missing)")
     s.add_argument("corpus", help="documents, in any form `sieve index` reads")
@@ -478,18 +502,21 @@ def add_commands(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> No
     )
     s.add_argument(
         "--analyzer",
-        help="for a new index, as `sieve index --analyzer`; an existing index keeps its own (a different one is an error)",
+        help="for a new index, as `sieve index --analyzer`; an existing index keeps its own (a "
+        "different one is an error)",
     )
     s.add_argument(
         "--stopwords",
         metavar="LIST",
-        help="for a new index, as `sieve index --stopwords`; an existing index keeps its own (a different list is an error)",
+        help="for a new index, as `sieve index --stopwords`; an existing index keeps its own (a "
+        "different list is an error)",
     )
     s.add_argument(
         "--field",
         action="append",
         metavar="NAME:TYPE",
-        help="for a new index, as `sieve index --field`; an existing index keeps its own (other fields are an error)",
+        help="for a new index, as `sieve index --field`; an existing index keeps its own (other "
+        "fields are an error)",
     )
     s.add_argument("--lenient", action="store_true", help="as `sieve index --lenient`")
     _folder_options(s)
@@ -497,7 +524,8 @@ def add_commands(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> No
         "--memory-mb",
         type=int,
         default=None,
-        help="memory budget (default 1,024): past half of it, added documents are written as a segment",
+        help="memory budget (default 1,024): past half of it, added documents are written as a "
+        "segment",
     )
     s.add_argument(
         "--skip-bad",
@@ -544,7 +572,8 @@ def add_commands(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> No
         "--model",
         dest="model",
         metavar="NAME_OR_PATH",
-        help="sentence-transformers model: a local folder, or a name in the local Hugging Face cache (never downloaded; "
+        help="sentence-transformers model: a local folder, or a name in the local Hugging Face "
+        "cache (never downloaded; "
         "default: the bundled all-MiniLM-L6-v2); each model's embeddings are kept side by side",
     )
     s.add_argument("--batch-size", type=int, default=32, help="texts the model encodes at once")
@@ -552,7 +581,8 @@ def add_commands(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> No
         "--unit",
         choices=("document", "passage"),
         default="document",
-        help="one vector per document (its start; the default), or per passage (every section in pieces of up to 128 words; "
+        help="one vector per document (its start; the default), or per passage (every section in "
+        "pieces of up to 128 words; "
         "a document scores as its best passage)",
     )
     s.add_argument("--force", action="store_true", help="recompute even if up to date")

@@ -5,6 +5,7 @@ runs a command and turns its errors into exit codes: 0 success, 1 user error (me
 from __future__ import annotations
 
 import argparse
+import contextlib
 import os
 import sys
 import traceback
@@ -116,10 +117,8 @@ def _main(argv: Sequence[str] | None) -> int:
         _report(e, getattr(args, "json", False), getattr(args, "query", None))
         return 1
     except BrokenPipeError:  # `sieve ... | head`: the reader left; nothing more to say
-        try:
-            sys.stdout = open(os.devnull, "w")
-        except OSError:
-            pass
+        with contextlib.suppress(OSError):
+            sys.stdout = open(os.devnull, "w")  # noqa: SIM115  # stdout from now until exit
         return 0
     except OSError as e:  # a full disk, a file that vanished, no permission...
         _report(e, getattr(args, "json", False))

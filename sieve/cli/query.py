@@ -34,7 +34,8 @@ def cmd_match(args: argparse.Namespace) -> int:
         print_json({"query": m.query, "count": m.count, "ids": ids, "ms": round(ms, 3)})
         return 0
     print(
-        f"{plural(m.count, 'document')} match{'es' if m.count == 1 else ''} {m.query}  ({ms:.2f} ms)"
+        f"{plural(m.count, 'document')} match{'es' if m.count == 1 else ''} {m.query}  ({ms:.2f} "
+        "ms)"
     )
     from sieve.tools.shell.safe import inline
 
@@ -124,7 +125,8 @@ def _search_topics(index: Any, args: argparse.Namespace) -> int:
         print_json(summary)
     else:
         print(
-            f"wrote {plural(summary['lines'], 'result')} for {plural(summary['topics'], 'topic')} to {args.run} ({summary['seconds']} s)"
+            f"wrote {plural(summary['lines'], 'result')} for {plural(summary['topics'], 'topic')} "
+            f"to {args.run} ({summary['seconds']} s)"
         )
     return 0
 
@@ -257,7 +259,8 @@ def add_commands(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> No
 
     s = sub.add_parser(
         "test",
-        help="run query regression cases (JSON Lines: query, admits, rejects, top, count); exit 1 if any fails",
+        help="run query regression cases (JSON Lines: query, admits, rejects, top, count); exit 1 "
+        "if any fails",
     )
     s.add_argument(
         "cases",
@@ -289,8 +292,10 @@ def add_commands(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> No
     s.add_argument(
         "--topics",
         metavar="FILE",
-        help="many queries, one per line: JSON Lines with _id (or id) and text (or query), or TSV of id and query; needs --run. "
-        "A benchmark's queries run as written: up to 10,000 characters, no time limit, unless the options below say otherwise",
+        help="many queries, one per line: JSON Lines with _id (or id) and text (or query), or TSV "
+        "of id and query; needs --run. "
+        "A benchmark's queries run as written: up to 10,000 characters, no time limit, unless the "
+        "options below say otherwise",
     )
     s.add_argument(
         "--run",
@@ -300,7 +305,8 @@ def add_commands(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> No
     s.add_argument(
         "--ray",
         metavar="ADDRESS",
-        help=f"a sharded INDEX answered by one Ray actor per shard on this cluster: the same results, "
+        help="a sharded INDEX answered by one Ray actor per shard on this cluster: the same "
+        "results, "
         f"BM25 only. {ADDRESS_HELP}",
     )
     add_limit_options(s)

@@ -119,7 +119,10 @@ def add_commands(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> No
     s = sub.add_parser(
         "serve",
         help="serve indexes' search/fetch tools to any MCP client (stdio, or streamable HTTP)",
-        description="Serve the search-inspect-fetch tools of one or more indexes over the Model Context Protocol.",
+        description=(
+            "Serve the search-inspect-fetch tools of one or more indexes over the Model Context "
+            "Protocol."
+        ),
     )
     s.add_argument(
         "indexes",
@@ -175,18 +178,21 @@ def add_commands(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> No
         "--max-sessions",
         type=int,
         default=_LIMITS.max_sessions,
-        help=f"with --http: sessions open at once; one more is refused with HTTP 503 and a message (default {_LIMITS.max_sessions})",
+        help="with --http: sessions open at once; one more is refused with HTTP 503 and a message "
+        f"(default {_LIMITS.max_sessions})",
     )
     s.add_argument(
         "--session-idle-seconds",
         type=float,
         default=_LIMITS.session_idle_seconds,
-        help=f"with --http: a session with no request for this long is closed (default {_LIMITS.session_idle_seconds:g})",
+        help="with --http: a session with no request for this long is closed (default "
+        f"{_LIMITS.session_idle_seconds:g})",
     )
     s.add_argument(
         "--ray",
         metavar="ADDRESS",
-        help=f"sharded indexes answered by their shards' actors on this Ray cluster (bm25 only). {ADDRESS_HELP}",
+        help="sharded indexes answered by their shards' actors on this Ray cluster (bm25 only). "
+        f"{ADDRESS_HELP}",
     )
     s.add_argument(
         "--json", action="store_true", help="announce the server as one JSON line on stderr"

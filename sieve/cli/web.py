@@ -31,7 +31,8 @@ def cmd_web(args: argparse.Namespace) -> int:
         or not args.request_seconds > 0
     ):
         raise InvalidArgumentError(
-            f"--k-max must be at least 1, --max-query-chars between 1 and {MAX_QUERY_CHARS:,}, --max-phrase-words "
+            f"--k-max must be at least 1, --max-query-chars between 1 and {MAX_QUERY_CHARS:,}, "
+            "--max-phrase-words "
             "at least 2, --request-seconds positive"
         )
     if not args.indexes and not args.runs:
@@ -83,7 +84,8 @@ def add_commands(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> No
         nargs="+",
         action="extend",
         metavar="RUN_DIR",
-        help="eval run folders to replay (trajectories.jsonl, summary.json; their report/ if any), or `sieve ask --json` records",
+        help="eval run folders to replay (trajectories.jsonl, summary.json; their report/ if any), "
+        "or `sieve ask --json` records",
     )
     add_arguments(s, 8000)
     s.add_argument(

@@ -14,6 +14,7 @@ that carries an Origin only when that origin is on one of those names too (421 a
 from __future__ import annotations
 
 import argparse
+import contextlib
 import html
 import ipaddress
 import json
@@ -53,7 +54,8 @@ def is_loopback(address: str) -> bool:
 
 
 def _split(value: str) -> tuple[str, int | None] | None:
-    """(name, port) of a Host header or --allow-host value, the name lower-cased; None if malformed."""
+    """(name, port) of a Host header or --allow-host value, the name lower-cased; None if
+    malformed."""
     m = _HOST.fullmatch(value)
     if m is None:
         return None
@@ -91,12 +93,10 @@ class HostPolicy:
         0.0.0.0: a page that reaches it through a name must be allowed by name), and `allowed`."""
         names = list(LOOPBACK_NAMES)
         if bound not in _WILDCARDS:
-            try:
+            # an address no Host header can carry (an IPv6 zone) is left out: allow its names with
+            # --allow-host
+            with contextlib.suppress(argparse.ArgumentTypeError):
                 names.append(allowed_host(bound))
-            except argparse.ArgumentTypeError:
-                # an address no Host header can carry (an IPv6
-                # zone): allow its names with --allow-host
-                pass
         names += [allowed_host(a) for a in allowed]
         return cls(tuple(dict.fromkeys(names)))
 
@@ -125,12 +125,16 @@ class HostPolicy:
         return self.admits(parts.netloc)
 
     def refusal(self, headers: Iterable[tuple[bytes, bytes]]) -> tuple[int, str] | None:
-        """(status, message) when the request's Host or Origin is not this server's; None to serve it."""
+        """(status, message) when the request's Host or Origin is not this server's; None to serve
+        it."""
         seen: dict[bytes, list[str]] = {}
         for key, value in headers:
             seen.setdefault(key.lower(), []).append(value.decode("latin-1"))
         hosts = seen.get(b"host", [])
-        allowed = "its loopback names (localhost, 127.0.0.1, [::1]) and the names allowed with --allow-host"
+        allowed = (
+            "its loopback names (localhost, 127.0.0.1, [::1]) and the names allowed with "
+            "--allow-host"
+        )
         if len(hosts) != 1 or not self.admits(hosts[0]):
             got = (
                 f"the host {hosts[0][:100]!r}"
@@ -142,7 +146,8 @@ class HostPolicy:
             if not self.admits_origin(origin):
                 return (
                     403,
-                    f"refused: a cross-origin request from the page at {origin[:100]!r}; this server answers pages on {allowed} only",
+                    f"refused: a cross-origin request from the page at {origin[:100]!r}; this "
+                    f"server answers pages on {allowed} only",
                 )
         return None
 
@@ -184,8 +189,13 @@ def json_rpc_page(status: int, message: str) -> tuple[str, bytes]:
 
 
 def html_page(status: int, message: str) -> tuple[str, bytes]:
-    """A refusal for a browser: the message alone (a refused page learns nothing about the server)."""
-    body = f'<!doctype html><html lang="en"><head><meta charset="utf-8"><title>{status}</title></head><body><p id="error">{html.escape(message)}</p></body></html>'
+    """A refusal for a browser: the message alone (a refused page learns nothing about the
+    server)."""
+    body = (
+        '<!doctype html><html lang="en"><head><meta '
+        f'charset="utf-8"><title>{status}</title></head><body><p '
+        f'id="error">{html.escape(message)}</p></body></html>'
+    )
     return "text/html; charset=utf-8", body.encode()
 
 
@@ -202,7 +212,8 @@ def _address(value: str) -> str:
     parsed = _split(value)
     if parsed is None or parsed[1] is not None:
         raise argparse.ArgumentTypeError(
-            f"{value!r} is not an address to listen on: give an IP address or a host name, without a port"
+            f"{value!r} is not an address to listen on: give an IP address or a host name, without "
+            "a port"
         )
     return value
 
@@ -229,14 +240,16 @@ def add_arguments(parser: argparse.ArgumentParser, port: int, note: str = "") ->
         default=[],
         type=allowed_host,
         metavar="NAME",
-        help=f"{note}also answer requests addressed to NAME or NAME:PORT (the Host header clients send); repeatable. "
+        help=f"{note}also answer requests addressed to NAME or NAME:PORT (the Host header clients "
+        "send); repeatable. "
         "Other names than localhost, 127.0.0.1, [::1] and the --host address are refused (421), "
         "and so are pages from other origins (403): a web page cannot use the server",
     )
     parser.add_argument(
         "--allow-remote",
         action="store_true",
-        help=f"{note}let --host be an address other than loopback: anyone who can reach it can use the server, "
+        help=f"{note}let --host be an address other than loopback: anyone who can reach it can use "
+        "the server, "
         "with no password (use a firewall or a proxy that authenticates)",
     )
 
@@ -247,7 +260,8 @@ def bind_problem(host: str, allow_remote: bool) -> str | None:
         return None
     return (
         f"--host {host} is not a loopback address: anyone who can reach it could use this server; "
-        "add --allow-remote to listen there anyway (and --allow-host NAME for each name clients will use)"
+        "add --allow-remote to listen there anyway (and --allow-host NAME for each name clients "
+        "will use)"
     )
 
 
@@ -257,6 +271,7 @@ def exposure(host: str, port: int, what: str, policy: HostPolicy) -> str | None:
         return None
     where = "every network interface of this machine" if host in _WILDCARDS else host
     return (
-        f"exposed: listening on {host}:{port} ({where}); anyone who can reach it can {what}, with no password. "
+        f"exposed: listening on {host}:{port} ({where}); anyone who can reach it can {what}, with "
+        "no password. "
         f"It answers to the Host names {', '.join(policy.names)}"
     )

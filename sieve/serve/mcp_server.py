@@ -1,4 +1,5 @@
-"""`sieve serve`: the Service over the Model Context Protocol (the official `mcp` SDK, extra `serve`).
+"""`sieve serve`: the Service over the Model Context Protocol (the official `mcp` SDK, extra
+`serve`).
 
 Sessions. A handshake-era connection (protocol 2025-11-25 and earlier: stdio, or streamable HTTP
 with an `Mcp-Session-Id`) lives across requests, so its Session is kept in the connection's own
@@ -158,13 +159,16 @@ def build_server(service: Service, version: str = "") -> Server[Any]:
             # machine): the same time limit, so the same answer, never an internal error.
             if future.cancel():  # still queued: it never ran
                 return _text(
-                    f"{params.name} error: the server is busy ({service.limits.workers} calls running) and this call waited "
+                    f"{params.name} error: the server is busy ({service.limits.workers} calls "
+                    "running) and this call waited "
                     f"{seconds:g} s for its turn; try again",
                     True,
                 )
             return _text(
-                f"{params.name} error: the call took longer than {seconds:g} s (this server's limit per call) and was "
-                "abandoned; narrow the query (fewer frequent words, fewer NEAR or prefix terms) or read fewer sections",
+                f"{params.name} error: the call took longer than {seconds:g} s (this server's "
+                "limit per call) and was "
+                "abandoned; narrow the query (fewer frequent words, fewer NEAR or prefix terms) or "
+                "read fewer sections",
                 True,
             )
         return _text(result.text, not result.ok)
@@ -176,7 +180,9 @@ def build_server(service: Service, version: str = "") -> Server[Any]:
                     uri=MANUAL_URI.format(name=name),
                     name=f"{name} manual",
                     mime_type="text/markdown",
-                    description=f"How to search and read the index {name!r}: query language, cards, fetch",
+                    description=(
+                        f"How to search and read the index {name!r}: query language, cards, fetch"
+                    ),
                 )
                 for name in service.indexes
             ]
@@ -291,8 +297,10 @@ def explained_full(app: Any, limits: ServeLimits) -> Any:
     """ASGI middleware: the SDK's refusal of a session beyond `max_sessions` (its only 503, and
     only to a request that opens a session) says what the limit is and how room is made."""
     message = (
-        f"this server is full: {limits.max_sessions} sessions are open, its limit (--max-sessions); try again when one "
-        f"closes (a client that ends sends DELETE; a session with no request for {limits.session_idle_seconds:g} s is closed)"
+        f"this server is full: {limits.max_sessions} sessions are open, its limit "
+        "(--max-sessions); try again when one "
+        "closes (a client that ends sends DELETE; a session with no request for "
+        f"{limits.session_idle_seconds:g} s is closed)"
     )
     full = _reply(503, INTERNAL_ERROR, message, ((b"retry-after", b"5"),))
 
@@ -348,7 +356,8 @@ def serve_http(
     ready: Callable[[], None] = lambda: None,
     hosts: HostPolicy | None = None,
 ) -> None:
-    """Streamable HTTP at http://HOST:PORT/mcp until interrupted; `ready` runs once the port is bound."""
+    """Streamable HTTP at http://HOST:PORT/mcp until interrupted; `ready` runs once the port is
+    bound."""
     import socket
 
     import uvicorn

@@ -68,18 +68,21 @@ class ServeLimits:
             )
         if not 1 <= self.max_query_chars <= MAX_QUERY_CHARS:
             raise InvalidArgumentError(
-                f"max-query-chars must be between 1 and {MAX_QUERY_CHARS:,}, got {self.max_query_chars:,}"
+                f"max-query-chars must be between 1 and {MAX_QUERY_CHARS:,}, got "
+                f"{self.max_query_chars:,}"
             )
         for name in ("call_seconds", "session_idle_seconds"):
             value = getattr(self, name)
             if not (value > 0 and math.isfinite(value)):
                 raise InvalidArgumentError(
-                    f"{name.replace('_', '-')} must be {'finite' if value > 0 else 'positive'}, got {value}"
+                    f"{name.replace('_', '-')} must be {'finite' if value > 0 else 'positive'}, "
+                    f"got {value}"
                 )
 
 
 def index_names(specs: Sequence[str]) -> dict[str, Path]:
-    """`PATH` or `NAME=PATH` for each index to serve -> {name: path}; a name defaults to the folder's."""
+    """`PATH` or `NAME=PATH` for each index to serve -> {name: path}; a name defaults to the
+    folder's."""
     named: dict[str, Path] = {}
     for spec in specs:
         name, sep, path = spec.partition("=")
@@ -87,7 +90,8 @@ def index_names(specs: Sequence[str]) -> dict[str, Path]:
             name, path = Path(spec).resolve().name, spec
         if not _NAME.match(name):
             raise InvalidArgumentError(
-                f"index name {name!r} (from {spec!r}): use letters, digits, '.', '_' or '-', at most 64, as NAME=PATH"
+                f"index name {name!r} (from {spec!r}): use letters, digits, '.', '_' or '-', at "
+                "most 64, as NAME=PATH"
             )
         if name in named:
             raise InvalidArgumentError(
@@ -218,9 +222,12 @@ class Service:
         """What the server says about itself when a client connects."""
         which = "Pass `index` to every tool to choose one." if self.several else ""
         return (
-            f"Search-inspect-fetch over {'these indexes' if self.several else 'this index'}:\n{self.overview()}\n{which}\n"
-            "Search with the query language, read the result cards, then fetch only the sections you need. "
-            "The `search` tool's description is the full manual (also the resources sieve://<index>/manual)."
+            "Search-inspect-fetch over "
+            f"{'these indexes' if self.several else 'this index'}:\n{self.overview()}\n{which}\n"
+            "Search with the query language, read the result cards, then fetch only the sections "
+            "you need. "
+            "The `search` tool's description is the full manual (also the resources "
+            "sieve://<index>/manual)."
         ).replace("\n\n", "\n")
 
     def _served_tools(self, keeps_listing: bool) -> list[ServedTool]:
@@ -245,8 +252,10 @@ class Service:
                 if self.several:
                     name = next(iter(self.indexes))
                     description += (
-                        f"\n\nServed indexes:\n{self.overview()}\n\nThe manual below is `{name}`'s; the others differ only in "
-                        f"their fields and sizes (each index's own manual: resource sieve://<index>/manual)."
+                        f"\n\nServed indexes:\n{self.overview()}\n\nThe manual below is "
+                        f"`{name}`'s; the others differ only in "
+                        "their fields and sizes (each index's own manual: resource "
+                        "sieve://<index>/manual)."
                     )
                 description += "\n\n" + self.manual(next(iter(self.indexes)), keeps_listing)
             out.append(ServedTool(tool.name, description, schema))
@@ -256,12 +265,14 @@ class Service:
         return Session(keeps_listing=keeps_listing)
 
     def call(self, session: Session, name: str, arguments: Mapping[str, Any] | None) -> ToolResult:
-        """Run one tool for one session: its text and whether all went well. Never raises for bad input."""
+        """Run one tool for one session: its text and whether all went well. Never raises for bad
+        input."""
         size = len(json.dumps(arguments, ensure_ascii=False, default=str)) if arguments else 0
         if size > self.limits.max_argument_chars:
             return ToolResult(
                 name,
-                f"{name} error: the arguments are {size:,} characters of JSON; this server accepts at most "
+                f"{name} error: the arguments are {size:,} characters of JSON; this server accepts "
+                "at most "
                 f"{self.limits.max_argument_chars:,} per call",
                 0,
                 False,

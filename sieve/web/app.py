@@ -4,11 +4,12 @@ A Starlette app with server-side Jinja2 templates and no JavaScript: a BQL searc
 form shown, a syntax error with a caret under its position, a zero-hit query's one-step changes that
 would admit documents), result cards like the agent's (matched headings highlighted, a long list
 folded behind a <details> toggle, snippet with Markdown emphasis rendered, fields, date, infobox
-keys), a heading opens that section, a document view with its outline beside the text. Read-only: the browser names an index by its served name and a document by its id,
-never a file, and no page or error shows a server path; every page is escaped (documents are
-untrusted text) and sent with a policy that forbids scripts; the same limits as `sieve serve`
-(results, query length, time per request). A bad parameter is a 4xx page that says what is wrong.
-Requests for another Host, or from a page of another origin, are refused (sieve.serve.hosts).
+keys), a heading opens that section, a document view with its outline beside the text. Read-only:
+the browser names an index by its served name and a document by its id, never a file, and no page or
+error shows a server path; every page is escaped (documents are untrusted text) and sent with a
+policy that forbids scripts; the same limits as `sieve serve` (results, query length, time per
+request). A bad parameter is a 4xx page that says what is wrong. Requests for another Host, or from
+a page of another origin, are refused (sieve.serve.hosts).
 """
 
 from __future__ import annotations
@@ -42,7 +43,10 @@ if TYPE_CHECKING:
 TEMPLATES = Path(__file__).resolve().parent / "templates"
 # No script may run, whatever a document holds; styles are the page's own.
 HEADERS = {
-    "Content-Security-Policy": "default-src 'none'; style-src 'self' 'unsafe-inline'; img-src 'self'; form-action 'self'; frame-ancestors 'none'; base-uri 'none'",
+    "Content-Security-Policy": (
+        "default-src 'none'; style-src 'self' 'unsafe-inline'; img-src 'self'; form-action 'self'; "
+        "frame-ancestors 'none'; base-uri 'none'"
+    ),
     "X-Content-Type-Options": "nosniff",
     "Referrer-Policy": "no-referrer",
 }
@@ -156,9 +160,9 @@ def check_extra() -> None:
     """Nothing if the web extra's packages import; else the SieveError that names the one missing
     and the command that installs the extra (`sieve web` asks before it announces its address)."""
     try:
-        import jinja2  # noqa: F401
-        import starlette.applications  # noqa: F401
-        import uvicorn  # noqa: F401
+        import jinja2  # noqa: F401  # imported only to see that it is installed
+        import starlette.applications  # noqa: F401  # imported only to see that it is installed
+        import uvicorn  # noqa: F401  # imported only to see that it is installed
     except ImportError as e:
         raise _without_extra(e) from None
 
@@ -173,8 +177,8 @@ def create_app(
     runs: Mapping[str, LoadedRun] | None = None,
     hosts: HostPolicy = HostPolicy(),
 ) -> Any:
-    """The ASGI app serving `indexes` and `runs` (eval run folders, sieve.web.runs) by name (read-only),
-    to requests addressed to one of `hosts`' names from no page of another origin."""
+    """The ASGI app serving `indexes` and `runs` (eval run folders, sieve.web.runs) by name
+    (read-only), to requests addressed to one of `hosts`' names from no page of another origin."""
     try:
         from jinja2 import Environment, FileSystemLoader, select_autoescape
         from markupsafe import Markup
@@ -216,7 +220,8 @@ def create_app(
         return page("error.html", status, message=what, index=names[0] if names else "")
 
     def chosen(request: Request) -> tuple[str, Index]:
-        """The index a page asks for (the first by default); a 404 page, raised, for any other name."""
+        """The index a page asks for (the first by default); a 404 page, raised, for any other
+        name."""
         name = request.query_params.get("index") or (names[0] if names else "")
         if name not in indexes:
             served = (
@@ -295,7 +300,8 @@ def create_app(
                 "search.html",
                 400,
                 **values,
-                error=f"k (results) must be a whole number from 1 to {limits.k_max}, got {_shown(raw_k)}",
+                error=f"k (results) must be a whole number from 1 to {limits.k_max}, got "
+                f"{_shown(raw_k)}",
             )
         if not query.strip():
             return page(
@@ -306,7 +312,9 @@ def create_app(
                 "search.html",
                 400,
                 **values,
-                error=f"the query has {len(query):,} characters; at most {limits.max_query_chars:,}",
+                error=(
+                    f"the query has {len(query):,} characters; at most {limits.max_query_chars:,}"
+                ),
             )
         try:
             with deadline.within(limits.request_seconds):
@@ -351,7 +359,8 @@ def create_app(
                 return page(
                     "error.html",
                     404,
-                    message=f"document {_shown(doc_id)} has {len(doc.sections)} sections, numbered from 0; "
+                    message=f"document {_shown(doc_id)} has {len(doc.sections)} sections, numbered "
+                    "from 0; "
                     f"no section {_shown(raw)}",
                     index=name,
                 )
@@ -405,7 +414,8 @@ def serve(
     runs: Mapping[str, LoadedRun] | None = None,
     allow_hosts: Sequence[str] = (),
 ) -> None:
-    """Run the app with uvicorn until interrupted, answering the loopback names, `host` and `allow_hosts`."""
+    """Run the app with uvicorn until interrupted, answering the loopback names, `host` and
+    `allow_hosts`."""
     try:
         import uvicorn
     except ImportError as e:  # pragma: no cover - the web extra

@@ -136,7 +136,8 @@ def _asked(path: Path) -> Run:
         raise SieveError(f"{path} is not an episode record from `sieve ask --json` ({e})") from None
     if not isinstance(rec, dict) or "messages" not in rec or "calls" not in rec:
         raise SieveError(
-            f"{path} is not an episode record from `sieve ask --json` (it has no messages and calls)"
+            f"{path} is not an episode record from `sieve ask --json` (it has no messages and "
+            "calls)"
         )
     qid = str(rec.get("question_id") or "asked")
     rec["question_id"] = qid
@@ -184,7 +185,8 @@ def load_all(run_dirs: list[str]) -> dict[str, LoadedRun]:
         loaded = load(Path(d))
         if loaded.name in runs:
             raise InvalidArgumentError(
-                f"two runs are called {loaded.name!r} ({runs[loaded.name].run.dir} and {d}): rename one folder"
+                f"two runs are called {loaded.name!r} ({runs[loaded.name].run.dir} and {d}): "
+                "rename one folder"
             )
         runs[loaded.name] = loaded
     return runs
@@ -215,7 +217,8 @@ def _is_result(message: dict[str, Any]) -> bool:
 
 
 def steps(rec: dict[str, Any], gold: list[str]) -> list[Step]:
-    """The record's LLM calls in order, each with its reply and the tool results that followed it."""
+    """The record's LLM calls in order, each with its reply and the tool results that followed
+    it."""
     calls = rec.get("calls", [])
     tool_calls = iter(rec.get("tool_calls", []))
     out: list[Step] = []
@@ -240,7 +243,8 @@ def steps(rec: dict[str, Any], gold: list[str]) -> list[Step]:
         elif out and _is_result(m):
             call = next(tool_calls, None)
             label = (
-                f"{call['name']}({', '.join(f'{a}={v!r}' for a, v in call.get('arguments', {}).items())})"
+                f"{call['name']}"
+                f"({', '.join(f'{a}={v!r}' for a, v in call.get('arguments', {}).items())})"
                 if call
                 else "tool"
             )

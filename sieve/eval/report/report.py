@@ -118,7 +118,8 @@ class Run:
 
     @property
     def encoder(self) -> str | None:
-        """The dense encoder of a run that ranks with one (None for BM25 alone or when not recorded)."""
+        """The dense encoder of a run that ranks with one (None for BM25 alone or when not
+        recorded)."""
         e = self.summary.get(
             "encoder"
         )  # eval run writes {model, dim, fingerprint, unit, search}; older records a name
@@ -161,7 +162,8 @@ class Run:
 
     @property
     def label(self) -> str:
-        """condition, ranker and marks: what distinguishes the run within a collection and backbone."""
+        """condition, ranker and marks: what distinguishes the run within a collection and
+        backbone."""
         text = self.condition + (f" {self.ranker}" if self.ranker and self.ranker != "none" else "")
         return text + (f" ({', '.join(self.marks)})" if self.marks else "")
 
@@ -170,7 +172,8 @@ def load_run(run_dir: Path) -> Run:
     run_dir = Path(run_dir)
     if not (run_dir / "summary.json").is_file() or not (run_dir / "trajectories.jsonl").is_file():
         raise SieveError(
-            f"{run_dir} is not a run folder (it needs summary.json and trajectories.jsonl from `sieve eval run`)"
+            f"{run_dir} is not a run folder (it needs summary.json and trajectories.jsonl from "
+            "`sieve eval run`)"
         )
     try:
         summary = json.loads((run_dir / "summary.json").read_text(encoding="utf-8"))
@@ -213,7 +216,8 @@ def _mean(values: list[float]) -> float:
 
 
 def verdict(score: dict[str, Any]) -> bool | None:
-    """A question's judged verdict; None when the judge left it unjudged (never counted as wrong)."""
+    """A question's judged verdict; None when the judge left it unjudged (never counted as
+    wrong)."""
     v = score.get("judged")
     if v is None or v == "unjudged" or score.get("unjudged") is True:
         return None
@@ -238,7 +242,8 @@ def right(run: Run, by: str) -> dict[str, bool | None]:
 
 
 def score_by(run: Run) -> str:
-    """What a run's accuracy is: the judge's where it judged every question (as the paper's BCP-S), else EM."""
+    """What a run's accuracy is: the judge's where it judged every question (as the paper's BCP-S),
+    else EM."""
     return "judged" if _judged(run) else "em"
 
 
@@ -250,7 +255,8 @@ def accuracy(run: Run, by: str | None = None) -> tuple[float, int]:
 
 
 def numbers(run: Run) -> dict[str, Any]:
-    """One run's row: Table 1's columns plus what names it, its failure composition and BQL usage."""
+    """One run's row: Table 1's columns plus what names it, its failure composition and BQL
+    usage."""
     recs = [run.records[q] for q in run.scores]
     n = len(recs)
     em = [float(run.scores[q].get("em", 0.0)) for q in run.scores]
@@ -305,8 +311,10 @@ def shared_questions(run: Run, base: Run) -> list[str]:
     collections are refused, naming both (their question ids may coincide and mean nothing)."""
     if run.collection != base.collection:
         raise InvalidArgumentError(
-            f"cannot pair run {run.name} ({run.dir}, collection {run.collection or '?'}) with run {base.name} ({base.dir}, collection "
-            f"{base.collection or '?'}): paired tests compare the same questions, so both runs must be of one collection"
+            f"cannot pair run {run.name} ({run.dir}, collection {run.collection or '?'}) with run "
+            f"{base.name} ({base.dir}, collection "
+            f"{base.collection or '?'}): paired tests compare the same questions, so both runs "
+            "must be of one collection"
         )
     return sorted(set(run.scores) & set(base.scores))
 
@@ -423,7 +431,8 @@ def grouped(rows: list[dict[str, Any]]) -> list[dict[str, Any]]:
 
 
 def resolve_baseline(runs: list[Run], which: int | str) -> int:
-    """The baseline's position: an index into `runs` (as given on the command line) or a run's name."""
+    """The baseline's position: an index into `runs` (as given on the command line) or a run's
+    name."""
     if isinstance(which, int) or str(which).lstrip("-").isdigit():
         i = int(which)
         if not 0 <= i < len(runs):
@@ -435,7 +444,8 @@ def resolve_baseline(runs: list[Run], which: int | str) -> int:
     if len(found) != 1:
         names = ", ".join(r.name for r in runs)
         raise InvalidArgumentError(
-            f"--baseline {which!r} names {'no run' if not found else 'several runs'}; the runs are: {names}"
+            f"--baseline {which!r} names {'no run' if not found else 'several runs'}; the runs "
+            f"are: {names}"
         )
     return found[0]
 
@@ -445,8 +455,8 @@ def _cell(run: Run) -> tuple[str, str, str, tuple[str, ...]]:
 
 
 def choose_baselines(runs: list[Run], which: int | str | None = None) -> dict[int, int | None]:
-    """Each run's baseline. None: per (collection, backbone), BM25 Search–Visit on the structured twin,
-    else that group's first run. A run's name (as the grid names its cells): per (collection,
+    """Each run's baseline. None: per (collection, backbone), BM25 Search–Visit on the structured
+    twin, else that group's first run. A run's name (as the grid names its cells): per (collection,
     backbone), the run of that name (a group without one gets no paired tests). A position or a run
     folder: that run for every run, which must then all be of its collection (else refused)."""
     groups: dict[tuple[str, str], list[int]] = {}
@@ -471,8 +481,10 @@ def choose_baselines(runs: list[Run], which: int | str | None = None) -> dict[in
                 f"{r.name} ({r.dir}, collection {r.collection or '?'})" for r in others
             )
             raise InvalidArgumentError(
-                f"--baseline {which} is run {runs[b].name} of collection {runs[b].collection or '?'}; it cannot be paired with {names}. "
-                "Name the baseline by its run name (for example search-visit-bm25) to give each collection its own, or report the collections apart"
+                f"--baseline {which} is run {runs[b].name} of collection "
+                f"{runs[b].collection or '?'}; it cannot be paired with {names}. "
+                "Name the baseline by its run name (for example search-visit-bm25) to give each "
+                "collection its own, or report the collections apart"
             )
         return dict.fromkeys(range(len(runs)), b)
     found = False
@@ -480,7 +492,8 @@ def choose_baselines(runs: list[Run], which: int | str | None = None) -> dict[in
         hits = [i for i in members if str(which) in (runs[i].name, runs[i].dir.name)]
         if len(hits) > 1:
             raise InvalidArgumentError(
-                f"--baseline {which!r} names several runs of one collection and backbone: {', '.join(str(runs[i].dir) for i in hits)}"
+                f"--baseline {which!r} names several runs of one collection and backbone: "
+                f"{', '.join(str(runs[i].dir) for i in hits)}"
             )
         found = found or bool(hits)
         out.update(dict.fromkeys(members, hits[0] if hits else None))
@@ -498,7 +511,8 @@ def primary_backbone(runs: list[Run], backbone: str | None = None) -> str:
     if backbone is not None:
         if backbone not in names:
             raise InvalidArgumentError(
-                f"--backbone {backbone!r} has no run; the runs' backbones are: {', '.join(dict.fromkeys(names))}"
+                f"--backbone {backbone!r} has no run; the runs' backbones are: "
+                f"{', '.join(dict.fromkeys(names))}"
             )
         return backbone
     return max(dict.fromkeys(names), key=names.count) if names else ""
@@ -589,7 +603,7 @@ def plots(
     """The figures as PNG files in `out` (from a report, or from runs); without matplotlib, a
     message naming the extra."""
     try:
-        import matplotlib  # noqa: F401
+        import matplotlib  # noqa: F401  # imported only to see that it is installed
     except ImportError:
         return PICTURES
     from sieve.eval.report.figures import draw_all

@@ -184,7 +184,8 @@ def _render(
         + _SLACK
         + config.reserve
     )
-    spans = _spans(text, max(config.cap - overhead, 1), counter)  # type: ignore[arg-type]  # hashable
+    budget = max(config.cap - overhead, 1)
+    spans = _spans(text, budget, counter)  # type: ignore[arg-type]  # a counter is hashable
     n = len(spans)
     if not config.parts and part != 1:
         raise InvalidArgumentError(
