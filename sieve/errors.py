@@ -112,9 +112,8 @@ class IndexFormatError(IndexDirectoryError):
         newer = found > max(supported)
         advice = "upgrade sieve" if newer else "rebuild the index with `sieve index --force`"
         super().__init__(
-            f"index format version {found} at {path} is {'newer' if newer else 'older'} than this "
-            "sieve "
-            f"supports ({', '.join(map(str, supported))}): {advice}"
+            f"index format version {found} at {path} is {'newer' if newer else 'older'} "
+            f"than this sieve supports ({', '.join(map(str, supported))}): {advice}"
         )
 
 
@@ -125,10 +124,9 @@ class UnknownAnalyzerError(IndexDirectoryError):
         self.path = path
         self.analyzer_id = analyzer_id
         super().__init__(
-            f"index at {path} was built with analyzer {analyzer_id!r}, which this sieve does not "
-            "know "
-            f"(known: {', '.join(known)}): upgrade sieve, or rebuild the index with `sieve index "
-            "--force`"
+            f"index at {path} was built with analyzer {analyzer_id!r}, "
+            f"which this sieve does not know (known: {', '.join(known)}): "
+            "upgrade sieve, or rebuild the index with `sieve index --force`"
         )
 
 
@@ -173,8 +171,8 @@ class IndexLockedError(IndexDirectoryError):
     def __init__(self, path: str, holder: str) -> None:
         self.path = path
         super().__init__(
-            f"{path} is locked: another build, embed or writer is writing it ({holder}); wait for "
-            "it to finish"
+            f"{path} is locked: another build, embed or writer "
+            f"is writing it ({holder}); wait for it to finish"
         )
 
 

@@ -117,10 +117,9 @@ def add_agent_options(s: argparse.ArgumentParser) -> None:
         "--shell-sandbox",
         default="auto",
         choices=MECHANISMS,
-        help="the DCI conditions' shell sandbox: auto (bubblewrap, else Landlock, else refuse and "
-        "say what to install), bwrap, "
-        "landlock, or none (no confinement, for runs inside a container of your own; warns on "
-        "every run)",
+        help="the DCI conditions' shell sandbox: auto (bubblewrap, else Landlock, "
+        "else refuse and say what to install), bwrap, landlock, or none (no "
+        "confinement, for runs inside a container of your own; warns on every run)",
     )
 
 

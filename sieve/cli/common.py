@@ -25,8 +25,8 @@ def add_limit_options(s: argparse.ArgumentParser) -> None:
         "--max-query-chars",
         type=int,
         metavar="N",
-        help=f"longest query, in characters (default {d.max_query_chars:,}; at most "
-        f"{MAX_QUERY_CHARS:,})",
+        help="longest query, in characters (default "
+        f"{d.max_query_chars:,}; at most {MAX_QUERY_CHARS:,})",
     )
     s.add_argument(
         "--max-phrase-words",
@@ -38,8 +38,8 @@ def add_limit_options(s: argparse.ArgumentParser) -> None:
         "--query-seconds",
         type=float,
         metavar="S",
-        help=f"time allowed for each query, zero-hit fallback included (default {d.seconds:g}; 0: "
-        "no limit)",
+        help="time allowed for each query, zero-hit fallback "
+        f"included (default {d.seconds:g}; 0: no limit)",
     )
 
 

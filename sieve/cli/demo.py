@@ -31,8 +31,8 @@ def cmd_demo(args: argparse.Namespace) -> int:
         quiet = args.json
         if not quiet:
             print(
-                "Building an index of the Python standard library's own documentation (read from "
-                "its source)..."
+                "Building an index of the Python standard library's "
+                "own documentation (read from its source)..."
             )
         index, summary = build(
             stdlib_documents(), out, force=bool(args.keep), skip=False, quiet=quiet
@@ -85,8 +85,8 @@ def cmd_demo(args: argparse.Namespace) -> int:
         print(listing)
         lines = section["text"].splitlines()
         print(
-            f"\n# one section, not the whole page (sieve fetch INDEX {section['id']} "
-            f"'{section['section']}')"
+            "\n# one section, not the whole page (sieve fetch "
+            f"INDEX {section['id']} '{section['section']}')"
         )
         print(
             "\n".join(lines[:12])

@@ -143,9 +143,8 @@ def _crashes(runs: list[Path]) -> int:
             bad.append(f"{run.name}: {n}")
     if bad:
         print(
-            f"sieve: episodes ended by an error inside sieve ({'; '.join(bad)}); their reason is "
-            "in trajectories.jsonl, "
-            "and running the same command again redoes them",
+            f"sieve: episodes ended by an error inside sieve ({'; '.join(bad)}); their "
+            "reason is in trajectories.jsonl, and running the same command again redoes them",
             file=sys.stderr,
         )
         return 1
@@ -254,8 +253,8 @@ def cmd_eval_retrieval(args: argparse.Namespace) -> int:
         print(json.dumps(summary, indent=1))
     else:
         print(
-            f"{summary['queries']} judged queries in {args.collection} ({args.split}); runs and "
-            f"retrieval.json in {out}"
+            f"{summary['queries']} judged queries in {args.collection} "
+            f"({args.split}); runs and retrieval.json in {out}"
         )
         print(table(summary))
     return 0
@@ -334,8 +333,7 @@ def cmd_eval_grid(args: argparse.Namespace) -> int:
         if block.get("unjudged"):
             print(
                 f"sieve: {run.name}: {block['unjudged']} of {block['questions']} answers unjudged, "
-                "so no judged accuracy; "
-                "running the same command again asks the grader again",
+                "so no judged accuracy; running the same command again asks the grader again",
                 file=sys.stderr,
             )
     if not args.no_report:
@@ -356,9 +354,8 @@ def _spread_options(s: argparse.ArgumentParser) -> None:
     s.add_argument(
         "--ray",
         metavar="ADDRESS",
-        help="run the episodes on a Ray cluster (the index folder must be at the same path on "
-        "every node). "
-        f"{ADDRESS_HELP}",
+        help="run the episodes on a Ray cluster (the index folder "
+        f"must be at the same path on every node). {ADDRESS_HELP}",
     )
 
 
@@ -367,8 +364,8 @@ ENCODER_HELP = (
     "cache (never downloaded)"
 )
 COLLECTION_HELP = (
-    "a collection folder in the BEIR layout (corpus.jsonl, queries.jsonl, qrels/), "
-    "or as --format says"
+    "a collection folder in the BEIR layout (corpus.jsonl, "
+    "queries.jsonl, qrels/), or as --format says"
 )
 LIMIT_HELP = "only the first N questions (default: all)"
 K_HELP = "results per search, and the most an agent may ask for (default 5, as the paper)"
@@ -396,9 +393,8 @@ def _encoder_options(s: argparse.ArgumentParser, many: bool) -> None:
         "--dense-search",
         default="exact",
         choices=DENSE_SEARCH,
-        help="exact: every admitted set scored by exact inner product, as the paper (default); "
-        "approximate: through HNSW "
-        "above 8,000 documents",
+        help="exact: every admitted set scored by exact inner product, as "
+        "the paper (default); approximate: through HNSW above 8,000 documents",
     )
 
 
@@ -407,15 +403,15 @@ def _collection_options(s: argparse.ArgumentParser) -> None:
         "--format",
         default="beir",
         choices=FORMATS,
-        help="the collection's layout (default beir: a folder of corpus.jsonl, queries.jsonl, "
-        "qrels/)",
+        help="the collection's layout (default beir: a "
+        "folder of corpus.jsonl, queries.jsonl, qrels/)",
     )
     s.add_argument(
         "--dates",
         default="strict",
         choices=DATE_POLICIES,
-        help="strict: an unparseable date stops the build; keep: it is kept as metadata date_text, "
-        "counted and reported",
+        help="strict: an unparseable date stops the build; keep: "
+        "it is kept as metadata date_text, counted and reported",
     )
 
 
@@ -428,31 +424,30 @@ def add_commands(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> No
     b.add_argument("collection", help=COLLECTION_HELP)
     b.add_argument(
         "out",
-        help="a folder for the two indexes (noted in the collection, where eval run "
-        "and eval grid find it)",
+        help="a folder for the two indexes (noted in the "
+        "collection, where eval run and eval grid find it)",
     )
     b.add_argument("--embed", action="store_true", help="also compute embeddings (dense extra)")
     b.add_argument(
         "--embed-model",
         metavar="NAME_OR_PATH",
         action="append",
-        help=f"embed with this model, {ENCODER_HELP}; repeat it for several, kept side by side "
-        "(implies --embed)",
+        help=f"embed with this model, {ENCODER_HELP}; repeat "
+        "it for several, kept side by side (implies --embed)",
     )
     _collection_options(b)
     b.set_defaults(func=cmd_eval_build)
     c = esub.add_parser(
         "convert",
-        help="write a paper collection from its public files in the BEIR layout: HotpotQA and "
-        "MuSiQue "
-        "(one document per Wikipedia title), BrowseComp-Plus as BCP-S (title, sections, author, "
-        "date, infobox)",
+        help="write a paper collection from its public files in the BEIR "
+        "layout: HotpotQA and MuSiQue (one document per Wikipedia title), "
+        "BrowseComp-Plus as BCP-S (title, sections, author, date, infobox)",
     )
     c.add_argument("source", choices=SOURCES, help="the dataset the public files come from")
     c.add_argument(
         "path",
-        help="HotpotQA JSON, MuSiQue JSON Lines, or the BrowseComp-Plus corpus (JSON Lines of "
-        "docid, text, url)",
+        help="HotpotQA JSON, MuSiQue JSON Lines, or the "
+        "BrowseComp-Plus corpus (JSON Lines of docid, text, url)",
     )
     c.add_argument("out", help="a new folder for corpus.jsonl, queries.jsonl and qrels/test.tsv")
     c.add_argument(
@@ -466,8 +461,8 @@ def add_commands(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> No
     r.add_argument(
         "--out",
         required=True,
-        help="the run folder: trajectories.jsonl and summary.json (run again, it goes on "
-        "where it stopped)",
+        help="the run folder: trajectories.jsonl and "
+        "summary.json (run again, it goes on where it stopped)",
     )
     r.add_argument("--limit", type=int, help=LIMIT_HELP)
     _spread_options(r)
@@ -480,9 +475,9 @@ def add_commands(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> No
     )
     r.add_argument(
         "--index-dir",
-        help="where the twins' indexes live (default: where `eval build` built them, as noted in "
-        "the collection; "
-        "else COLLECTION/sieve-index, or NAME.sieve-index beside a single-file collection)",
+        help="where the twins' indexes live (default: where `eval build` "
+        "built them, as noted in the collection; else COLLECTION/sieve-index, "
+        "or NAME.sieve-index beside a single-file collection)",
     )
     r.add_argument("-k", type=int, default=5, help=K_HELP)
     r.add_argument(
@@ -513,10 +508,9 @@ def add_commands(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> No
     r.add_argument(
         "--manual",
         choices=MANUALS,
-        help="the manual of BQL search: the paper's for the collection (paper: BrowseComp-Plus's "
-        "where "
-        "documents have an author or a date, else the Wikipedia one; or name it), or generated "
-        "from the index "
+        help="the manual of BQL search: the paper's for the collection "
+        "(paper: BrowseComp-Plus's where documents have an author or a date, "
+        "else the Wikipedia one; or name it), or generated from the index "
         "(default: the condition's; sieve: paper, sieve+manual: generated)",
     )
     r.add_argument(
@@ -531,15 +525,15 @@ def add_commands(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> No
     r.set_defaults(func=cmd_eval_run)
     g = esub.add_parser(
         "grid",
-        help="the paper's grid in one command: conditions x rankers x twins (resumable), then the "
-        "report",
+        help="the paper's grid in one command: conditions x "
+        "rankers x twins (resumable), then the report",
     )
     g.add_argument("--collection", required=True, help=COLLECTION_HELP)
     g.add_argument("--out", required=True, help="one run folder per cell under it, and report/")
     g.add_argument(
         "--grid",
-        help="a grid file (JSON: cells, or conditions/rankers/twins/ablations); overrides the next "
-        "four",
+        help="a grid file (JSON: cells, or "
+        "conditions/rankers/twins/ablations); overrides the next four",
     )
     g.add_argument(
         "--conditions",
@@ -555,10 +549,9 @@ def add_commands(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> No
     g.add_argument(
         "--ablations",
         action="store_true",
-        help="add the paper's ablations of SIEVE on BM25+dense: strict Boolean (no fallback), no "
-        "snippets, "
-        "no matched fields on cards, the flat twin, and with the zero-hit diagnosis; and "
-        "Search-Visit on the flat twin",
+        help="add the paper's ablations of SIEVE on BM25+dense: strict Boolean "
+        "(no fallback), no snippets, no matched fields on cards, the flat twin, "
+        "and with the zero-hit diagnosis; and Search-Visit on the flat twin",
     )
     g.add_argument(
         "--extensions",
@@ -573,8 +566,8 @@ def add_commands(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> No
     )
     g.add_argument(
         "--baseline",
-        help="the run the report tests against (default search-visit-bm25 when in the grid, else "
-        "the first)",
+        help="the run the report tests against (default "
+        "search-visit-bm25 when in the grid, else the first)",
     )
     g.add_argument(
         "--no-report",
@@ -585,13 +578,13 @@ def add_commands(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> No
     _spread_options(g)
     g.add_argument(
         "--index-dir",
-        help="where the twins' indexes and the DCI files live (as eval run: default where `eval "
-        "build` built them)",
+        help="where the twins' indexes and the DCI files live "
+        "(as eval run: default where `eval build` built them)",
     )
     g.add_argument(
         "--judge-url",
-        help="grade every cell's answers with this LLM judge (OpenAI-compatible base URL including "
-        "/v1), as eval judge",
+        help="grade every cell's answers with this LLM judge "
+        "(OpenAI-compatible base URL including /v1), as eval judge",
     )
     g.add_argument("--judge-model", help="the judge's model (with --judge-url)")
     g.add_argument("--judge-api-key", help=f"the judge's key: {API_KEY_HELP}")
@@ -620,15 +613,14 @@ def add_commands(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> No
     p.add_argument("runs", nargs="+", help="run folders, as eval run and eval grid write them")
     p.add_argument(
         "--baseline",
-        help="the run the others are tested against: a run name (one per collection and backbone, "
-        "as the grid names "
-        "cells) or one run's position among RUNS (from 0); default BM25 Search-Visit, else each "
-        "collection's first run",
+        help="the run the others are tested against: a run name (one per collection "
+        "and backbone, as the grid names cells) or one run's position among RUNS "
+        "(from 0); default BM25 Search-Visit, else each collection's first run",
     )
     p.add_argument(
         "--backbone",
-        help="the backbone (model) of Table 1 and the single-backbone tables (default the one with "
-        "most runs)",
+        help="the backbone (model) of Table 1 and the "
+        "single-backbone tables (default the one with most runs)",
     )
     p.add_argument(
         "--out", help="folder for report.md, report.json and the figures (default FIRST_RUN/report)"
@@ -639,8 +631,8 @@ def add_commands(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> No
     p.set_defaults(func=cmd_eval_report)
     q = esub.add_parser(
         "retrieval",
-        help="ranking quality on a BEIR-layout collection with qrels: TREC runs; nDCG@10, MRR@10, "
-        "recall@100",
+        help="ranking quality on a BEIR-layout collection "
+        "with qrels: TREC runs; nDCG@10, MRR@10, recall@100",
     )
     q.add_argument(
         "--collection",
@@ -685,8 +677,8 @@ def add_commands(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> No
     j = esub.add_parser(
         "judge",
         help=(
-            "grade a run's answers with an LLM (BrowseComp-style grader, cached); adds 'judged' to "
-            "summary.json"
+            "grade a run's answers with an LLM (BrowseComp-style "
+            "grader, cached); adds 'judged' to summary.json"
         ),
     )
     j.add_argument("run_dir", help="a run folder, as eval run writes it")
@@ -699,8 +691,8 @@ def add_commands(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> No
         "--format",
         default="beir",
         choices=FORMATS,
-        help="the collection's layout (default beir: a folder of corpus.jsonl, queries.jsonl, "
-        "qrels/)",
+        help="the collection's layout (default beir: a "
+        "folder of corpus.jsonl, queries.jsonl, qrels/)",
     )
     j.add_argument("--llm-url", required=True, help="OpenAI-compatible base URL including /v1")
     j.add_argument("--model", required=True, help=MODEL_HELP)

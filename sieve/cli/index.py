@@ -15,22 +15,19 @@ from sieve.errors import InvalidArgumentError, SieveError
 from sieve.index.cluster import ADDRESS_HELP
 
 ANALYZER_HELP = (
-    "how text becomes terms, for the documents and every query: plain (the default: folded words), "
-    "english "
-    "(Snowball stemming: compressing = compress), or another Snowball language by name (french, "
-    "german, ...)"
+    "how text becomes terms, for the documents and every query: plain (the "
+    "default: folded words), english (Snowball stemming: compressing = "
+    "compress), or another Snowball language by name (french, german, ...)"
 )
 FIELD_HELP = (
-    "repeat to declare metadata keys as filter fields: NAME:number (year[2000..2010], year[>=3]), "
-    "NAME:date "
-    "(published[2020-03..]), NAME:keyword (venue[=ACL]) or NAME:text (neural[abstract]); a value "
-    "that does not fit its type is an error"
+    "repeat to declare metadata keys as filter fields: NAME:number (year[2000..2010], "
+    "year[>=3]), NAME:date (published[2020-03..]), NAME:keyword (venue[=ACL]) or "
+    "NAME:text (neural[abstract]); a value that does not fit its type is an error"
 )
 STOPWORDS_HELP = (
-    "words left out of the index (their places are kept, so phrases span them): english (the 33 "
-    "words Lucene and "
-    "tantivy use) or a file of one word per line; default none. A query term that is only stop "
-    "words is an error"
+    "words left out of the index (their places are kept, so phrases span them): "
+    "english (the 33 words Lucene and tantivy use) or a file of one word per "
+    "line; default none. A query term that is only stop words is an error"
 )
 
 
@@ -42,8 +39,8 @@ def _corpus(path: str, max_file_mb: float | None, strict: bool) -> Any:
         return Folder(path, MAX_FILE_MB if max_file_mb is None else max_file_mb, strict)
     if max_file_mb is not None or strict:
         raise InvalidArgumentError(
-            f"--max-file-mb and --strict are for a folder of documents; {path} is read as a JSONL "
-            "corpus"
+            "--max-file-mb and --strict are for a folder "
+            f"of documents; {path} is read as a JSONL corpus"
         )
     return path
 
@@ -244,10 +241,9 @@ def cmd_add(args: argparse.Namespace) -> int:
             index.analyzer.name
         ):
             raise InvalidArgumentError(
-                f"{path} uses the {index.analyzer.name} analyzer, not {args.analyzer}: changing an "
-                "index's analyzer "
-                f"means rebuilding it (sieve index CORPUS {path} --analyzer {args.analyzer} "
-                "--force)"
+                f"{path} uses the {index.analyzer.name} analyzer, not "
+                f"{args.analyzer}: changing an index's analyzer means rebuilding "
+                f"it (sieve index CORPUS {path} --analyzer {args.analyzer} --force)"
             )
         if (
             args.stopwords is not None
@@ -259,16 +255,15 @@ def cmd_add(args: argparse.Namespace) -> int:
                 else "no stop words"
             )
             raise InvalidArgumentError(
-                f"{path} has {have}, not the list {args.stopwords!r}: changing an index's stop "
-                "words "
-                f"means rebuilding it (sieve index CORPUS {path} --stopwords {args.stopwords} "
-                "--force)"
+                f"{path} has {have}, not the list {args.stopwords!r}: "
+                "changing an index's stop words means rebuilding it (sieve "
+                f"index CORPUS {path} --stopwords {args.stopwords} --force)"
             )
         if args.field is not None and declare(args.field) != index.schema:
             raise InvalidArgumentError(
-                f"{path} declares {index.schema.listing()}, not {', '.join(args.field)}: changing "
-                "an index's "
-                f"fields means rebuilding it (sieve index CORPUS {path} --field ... --force)"
+                f"{path} declares {index.schema.listing()}, not "
+                f"{', '.join(args.field)}: changing an index's fields means "
+                f"rebuilding it (sieve index CORPUS {path} --field ... --force)"
             )
         with index.writer(replace=not args.no_replace, memory_mb=args.memory_mb) as w:
             w.add_from(
@@ -434,8 +429,8 @@ def add_commands(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> No
     """`index`, `add`, `delete`, `merge`, `embed` and `check`."""
     s = sub.add_parser(
         "index",
-        help="build an index from a JSONL corpus, a BEIR folder or a folder of Markdown, HTML and "
-        "text files",
+        help="build an index from a JSONL corpus, a BEIR "
+        "folder or a folder of Markdown, HTML and text files",
     )
     s.add_argument(
         "corpus",
@@ -457,8 +452,8 @@ def add_commands(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> No
     s.add_argument(
         "--memory-mb",
         type=int,
-        help="memory the build may use to sort the token stream before it sorts in runs on disk "
-        "(default 1024)",
+        help="memory the build may use to sort the token "
+        "stream before it sorts in runs on disk (default 1024)",
     )
     s.add_argument("--analyzer", help=ANALYZER_HELP)
     s.add_argument("--stopwords", metavar="LIST", help=STOPWORDS_HELP)
@@ -466,23 +461,22 @@ def add_commands(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> No
     s.add_argument(
         "--lenient",
         action="store_true",
-        help="keep text under keys the corpus format does not know (Title, a section's body) as "
-        "metadata, "
-        "counted in the summary, instead of stopping with an error",
+        help="keep text under keys the corpus format does not know (Title, a section's "
+        "body) as metadata, counted in the summary, instead of stopping with an error",
     )
     _folder_options(s)
     s.add_argument(
         "--shards",
         type=int,
-        help="split the documents into N shards by a hash of their ids, built in parallel (--jobs "
-        "processes, "
-        "or Ray tasks with --ray); the index answers as an unsharded one (docs/scale.md)",
+        help="split the documents into N shards by a hash of their "
+        "ids, built in parallel (--jobs processes, or Ray tasks with "
+        "--ray); the index answers as an unsharded one (docs/scale.md)",
     )
     s.add_argument(
         "--ray",
         metavar="ADDRESS",
-        help="build the shards as tasks on this Ray cluster; OUT must be a path every node sees. "
-        f"{ADDRESS_HELP}",
+        help="build the shards as tasks on this Ray cluster; "
+        f"OUT must be a path every node sees. {ADDRESS_HELP}",
     )
     s.add_argument("--quiet", action="store_true", help="no progress bar")
     s.add_argument("--json", action="store_true")
@@ -490,8 +484,8 @@ def add_commands(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> No
 
     s = sub.add_parser(
         "add",
-        help="add documents to an index; a known id replaces its document (creates the index if it "
-        "is missing)",
+        help="add documents to an index; a known id replaces "
+        "its document (creates the index if it is missing)",
     )
     s.add_argument("index", help="an index folder (created if missing)")
     s.add_argument("corpus", help="documents, in any form `sieve index` reads")
@@ -515,8 +509,8 @@ def add_commands(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> No
         "--field",
         action="append",
         metavar="NAME:TYPE",
-        help="for a new index, as `sieve index --field`; an existing index keeps its own (other "
-        "fields are an error)",
+        help="for a new index, as `sieve index --field`; an "
+        "existing index keeps its own (other fields are an error)",
     )
     s.add_argument("--lenient", action="store_true", help="as `sieve index --lenient`")
     _folder_options(s)
@@ -524,8 +518,8 @@ def add_commands(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> No
         "--memory-mb",
         type=int,
         default=None,
-        help="memory budget (default 1,024): past half of it, added documents are written as a "
-        "segment",
+        help="memory budget (default 1,024): past half of "
+        "it, added documents are written as a segment",
     )
     s.add_argument(
         "--skip-bad",

@@ -34,8 +34,8 @@ def cmd_match(args: argparse.Namespace) -> int:
         print_json({"query": m.query, "count": m.count, "ids": ids, "ms": round(ms, 3)})
         return 0
     print(
-        f"{plural(m.count, 'document')} match{'es' if m.count == 1 else ''} {m.query}  ({ms:.2f} "
-        "ms)"
+        f"{plural(m.count, 'document')} "
+        f"match{'es' if m.count == 1 else ''} {m.query}  ({ms:.2f} ms)"
     )
     from sieve.tools.shell.safe import inline
 
@@ -259,8 +259,8 @@ def add_commands(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> No
 
     s = sub.add_parser(
         "test",
-        help="run query regression cases (JSON Lines: query, admits, rejects, top, count); exit 1 "
-        "if any fails",
+        help="run query regression cases (JSON Lines: query, "
+        "admits, rejects, top, count); exit 1 if any fails",
     )
     s.add_argument(
         "cases",
@@ -305,9 +305,8 @@ def add_commands(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> No
     s.add_argument(
         "--ray",
         metavar="ADDRESS",
-        help="a sharded INDEX answered by one Ray actor per shard on this cluster: the same "
-        "results, "
-        f"BM25 only. {ADDRESS_HELP}",
+        help="a sharded INDEX answered by one Ray actor per shard on "
+        f"this cluster: the same results, BM25 only. {ADDRESS_HELP}",
     )
     add_limit_options(s)
     s.add_argument("--json", action="store_true")

@@ -106,8 +106,8 @@ def add_commands(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> No
         if name == "fetch":
             s.add_argument(
                 "section",
-                help="a heading (case-insensitive; a unique prefix will do), #N, intro, facts, "
-                "infobox or contents",
+                help="a heading (case-insensitive; a unique prefix "
+                "will do), #N, intro, facts, infobox or contents",
             )
         s.add_argument(
             "--part",
@@ -120,8 +120,8 @@ def add_commands(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> No
         )
         s.add_argument(
             "--tokenizer",
-            help="count tokens with a tokenizer.json (path, or 'minilm' for the bundled one) "
-            "instead of words",
+            help="count tokens with a tokenizer.json (path, "
+            "or 'minilm' for the bundled one) instead of words",
         )
         s.add_argument("--json", action="store_true")
         s.set_defaults(func=func)

@@ -120,8 +120,8 @@ def add_commands(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> No
         "serve",
         help="serve indexes' search/fetch tools to any MCP client (stdio, or streamable HTTP)",
         description=(
-            "Serve the search-inspect-fetch tools of one or more indexes over the Model Context "
-            "Protocol."
+            "Serve the search-inspect-fetch tools of one or "
+            "more indexes over the Model Context Protocol."
         ),
     )
     s.add_argument(
@@ -191,8 +191,8 @@ def add_commands(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> No
     s.add_argument(
         "--ray",
         metavar="ADDRESS",
-        help="sharded indexes answered by their shards' actors on this Ray cluster (bm25 only). "
-        f"{ADDRESS_HELP}",
+        help="sharded indexes answered by their shards' actors "
+        f"on this Ray cluster (bm25 only). {ADDRESS_HELP}",
     )
     s.add_argument(
         "--json", action="store_true", help="announce the server as one JSON line on stderr"

@@ -31,9 +31,8 @@ def cmd_web(args: argparse.Namespace) -> int:
         or not args.request_seconds > 0
     ):
         raise InvalidArgumentError(
-            f"--k-max must be at least 1, --max-query-chars between 1 and {MAX_QUERY_CHARS:,}, "
-            "--max-phrase-words "
-            "at least 2, --request-seconds positive"
+            "--k-max must be at least 1, --max-query-chars between 1 and "
+            f"{MAX_QUERY_CHARS:,}, --max-phrase-words at least 2, --request-seconds positive"
         )
     if not args.indexes and not args.runs:
         raise InvalidArgumentError("sieve web needs an index or --runs RUN_DIR to show")

@@ -59,8 +59,8 @@ def _read_qrels(path: Path) -> dict[str, dict[str, int]]:
                 row = [row[0], row[2], row[3]]
             if len(row) != 3:
                 raise CorpusError(
-                    "expected 3 tab-separated columns (query id, document id, relevance), got "
-                    f"{len(row)}",
+                    "expected 3 tab-separated columns (query "
+                    f"id, document id, relevance), got {len(row)}",
                     str(path),
                     n,
                 )
@@ -79,8 +79,8 @@ def load_retrieval(folder: str | Path, split: str = "test") -> RetrievalTask:
     for need in ("corpus.jsonl", "queries.jsonl", f"qrels/{split}.tsv"):
         if not (root / need).is_file():
             raise CorpusError(
-                f"a retrieval collection needs {need} (BEIR layout: corpus.jsonl, queries.jsonl, "
-                "qrels/<split>.tsv)",
+                f"a retrieval collection needs {need} (BEIR layout: "
+                "corpus.jsonl, queries.jsonl, qrels/<split>.tsv)",
                 str(root),
             )
     qrels = _read_qrels(root / "qrels" / f"{split}.tsv")
@@ -285,8 +285,8 @@ def table(summary: dict[str, Any]) -> str:
     for r in sorted(summary["runs"], key=lambda r: -r["nDCG@10"]):
         lines.append(
             f"| {r['run']} | {r['ranker']} | {r['analyzer']} | "
-            f"{r['k1'] if r['k1'] is not None else '-'} | {r['b'] if r['b'] is not None else '-'} "
-            f"| {r['nDCG@10']:.4f} | {r['MRR@10']:.4f} | {r['recall@100']:.4f} | "
-            f"{r['ms_per_query']} |"
+            f"{r['k1'] if r['k1'] is not None else '-'} | "
+            f"{r['b'] if r['b'] is not None else '-'} | {r['nDCG@10']:.4f} | "
+            f"{r['MRR@10']:.4f} | {r['recall@100']:.4f} | {r['ms_per_query']} |"
         )
     return "\n".join(lines)

@@ -132,8 +132,8 @@ class HostPolicy:
             seen.setdefault(key.lower(), []).append(value.decode("latin-1"))
         hosts = seen.get(b"host", [])
         allowed = (
-            "its loopback names (localhost, 127.0.0.1, [::1]) and the names allowed with "
-            "--allow-host"
+            "its loopback names (localhost, 127.0.0.1, "
+            "[::1]) and the names allowed with --allow-host"
         )
         if len(hosts) != 1 or not self.admits(hosts[0]):
             got = (
@@ -212,8 +212,8 @@ def _address(value: str) -> str:
     parsed = _split(value)
     if parsed is None or parsed[1] is not None:
         raise argparse.ArgumentTypeError(
-            f"{value!r} is not an address to listen on: give an IP address or a host name, without "
-            "a port"
+            f"{value!r} is not an address to listen on: give "
+            "an IP address or a host name, without a port"
         )
     return value
 
@@ -240,17 +240,16 @@ def add_arguments(parser: argparse.ArgumentParser, port: int, note: str = "") ->
         default=[],
         type=allowed_host,
         metavar="NAME",
-        help=f"{note}also answer requests addressed to NAME or NAME:PORT (the Host header clients "
-        "send); repeatable. "
-        "Other names than localhost, 127.0.0.1, [::1] and the --host address are refused (421), "
-        "and so are pages from other origins (403): a web page cannot use the server",
+        help=f"{note}also answer requests addressed to NAME or NAME:PORT (the "
+        "Host header clients send); repeatable. Other names than localhost, "
+        "127.0.0.1, [::1] and the --host address are refused (421), and so "
+        "are pages from other origins (403): a web page cannot use the server",
     )
     parser.add_argument(
         "--allow-remote",
         action="store_true",
-        help=f"{note}let --host be an address other than loopback: anyone who can reach it can use "
-        "the server, "
-        "with no password (use a firewall or a proxy that authenticates)",
+        help=f"{note}let --host be an address other than loopback: anyone who can reach it "
+        "can use the server, with no password (use a firewall or a proxy that authenticates)",
     )
 
 
@@ -259,9 +258,9 @@ def bind_problem(host: str, allow_remote: bool) -> str | None:
     if is_loopback(host) or allow_remote:
         return None
     return (
-        f"--host {host} is not a loopback address: anyone who can reach it could use this server; "
-        "add --allow-remote to listen there anyway (and --allow-host NAME for each name clients "
-        "will use)"
+        f"--host {host} is not a loopback address: anyone who can reach "
+        "it could use this server; add --allow-remote to listen there "
+        "anyway (and --allow-host NAME for each name clients will use)"
     )
 
 
@@ -271,7 +270,6 @@ def exposure(host: str, port: int, what: str, policy: HostPolicy) -> str | None:
         return None
     where = "every network interface of this machine" if host in _WILDCARDS else host
     return (
-        f"exposed: listening on {host}:{port} ({where}); anyone who can reach it can {what}, with "
-        "no password. "
-        f"It answers to the Host names {', '.join(policy.names)}"
+        f"exposed: listening on {host}:{port} ({where}); anyone who can reach it can "
+        f"{what}, with no password. It answers to the Host names {', '.join(policy.names)}"
     )

@@ -165,10 +165,9 @@ def build_server(service: Service, version: str = "") -> Server[Any]:
                     True,
                 )
             return _text(
-                f"{params.name} error: the call took longer than {seconds:g} s (this server's "
-                "limit per call) and was "
-                "abandoned; narrow the query (fewer frequent words, fewer NEAR or prefix terms) or "
-                "read fewer sections",
+                f"{params.name} error: the call took longer than {seconds:g} s (this "
+                "server's limit per call) and was abandoned; narrow the query (fewer "
+                "frequent words, fewer NEAR or prefix terms) or read fewer sections",
                 True,
             )
         return _text(result.text, not result.ok)

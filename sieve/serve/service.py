@@ -75,8 +75,8 @@ class ServeLimits:
             value = getattr(self, name)
             if not (value > 0 and math.isfinite(value)):
                 raise InvalidArgumentError(
-                    f"{name.replace('_', '-')} must be {'finite' if value > 0 else 'positive'}, "
-                    f"got {value}"
+                    f"{name.replace('_', '-')} must be "
+                    f"{'finite' if value > 0 else 'positive'}, got {value}"
                 )
 
 
@@ -90,8 +90,8 @@ def index_names(specs: Sequence[str]) -> dict[str, Path]:
             name, path = Path(spec).resolve().name, spec
         if not _NAME.match(name):
             raise InvalidArgumentError(
-                f"index name {name!r} (from {spec!r}): use letters, digits, '.', '_' or '-', at "
-                "most 64, as NAME=PATH"
+                f"index name {name!r} (from {spec!r}): use letters, "
+                "digits, '.', '_' or '-', at most 64, as NAME=PATH"
             )
         if name in named:
             raise InvalidArgumentError(
@@ -271,9 +271,8 @@ class Service:
         if size > self.limits.max_argument_chars:
             return ToolResult(
                 name,
-                f"{name} error: the arguments are {size:,} characters of JSON; this server accepts "
-                "at most "
-                f"{self.limits.max_argument_chars:,} per call",
+                f"{name} error: the arguments are {size:,} characters of JSON; this "
+                f"server accepts at most {self.limits.max_argument_chars:,} per call",
                 0,
                 False,
             )

@@ -38,9 +38,8 @@ def _stop_sentence(analyzer: Any) -> str:
     words = sorted(analyzer.stopwords)
     shown = ", ".join(f"`{w}`" for w in words[:12]) + (", ..." if len(words) > 12 else "")
     return (
-        f" Stop words ({shown}; {len(words)} in all) are not indexed: a term made only of them is "
-        "an error; inside a"
-        " quoted phrase each stands for any one word."
+        f" Stop words ({shown}; {len(words)} in all) are not indexed: a term made only "
+        "of them is an error; inside a quoted phrase each stands for any one word."
     )
 
 
@@ -124,9 +123,9 @@ def render_manual(toolset: Toolset) -> str:
             "says how many satisfy it"
             " exactly. Only a date range excludes documents."
             if config.ranker in SOFT_RANKERS
-            else "The query is a filter: it decides exactly which documents are eligible, and only "
-            "those are ranked (by"
-            f" {RANKERS[config.ranker]}). A document the query rejects is never shown"
+            else "The query is a filter: it decides exactly which documents are "
+            f"eligible, and only those are ranked (by {RANKERS[config.ranker]}). "
+            "A document the query rejects is never shown"
             + (" (except after zero hits, see below)." if config.fallback else ".")
         ),
         "stemming": (

@@ -189,8 +189,8 @@ class Toolset:
         if tool is None:
             return self._result(
                 name,
-                f"error: there is no tool named {json.dumps(name)}; the tools are "
-                f"{', '.join(self.tools)}",
+                f"error: there is no tool named {json.dumps(name)}; "
+                f"the tools are {', '.join(self.tools)}",
                 False,
             )
         facts: dict[str, Any] = {}
@@ -215,8 +215,8 @@ class Toolset:
         """Each tool with its arguments, in words: for prompts whose model gets no native
         schemas."""
         return "\n".join(
-            f"- `{t.name}`: {t.description} Arguments: {describe_params(t.parameters)}. Example: "
-            f"{t.example}"
+            f"- `{t.name}`: {t.description} Arguments: "
+            f"{describe_params(t.parameters)}. Example: {t.example}"
             for t in self.tools.values()
         )
 
@@ -281,11 +281,11 @@ class Toolset:
             ),
             "ranked_search": Tool(
                 "ranked_search",
-                "Rank the documents that contain words of a plain-text query (no operators, no "
-                "fields)"
+                "Rank the documents that contain words of a "
+                "plain-text query (no operators, no fields)"
                 + (
-                    f"; each result shows the document's whole text, up to {c.read.cap:,} "
-                    f"{self.unit}."
+                    "; each result shows the document's whole "
+                    f"text, up to {c.read.cap:,} {self.unit}."
                     if c.autoread
                     else "."
                 ),
@@ -318,8 +318,8 @@ class Toolset:
                                         "type": "string",
                                         "minLength": 1,
                                         "description": (
-                                            "a heading as shown on the card, or intro, facts, "
-                                            "infobox, contents"
+                                            "a heading as shown on the card, "
+                                            "or intro, facts, infobox, contents"
                                         ),
                                     },
                                     "part": PART,
@@ -485,9 +485,8 @@ class Toolset:
         if isinstance(ref, int):
             if not self.keeps_listing:
                 raise ToolFailure(
-                    f"this connection keeps no listing between calls, so rank {ref} means nothing "
-                    "here; "
-                    "give the document id shown on the card (a string) instead"
+                    f"this connection keeps no listing between calls, so rank {ref} means "
+                    "nothing here; give the document id shown on the card (a string) instead"
                 )
             if self.listing is None:
                 raise ToolFailure(

@@ -300,8 +300,8 @@ def create_app(
                 "search.html",
                 400,
                 **values,
-                error=f"k (results) must be a whole number from 1 to {limits.k_max}, got "
-                f"{_shown(raw_k)}",
+                error="k (results) must be a whole number "
+                f"from 1 to {limits.k_max}, got {_shown(raw_k)}",
             )
         if not query.strip():
             return page(
@@ -359,9 +359,8 @@ def create_app(
                 return page(
                     "error.html",
                     404,
-                    message=f"document {_shown(doc_id)} has {len(doc.sections)} sections, numbered "
-                    "from 0; "
-                    f"no section {_shown(raw)}",
+                    message=f"document {_shown(doc_id)} has {len(doc.sections)} "
+                    f"sections, numbered from 0; no section {_shown(raw)}",
                     index=name,
                 )
         return page(

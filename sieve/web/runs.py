@@ -136,8 +136,8 @@ def _asked(path: Path) -> Run:
         raise SieveError(f"{path} is not an episode record from `sieve ask --json` ({e})") from None
     if not isinstance(rec, dict) or "messages" not in rec or "calls" not in rec:
         raise SieveError(
-            f"{path} is not an episode record from `sieve ask --json` (it has no messages and "
-            "calls)"
+            f"{path} is not an episode record from `sieve "
+            "ask --json` (it has no messages and calls)"
         )
     qid = str(rec.get("question_id") or "asked")
     rec["question_id"] = qid
@@ -185,8 +185,8 @@ def load_all(run_dirs: list[str]) -> dict[str, LoadedRun]:
         loaded = load(Path(d))
         if loaded.name in runs:
             raise InvalidArgumentError(
-                f"two runs are called {loaded.name!r} ({runs[loaded.name].run.dir} and {d}): "
-                "rename one folder"
+                f"two runs are called {loaded.name!r} "
+                f"({runs[loaded.name].run.dir} and {d}): rename one folder"
             )
         runs[loaded.name] = loaded
     return runs

@@ -172,8 +172,8 @@ def load_run(run_dir: Path) -> Run:
     run_dir = Path(run_dir)
     if not (run_dir / "summary.json").is_file() or not (run_dir / "trajectories.jsonl").is_file():
         raise SieveError(
-            f"{run_dir} is not a run folder (it needs summary.json and trajectories.jsonl from "
-            "`sieve eval run`)"
+            f"{run_dir} is not a run folder (it needs summary.json "
+            "and trajectories.jsonl from `sieve eval run`)"
         )
     try:
         summary = json.loads((run_dir / "summary.json").read_text(encoding="utf-8"))
@@ -444,8 +444,8 @@ def resolve_baseline(runs: list[Run], which: int | str) -> int:
     if len(found) != 1:
         names = ", ".join(r.name for r in runs)
         raise InvalidArgumentError(
-            f"--baseline {which!r} names {'no run' if not found else 'several runs'}; the runs "
-            f"are: {names}"
+            f"--baseline {which!r} names "
+            f"{'no run' if not found else 'several runs'}; the runs are: {names}"
         )
     return found[0]
 

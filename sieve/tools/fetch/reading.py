@@ -189,8 +189,8 @@ def _render(
     n = len(spans)
     if not config.parts and part != 1:
         raise InvalidArgumentError(
-            f"reads here stop at the {config.cap:,}-token ceiling: there is only part 1, not part "
-            f"{part}"
+            f"reads here stop at the {config.cap:,}-token "
+            f"ceiling: there is only part 1, not part {part}"
         )
     if isinstance(part, bool) or not isinstance(part, int) or not 1 <= part <= n:
         which = (

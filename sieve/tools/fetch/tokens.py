@@ -93,8 +93,8 @@ class TokenizerCounter:
             from tokenizers import Tokenizer
         except ImportError:  # pragma: no cover - tokenizers comes with the dense extra
             raise InvalidArgumentError(
-                "counting with a tokenizer.json needs the `tokenizers` package (pip install "
-                "tokenizers)"
+                "counting with a tokenizer.json needs the "
+                "`tokenizers` package (pip install tokenizers)"
             ) from None
         try:
             self._tok = Tokenizer.from_file(str(p))
