@@ -93,7 +93,7 @@ def report(engine: dict[str, list[dict[str, Any]]], rank: dict[str, list[dict[st
     rows = []
     for c in classes:
         node: Callable[[dict[str, Any]], Any] = (lambda r: r["match_all_classes"]) if c == "all classes" else (lambda r, c=c: r["match"][c]["sieve"])
-        rows.append([c, *cells(engine, lambda r: node(r)["p50"]), *cells(engine, lambda r: node(r)["p95"])])
+        rows.append([c, *cells(engine, lambda r, node=node: node(r)["p50"]), *cells(engine, lambda r, node=node: node(r)["p95"])])
     out.append("Boolean `match`, ms (median of rounds)\n\n" + table(["class", "p50 base", "p50 new", "ratio", "p95 base", "p95 new", "ratio"], rows))
     other = [["build docs/s (round 1)", *cells(engine, lambda r: r["build"]["docs_per_s"], 0)], ["index MB", *cells(engine, lambda r: r["index_mb"], 2)],
              ["open ms", *cells(engine, lambda r: r["open"]["open_ms"], 2)], ["RSS after open MB", *cells(engine, lambda r: r["open"]["rss_after_open_mb"], 1)]]

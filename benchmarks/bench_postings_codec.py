@@ -122,7 +122,7 @@ def main() -> int:
         sizes.append(len(truth))
         for name, (_, read) in codecs.items():
             assert np.array_equal(read(t), truth), (name, t)
-            times[name].append(best(lambda: bitset.from_ids(read(t), r.n_docs)))
+            times[name].append(best(lambda read=read, t=t: bitset.from_ids(read(t), r.n_docs)))
     result = {"index": str(args.index), "documents": r.n_docs, "postings": len(docs), "queries": len(sizes),
               "median_postings": statistics.median(sizes), "command": "python -m benchmarks.bench_postings_codec INDEX", "codecs": {}}
     print(f"{r.n_docs} documents, {len(docs)} postings; {len(sizes)} term-class words, median {statistics.median(sizes):.0f} postings\n")

@@ -55,10 +55,10 @@ def bm25_section(index: sieve.Index, queries: list[list[str]], peers: dict[str, 
         clear_parse_cache()
         index._plans.cache_clear()  # each pass parses and plans every query, as the peers do
         qs = [joiner.join(q) for q in queries]
-        ms = [timed(lambda: index.search(q, k=10))[0] for q in qs]
+        ms = [timed(lambda q=q: index.search(q, k=10))[0] for q in qs]
         clear_parse_cache()
         index._plans.cache_clear()
-        bare = [timed(lambda: index.search(q, k=10, explain=False))[0] for q in qs]
+        bare = [timed(lambda q=q: index.search(q, k=10, explain=False))[0] for q in qs]
         row: dict[str, Any] = {"sieve": percentiles(ms), "sieve_ids_scores": percentiles(bare),
                                "median_admitted": int(np.median([index.match(q).count for q in qs[:100]]))}
         if mode == "or":
@@ -70,13 +70,13 @@ def bm25_section(index: sieve.Index, queries: list[list[str]], peers: dict[str, 
             for q in qs:
                 for part in index.searcher.parts:
                     part.bm25.windows.clear()
-                cold.append(timed(lambda: index.search(q, k=10, explain=False))[0])
+                cold.append(timed(lambda q=q: index.search(q, k=10, explain=False))[0])
             row["sieve_ids_scores_cold_windows"] = percentiles(cold)
         if mode == "or" and peers:  # the peers' module needs tantivy: imported only when asked for
             from benchmarks.peers import latency_ms
 
             for name, peer in peers.items():
-                pms = [latency_ms(peer, timed(lambda: peer.bm25_top(q, 10))[0]) for q in queries]
+                pms = [latency_ms(peer, timed(lambda peer=peer, q=q: peer.bm25_top(q, 10))[0]) for q in queries]
                 row[name] = percentiles(pms)
         res[mode] = row
     return res
@@ -156,7 +156,7 @@ def dense_section(corpus: Path, work: Path, n_docs: int, queries: list[list[str]
         recalls.append(len(set(e.tolist()) & set(a.tolist())) / 10)
     out["hnsw_recall_at_10"] = round(float(np.mean(recalls)), 4)
     for ranker in ("dense", "hybrid"):
-        ms = [timed(lambda: index.search(" OR ".join(q), k=10, ranker=ranker))[0] for q in queries[:200]]
+        ms = [timed(lambda q=q, ranker=ranker: index.search(" OR ".join(q), k=10, ranker=ranker))[0] for q in queries[:200]]
         out[f"{ranker}_search_ms"] = percentiles(ms)
     return out
 
@@ -182,9 +182,9 @@ def scale_section(index: sieve.Index, work: Path, queries: list[list[str]], seed
         bits = bitset.from_ids(docs, n)
         e_ms, a_ms, rec = [], [], []
         for v in vecs:
-            t, (e, _) = timed(lambda: dense.exact(v, docs, 10))
+            t, (e, _) = timed(lambda v=v, docs=docs: dense.exact(v, docs, 10))
             e_ms.append(t)
-            t, (a, _) = timed(lambda: dense.approximate(v, bits, 10))
+            t, (a, _) = timed(lambda v=v, bits=bits: dense.approximate(v, bits, 10))
             a_ms.append(t)
             rec.append(len(set(e.tolist()) & set(a.tolist())) / 10)
         rows.append({"admitted": size, "exact_ms": percentiles(e_ms), "hnsw_ms": percentiles(a_ms), "hnsw_recall_at_10": round(float(np.mean(rec)), 3)})

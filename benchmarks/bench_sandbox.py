@@ -91,7 +91,7 @@ def main() -> int:
                 runners[m] = got
         times: dict[str, dict[str, list[float]]] = {r: {c: [] for c in COMMANDS} for r in runners}
         rng = random.Random(7)
-        for name, run in runners.items():  # warm-up: page cache, the probes' first starts
+        for run in runners.values():  # warm-up: page cache, the probes' first starts
             for c in COMMANDS:
                 run(c)
         for _ in range(args.rounds):

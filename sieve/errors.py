@@ -17,7 +17,7 @@ class SieveError(Exception):
         return (_rebuilt, (type(self), self.args, self.__dict__))
 
 
-def _rebuilt(cls: type, args: tuple[Any, ...], state: dict[str, Any]) -> SieveError:
+def _rebuilt(cls: type[SieveError], args: tuple[Any, ...], state: dict[str, Any]) -> SieveError:
     error = Exception.__new__(cls)
     error.args = args
     error.__dict__.update(state)
@@ -41,7 +41,8 @@ class BQLSyntaxError(BQLError):
         super().__init__(text)
 
     def pointer(self, query: str) -> str:
-        """The query on one line and a caret under the offending character (for people; tools keep `pos`).
+        """The query on one line and a caret under the offending character (for people; tools keep
+        `pos`).
 
         Tabs and newlines in the query print as spaces so the caret stays under its character."""
         flat = query.replace("\t", " ").replace("\n", " ").replace("\r", " ")
@@ -50,13 +51,14 @@ class BQLSyntaxError(BQLError):
 
 
 class IndriSyntaxError(BQLSyntaxError):
-    """An Indri query (`sieve.engine.query.indriql`) is malformed: `pos` and `hint` as BQLSyntaxError's.
-    A subclass of it, so every caller that shows a query's syntax error with its position shows
-    this one the same way."""
+    """An Indri query (`sieve.engine.query.indriql`) is malformed: `pos` and `hint` as
+    BQLSyntaxError's. A subclass of it, so every caller that shows a query's syntax error with its
+    position shows this one the same way."""
 
 
 class BQLLimitError(BQLError):
-    """A query exceeds a documented limit: `limit` names it, `value` is what was asked, `maximum` the cap."""
+    """A query exceeds a documented limit: `limit` names it, `value` is what was asked, `maximum`
+    the cap."""
 
     def __init__(
         self, limit: str, value: int, maximum: int, detail: str = "", pos: int | None = None
@@ -87,7 +89,8 @@ class CorpusError(SieveError, ValueError):
 
 
 class IndexDirectoryError(SieveError):
-    """Base for problems with an index directory: missing, damaged, of another format, in the way."""
+    """Base for problems with an index directory: missing, damaged, of another format, in the
+    way."""
 
 
 class IndexDamagedError(IndexDirectoryError):
@@ -109,8 +112,8 @@ class IndexFormatError(IndexDirectoryError):
         newer = found > max(supported)
         advice = "upgrade sieve" if newer else "rebuild the index with `sieve index --force`"
         super().__init__(
-            f"index format version {found} at {path} is {'newer' if newer else 'older'} than this sieve "
-            f"supports ({', '.join(map(str, supported))}): {advice}"
+            f"index format version {found} at {path} is {'newer' if newer else 'older'} "
+            f"than this sieve supports ({', '.join(map(str, supported))}): {advice}"
         )
 
 
@@ -121,8 +124,9 @@ class UnknownAnalyzerError(IndexDirectoryError):
         self.path = path
         self.analyzer_id = analyzer_id
         super().__init__(
-            f"index at {path} was built with analyzer {analyzer_id!r}, which this sieve does not know "
-            f"(known: {', '.join(known)}): upgrade sieve, or rebuild the index with `sieve index --force`"
+            f"index at {path} was built with analyzer {analyzer_id!r}, "
+            f"which this sieve does not know (known: {', '.join(known)}): "
+            "upgrade sieve, or rebuild the index with `sieve index --force`"
         )
 
 
@@ -135,7 +139,8 @@ class IndexNotFoundError(IndexDirectoryError):
 
 
 class IndexExistsError(IndexDirectoryError, FileExistsError):
-    """A build's target already exists and may not be replaced (without `force`, or not an index)."""
+    """A build's target already exists and may not be replaced (without `force`, or not an
+    index)."""
 
     def __init__(self, path: str, reason: str) -> None:
         self.path = path
@@ -166,7 +171,8 @@ class IndexLockedError(IndexDirectoryError):
     def __init__(self, path: str, holder: str) -> None:
         self.path = path
         super().__init__(
-            f"{path} is locked: another build, embed or writer is writing it ({holder}); wait for it to finish"
+            f"{path} is locked: another build, embed or writer "
+            f"is writing it ({holder}); wait for it to finish"
         )
 
 
@@ -182,7 +188,8 @@ class DeadlineExceededError(SieveError):
 
 
 class SandboxError(SieveError):
-    """No operating-system sandbox for the agent's shell works here; the message names what to install."""
+    """No operating-system sandbox for the agent's shell works here; the message names what to
+    install."""
 
 
 class InvalidArgumentError(SieveError, ValueError):

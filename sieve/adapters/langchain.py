@@ -3,14 +3,14 @@
     from sieve import open_index
     from sieve.adapters.langchain import SieveRetriever, sieve_tools
 
-    retriever = SieveRetriever(index=open_index("my-index"), k=5)      # plain-language questions
+    retriever = SieveRetriever(index=open_index("my-index"), k=5)  # plain-language questions
     docs = retriever.invoke("which schools closed in the 2022 heatwave?")
-    tools = sieve_tools(open_index("my-index"))                         # search (BQL) and fetch, for an agent
+    tools = sieve_tools(open_index("my-index"))  # search (BQL) and fetch, for an agent
 
 The retriever returns one LangChain `Document` per hit: the section its card's snippet comes from,
 with the document id, title, heading, section number, rank, score and matched fields as metadata
-(sieve.tools.fetch.passages). The tools are sieve's own (`Toolset`): the same texts, the manual as the
-search tool's description, result cards with ids that `fetch` takes.
+(sieve.tools.fetch.passages). The tools are sieve's own (`Toolset`): the same texts, the manual as
+the search tool's description, result cards with ids that `fetch` takes.
 """
 
 from __future__ import annotations

@@ -8,7 +8,8 @@
 
 One `NodeWithScore` per hit: a `TextNode` holding the section its card's snippet comes from (id
 `DOC_ID#SECTION`), with the document id, title, heading, section number, rank and matched fields
-as metadata, and sieve's score (sieve.tools.fetch.passages). Plain language by default, BQL with `bql=True`.
+as metadata, and sieve's score (sieve.tools.fetch.passages). Plain language by default, BQL with
+`bql=True`.
 """
 
 from __future__ import annotations

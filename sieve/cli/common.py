@@ -11,19 +11,36 @@ from sieve.common.terminal import json_text
 from sieve.engine.query.bql.parser import MAX_QUERY_CHARS
 from sieve.index.index import Limits
 
-RANKER_HELP = ("how results are ordered: bm25 (the query's words); dense or hybrid (closeness of "
-               "meaning, alone or fused with BM25: run `sieve embed` first); indri or indri+dense "
-               "(Indri-style soft scoring: documents that miss parts of the query rank too)")
+RANKER_HELP = (
+    "how results are ordered: bm25 (the query's words); dense or hybrid (closeness of "
+    "meaning, alone or fused with BM25: run `sieve embed` first); indri or indri+dense "
+    "(Indri-style soft scoring: documents that miss parts of the query rank too)"
+)
 
 
 def add_limit_options(s: argparse.ArgumentParser) -> None:
     """The caps on each query (`sieve.Limits`) as options of a command that runs queries."""
     d = Limits()
-    s.add_argument("--max-query-chars", type=int, metavar="N",
-                   help=f"longest query, in characters (default {d.max_query_chars:,}; at most {MAX_QUERY_CHARS:,})")
-    s.add_argument("--max-phrase-words", type=int, metavar="N", help=f"most words in one phrase (default {d.max_phrase_words})")
-    s.add_argument("--query-seconds", type=float, metavar="S",
-                   help=f"time allowed for each query, zero-hit fallback included (default {d.seconds:g}; 0: no limit)")
+    s.add_argument(
+        "--max-query-chars",
+        type=int,
+        metavar="N",
+        help="longest query, in characters (default "
+        f"{d.max_query_chars:,}; at most {MAX_QUERY_CHARS:,})",
+    )
+    s.add_argument(
+        "--max-phrase-words",
+        type=int,
+        metavar="N",
+        help=f"most words in one phrase (default {d.max_phrase_words})",
+    )
+    s.add_argument(
+        "--query-seconds",
+        type=float,
+        metavar="S",
+        help="time allowed for each query, zero-hit fallback "
+        f"included (default {d.seconds:g}; 0: no limit)",
+    )
 
 
 def query_limits(args: argparse.Namespace, base: Limits = Limits()) -> Limits:

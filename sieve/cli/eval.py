@@ -28,29 +28,59 @@ from sieve.tools.conditions import EXTENSIONS, MANUALS, PAPER_CONDITIONS, SNIPPE
 def cmd_eval_build(args: argparse.Namespace) -> int:
     from sieve.eval.run import build_twins, built_note, note_build
 
-    built = build_twins(Path(args.collection), Path(args.out), embed=args.embed, fmt=args.format, dates=args.dates, embed_models=args.embed_model or ())
+    built = build_twins(
+        Path(args.collection),
+        Path(args.out),
+        embed=args.embed,
+        fmt=args.format,
+        dates=args.dates,
+        embed_models=args.embed_model or (),
+    )
     for twin, index in built.items():
         print(f"{twin}: {len(index)} documents at {index.path}")
     try:
-        print(f"eval run and eval grid on {args.collection} will use {args.out} (noted in {note_build(Path(args.collection), Path(args.out))})")
+        print(
+            f"eval run and eval grid on {args.collection} will use {args.out} (noted in "
+            f"{note_build(Path(args.collection), Path(args.out))})"
+        )
     except OSError as e:
-        print(f"sieve: could not note the build in {args.collection} ({e.strerror or e}); give eval run and eval grid --index-dir {args.out}",
-              file=sys.stderr)
+        print(
+            f"sieve: could not note the build in {args.collection} ({e.strerror or e}); give eval "
+            f"run and eval grid --index-dir {args.out}",
+            file=sys.stderr,
+        )
     kept = built_note(Path(args.out)).get("unparsed_dates", 0)
     if kept:
-        print(f"kept {kept:,} unparseable date{'s' if kept != 1 else ''} as metadata 'date_text' (not searchable with date[...])")
+        print(
+            f"kept {kept:,} unparseable date{'s' if kept != 1 else ''} as metadata 'date_text' "
+            "(not searchable with date[...])"
+        )
     return 0
 
 
 def cmd_eval_convert(args: argparse.Namespace) -> int:
     from sieve.eval.builders import convert
 
-    built = convert(args.source, Path(args.path), Path(args.out), queries=Path(args.queries) if args.queries else None)
-    print(f"{built.documents:,} documents, {built.questions:,} questions in {built.out} (BEIR layout: eval build {built.out} OUT)")
+    built = convert(
+        args.source,
+        Path(args.path),
+        Path(args.out),
+        queries=Path(args.queries) if args.queries else None,
+    )
+    print(
+        f"{built.documents:,} documents, {built.questions:,} questions in {built.out} (BEIR "
+        f"layout: eval build {built.out} OUT)"
+    )
     if built.unparsed_dates:
-        print(f"kept {built.unparsed_dates:,} unparseable date{'s' if built.unparsed_dates != 1 else ''} as metadata 'date_text'")
+        print(
+            f"kept {built.unparsed_dates:,} unparseable "
+            f"date{'s' if built.unparsed_dates != 1 else ''} as metadata 'date_text'"
+        )
     if built.without_gold:
-        print(f"{built.without_gold:,} question{'s' if built.without_gold != 1 else ''} without a gold document: not in qrels/test.tsv, so not in the test split")
+        print(
+            f"{built.without_gold:,} question{'s' if built.without_gold != 1 else ''} without a "
+            "gold document: not in qrels/test.tsv, so not in the test split"
+        )
     return 0
 
 
@@ -58,18 +88,45 @@ def cmd_eval_run(args: argparse.Namespace) -> int:
     from sieve.eval.run import run_collection
 
     s = run_collection(
-        Path(args.collection), Path(args.out), args.condition, args.ranker, args.llm_url, args.model, limit=args.limit, workers=args.workers,
-        twin=args.twin, native=args.tool_style == "native", index_dir=Path(args.index_dir) if args.index_dir else None, budgets=budgets(args),
-        k=args.k, read_cap=args.read_cap, api_key=args.api_key, read_parts=args.read_parts, fmt=args.format, dates=args.dates,
-        fallback=not args.no_fallback, snippet="none" if args.no_snippets else args.snippet, diagnose=False if args.no_diagnosis else None,
-        k_max=args.k_max, ray=args.ray, shell_sandbox=args.shell_sandbox, llm_deadline=args.llm_deadline, fields=not args.no_fields, manual=args.manual,
-        embed_model=args.embed_model, dense_search=args.dense_search,
+        Path(args.collection),
+        Path(args.out),
+        args.condition,
+        args.ranker,
+        args.llm_url,
+        args.model,
+        limit=args.limit,
+        workers=args.workers,
+        twin=args.twin,
+        native=args.tool_style == "native",
+        index_dir=Path(args.index_dir) if args.index_dir else None,
+        budgets=budgets(args),
+        k=args.k,
+        read_cap=args.read_cap,
+        api_key=args.api_key,
+        read_parts=args.read_parts,
+        fmt=args.format,
+        dates=args.dates,
+        fallback=not args.no_fallback,
+        snippet="none" if args.no_snippets else args.snippet,
+        diagnose=False if args.no_diagnosis else None,
+        k_max=args.k_max,
+        ray=args.ray,
+        shell_sandbox=args.shell_sandbox,
+        llm_deadline=args.llm_deadline,
+        fields=not args.no_fields,
+        manual=args.manual,
+        embed_model=args.embed_model,
+        dense_search=args.dense_search,
     )
     keep = {k: v for k, v in s.items() if k != "per_question"}
     if args.json:
         print(json_text(keep, indent=1))
     else:
-        print(f"{s['questions']} questions: accuracy {s.get('accuracy', 0):.3f}, {s.get('distinct_tokens', 0):.0f} distinct tokens and {s.get('llm_calls', 0):.1f} LLM calls per question; wrote {Path(args.out) / 'summary.json'}")
+        print(
+            f"{s['questions']} questions: accuracy {s.get('accuracy', 0):.3f}, "
+            f"{s.get('distinct_tokens', 0):.0f} distinct tokens and {s.get('llm_calls', 0):.1f} "
+            f"LLM calls per question; wrote {Path(args.out) / 'summary.json'}"
+        )
     return _crashes([Path(args.out)])
 
 
@@ -77,12 +134,19 @@ def _crashes(runs: list[Path]) -> int:
     """1 (and a message) when an exception inside sieve ended any episode of these runs, else 0."""
     bad = []
     for run in runs:
-        n = json.loads((run / "summary.json").read_text()).get("crashed", 0) if (run / "summary.json").exists() else 0
+        n = (
+            json.loads((run / "summary.json").read_text()).get("crashed", 0)
+            if (run / "summary.json").exists()
+            else 0
+        )
         if n:
             bad.append(f"{run.name}: {n}")
     if bad:
-        print(f"sieve: episodes ended by an error inside sieve ({'; '.join(bad)}); their reason is in trajectories.jsonl, "
-              "and running the same command again redoes them", file=sys.stderr)
+        print(
+            f"sieve: episodes ended by an error inside sieve ({'; '.join(bad)}); their "
+            "reason is in trajectories.jsonl, and running the same command again redoes them",
+            file=sys.stderr,
+        )
         return 1
     return 0
 
@@ -93,8 +157,9 @@ def cmd_eval_report(args: argparse.Namespace) -> int:
     return 0
 
 
-def _report(run_dirs: list[str], baseline: str | None, backbone: str | None, out: Path,
-            as_json: bool) -> None:
+def _report(
+    run_dirs: list[str], baseline: str | None, backbone: str | None, out: Path, as_json: bool
+) -> None:
     """The report of these runs: printed (Markdown, or JSON), and written to `out` with its
     figures."""
     from sieve.eval.report.report import build, load_run, markdown, plots, write
@@ -104,11 +169,27 @@ def _report(run_dirs: list[str], baseline: str | None, backbone: str | None, out
     pictures = plots(report, out)
     json_path, md_path = write(report, out, pictures)
     if as_json:
-        print(json_text({**report, "figures_drawn": [str(p) for p in pictures] if isinstance(pictures, list) else pictures}, indent=1))
+        print(
+            json_text(
+                {
+                    **report,
+                    "figures_drawn": [str(p) for p in pictures]
+                    if isinstance(pictures, list)
+                    else pictures,
+                },
+                indent=1,
+            )
+        )
     else:
         print(markdown(report, pictures), end="")
-    print(f"wrote {md_path}, {json_path} and each table's and figure's data beside it", file=sys.stderr)
-    print(pictures if isinstance(pictures, str) else "pictures: " + ", ".join(map(str, pictures)), file=sys.stderr)
+    print(
+        f"wrote {md_path}, {json_path} and each table's and figure's data beside it",
+        file=sys.stderr,
+    )
+    print(
+        pictures if isinstance(pictures, str) else "pictures: " + ", ".join(map(str, pictures)),
+        file=sys.stderr,
+    )
 
 
 def cmd_eval_judge(args: argparse.Namespace) -> int:
@@ -117,8 +198,14 @@ def cmd_eval_judge(args: argparse.Namespace) -> int:
 
     run_dir = Path(args.run_dir)
     cache = Path(args.cache) if args.cache else run_dir / "judge-cache.jsonl"
-    j = judge_run(run_dir, Path(args.collection), ChatClient(args.llm_url, args.model, api_key=args.api_key, deadline=args.llm_deadline), cache_path=cache,
-                  collection_format=args.format, max_tokens=args.max_tokens)
+    j = judge_run(
+        run_dir,
+        Path(args.collection),
+        ChatClient(args.llm_url, args.model, api_key=args.api_key, deadline=args.llm_deadline),
+        cache_path=cache,
+        collection_format=args.format,
+        max_tokens=args.max_tokens,
+    )
     _print_judged(j, run_dir)
     return 0
 
@@ -126,8 +213,12 @@ def cmd_eval_judge(args: argparse.Namespace) -> int:
 def _print_judged(j: dict[str, Any], run_dir: Path) -> None:
     counts = f"by {j['model']} ({j['asked']} asked, {j['cached']} cached, {j['unjudged']} unjudged)"
     if j["accuracy"] is None:
-        print(f"no judged accuracy {counts}: {j['unjudged']} of {j['questions']} answers are unjudged (the grader's reply had no readable "
-              f"verdict twice); run `sieve eval judge` again, perhaps with a larger --max-tokens; wrote {run_dir / 'summary.json'}")
+        print(
+            f"no judged accuracy {counts}: {j['unjudged']} of {j['questions']} answers are "
+            "unjudged (the grader's reply had no readable "
+            "verdict twice); run `sieve eval judge` again, perhaps with a larger --max-tokens; "
+            f"wrote {run_dir / 'summary.json'}"
+        )
     else:
         print(f"judged accuracy {j['accuracy']:.3f} {counts}; wrote {run_dir / 'summary.json'}")
 
@@ -141,17 +232,30 @@ def cmd_eval_retrieval(args: argparse.Namespace) -> int:
         try:
             k1, b = (float(x) for x in text.split(","))
         except ValueError:
-            raise InvalidArgumentError(f"--bm25 takes K1,B (for example 1.2,0.75), not {text!r}") from None
+            raise InvalidArgumentError(
+                f"--bm25 takes K1,B (for example 1.2,0.75), not {text!r}"
+            ) from None
         params.append(BM25Params(k1, b))
     out = Path(args.out) if args.out else Path(args.collection) / "sieve-retrieval"
     quiet = args.json or args.quiet
-    summary = evaluate_retrieval(args.collection, out, rankers=tuple(args.ranker or ["bm25"]), analyzers=tuple(args.analyzer or ["plain"]),
-                                 bm25=tuple(params), split=args.split, dense_units=tuple(args.dense_unit or ["document"]),
-                                 stopwords=tuple(None if s == "none" else s for s in args.stopwords or ["none"]), progress=(lambda _: None) if quiet else (lambda m: print(m, file=sys.stderr)))
+    summary = evaluate_retrieval(
+        args.collection,
+        out,
+        rankers=tuple(args.ranker or ["bm25"]),
+        analyzers=tuple(args.analyzer or ["plain"]),
+        bm25=tuple(params),
+        split=args.split,
+        dense_units=tuple(args.dense_unit or ["document"]),
+        stopwords=tuple(None if s == "none" else s for s in args.stopwords or ["none"]),
+        progress=(lambda _: None) if quiet else (lambda m: print(m, file=sys.stderr)),
+    )
     if args.json:
         print(json.dumps(summary, indent=1))
     else:
-        print(f"{summary['queries']} judged queries in {args.collection} ({args.split}); runs and retrieval.json in {out}")
+        print(
+            f"{summary['queries']} judged queries in {args.collection} "
+            f"({args.split}); runs and retrieval.json in {out}"
+        )
         print(table(summary))
     return 0
 
@@ -162,8 +266,18 @@ def cmd_eval_grid(args: argparse.Namespace) -> int:
     def names(text: str | None) -> list[str] | None:
         return [t.strip() for t in text.split(",") if t.strip()] if text else None
 
-    cells = load_grid(args.grid) if args.grid else plan(names(args.conditions), names(args.rankers), names(args.twins) or ("structured",), args.ablations,
-                                                        args.controls, args.extensions)
+    cells = (
+        load_grid(args.grid)
+        if args.grid
+        else plan(
+            names(args.conditions),
+            names(args.rankers),
+            names(args.twins) or ("structured",),
+            args.ablations,
+            args.controls,
+            args.extensions,
+        )
+    )
     models = args.embed_model or []
     cells = with_encoders(cells, models)
     out = Path(args.out)
@@ -173,43 +287,86 @@ def cmd_eval_grid(args: argparse.Namespace) -> int:
 
         if not (args.judge_url and args.judge_model):
             raise InvalidArgumentError("--judge-url and --judge-model go together")
-        judge = ChatClient(args.judge_url, args.judge_model, api_key=args.judge_api_key, deadline=args.llm_deadline)
+        judge = ChatClient(
+            args.judge_url, args.judge_model, api_key=args.judge_api_key, deadline=args.llm_deadline
+        )
     elif args.no_judge:
         from sieve.eval.judge import needs_judge
 
         if needs_judge(Path(args.collection)):
-            print(f"sieve: {args.collection} is graded by an LLM judge; with --no-judge its runs have exact match only and no judged accuracy",
-                  file=sys.stderr)
+            print(
+                f"sieve: {args.collection} is graded by an LLM judge; with --no-judge its runs "
+                "have exact match only and no judged accuracy",
+                file=sys.stderr,
+            )
     print(f"{len(cells)} runs: {', '.join(c.name for c in cells)}", file=sys.stderr)
-    runs = run_grid(Path(args.collection), out, cells, args.llm_url, args.model, index_dir=Path(args.index_dir) if args.index_dir else None,
-                    judge=judge, unjudged=args.no_judge,
-                    fmt=args.format, dates=args.dates, on_cell=lambda c: print(f"run {c.name}", file=sys.stderr),
-                    limit=args.limit, workers=args.workers, native=args.tool_style == "native", budgets=budgets(args), k=args.k,
-                    read_cap=args.read_cap, api_key=args.api_key, read_parts=args.read_parts, progress=not args.json, k_max=args.k_max, ray=args.ray,
-                    shell_sandbox=args.shell_sandbox, llm_deadline=args.llm_deadline,
-                    embed_model=models[0] if len(models) == 1 else None, dense_search=args.dense_search)
+    runs = run_grid(
+        Path(args.collection),
+        out,
+        cells,
+        args.llm_url,
+        args.model,
+        index_dir=Path(args.index_dir) if args.index_dir else None,
+        judge=judge,
+        unjudged=args.no_judge,
+        fmt=args.format,
+        dates=args.dates,
+        on_cell=lambda c: print(f"run {c.name}", file=sys.stderr),
+        limit=args.limit,
+        workers=args.workers,
+        native=args.tool_style == "native",
+        budgets=budgets(args),
+        k=args.k,
+        read_cap=args.read_cap,
+        api_key=args.api_key,
+        read_parts=args.read_parts,
+        progress=not args.json,
+        k_max=args.k_max,
+        ray=args.ray,
+        shell_sandbox=args.shell_sandbox,
+        llm_deadline=args.llm_deadline,
+        embed_model=models[0] if len(models) == 1 else None,
+        dense_search=args.dense_search,
+    )
     for run in runs if judge is not None else []:
         block = json.loads((run / "summary.json").read_text()).get("judge") or {}
         if block.get("unjudged"):
-            print(f"sieve: {run.name}: {block['unjudged']} of {block['questions']} answers unjudged, so no judged accuracy; "
-                  "running the same command again asks the grader again", file=sys.stderr)
+            print(
+                f"sieve: {run.name}: {block['unjudged']} of {block['questions']} answers unjudged, "
+                "so no judged accuracy; running the same command again asks the grader again",
+                file=sys.stderr,
+            )
     if not args.no_report:
-        baseline = args.baseline or next((r.name for r in runs if r.name == "search-visit-bm25"), "0")
+        baseline = args.baseline or next(
+            (r.name for r in runs if r.name == "search-visit-bm25"), "0"
+        )
         _report([str(r) for r in runs], baseline, None, out / "report", args.json)
     return _crashes(runs)
 
 
 def _spread_options(s: argparse.ArgumentParser) -> None:
     """How many episodes at once, and where: threads here, or tasks on a Ray cluster."""
-    s.add_argument("--workers", type=int, help="episodes at once (default 1; with --ray, one per CPU of the cluster)")
-    s.add_argument("--ray", metavar="ADDRESS", help=f"run the episodes on a Ray cluster (the index folder must be at the same path on every node). "
-                   f"{ADDRESS_HELP}")
+    s.add_argument(
+        "--workers",
+        type=int,
+        help="episodes at once (default 1; with --ray, one per CPU of the cluster)",
+    )
+    s.add_argument(
+        "--ray",
+        metavar="ADDRESS",
+        help="run the episodes on a Ray cluster (the index folder "
+        f"must be at the same path on every node). {ADDRESS_HELP}",
+    )
 
 
-ENCODER_HELP = ("a sentence-transformers model: a local folder, or a name in the local Hugging Face "
-                "cache (never downloaded)")
-COLLECTION_HELP = ("a collection folder in the BEIR layout (corpus.jsonl, queries.jsonl, qrels/), "
-                   "or as --format says")
+ENCODER_HELP = (
+    "a sentence-transformers model: a local folder, or a name in the local Hugging Face "
+    "cache (never downloaded)"
+)
+COLLECTION_HELP = (
+    "a collection folder in the BEIR layout (corpus.jsonl, "
+    "queries.jsonl, qrels/), or as --format says"
+)
 LIMIT_HELP = "only the first N questions (default: all)"
 K_HELP = "results per search, and the most an agent may ask for (default 5, as the paper)"
 READ_CAP_HELP = "tokens per read; longer reads are truncated (default 12,000, as the paper)"
@@ -220,129 +377,332 @@ def _encoder_options(s: argparse.ArgumentParser, many: bool) -> None:
     """Which embedding model dense rankers use, and how they search."""
     from sieve.dense.store import DENSE_SEARCH
 
-    s.add_argument("--embed-model", metavar="NAME_OR_PATH", action="append" if many else "store",
-                   help=f"the dense rankers' encoder, {ENCODER_HELP}; default: the model the index holds, else the bundled all-MiniLM-L6-v2"
-                        + ("; repeat it for several: one run per model of each cell that ranks with embeddings" if many else ""))
-    s.add_argument("--dense-search", default="exact", choices=DENSE_SEARCH,
-                   help="exact: every admitted set scored by exact inner product, as the paper (default); approximate: through HNSW "
-                        "above 8,000 documents")
+    s.add_argument(
+        "--embed-model",
+        metavar="NAME_OR_PATH",
+        action="append" if many else "store",
+        help=f"the dense rankers' encoder, {ENCODER_HELP}; default: the model the index holds, "
+        "else the bundled all-MiniLM-L6-v2"
+        + (
+            "; repeat it for several: one run per model of each cell that ranks with embeddings"
+            if many
+            else ""
+        ),
+    )
+    s.add_argument(
+        "--dense-search",
+        default="exact",
+        choices=DENSE_SEARCH,
+        help="exact: every admitted set scored by exact inner product, as "
+        "the paper (default); approximate: through HNSW above 8,000 documents",
+    )
 
 
 def _collection_options(s: argparse.ArgumentParser) -> None:
-    s.add_argument("--format", default="beir", choices=FORMATS, help="the collection's layout (default beir: a folder of corpus.jsonl, queries.jsonl, qrels/)")
-    s.add_argument("--dates", default="strict", choices=DATE_POLICIES,
-                   help="strict: an unparseable date stops the build; keep: it is kept as metadata date_text, counted and reported")
+    s.add_argument(
+        "--format",
+        default="beir",
+        choices=FORMATS,
+        help="the collection's layout (default beir: a "
+        "folder of corpus.jsonl, queries.jsonl, qrels/)",
+    )
+    s.add_argument(
+        "--dates",
+        default="strict",
+        choices=DATE_POLICIES,
+        help="strict: an unparseable date stops the build; keep: "
+        "it is kept as metadata date_text, counted and reported",
+    )
 
 
 def add_commands(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     ev = sub.add_parser("eval", help="build collection indexes, run episodes, report comparisons")
     esub = ev.add_subparsers(dest="eval_command", required=True, parser_class=type(ev))
-    b = esub.add_parser("build", help="index both twins (structured and flat) of a BEIR-layout collection")
+    b = esub.add_parser(
+        "build", help="index both twins (structured and flat) of a BEIR-layout collection"
+    )
     b.add_argument("collection", help=COLLECTION_HELP)
-    b.add_argument("out", 
-                   help="a folder for the two indexes (noted in the collection, where eval run "
-                        "and eval grid find it)")
+    b.add_argument(
+        "out",
+        help="a folder for the two indexes (noted in the "
+        "collection, where eval run and eval grid find it)",
+    )
     b.add_argument("--embed", action="store_true", help="also compute embeddings (dense extra)")
-    b.add_argument("--embed-model", metavar="NAME_OR_PATH", action="append",
-                   help=f"embed with this model, {ENCODER_HELP}; repeat it for several, kept side by side (implies --embed)")
+    b.add_argument(
+        "--embed-model",
+        metavar="NAME_OR_PATH",
+        action="append",
+        help=f"embed with this model, {ENCODER_HELP}; repeat "
+        "it for several, kept side by side (implies --embed)",
+    )
     _collection_options(b)
     b.set_defaults(func=cmd_eval_build)
-    c = esub.add_parser("convert", help="write a paper collection from its public files in the BEIR layout: HotpotQA and MuSiQue "
-                        "(one document per Wikipedia title), BrowseComp-Plus as BCP-S (title, sections, author, date, infobox)")
+    c = esub.add_parser(
+        "convert",
+        help="write a paper collection from its public files in the BEIR "
+        "layout: HotpotQA and MuSiQue (one document per Wikipedia title), "
+        "BrowseComp-Plus as BCP-S (title, sections, author, date, infobox)",
+    )
     c.add_argument("source", choices=SOURCES, help="the dataset the public files come from")
-    c.add_argument("path", help="HotpotQA JSON, MuSiQue JSON Lines, or the BrowseComp-Plus corpus (JSON Lines of docid, text, url)")
+    c.add_argument(
+        "path",
+        help="HotpotQA JSON, MuSiQue JSON Lines, or the "
+        "BrowseComp-Plus corpus (JSON Lines of docid, text, url)",
+    )
     c.add_argument("out", help="a new folder for corpus.jsonl, queries.jsonl and qrels/test.tsv")
-    c.add_argument("--queries", help="browsecomp-plus: the decrypted queries (JSON Lines: query_id, query, answer, evidence_docs, gold_docs)")
+    c.add_argument(
+        "--queries",
+        help="browsecomp-plus: the decrypted queries (JSON Lines: query_id, query, answer, "
+        "evidence_docs, gold_docs)",
+    )
     c.set_defaults(func=cmd_eval_convert)
     r = esub.add_parser("run", help="run episodes of one condition (resumable)")
     r.add_argument("--collection", required=True, help=COLLECTION_HELP)
-    r.add_argument("--out", required=True, 
-                   help="the run folder: trajectories.jsonl and summary.json (run again, it goes on "
-                        "where it stopped)")
+    r.add_argument(
+        "--out",
+        required=True,
+        help="the run folder: trajectories.jsonl and "
+        "summary.json (run again, it goes on where it stopped)",
+    )
     r.add_argument("--limit", type=int, help=LIMIT_HELP)
     _spread_options(r)
-    r.add_argument("--twin", default="structured", choices=["structured", "flat"],
-                   help="which of eval build's indexes to search: structured (titles, sections, "
-                        "fields) or flat (one text each)")
-    r.add_argument("--index-dir", help="where the twins' indexes live (default: where `eval build` built them, as noted in the collection; "
-                   "else COLLECTION/sieve-index, or NAME.sieve-index beside a single-file collection)")
+    r.add_argument(
+        "--twin",
+        default="structured",
+        choices=["structured", "flat"],
+        help="which of eval build's indexes to search: structured (titles, sections, "
+        "fields) or flat (one text each)",
+    )
+    r.add_argument(
+        "--index-dir",
+        help="where the twins' indexes live (default: where `eval build` "
+        "built them, as noted in the collection; else COLLECTION/sieve-index, "
+        "or NAME.sieve-index beside a single-file collection)",
+    )
     r.add_argument("-k", type=int, default=5, help=K_HELP)
-    r.add_argument("--k-max", type=int, help="the most results an agent may ask a search for (default: k)")
+    r.add_argument(
+        "--k-max", type=int, help="the most results an agent may ask a search for (default: k)"
+    )
     r.add_argument("--read-cap", type=int, default=12_000, help=READ_CAP_HELP)
     r.add_argument("--read-parts", action="store_true", help=READ_PARTS_HELP)
     _collection_options(r)
-    r.add_argument("--no-fallback", action="store_true", help="ablation: strict Boolean search, no zero-hit fallback")
-    r.add_argument("--no-snippets", action="store_true", help="ablation: result cards without snippets")
-    r.add_argument("--no-diagnosis", action="store_true", help="a zero-hit search does not name the relaxations that would admit documents "
-                   "(the paper's SIEVE has none; sieve+diagnose and sieve+all do)")
-    r.add_argument("--no-fields", action="store_true", help="ablation: result cards without the matched fields (no field exposure)")
-    r.add_argument("--manual", choices=MANUALS, help="the manual of BQL search: the paper's for the collection (paper: BrowseComp-Plus's where "
-                   "documents have an author or a date, else the Wikipedia one; or name it), or generated from the index "
-                   "(default: the condition's; sieve: paper, sieve+manual: generated)")
-    r.add_argument("--snippet", choices=SNIPPETS, help="what a result card quotes (default: the condition's; search-visit: the opening words)")
+    r.add_argument(
+        "--no-fallback",
+        action="store_true",
+        help="ablation: strict Boolean search, no zero-hit fallback",
+    )
+    r.add_argument(
+        "--no-snippets", action="store_true", help="ablation: result cards without snippets"
+    )
+    r.add_argument(
+        "--no-diagnosis",
+        action="store_true",
+        help="a zero-hit search does not name the relaxations that would admit documents "
+        "(the paper's SIEVE has none; sieve+diagnose and sieve+all do)",
+    )
+    r.add_argument(
+        "--no-fields",
+        action="store_true",
+        help="ablation: result cards without the matched fields (no field exposure)",
+    )
+    r.add_argument(
+        "--manual",
+        choices=MANUALS,
+        help="the manual of BQL search: the paper's for the collection "
+        "(paper: BrowseComp-Plus's where documents have an author or a date, "
+        "else the Wikipedia one; or name it), or generated from the index "
+        "(default: the condition's; sieve: paper, sieve+manual: generated)",
+    )
+    r.add_argument(
+        "--snippet",
+        choices=SNIPPETS,
+        help=(
+            "what a result card quotes (default: the condition's; search-visit: the opening words)"
+        ),
+    )
     _encoder_options(r, many=False)
     add_agent_options(r)
     r.set_defaults(func=cmd_eval_run)
-    g = esub.add_parser("grid", help="the paper's grid in one command: conditions x rankers x twins (resumable), then the report")
+    g = esub.add_parser(
+        "grid",
+        help="the paper's grid in one command: conditions x "
+        "rankers x twins (resumable), then the report",
+    )
     g.add_argument("--collection", required=True, help=COLLECTION_HELP)
     g.add_argument("--out", required=True, help="one run folder per cell under it, and report/")
-    g.add_argument("--grid", help="a grid file (JSON: cells, or conditions/rankers/twins/ablations); overrides the next four")
-    g.add_argument("--conditions", help=f"comma-separated (default the paper's: {', '.join(PAPER_CONDITIONS)}; sieve's extensions: {', '.join(EXTENSIONS)})")
-    g.add_argument("--rankers", help="comma-separated among bm25,dense,hybrid (default all; each condition runs with the paper's rankers among these)")
+    g.add_argument(
+        "--grid",
+        help="a grid file (JSON: cells, or "
+        "conditions/rankers/twins/ablations); overrides the next four",
+    )
+    g.add_argument(
+        "--conditions",
+        help=f"comma-separated (default the paper's: {', '.join(PAPER_CONDITIONS)}; sieve's "
+        f"extensions: {', '.join(EXTENSIONS)})",
+    )
+    g.add_argument(
+        "--rankers",
+        help="comma-separated among bm25,dense,hybrid (default all; each condition runs with the "
+        "paper's rankers among these)",
+    )
     g.add_argument("--twins", help="comma-separated among structured,flat (default structured)")
-    g.add_argument("--ablations", action="store_true", help="add the paper's ablations of SIEVE on BM25+dense: strict Boolean (no fallback), no snippets, "
-                   "no matched fields on cards, the flat twin, and with the zero-hit diagnosis; and Search-Visit on the flat twin")
-    g.add_argument("--extensions", action="store_true", help=f"add sieve's extensions of SIEVE as extra rows: {', '.join(EXTENSIONS)}")
-    g.add_argument("--controls", action="store_true", help="add the paper's Table 6: the indri-control condition (Indri's query language) with the Indri-style rankers (indri, indri+dense)")
-    g.add_argument("--baseline", help="the run the report tests against (default search-visit-bm25 when in the grid, else the first)")
-    g.add_argument("--no-report", action="store_true", 
-                   help="no report after the runs (eval report writes it later)")
+    g.add_argument(
+        "--ablations",
+        action="store_true",
+        help="add the paper's ablations of SIEVE on BM25+dense: strict Boolean "
+        "(no fallback), no snippets, no matched fields on cards, the flat twin, "
+        "and with the zero-hit diagnosis; and Search-Visit on the flat twin",
+    )
+    g.add_argument(
+        "--extensions",
+        action="store_true",
+        help=f"add sieve's extensions of SIEVE as extra rows: {', '.join(EXTENSIONS)}",
+    )
+    g.add_argument(
+        "--controls",
+        action="store_true",
+        help="add the paper's Table 6: the indri-control condition (Indri's query language) with "
+        "the Indri-style rankers (indri, indri+dense)",
+    )
+    g.add_argument(
+        "--baseline",
+        help="the run the report tests against (default "
+        "search-visit-bm25 when in the grid, else the first)",
+    )
+    g.add_argument(
+        "--no-report",
+        action="store_true",
+        help="no report after the runs (eval report writes it later)",
+    )
     g.add_argument("--limit", type=int, help=LIMIT_HELP)
     _spread_options(g)
-    g.add_argument("--index-dir", help="where the twins' indexes and the DCI files live (as eval run: default where `eval build` built them)")
-    g.add_argument("--judge-url", help="grade every cell's answers with this LLM judge (OpenAI-compatible base URL including /v1), as eval judge")
+    g.add_argument(
+        "--index-dir",
+        help="where the twins' indexes and the DCI files live "
+        "(as eval run: default where `eval build` built them)",
+    )
+    g.add_argument(
+        "--judge-url",
+        help="grade every cell's answers with this LLM judge "
+        "(OpenAI-compatible base URL including /v1), as eval judge",
+    )
     g.add_argument("--judge-model", help="the judge's model (with --judge-url)")
     g.add_argument("--judge-api-key", help=f"the judge's key: {API_KEY_HELP}")
-    g.add_argument("--no-judge", action="store_true",
-                   help="run a collection the paper grades with a judge (its sieve-collection.json says \"accuracy\": \"judge\") without one: "
-                        "exact match only, no judged accuracy")
+    g.add_argument(
+        "--no-judge",
+        action="store_true",
+        help="run a collection the paper grades with a judge (its sieve-collection.json says "
+        '"accuracy": "judge") without one: '
+        "exact match only, no judged accuracy",
+    )
     g.add_argument("-k", type=int, default=5, help=K_HELP)
-    g.add_argument("--k-max", type=int, help="the most results an agent may ask a search for (default: k)")
+    g.add_argument(
+        "--k-max", type=int, help="the most results an agent may ask a search for (default: k)"
+    )
     g.add_argument("--read-cap", type=int, default=12_000, help=READ_CAP_HELP)
     g.add_argument("--read-parts", action="store_true", help=READ_PARTS_HELP)
     _encoder_options(g, many=True)
     _collection_options(g)
     add_agent_options(g)
     g.set_defaults(func=cmd_eval_grid)
-    p = esub.add_parser("report", help="the paper's tables and figures for runs: Markdown (or JSON) on stdout, report.md/report.json and PNGs in --out")
+    p = esub.add_parser(
+        "report",
+        help="the paper's tables and figures for runs: Markdown (or JSON) on stdout, "
+        "report.md/report.json and PNGs in --out",
+    )
     p.add_argument("runs", nargs="+", help="run folders, as eval run and eval grid write them")
-    p.add_argument("--baseline", help="the run the others are tested against: a run name (one per collection and backbone, as the grid names "
-                   "cells) or one run's position among RUNS (from 0); default BM25 Search-Visit, else each collection's first run")
-    p.add_argument("--backbone", help="the backbone (model) of Table 1 and the single-backbone tables (default the one with most runs)")
-    p.add_argument("--out", help="folder for report.md, report.json and the figures (default FIRST_RUN/report)")
-    p.add_argument("--json", action="store_true", help="print the report as JSON instead of Markdown")
+    p.add_argument(
+        "--baseline",
+        help="the run the others are tested against: a run name (one per collection "
+        "and backbone, as the grid names cells) or one run's position among RUNS "
+        "(from 0); default BM25 Search-Visit, else each collection's first run",
+    )
+    p.add_argument(
+        "--backbone",
+        help="the backbone (model) of Table 1 and the "
+        "single-backbone tables (default the one with most runs)",
+    )
+    p.add_argument(
+        "--out", help="folder for report.md, report.json and the figures (default FIRST_RUN/report)"
+    )
+    p.add_argument(
+        "--json", action="store_true", help="print the report as JSON instead of Markdown"
+    )
     p.set_defaults(func=cmd_eval_report)
-    q = esub.add_parser("retrieval", help="ranking quality on a BEIR-layout collection with qrels: TREC runs; nDCG@10, MRR@10, recall@100")
-    q.add_argument("--collection", required=True, help="a folder with corpus.jsonl, queries.jsonl and qrels/<split>.tsv")
-    q.add_argument("--out", help="indexes, TREC run files and retrieval.json (default: COLLECTION/sieve-retrieval)")
-    q.add_argument("--ranker", action="append", choices=RANKER_NAMES, help="repeat for several (default bm25)")
-    q.add_argument("--analyzer", action="append", help="repeat for several (default plain); one index each")
-    q.add_argument("--stopwords", action="append", metavar="LIST", help="stop list of the indexes (as `sieve index --stopwords`; `none` for none), "
-                   "repeat for several (default none); one index per analyzer and list")
-    q.add_argument("--bm25", action="append", metavar="K1,B", help="BM25 parameters, repeat for several (default 0.9,0.4)")
-    q.add_argument("--dense-unit", action="append", choices=("document", "passage"), help="embedding unit of dense rankers, repeat for both (default document)")
-    q.add_argument("--split", default="test", help="the qrels file to score against: qrels/SPLIT.tsv")
+    q = esub.add_parser(
+        "retrieval",
+        help="ranking quality on a BEIR-layout collection "
+        "with qrels: TREC runs; nDCG@10, MRR@10, recall@100",
+    )
+    q.add_argument(
+        "--collection",
+        required=True,
+        help="a folder with corpus.jsonl, queries.jsonl and qrels/<split>.tsv",
+    )
+    q.add_argument(
+        "--out",
+        help="indexes, TREC run files and retrieval.json (default: COLLECTION/sieve-retrieval)",
+    )
+    q.add_argument(
+        "--ranker", action="append", choices=RANKER_NAMES, help="repeat for several (default bm25)"
+    )
+    q.add_argument(
+        "--analyzer", action="append", help="repeat for several (default plain); one index each"
+    )
+    q.add_argument(
+        "--stopwords",
+        action="append",
+        metavar="LIST",
+        help="stop list of the indexes (as `sieve index --stopwords`; `none` for none), "
+        "repeat for several (default none); one index per analyzer and list",
+    )
+    q.add_argument(
+        "--bm25",
+        action="append",
+        metavar="K1,B",
+        help="BM25 parameters, repeat for several (default 0.9,0.4)",
+    )
+    q.add_argument(
+        "--dense-unit",
+        action="append",
+        choices=("document", "passage"),
+        help="embedding unit of dense rankers, repeat for both (default document)",
+    )
+    q.add_argument(
+        "--split", default="test", help="the qrels file to score against: qrels/SPLIT.tsv"
+    )
     q.add_argument("--quiet", action="store_true", help="no progress messages on stderr")
     q.add_argument("--json", action="store_true")
     q.set_defaults(func=cmd_eval_retrieval)
-    j = esub.add_parser("judge", help="grade a run's answers with an LLM (BrowseComp-style grader, cached); adds 'judged' to summary.json")
+    j = esub.add_parser(
+        "judge",
+        help=(
+            "grade a run's answers with an LLM (BrowseComp-style "
+            "grader, cached); adds 'judged' to summary.json"
+        ),
+    )
     j.add_argument("run_dir", help="a run folder, as eval run writes it")
-    j.add_argument("--collection", required=True, help="the collection the run answered (its questions and reference answers)")
-    j.add_argument("--format", default="beir", choices=FORMATS, help="the collection's layout (default beir: a folder of corpus.jsonl, queries.jsonl, qrels/)")
+    j.add_argument(
+        "--collection",
+        required=True,
+        help="the collection the run answered (its questions and reference answers)",
+    )
+    j.add_argument(
+        "--format",
+        default="beir",
+        choices=FORMATS,
+        help="the collection's layout (default beir: a "
+        "folder of corpus.jsonl, queries.jsonl, qrels/)",
+    )
     j.add_argument("--llm-url", required=True, help="OpenAI-compatible base URL including /v1")
     j.add_argument("--model", required=True, help=MODEL_HELP)
     j.add_argument("--api-key", help=API_KEY_HELP)
     add_deadline_option(j)
-    j.add_argument("--max-tokens", type=int, default=512, help="most tokens per grade (default 512; raise it for models that think first)")
+    j.add_argument(
+        "--max-tokens",
+        type=int,
+        default=512,
+        help="most tokens per grade (default 512; raise it for models that think first)",
+    )
     j.add_argument("--cache", help="grade cache, JSON Lines (default RUN_DIR/judge-cache.jsonl)")
     j.set_defaults(func=cmd_eval_judge)

@@ -5,6 +5,7 @@ runs a command and turns its errors into exit codes: 0 success, 1 user error (me
 from __future__ import annotations
 
 import argparse
+import contextlib
 import os
 import sys
 import traceback
@@ -22,7 +23,11 @@ class _Help(argparse.HelpFormatter):
 
     def _get_help_string(self, action: argparse.Action) -> str | None:
         text = action.help or ""
-        if action.option_strings and "default" not in text and action.default not in (None, False, argparse.SUPPRESS):
+        if (
+            action.option_strings
+            and "default" not in text
+            and action.default not in (None, False, argparse.SUPPRESS)
+        ):
             text += " (default: %(default)s)"
         return text
 
@@ -47,23 +52,30 @@ class _Parser(argparse.ArgumentParser):
         if action.help is None:
             name = action.option_strings[0] if action.option_strings else action.dest
             action.help = COMMON_HELP.get(name)
-        if action.help is None and action.option_strings and action.default not in (None, False, argparse.SUPPRESS):
+        if (
+            action.help is None
+            and action.option_strings
+            and action.default not in (None, False, argparse.SUPPRESS)
+        ):
             action.help = "(default: %(default)s)"
         return action
 
-    def error(self, message: str) -> NoReturn:  # usage errors exit 2, as argparse does, with our prefix
+    # usage errors exit 2, as argparse does, with our prefix
+    def error(self, message: str) -> NoReturn:
         self.print_usage(sys.stderr)
         print(f"sieve: usage error: {message}", file=sys.stderr)
         raise SystemExit(2)
 
 
-
 def make_parser() -> argparse.ArgumentParser:
     from sieve import __version__
 
-    p = _Parser(prog="sieve", description="Search, inspect, fetch: fielded Boolean search for research agents.",
-                epilog="New here? `sieve demo` builds an index of the Python documentation and runs "
-                       "example queries. `sieve COMMAND -h` lists a command's options.")
+    p = _Parser(
+        prog="sieve",
+        description="Search, inspect, fetch: fielded Boolean search for research agents.",
+        epilog="New here? `sieve demo` builds an index of the Python documentation and runs "
+        "example queries. `sieve COMMAND -h` lists a command's options.",
+    )
     p.add_argument("--version", action="version", version=f"sieve {__version__}")
     sub = p.add_subparsers(dest="command", required=True, parser_class=_Parser, metavar="COMMAND")
     for group in (index, query, read, demo, agent, evaluation, serve, web):
@@ -105,10 +117,8 @@ def _main(argv: Sequence[str] | None) -> int:
         _report(e, getattr(args, "json", False), getattr(args, "query", None))
         return 1
     except BrokenPipeError:  # `sieve ... | head`: the reader left; nothing more to say
-        try:
-            sys.stdout = open(os.devnull, "w")
-        except OSError:
-            pass
+        with contextlib.suppress(OSError):
+            sys.stdout = open(os.devnull, "w")  # noqa: SIM115  # stdout from now until exit
         return 0
     except OSError as e:  # a full disk, a file that vanished, no permission...
         _report(e, getattr(args, "json", False))
@@ -116,7 +126,8 @@ def _main(argv: Sequence[str] | None) -> int:
     except KeyboardInterrupt:
         print("sieve: interrupted", file=sys.stderr)
         return 130
-    except Exception:  # a bug: Python's report, escaped like every other line (its message may quote a document)
+    # a bug: Python's report, escaped like every other line (its message may quote a document)
+    except Exception:
         traceback.print_exc()
         return 1
 

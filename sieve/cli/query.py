@@ -27,11 +27,16 @@ def cmd_match(args: argparse.Namespace) -> int:
     t0 = time.perf_counter()
     m = index.match(args.query)
     ms = (time.perf_counter() - t0) * 1000
-    ids = m.ids if args.limit is None else [index.reader.doc_id(int(d)) for d in m.docs[: args.limit]]
+    ids = (
+        m.ids if args.limit is None else [index.reader.doc_id(int(d)) for d in m.docs[: args.limit]]
+    )
     if args.json:
         print_json({"query": m.query, "count": m.count, "ids": ids, "ms": round(ms, 3)})
         return 0
-    print(f"{plural(m.count, 'document')} match{'es' if m.count == 1 else ''} {m.query}  ({ms:.2f} ms)")
+    print(
+        f"{plural(m.count, 'document')} "
+        f"match{'es' if m.count == 1 else ''} {m.query}  ({ms:.2f} ms)"
+    )
     from sieve.tools.shell.safe import inline
 
     for i in ids:
@@ -39,7 +44,6 @@ def cmd_match(args: argparse.Namespace) -> int:
     if len(ids) < m.count:
         print(f"... {m.count - len(ids)} more (use --limit to show more)")
     return 0
-
 
 
 def _topics(path: str) -> list[tuple[str, str, int]]:
@@ -53,18 +57,30 @@ def _topics(path: str) -> list[tuple[str, str, int]]:
         if not line.strip():
             continue
         if line.lstrip().startswith("{"):
-            rec = parse_line(path, n, line)  # nesting too deep, a 5,000-digit number: an error at its line
+            # nesting too deep, a 5,000-digit number: an error at its line
+            rec = parse_line(path, n, line)
             if isinstance(rec, CorpusError):
                 raise rec
             qid, text = rec.get("_id", rec.get("id")), rec.get("text", rec.get("query"))
         else:
             qid, _, text = line.rstrip("\r").partition("\t")
-        if qid in (None, "") or isinstance(qid, (dict, list)) or not isinstance(text, str) or not text.strip():
-            raise CorpusError("a topic needs an id and a query (JSON: _id and text; TSV: id TAB query)", path, n)
+        if (
+            qid in (None, "")
+            or isinstance(qid, (dict, list))
+            or not isinstance(text, str)
+            or not text.strip()
+        ):
+            raise CorpusError(
+                "a topic needs an id and a query (JSON: _id and text; TSV: id TAB query)", path, n
+            )
         try:
             (str(qid) + text).encode("utf-8")
         except UnicodeEncodeError as e:  # JSON's "\ud800": no text a run file could hold
-            raise CorpusError(f"holds a lone surrogate U+{ord(e.object[e.start]):04X} (not valid Unicode text)", path, n) from None
+            raise CorpusError(
+                f"holds a lone surrogate U+{ord(e.object[e.start]):04X} (not valid Unicode text)",
+                path,
+                n,
+            ) from None
         out.append((str(qid), text, n))
     return out
 
@@ -79,19 +95,39 @@ def _search_topics(index: Any, args: argparse.Namespace) -> int:
     t0 = time.perf_counter()
     for qid, text, line in _topics(args.topics):
         try:
-            r = (index.ranked_search(text, k=args.k, ranker=args.ranker, explain=False) if args.ranked
-                 else index.search(text, k=args.k, ranker=args.ranker, fallback=not args.strict, explain=False, diagnose=False))
+            r = (
+                index.ranked_search(text, k=args.k, ranker=args.ranker, explain=False)
+                if args.ranked
+                else index.search(
+                    text,
+                    k=args.k,
+                    ranker=args.ranker,
+                    fallback=not args.strict,
+                    explain=False,
+                    diagnose=False,
+                )
+            )
         except (BQLError, DeadlineExceededError) as e:
-            shown = f"\n{e.pointer(text)}" if isinstance(e, BQLSyntaxError) and not args.json else ""
+            shown = (
+                f"\n{e.pointer(text)}" if isinstance(e, BQLSyntaxError) and not args.json else ""
+            )
             raise InvalidArgumentError(f"{args.topics}:{line}: topic {qid!r}: {e}{shown}") from None
         run[qid] = [(h.doc_id, h.score) for h in r.hits]
     tag = f"sieve-{args.ranker}" + ("-ranked" if args.ranked else "")
     write_trec(Path(args.run), run, tag)
-    summary = {"topics": len(run), "run": args.run, "lines": sum(map(len, run.values())), "seconds": round(time.perf_counter() - t0, 3)}
+    summary = {
+        "topics": len(run),
+        "run": args.run,
+        "lines": sum(map(len, run.values())),
+        "seconds": round(time.perf_counter() - t0, 3),
+    }
     if args.json:
         print_json(summary)
     else:
-        print(f"wrote {plural(summary['lines'], 'result')} for {plural(summary['topics'], 'topic')} to {args.run} ({summary['seconds']} s)")
+        print(
+            f"wrote {plural(summary['lines'], 'result')} for {plural(summary['topics'], 'topic')} "
+            f"to {args.run} ({summary['seconds']} s)"
+        )
     return 0
 
 
@@ -102,11 +138,14 @@ def cmd_search(args: argparse.Namespace) -> int:
     from sieve.tools.style import terminal_style
 
     if args.ray and (args.topics or args.run):
-        raise InvalidArgumentError("--topics runs on an index opened here; drop --ray (a sharded index opens locally too)")
+        raise InvalidArgumentError(
+            "--topics runs on an index opened here; drop --ray (a sharded index opens locally too)"
+        )
     if args.topics or args.run:
         from sieve.eval.retrieval import MEASURED
 
-        limits = query_limits(args, MEASURED)  # topics are a benchmark's data, measured as written (as `sieve eval retrieval`)
+        # topics are a benchmark's data, measured as written (as `sieve eval retrieval`)
+        limits = query_limits(args, MEASURED)
     else:
         limits = query_limits(args)
     index = open_index(args.index, ray=args.ray, limits=limits)
@@ -126,10 +165,31 @@ def cmd_search(args: argparse.Namespace) -> int:
         for h in r.hits:
             meta = index.reader.meta(h.doc)
             snip = cards.hit_snippet(index, h, meta["headings"], matcher)
-            hits.append({"rank": h.rank, "id": h.doc_id, "score": h.score, "title": meta["title"], "fields": list(h.fields), "sections": list(h.sections),
-                         "snippet": None if snip is None else {"section": meta["headings"][snip.section], "text": snip.text}})
-        print_json({"query": r.query, "count": r.count, "fallback": r.fallback, "missing": r.missing,
-                     "diagnosis": None if r.diagnosis is None else r.diagnosis.to_dict(), "ranker": r.ranker, "ms": round(ms, 3), "hits": hits})
+            hits.append(
+                {
+                    "rank": h.rank,
+                    "id": h.doc_id,
+                    "score": h.score,
+                    "title": meta["title"],
+                    "fields": list(h.fields),
+                    "sections": list(h.sections),
+                    "snippet": None
+                    if snip is None
+                    else {"section": meta["headings"][snip.section], "text": snip.text},
+                }
+            )
+        print_json(
+            {
+                "query": r.query,
+                "count": r.count,
+                "fallback": r.fallback,
+                "missing": r.missing,
+                "diagnosis": None if r.diagnosis is None else r.diagnosis.to_dict(),
+                "ranker": r.ranker,
+                "ms": round(ms, 3),
+                "hits": hits,
+            }
+        )
         if args.ray:
             index.close()
         return 0
@@ -139,7 +199,6 @@ def cmd_search(args: argparse.Namespace) -> int:
     if args.ray:
         index.close()
     return 0
-
 
 
 def cmd_explain(args: argparse.Namespace) -> int:
@@ -163,7 +222,13 @@ def cmd_test(args: argparse.Namespace) -> int:
     results = run_cases(index, load_cases(args.cases))
     failed = [r for r in results if not r.passed]
     if args.json:
-        print_json({"cases": len(results), "failed": len(failed), "results": [r.to_dict() for r in results]})
+        print_json(
+            {
+                "cases": len(results),
+                "failed": len(failed),
+                "results": [r.to_dict() for r in results],
+            }
+        )
     else:
         for r in failed:
             print(r.report())
@@ -182,7 +247,9 @@ def add_commands(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> No
     s.add_argument("--json", action="store_true")
     s.set_defaults(func=cmd_match)
 
-    s = sub.add_parser("explain", help="why a document is admitted or rejected by a query, clause by clause")
+    s = sub.add_parser(
+        "explain", help="why a document is admitted or rejected by a query, clause by clause"
+    )
     s.add_argument("index")
     s.add_argument("query")
     s.add_argument("doc_id")
@@ -190,26 +257,57 @@ def add_commands(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> No
     s.add_argument("--json", action="store_true")
     s.set_defaults(func=cmd_explain)
 
-    s = sub.add_parser("test", help="run query regression cases (JSON Lines: query, admits, rejects, top, count); exit 1 if any fails")
-    s.add_argument("cases", help='a JSON Lines file of cases, such as {"query": "zlib[title]", '
-                   '"admits": ["zlib"]} (docs/testing.md)')
+    s = sub.add_parser(
+        "test",
+        help="run query regression cases (JSON Lines: query, "
+        "admits, rejects, top, count); exit 1 if any fails",
+    )
+    s.add_argument(
+        "cases",
+        help='a JSON Lines file of cases, such as {"query": "zlib[title]", '
+        '"admits": ["zlib"]} (docs/testing.md)',
+    )
     s.add_argument("index")
     add_limit_options(s)
     s.add_argument("--json", action="store_true")
     s.set_defaults(func=cmd_test)
 
-    s = sub.add_parser("search", help="rank the documents a BQL query admits and show their result cards")
+    s = sub.add_parser(
+        "search", help="rank the documents a BQL query admits and show their result cards"
+    )
     s.add_argument("index")
-    s.add_argument("query", nargs="?", help="a BQL query (plain language with --ranked); or give --topics")
+    s.add_argument(
+        "query", nargs="?", help="a BQL query (plain language with --ranked); or give --topics"
+    )
     s.add_argument("-k", type=int, default=5, help="results (default 5; per topic with --topics)")
     s.add_argument("--ranker", choices=RANKER_NAMES, default="bm25", help=RANKER_HELP)
-    s.add_argument("--strict", action="store_true", help="no zero-hit recovery: an empty match returns nothing")
-    s.add_argument("--ranked", action="store_true", help="QUERY is plain language, not BQL: rank every document holding any of its words")
-    s.add_argument("--topics", metavar="FILE", help="many queries, one per line: JSON Lines with _id (or id) and text (or query), or TSV of id and query; needs --run. "
-                   "A benchmark's queries run as written: up to 10,000 characters, no time limit, unless the options below say otherwise")
-    s.add_argument("--run", metavar="OUT", help="with --topics: write the results as a TREC run file (qid Q0 docid rank score tag)")
-    s.add_argument("--ray", metavar="ADDRESS", help=f"a sharded INDEX answered by one Ray actor per shard on this cluster: the same results, "
-                   f"BM25 only. {ADDRESS_HELP}")
+    s.add_argument(
+        "--strict", action="store_true", help="no zero-hit recovery: an empty match returns nothing"
+    )
+    s.add_argument(
+        "--ranked",
+        action="store_true",
+        help="QUERY is plain language, not BQL: rank every document holding any of its words",
+    )
+    s.add_argument(
+        "--topics",
+        metavar="FILE",
+        help="many queries, one per line: JSON Lines with _id (or id) and text (or query), or TSV "
+        "of id and query; needs --run. "
+        "A benchmark's queries run as written: up to 10,000 characters, no time limit, unless the "
+        "options below say otherwise",
+    )
+    s.add_argument(
+        "--run",
+        metavar="OUT",
+        help="with --topics: write the results as a TREC run file (qid Q0 docid rank score tag)",
+    )
+    s.add_argument(
+        "--ray",
+        metavar="ADDRESS",
+        help="a sharded INDEX answered by one Ray actor per shard on "
+        f"this cluster: the same results, BM25 only. {ADDRESS_HELP}",
+    )
     add_limit_options(s)
     s.add_argument("--json", action="store_true")
     s.set_defaults(func=cmd_search)

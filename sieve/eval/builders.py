@@ -151,8 +151,8 @@ def bcp_questions(path: str | Path) -> tuple[list[QAItem], dict[str, dict[str, i
         text = rec.get("query", rec.get("question"))
         if qid in (None, "") or not isinstance(text, str):
             raise CorpusError(
-                "a query needs query_id and query (decrypt the release first: its fields are "
-                "obfuscated)",
+                "a query needs query_id and query (decrypt "
+                "the release first: its fields are obfuscated)",
                 where,
             )
         graded = dict.fromkeys(_doc_ids(rec.get("evidence_docs"), where), EVIDENCE)

@@ -124,8 +124,8 @@ def _result(ray: Any, ref: Any, q: Question, setup: EpisodeSetup, retries: int) 
             q.id,
             q.text,
             setup,
-            f"Ray: {type(e).__name__}: {first} (an episode whose worker dies is retried {retries} "
-            "times)",
+            f"Ray: {type(e).__name__}: {first} (an episode "
+            f"whose worker dies is retried {retries} times)",
         )
 
 
@@ -159,8 +159,8 @@ def _episode(setup: EpisodeSetup, url: str, question_id: str, question: str) -> 
             question_id,
             question,
             setup,
-            f"{type(e).__name__}: {e} (at {Path(where.filename).name}:{where.lineno}, on "
-            f"{socket.gethostname()})",
+            f"{type(e).__name__}: {e} (at "
+            f"{Path(where.filename).name}:{where.lineno}, on {socket.gethostname()})",
         )
 
 

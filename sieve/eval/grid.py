@@ -114,9 +114,8 @@ def with_encoders(cells: list[Cell], models: Sequence[str]) -> list[Cell]:
     labels = [model_label(m) for m in names]
     if len(set(labels)) < len(labels):
         raise InvalidArgumentError(
-            f"embedding models {', '.join(names)}: their short names ({', '.join(labels)}) name "
-            "the grid's runs "
-            "and must differ"
+            f"embedding models {', '.join(names)}: their short names "
+            f"({', '.join(labels)}) name the grid's runs and must differ"
         )
     out: list[Cell] = []
     for cell in cells:

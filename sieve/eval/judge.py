@@ -152,10 +152,9 @@ def judged_accuracy(verdicts: Mapping[str, bool | None], where: str = "") -> flo
     if missing:
         shown = ", ".join(missing[:5]) + (", …" if len(missing) > 5 else "")
         raise UnjudgedError(
-            f"{where + ': ' if where else ''}no judged accuracy: {len(missing)} of {len(verdicts)} "
-            "answers are unjudged "
-            f"(the grader's reply had no readable verdict twice: {shown}); run `sieve eval judge` "
-            "again to grade them"
+            f"{where + ': ' if where else ''}no judged accuracy: {len(missing)} of "
+            f"{len(verdicts)} answers are unjudged (the grader's reply had no readable "
+            f"verdict twice: {shown}); run `sieve eval judge` again to grade them"
         )
     if not verdicts:
         raise UnjudgedError(

@@ -59,7 +59,8 @@ def _read_qrels(path: Path) -> dict[str, dict[str, int]]:
                 row = [row[0], row[2], row[3]]
             if len(row) != 3:
                 raise CorpusError(
-                    f"expected 3 tab-separated columns (query id, document id, relevance), got {len(row)}",
+                    "expected 3 tab-separated columns (query "
+                    f"id, document id, relevance), got {len(row)}",
                     str(path),
                     n,
                 )
@@ -72,12 +73,14 @@ def _read_qrels(path: Path) -> dict[str, dict[str, int]]:
 
 
 def load_retrieval(folder: str | Path, split: str = "test") -> RetrievalTask:
-    """The BEIR-layout collection in `folder`; queries without judgements in `split` are left out."""
+    """The BEIR-layout collection in `folder`; queries without judgements in `split` are left
+    out."""
     root = Path(folder)
     for need in ("corpus.jsonl", "queries.jsonl", f"qrels/{split}.tsv"):
         if not (root / need).is_file():
             raise CorpusError(
-                f"a retrieval collection needs {need} (BEIR layout: corpus.jsonl, queries.jsonl, qrels/<split>.tsv)",
+                f"a retrieval collection needs {need} (BEIR layout: "
+                "corpus.jsonl, queries.jsonl, qrels/<split>.tsv)",
                 str(root),
             )
     qrels = _read_qrels(root / "qrels" / f"{split}.tsv")
@@ -88,7 +91,7 @@ def load_retrieval(folder: str | Path, split: str = "test") -> RetrievalTask:
                 continue
             try:
                 rec = json.loads(line)
-            except ValueError as e:
+            except json.JSONDecodeError as e:
                 raise CorpusError(
                     f"not valid JSON ({e.msg})", str(root / "queries.jsonl"), n
                 ) from None
@@ -119,7 +122,8 @@ Run = dict[str, list[tuple[str, float]]]  # query id -> (document id, score), be
 def rank_queries(
     index: Index, queries: dict[str, str], ranker: str = "bm25", depth: int = DEPTH
 ) -> Run:
-    """Each query's top `depth` documents by `ranker`, as plain language over the whole collection."""
+    """Each query's top `depth` documents by `ranker`, as plain language over the whole
+    collection."""
     return {
         qid: [
             (h.doc_id, h.score)
@@ -148,7 +152,8 @@ def measure(qrels: dict[str, dict[str, int]], run: Run) -> dict[str, float]:
         ) from None
     # Scored in sieve's order: trec_eval re-sorts by score and breaks ties by document id, and fused
     # (RRF) scores tie often, so each document is given its rank instead of its score.
-    # ir-measures drops queries with no retrieved document; they count as 0 here, so every judged query weighs the same.
+    # ir-measures drops queries with no retrieved document; they
+    # count as 0 here, so every judged query weighs the same.
     scored = {
         q: {d: float(len(ranked) - i) for i, (d, _) in enumerate(ranked)}
         for q, ranked in run.items()
@@ -166,7 +171,8 @@ def measure(qrels: dict[str, dict[str, int]], run: Run) -> dict[str, float]:
 
 
 def analysis_label(analyzer: str, stopwords: str | None) -> str:
-    """How runs name an analyzer and stop list: `english`, `english+stop-english`, `plain+stop-mylist`."""
+    """How runs name an analyzer and stop list: `english`, `english+stop-english`,
+    `plain+stop-mylist`."""
     return analyzer if stopwords is None else f"{analyzer}+stop-{Path(stopwords).stem}"
 
 
@@ -278,7 +284,9 @@ def table(summary: dict[str, Any]) -> str:
     ]
     for r in sorted(summary["runs"], key=lambda r: -r["nDCG@10"]):
         lines.append(
-            f"| {r['run']} | {r['ranker']} | {r['analyzer']} | {r['k1'] if r['k1'] is not None else '-'} | {r['b'] if r['b'] is not None else '-'} "
-            f"| {r['nDCG@10']:.4f} | {r['MRR@10']:.4f} | {r['recall@100']:.4f} | {r['ms_per_query']} |"
+            f"| {r['run']} | {r['ranker']} | {r['analyzer']} | "
+            f"{r['k1'] if r['k1'] is not None else '-'} | "
+            f"{r['b'] if r['b'] is not None else '-'} | {r['nDCG@10']:.4f} | "
+            f"{r['MRR@10']:.4f} | {r['recall@100']:.4f} | {r['ms_per_query']} |"
         )
     return "\n".join(lines)

@@ -1,4 +1,5 @@
-"""`sieve serve`: the Service over the Model Context Protocol (the official `mcp` SDK, extra `serve`).
+"""`sieve serve`: the Service over the Model Context Protocol (the official `mcp` SDK, extra
+`serve`).
 
 Sessions. A handshake-era connection (protocol 2025-11-25 and earlier: stdio, or streamable HTTP
 with an `Mcp-Session-Id`) lives across requests, so its Session is kept in the connection's own
@@ -51,12 +52,25 @@ INVALID_REQUEST = -32600
 INTERNAL_ERROR = -32603  # the SDK's code for a refused session
 
 
-def _reply(status: int, code: int, message: str, headers: tuple[tuple[bytes, bytes], ...] = ()) -> list[dict[str, Any]]:
+def _reply(
+    status: int, code: int, message: str, headers: tuple[tuple[bytes, bytes], ...] = ()
+) -> list[dict[str, Any]]:
     """The ASGI messages of a JSON-RPC error with no id."""
-    body = json.dumps({"jsonrpc": "2.0", "id": None, "error": {"code": code, "message": message}}).encode()
-    return [{"type": "http.response.start", "status": status,
-             "headers": [(b"content-type", b"application/json"), (b"content-length", str(len(body)).encode()), *headers]},
-            {"type": "http.response.body", "body": body}]
+    body = json.dumps(
+        {"jsonrpc": "2.0", "id": None, "error": {"code": code, "message": message}}
+    ).encode()
+    return [
+        {
+            "type": "http.response.start",
+            "status": status,
+            "headers": [
+                (b"content-type", b"application/json"),
+                (b"content-length", str(len(body)).encode()),
+                *headers,
+            ],
+        },
+        {"type": "http.response.body", "body": body},
+    ]
 
 
 class Sessions:
@@ -108,15 +122,25 @@ def _text(text: str, error: bool = False) -> types.CallToolResult:
 def build_server(service: Service, version: str = "") -> Server[Any]:
     """An MCP server (low-level API: the schemas are ours, not derived from signatures)."""
     sessions = Sessions(service)
-    # Our own pool, not anyio's threads: a call abandoned at its time limit keeps its worker until it
+    # Our own pool, not anyio's threads: a call abandoned
+    # at its time limit keeps its worker until it
     # really ends, so abandoned work can never pile up beyond `workers` threads.
     pool = ThreadPoolExecutor(max_workers=service.limits.workers, thread_name_prefix="sieve-call")
-    annotations = types.ToolAnnotations(read_only_hint=True, destructive_hint=False,
-                                        idempotent_hint=True, open_world_hint=False)
-    tools = {keeps: [types.Tool(name=t.name, description=t.description, input_schema=t.input_schema,
-                                annotations=annotations)
-                     for t in service.tools_for(keeps)]
-             for keeps in (True, False)}
+    annotations = types.ToolAnnotations(
+        read_only_hint=True, destructive_hint=False, idempotent_hint=True, open_world_hint=False
+    )
+    tools = {
+        keeps: [
+            types.Tool(
+                name=t.name,
+                description=t.description,
+                input_schema=t.input_schema,
+                annotations=annotations,
+            )
+            for t in service.tools_for(keeps)
+        ]
+        for keeps in (True, False)
+    }
 
     async def list_tools(ctx: Any, params: Any) -> types.ListToolsResult:
         return types.ListToolsResult(tools=tools[sessions.keeps_listing(ctx)])
@@ -134,19 +158,38 @@ def build_server(service: Service, version: str = "") -> Server[Any]:
             # The worker's own deadline can fire before this wait's timeout is handled (a loaded
             # machine): the same time limit, so the same answer, never an internal error.
             if future.cancel():  # still queued: it never ran
-                return _text(f"{params.name} error: the server is busy ({service.limits.workers} calls running) and this call waited "
-                             f"{seconds:g} s for its turn; try again", True)
-            return _text(f"{params.name} error: the call took longer than {seconds:g} s (this server's limit per call) and was "
-                         "abandoned; narrow the query (fewer frequent words, fewer NEAR or prefix terms) or read fewer sections", True)
+                return _text(
+                    f"{params.name} error: the server is busy ({service.limits.workers} calls "
+                    "running) and this call waited "
+                    f"{seconds:g} s for its turn; try again",
+                    True,
+                )
+            return _text(
+                f"{params.name} error: the call took longer than {seconds:g} s (this "
+                "server's limit per call) and was abandoned; narrow the query (fewer "
+                "frequent words, fewer NEAR or prefix terms) or read fewer sections",
+                True,
+            )
         return _text(result.text, not result.ok)
 
     async def list_resources(ctx: Any, params: Any) -> types.ListResourcesResult:
-        return types.ListResourcesResult(resources=[
-            types.Resource(uri=MANUAL_URI.format(name=name), name=f"{name} manual", mime_type="text/markdown",
-                           description=f"How to search and read the index {name!r}: query language, cards, fetch")
-            for name in service.indexes])
+        return types.ListResourcesResult(
+            resources=[
+                types.Resource(
+                    uri=MANUAL_URI.format(name=name),
+                    name=f"{name} manual",
+                    mime_type="text/markdown",
+                    description=(
+                        f"How to search and read the index {name!r}: query language, cards, fetch"
+                    ),
+                )
+                for name in service.indexes
+            ]
+        )
 
-    async def read_resource(ctx: Any, params: types.ReadResourceRequestParams) -> types.ReadResourceResult:
+    async def read_resource(
+        ctx: Any, params: types.ReadResourceRequestParams
+    ) -> types.ReadResourceResult:
         uri = str(params.uri)
         for name in service.indexes:
             if uri == MANUAL_URI.format(name=name):
@@ -154,11 +197,21 @@ def build_server(service: Service, version: str = "") -> Server[Any]:
                 content = types.TextResourceContents(uri=uri, mime_type="text/markdown", text=text)
                 return types.ReadResourceResult(contents=[content])
         known = ", ".join(MANUAL_URI.format(name=n) for n in service.indexes)
-        # An MCPError is the client's mistake: a JSON-RPC error with its code, and no traceback in the log.
-        raise MCPError(RESOURCE_NOT_FOUND, f"no resource {uri!r}; this server has {known}", {"uri": uri})
+        # An MCPError is the client's mistake: a JSON-RPC
+        # error with its code, and no traceback in the log.
+        raise MCPError(
+            RESOURCE_NOT_FOUND, f"no resource {uri!r}; this server has {known}", {"uri": uri}
+        )
 
-    return Server("sieve", version=version, instructions=service.instructions(), on_list_tools=list_tools, on_call_tool=call_tool,
-                  on_list_resources=list_resources, on_read_resource=read_resource)
+    return Server(
+        "sieve",
+        version=version,
+        instructions=service.instructions(),
+        on_list_tools=list_tools,
+        on_call_tool=call_tool,
+        on_list_resources=list_resources,
+        on_read_resource=read_resource,
+    )
 
 
 def _bad_id(message: Any) -> bool:
@@ -166,7 +219,9 @@ def _bad_id(message: Any) -> bool:
     if not isinstance(message, dict) or "id" not in message:
         return False
     rid = message["id"]
-    return not (rid is None or isinstance(rid, str) or (isinstance(rid, int) and not isinstance(rid, bool)))
+    return not (
+        rid is None or isinstance(rid, str) or (isinstance(rid, int) and not isinstance(rid, bool))
+    )
 
 
 async def _send_all(send: Any, messages: list[dict[str, Any]]) -> None:
@@ -179,7 +234,11 @@ def checked_ids(app: Any, max_bytes: int = ServeLimits.max_request_bytes) -> Any
     Request" error (HTTP 400) instead of the SDK's silent 202, which would leave a client waiting
     for a reply that never comes; a body over `max_bytes` gets 413 as soon as it is seen to be (it
     is read here, before the SDK's own limit). Everything else passes through unchanged."""
-    too_big = _reply(413, INVALID_REQUEST, f"invalid request: the body is larger than this server's limit of {max_bytes:,} bytes")
+    too_big = _reply(
+        413,
+        INVALID_REQUEST,
+        f"invalid request: the body is larger than this server's limit of {max_bytes:,} bytes",
+    )
 
     async def wrapped(scope: dict[str, Any], receive: Any, send: Any) -> None:
         if scope.get("type") != "http" or scope.get("method") != "POST":
@@ -203,7 +262,14 @@ def checked_ids(app: Any, max_bytes: int = ServeLimits.max_request_bytes) -> Any
         except (ValueError, RecursionError):
             message = None  # not our concern: the SDK answers a parse error
         if any(_bad_id(m) for m in (message if isinstance(message, list) else [message])):
-            return await _send_all(send, _reply(400, INVALID_REQUEST, "invalid request: a JSON-RPC id must be a string, an integer or null"))
+            return await _send_all(
+                send,
+                _reply(
+                    400,
+                    INVALID_REQUEST,
+                    "invalid request: a JSON-RPC id must be a string, an integer or null",
+                ),
+            )
         replayed = False
 
         async def replay() -> dict[str, Any]:
@@ -229,12 +295,18 @@ async def serve_stdio(service: Service, version: str = "") -> None:
 def explained_full(app: Any, limits: ServeLimits) -> Any:
     """ASGI middleware: the SDK's refusal of a session beyond `max_sessions` (its only 503, and
     only to a request that opens a session) says what the limit is and how room is made."""
-    message = (f"this server is full: {limits.max_sessions} sessions are open, its limit (--max-sessions); try again when one "
-               f"closes (a client that ends sends DELETE; a session with no request for {limits.session_idle_seconds:g} s is closed)")
+    message = (
+        f"this server is full: {limits.max_sessions} sessions are open, its limit "
+        "(--max-sessions); try again when one "
+        "closes (a client that ends sends DELETE; a session with no request for "
+        f"{limits.session_idle_seconds:g} s is closed)"
+    )
     full = _reply(503, INTERNAL_ERROR, message, ((b"retry-after", b"5"),))
 
     async def wrapped(scope: dict[str, Any], receive: Any, send: Any) -> None:
-        if scope.get("type") != "http" or any(k.lower() == b"mcp-session-id" for k, _ in scope.get("headers") or []):
+        if scope.get("type") != "http" or any(
+            k.lower() == b"mcp-session-id" for k, _ in scope.get("headers") or []
+        ):
             return await app(scope, receive, send)
         refused = False
 
@@ -251,23 +323,40 @@ def explained_full(app: Any, limits: ServeLimits) -> Any:
     return wrapped
 
 
-def http_app(service: Service, host: str = "127.0.0.1", version: str = "", hosts: HostPolicy | None = None) -> Any:
+def http_app(
+    service: Service, host: str = "127.0.0.1", version: str = "", hosts: HostPolicy | None = None
+) -> Any:
     """The ASGI app of streamable HTTP at /mcp (run its lifespan: uvicorn does), answering only
     `hosts`' names (default: the loopback names and `host`)."""
     from mcp.server.transport_security import TransportSecuritySettings
 
     limits = service.limits
     sdk = build_server(service, version).streamable_http_app(
-        host=host, json_response=True, session_idle_timeout=limits.session_idle_seconds, max_sessions=limits.max_sessions,
+        host=host,
+        json_response=True,
+        session_idle_timeout=limits.session_idle_seconds,
+        max_sessions=limits.max_sessions,
         max_request_body_size=limits.max_request_bytes,
         # Host and Origin are checked before the SDK sees a request, with messages, for any --host.
-        transport_security=TransportSecuritySettings(enable_dns_rebinding_protection=False))
-    return guarded(checked_ids(explained_full(sdk, limits), limits.max_request_bytes), hosts or HostPolicy.of(host), json_rpc_page)
+        transport_security=TransportSecuritySettings(enable_dns_rebinding_protection=False),
+    )
+    return guarded(
+        checked_ids(explained_full(sdk, limits), limits.max_request_bytes),
+        hosts or HostPolicy.of(host),
+        json_rpc_page,
+    )
 
 
-def serve_http(service: Service, host: str, port: int, version: str = "", ready: Callable[[], None] = lambda: None,
-               hosts: HostPolicy | None = None) -> None:
-    """Streamable HTTP at http://HOST:PORT/mcp until interrupted; `ready` runs once the port is bound."""
+def serve_http(
+    service: Service,
+    host: str,
+    port: int,
+    version: str = "",
+    ready: Callable[[], None] = lambda: None,
+    hosts: HostPolicy | None = None,
+) -> None:
+    """Streamable HTTP at http://HOST:PORT/mcp until interrupted; `ready` runs once the port is
+    bound."""
     import socket
 
     import uvicorn
@@ -275,10 +364,13 @@ def serve_http(service: Service, host: str, port: int, version: str = "", ready:
     app = http_app(service, host, version, hosts)
     # Try the address first, so that a port in use is an OSError naming it (exit 1), not uvicorn's
     # exit 3; then let uvicorn bind it as it tunes its own sockets.
-    with socket.socket(socket.AF_INET6 if ":" in host else socket.AF_INET, socket.SOCK_STREAM) as probe:
+    with socket.socket(
+        socket.AF_INET6 if ":" in host else socket.AF_INET, socket.SOCK_STREAM
+    ) as probe:
         try:
             probe.bind((host, port))
         except OSError as e:
             raise OSError(e.errno, f"cannot listen on {host}:{port}: {e.strerror}") from None
     ready()
-    uvicorn.run(app, host=host, port=port, log_level="warning", use_colors=False)  # its log reaches stderr through sieve.common.terminal, which shows colour codes as text
+    # its log reaches stderr through sieve.common.terminal, which shows colour codes as text
+    uvicorn.run(app, host=host, port=port, log_level="warning", use_colors=False)

@@ -104,9 +104,9 @@ CONDITIONS: dict[str, Condition] = {
             corpus="bounded",
             rankers=("bm25",),
             description=(
-                "BM25 puts the question's top 10 documents in a folder; shell and reader over that "
-                "folder, and a BM25 search of the whole collection that adds its results to the "
-                "folder"
+                "BM25 puts the question's top 10 documents in a folder; "
+                "shell and reader over that folder, and a BM25 search of "
+                "the whole collection that adds its results to the folder"
             ),
         ),
         Condition(
@@ -138,8 +138,8 @@ CONDITIONS: dict[str, Condition] = {
             diagnose=True,
             paper=False,
             description=(
-                "SIEVE whose zero-hit searches name the one-step relaxations that would admit "
-                "documents"
+                "SIEVE whose zero-hit searches name the "
+                "one-step relaxations that would admit documents"
             ),
         ),
         Condition(
@@ -148,8 +148,8 @@ CONDITIONS: dict[str, Condition] = {
             ("search", "fetch"),
             paper=False,
             description=(
-                "SIEVE with sieve's manual, generated from the index (its fields, NEAR, stemming), "
-                "not the paper's"
+                "SIEVE with sieve's manual, generated from the "
+                "index (its fields, NEAR, stemming), not the paper's"
             ),
         ),
         Condition(
@@ -180,8 +180,8 @@ CONDITIONS: dict[str, Condition] = {
             ("indri_search", "fetch"),
             rankers=("indri", "indri+dense"),
             description=(
-                "the paper's Table 6 control: Indri's own query language, result cards, section "
-                "fetch"
+                "the paper's Table 6 control: Indri's own "
+                "query language, result cards, section fetch"
             ),
         ),
     )

@@ -22,8 +22,12 @@ class ToolConfig:
     max_query_chars: int = MAX_QUERY_CHARS  # a server may accept less than the language does (and the index: the lower wins)
     ranker: str = "bm25"
     fallback: bool = True  # zero-hit recovery for `search`
-    fallback_ranker: str | None = None  # what ranks the zero-hit fallback; None: `ranker` ("bm25" is the paper's)
-    diagnose: bool = True  # a zero-hit `search` names the one-step relaxations that would admit documents
+    fallback_ranker: str | None = (
+        None  # what ranks the zero-hit fallback; None: `ranker` ("bm25" is the paper's)
+    )
+    diagnose: bool = (
+        True  # a zero-hit `search` names the one-step relaxations that would admit documents
+    )
     manual: str = "generated"  # the manual of `search`: generated from the index, or the paper's for the collection (MANUALS)
     # The read ceiling bounds what one `fetch` returns ("call", sieve's default: an agent's context
     # grows by at most the cap per call), or each document's text in it ("document", the paper's).
@@ -40,6 +44,10 @@ class ToolConfig:
 
         check_fallback_ranker(self.fallback_ranker)
         if self.manual not in MANUALS:
-            raise InvalidArgumentError(f"manual must be one of {', '.join(MANUALS)}, not {self.manual!r}")
+            raise InvalidArgumentError(
+                f"manual must be one of {', '.join(MANUALS)}, not {self.manual!r}"
+            )
         if self.cap_scope not in CAP_SCOPES:
-            raise InvalidArgumentError(f"cap_scope must be one of {', '.join(CAP_SCOPES)}, not {self.cap_scope!r}")
+            raise InvalidArgumentError(
+                f"cap_scope must be one of {', '.join(CAP_SCOPES)}, not {self.cap_scope!r}"
+            )

@@ -36,6 +36,7 @@ class Described(Protocol):
     @property
     def unit(self) -> str: ...
 
+
 _HOLDS = {
     Field.TITLE: "the title",
     Field.SECTION: "section headings",

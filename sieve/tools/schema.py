@@ -77,20 +77,20 @@ def validate(schema: dict[str, Any], value: Any, path: str = "") -> str | None:
         kinds = [kinds] if isinstance(kinds, str) else list(kinds)
         if not any(_is(value, k) for k in kinds):
             return (
-                f"{_where(path)} must be {' or '.join(_NAMES[k] for k in kinds)}, got "
-                f"{shown(value)}"
+                f"{_where(path)} must be "
+                f"{' or '.join(_NAMES[k] for k in kinds)}, got {shown(value)}"
             )
     if "enum" in schema and value not in schema["enum"]:
         return (
-            f"{_where(path)} must be one of {', '.join(shown(v) for v in schema['enum'])}, got "
-            f"{shown(value)}"
+            f"{_where(path)} must be one of "
+            f"{', '.join(shown(v) for v in schema['enum'])}, got {shown(value)}"
         )
     if isinstance(value, str) and len(value.strip()) < schema.get("minLength", 0):
         return f"{_where(path)} must not be empty"
     if isinstance(value, str) and len(value) > schema.get("maxLength", len(value)):
         return (
-            f"{_where(path)} may be at most {schema['maxLength']:,} characters long, got "
-            f"{len(value):,}"
+            f"{_where(path)} may be at most {schema['maxLength']:,} "
+            f"characters long, got {len(value):,}"
         )
     if _is(value, "number"):
         if "minimum" in schema and value < schema["minimum"]:

@@ -27,6 +27,7 @@ from sieve.tools.fetch.reading import Read, ReadConfig, outline_text, read_docum
 from sieve.tools.fetch.snippets import Matcher
 from sieve.tools.schema import decode_arguments, describe_params
 
+
 class ToolFailure(Exception):
     """Raised inside a tool to return `message` to the agent as an error."""
 

@@ -13,8 +13,20 @@ from sieve.agent.loop import distinct_tokens
 from sieve.errors import InvalidArgumentError, SieveError
 from sieve.eval.report.report import Run, load_run
 
-SUMMARY_KEYS = ("condition", "ranker", "model", "questions", "accuracy", "f1", "judged_accuracy", "distinct_tokens", "step_summed_tokens",
-                "llm_calls", "gold_recall", "fallback_rate")
+SUMMARY_KEYS = (
+    "condition",
+    "ranker",
+    "model",
+    "questions",
+    "accuracy",
+    "f1",
+    "judged_accuracy",
+    "distinct_tokens",
+    "step_summed_tokens",
+    "llm_calls",
+    "gold_recall",
+    "fallback_rate",
+)
 
 
 @dataclass
@@ -24,8 +36,11 @@ class Step:
     prompt_tokens: int
     completion_tokens: int
     step_summed: int  # tokens of every call so far
-    distinct: int  # each piece of context once, so far: the largest prompt yet plus every completion yet (sieve.agent.loop)
-    results: list[tuple[str, list[tuple[str, bool]]]] = field(default_factory=list)  # (tool call, its result in pieces: gold flagged)
+    # each piece of context once, so far: the largest prompt
+    # yet plus every completion yet (sieve.agent.loop)
+    distinct: int
+    # (tool call, its result in pieces: gold flagged)
+    results: list[tuple[str, list[tuple[str, bool]]]] = field(default_factory=list)
 
 
 @dataclass
@@ -60,17 +75,33 @@ class LoadedRun:
             return None
         from markdown_it import MarkdownIt
 
-        return str(MarkdownIt("commonmark", {"html": False}).enable("table").render(self.report_text))
+        return str(
+            MarkdownIt("commonmark", {"html": False}).enable("table").render(self.report_text)
+        )
 
     def about(self) -> list[tuple[str, Any]]:
-        return [(k, self.run.summary[k]) for k in SUMMARY_KEYS if self.run.summary.get(k) is not None]
+        return [
+            (k, self.run.summary[k]) for k in SUMMARY_KEYS if self.run.summary.get(k) is not None
+        ]
 
     def questions(self) -> list[dict[str, Any]]:
         out = []
         for q, rec in self.run.records.items():
             s = self.run.scores.get(q, {})
-            out.append({"id": q, "question": rec.get("question", ""), "answer": rec.get("answer"), "em": s.get("em"), "judged": "unjudged" if "judged" in s and s["judged"] is None else s.get("judged"),
-                        "outcome": rec.get("outcome"), "tokens": rec.get("tokens", {}).get("distinct"), "llm_calls": rec.get("llm_calls")})
+            out.append(
+                {
+                    "id": q,
+                    "question": rec.get("question", ""),
+                    "answer": rec.get("answer"),
+                    "em": s.get("em"),
+                    "judged": "unjudged"
+                    if "judged" in s and s["judged"] is None
+                    else s.get("judged"),
+                    "outcome": rec.get("outcome"),
+                    "tokens": rec.get("tokens", {}).get("distinct"),
+                    "llm_calls": rec.get("llm_calls"),
+                }
+            )
         return out
 
     def figure(self, name: str) -> Path | None:
@@ -82,9 +113,19 @@ class LoadedRun:
         if rec is None:
             return None
         gold = self.gold_docs.get(question_id, [])
-        return Episode(question_id, rec.get("question", ""), rec.get("answer"), str(rec.get("outcome", "")), self.run.scores.get(question_id, {}),
-                       self.gold_answers.get(question_id, []), gold, [(d, d in gold) for d in rec.get("surfaced", [])],
-                       [(d, d in gold) for d in rec.get("opened", [])], steps(rec, gold), dict(rec.get("tokens", {})))
+        return Episode(
+            question_id,
+            rec.get("question", ""),
+            rec.get("answer"),
+            str(rec.get("outcome", "")),
+            self.run.scores.get(question_id, {}),
+            self.gold_answers.get(question_id, []),
+            gold,
+            [(d, d in gold) for d in rec.get("surfaced", [])],
+            [(d, d in gold) for d in rec.get("opened", [])],
+            steps(rec, gold),
+            dict(rec.get("tokens", {})),
+        )
 
 
 def _asked(path: Path) -> Run:
@@ -94,10 +135,18 @@ def _asked(path: Path) -> Run:
     except (OSError, ValueError) as e:
         raise SieveError(f"{path} is not an episode record from `sieve ask --json` ({e})") from None
     if not isinstance(rec, dict) or "messages" not in rec or "calls" not in rec:
-        raise SieveError(f"{path} is not an episode record from `sieve ask --json` (it has no messages and calls)")
+        raise SieveError(
+            f"{path} is not an episode record from `sieve "
+            "ask --json` (it has no messages and calls)"
+        )
     qid = str(rec.get("question_id") or "asked")
     rec["question_id"] = qid
-    return Run(path.parent, {"name": path.stem, "condition": (rec.get("config") or {}).get("condition")}, {qid: rec}, {})
+    return Run(
+        path.parent,
+        {"name": path.stem, "condition": (rec.get("config") or {}).get("condition")},
+        {qid: rec},
+        {},
+    )
 
 
 def load(run_dir: Path) -> LoadedRun:
@@ -121,7 +170,11 @@ def load(run_dir: Path) -> LoadedRun:
         except (SieveError, OSError, ValueError):
             pass  # moved or gone: the run still shows, without gold marks
     report = run.dir / "report"
-    text = (report / "report.md").read_text(encoding="utf-8") if (report / "report.md").is_file() else None
+    text = (
+        (report / "report.md").read_text(encoding="utf-8")
+        if (report / "report.md").is_file()
+        else None
+    )
     figures = sorted(p.name for p in report.glob("*.png")) if report.is_dir() else []
     return LoadedRun(run.name, run, answers, docs, text, figures)
 
@@ -131,7 +184,10 @@ def load_all(run_dirs: list[str]) -> dict[str, LoadedRun]:
     for d in run_dirs:
         loaded = load(Path(d))
         if loaded.name in runs:
-            raise InvalidArgumentError(f"two runs are called {loaded.name!r} ({runs[loaded.name].run.dir} and {d}): rename one folder")
+            raise InvalidArgumentError(
+                f"two runs are called {loaded.name!r} "
+                f"({runs[loaded.name].run.dir} and {d}): rename one folder"
+            )
         runs[loaded.name] = loaded
     return runs
 
@@ -145,7 +201,7 @@ def _pieces(text: str, gold: list[str]) -> list[tuple[str, bool]]:
     at = 0
     for m in pattern.finditer(text):
         if m.start() > at:
-            out.append((text[at:m.start()], False))
+            out.append((text[at : m.start()], False))
         out.append((m.group(), True))
         at = m.end()
     if at < len(text):
@@ -155,11 +211,14 @@ def _pieces(text: str, gold: list[str]) -> list[tuple[str, bool]]:
 
 def _is_result(message: dict[str, Any]) -> bool:
     content = str(message.get("content") or "")
-    return message.get("role") == "tool" or (message.get("role") == "user" and content.startswith("<tool_response>"))
+    return message.get("role") == "tool" or (
+        message.get("role") == "user" and content.startswith("<tool_response>")
+    )
 
 
 def steps(rec: dict[str, Any], gold: list[str]) -> list[Step]:
-    """The record's LLM calls in order, each with its reply and the tool results that followed it."""
+    """The record's LLM calls in order, each with its reply and the tool results that followed
+    it."""
     calls = rec.get("calls", [])
     tool_calls = iter(rec.get("tool_calls", []))
     out: list[Step] = []
@@ -169,11 +228,26 @@ def steps(rec: dict[str, Any], gold: list[str]) -> list[Step]:
             c = calls[len(out)] if len(out) < len(calls) else {}
             p, k = int(c.get("prompt_tokens", 0)), int(c.get("completion_tokens", 0))
             summed += p + k
-            so_far = [{"prompt_tokens": int(x.get("prompt_tokens", 0)), "completion_tokens": int(x.get("completion_tokens", 0))} for x in calls[: len(out) + 1]]
-            out.append(Step(len(out) + 1, str(m.get("content") or ""), p, k, summed, distinct_tokens(so_far)))
+            so_far = [
+                {
+                    "prompt_tokens": int(x.get("prompt_tokens", 0)),
+                    "completion_tokens": int(x.get("completion_tokens", 0)),
+                }
+                for x in calls[: len(out) + 1]
+            ]
+            out.append(
+                Step(
+                    len(out) + 1, str(m.get("content") or ""), p, k, summed, distinct_tokens(so_far)
+                )
+            )
         elif out and _is_result(m):
             call = next(tool_calls, None)
-            label = f"{call['name']}({', '.join(f'{a}={v!r}' for a, v in call.get('arguments', {}).items())})" if call else "tool"
+            label = (
+                f"{call['name']}"
+                f"({', '.join(f'{a}={v!r}' for a, v in call.get('arguments', {}).items())})"
+                if call
+                else "tool"
+            )
             out[-1].results.append((label, _pieces(str(m.get("content") or ""), gold)))
         elif out:
             out[-1].results.append(("note", [(str(m.get("content") or ""), False)]))

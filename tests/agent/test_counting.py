@@ -5,7 +5,6 @@ request over `max_model_len` exactly as vLLM does (HTTP 400, vLLM's error body).
 from __future__ import annotations
 
 import json
-from pathlib import Path
 from typing import Any
 
 import pytest

@@ -197,7 +197,7 @@ def test_models_answering_nonsense_means_unknown() -> None:
     cases = {b"[]": "unknown", b'{"data": "x"}': "unknown", b"[" * 50_000: "unknown",
              b'{"data": [1, {"id": "m", "max_model_len": true}]}': "openai-compatible"}
     for body, kind in cases.items():
-        with RawServer(lambda path: http_reply(body)) as server:
+        with RawServer(lambda path, body=body: http_reply(body)) as server:
             c = client(server.url, max_retries=0)
             assert c.server_kind() == kind
             assert c.max_model_len() is None

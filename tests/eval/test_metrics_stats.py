@@ -122,10 +122,10 @@ def test_bql_features(query: str, features: set[str]) -> None:
 def test_summary_by_hand() -> None:
     from sieve.eval.report.summary import OPERATORS, summarize
 
-    def rec(qid: str, answer: str, outcome: str, queries: list[str], surfaced: list[str] = [], opened: list[str] = []) -> dict[str, object]:
+    def rec(qid: str, answer: str, outcome: str, queries: list[str], surfaced: list[str] | None = None, opened: list[str] | None = None) -> dict[str, object]:
         return {"question_id": qid, "answer": answer, "outcome": outcome, "tokens": {"distinct": 10, "step_summed": 20}, "llm_calls": 2,
                 "tool_calls": [{"name": "search", "arguments": {"query": q}, "fallback": i == 0} for i, q in enumerate(queries)],
-                "surfaced": surfaced, "opened": opened}
+                "surfaced": surfaced or [], "opened": opened or []}
 
     recs = [
         rec("q1", "Manila", "answered", ['"walled city"[title]', "intramuros OR manila"], ["d1"], ["d1"]),

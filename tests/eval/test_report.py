@@ -78,7 +78,7 @@ def test_numbers_by_hand(tmp_path: Path) -> None:
         "recovered": 2, "recovered_share": 0.5, "fallback_rate": 0.5,  # 2 of 4 ranked searches fell back
         "failures": {"correct": 2, "retrieval": 1, "selection": 0, "synthesis": 0, "unattributed": 1}, "search_calls": 0,
         "bql_usage": row["bql_usage"], "baseline": True, "baseline_run": "visit",
-        "collection": "", "encoder": None, "marks": [], "label": "search-visit bm25", "unjudged": 0, "score_by": "em",
+        "collection": "", "marks": [], "label": "search-visit bm25", "score_by": "em",
     }
     assert all(v == {"questions": 0.0, "calls": 0.0} for v in row["bql_usage"].values())
 

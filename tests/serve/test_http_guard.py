@@ -20,6 +20,9 @@ from mcp import Client
 from mcp.shared.exceptions import MCPError
 from serving import free_port, run, start_http, stop
 
+if sys.version_info < (3, 11):  # a builtin from 3.11; anyio (under the SDK) brings the backport
+    from exceptiongroup import BaseExceptionGroup
+
 FULL = ("this server is full: 2 sessions are open, its limit (--max-sessions); try again when one closes (a client that ends "
         "sends DELETE; a session with no request for {idle} s is closed)")
 HOST_REFUSED = ("refused: this request names the host {host!r}; this server answers only to its loopback names (localhost, 127.0.0.1, "

@@ -104,7 +104,7 @@ def test_snippets_contain_the_query_terms_when_the_document_has_them(stdlib: sie
     seen = 0
     for q in queries:
         m = Matcher.of(stdlib.search(q))
-        for line_no, line in enumerate(search(stdlib, q, k=10).splitlines()):
+        for line in search(stdlib, q, k=10).splitlines():
             if line.startswith("    » "):
                 words = set(analyze(line))
                 assert any(t in words for t in m.terms) or any(w.startswith(s) for w in words for s in m.stems), (q, line)

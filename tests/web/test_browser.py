@@ -93,7 +93,7 @@ def test_documents_cannot_run_scripts(site: Server, browser: Any, tmp_path: Path
     time.sleep(0.3)
     assert browser.title != "pwned" and EVIL[:20] in browser.find_element(By.ID, "card-1").text
     with pytest.raises(NoAlertPresentException):
-        browser.switch_to.alert.text
+        _ = browser.switch_to.alert.text
     browser.get(f"http://127.0.0.1:{site.port}/doc?index=news&id=evil&section=0")
     time.sleep(0.3)
     assert browser.title != "pwned" and EVIL in browser.find_element(By.ID, "section").text
@@ -119,7 +119,7 @@ def test_model_outputs_cannot_run_scripts(run_site: Server, browser: Any, tmp_pa
     time.sleep(0.3)
     assert browser.title != "pwned" and EVIL in browser.find_element(By.ID, "step-1").text
     with pytest.raises(NoAlertPresentException):
-        browser.switch_to.alert.text
+        _ = browser.switch_to.alert.text
     assert _absent(browser, By.CSS_SELECTOR, "div.episode img") and _absent(browser, By.TAG_NAME, "script")
     _shot(browser, tmp_path, "escaped-run")
 
@@ -214,4 +214,4 @@ def test_emphasis_is_styled_and_a_hostile_one_stays_text(
     assert _absent(browser, By.CSS_SELECTOR, "#section script")
     assert _absent(browser, By.TAG_NAME, "img")
     with pytest.raises(NoAlertPresentException):
-        browser.switch_to.alert.text
+        _ = browser.switch_to.alert.text

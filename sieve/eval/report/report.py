@@ -24,10 +24,22 @@ import json
 from pathlib import Path
 from typing import Any
 
-
 from sieve.errors import InvalidArgumentError, extra_hint
+from sieve.eval.report.runs import (
+    ALPHA,
+    BASELINE_CELL,
+    FAMILIES,
+    Run,
+    accuracy,
+    grouped,
+    load_run,
+    numbers,
+    paired,
+    right,
+    shared_questions,
+    verdict,
+)
 from sieve.eval.report.summary import OPERATORS
-from sieve.eval.report.runs import (ALPHA, FAMILIES, BASELINE_CELL, Run, load_run, verdict, right, accuracy, numbers, shared_questions, paired, grouped)
 
 PICTURES = f"pictures need the eval extra (matplotlib): {extra_hint('eval')}"
 
@@ -49,7 +61,7 @@ def compare(runs: list[Run], baseline: int = 0) -> list[dict[str, Any]]:
     tests against the baseline on the questions both runs scored (`tests`: statistic, n, raw and
     corrected p; `p`: the corrected p per metric; `significant`: the metrics below ALPHA).
     Runs of another collection than the baseline's are refused (`shared_questions`)."""
-    return compare_each(runs, {i: baseline for i in range(len(runs))})
+    return compare_each(runs, dict.fromkeys(range(len(runs)), baseline))
 
 
 def compare_each(runs: list[Run], baselines: dict[int, int | None]) -> list[dict[str, Any]]:
@@ -68,7 +80,9 @@ def compare_each(runs: list[Run], baselines: dict[int, int | None]) -> list[dict
         b = baselines.get(i)
         row["baseline"] = b == i
         row["baseline_run"] = runs[b].name if b is not None else None
-        rows.append(_with_tests(row, paired(run, runs[b], counts[b]) if b is not None and b != i else None))
+        rows.append(
+            _with_tests(row, paired(run, runs[b], counts[b]) if b is not None and b != i else None)
+        )
     return rows
 
 
@@ -77,12 +91,16 @@ def resolve_baseline(runs: list[Run], which: int | str) -> int:
     if isinstance(which, int) or str(which).lstrip("-").isdigit():
         i = int(which)
         if not 0 <= i < len(runs):
-            raise InvalidArgumentError(f"--baseline {i} is out of range: give 0..{len(runs) - 1} or a run name")
+            raise InvalidArgumentError(
+                f"--baseline {i} is out of range: give 0..{len(runs) - 1} or a run name"
+            )
         return i
     found = [i for i, r in enumerate(runs) if which in (r.name, r.dir.name, str(r.dir))]
     if len(found) != 1:
         names = ", ".join(r.name for r in runs)
-        raise InvalidArgumentError(f"--baseline {which!r} names {'no run' if not found else 'several runs'}; the runs are: {names}")
+        raise InvalidArgumentError(
+            f"--baseline {which!r} names {'no run' if not found else 'several runs'}; the runs are: {names}"
+        )
     return found[0]
 
 
@@ -102,27 +120,38 @@ def choose_baselines(runs: list[Run], which: int | str | None = None) -> dict[in
     if which is None:
         for members in groups.values():
             b = next((i for i in members if _cell(runs[i]) == BASELINE_CELL), members[0])
-            out.update({i: b for i in members})
+            out.update(dict.fromkeys(members, b))
         return out
-    single = isinstance(which, int) or str(which).lstrip("-").isdigit() or any(str(which) == str(r.dir) for r in runs)
+    single = (
+        isinstance(which, int)
+        or str(which).lstrip("-").isdigit()
+        or any(str(which) == str(r.dir) for r in runs)
+    )
     if single or len(groups) == 1:
         b = resolve_baseline(runs, which)
         others = [r for r in runs if r.collection != runs[b].collection]
         if others:
-            names = ", ".join(f"{r.name} ({r.dir}, collection {r.collection or '?'})" for r in others)
+            names = ", ".join(
+                f"{r.name} ({r.dir}, collection {r.collection or '?'})" for r in others
+            )
             raise InvalidArgumentError(
                 f"--baseline {which} is run {runs[b].name} of collection {runs[b].collection or '?'}; it cannot be paired with {names}. "
-                "Name the baseline by its run name (for example search-visit-bm25) to give each collection its own, or report the collections apart")
-        return {i: b for i in range(len(runs))}
+                "Name the baseline by its run name (for example search-visit-bm25) to give each collection its own, or report the collections apart"
+            )
+        return dict.fromkeys(range(len(runs)), b)
     found = False
     for members in groups.values():
         hits = [i for i in members if str(which) in (runs[i].name, runs[i].dir.name)]
         if len(hits) > 1:
-            raise InvalidArgumentError(f"--baseline {which!r} names several runs of one collection and backbone: {', '.join(str(runs[i].dir) for i in hits)}")
+            raise InvalidArgumentError(
+                f"--baseline {which!r} names several runs of one collection and backbone: {', '.join(str(runs[i].dir) for i in hits)}"
+            )
         found = found or bool(hits)
-        out.update({i: hits[0] if hits else None for i in members})
+        out.update(dict.fromkeys(members, hits[0] if hits else None))
     if not found:
-        raise InvalidArgumentError(f"--baseline {which!r} names no run; the runs are: {', '.join(r.name for r in runs)}")
+        raise InvalidArgumentError(
+            f"--baseline {which!r} names no run; the runs are: {', '.join(r.name for r in runs)}"
+        )
     return out
 
 
@@ -132,12 +161,16 @@ def primary_backbone(runs: list[Run], backbone: str | None = None) -> str:
     names = [r.backbone for r in runs]
     if backbone is not None:
         if backbone not in names:
-            raise InvalidArgumentError(f"--backbone {backbone!r} has no run; the runs' backbones are: {', '.join(dict.fromkeys(names))}")
+            raise InvalidArgumentError(
+                f"--backbone {backbone!r} has no run; the runs' backbones are: {', '.join(dict.fromkeys(names))}"
+            )
         return backbone
     return max(dict.fromkeys(names), key=names.count) if names else ""
 
 
-def build(runs: list[Run], baseline: int | str | None = None, backbone: str | None = None) -> dict[str, Any]:
+def build(
+    runs: list[Run], baseline: int | str | None = None, backbone: str | None = None
+) -> dict[str, Any]:
     """The whole report as one JSON-friendly value (what `--json` prints and report.json holds):
     per-run rows with their paired tests, and every table's and figure's data (`tables`, `figures`;
     one whose runs are missing holds `skipped`, saying what it needs)."""
@@ -147,10 +180,19 @@ def build(runs: list[Run], baseline: int | str | None = None, backbone: str | No
     rows = compare_each(runs, chosen)
     primary = primary_backbone(runs, backbone)
     bases = sorted({runs[b].name for b in chosen.values() if b is not None})
-    unpaired = sorted({f"{runs[i].collection or '?'} / {runs[i].backbone or '?'}" for i, b in chosen.items() if b is None})
+    unpaired = sorted(
+        {
+            f"{runs[i].collection or '?'} / {runs[i].backbone or '?'}"
+            for i, b in chosen.items()
+            if b is None
+        }
+    )
     return {
         "baseline": ", ".join(bases),
-        "baselines": [{"collection": runs[b].collection, "backbone": runs[b].backbone, "run": runs[b].name} for b in dict.fromkeys(v for v in chosen.values() if v is not None)],
+        "baselines": [
+            {"collection": runs[b].collection, "backbone": runs[b].backbone, "run": runs[b].name}
+            for b in dict.fromkeys(v for v in chosen.values() if v is not None)
+        ],
         "unpaired": unpaired,
         "collections": list(dict.fromkeys(r.collection for r in runs)),
         "backbones": list(dict.fromkeys(r.backbone for r in runs)),
@@ -158,14 +200,20 @@ def build(runs: list[Run], baseline: int | str | None = None, backbone: str | No
         "alpha": ALPHA,
         "correction": "bonferroni",
         "comparisons": sum(1 for i, b in chosen.items() if b is not None and b != i),
-        "tests": {"accuracy": "exact McNemar (EM)", "judged": "exact McNemar (judge)", "distinct_tokens": "paired t", "step_summed_tokens": "paired t",
-                  "llm_calls": "paired t"},
+        "tests": {
+            "accuracy": "exact McNemar (EM)",
+            "judged": "exact McNemar (judge)",
+            "distinct_tokens": "paired t",
+            "step_summed_tokens": "paired t",
+            "llm_calls": "paired t",
+        },
         "rows": grouped(rows),
         **all_data(runs, rows, primary),
     }
 
 
 # --- Markdown -----------------------------------------------------------------------------------
+
 
 def table(rows: list[dict[str, Any]]) -> str:
     """Runs in Markdown, one line each in Table 1's order, with every column and a legend."""
@@ -180,19 +228,28 @@ def markdown(report: dict[str, Any], pictures: list[Path] | str | None = None) -
     return render(report, pictures)
 
 
-def write(report: dict[str, Any], out: Path, pictures: list[Path] | str | None = None) -> tuple[Path, Path]:
+def write(
+    report: dict[str, Any], out: Path, pictures: list[Path] | str | None = None
+) -> tuple[Path, Path]:
     """report.json and report.md in `out`, and each table's and figure's data as `<id>.json` (beside
     the figure's `<id>.png`)."""
     out.mkdir(parents=True, exist_ok=True)
-    data = {**report, "figures_drawn": [p.name for p in pictures] if isinstance(pictures, list) else pictures}
+    data = {
+        **report,
+        "figures_drawn": [p.name for p in pictures] if isinstance(pictures, list) else pictures,
+    }
     for item in (*report.get("tables", {}).values(), *report.get("figures", {}).values()):
-        (out / f"{item['id']}.json").write_text(json.dumps(item, indent=1, ensure_ascii=False) + "\n", encoding="utf-8")
+        (out / f"{item['id']}.json").write_text(
+            json.dumps(item, indent=1, ensure_ascii=False) + "\n", encoding="utf-8"
+        )
     (out / "report.json").write_text(json.dumps(data, indent=1, ensure_ascii=False))
     (out / "report.md").write_text(markdown(report, pictures), encoding="utf-8")
     return out / "report.json", out / "report.md"
 
 
-def plots(what: dict[str, Any] | list[Run], out: Path, baseline: int | str | None = None) -> list[Path] | str:
+def plots(
+    what: dict[str, Any] | list[Run], out: Path, baseline: int | str | None = None
+) -> list[Path] | str:
     """The figures as PNG files in `out` (from a report, or from runs); without matplotlib, a
     message naming the extra."""
     try:
@@ -205,5 +262,28 @@ def plots(what: dict[str, Any] | list[Run], out: Path, baseline: int | str | Non
     return draw_all(report["figures"], out)
 
 
-__all__ = ["ALPHA", "FAMILIES", "OPERATORS", "PICTURES", "Run", "accuracy", "build", "choose_baselines", "compare", "compare_each", "grouped", "load_run",
-           "markdown", "numbers", "paired", "plots", "primary_backbone", "resolve_baseline", "right", "shared_questions", "table", "verdict", "write"]
+__all__ = [
+    "ALPHA",
+    "FAMILIES",
+    "OPERATORS",
+    "PICTURES",
+    "Run",
+    "accuracy",
+    "build",
+    "choose_baselines",
+    "compare",
+    "compare_each",
+    "grouped",
+    "load_run",
+    "markdown",
+    "numbers",
+    "paired",
+    "plots",
+    "primary_backbone",
+    "resolve_baseline",
+    "right",
+    "shared_questions",
+    "table",
+    "verdict",
+    "write",
+]

@@ -5,9 +5,10 @@ the report's fixed families, rankers and ablations. Below `tables` and `report`,
 from __future__ import annotations
 
 import json
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path, PurePath
-from typing import Any, Callable
+from typing import Any
 
 import numpy as np
 
@@ -24,7 +25,11 @@ FAMILIES: tuple[tuple[str, str, tuple[str, ...]], ...] = (
     ("dci", "DCI", ("dci", "bounded-dci")),
     ("search-visit", "Search–Visit", ("search-visit",)),
     ("search-fetch", "Search–Fetch", ("search-fetch",)),
-    ("sieve", "SIEVE", ("sieve", "sieve+diagnose", "sieve+manual", "sieve+ranked-fallback", "sieve+all")),  # the paper's and sieve's extensions
+    (
+        "sieve",
+        "SIEVE",
+        ("sieve", "sieve+diagnose", "sieve+manual", "sieve+ranked-fallback", "sieve+all"),
+    ),  # the paper's and sieve's extensions
     ("indri-control", "Indri control", ("indri-control",)),
 )
 RANKERS = ("bm25", "dense", "hybrid", "indri", "indri+dense")
@@ -56,7 +61,9 @@ class Run:
     dir: Path
     summary: dict[str, Any]
     records: dict[str, dict[str, Any]]  # question id -> trajectory record (the scored questions)
-    scores: dict[str, dict[str, Any]] = field(default_factory=dict)  # question id -> {em, f1, judged?}
+    scores: dict[str, dict[str, Any]] = field(
+        default_factory=dict
+    )  # question id -> {em, f1, judged?}
 
     @property
     def name(self) -> str:
@@ -74,7 +81,10 @@ class Run:
 
     @property
     def collection(self) -> str:
-        return str(self.summary.get("collection_name") or _collection_name(str(self.summary.get("collection") or "")))
+        return str(
+            self.summary.get("collection_name")
+            or _collection_name(str(self.summary.get("collection") or ""))
+        )
 
     @property
     def backbone(self) -> str:
@@ -91,10 +101,14 @@ class Run:
     @property
     def encoder(self) -> str | None:
         """The dense encoder of a run that ranks with one (None for BM25 alone or when not recorded)."""
-        e = self.summary.get("encoder")  # eval run writes {model, dim, fingerprint, unit, search}; older records a name
+        e = self.summary.get(
+            "encoder"
+        )  # eval run writes {model, dim, fingerprint, unit, search}; older records a name
         if not e or self.ranker not in DENSE_RANKERS:
             return None
-        return encoder_label(self.summary if isinstance(e, dict) else {"encoder": {"model": str(e)}})
+        return encoder_label(
+            self.summary if isinstance(e, dict) else {"encoder": {"model": str(e)}}
+        )
 
     @property
     def encoder_size(self) -> float | None:
@@ -137,18 +151,27 @@ class Run:
 def load_run(run_dir: Path) -> Run:
     run_dir = Path(run_dir)
     if not (run_dir / "summary.json").is_file() or not (run_dir / "trajectories.jsonl").is_file():
-        raise SieveError(f"{run_dir} is not a run folder (it needs summary.json and trajectories.jsonl from `sieve eval run`)")
+        raise SieveError(
+            f"{run_dir} is not a run folder (it needs summary.json and trajectories.jsonl from `sieve eval run`)"
+        )
     try:
         summary = json.loads((run_dir / "summary.json").read_text(encoding="utf-8"))
         records: dict[str, dict[str, Any]] = {}
         for line in (run_dir / "trajectories.jsonl").read_text(encoding="utf-8").splitlines():
             if line.strip():
                 rec = json.loads(line)
-                records[rec["question_id"]] = rec  # a resumed run's later record wins, as in the summary
+                records[rec["question_id"]] = (
+                    rec  # a resumed run's later record wins, as in the summary
+                )
     except (ValueError, KeyError, TypeError) as e:
         raise SieveError(f"{run_dir}: unreadable run record ({e})") from None
     scores = summary.get("per_question") or {q: {} for q in records}
-    return Run(run_dir, summary, {q: records[q] for q in scores if q in records}, {q: v for q, v in scores.items() if q in records})
+    return Run(
+        run_dir,
+        summary,
+        {q: records[q] for q in scores if q in records},
+        {q: v for q, v in scores.items() if q in records},
+    )
 
 
 def encoder_label(summary: dict[str, Any]) -> str | None:
@@ -160,7 +183,11 @@ def encoder_label(summary: dict[str, Any]) -> str | None:
     if not isinstance(encoder, dict) or not encoder.get("model"):
         return None
     model = str(encoder["model"])
-    return model_label(model) + (" (default)" if model == DEFAULT_MODEL else "") + (", approximate" if encoder.get("search") == "approximate" else "")
+    return (
+        model_label(model)
+        + (" (default)" if model == DEFAULT_MODEL else "")
+        + (", approximate" if encoder.get("search") == "approximate" else "")
+    )
 
 
 def _mean(values: list[float]) -> float:
@@ -178,7 +205,11 @@ def verdict(score: dict[str, Any]) -> bool | None:
 def _judged(run: Run) -> list[str] | None:
     """The questions of a judged run (every scored question went to the judge), else None."""
     qs = list(run.scores)
-    return qs if qs and all("judged" in run.scores[q] or run.scores[q].get("unjudged") for q in qs) else None
+    return (
+        qs
+        if qs and all("judged" in run.scores[q] or run.scores[q].get("unjudged") for q in qs)
+        else None
+    )
 
 
 def right(run: Run, by: str) -> dict[str, bool | None]:
@@ -208,24 +239,44 @@ def numbers(run: Run) -> dict[str, Any]:
     judged = _judged(run) is not None
     searches = [t for r in recs for t in r.get("tool_calls", []) if t["name"] in SEARCH_TOOLS]
     recovered = sum(1 for r in recs if r.get("outcome") == "recovered")
-    fails = {k: int((run.summary.get("failures") or {}).get(k, 0)) for k in ("retrieval", "selection", "synthesis")}
+    fails = {
+        k: int((run.summary.get("failures") or {}).get(k, 0))
+        for k in ("retrieval", "selection", "synthesis")
+    }
     correct = int(sum(em))
     usage, search_calls = bql_usage(recs)
     judged_acc, unjudged = accuracy(run, "judged") if judged else (None, 0)
     return {
-        "run": run.name, "dir": str(run.dir), "family": run.family, "condition": run.condition or None,
-        "ranker": run.summary.get("ranker"), "twin": run.summary.get("twin"), "model": run.summary.get("model"),
-        "collection": run.collection, "encoder": run.encoder, "marks": list(run.marks), "label": run.label, "questions": n,
+        "run": run.name,
+        "dir": str(run.dir),
+        "family": run.family,
+        "condition": run.condition or None,
+        "ranker": run.summary.get("ranker"),
+        "twin": run.summary.get("twin"),
+        "model": run.summary.get("model"),
+        "collection": run.collection,
+        "encoder": run.encoder,
+        "marks": list(run.marks),
+        "label": run.label,
+        "questions": n,
         "accuracy": round(_mean(em), 4),
-        "judged": judged_acc, "unjudged": unjudged, "score_by": score_by(run),
+        "judged": judged_acc,
+        "unjudged": unjudged,
+        "score_by": score_by(run),
         "gold_recall": run.summary.get("gold_recall"),
         "distinct_tokens": round(_mean([r["tokens"]["distinct"] for r in recs]), 1),
         "step_summed_tokens": round(_mean([r["tokens"]["step_summed"] for r in recs]), 1),
         "llm_calls": round(_mean([r["llm_calls"] for r in recs]), 3),
         "recovered": recovered,
         "recovered_share": round(recovered / n, 4) if n else 0.0,
-        "fallback_rate": round(sum(1 for t in searches if t.get("fallback")) / len(searches), 4) if searches else None,
-        "failures": {"correct": correct, **fails, "unattributed": n - correct - sum(fails.values())},
+        "fallback_rate": round(sum(1 for t in searches if t.get("fallback")) / len(searches), 4)
+        if searches
+        else None,
+        "failures": {
+            "correct": correct,
+            **fails,
+            "unattributed": n - correct - sum(fails.values()),
+        },
         "search_calls": search_calls,
         "bql_usage": usage,
     }
@@ -237,7 +288,8 @@ def shared_questions(run: Run, base: Run) -> list[str]:
     if run.collection != base.collection:
         raise InvalidArgumentError(
             f"cannot pair run {run.name} ({run.dir}, collection {run.collection or '?'}) with run {base.name} ({base.dir}, collection "
-            f"{base.collection or '?'}): paired tests compare the same questions, so both runs must be of one collection")
+            f"{base.collection or '?'}): paired tests compare the same questions, so both runs must be of one collection"
+        )
     return sorted(set(run.scores) & set(base.scores))
 
 
@@ -255,17 +307,39 @@ def paired(run: Run, base: Run, comparisons: int) -> dict[str, Any]:
     by = "judged" if _judged(run) and _judged(base) else "em"
     a, b = right(run, by), right(base, by)
     both = [q for q in shared if a[q] is not None and b[q] is not None]
-    got = {"accuracy": mcnemar_exact([bool(run.scores[q].get("em")) for q in shared], [bool(base.scores[q].get("em")) for q in shared])}
+    got = {
+        "accuracy": mcnemar_exact(
+            [bool(run.scores[q].get("em")) for q in shared],
+            [bool(base.scores[q].get("em")) for q in shared],
+        )
+    }
     if by == "judged" and both:
         got["judged"] = mcnemar_exact([bool(a[q]) for q in both], [bool(b[q]) for q in both])
     for metric, value in METRICS.items():
-        got[metric] = paired_t([value(run.records[q]) for q in shared], [value(base.records[q]) for q in shared])
-    tests = {m: {"statistic": round(t.statistic, 4), "n": t.n, "p_raw": t.p, "p": bonferroni(t.p, comparisons)} for m, t in got.items()}
+        got[metric] = paired_t(
+            [value(run.records[q]) for q in shared], [value(base.records[q]) for q in shared]
+        )
+    tests = {
+        m: {
+            "statistic": round(t.statistic, 4),
+            "n": t.n,
+            "p_raw": t.p,
+            "p": bonferroni(t.p, comparisons),
+        }
+        for m, t in got.items()
+    }
     pairs = [(bool(a[q]), bool(b[q])) for q in both]
-    delta = {m: [value(run.records[q]) - value(base.records[q]) for q in shared] for m, value in METRICS.items()}
+    delta = {
+        m: [value(run.records[q]) - value(base.records[q]) for q in shared]
+        for m, value in METRICS.items()
+    }
     return {
-        "shared": len(shared), "gained": pairs.count((True, False)), "lost": pairs.count((False, True)),
-        "both_right": pairs.count((True, True)), "both_wrong": pairs.count((False, False)), "verdicts_by": by,
+        "shared": len(shared),
+        "gained": pairs.count((True, False)),
+        "lost": pairs.count((False, True)),
+        "both_right": pairs.count((True, True)),
+        "both_wrong": pairs.count((False, False)),
+        "verdicts_by": by,
         "accuracy_change": round(accuracy(run, by)[0] - accuracy(base, by)[0], 4),
         **{f"{m}_change": round(_mean(d), 3) for m, d in delta.items()},
         "fewer_tokens": round(sum(1 for d in delta["distinct_tokens"] if d < 0) / len(shared), 4),
@@ -275,8 +349,11 @@ def paired(run: Run, base: Run, comparisons: int) -> dict[str, Any]:
 
 def _place(r: dict[str, Any]) -> tuple[int, int, int]:
     fam = [f for f, _, _ in FAMILIES]
-    return (fam.index(r["family"]) if r["family"] in fam else len(fam), RANKERS.index(r["ranker"]) if r["ranker"] in RANKERS else len(RANKERS),
-            TWINS.index(r["twin"]) if r["twin"] in TWINS else len(TWINS))
+    return (
+        fam.index(r["family"]) if r["family"] in fam else len(fam),
+        RANKERS.index(r["ranker"]) if r["ranker"] in RANKERS else len(RANKERS),
+        TWINS.index(r["twin"]) if r["twin"] in TWINS else len(TWINS),
+    )
 
 
 def grouped(rows: list[dict[str, Any]]) -> list[dict[str, Any]]:

@@ -1,8 +1,8 @@
 """Paired comparisons on identical questions, as the paper tests them (two-sided, alpha 0.05):
 exact McNemar on accuracy, paired t on tokens and calls, Bonferroni over the comparisons.
 
-scipy comes with the `eval` extra and is imported when a test runs, so `import sieve.eval.report.stats`
-works without it and `sieve eval report` can say which extra it needs.
+scipy comes with the `eval` extra and is imported when a test runs, so `import
+sieve.eval.report.stats` works without it and `sieve eval report` can say which extra it needs.
 """
 
 from __future__ import annotations
@@ -34,7 +34,8 @@ def _scipy_stats() -> Any:
 
 def mcnemar_exact(a_correct: list[bool], b_correct: list[bool]) -> Test:
     """Two-sided exact McNemar: a binomial test (p = 1/2) on the discordant pairs,
-    p = min(1, 2 * P[X <= min(b, c)]) with X ~ Bin(b + c, 1/2) (statistic = pairs only A got right)."""
+    p = min(1, 2 * P[X <= min(b, c)]) with X ~ Bin(b + c, 1/2) (statistic = pairs only A got
+    right)."""
     a, b = np.asarray(a_correct, bool), np.asarray(b_correct, bool)
     if a.shape != b.shape:
         raise ValueError("paired results must cover the same questions")

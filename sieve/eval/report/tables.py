@@ -359,9 +359,8 @@ def table_7(ctx: Ctx, groups: list[dict[str, Any]]) -> dict[str, Any]:
         return _skip(
             "table-7",
             title,
-            f"SIEVE as the paper runs it and an ablation of it ({', '.join(ABLATIONS)}, diagnosis) "
-            "with the same ranker, "
-            "collection and backbone (eval grid --ablations)",
+            f"SIEVE as the paper runs it and an ablation of it ({', '.join(ABLATIONS)}, "
+            "diagnosis) with the same ranker, collection and backbone (eval grid --ablations)",
         )
     return {"id": "table-7", "title": title, "backbone": ctx.primary, "groups": groups}
 
@@ -679,8 +678,8 @@ def figure_7(ctx: Ctx) -> dict[str, Any]:
             panels.append({"collection": c, "bars": bars})
     return {
         "id": "figure-7",
-        "title": "Why wrong answers were wrong (exact match), as shares of each run's incorrect "
-        "answers",
+        "title": "Why wrong answers were wrong (exact "
+        "match), as shares of each run's incorrect answers",
         "backbone": ctx.primary,
         "panels": panels,
     }
@@ -1146,8 +1145,8 @@ def render(report: dict[str, Any], pictures: list[Path] | str | None = None) -> 
     parts = ["# Evaluation report", "", about, f"Baseline: {report['baseline']}."]
     if report.get("unpaired"):
         parts.append(
-            f"No baseline among the runs of {', '.join(report['unpaired'])}: their paired tests "
-            "are left out."
+            f"No baseline among the runs of {', '.join(report['unpaired'])}: "
+            "their paired tests are left out."
         )
     skipped: list[str] = []
     for key, name, fn in TABLES:
@@ -1167,8 +1166,8 @@ def render(report: dict[str, Any], pictures: list[Path] | str | None = None) -> 
     for key, f in report["figures"].items():
         if "skipped" in f:
             skipped.append(
-                f"- {key.replace('figure-', 'Figure ')} ({f['title']}): skipped; it needs "
-                f"{f['skipped']}."
+                f"- {key.replace('figure-', 'Figure ')} "
+                f"({f['title']}): skipped; it needs {f['skipped']}."
             )
     if skipped:
         parts += ["", "## Not in this report", "", *skipped]

@@ -184,12 +184,13 @@ def _render(
         + _SLACK
         + config.reserve
     )
-    spans = _spans(text, max(config.cap - overhead, 1), counter)  # type: ignore[arg-type]  # hashable
+    budget = max(config.cap - overhead, 1)
+    spans = _spans(text, budget, counter)  # type: ignore[arg-type]  # a counter is hashable
     n = len(spans)
     if not config.parts and part != 1:
         raise InvalidArgumentError(
-            f"reads here stop at the {config.cap:,}-token ceiling: there is only part 1, not part "
-            f"{part}"
+            f"reads here stop at the {config.cap:,}-token "
+            f"ceiling: there is only part 1, not part {part}"
         )
     if isinstance(part, bool) or not isinstance(part, int) or not 1 <= part <= n:
         which = (

@@ -91,8 +91,8 @@ def _one(doc: Document, headings: list[str], name: str, hits: list[int], how: st
         numbers = _listed([f"#{j + 1}" for j in hits])
         raise _fail(
             doc,
-            f'"{name}" names {len(hits)} sections of {doc.id}: {numbers}; pick one by number, e.g. '
-            f'"#{hits[0] + 1}"',
+            f'"{name}" names {len(hits)} sections of {doc.id}: '
+            f'{numbers}; pick one by number, e.g. "#{hits[0] + 1}"',
         )
     where, advice = _ADVICE[how]
     names = _listed([headings[j] for j in hits], " · ")

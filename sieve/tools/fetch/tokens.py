@@ -1,9 +1,9 @@
 """Token counters: how long a text is for the reader, and where its first n tokens end.
 
 The default counts whitespace-delimited words, as the paper's reference implementation caps a read
-(12,000 of them), so that read budgets compare with the paper's. A `tokenizer.json` (Hugging Face `tokenizers`, loaded from a
-local file, never downloaded) or any `count(text) -> int` function, such as a client of a model
-server's `/tokenize` endpoint, can replace it.
+(12,000 of them), so that read budgets compare with the paper's. A `tokenizer.json` (Hugging Face
+`tokenizers`, loaded from a local file, never downloaded) or any `count(text) -> int` function, such
+as a client of a model server's `/tokenize` endpoint, can replace it.
 """
 
 from __future__ import annotations
@@ -93,7 +93,8 @@ class TokenizerCounter:
             from tokenizers import Tokenizer
         except ImportError:  # pragma: no cover - tokenizers comes with the dense extra
             raise InvalidArgumentError(
-                "counting with a tokenizer.json needs the `tokenizers` package (pip install tokenizers)"
+                "counting with a tokenizer.json needs the "
+                "`tokenizers` package (pip install tokenizers)"
             ) from None
         try:
             self._tok = Tokenizer.from_file(str(p))
@@ -131,7 +132,8 @@ def bundled_tokenizer_path() -> Path:
 
 
 def make_counter(spec: str | None) -> TokenCounter:
-    """`None` or "words": whitespace words; "minilm": the bundled MiniLM tokenizer; else a path to a tokenizer.json."""
+    """`None` or "words": whitespace words; "minilm": the bundled MiniLM tokenizer; else a path to a
+    tokenizer.json."""
     if spec in (None, "", "words"):
         return WhitespaceCounter()
     if spec == "minilm":

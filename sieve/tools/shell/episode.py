@@ -60,9 +60,8 @@ class BoundedFiles(FileTools):
         if "bm25_search" in tools:
             self.tools["bm25_search"] = Tool(
                 "bm25_search",
-                f"Rank the whole collection by BM25 for plain words; lists the top {k} files and "
-                "copies those not "
-                "in the folder yet into it.",
+                "Rank the whole collection by BM25 for plain words; lists the "
+                f"top {k} files and copies those not in the folder yet into it.",
                 {
                     "type": "object",
                     "properties": {
@@ -102,8 +101,8 @@ class BoundedFiles(FileTools):
             if i in names
         ]
         return (
-            f"{len(lines)} files for {inline(words)!r}, best first ({len(added)} new in the "
-            "folder):\n" + "\n".join(lines),
+            f"{len(lines)} files for {inline(words)!r}, "
+            f"best first ({len(added)} new in the folder):\n" + "\n".join(lines),
             True,
         )
 

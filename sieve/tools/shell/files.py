@@ -199,10 +199,9 @@ class FileTools:
         specs = {
             "bash": Tool(
                 "bash",
-                "Run a bash command line in the folder of document files (read-only; pipes, ;, && "
-                "and the usual tools: "
-                f"{', '.join(shell.PROGRAMS)}; write scratch files under $TMPDIR, emptied after "
-                "each call; no network).",
+                "Run a bash command line in the folder of document files (read-only; "
+                f"pipes, ;, && and the usual tools: {', '.join(shell.PROGRAMS)}; write "
+                "scratch files under $TMPDIR, emptied after each call; no network).",
                 {
                     "type": "object",
                     "properties": {
@@ -222,8 +221,8 @@ class FileTools:
             ),
             "read": Tool(
                 "read",
-                f"Read one document file from a given line ({config.read.cap:,} {self.unit} per "
-                "call).",
+                "Read one document file from a given line "
+                f"({config.read.cap:,} {self.unit} per call).",
                 {
                     "type": "object",
                     "properties": {
@@ -261,8 +260,8 @@ class FileTools:
 
     def describe(self) -> str:
         return "\n".join(
-            f"- `{t.name}`: {t.description} Arguments: {describe_params(t.parameters)}. Example: "
-            f"{t.example}"
+            f"- `{t.name}`: {t.description} Arguments: "
+            f"{describe_params(t.parameters)}. Example: {t.example}"
             for t in self.tools.values()
         )
 
@@ -296,8 +295,8 @@ class FileTools:
         if spec is None:
             return self._result(
                 name,
-                f"error: there is no tool named {json.dumps(name)}; the tools are "
-                f"{', '.join(self.tools)}",
+                f"error: there is no tool named {json.dumps(name)}; "
+                f"the tools are {', '.join(self.tools)}",
                 False,
             )
         args, problem = decode_arguments(spec.parameters, arguments, spec.example)
@@ -334,9 +333,8 @@ class FileTools:
             else:
                 hi = mid - 1
         return (
-            "\n".join(lines[:lo])
-            + f"\n[{what} cut at the {cap:,}-{self.unit[:-1]} ceiling of one call after line "
-            f"{lo:,}{more}]",
+            "\n".join(lines[:lo]) + f"\n[{what} cut at the {cap:,}-{self.unit[:-1]} "
+            f"ceiling of one call after line {lo:,}{more}]",
             lo,
         )
 

@@ -577,8 +577,8 @@ def _probe(mechanism: str) -> Sandbox | str:
         abi = jail.landlock_abi()
         if abi < 1:
             return (
-                "Landlock is not enabled in this kernel (Linux 5.13+ with landlock in the lsm= "
-                "list)"
+                "Landlock is not enabled in this kernel "
+                "(Linux 5.13+ with landlock in the lsm= list)"
             )
         seccomp = (
             f"seccomp {platform.machine()}"

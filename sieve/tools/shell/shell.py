@@ -70,8 +70,8 @@ _LIMIT_NOTES = {
     "processes": "stopped: it started more than {processes} processes at once",
     "scratch": "stopped: the scratch folder passed {scratch}",
     "output": (
-        "output truncated at {output:,} bytes: narrow the command, e.g. with head, grep -l or grep "
-        "-m"
+        "output truncated at {output:,} bytes: narrow the "
+        "command, e.g. with head, grep -l or grep -m"
     ),
 }
 
