@@ -283,7 +283,13 @@ def cmd_embed(args: argparse.Namespace) -> int:
 
     t0 = time.perf_counter()
     try:
-        out = embed(index, model=args.model or DEFAULT_MODEL, batch_size=args.batch_size, force=args.force, progress=progress, unit=args.unit)
+        from sieve.dense.encoder import loaded_encoder
+
+        # Loaded here only when asked for: otherwise embed loads it only if there is work to do.
+        encoder = None if args.encoder is None and args.jobs is None else loaded_encoder(
+            args.model or DEFAULT_MODEL, backend=args.encoder, threads=args.jobs)
+        out = embed(index, model=args.model or DEFAULT_MODEL, encoder=encoder, batch_size=args.batch_size, force=args.force,
+                    progress=progress, unit=args.unit)
     finally:
         bar.close()
     from sieve.dense.store import read_meta
@@ -695,6 +701,9 @@ def make_parser() -> argparse.ArgumentParser:
                    help="sentence-transformers model: a local folder, or a name in the local Hugging Face cache (never downloaded; "
                         "default: the bundled all-MiniLM-L6-v2); each model's embeddings are kept side by side")
     s.add_argument("--batch-size", type=int, default=32)
+    s.add_argument("--encoder", choices=("auto", "torch", "onnx", "onnx-int8"), default=None,
+                   help="auto (default; or $SIEVE_ENCODER): ONNX Runtime for the default model where installed, else torch")
+    s.add_argument("--jobs", type=int, default=None, help="encoder threads (ONNX Runtime; default: every core)")
     s.add_argument("--unit", choices=("document", "passage"), default="document",
                    help="one vector per document (its start; the default), or per passage (every section in pieces of up to 128 words; "
                         "a document scores as its best passage)")

@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import importlib.util
 import json
+import logging
 import os
 import tempfile
 import warnings
@@ -129,8 +130,12 @@ def exported(model: str, precision: str = "fp32") -> Path:
             from onnxruntime.quantization import QuantType, quantize_dynamic
 
             quantised = Path(tmp) / "int8.onnx"
-            quantize_dynamic(str(raw), str(quantised), weight_type=QuantType.QInt8,
-                             per_channel=True, op_types_to_quantize=["MatMul"])
+            logging.disable(logging.WARNING)  # its advice to pre-process is for static quantisation
+            try:
+                quantize_dynamic(str(raw), str(quantised), weight_type=QuantType.QInt8,
+                                 per_channel=True, op_types_to_quantize=["MatMul"])
+            finally:
+                logging.disable(logging.NOTSET)
             raw = quantised
         options = ort.SessionOptions()
         # EXTENDED, not ALL: the saved graph then holds no layout tied to this CPU.
