@@ -126,3 +126,18 @@ def test_a_dense_query_does_not_import_torch(cache: Path, tmp_path: Path) -> Non
     out = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, env=env,
                          timeout=300, check=True).stdout.split()
     assert out == ["smtplib", "False", "False"]
+
+
+def test_cli_embed_records_the_backend_asked_for(cache: Path, tmp_path: Path,
+                                                 capsys: pytest.CaptureFixture[str]) -> None:
+    from sieve.cli.main import main
+
+    docs = [d for d in stdlib_documents() if d["id"] in {"json", "csv"}]
+    ix = sieve.build_index(docs, tmp_path / "idx")
+    assert main(["embed", str(ix.path), "--encoder", "torch", "--quiet"]) == 0
+    assert store.read_meta(store.embeddings_dir(ix, DEFAULT_MODEL, "document"))["backend"] == "torch-fp32"
+    assert main(["embed", str(ix.path), "--force", "--jobs", "1", "--quiet"]) == 0
+    assert store.read_meta(store.embeddings_dir(ix, DEFAULT_MODEL, "document"))["backend"] == "onnxruntime-fp32"
+    capsys.readouterr()
+    assert main(["embed", str(ix.path), "--embed-model", str(tmp_path), "--encoder", "onnx"]) == 1
+    assert "default model only" in capsys.readouterr().err
