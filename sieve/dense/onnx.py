@@ -102,7 +102,8 @@ def _export(root: Path, out: Path) -> None:
     sample = torch.ones(2, 8, dtype=torch.long)
     axes = {name: {0: "batch", 1: "tokens"} for name in _INPUTS}
     with torch.no_grad(), warnings.catch_warnings():
-        warnings.simplefilter("ignore")  # the exporter's notes on tracing are not the user's concern
+        # The exporter's notes on tracing are not the user's concern.
+        warnings.simplefilter("ignore")
         torch.onnx.export(Pooled(bert).eval(), (sample, sample, torch.zeros_like(sample)), str(out),
                           dynamo=False, input_names=list(_INPUTS), output_names=["embedding"],
                           dynamic_axes={**axes, "embedding": {0: "batch"}}, opset_version=17)
@@ -145,7 +146,8 @@ def exported(model: str, precision: str = "fp32") -> Path:
         with open(optimised, "rb") as fh:
             os.fsync(fh.fileno())
         size, crc = _file_crc(optimised)
-        graph.with_suffix(".json").unlink(missing_ok=True)  # nothing vouches for the graph meanwhile
+        # Nothing vouches for the graph while it is replaced.
+        graph.with_suffix(".json").unlink(missing_ok=True)
         os.replace(optimised, graph)
         seal = Path(tmp) / "seal.json"
         seal.write_text(json.dumps({"size": size, "crc32": crc, "model": model, "files": files}))
@@ -191,7 +193,8 @@ class OnnxEncoder:
         try:
             self._session = ort.InferenceSession(str(graph), options,
                                                  providers=["CPUExecutionProvider"])
-        except Exception:  # sealed yet unreadable (another runtime wrote it): export it again
+        except Exception:  # noqa: BLE001
+            # Sealed yet unreadable (a runtime that wrote it differently): export it again.
             graph.with_suffix(".json").unlink(missing_ok=True)
             self._session = ort.InferenceSession(str(exported(self.name, precision)), options,
                                                  providers=["CPUExecutionProvider"])

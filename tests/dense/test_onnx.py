@@ -10,8 +10,8 @@ import os
 import shutil
 import subprocess
 import sys
+from collections.abc import Iterator
 from pathlib import Path
-from typing import Iterator
 
 import numpy as np
 import pytest
@@ -21,12 +21,16 @@ pytest.importorskip("onnxruntime", reason=REASON)
 pytest.importorskip("onnx", reason=REASON + " (the ONNX export needs onnx)")
 pytest.importorskip("sentence_transformers", reason=REASON)
 
-import sieve  # noqa: E402
-from sieve.corpus.demo import stdlib_documents  # noqa: E402
-from sieve.dense import onnx, store  # noqa: E402
-from sieve.dense.encoder import (DEFAULT_MODEL, SentenceTransformerEncoder,  # noqa: E402
-                                 loaded_encoder, model_files)
-from sieve.errors import InvalidArgumentError  # noqa: E402
+import sieve
+from sieve.corpus.demo import stdlib_documents
+from sieve.dense import onnx, store
+from sieve.dense.encoder import (
+    DEFAULT_MODEL,
+    SentenceTransformerEncoder,
+    loaded_encoder,
+    model_files,
+)
+from sieve.errors import InvalidArgumentError
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -45,8 +49,8 @@ def cache(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Path]:
 @pytest.fixture(scope="module")
 def texts() -> list[str]:
     docs = list(stdlib_documents())[:40]
-    return [d["title"] + "\n" + "\n".join(s["text"] for s in d["sections"])[:2000] for d in docs] + [
-        "electronic mail", "x", ""]
+    pages = [d["title"] + "\n" + "\n".join(s["text"] for s in d["sections"])[:2000] for d in docs]
+    return pages + ["electronic mail", "x", ""]
 
 
 def test_vectors_agree_with_sentence_transformers(cache: Path, texts: list[str]) -> None:
@@ -98,7 +102,8 @@ def test_onnx_is_the_default_and_recorded(cache: Path, tmp_path: Path) -> None:
         loaded_encoder(backend="tpu")
     with pytest.raises(InvalidArgumentError, match="default model only"):
         loaded_encoder(str(tmp_path), backend="onnx")
-    docs = [d for d in stdlib_documents() if d["id"] in {"json", "smtplib", "csv", "socket", "gzip"}]
+    wanted = {"json", "smtplib", "csv", "socket", "gzip"}
+    docs = [d for d in stdlib_documents() if d["id"] in wanted]
     ix = sieve.build_index(docs, tmp_path / "idx")
     # Embedded by torch, queried through ONNX Runtime: the same model, the same ranking.
     store.embed(ix, encoder=loaded_encoder(backend="torch"))
@@ -120,7 +125,8 @@ def test_a_dense_query_does_not_import_torch(cache: Path, tmp_path: Path) -> Non
               f"ix = sieve.open_index({str(ix.path)!r})\n"
               "ix.use_dense()\n"
               "hits = ix.search('NOT zzzz electronic mail', k=2, ranker='hybrid').hits\n"
-              "print(hits[0].doc_id, 'torch' in sys.modules, 'sentence_transformers' in sys.modules)\n")
+              "print(hits[0].doc_id, 'torch' in sys.modules,"
+              " 'sentence_transformers' in sys.modules)\n")
     env = {**os.environ, "XDG_CACHE_HOME": str(cache), "PYTHONPATH": str(ROOT)}
     env.pop("SIEVE_ENCODER", None)
     out = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, env=env,
@@ -135,9 +141,10 @@ def test_cli_embed_records_the_backend_asked_for(cache: Path, tmp_path: Path,
     docs = [d for d in stdlib_documents() if d["id"] in {"json", "csv"}]
     ix = sieve.build_index(docs, tmp_path / "idx")
     assert main(["embed", str(ix.path), "--encoder", "torch", "--quiet"]) == 0
-    assert store.read_meta(store.embeddings_dir(ix, DEFAULT_MODEL, "document"))["backend"] == "torch-fp32"
+    where = store.embeddings_dir(ix, DEFAULT_MODEL, "document")
+    assert store.read_meta(where)["backend"] == "torch-fp32"
     assert main(["embed", str(ix.path), "--force", "--jobs", "1", "--quiet"]) == 0
-    assert store.read_meta(store.embeddings_dir(ix, DEFAULT_MODEL, "document"))["backend"] == "onnxruntime-fp32"
+    assert store.read_meta(where)["backend"] == "onnxruntime-fp32"
     capsys.readouterr()
     assert main(["embed", str(ix.path), "--embed-model", str(tmp_path), "--encoder", "onnx"]) == 1
     assert "default model only" in capsys.readouterr().err
