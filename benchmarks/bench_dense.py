@@ -123,7 +123,8 @@ def main() -> int:
     queries = [q for q, _ in tasks]
     targets = [ids.index(t) for _, t in tasks]
     ref_top: np.ndarray | None = None
-    rows, result = [], {"pages": len(docs), "threads": threads, "encoders": {}}
+    command = " ".join(["python -m benchmarks.bench_dense", *sys.argv[1:]])
+    rows, result = [], {"command": command, "pages": len(docs), "threads": threads, "encoders": {}}
     enc_ms: dict[str, list[float]] = {name: [] for name in encoders}
     for q in queries[: args.queries]:  # interleaved: drift hits every encoder alike
         for name, enc in encoders.items():
