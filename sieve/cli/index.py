@@ -375,9 +375,18 @@ def cmd_embed(args: argparse.Namespace) -> int:
 
     t0 = time.perf_counter()
     try:
+        from sieve.dense.encoder import loaded_encoder
+
+        # Loaded here only when asked for: otherwise embed loads it only if there is work to do.
+        encoder = None
+        if args.encoder is not None or args.jobs is not None:
+            encoder = loaded_encoder(
+                args.model or DEFAULT_MODEL, backend=args.encoder, threads=args.jobs
+            )
         out = embed(
             index,
             model=args.model or DEFAULT_MODEL,
+            encoder=encoder,
             batch_size=args.batch_size,
             force=args.force,
             progress=progress,
@@ -571,6 +580,16 @@ def add_commands(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> No
         "default: the bundled all-MiniLM-L6-v2); each model's embeddings are kept side by side",
     )
     s.add_argument("--batch-size", type=int, default=32, help="texts the model encodes at once")
+    s.add_argument(
+        "--encoder",
+        choices=("auto", "torch", "onnx", "onnx-int8"),
+        default=None,
+        help="auto (default; or $SIEVE_ENCODER): ONNX Runtime for the default model where "
+        "installed, else torch; onnx-int8 is faster and approximate",
+    )
+    s.add_argument(
+        "--jobs", type=int, default=None, help="encoder threads (ONNX Runtime; default: every core)"
+    )
     s.add_argument(
         "--unit",
         choices=("document", "passage"),

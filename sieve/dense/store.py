@@ -130,7 +130,8 @@ def _embed(index: "IndexView", model: str, encoder: Encoder | None, batch_size: 
         os.fsync(fh.fileno())
     for name in names + ["hnsw.bin"]:
         os.replace(out / f"{name}.tmp", out / name)
-    meta = {"model": model, "model_fingerprint": files, "dim": dim, "rows": n, "documents": len(docs), "unit": unit, "fingerprint": fp, "files": entries, "reused": reused}
+    meta = {"model": model, "model_fingerprint": files, "dim": dim, "rows": n, "documents": len(docs), "unit": unit, "fingerprint": fp, "files": entries, "reused": reused,
+            "backend": getattr(encoder, "backend", None)}  # the same model on either backend: recorded, not refused (sieve/dense/onnx.py)
     write_json(meta_path, {**meta, "checksum": meta_crc(meta)})
     partial.unlink()
     prog_path.unlink()
@@ -250,9 +251,11 @@ class DenseIndex:
     @property
     def identity(self) -> dict[str, Any]:
         """Which encoder made these embeddings, as runs record it: model, dimension, the checksum of
-        its files (None where not recorded), unit, and how they are searched."""
+        its files (None where not recorded), unit, how they are searched, the backend that embedded
+        the documents and the one encoding queries (None until loaded)."""
         return {"model": self.meta["model"], "dim": self.meta["dim"], "model_fingerprint": self.meta.get("model_fingerprint"),
-                "unit": self.unit, "search": self.search}
+                "unit": self.unit, "search": self.search, "backend": self.meta.get("backend"),
+                "query_backend": getattr(self._encoder, "backend", None)}
 
     @property
     def encoder(self) -> Encoder:

@@ -19,7 +19,7 @@ from encoders import derived_model  # noqa: E402
 import sieve  # noqa: E402
 from sieve.cli.main import main  # noqa: E402
 from sieve.corpus.demo import stdlib_documents  # noqa: E402
-from sieve.dense import layout, store  # noqa: E402
+from sieve.dense import layout, onnx, store  # noqa: E402
 from sieve.dense.encoder import DEFAULT_MODEL, EncoderMismatchError, loaded_encoder, model_fingerprint  # noqa: E402
 
 MODULES = {"json", "gzip", "csv", "sqlite3", "socket", "random", "math", "datetime", "smtplib", "logging", "shutil", "re"}
@@ -58,7 +58,9 @@ def test_two_encoders_side_by_side_each_recorded(tmp_path: Path, docs: list[dict
         assert dense is not None
         fp = model_fingerprint(model)
         assert fp is not None and len(fp) == 16
-        assert dense.identity == {"model": model, "dim": dim, "model_fingerprint": fp, "unit": "document", "search": "approximate"}
+        backend = "onnxruntime-fp32" if model == DEFAULT_MODEL and onnx.available() else "torch-fp32"
+        assert dense.identity == {"model": model, "dim": dim, "model_fingerprint": fp, "unit": "document", "search": "approximate",
+                                  "backend": backend, "query_backend": None}
         assert dense.vectors.shape == (len(docs), dim)
         got = [h.doc_id for h in ix.search("NOT zzzz electronic mail", k=3, ranker="dense").hits]
         assert got == _brute(ix, model, "electronic mail", 3)

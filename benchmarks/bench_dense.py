@@ -1,0 +1,186 @@
+"""Dense retrieval at CPU speed: the default model's encoders side by side in one run.
+
+    python -m benchmarks.bench_dense --corpus /work/benchdata/man-pages.jsonl [--pages 600]
+
+The first `--pages` man pages, each without its NAME section, are indexed; every encoder embeds
+the same texts (sieve's document text: the title and the first 2,000 characters) with the same
+threads, in alternating rounds: plain sentence-transformers float32 (`model.encode` over all
+texts), sieve's old path (`sieve embed` on torch) and its new one (ONNX Runtime, float32, and the
+opt-in int8). Reported: documents per second (median of the rounds); query encoding p50/p95 (one
+text at a time); the cold start of the first dense query in a fresh process against a BM25 one
+(median of `--cold` runs each, alternating); quality on the known-item task (query = the page's
+NAME line, target = the page): MRR@10 of BM25, dense (each encoder) and hybrid (the new path),
+and the mean top-10 overlap of each encoder's dense ranking with float32 sentence-transformers'.
+Writes benchmarks/results/dense.json.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+import sieve
+from benchmarks.harness import (
+    MAN_PAGES,
+    RESULTS,
+    ROOT,
+    percentiles,
+    print_table,
+    repeat,
+    write_json,
+)
+from sieve.dense import store
+from sieve.dense.encoder import DEFAULT_MODEL, SentenceTransformerEncoder, loaded_encoder
+from sieve.tools.toolset import free_text_query
+
+COLD = """import sys, time
+t0 = time.perf_counter()
+import sieve
+ix = sieve.open_index(sys.argv[1])
+ranker = sys.argv[2]
+if ranker != "bm25":
+    ix.use_dense()
+ix.search(sys.argv[3], k=10, ranker=ranker, fallback=False, explain=False)
+print(time.perf_counter() - t0)
+"""
+
+
+def pages(corpus: Path, n: int) -> tuple[list[dict[str, Any]], list[tuple[str, str]]]:
+    """The first n pages with a NAME line and more, NAME removed; (query, target id) pairs."""
+    docs, tasks = [], []
+    with open(corpus, encoding="utf-8") as fh:
+        for line in fh:
+            rec = json.loads(line)
+            desc = (rec.get("infobox") or {}).get("description")
+            rest = [s for s in rec["sections"] if s["heading"] != "NAME"]
+            if not desc or not rest:
+                continue
+            docs.append({"id": rec["id"], "title": rec["title"], "sections": rest})
+            tasks.append((desc, rec["id"]))
+            if len(docs) == n:
+                break
+    return docs, tasks
+
+
+def cold_start(path: Path, ranker: str, query: str, backend: str) -> float:
+    env = {**os.environ, "SIEVE_ENCODER": backend, "PYTHONPATH": str(ROOT)}
+    out = subprocess.run([sys.executable, "-c", COLD, str(path), ranker, query], env=env,
+                         capture_output=True, text=True, check=True)
+    return float(out.stdout.split()[-1])
+
+
+def main() -> int:
+    ap = argparse.ArgumentParser(description=__doc__,
+                                 formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--corpus", type=Path, default=MAN_PAGES)
+    ap.add_argument("--pages", type=int, default=600)
+    ap.add_argument("--rounds", type=int, default=1, help="embedding rounds (alternating)")
+    ap.add_argument("--cold", type=int, default=3, help="fresh processes per cold-start figure")
+    ap.add_argument("--queries", type=int, default=200, help="texts timed one at a time")
+    ap.add_argument("--no-int8", action="store_true")
+    ap.add_argument("--out", type=Path, default=RESULTS / "dense.json")
+    args = ap.parse_args()
+
+    docs, tasks = pages(args.corpus, args.pages)
+    threads = os.cpu_count() or 1
+    tmp = tempfile.TemporaryDirectory()
+    ix = sieve.build_index(docs, Path(tmp.name) / "idx")
+    texts = [store.document_text(ix, d) for d in ix.doc_numbers().tolist()]
+    st = SentenceTransformerEncoder(DEFAULT_MODEL)
+    encoders: dict[str, Any] = {"sentence-transformers fp32": st,
+                                "sieve old (torch fp32)": loaded_encoder(backend="torch"),
+                                "sieve new (onnx fp32)": loaded_encoder(backend="onnx",
+                                                                        threads=threads)}
+    if not args.no_int8:
+        encoders["sieve onnx int8 (opt-in)"] = loaded_encoder(backend="onnx-int8", threads=threads)
+    seconds: dict[str, list[float]] = {name: [] for name in encoders}
+    vectors: dict[str, np.ndarray] = {}
+    for _ in range(args.rounds):
+        for name, enc in encoders.items():  # the new path last: its embeddings stay for hybrid
+            t0 = time.perf_counter()
+            if name.startswith("sentence-transformers"):
+                vectors[name] = np.asarray(st._model.encode(
+                    texts, batch_size=32, normalize_embeddings=True, convert_to_numpy=True,
+                    show_progress_bar=False), dtype=np.float32)
+            else:
+                store.embed(ix, encoder=enc, force=True)
+                vectors[name] = np.array(store.DenseIndex.open(ix).vectors.whole())
+            seconds[name].append(time.perf_counter() - t0)
+    store.embed(ix, encoder=encoders["sieve new (onnx fp32)"], force=True)
+    ix.use_dense()
+
+    ids = [ix.reader.doc_id(d) for d in ix.doc_numbers().tolist()]
+    queries = [q for q, _ in tasks]
+    targets = [ids.index(t) for _, t in tasks]
+    ref_top: np.ndarray | None = None
+    command = " ".join(["python -m benchmarks.bench_dense", *sys.argv[1:]])
+    rows, result = [], {"command": command, "pages": len(docs), "threads": threads, "encoders": {}}
+    enc_ms: dict[str, list[float]] = {name: [] for name in encoders}
+    for q in queries[: args.queries]:  # interleaved: drift hits every encoder alike
+        for name, enc in encoders.items():
+            enc_ms[name] += repeat(lambda e=enc, t=q: e.encode([t]), 1)
+    for name, enc in encoders.items():
+        qv = enc.encode(queries)
+        top = np.argsort(-(qv @ vectors[name].T), axis=1, kind="stable")[:, :10]
+        if ref_top is None:
+            ref_top = top
+        agree = float(np.mean([len(set(a) & set(b)) / 10 for a, b in zip(top, ref_top)]))
+        rr = [1.0 / (list(t).index(g) + 1) if g in t else 0.0 for t, g in zip(top, targets)]
+        med = statistics.median(seconds[name])
+        cos = (vectors[name] * vectors["sentence-transformers fp32"]).sum(1)
+        entry = {"docs_per_s": round(len(texts) / med, 2),
+                 "seconds": [round(s, 2) for s in seconds[name]],
+                 "query_encode_ms": percentiles(enc_ms[name], 2),
+                 "mrr@10": round(float(np.mean(rr)), 4), "top10_agreement": round(agree, 4),
+                 "min_cosine_vs_fp32": round(float(cos.min()), 5)}
+        result["encoders"][name] = entry
+        ms = entry["query_encode_ms"]
+        rows.append([name, entry["docs_per_s"], ms["p50"], ms["p95"],
+                     entry["mrr@10"], entry["top10_agreement"], entry["min_cosine_vs_fp32"]])
+    base = result["encoders"]["sentence-transformers fp32"]["docs_per_s"]
+    for entry in result["encoders"].values():
+        entry["speed_vs_fp32"] = round(entry["docs_per_s"] / base, 2)
+
+    quality = {}
+    for ranker in ("bm25", "dense", "hybrid"):
+        rr = []
+        for (q, t) in tasks:
+            got = [h.doc_id for h in ix.search(free_text_query(q) or q, k=10, ranker=ranker,
+                                               fallback=False, explain=False).hits]
+            rr.append(1.0 / (got.index(t) + 1) if t in got else 0.0)
+        quality[ranker] = round(float(np.mean(rr)), 4)
+    result["mrr@10 (sieve, new path)"] = quality
+
+    probe = free_text_query(queries[0]) or queries[0]
+    cold: dict[str, list[float]] = {"bm25": [], "dense (torch)": [], "dense (onnx)": []}
+    for _ in range(args.cold):
+        cold["bm25"].append(cold_start(ix.path, "bm25", probe, "auto"))
+        cold["dense (torch)"].append(cold_start(ix.path, "dense", probe, "torch"))
+        cold["dense (onnx)"].append(cold_start(ix.path, "dense", probe, "auto"))
+    starts = {k: round(statistics.median(v), 3) for k, v in cold.items()}
+    starts["onnx minus bm25"] = round(starts["dense (onnx)"] - starts["bm25"], 3)
+    starts["torch minus bm25"] = round(starts["dense (torch)"] - starts["bm25"], 3)
+    result["cold_start_s"] = starts
+
+    head = ["encoder", "docs/s", "q p50 ms", "q p95 ms", "MRR@10", "top10 agr", "min cos"]
+    print_table(head, rows,
+                title=f"{len(docs)} man pages, {threads} threads, {args.rounds} round(s)")
+    print(f"\nMRR@10 (NAME line -> page, sieve new path): {quality}")
+    print(f"cold start of the first query in a fresh process (s): {result['cold_start_s']}")
+    print(f"wrote {write_json(args.out, result)}")
+    tmp.cleanup()
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
