@@ -82,7 +82,6 @@ def make_corpus(work: Path, pages: int) -> tuple[Path, Path]:
                 sub = folder / page.parent.name
                 sub.mkdir(exist_ok=True)
                 (sub / (page.name.split(".gz")[0] + ".md")).write_text(_markdown(page, text, i % 2 == 0))
-    sys.path.insert(0, str(ROOT))
     from sieve.corpus.folders import records
 
     tmp = jsonl.with_suffix(".tmp")

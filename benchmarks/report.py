@@ -44,6 +44,8 @@ WRITERS = {
     "faults": "python -m benchmarks.bench_faults",
     "filters": "python -m benchmarks.bench_filters",
     "fuzz": "python -m benchmarks.bench_fuzz",
+    "folders-before": "python -m benchmarks.bench_folders --out benchmarks/results/folders-before.json (at a88829c~)",
+    "folders": "python -m benchmarks.bench_folders",
     "indri": "python -m benchmarks.bench_indri",
     "integrity": "python -m benchmarks.bench_integrity",
     "kernels-": "python -m benchmarks.bench_kernels",
