@@ -26,7 +26,7 @@ from sieve.agent.window import (
     fit_messages,
 )
 from sieve.tools.conditions import condition as find_condition
-from sieve.tools.toolset import ToolResult
+from sieve.tools.tool import ToolResult
 
 FINAL_NUDGE = (
     "You are close to the context limit. Stop searching and give your final answer now, inside "
