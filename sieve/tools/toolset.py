@@ -401,9 +401,9 @@ class Toolset:
             blocks.append((read.text, f"{read.doc_id} § {read.name}{part}"))
             reads.append(read)
         keep, compact = self._fit(blocks, [r.doc_id if r is not None else None for r in reads])
-        for read, k in zip(reads, keep):
-            if read is not None and k:
-                self._opened(read)
+        for got, k in zip(reads, keep):
+            if got is not None and k:
+                self._opened(got)
         return self._compose(blocks, keep, compact), all(r is not None for r in reads)
 
     def _compose(
