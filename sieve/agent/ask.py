@@ -6,8 +6,9 @@ import json
 import sys
 from typing import Any, TextIO
 
+from sieve.agent.episode import Budgets, Episode
 from sieve.agent.llm import DEADLINE_S, ChatClient
-from sieve.agent.loop import Agent, Budgets, Episode
+from sieve.agent.loop import Agent
 from sieve.index.index import Index
 from sieve.tools.shell.episode import make_tools
 from sieve.tools.shell.files import FileTools

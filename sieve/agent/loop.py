@@ -8,21 +8,26 @@ always returns a record, whatever the model or server did.
 from __future__ import annotations
 
 import functools
-import re
 import time
 from collections.abc import Callable
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict
 from typing import Any, Protocol
 
+from sieve.agent.episode import Budgets, Episode
 from sieve.agent.llm import ChatClient, Completion, ContextLengthError, LLMError
 from sieve.agent.prompts import digest, render, template
 from sieve.agent.protocol import Reply, parse_native, parse_text, without_thinking
-from sieve.common.terminal import json_text
-from sieve.errors import InvalidArgumentError
+from sieve.agent.window import (
+    CUT_MARK,
+    MESSAGE_ALLOWANCE,
+    _local_size,
+    _prompt_tokens_in,
+    _window_in,
+    fit_messages,
+)
 from sieve.tools.conditions import condition as find_condition
-from sieve.tools.toolset import ToolResult
+from sieve.tools.tool import ToolResult
 
-TRAJECTORY_FORMAT = 1
 FINAL_NUDGE = (
     "You are close to the context limit. Stop searching and give your final answer now, inside "
     "<answer></answer>."
@@ -47,88 +52,9 @@ ANSWER_TOOL = {
 
 # model calls kept back from the step budget: the final-answer request and its recovery
 FINAL_CALLS = 2
-MESSAGE_ALLOWANCE = 8  # tokens a chat template adds per message, when the server cannot count
 # one-shot calls made again after a context-length refusal, each with a smaller budget
 ONE_SHOT_RETRIES = 3
-_SENT = re.compile(
-    r"(\d[\d,]*) (?:tokens )?in the messages|you requested (\d[\d,]*) tokens", re.IGNORECASE
-)
-
-
-def _prompt_tokens_in(message: str, max_tokens: int) -> int | None:
-    """The prompt's size by the server's count, from its context-length refusal (vLLM and
-    llama.cpp: `you requested N tokens (M in the messages, ...)`), or None."""
-    found = _SENT.findall(message)
-    for in_messages, _ in found:
-        if in_messages:
-            return int(in_messages.replace(",", ""))
-    for _, requested in found:
-        if requested:
-            return max(0, int(requested.replace(",", "")) - max_tokens)
-    return None
-
-
-CUT_MARK = "[… cut to fit the context window]"
-REMOVED = "[result removed: it did not fit in the context window]"
 FINAL_RETRIES = 3  # final-answer calls made again after a context-length refusal, each cut further
-_WORD = re.compile(r"\S+")
-_WINDOW = re.compile(r"maximum context length is (\d[\d,]*)", re.IGNORECASE)
-
-
-def _window_in(message: str) -> int | None:
-    """The context window a server's refusal names (vLLM: `maximum context length is N tokens`)."""
-    m = _WINDOW.search(message)
-    return int(m.group(1).replace(",", "")) if m else None
-
-
-def _local_size(messages: list[dict[str, Any]]) -> int:
-    """A prompt's size counted here: whitespace words of every message (tool-call arguments
-    included) plus a per-message allowance for the chat template."""
-    total = 0
-    for m in messages:
-        total += MESSAGE_ALLOWANCE + len(str(m.get("content") or "").split())
-        for t in m.get("tool_calls") or []:
-            total += len(str(t.get("function", {}).get("arguments", "")).split())
-    return total
-
-
-def _is_result(m: dict[str, Any]) -> bool:
-    """A tool result, in either tool-call style."""
-    return m.get("role") == "tool" or (
-        m.get("role") == "user" and str(m.get("content") or "").startswith("<tool_response>")
-    )
-
-
-def fit_messages(
-    messages: list[dict[str, Any]], limit: int, size: Callable[[list[dict[str, Any]]], int]
-) -> list[dict[str, Any]]:
-    """`messages` with tool results cut, newest first, until `size` of them is at most `limit`
-    (or no result is left to cut). A cut result keeps its first words and says it was cut; one cut
-    to nothing says it was removed. The system prompt and the question are never cut."""
-    out = list(messages)
-    results = [j for j in range(2, len(out)) if _is_result(out[j])]
-    mark = len(CUT_MARK.split())
-    while results:
-        n = size(out)
-        if n <= limit:
-            return out
-        j = results[-1]
-        m = out[j]
-        text = str(m.get("content") or "")
-        wrapped = text.startswith("<tool_response>")
-        inner = (
-            text[len("<tool_response>") :].removesuffix("</tool_response>") if wrapped else text
-        ).strip()
-        ends = [w.end() for w in _WORD.finditer(inner)]
-        # At least the excess in words (a word is at least one token), and the cut mark's words.
-        keep = max(0, len(ends) - (n - limit) - mark)
-        if keep and inner != REMOVED:
-            body = inner[: ends[keep - 1]] + f" {CUT_MARK}"
-        else:
-            body = REMOVED
-            results.pop()
-        out[j] = {**m, "content": f"<tool_response>\n{body}\n</tool_response>" if wrapped else body}
-    return out
 
 
 def _one_shot_prompt(texts: list[str]) -> str:
@@ -148,106 +74,6 @@ class AgentTools(Protocol):
     def describe(self) -> str: ...
     def manual(self) -> str: ...
     def call(self, name: str, arguments: dict[str, Any]) -> ToolResult: ...
-
-
-@dataclass(frozen=True)
-class Budgets:
-    """Defaults from the paper. `max_steps` bounds every model call of an episode, the final-answer
-    request and its recovery included: the loop stops FINAL_CALLS short of it (never below one
-    call)."""
-
-    max_steps: int = 100
-    context_window: int = 131_072
-    early_stop: float = 0.9
-    max_tokens: int = 4096
-    temperature: float | None = 0.6
-    seed: int | None = 42
-
-    def __post_init__(self) -> None:
-        for name in ("max_steps", "max_tokens"):
-            v = getattr(self, name)
-            if isinstance(v, bool) or not isinstance(v, int) or v < 1:
-                raise InvalidArgumentError(f"{name} must be a positive integer, got {v!r}")
-        if (
-            isinstance(self.context_window, bool)
-            or not isinstance(self.context_window, int)
-            or self.context_window < 0
-        ):
-            raise InvalidArgumentError(
-                f"context_window must be a whole number of tokens, got {self.context_window!r}"
-            )
-        if not isinstance(self.early_stop, (int, float)) or not 0 < self.early_stop <= 1:
-            raise InvalidArgumentError(
-                f"early_stop must be a share of the window in (0, 1], got {self.early_stop!r}"
-            )
-
-
-def step_summed_tokens(calls: list[dict[str, Any]]) -> int:
-    """The prompt and completion tokens of every call: each call's prompt counted again."""
-    return sum(c["prompt_tokens"] + c["completion_tokens"] for c in calls)
-
-
-def largest_prompt(calls: list[dict[str, Any]]) -> int:
-    return max((c["prompt_tokens"] for c in calls), default=0)
-
-
-def distinct_tokens(calls: list[dict[str, Any]]) -> int:
-    """Each piece of context once, as the paper's reference implementation counts it: the largest
-    prompt of the episode plus every completion (reasoning included, as the server's usage counts
-    it). Never below the largest prompt, whatever a final-answer request cut from the history."""
-    return largest_prompt(calls) + sum(c["completion_tokens"] for c in calls)
-
-
-def final_context_tokens(calls: list[dict[str, Any]]) -> int:
-    """The last call's prompt plus its completion: sieve's earlier "distinct" figure, kept in the
-    records under this name. It misses reasoning the history does not carry, and shrinks when the
-    final request cuts results to fit the window."""
-    return calls[-1]["prompt_tokens"] + calls[-1]["completion_tokens"] if calls else 0
-
-
-@dataclass
-class Episode:
-    question_id: str
-    question: str
-    config: dict[str, Any]
-    messages: list[dict[str, Any]] = field(default_factory=list)
-    calls: list[dict[str, Any]] = field(default_factory=list)  # one per LLM call
-    tool_calls: list[dict[str, Any]] = field(default_factory=list)
-    answer: str | None = None
-    outcome: str = "failed"  # answered | recovered | failed
-    reason: str = ""
-    # failed because the model server kept failing: a resumed run redoes it
-    server_fault: bool = False
-    crashed: bool = False  # ended by an exception inside sieve (a bug): a resumed run redoes it
-    seconds: float = 0.0
-    surfaced: list[str] = field(default_factory=list)
-    opened: list[str] = field(default_factory=list)
-
-    @property
-    def step_summed_tokens(self) -> int:
-        return step_summed_tokens(self.calls)
-
-    @property
-    def distinct_tokens(self) -> int:
-        return distinct_tokens(self.calls)
-
-    def record(self) -> dict[str, Any]:
-        out = asdict(self)
-        by_kind: dict[str, int] = {}
-        for t in self.tool_calls:
-            by_kind[t["name"]] = by_kind.get(t["name"], 0) + 1
-        out.update(
-            format=TRAJECTORY_FORMAT,
-            tokens={
-                "step_summed": self.step_summed_tokens,
-                "distinct": self.distinct_tokens,
-                "final_context": final_context_tokens(self.calls),
-                "largest_prompt": largest_prompt(self.calls),
-            },
-            llm_calls=len(self.calls),
-            tool_calls_by_kind=by_kind,
-        )
-        return out
 
 
 def system_prompt(tools: AgentTools, native: bool, budgets: Budgets) -> str:
@@ -638,9 +464,3 @@ class Agent:
         if self.vllm is None:
             self.vllm = self.client.server_kind() == "vllm"
         return bool(self.vllm)
-
-
-def dump(ep: Episode) -> str:
-    """The episode's record as one line of JSON, safe to print (`sieve.common.terminal.json_text`):
-    the trajectories file is a log people read with `tail` and `less`."""
-    return json_text(ep.record())

@@ -19,7 +19,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from sieve.agent.loop import Agent, AgentTools, Episode, dump
+from sieve.agent.episode import Episode, dump
+from sieve.agent.loop import Agent, AgentTools
 
 
 @dataclass(frozen=True)

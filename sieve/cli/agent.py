@@ -18,7 +18,7 @@ API_KEY_HELP = "sent as a bearer token, for a server that asks for one"
 
 
 def budgets(args: argparse.Namespace) -> Any:
-    from sieve.agent.loop import Budgets
+    from sieve.agent.episode import Budgets
 
     return Budgets(
         max_steps=args.max_steps,

@@ -13,7 +13,7 @@ from collections.abc import Callable, Sequence
 from typing import Any, NoReturn
 
 from sieve.cli import agent, demo, index, query, read, serve, web
-from sieve.cli import eval as evaluation
+from sieve.cli.eval import commands as evaluation
 from sieve.common.terminal import escaping_streams, json_text
 from sieve.errors import BQLSyntaxError, SieveError
 

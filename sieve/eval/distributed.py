@@ -25,8 +25,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from sieve.agent.episode import Episode
 from sieve.agent.llm import DEADLINE_S, ChatClient
-from sieve.agent.loop import Agent, Episode
+from sieve.agent.loop import Agent
 from sieve.agent.runner import Question, TrajectoryWriter, pending, recorded
 from sieve.errors import InvalidArgumentError
 from sieve.index.cluster import connect

@@ -8,8 +8,9 @@ from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
 
+from sieve.agent.episode import Budgets, Episode
 from sieve.agent.llm import DEADLINE_S, ChatClient
-from sieve.agent.loop import Agent, Budgets, Episode
+from sieve.agent.loop import Agent
 from sieve.agent.runner import Question, run_all
 from sieve.common.progress import Progress
 from sieve.engine.rank.rankers import DENSE_RANKERS

@@ -6,7 +6,8 @@ ToolResult`, and the generated manual. The modules below it are usable on their 
 search shows), `reading` (fetch and visit under a token cap), `tokens` (token counters),
 `conditions` (the compared conditions: which tools an agent gets), `files` and `shell` (the DCI
 conditions' files, read-only shell and reader), `episode` (`make_tools`: one episode's tools for a
-condition). Nothing here talks to a model: that is `sieve.agent`.
+condition), `tool` (what a tool and a call's result are). Nothing here talks to a model: that is
+`sieve.agent`.
 """
 
 from sieve.tools.cards import CardConfig
@@ -20,7 +21,8 @@ from sieve.tools.fetch.tokens import (
     make_counter,
 )
 from sieve.tools.shell.episode import make_tools
-from sieve.tools.toolset import ToolConfig, ToolResult, Toolset, free_text_query
+from sieve.tools.tool import ToolResult
+from sieve.tools.toolset import ToolConfig, Toolset, free_text_query
 
 __all__ = [
     "CONDITIONS",

@@ -9,8 +9,8 @@ syntax errors and out-of-range ranks are observations, never exceptions.
 from __future__ import annotations
 
 import json
-from collections.abc import Callable, Iterator, Mapping, Sequence
-from dataclasses import dataclass, field, replace
+from collections.abc import Mapping, Sequence
+from dataclasses import replace
 from typing import Any
 
 from sieve.corpus.documents import Document
@@ -26,71 +26,7 @@ from sieve.tools.config import ToolConfig
 from sieve.tools.fetch.reading import Read, ReadConfig, outline_text, read_document, read_section
 from sieve.tools.fetch.snippets import Matcher
 from sieve.tools.schema import decode_arguments, describe_params
-
-
-class ToolFailure(Exception):
-    """Raised inside a tool to return `message` to the agent as an error."""
-
-
-@dataclass(frozen=True)
-class ToolResult:
-    """What a call returns. Also unpacks as `(text, tokens)`."""
-
-    name: str
-    text: str
-    tokens: int  # of `text`, by the read counter
-    ok: bool
-    # Facts about a search call for run statistics: whether the zero-hit fallback fired, how many
-    # documents the query admitted. Empty for other calls and for calls that failed.
-    facts: Mapping[str, Any] = field(default_factory=dict)
-
-    def __iter__(self) -> Iterator[Any]:
-        return iter((self.text, self.tokens))
-
-
-@dataclass(frozen=True)
-class Tool:
-    name: str
-    description: str
-    parameters: dict[str, Any]
-    # (arguments, facts to fill for run statistics) -> (text, whether all went well)
-    run: Callable[[dict[str, Any], dict[str, Any]], tuple[str, bool]] = field(repr=False)
-    example: str = ""  # a valid call, quoted in argument errors
-
-    def schema(self) -> dict[str, Any]:
-        """The OpenAI function-calling form."""
-        return {
-            "type": "function",
-            "function": {
-                "name": self.name,
-                "description": self.description,
-                "parameters": self.parameters,
-            },
-        }
-
-
-DOC = {
-    "type": ["integer", "string"],
-    "description": "a rank from the last search (a number) or a document id (a string)",
-}
-# Where calls share nothing (a stateless server connection), ranks cannot work, so none is offered.
-DOC_ID = {
-    "type": "string",
-    "description": "a document id as a card shows it (this connection keeps no listing, so "
-    "no rank)",
-}
-PART = {
-    "type": "integer",
-    "minimum": 1,
-    "description": "which part of a text too long for one read (default 1)",
-}
-
-
-def _caret(query: str, pos: int, width: int = 40) -> str:
-    """Two lines that point at a character of the query."""
-    lo = max(0, pos - width)
-    line = "".join(c if c.isprintable() else " " for c in query[lo : pos + width])
-    return f"  {'…' if lo else ''}{line}\n  {' ' * (pos - lo + (1 if lo else 0))}^"
+from sieve.tools.tool import DOC, DOC_ID, PART, Tool, ToolFailure, ToolResult, _caret
 
 
 class Toolset:
@@ -465,9 +401,9 @@ class Toolset:
             blocks.append((read.text, f"{read.doc_id} § {read.name}{part}"))
             reads.append(read)
         keep, compact = self._fit(blocks, [r.doc_id if r is not None else None for r in reads])
-        for read, k in zip(reads, keep):
-            if read is not None and k:
-                self._opened(read)
+        for got, k in zip(reads, keep):
+            if got is not None and k:
+                self._opened(got)
         return self._compose(blocks, keep, compact), all(r is not None for r in reads)
 
     def _compose(

@@ -9,7 +9,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from sieve.agent.loop import distinct_tokens
+from sieve.agent.episode import distinct_tokens
 from sieve.errors import InvalidArgumentError, SieveError
 from sieve.eval.report.report import Run, load_run
 

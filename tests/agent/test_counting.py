@@ -13,7 +13,8 @@ from loopback import LoopbackServer, Say, count_tokens  # noqa: E402
 
 import sieve  # noqa: E402
 from sieve.agent.llm import ChatClient, ContextLengthError  # noqa: E402
-from sieve.agent.loop import CUT_MARK, FINAL_NUDGE, REMOVED, Agent, Budgets, fit_messages  # noqa: E402
+from sieve.agent.loop import FINAL_NUDGE, Agent, Budgets  # noqa: E402
+from sieve.agent.window import CUT_MARK, REMOVED, fit_messages  # noqa: E402
 from sieve.tools import Toolset  # noqa: E402
 from sieve.tools.shell.episode import make_tools  # noqa: E402
 from sieve.corpus.demo import stdlib_documents  # noqa: E402

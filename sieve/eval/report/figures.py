@@ -1,4 +1,4 @@
-"""Drawing `sieve eval report`'s figures from their data (`sieve.eval.report.tables`) with
+"""Drawing `sieve eval report`'s figures from their data (`sieve.eval.report.figure_data`) with
 matplotlib (the `eval` extra). Nothing is computed here: each figure's numbers are in its
 `<id>.json`.
 

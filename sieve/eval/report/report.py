@@ -217,13 +217,13 @@ def build(
 
 def table(rows: list[dict[str, Any]]) -> str:
     """Runs in Markdown, one line each in Table 1's order, with every column and a legend."""
-    from sieve.eval.report.tables import RUNS_NOTE, md_runs
+    from sieve.eval.report.markdown import RUNS_NOTE, md_runs
 
     return "\n".join(md_runs(grouped(rows)) + ["", RUNS_NOTE])
 
 
 def markdown(report: dict[str, Any], pictures: list[Path] | str | None = None) -> str:
-    from sieve.eval.report.tables import render
+    from sieve.eval.report.markdown import render
 
     return render(report, pictures)
 

@@ -7,7 +7,7 @@ from typing import Any
 
 import numpy as np
 
-from sieve.agent.loop import (
+from sieve.agent.episode import (
     distinct_tokens,
     final_context_tokens,
     largest_prompt,

@@ -28,7 +28,8 @@ from sieve.tools.shell.files import (
 )
 from sieve.tools.shell.safe import inline
 from sieve.tools.shell.sandbox import choose
-from sieve.tools.toolset import Tool, ToolConfig, Toolset, free_text_query
+from sieve.tools.tool import Tool
+from sieve.tools.toolset import ToolConfig, Toolset, free_text_query
 
 
 def stage_root(index: Index) -> Path:

@@ -33,7 +33,7 @@ from sieve.tools.schema import decode_arguments, describe_params
 from sieve.tools.shell import shell
 from sieve.tools.shell.safe import inline, shown
 from sieve.tools.shell.sandbox import Sandbox, choose
-from sieve.tools.toolset import Tool, ToolResult
+from sieve.tools.tool import Tool, ToolResult
 
 FILES = "files"
 IDS = "ids.json"

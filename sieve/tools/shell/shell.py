@@ -22,7 +22,8 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from sieve.errors import InvalidArgumentError
-from sieve.tools.shell.sandbox import Sandbox, ShellLimits, choose
+from sieve.tools.shell.sandbox import Sandbox, choose
+from sieve.tools.shell.watchdog import ShellLimits
 
 __all__ = [
     "PROGRAMS",
