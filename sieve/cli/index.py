@@ -9,7 +9,9 @@ import time
 from pathlib import Path
 from typing import Any
 
+from sieve.cli import embed
 from sieve.cli.common import plural, print_json
+from sieve.cli.folders import UNREAD_WORDS, corpus_argument, print_unread
 from sieve.common.progress import Progress
 from sieve.errors import InvalidArgumentError, SieveError
 from sieve.index.cluster import ADDRESS_HELP
@@ -29,40 +31,6 @@ STOPWORDS_HELP = (
     "english (the 33 words Lucene and tantivy use) or a file of one word per "
     "line; default none. A query term that is only stop words is an error"
 )
-
-
-def _corpus(path: str, max_file_mb: float | None, strict: bool) -> Any:
-    """CORPUS as a build reads it: a folder of documents with the rules for its files asked for."""
-    from sieve.corpus.folders import MAX_FILE_MB, Folder, is_document_folder
-
-    if is_document_folder(path):
-        return Folder(path, MAX_FILE_MB if max_file_mb is None else max_file_mb, strict)
-    if max_file_mb is not None or strict:
-        raise InvalidArgumentError(
-            "--max-file-mb and --strict are for a folder "
-            f"of documents; {path} is read as a JSONL corpus"
-        )
-    return path
-
-
-UNREAD_WORDS = {
-    "links": ("symbolic link", "out of the folder or to nothing"),
-    "special": ("special file", "(FIFO, socket, device)"),
-    "oversized": ("file", "over --max-file-mb"),
-    "unreadable": ("file", "that could not be read"),
-}
-
-
-def _print_unread(s: dict[str, Any]) -> None:
-    """The files of a folder corpus passed over, on stderr."""
-    if not any(s["unread"].values()):
-        return
-    counts = ", ".join(
-        f"{plural(n, UNREAD_WORDS[k][0])} {UNREAD_WORDS[k][1]}" for k, n in s["unread"].items() if n
-    )
-    print(f"  not read: {counts} (--strict makes them errors); first ones:", file=sys.stderr)
-    for note in s["unread_files"]:
-        print(f"    {note}", file=sys.stderr)
 
 
 def build(
@@ -149,7 +117,7 @@ def build(
 
 def cmd_index(args: argparse.Namespace) -> int:
     _, s = build(
-        _corpus(args.corpus, args.max_file_mb, args.strict),
+        corpus_argument(args.corpus, args.max_file_mb, args.strict),
         Path(args.out),
         args.force,
         args.skip_bad,
@@ -197,7 +165,7 @@ def cmd_index(args: argparse.Namespace) -> int:
         print(f"  skipped {s['skipped']} bad records; first ones:", file=sys.stderr)
         for e in s["errors"]:
             print(f"    {e}", file=sys.stderr)
-    _print_unread(s)
+    print_unread(s)
     return 0
 
 
@@ -208,7 +176,7 @@ def cmd_add(args: argparse.Namespace) -> int:
     from sieve.index.index import open_index
 
     path = Path(args.index)
-    corpus = _corpus(args.corpus, args.max_file_mb, args.strict)
+    corpus = corpus_argument(args.corpus, args.max_file_mb, args.strict)
     if not (path / "CURRENT").exists():  # `add` into nothing is a build
         _, built = build(
             corpus,
@@ -290,7 +258,7 @@ def cmd_add(args: argparse.Namespace) -> int:
                 else ""
             )
         )
-        _print_unread(s)
+        print_unread(s)
     return 0
 
 
@@ -353,67 +321,6 @@ def cmd_check(args: argparse.Namespace) -> int:
         print_json({"index": args.index, "ok": True, "files": len(names)})
     else:
         print(f"{args.index}: ok ({len(names)} files verified, every byte)")
-    return 0
-
-
-def cmd_embed(args: argparse.Namespace) -> int:
-    from sieve.dense.encoder import DEFAULT_MODEL
-    from sieve.dense.store import embed
-    from sieve.index.index import open_index
-
-    index = open_index(args.index)
-    bar = Progress(
-        "embedding",
-        "passages" if args.unit == "passage" else "docs",
-        total=len(index),
-        quiet=args.quiet or args.json,
-    )
-
-    def progress(done: int, total: int) -> None:
-        bar.set_total(total)
-        bar.update(done - bar.n)
-
-    t0 = time.perf_counter()
-    try:
-        from sieve.dense.encoder import loaded_encoder
-
-        # Loaded here only when asked for: otherwise embed loads it only if there is work to do.
-        encoder = None
-        if args.encoder is not None or args.jobs is not None:
-            encoder = loaded_encoder(
-                args.model or DEFAULT_MODEL, backend=args.encoder, threads=args.jobs
-            )
-        out = embed(
-            index,
-            model=args.model or DEFAULT_MODEL,
-            encoder=encoder,
-            batch_size=args.batch_size,
-            force=args.force,
-            progress=progress,
-            unit=args.unit,
-        )
-    finally:
-        bar.close()
-    from sieve.dense.store import read_meta
-
-    rows = read_meta(out)["rows"]
-    summary = {
-        "index": args.index,
-        "embeddings": str(out),
-        "documents": len(index),
-        "unit": args.unit,
-        "vectors": rows,
-        "seconds": round(time.perf_counter() - t0, 2),
-    }
-    if args.json:
-        print_json(summary)
-    else:
-        what = (
-            f"{plural(rows, 'passage')} of {plural(summary['documents'], 'document')}"
-            if args.unit == "passage"
-            else plural(summary["documents"], "document")
-        )
-        print(f"embedded {what} into {out} ({summary['seconds']} s)")
     return 0
 
 
@@ -566,42 +473,7 @@ def add_commands(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> No
     s.add_argument("--json", action="store_true")
     s.set_defaults(func=cmd_merge)
 
-    s = sub.add_parser(
-        "embed", help="compute document embeddings for dense and hybrid ranking (resumable)"
-    )
-    s.add_argument("index")
-    s.add_argument(
-        "--embed-model",
-        "--model",
-        dest="model",
-        metavar="NAME_OR_PATH",
-        help="sentence-transformers model: a local folder, or a name in the local Hugging Face "
-        "cache (never downloaded; "
-        "default: the bundled all-MiniLM-L6-v2); each model's embeddings are kept side by side",
-    )
-    s.add_argument("--batch-size", type=int, default=32, help="texts the model encodes at once")
-    s.add_argument(
-        "--encoder",
-        choices=("auto", "torch", "onnx", "onnx-int8"),
-        default=None,
-        help="auto (default; or $SIEVE_ENCODER): ONNX Runtime for the default model where "
-        "installed, else torch; onnx-int8 is faster and approximate",
-    )
-    s.add_argument(
-        "--jobs", type=int, default=None, help="encoder threads (ONNX Runtime; default: every core)"
-    )
-    s.add_argument(
-        "--unit",
-        choices=("document", "passage"),
-        default="document",
-        help="one vector per document (its start; the default), or per passage (every section in "
-        "pieces of up to 128 words; "
-        "a document scores as its best passage)",
-    )
-    s.add_argument("--force", action="store_true", help="recompute even if up to date")
-    s.add_argument("--quiet", action="store_true")
-    s.add_argument("--json", action="store_true")
-    s.set_defaults(func=cmd_embed)
+    embed.add_command(sub)
 
     s = sub.add_parser("check", help="verify every byte of an index against its checksums")
     s.add_argument("index")
