@@ -62,6 +62,18 @@ def _damage_guard(method: Callable[..., Any]) -> Callable[..., Any]:
     return guarded
 
 
+def _later_of(index: "Index") -> Callable[[Callable[[], Any]], Any]:
+    """`index._later` through a weak reference (the searcher it is given to is the index's own;
+    sieve.engine.format.weak says why no cycle); once the index is gone, the work runs as it is."""
+    ref = weakref.ref(index)
+
+    def later(work: Callable[[], Any]) -> Any:
+        ix = ref()
+        return work() if ix is None else ix._later(work)
+
+    return later
+
+
 class Index:
     """An opened, read-only index. Safe to share between threads."""
 
@@ -74,6 +86,7 @@ class Index:
         self.reader = self.snapshot
         self.limits = limits
         self.searcher = Searcher(self.snapshot, bm25)
+        self.searcher.later = _later_of(self)
         self.manifest = self.snapshot.manifest
         self.analyzer = self.snapshot.analyzer  # every query is analysed as the documents were
         self.schema = self.snapshot.schema  # declared fields: name[...] filters
@@ -169,6 +182,13 @@ class Index:
         with deadline.within(self.limits.seconds):
             plans = self.plan(query)
             return Match(plans.query, self.searcher.segment_bits(plans, shared=True), self.snapshot.capacity, self.snapshot)
+
+    @_damage_guard
+    def _later(self, work: Callable[[], Any]) -> Any:
+        """Work a search leaves until its result is read (each hit's matched fields and sections),
+        under this index's time budget and damage check, as the search itself ran."""
+        with deadline.within(self.limits.seconds):
+            return work()
 
     @_damage_guard
     def explain(self, query: str, doc_id: str) -> "Explanation":
