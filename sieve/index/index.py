@@ -62,7 +62,7 @@ def _damage_guard(method: Callable[..., Any]) -> Callable[..., Any]:
     return guarded
 
 
-def _later_of(index: "Index") -> Callable[[Callable[[], Any]], Any]:
+def _later_of(index: Index) -> Callable[[Callable[[], Any]], Any]:
     """`index._later` through a weak reference (the searcher it is given to is the index's own;
     sieve.engine.format.weak says why no cycle); once the index is gone, the work runs as it is."""
     ref = weakref.ref(index)

@@ -74,4 +74,4 @@ def test_an_id_place_out_of_range_is_damage_not_a_wrong_id(tmp_path: Path) -> No
     rank[3] = -1  # numpy would otherwise read the last id for it
     reader.id_rank = rank
     with pytest.raises(IndexDamagedError):
-        index.match("common").ids
+        _ = index.match("common").ids

@@ -22,12 +22,14 @@ NEVER = MergePolicy(factor=1000, floor=1, max_documents=1, max_deleted=1.0)
 
 DOCS: list[dict[str, Any]] = [
     {"id": f"d{i}", "title": f"zlib {'inflate' if i % 2 else 'deflate'} page {i}",
-     "sections": [{"heading": "NAME", "text": f"zlib number {i}"},
-                  {"heading": "DESCRIPTION", "text": "compress data with deflate" if i % 3 else "other words"},
-                  {"heading": "NAME", "text": "inflate" if i % 4 == 0 else "nothing"}]}
+     "sections": [
+         {"heading": "NAME", "text": f"zlib number {i}"},
+         {"heading": "DESCRIPTION", "text": "compress data with deflate" if i % 3 else "other"},
+         {"heading": "NAME", "text": "inflate" if i % 4 == 0 else "nothing"}]}
     for i in range(40)
 ]
-QUERIES = ["zlib", "deflate OR inflate", "title:zlib AND deflate", '"compress data"', "infl* AND NOT d3"]
+QUERIES = ["zlib", "deflate OR inflate", "title:zlib AND deflate", '"compress data"',
+           "infl* AND NOT d3"]
 
 
 @pytest.fixture(scope="module")
@@ -36,7 +38,8 @@ def index(tmp_path_factory: pytest.TempPathFactory) -> sieve.Index:
 
 
 def eager(hits: list[Hit]) -> list[tuple[Any, ...]]:
-    return [(h.doc_id, h.rank, h.score, h.fields, h.sections, h.doc, h.section_numbers) for h in hits]
+    return [(h.doc_id, h.rank, h.score, h.fields, h.sections, h.doc, h.section_numbers)
+            for h in hits]
 
 
 def test_a_search_finds_where_it_matched_only_when_read(index: sieve.Index) -> None:
@@ -55,7 +58,7 @@ def test_a_search_finds_where_it_matched_only_when_read(index: sieve.Index) -> N
 @pytest.mark.parametrize("query", QUERIES)
 def test_values_read_late_are_those_found_at_once(index: sieve.Index, query: str) -> None:
     late = index.search(query, k=40).hits
-    index.search("zlib", k=40).hits[0].fields  # another search's reads in between change nothing
+    _ = index.search("zlib", k=40).hits[0].fields  # another search's reads between change nothing
     found = index.searcher.matched(index.plan(query), [h.doc for h in late])
     assert [(h.fields, h.sections, h.section_numbers) for h in late] == found
     assert late == index.search(query, k=40).hits  # equality reads them on both sides
@@ -64,7 +67,8 @@ def test_values_read_late_are_those_found_at_once(index: sieve.Index, query: str
 
 def test_a_hit_with_its_values_given_equals_one_found_late(index: sieve.Index) -> None:
     hit = index.search("title:zlib AND deflate", k=1).hits[0]
-    given = Hit(hit.doc_id, hit.rank, hit.score, hit.fields, hit.sections, hit.doc, hit.section_numbers)
+    given = Hit(hit.doc_id, hit.rank, hit.score, hit.fields, hit.sections, hit.doc,
+                hit.section_numbers)
     late = index.search("title:zlib AND deflate", k=1).hits[0]
     assert late == given and hash(late) == hash(given) and repr(late) == repr(given)
     assert dataclasses.replace(late, rank=9).sections == given.sections

@@ -31,7 +31,7 @@ class Hit:
         return [j for j, h in enumerate(headings) if h in self.sections]
 
     def __getstate__(self) -> dict[str, Any]:
-        self.fields  # where it matched, if still to find, is found: the finder does not pickle
+        _ = self.fields  # where it matched, if still to find, is found: the finder does not pickle
         return self.__dict__
 
 
@@ -39,7 +39,8 @@ class Matched(Protocol):
     """Where a search's query matched each of its hits, found for all of them at the first read
     of any (`Searcher.hits`): (fields, sections, section numbers) by place in the hits."""
 
-    def values(self) -> list[tuple[tuple[str, ...], tuple[str, ...], tuple[int, ...]]]: ...
+    def values(self) -> list[tuple[tuple[str, ...], tuple[str, ...], tuple[int, ...]]]:
+        ...
 
 
 class _MatchedField:
@@ -65,7 +66,7 @@ class _MatchedField:
             value = d[self.name]
         return value
 
-    def __set__(self, obj: object, value: Any) -> None:  # only __init__ gets here: the dataclass is frozen
+    def __set__(self, obj: object, value: Any) -> None:  # only __init__ (the dataclass is frozen)
         obj.__dict__[self.name] = value
 
 

@@ -9,7 +9,8 @@ query's positive terms with the same scorer, and says so.
 from __future__ import annotations
 
 import threading
-from typing import Any, Callable, Protocol
+from collections.abc import Callable
+from typing import Any, Protocol
 
 import numpy as np
 
@@ -34,6 +35,7 @@ from sieve.errors import InvalidArgumentError
 
 
 Later = Callable[[Callable[[], Any]], Any]
+Found = tuple[tuple[str, ...], tuple[str, ...], tuple[int, ...]]  # fields, sections, their numbers
 
 
 class DenseScorer(Protocol):
@@ -260,14 +262,15 @@ class Searcher:
         ids = snap.doc_ids(docs)
         # `made` skips the frozen dataclass's setattr per field (1 -> 0.4 us a hit).
         if not explain:
-            return [made(Hit, {"doc_id": i, "rank": rank, "score": float(score), "fields": (), "sections": (),
-                               "doc": d, "section_numbers": ()})
+            return [made(Hit, {"doc_id": i, "rank": rank, "score": float(score), "fields": (),
+                               "sections": (), "doc": d, "section_numbers": ()})
                     for rank, (i, d, score) in enumerate(zip(ids, doc_list, score_list), 1)]
         where = _Where(self, plans, doc_list, self.later)
-        return [made(Hit, {"doc_id": i, "rank": rank, "score": float(score), "doc": d, "_matched": (where, rank - 1)})
+        return [made(Hit, {"doc_id": i, "rank": rank, "score": float(score), "doc": d,
+                           "_matched": (where, rank - 1)})
                 for rank, (i, d, score) in enumerate(zip(ids, doc_list, score_list), 1)]
 
-    def matched(self, plans: Plans, doc_list: list[int]) -> list[tuple[tuple[str, ...], tuple[str, ...], tuple[int, ...]]]:
+    def matched(self, plans: Plans, doc_list: list[int]) -> list[Found]:
         """(fields, sections, section numbers) where `plans` matched each document of `doc_list`."""
         snap = self.snapshot
         where: list[tuple[list, list[int]]] = [([], [])] * len(doc_list)
@@ -276,13 +279,15 @@ class Searcher:
             j, local = snap.which(d)
             groups.setdefault(j, []).append((at, local))
         for j, items in groups.items():
-            found = Explainer(self.parts[j].reader, plans.parts[j]).matched_many([local for _, local in items])
-            for (at, _), w in zip(items, found):
+            explainer = Explainer(self.parts[j].reader, plans.parts[j])
+            for (at, _), w in zip(items, explainer.matched_many([local for _, local in items])):
                 where[at] = w
         out = []
         for d, (fields, sections) in zip(doc_list, where):
-            headings = snap.headings(d) if sections else ()  # the store is read only to name matched sections
-            out.append((tuple(f.label for f in fields), tuple(headings[j] for j in sections), tuple(sections)))
+            # The store is read only to name matched sections.
+            headings = snap.headings(d) if sections else ()
+            out.append((tuple(f.label for f in fields), tuple(headings[j] for j in sections),
+                        tuple(sections)))
         return out
 
 
@@ -292,15 +297,16 @@ class _Where:
     index's `later` (its time budget and damage check) when it gave one. Holds the searcher until
     then (no cycle: the hits point here, never back)."""
 
-    __slots__ = ("searcher", "plans", "docs", "later", "lock", "found")
+    __slots__ = ("docs", "found", "later", "lock", "plans", "searcher")
 
-    def __init__(self, searcher: Searcher, plans: Plans, docs: list[int], later: "Later | None") -> None:
+    def __init__(self, searcher: Searcher, plans: Plans, docs: list[int],
+                 later: Later | None) -> None:
         self.searcher: Searcher | None = searcher
         self.plans, self.docs, self.later = plans, docs, later
         self.lock = threading.Lock()
-        self.found: list[tuple[tuple[str, ...], tuple[str, ...], tuple[int, ...]]] | None = None
+        self.found: list[Found] | None = None
 
-    def values(self) -> list[tuple[tuple[str, ...], tuple[str, ...], tuple[int, ...]]]:
+    def values(self) -> list[Found]:
         with self.lock:
             if self.found is None:
                 searcher = self.searcher

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import bisect
 import functools
+import itertools
 from pathlib import Path
 from typing import Any, Sequence
 
@@ -433,7 +434,7 @@ class SegmentReader:
         """The ids of documents `docs` (an int array): a few looked up one by one, many (or any
         once `id_table` is made) by one gather from every id decoded."""
         if len(docs) >= BULK_IDS or "id_table" in self.__dict__:
-            return self.id_table[docs].tolist()  # type: ignore[no-any-return]
+            return self.id_table[docs].tolist()
         ids = self.ids
         try:
             return [ids[i].decode() for i in np.asarray(self.id_rank[docs]).tolist()]
@@ -450,9 +451,9 @@ class SegmentReader:
         try:
             if raw.isascii():  # one decode, then str slices (a character is a byte)
                 text = raw.decode()
-                sorted_ids = [text[a:b] for a, b in zip(off[:-1], off[1:])]
+                sorted_ids = [text[a:b] for a, b in itertools.pairwise(off)]
             else:
-                sorted_ids = [raw[a:b].decode() for a, b in zip(off[:-1], off[1:])]
+                sorted_ids = [raw[a:b].decode() for a, b in itertools.pairwise(off)]
         except UnicodeDecodeError:
             raise self.damaged(ID_FILES, "an id is unreadable") from None
         rank = np.asarray(self.id_rank)

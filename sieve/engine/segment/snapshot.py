@@ -251,7 +251,7 @@ class Snapshot:
             at = np.flatnonzero(place == j)
             if len(at):
                 out[at] = seg.reader.doc_ids(gs[at] - seg.base)
-        return out.tolist()  # type: ignore[no-any-return]
+        return out.tolist()
 
     def meta(self, g: int) -> dict[str, Any]:
         seg, d = self.locate(g)
