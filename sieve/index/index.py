@@ -217,8 +217,9 @@ class Index:
         that admits nothing, `Results.diagnosis` (unless `diagnose=False`) gives each top-level
         clause's count alone and the one-step relaxations that would admit documents, smallest
         change first, each with its canonical BQL and exact count.
-        `explain=False` leaves each hit's `fields` and `sections` empty: ids and scores only, for
-        callers that show no cards (it saves reading the hits' positions, about half the time).
+        `explain=False` leaves each hit's `fields` and `sections` empty; with `explain` they are
+        found (from the hits' positions) at the first read of any hit's, for every hit at once, so
+        a caller that reads ids and scores only pays nothing for them.
 
         Bounded by `limits` (`sieve.engine.query.plan.Limits`): a query past a cap raises BQLLimitError, and
         the whole call (fallback and diagnosis included) past `limits.seconds` DeadlineExceededError.
