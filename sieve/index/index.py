@@ -62,6 +62,18 @@ def _damage_guard(method: Callable[..., Any]) -> Callable[..., Any]:
     return guarded
 
 
+def _later_of(index: Index) -> Callable[[Callable[[], Any]], Any]:
+    """`index._later` through a weak reference (the searcher it is given to is the index's own;
+    sieve.engine.format.weak says why no cycle); once the index is gone, the work runs as it is."""
+    ref = weakref.ref(index)
+
+    def later(work: Callable[[], Any]) -> Any:
+        ix = ref()
+        return work() if ix is None else ix._later(work)
+
+    return later
+
+
 class Index:
     """An opened, read-only index. Safe to share between threads."""
 
@@ -74,6 +86,7 @@ class Index:
         self.reader = self.snapshot
         self.limits = limits
         self.searcher = Searcher(self.snapshot, bm25)
+        self.searcher.later = _later_of(self)
         self.manifest = self.snapshot.manifest
         self.analyzer = self.snapshot.analyzer  # every query is analysed as the documents were
         self.schema = self.snapshot.schema  # declared fields: name[...] filters
@@ -171,6 +184,13 @@ class Index:
             return Match(plans.query, self.searcher.segment_bits(plans, shared=True), self.snapshot.capacity, self.snapshot)
 
     @_damage_guard
+    def _later(self, work: Callable[[], Any]) -> Any:
+        """Work a search leaves until its result is read (each hit's matched fields and sections),
+        under this index's time budget and damage check, as the search itself ran."""
+        with deadline.within(self.limits.seconds):
+            return work()
+
+    @_damage_guard
     def explain(self, query: str, doc_id: str) -> "Explanation":
         """Why the document `doc_id` is admitted or rejected by `query`: the query's canonical
         tree, each node judged for this document, each leaf with where it matched or why not.
@@ -197,8 +217,9 @@ class Index:
         that admits nothing, `Results.diagnosis` (unless `diagnose=False`) gives each top-level
         clause's count alone and the one-step relaxations that would admit documents, smallest
         change first, each with its canonical BQL and exact count.
-        `explain=False` leaves each hit's `fields` and `sections` empty: ids and scores only, for
-        callers that show no cards (it saves reading the hits' positions, about half the time).
+        `explain=False` leaves each hit's `fields` and `sections` empty; with `explain` they are
+        found (from the hits' positions) at the first read of any hit's, for every hit at once, so
+        a caller that reads ids and scores only pays nothing for them.
 
         Bounded by `limits` (`sieve.engine.query.plan.Limits`): a query past a cap raises BQLLimitError, and
         the whole call (fallback and diagnosis included) past `limits.seconds` DeadlineExceededError.

@@ -80,7 +80,7 @@ class Match:
     def ids(self) -> list[str]:
         # Materialised on demand: a broad query admits most of the collection, and callers
         # that only need the count should not pay for a list of every id.
-        return [self._reader.doc_id(int(d)) for d in self.docs]
+        return self._reader.doc_ids(self.docs)
 
     def __eq__(self, other: object) -> bool:
         if not isinstance(other, Match):

@@ -134,7 +134,7 @@ class ShardServer:
             bits = [evaluator.run(plan) for evaluator, plan in zip(self._filter, plans.parts)]
         docs = bitset.to_ids(self.snap.join(bits), self.snap.capacity)
         assert self.snap.order is not None
-        return plans.query, self.snap.order[docs], [self.snap.doc_id(int(d)) for d in docs]
+        return plans.query, self.snap.order[docs], self.snap.doc_ids(docs)
 
     def doc_number(self, doc_id: str) -> int:
         return self.snap.doc_number(doc_id)

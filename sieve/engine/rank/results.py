@@ -4,7 +4,7 @@ count, and what the query's plan says about them)."""
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, Protocol
 
 from sieve.engine.analysis.analyzers import PLAIN, Analyzer
 from sieve.engine.query.diagnose import Diagnosis
@@ -29,6 +29,52 @@ class Hit:
         if self.section_numbers or not self.sections:
             return list(self.section_numbers)
         return [j for j, h in enumerate(headings) if h in self.sections]
+
+    def __getstate__(self) -> dict[str, Any]:
+        _ = self.fields  # where it matched, if still to find, is found: the finder does not pickle
+        return self.__dict__
+
+
+class Matched(Protocol):
+    """Where a search's query matched each of its hits, found for all of them at the first read
+    of any (`Searcher.hits`): (fields, sections, section numbers) by place in the hits."""
+
+    def values(self) -> list[tuple[tuple[str, ...], tuple[str, ...], tuple[int, ...]]]:
+        ...
+
+
+class _MatchedField:
+    """`Hit.fields`, `sections` and `section_numbers`: given (as `__init__` or `made` does), or
+    left to a `Matched` under `_matched` as (finder, place), asked at the first read of any of the
+    three. Most searches are read for ids and scores only; cards and explanations read these."""
+
+    def __init__(self, name: str) -> None:
+        self.name = name
+
+    def __get__(self, obj: object, owner: type | None = None) -> Any:
+        if obj is None:
+            return ()
+        d = obj.__dict__
+        value = d.get(self.name, _UNSET)
+        if value is _UNSET:
+            pending = d.get("_matched")
+            if pending is not None:  # None: another thread has just filled it in
+                finder, at = pending
+                fields, sections, numbers = finder.values()[at]
+                d.update(fields=fields, sections=sections, section_numbers=numbers)
+                d.pop("_matched", None)
+            value = d[self.name]
+        return value
+
+    def __set__(self, obj: object, value: Any) -> None:  # only __init__ (the dataclass is frozen)
+        obj.__dict__[self.name] = value
+
+
+_UNSET = object()
+# Installed after the dataclass is made, so that its `__init__`, defaults, `repr=` and `compare=`
+# stay those declared above (a descriptor given to `field(default=...)` would be the default).
+for _name in ("fields", "sections", "section_numbers"):
+    setattr(Hit, _name, _MatchedField(_name))
 
 
 class _ReadOnce:

@@ -8,7 +8,9 @@ query's positive terms with the same scorer, and says so.
 
 from __future__ import annotations
 
-from typing import Callable, Protocol
+import threading
+from collections.abc import Callable
+from typing import Any, Protocol
 
 import numpy as np
 
@@ -30,6 +32,10 @@ from sieve.engine.rank.scorer import BM25Scorer
 from sieve.engine.rank.topk import top_k
 from sieve.engine.segment.snapshot import Segment, Snapshot
 from sieve.errors import InvalidArgumentError
+
+
+Later = Callable[[Callable[[], Any]], Any]
+Found = tuple[tuple[str, ...], tuple[str, ...], tuple[int, ...]]  # fields, sections, their numbers
 
 
 class DenseScorer(Protocol):
@@ -73,6 +79,9 @@ class Searcher:
         avgdl = collection[1] / collection[0] if collection and collection[0] else None
         self.parts = [SegmentSearch(seg, snapshot, params, indri, avgdl) for seg in snapshot.segments]
         self.dense: DenseScorer | None = None
+        # What runs work deferred until a result is read (each hit's matched fields and sections):
+        # the index's, under its time budget and damage check (None: as it is).
+        self.later: Later | None = None
 
     # ------------------------------------------------------------ filtering
 
@@ -246,28 +255,66 @@ class Searcher:
                        self.snapshot.analyzer, hints)
 
     def hits(self, plans: Plans, docs: np.ndarray, scores: np.ndarray, explain: bool) -> list[Hit]:
-        """Hits for ranked internal numbers: ids, and with `explain` the fields and sections matched."""
+        """Hits for ranked internal numbers: ids and scores, and with `explain` the fields and
+        sections matched, found for every hit at the first read of any (`_Where`)."""
         snap = self.snapshot
         doc_list, score_list = docs.tolist(), scores.tolist()
+        ids = snap.doc_ids(docs)
+        # `made` skips the frozen dataclass's setattr per field (1 -> 0.4 us a hit).
         if not explain:
-            # Every search makes these: `made` skips the frozen dataclass's setattr per field (1 -> 0.4 us a hit).
-            return [made(Hit, {"doc_id": i, "rank": rank, "score": float(score), "fields": (), "sections": (), "doc": d, "section_numbers": ()})
-                    for rank, (i, d, score) in enumerate(zip(snap.doc_ids(docs), doc_list, score_list), 1)]
+            return [made(Hit, {"doc_id": i, "rank": rank, "score": float(score), "fields": (),
+                               "sections": (), "doc": d, "section_numbers": ()})
+                    for rank, (i, d, score) in enumerate(zip(ids, doc_list, score_list), 1)]
+        where = _Where(self, plans, doc_list, self.later)
+        return [made(Hit, {"doc_id": i, "rank": rank, "score": float(score), "doc": d,
+                           "_matched": (where, rank - 1)})
+                for rank, (i, d, score) in enumerate(zip(ids, doc_list, score_list), 1)]
+
+    def matched(self, plans: Plans, doc_list: list[int]) -> list[Found]:
+        """(fields, sections, section numbers) where `plans` matched each document of `doc_list`."""
+        snap = self.snapshot
         where: list[tuple[list, list[int]]] = [([], [])] * len(doc_list)
         groups: dict[int, list[tuple[int, int]]] = {}  # segment -> (place in the hits, local number)
         for at, d in enumerate(doc_list):
             j, local = snap.which(d)
             groups.setdefault(j, []).append((at, local))
         for j, items in groups.items():
-            found = Explainer(self.parts[j].reader, plans.parts[j]).matched_many([local for _, local in items])
-            for (at, _), w in zip(items, found):
+            explainer = Explainer(self.parts[j].reader, plans.parts[j])
+            for (at, _), w in zip(items, explainer.matched_many([local for _, local in items])):
                 where[at] = w
-        hits = []
-        for rank, (i, d, score, (fields, sections)) in enumerate(zip(snap.doc_ids(docs), doc_list, score_list, where), 1):
-            headings = snap.headings(d) if sections else ()  # the store is read only to name matched sections
-            hits.append(made(Hit, {"doc_id": i, "rank": rank, "score": float(score), "fields": tuple(f.label for f in fields),
-                                   "sections": tuple(headings[j] for j in sections), "doc": d, "section_numbers": tuple(sections)}))
-        return hits
+        out = []
+        for d, (fields, sections) in zip(doc_list, where):
+            # The store is read only to name matched sections.
+            headings = snap.headings(d) if sections else ()
+            out.append((tuple(f.label for f in fields), tuple(headings[j] for j in sections),
+                        tuple(sections)))
+        return out
+
+
+class _Where:
+    """Where a search's query matched its hits (`Searcher.matched`), found at the first read of
+    any hit's `fields`, `sections` or `section_numbers` (sieve.engine.rank.results), through the
+    index's `later` (its time budget and damage check) when it gave one. Holds the searcher until
+    then (no cycle: the hits point here, never back)."""
+
+    __slots__ = ("docs", "found", "later", "lock", "plans", "searcher")
+
+    def __init__(self, searcher: Searcher, plans: Plans, docs: list[int],
+                 later: Later | None) -> None:
+        self.searcher: Searcher | None = searcher
+        self.plans, self.docs, self.later = plans, docs, later
+        self.lock = threading.Lock()
+        self.found: list[Found] | None = None
+
+    def values(self) -> list[Found]:
+        with self.lock:
+            if self.found is None:
+                searcher = self.searcher
+                assert searcher is not None
+                find = lambda: searcher.matched(self.plans, self.docs)  # noqa: E731
+                self.found = find() if self.later is None else self.later(find)
+                self.searcher = self.plans = self.later = None  # type: ignore[assignment]
+            return self.found
 
 
 def _admits_holders(part: SegmentSearch, plan: Plan) -> bool:

@@ -242,7 +242,16 @@ class Snapshot:
         """The ids of internal numbers `gs` (a hit list's: one gather when there is one segment)."""
         if len(self.segments) == 1:
             return self.segments[0].reader.doc_ids(gs)
-        return [self.doc_id(g) for g in gs.tolist()]
+        if len(gs) < 2 * len(self.segments):
+            return [self.doc_id(g) for g in gs.tolist()]
+        # Each segment's share in one call (`gs` need not ascend: a sharded index's order).
+        out = np.empty(len(gs), dtype=object)
+        place = np.searchsorted(np.asarray(self._bases), gs, side="right") - 1
+        for j, seg in enumerate(self.segments):
+            at = np.flatnonzero(place == j)
+            if len(at):
+                out[at] = seg.reader.doc_ids(gs[at] - seg.base)
+        return out.tolist()
 
     def meta(self, g: int) -> dict[str, Any]:
         seg, d = self.locate(g)
