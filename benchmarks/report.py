@@ -44,6 +44,8 @@ WRITERS = {
     "faults": "python -m benchmarks.bench_faults",
     "filters": "python -m benchmarks.bench_filters",
     "fuzz": "python -m benchmarks.bench_fuzz",
+    "calls-man-sections-before": "python -m benchmarks.bench_calls (at a54ef2e, before issue 51)",
+    "calls-": "python -m benchmarks.bench_calls --corpus benchmarks/data/man-sections.jsonl",
     "folders-before": "python -m benchmarks.bench_folders --out benchmarks/results/folders-before.json (at a88829c~)",
     "folders": "python -m benchmarks.bench_folders",
     "indri": "python -m benchmarks.bench_indri",
@@ -154,6 +156,33 @@ def speed_table() -> list[str]:
     return table(["", "sieve", PEERS["tantivy"], PEERS["lucene"]], rows)
 
 
+CALLS = "calls-man-sections-after.json"
+CALL_CLASSES = ("term", "field", "or", "not", "date", "phrase", "near")
+
+
+def calls_table() -> list[str]:
+    """The calls users make, beside tantivy in the same run: every admitted id, the top 10 with
+    ids and scores read, and the Toolset's five cards. p50 ms, and sieve's ratio to tantivy."""
+    classes = load(CALLS)["classes"]
+    rows = []
+    for cls in CALL_CLASSES:
+        c = classes.get(cls)
+        if not c:
+            continue
+        mine, peer = c["sieve"], c.get("tantivy", {})
+        ids, top = peer.get("ids", {}), peer.get("top10", {})
+        rows.append(
+            [
+                cls,
+                f"{mine['ids']['p50']:.2f} / {ids.get('p50', float('nan')):.2f}",
+                f"{mine['search']['p50']:.2f} / {top.get('p50', float('nan')):.2f}",
+                f"{mine['cards5']['p50']:.2f}",
+            ]
+        )
+    head = ["class", "`match().ids`, sieve / tantivy", "`search(k=10)`, sieve / tantivy", "+ 5 cards"]
+    return table(head, rows)
+
+
 def writer(path: Path) -> str:
     """The command that wrote a result: its benchmark's, else the one the file records."""
     for prefix, command in WRITERS.items():
@@ -215,7 +244,19 @@ def page() -> str:
             f"{agree['top10_overlap_mean']}, identical top 10 for",
             f"{agree['identical_top10_share']:.0%} of them.",
         )
+    calls = load(CALLS)
     lines += [
+        "## The calls users make",
+        "",
+        *para(
+            f"man-sections ({calls['documents']:,} documents), {calls['queries_per_class']} queries",
+            "a class, p50 ms (`calls-man-sections-after.json`; before issue 51's changes:",
+            "`calls-man-sections-before.json`): every admitted id as a Python list, the top 10",
+            "with ids and scores read, and the Toolset's search tool rendering five cards.",
+            "tantivy reads each hit's stored id; its top 10 returns ids and scores.",
+        ),
+        *calls_table(),
+        "",
         "## Build",
         "",
         *para(
@@ -237,7 +278,15 @@ def page() -> str:
 def readme(text: str) -> str:
     """The README with its speed table replaced by the one the results give."""
     start, end = text.index(BEGIN) + len(BEGIN), text.index(END)
-    return text[:start] + "\n" + "\n".join(speed_table()) + "\n" + text[end:]
+    calls = [
+        "",
+        "The calls users make (`match().ids` materialised, `search` with ids and scores read, the",
+        "search tool's five cards), p50 ms, each query parsed afresh, tantivy in the same run:",
+        "",
+        *calls_table(),
+    ]
+    body = speed_table() + calls
+    return text[:start] + "\n" + "\n".join(body) + "\n" + text[end:]
 
 
 def main() -> int:
