@@ -39,10 +39,10 @@ from __future__ import annotations
 import errno
 import os
 import stat
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Callable
+from typing import Any
 
 from sieve.common import files
 from sieve.corpus import markup
@@ -203,7 +203,7 @@ Read = tuple[str, int, "dict[str, Any] | CorpusError | PassedOver"]  # (file, li
 def walked(folder: Folder | str | os.PathLike) -> tuple[Folder, str, list[Entry]]:
     """`folder` as a Folder (a path reads as `Folder(path)`), its real path, and its walk: every
     file it holds, those passed over too; a CorpusError when none is a document."""
-    folder = folder if isinstance(folder, Folder) else Folder(folder)
+    folder = folder if isinstance(folder, Folder) else Folder(os.fspath(folder))
     root = Path(folder.path)
     entries = walk(root, folder.max_file_bytes)
     if not any(e.skip is None for e in entries):  # a wrong folder, almost always: say what was sought

@@ -12,8 +12,9 @@ from __future__ import annotations
 
 import functools
 import re
+from collections.abc import Callable
 from html.parser import HTMLParser
-from typing import Any, Callable
+from typing import Any
 
 from sieve.corpus.documents import checked_date
 from sieve.corpus.frontmatter import front_matter
@@ -239,7 +240,7 @@ class _Page(HTMLParser):
     def parse_endtag(self, i: int) -> int:
         return self._bounded(super().parse_endtag, i)
 
-    def parse_comment(self, i: int, report: int = 1) -> int:
+    def parse_comment(self, i: int, report: bool = True) -> int:
         return self._bounded(lambda at: super(_Page, self).parse_comment(at, report), i)
 
     def parse_pi(self, i: int) -> int:

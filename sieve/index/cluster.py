@@ -93,7 +93,7 @@ def _loopback_node(ray: Any) -> Iterator[None]:
     constants = getattr(getattr(ray, "_private", None), "ray_constants", None)
     saved_env, saved_const = os.environ.get(_NO_CLUSTER), getattr(constants, "ENABLE_RAY_CLUSTER", None)
     os.environ[_NO_CLUSTER] = "0"
-    if saved_const is not None:
+    if constants is not None and saved_const is not None:
         constants.ENABLE_RAY_CLUSTER = False
     try:
         yield
@@ -102,7 +102,7 @@ def _loopback_node(ray: Any) -> Iterator[None]:
             os.environ.pop(_NO_CLUSTER, None)
         else:
             os.environ[_NO_CLUSTER] = saved_env
-        if saved_const is not None:
+        if constants is not None and saved_const is not None:
             constants.ENABLE_RAY_CLUSTER = saved_const
 
 

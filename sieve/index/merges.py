@@ -17,23 +17,24 @@ from __future__ import annotations
 
 import math
 import os
+from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Iterator
+from typing import Any
 
 import numpy as np
 
 from sieve.corpus.documents import Document
-from sieve.engine.format import commits
 from sieve.engine.analysis.analyzers import Analyzer
-from sieve.engine.segment.reader import SegmentReader
 from sieve.engine.analysis.schema import Schema
+from sieve.engine.format import commits
+from sieve.engine.segment.reader import SegmentReader
 from sieve.engine.segment.snapshot import CommitEntry, write_commit
+from sieve.engine.segment.writer import BYTES_PER_DOCUMENT, BYTES_PER_UNIT, DEFAULT_MEMORY_MB
+from sieve.errors import InvalidArgumentError
 from sieve.index.opening import as_path, open_current
 from sieve.index.options import BuildOptions
 from sieve.index.shards import refuse_sharded
-from sieve.engine.segment.writer import BYTES_PER_DOCUMENT, BYTES_PER_UNIT, DEFAULT_MEMORY_MB
-from sieve.errors import InvalidArgumentError
 
 
 @dataclass(frozen=True)
@@ -105,8 +106,8 @@ def merge(run: list[CommitEntry], commit: commits.Commit, memory_mb: int | None 
           schema: Schema | None = None) -> CommitEntry:
     """One new segment holding the live documents of `run` (adjacent entries), in order. `analyzer`:
     the index's (needed only for a run of nothing)."""
-    from sieve.index.build import build
     from sieve.corpus.formats import CorpusReport
+    from sieve.index.build import build
 
     def documents() -> Iterator[Document]:
         for e in run:
@@ -160,7 +161,7 @@ def force_plan(entries: list[CommitEntry], max_segments: int) -> list[tuple[int,
     return [(g[0], g[-1] + 1) for g in groups if len(g) > 1 or entries[g[0]].n_deleted]
 
 
-def merge_index(path: str | os.PathLike, max_segments: int = 1, memory_mb: int | None = None) -> dict[str, int]:
+def merge_index(path: str | os.PathLike, max_segments: int = 1, memory_mb: int | None = None) -> dict[str, Any]:
     """Merge an index's segments down to at most `max_segments` (expunging deleted documents from
     every segment it rewrites); commits atomically. Returns segments before and after."""
     if isinstance(max_segments, bool) or not isinstance(max_segments, int) or max_segments < 1:

@@ -31,12 +31,12 @@ from typing import Any
 import numpy as np
 
 from sieve.corpus.documents import Document, Section
-from sieve.engine.format import bitset, commits
 from sieve.engine import deadline
-from sieve.engine.rank.bm25 import BM25Params, idf
+from sieve.engine.format import bitset, commits
 from sieve.engine.query.diagnose import ALL, Diagnosis, diagnose_parts, merge_diagnoses
 from sieve.engine.query.evaluate import Evaluator
 from sieve.engine.query.plan import Limits, Plans, check_volume
+from sieve.engine.rank.bm25 import BM25Params, idf
 from sieve.engine.rank.rankers import check_request
 from sieve.engine.rank.results import Hit, Results
 from sieve.engine.rank.searcher import Searcher
@@ -158,7 +158,7 @@ class ShardServer:
 class RemoteSnapshot:
     """What the tools' manual reads of a snapshot, gathered from the shards."""
 
-    def __init__(self, owner: "RayIndex") -> None:
+    def __init__(self, owner: RayIndex) -> None:
         self.owner = owner
 
     def field_lengths(self) -> np.ndarray:
@@ -170,7 +170,7 @@ class RemoteReader:
     """Document reads by the coordinator's numbers (local number * shards + shard), each sent to
     its shard's actor: what cards, snippets and fetch read from an opened index."""
 
-    def __init__(self, owner: "RayIndex") -> None:
+    def __init__(self, owner: RayIndex) -> None:
         self.owner = owner
 
     def _at(self, g: int) -> tuple[Any, int]:
@@ -260,7 +260,7 @@ class RayIndex:
             self.ray.kill(a)
         self.actors = []
 
-    def __enter__(self) -> "RayIndex":
+    def __enter__(self) -> RayIndex:
         return self
 
     def __exit__(self, *exc: object) -> None:

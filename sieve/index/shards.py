@@ -18,6 +18,7 @@ record with no usable id goes to shard (position - 1) mod N, which reports the e
 from __future__ import annotations
 
 import concurrent.futures
+import contextlib
 import hashlib
 import itertools
 import multiprocessing
@@ -26,15 +27,16 @@ import re
 import shutil
 import tempfile
 import time
+from collections.abc import Callable
 from concurrent.futures import ProcessPoolExecutor
 from dataclasses import dataclass, field, replace
 from pathlib import Path
-from typing import Any, Callable
+from typing import Any
 
 import numpy as np
 
-from sieve.corpus.formats import MAX_ERRORS, CorpusReport, Source
 from sieve.corpus.documents import Document
+from sieve.corpus.formats import MAX_ERRORS, CorpusReport, Source
 from sieve.engine.format import commits, storage
 from sieve.engine.segment.reader import SegmentReader
 from sieve.engine.segment.snapshot import CommitEntry, Snapshot, order_name, write_commit
@@ -196,10 +198,8 @@ def _progress_writer(stage: str) -> Callable[[int, int], None]:
 def _indexed(stages: list[Path]) -> int:
     total = 0
     for stage in stages:
-        try:
+        with contextlib.suppress(OSError, ValueError):  # not started, or not reporting yet
             total += int((stage / PROGRESS_FILE).read_text())
-        except (OSError, ValueError):
-            pass  # not started, or not reporting yet
     return total
 
 

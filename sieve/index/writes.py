@@ -23,18 +23,18 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Protocol
 
-from sieve.index import merges
-from sieve.index.build import build, checked_fields
-from sieve.corpus.formats import CorpusReport, OnError, Source, read_documents
 from sieve.corpus.documents import Document, checked_document
-from sieve.engine.format import bitset, commits
+from sieve.corpus.formats import CorpusReport, OnError, Source, read_documents
 from sieve.engine.analysis.analyzers import Analyzer
 from sieve.engine.analysis.schema import Schema
+from sieve.engine.format import bitset, commits
 from sieve.engine.segment.snapshot import CommitEntry, Snapshot, write_commit
-from sieve.index.options import BuildOptions
-from sieve.index.shards import refuse_sharded
 from sieve.engine.segment.writer import DEFAULT_MEMORY_MB
 from sieve.errors import DuplicateIdError, InvalidArgumentError
+from sieve.index import merges
+from sieve.index.build import build, checked_fields
+from sieve.index.options import BuildOptions
+from sieve.index.shards import refuse_sharded
 
 
 @dataclass
@@ -86,7 +86,7 @@ class IndexWriter:
     as a new segment (staged, invisible until the commit), so a session may add any number of
     documents in bounded memory."""
 
-    def __init__(self, index: Writable, replace: bool = True, policy: "merges.MergePolicy | None" = None, memory_mb: int | None = None) -> None:
+    def __init__(self, index: Writable, replace: bool = True, policy: merges.MergePolicy | None = None, memory_mb: int | None = None) -> None:
         self.path = index.path
         self.lock = commits.WriteLock(self.path)
         self.lock.acquire()
@@ -154,8 +154,11 @@ class IndexWriter:
         """Add every document of a corpus (a path or an iterable of records); (added, replaced)."""
         added = replaced = 0
         report = report if report is not None else CorpusReport()
-        check = (lambda doc, name, line: checked_fields(doc, self.base.schema, name, line)) if self.base.schema else None
-        for doc in read_documents(source, on_error=on_error, report=report, lenient=lenient, check=check):
+
+        def check(doc: Document, name: str | None, line: int) -> None:
+            checked_fields(doc, self.base.schema, name, line)
+
+        for doc in read_documents(source, on_error=on_error, report=report, lenient=lenient, check=check if self.base.schema else None):
             if self.add(doc):
                 replaced += 1
             else:
@@ -251,7 +254,7 @@ class IndexWriter:
                 self._commit.abort()
             self.lock.release()
 
-    def __enter__(self) -> "IndexWriter":
+    def __enter__(self) -> IndexWriter:
         return self
 
     def __exit__(self, exc_type: object, *rest: object) -> None:

@@ -43,7 +43,7 @@ STOP = "\x01"
 # stop-word filter use, so rankings compare with theirs under the same analysis.
 STOP_LISTS: dict[str, frozenset[str]] = {
     "english": frozenset(
-        "a an and are as at be but by for if in into is it no not of on or such that the their then there these they this to was will with".split()
+        ["a", "an", "and", "are", "as", "at", "be", "but", "by", "for", "if", "in", "into", "is", "it", "no", "not", "of", "on", "or", "such", "that", "the", "their", "then", "there", "these", "they", "this", "to", "was", "will", "with"]
     ),
 }
 
@@ -51,7 +51,7 @@ _ASCII_WORD = re.compile(r"[a-z0-9]+")
 _WORD = re.compile(r"[^\W_]+")
 
 
-class _MarkTable(dict):  # type: ignore[type-arg]
+class _MarkTable(dict):
     """A `str.translate` table that deletes combining marks, filled in as characters are first seen:
     building it for every code point up front cost a 0.3-1 s pause on the first non-ASCII text.
     A character that is not a mark maps to itself, so it is looked up in C from then on."""
@@ -284,7 +284,7 @@ class Analyzer:
         return {"analyzer": self.id, **({"stopwords": sorted(self.stopwords)} if self.stopwords else {})}
 
     @classmethod
-    def of_manifest(cls, manifest: dict[str, Any], where: str) -> "Analyzer":
+    def of_manifest(cls, manifest: dict[str, Any], where: str) -> Analyzer:
         """The analyzer a manifest names; an error naming `where` for one this sieve does not know
         (or whose stop list does not match its id: damage)."""
         analyzer_id = manifest.get("analyzer")

@@ -14,9 +14,9 @@ from typing import Any
 import numpy as np
 
 from sieve.common import jsonio
+from sieve.common.isodate import first_day
 from sieve.corpus.documents import INTRO, Document
 from sieve.engine.analysis.analyzers import joined_bytes
-from sieve.common.isodate import first_day
 from sieve.engine.analysis.fields import Field
 from sieve.engine.analysis.schema import DECLARED_FIELD, NO_FIELDS, Schema
 from sieve.engine.analysis.vocabulary import Vocabulary
@@ -58,7 +58,7 @@ class AnalyzedBatch:
     # int32 YYYYMMDD for a date, a list of keywords for a keyword field.
     columns: list[Any] = field(default_factory=list)
 
-    def drop(self, keep: np.ndarray) -> "AnalyzedBatch":
+    def drop(self, keep: np.ndarray) -> AnalyzedBatch:
         """The batch without the documents where `keep` is False (a duplicate id found later)."""
         unit_keep = np.repeat(keep, self.units)
         token_keep = np.repeat(unit_keep, self.unit_len)

@@ -22,15 +22,16 @@ from __future__ import annotations
 import functools
 import math
 import re
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
-from typing import Any, Iterable, Mapping
+from typing import Any
 
+from sieve.common.isodate import first_day
 from sieve.corpus.documents import checked_date
 from sieve.engine.analysis.analyzers import fold
 from sieve.engine.analysis.dates import parse_date_spec
 from sieve.engine.analysis.fields import DATE_TAG, FIELD_ALIASES
 from sieve.errors import CorpusError, InvalidArgumentError
-from sieve.common.isodate import first_day
 
 FIELD_TYPES = ("keyword", "number", "date", "text")
 # A declared text field's units carry this field code (the built-in fields use 0-4), with the
@@ -98,11 +99,11 @@ class Schema:
         return {"fields": [list(f) for f in self.fields]} if self.fields else {}
 
     @classmethod
-    def of_manifest(cls, manifest: Mapping[str, Any]) -> "Schema":
+    def of_manifest(cls, manifest: Mapping[str, Any]) -> Schema:
         raw = manifest.get("fields")
         if raw is None:
             return NO_FIELDS
-        return declare({n: t for n, t in raw} if isinstance(raw, list) and all(isinstance(f, list) and len(f) == 2 for f in raw) else raw)
+        return declare(dict(raw) if isinstance(raw, list) and all(isinstance(f, list) and len(f) == 2 for f in raw) else raw)
 
     def values(self, metadata: Mapping[str, Any]) -> list[Any]:
         """Each field's value from a document's metadata: a float (NaN: none) for a number, a

@@ -137,8 +137,8 @@ class Attributes:
         """`files`: the opened arrays of `PACKED_FILES` or of `BYTE_FILES`, by name."""
         self.mask = files["post.mask.sva"]
         self.packed = files.get("post.tfs.sva")
-        self.tf_bytes = None if self.packed is not None else files["post.tf.sva"]
-        self.ttf_bytes = None if self.packed is not None else files["post.ttf.sva"]
+        self.tf_bytes: Any = None if self.packed is not None else files["post.tf.sva"]
+        self.ttf_bytes: Any = None if self.packed is not None else files["post.ttf.sva"]
         self.tf_side = _Side(files["post.tf.big.idx.sva"], files["post.tf.big.val.sva"])
         self.ttf_side = _Side(files["post.ttf.big.idx.sva"], files["post.ttf.big.val.sva"])
 

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import numpy as np
 
-
 # from_ids sets bits one by one below n / SPARSE documents (measured crossover, 100k to 1M documents).
 SPARSE = 128
 # contains() unpacks the set when the ids number at least 1/UNPACKED_SHARE of the documents (measured crossover ~1/50 at 100k).

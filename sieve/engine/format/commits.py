@@ -5,6 +5,7 @@ the old and switches `CURRENT` atomically; `WriteLock` keeps writers apart. See 
 
 from __future__ import annotations
 
+import contextlib
 import errno
 import json
 import os
@@ -22,8 +23,8 @@ from sieve.engine.format.storage import (
     FORMAT_NAME,
     MANIFEST,
     SUPPORTED_VERSIONS,
-    file_problem,
     crc32,
+    file_problem,
     fsync_dir,
     read_index_file,
 )
@@ -144,7 +145,7 @@ class WriteLock:
         self.path = root.parent / f".{root.name}.lock"
         self._fd: int | None = None
 
-    def __enter__(self) -> "WriteLock":
+    def __enter__(self) -> WriteLock:
         self.acquire()
         return self
 
@@ -178,10 +179,8 @@ class WriteLock:
     def release(self) -> None:
         if self._fd is not None:
             fd, self._fd = self._fd, None
-            try:
+            with contextlib.suppress(FileNotFoundError):
                 os.unlink(self.path)
-            except FileNotFoundError:
-                pass
             os.close(fd)  # closing drops the flock
 
 
@@ -225,7 +224,7 @@ class Commit:
     the switch (a reader that has them open keeps its memory maps).
     """
 
-    def __init__(self, root: str | os.PathLike, force: bool = False, lock: "WriteLock | None" = None) -> None:
+    def __init__(self, root: str | os.PathLike, force: bool = False, lock: WriteLock | None = None) -> None:
         """`lock`: the index's write lock, already held by the caller (a writer session), who
         releases it; otherwise the commit takes it and lets it go when it commits or aborts.
         `force`: an existing index may be written (replaced by a build, or changed by a writer)."""
@@ -306,7 +305,7 @@ class Commit:
                 shutil.rmtree(where, ignore_errors=True)
         self._release()
 
-    def commit(self, keep: "set[str] | None" = None) -> Path:
+    def commit(self, keep: set[str] | None = None) -> Path:
         """Publish the commit; `keep`: the existing directories (segments) it references, which
         survive the clean-up of everything the new commit does not need."""
         try:

@@ -14,8 +14,9 @@ import os
 import struct
 import sys
 from array import array
+from collections.abc import Callable
 from pathlib import Path
-from typing import Any, BinaryIO, Callable
+from typing import Any, BinaryIO
 
 import numpy as np
 
@@ -90,13 +91,13 @@ class ArrayWriter:
         self._blocks = array("I")  # CRC32 of each full block written
         self._block_crc = 0
         self._block_fill = 0
-        self._fh: BinaryIO = open(path, "wb")
+        self._fh: BinaryIO = open(path, "wb")  # noqa: SIM115 -- the writer outlives this call: close() closes it
         self._fh.write(b"\0" * HEADER_SIZE)
 
     def append(self, data: Any) -> None:
         arr = np.ascontiguousarray(data, dtype=self.dtype)
         if arr.size:  # an empty array (an index of no documents) has no bytes, and no view to cast
-            self._write(memoryview(arr).cast("B"))
+            self._write(arr.data.cast("B"))
         self.rows += arr.shape[0] if arr.ndim else 1
 
     def append_bytes(self, raw: bytes) -> None:
@@ -164,11 +165,11 @@ class ArrayFile:
     is harmless).
     """
 
-    __slots__ = ("a", "name", "dtype", "shape", "ndim", "_raw", "_table", "_shift", "_row", "_ok", "_okv", "_left", "_straddle", "on_verified")
+    __slots__ = ("_left", "_ok", "_okv", "_raw", "_row", "_shift", "_straddle", "_table", "a", "dtype", "name", "ndim", "on_verified", "shape")
 
     def __init__(self, arr: np.ndarray, name: str, table: np.ndarray, shift: int) -> None:
         self.a, self.name, self.dtype, self.shape, self.ndim = arr, name, arr.dtype, arr.shape, arr.ndim
-        self._raw = memoryview(arr.reshape(-1)).cast("B") if arr.size else memoryview(b"")
+        self._raw = arr.reshape(-1).data.cast("B") if arr.size else memoryview(b"")
         self._table = table.tolist()
         self._shift = shift
         self._row = arr.itemsize * (arr.shape[1] if arr.ndim == 2 else 1)

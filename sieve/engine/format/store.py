@@ -33,7 +33,7 @@ CODEC = "lz4"
 CACHED_BYTES = 1 << 20  # decompressed blocks kept per stream and segment (a card's sections, a page of hits' records)
 
 
-def compress(raw: bytes) -> bytes:
+def compress(raw: bytes | memoryview) -> bytes:
     return lz4.block.compress(raw, store_size=False)
 
 

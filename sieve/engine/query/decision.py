@@ -11,7 +11,7 @@ an explanation can never disagree with `match`.
 
 from __future__ import annotations
 
-from typing import Callable
+from collections.abc import Callable
 
 import numpy as np
 

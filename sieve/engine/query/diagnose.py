@@ -14,8 +14,8 @@ clause is a drop like any other, but a drop that would leave only NOT clauses is
 
 from __future__ import annotations
 
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, replace
-from typing import Callable, Sequence
 
 import numpy as np
 
@@ -178,7 +178,7 @@ def merge_diagnoses(parts: Sequence[Diagnosis], most: int = 8) -> Diagnosis:
     first = parts[0]
     clauses = tuple((c, sum(p.clauses[i][1] for p in parts)) for i, (c, _) in enumerate(first.clauses))
     rank = {kind: r for r, (kind, _) in enumerate(_LOOSEN)} | {"drop": len(_LOOSEN)}
-    where = {}
+    where: dict[str, int] = {}
     for i, (c, _) in enumerate(first.clauses):
         where.setdefault(c, i)  # a clause written twice: its first place (both give the same relaxed query)
     totals: dict[tuple[str, str, str, int], list] = {}

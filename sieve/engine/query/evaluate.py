@@ -81,9 +81,9 @@ class Evaluator:
         # `rest`, which may also drop documents the rows below already hold).
         unasked = r.left_out(fmask)
         if not unasked:  # every field there is: a frequent term's documents may be one stored row
-            row = r.any_row(tid)
-            if row is not None:
-                return row, None
+            whole = r.any_row(tid)
+            if whole is not None:
+                return whole, None
         acc, rest = None, fmask
         # Where the postings to read are: all of the term's, unless rows and rest postings stand in.
         docs_of, rest_masks = r.post_doc, None

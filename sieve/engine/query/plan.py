@@ -15,8 +15,9 @@ language's (`sieve.engine.query.indriql`) alike; this module walks the tree and 
 from __future__ import annotations
 
 import functools
+from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Any, Callable
+from typing import Any
 
 from sieve.engine.analysis.analyzers import Analyzer
 from sieve.engine.analysis.fields import ALL_MASK, mask_of
@@ -127,7 +128,7 @@ class Plan:
         return self._derived
 
     @classmethod
-    def of(cls, node: ast.Node, reader: SegmentReader, limits: Limits = Limits(), shared: "_Shared | None" = None) -> "Plan":
+    def of(cls, node: ast.Node, reader: SegmentReader, limits: Limits = Limits(), shared: _Shared | None = None) -> Plan:
         """Resolve `node` against `reader`. Raises BQLLimitError for a prefix that expands past the
         cap or a query whose phrases and NEARs would examine too many positions together. `shared`:
         what another segment of the same index already worked out for this query (filled here)."""
@@ -155,7 +156,7 @@ class Plans:
     parts: tuple[Plan, ...]
 
     @classmethod
-    def of(cls, node: ast.Node, readers: "list[SegmentReader]", limits: Limits = Limits()) -> "Plans":
+    def of(cls, node: ast.Node, readers: list[SegmentReader], limits: Limits = Limits()) -> Plans:
         """Resolve `node` against every segment's reader. The positions cap holds for the whole
         query over all segments; the prefix cap for each segment's dictionary."""
         shared = _Shared(node)  # each leaf analysed once, whatever the number of segments
@@ -203,7 +204,7 @@ class _Shared:
     """What a query's plans for the segments of one index have in common: its canonical form and
     each leaf's analysis (the segments share the analyzer and the declared fields)."""
 
-    __slots__ = ("query", "leaves")
+    __slots__ = ("leaves", "query")
 
     def __init__(self, node: ast.Node) -> None:
         self.query = str(node)
@@ -214,7 +215,7 @@ class _Builder:
     """Walks a syntax tree, each node resolved by its operator (`ops.base.Resolver` is what the
     operators may use of it)."""
 
-    def __init__(self, reader: SegmentReader, limits: Limits, memo: "dict[Any, Any]") -> None:
+    def __init__(self, reader: SegmentReader, limits: Limits, memo: dict[Any, Any]) -> None:
         self.r = reader
         self.limits = limits
         self.analyzer = reader.analyzer
@@ -256,7 +257,7 @@ class _Builder:
             (name,) = fields  # the parser allows one declared field per tag, alone
             number = self.r.schema.number_of(name)  # type: ignore[arg-type]
             return DECLARED_BIT, name, functools.partial(namespaced, number)  # type: ignore[return-value]
-        return mask_of(fields), "", _same  # type: ignore[arg-type]
+        return mask_of(fields), "", _same
 
     def analysed(self, node: Any, analyse: Callable[..., Any], *args: Any) -> Any:
         got = self._memo.get(node)
@@ -283,7 +284,7 @@ def _check_volume(plan: Plan, limits: Limits) -> None:
     check_volume([(str(leaf.node), leaf.volume) for leaf in plan.leaves], limits)
 
 
-def check_volume(leaves: "list[tuple[str, int]]", limits: Limits) -> None:
+def check_volume(leaves: list[tuple[str, int]], limits: Limits) -> None:
     """BQLLimitError when the leaves' positional volumes (each leaf's BQL and volume, summed over
     every segment or shard that resolved it) pass the positions cap together."""
     total = sum(v for _, v in leaves)

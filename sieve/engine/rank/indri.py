@@ -50,7 +50,16 @@ import numpy as np
 
 from sieve.engine import deadline
 from sieve.engine.analysis.fields import ALL_MASK, Field
-from sieve.engine.query.plan import AndPlan, BandPlan, FilterPlan, LeafPlan, NotPlan, OrPlan, Plan, PlanNode
+from sieve.engine.query.plan import (
+    AndPlan,
+    BandPlan,
+    FilterPlan,
+    LeafPlan,
+    NotPlan,
+    OrPlan,
+    Plan,
+    PlanNode,
+)
 from sieve.engine.segment.reader import SegmentReader
 
 NEG_INF = -np.inf
@@ -104,7 +113,7 @@ class IndriScorer:
             got = self._lengths[mask] = (per_doc, float(per_doc.sum()))
         return got
 
-    def scores(self, plan: Plan, collection: "IndriCollection | None" = None, tfs: dict[int, np.ndarray] | None = None,
+    def scores(self, plan: Plan, collection: IndriCollection | None = None, tfs: dict[int, np.ndarray] | None = None,
                candidates: bool = False) -> np.ndarray:
         """The root's log belief for every document (-inf: excluded by a date, a #band or a
         #filreq). `collection`: the collection counts when this reader is one segment of several
@@ -135,7 +144,7 @@ class IndriScorer:
 
     # ------------------------------------------------------------ operators
 
-    def _node(self, node: PlanNode, ctx: "_Context") -> np.ndarray:
+    def _node(self, node: PlanNode, ctx: _Context) -> np.ndarray:
         deadline.check()
         if isinstance(node, LeafPlan):
             return self._leaf(node, ctx)
@@ -154,7 +163,7 @@ class IndriScorer:
         assert isinstance(node, AndPlan)
         return self._mean(node, ctx)
 
-    def _mean(self, node: AndPlan, ctx: "_Context") -> np.ndarray:
+    def _mean(self, node: AndPlan, ctx: _Context) -> np.ndarray:
         """#combine (#weight with weights): the children's (weighted) mean log belief; a date
         among them filters and is left out of the mean."""
         n = self.r.n_docs
@@ -164,7 +173,7 @@ class IndriScorer:
         weights = node.weights or (1.0,) * len(node.children)
         for c, w in zip(node.children, weights):
             if _filters(c):
-                allowed &= self._in_range(c)  # type: ignore[arg-type]
+                allowed &= self._in_range(c)
                 continue
             total += self._node(c, ctx) if w == 1.0 else w * self._node(c, ctx)
             beliefs += w
@@ -176,7 +185,7 @@ class IndriScorer:
         ctx = _Context(None, {id(leaf): i for i, leaf in enumerate(plan.leaves)}, None, {})
         return self._holds(plan.root, ctx)
 
-    def _holds(self, node: PlanNode, ctx: "_Context") -> np.ndarray:
+    def _holds(self, node: PlanNode, ctx: _Context) -> np.ndarray:
         if isinstance(node, LeafPlan):
             return self._in_range(node) if _filters(node) else self._tf(node, ctx) > 0
         if isinstance(node, NotPlan):
@@ -192,7 +201,7 @@ class IndriScorer:
         some = False
         for c in node.children:  # an OR, or a #combine: any operand, and every date of a #combine
             if type(node) is not OrPlan and _filters(c):
-                need &= self._in_range(c)  # type: ignore[arg-type]
+                need &= self._in_range(c)
             else:
                 out |= self._holds(c, ctx)
                 some = True
@@ -200,7 +209,7 @@ class IndriScorer:
 
     # ------------------------------------------------------------ leaves
 
-    def _leaf(self, leaf: LeafPlan, ctx: "_Context") -> np.ndarray:
+    def _leaf(self, leaf: LeafPlan, ctx: _Context) -> np.ndarray:
         if leaf.op.filters or leaf.declared:  # filters: admitted or not, no belief
             return np.where(self._in_range(leaf), 0.0, NEG_INF)
         tf = self._tf(leaf, ctx)
@@ -213,7 +222,7 @@ class IndriScorer:
         mu = self.params.mu
         return np.log((tf + mu * pc) / (dl + mu))
 
-    def _tf(self, leaf: LeafPlan, ctx: "_Context") -> np.ndarray:
+    def _tf(self, leaf: LeafPlan, ctx: _Context) -> np.ndarray:
         if ctx.tfs is not None:
             return ctx.tfs[ctx.leaf_at[id(leaf)]]
         got = ctx.counted.get(id(leaf))

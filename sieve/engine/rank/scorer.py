@@ -5,7 +5,8 @@ chunks), MaxScore (`BM25Scorer.top`, `_pruned`) and a windowed scan over window 
 from __future__ import annotations
 
 import threading
-from typing import Callable, Iterator, NamedTuple
+from collections.abc import Callable, Iterator
+from typing import NamedTuple
 
 import numpy as np
 
@@ -411,9 +412,9 @@ class BM25Scorer:
         # Exact scores: the contributions added in query order, as `scores` adds them (a term
         # missing from a document adds 0.0, which changes no sum), so they agree to the bit.
         acc = np.zeros(len(cand), dtype=np.float64)
-        for col in part:
-            if col is not None:
-                acc += col
+        for exact in part:
+            if exact is not None:
+                acc += exact
         if outside > float(np.partition(acc, len(acc) - k)[len(acc) - k]):
             return None
         return top_k(cand, acc, k)

@@ -12,9 +12,8 @@ allocate far less than 4 MiB and are left alone.
 from __future__ import annotations
 
 import threading
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
-from typing import Callable
 
 import numpy as np
 

@@ -4,18 +4,29 @@ from __future__ import annotations
 
 import bisect
 import functools
+from collections.abc import Sequence
 from pathlib import Path
-from typing import Any, Sequence
+from typing import Any
 
 import numpy as np
 
 from sieve.common import jsonio
-from sieve.engine.format import attributes, commits, docids, storage, weak
 from sieve.engine.analysis.analyzers import Analyzer
 from sieve.engine.analysis.fields import ALL_MASK
-from sieve.engine.format.positions import BLOCK, BLOCK_FILES, EXCEPTION_FILES, PACKED_COLUMNS, PACKED_FILES, PACKED_FILES_ROWS, RAW_FILES, ROW_FILES, RawPositions
-from sieve.engine.format.position_blocks import BlockPositions
 from sieve.engine.analysis.schema import Schema
+from sieve.engine.format import attributes, commits, docids, storage, weak
+from sieve.engine.format.position_blocks import BlockPositions
+from sieve.engine.format.positions import (
+    BLOCK,
+    BLOCK_FILES,
+    EXCEPTION_FILES,
+    PACKED_COLUMNS,
+    PACKED_FILES,
+    PACKED_FILES_ROWS,
+    RAW_FILES,
+    ROW_FILES,
+    RawPositions,
+)
 from sieve.engine.format.store import CODEC, BlockReader, RawStream
 from sieve.errors import IndexDamagedError, InvalidArgumentError
 
@@ -81,7 +92,7 @@ class StringTable(Sequence[bytes]):
 
     def __init__(self, blob: np.ndarray, off: np.ndarray) -> None:
         # Memoryviews slice in a fraction of a numpy slice's time: a lookup makes two.
-        self._blobv, self._offv = memoryview(np.ascontiguousarray(blob)), memoryview(np.ascontiguousarray(off))
+        self._blobv, self._offv = np.ascontiguousarray(blob).data, np.ascontiguousarray(off).data
         self._n = len(off) - 1
         starts = off[: self._n : self.BLOCK].tolist()
         ends = off[1 : self._n + 1][:: self.BLOCK].tolist()
@@ -181,7 +192,7 @@ class SegmentReader:
         self.text_df = a["terms.df.sva"]  # documents with the term in title, headings or body
         self.post_ptr, self.post_doc = a["post.ptr.sva"], self._ids(a, "post.doc")
         self.attrs = attributes.Attributes(a)  # each posting's field mask and counts
-        self.pos_ptr = a["pos.ptr.sva"]
+        self.pos_ptr: Any = a["pos.ptr.sva"]  # an ArrayFile, then the array once verified
         self.unit_start, self.unit_field, self.unit_section = a["unit.start.sva"], a["unit.field.sva"], a["unit.section.sva"]
         self.doc_units, self.dates, self.field_len, self.doc_len = a["doc.units.sva"], a["doc.date.sva"], a["doc.flen.sva"], a["doc.len.sva"]
         self.meta_blob, self.meta_off = a["store.meta.sva"], a["store.meta.off.sva"]
@@ -190,18 +201,23 @@ class SegmentReader:
         self.id_doc, self.id_rank = a["ids.doc.sva"], a["ids.rank.sva"]
         # Frequent (term, field) pairs as bitsets: term t's rows are dense[dense_ptr[t]:dense_ptr[t + 1]],
         # row i holding the documents with the term in field dense_field[i]. None: no such rows.
-        self.dense_ptr = self.dense = self.dense_field = None
+        self.dense: Any = None
+        self.dense_ptr: Any = None
+        self.dense_field: Any = None
         if "post.bits.sva" in a:
             self.dense, self.dense_ptr, self.dense_field = a["post.bits.sva"], a["post.bits.ptr.sva"].whole(), a["post.bits.field.sva"].whole()
         # A term with rows: its postings in the fields without rows are rest_doc/rest_mask (masks
         # of those fields only) from rest_ptr[dense_ptr[t]] to rest_ptr[dense_ptr[t + 1]]. None:
         # a segment written before format 6, whose leaves read all the postings instead.
-        self.rest_ptr = self.rest_doc = self.rest_mask = None
+        self.rest_ptr: Any = None
+        self.rest_doc: Any = None
+        self.rest_mask: Any = None
         if "post.rest.ptr.sva" in a:
             self.rest_ptr, self.rest_doc, self.rest_mask = a["post.rest.ptr.sva"].whole(), self._ids(a, "post.rest.doc"), a["post.rest.mask.sva"]
         # A term's row of documents in any field: any[i] for the term any_terms[i] (ascending).
         # None: a segment written before them.
-        self.any = self.any_terms = None
+        self.any: Any = None
+        self.any_terms: Any = None
         self._any_row: dict[int, int] = {}
         if "post.any.sva" in a:
             self.any, self.any_terms = a["post.any.sva"], a["post.any.terms.sva"].whole()
@@ -315,7 +331,7 @@ class SegmentReader:
         posting, and no unit of a built-in term, has another field's bit. Read from the field
         lengths at first use (1 MB at 100,000 documents)."""
         flen = np.asarray(self.field_len)
-        used = flen.any(axis=0) if len(flen) else np.zeros(flen.shape[1] if flen.ndim == 2 else 0, dtype=bool)
+        used: Any = flen.any(axis=0) if len(flen) else np.zeros(flen.shape[1] if flen.ndim == 2 else 0, dtype=bool)
         return sum(1 << i for i, u in enumerate(used.tolist()) if u)
 
     def left_out(self, fmask: int) -> int:
@@ -328,7 +344,7 @@ class SegmentReader:
         """The bitset of every document holding term `tid` in any field, where the segment stores
         one (frequent terms whose documents no single field row holds); else None."""
         i = self._any_row.get(tid)
-        return None if i is None else self.any[i]  # type: ignore[index]
+        return None if i is None else self.any[i]
 
     def postings(self, tid: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
         """(documents, field masks, term frequencies) of one term, by ascending document."""

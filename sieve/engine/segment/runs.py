@@ -12,15 +12,16 @@ postings in document order. The merged arrays are byte for byte those of a build
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Callable
+from typing import Any
 
 import numpy as np
 
+from sieve.engine.analysis.fields import Field
 from sieve.engine.format import attributes, docids
 from sieve.engine.format.distinct import distinct
-from sieve.engine.analysis.fields import Field
 from sieve.engine.format.positions import PositionsWriter
 
 TEXT_BITS = np.uint8(Field.TITLE.bit | Field.SECTION.bit | Field.BODY.bit)  # what BM25 counts
@@ -70,10 +71,11 @@ class Postings:
     pos: np.ndarray  # int64, grouped by entry
 
     @staticmethod
-    def joined(parts: list["Postings"], pos: np.ndarray) -> "Postings":
+    def joined(parts: list[Postings], pos: np.ndarray) -> Postings:
         """The postings of consecutive pieces of one sorted stream (each cut where a key starts),
         whose positions, together, are `pos`."""
-        return Postings(*(np.concatenate([getattr(p, name) for p in parts]) for name in ("term", "doc", "tf", "mask", "ttf")), pos)
+        term, doc, tf, mask, ttf = (np.concatenate([getattr(p, name) for p in parts]) for name in ("term", "doc", "tf", "mask", "ttf"))
+        return Postings(term, doc, tf, mask, ttf, pos)
 
 
 def key_start_near_middle(s_key: np.ndarray) -> int:

@@ -10,23 +10,23 @@ length (BM25's), as in Lucene.
 from __future__ import annotations
 
 import shutil
-from concurrent.futures import ThreadPoolExecutor
 from array import array
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 
-from sieve.engine.format import attributes, bitset, commits, docids, storage
 from sieve.engine.analysis.analyzers import PLAIN, STOP, Analyzer
 from sieve.engine.analysis.batch import NO_DATE, AnalyzedBatch
-from sieve.engine.analysis.vocabulary import Vocabulary
 from sieve.engine.analysis.fields import Field
-from sieve.engine.segment.pages import small_pages
-from sieve.engine.format.positions import PositionsWriter
-from sieve.engine.segment.runs import Postings, Runs, by_key, key_start_near_middle, postings
 from sieve.engine.analysis.schema import NO_FIELDS, Schema
+from sieve.engine.analysis.vocabulary import Vocabulary
+from sieve.engine.format import attributes, bitset, commits, docids, storage
+from sieve.engine.format.positions import PositionsWriter
 from sieve.engine.format.store import CODEC, SHIFTS, BlockWriter
+from sieve.engine.segment.pages import small_pages
+from sieve.engine.segment.runs import Postings, Runs, by_key, key_start_near_middle, postings
 
 N_FIELDS = len(Field)
 
@@ -119,7 +119,7 @@ class SegmentWriter:
         self.tokens, self.unit_len, self.unit_field, self.unit_section, self.unit_stops = array("i"), array("i"), array("b"), array("i"), array("i")
         self.doc_units, self.dates, self.meta_off, self.text_off, self.doc_sections = array("q", [0]), array("i"), array("q", [0]), array("q", [0]), array("q", [0])
 
-    def continue_from(self, earlier: "SegmentWriter") -> None:
+    def continue_from(self, earlier: SegmentWriter) -> None:
         """Take batches whose term ids are numbered by the analysers that fed `earlier` (the
         writer of the previous segment of the same build): seed each one's id map."""
         terms = list(earlier.vocab.ids)
@@ -348,7 +348,7 @@ class SegmentWriter:
         rank = np.zeros(len(terms), dtype=np.int32)
         rank[np.asarray(order, dtype=np.int64)] = np.arange(len(order), dtype=np.int32)
         sorted_terms = [terms[i].encode() for i in order]
-        pos_count = None if self.runs.count else occurs[np.asarray(order, dtype=np.int64)]  # by final term
+        pos_count: Any = None if self.runs.count else occurs[np.asarray(order, dtype=np.int64)]  # by final term
         del terms, order, used_ids
 
         unit_len, unit_doc, unit_field = self._unit_tables()

@@ -9,11 +9,10 @@ from __future__ import annotations
 
 import functools
 from dataclasses import dataclass, field
-from typing import Union
 
 from sieve.engine.analysis.fields import ALL_FIELDS, Field
 
-Fields = Union[frozenset[Field], frozenset[str], None]  # a str: a declared text field's name
+Fields = frozenset[Field] | frozenset[str] | None  # a str: a declared text field's name
 Span = tuple[int, int]
 
 
@@ -23,7 +22,7 @@ def _tag(fields: Fields) -> str:
         return ""
     if fields == ALL_FIELDS:
         return "[all]"
-    return "[" + ",".join(f.label if isinstance(f, Field) else f for f in sorted(fields)) + "]"  # type: ignore[type-var]
+    return "[" + ",".join(f.label if isinstance(f, Field) else f for f in sorted(fields)) + "]"  # type: ignore[misc]  # sorted() of a union of sets
 
 
 @dataclass(frozen=True)
@@ -109,7 +108,7 @@ class Filter:
 
 @dataclass(frozen=True)
 class Not:
-    child: "Node"
+    child: Node
     span: Span = field(default=(0, 0), compare=False, repr=False)
 
     def __str__(self) -> str:
@@ -121,7 +120,7 @@ class Not:
 
 @dataclass(frozen=True)
 class And:
-    children: tuple["Node", ...]
+    children: tuple[Node, ...]
     span: Span = field(default=(0, 0), compare=False, repr=False)
 
     def __str__(self) -> str:
@@ -130,15 +129,15 @@ class And:
 
 @dataclass(frozen=True)
 class Or:
-    children: tuple["Node", ...]
+    children: tuple[Node, ...]
     span: Span = field(default=(0, 0), compare=False, repr=False)
 
     def __str__(self) -> str:
         return " OR ".join(str(c) for c in self.children)
 
 
-Leaf = Union[Term, Prefix, Phrase, Near]
-Node = Union[Term, Prefix, Phrase, Near, DateRange, Filter, Not, And, Or]
+Leaf = Term | Prefix | Phrase | Near
+Node = Term | Prefix | Phrase | Near | DateRange | Filter | Not | And | Or
 
 
 CONSTRUCTS = ("phrase", "field", "boolean", "wildcard", "date", "near")

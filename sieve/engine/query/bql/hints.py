@@ -9,7 +9,7 @@ are things to search for. So the reader gets a hint with the BQL that scopes the
 from __future__ import annotations
 
 import re
-from typing import Iterable
+from collections.abc import Iterable
 
 from sieve.engine.analysis.fields import DATE_TAG, FIELD_ALIASES
 from sieve.engine.query.bql import ast

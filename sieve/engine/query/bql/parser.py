@@ -6,7 +6,8 @@ than a precedence table, because NOT is both prefix (`NOT a`) and, by juxtaposit
 (`a NOT b` = a AND NOT b), which a single precedence level cannot express.
 """
 
-from typing import Any, Iterator
+from collections.abc import Callable, Iterator
+from typing import TYPE_CHECKING, Any, TypeVar
 
 from sly import Parser
 
@@ -14,11 +15,34 @@ from sieve.engine.query.bql import ast
 from sieve.engine.query.bql.descent import parse_fast
 from sieve.engine.query.bql.lexer import BAD_CHAR, BQLLexer, Tok, tokenize
 from sieve.engine.query.bql.productions import (
-    _DECLARED, FIELD_HELP, MAX_CLAUSES, MAX_DEPTH, MAX_NEAR_DIGITS, MAX_NEGATIONS, MAX_QUERY_CHARS, _AndList, _date_item,
-    _Item, _group_item, _near,
-    _near_item, _nearcall, _negated, _or, _phrase_item, _word_item, declared_text_fields, parse_fields, scoped,
+    _DECLARED,
+    FIELD_HELP,
+    MAX_CLAUSES,
+    MAX_DEPTH,
+    MAX_NEAR_DIGITS,
+    MAX_NEGATIONS,
+    MAX_QUERY_CHARS,
+    _AndList,
+    _date_item,
+    _group_item,
+    _Item,
+    _near,
+    _near_item,
+    _nearcall,
+    _negated,
+    _or,
+    _phrase_item,
+    _word_item,
+    declared_text_fields,
+    parse_fields,
+    scoped,
 )
 from sieve.errors import BQLLimitError, BQLSyntaxError
+
+if TYPE_CHECKING:  # sly's metaclass supplies `_` in the class body at run time
+    _F = TypeVar("_F", bound=Callable[..., Any])
+
+    def _(*rules: str) -> Callable[[_F], _F]: ...
 
 __all__ = ["FIELD_HELP", "MAX_CLAUSES", "MAX_DEPTH", "MAX_NEAR_DIGITS", "MAX_NEGATIONS", "MAX_QUERY_CHARS", "BQLParser",
            "declared_text_fields", "parse", "parse_fast", "parse_fields", "parse_for", "parse_lalr", "scoped"]
@@ -31,79 +55,79 @@ class BQLParser(Parser):
     tokens = BQLLexer.tokens
     track_positions = False  # nodes carry their own spans
 
-    @_("or_expr OR and_expr")  # type: ignore[name-defined]  # noqa: F821
+    @_("or_expr OR and_expr")
     def or_expr(self, p: Any) -> ast.Node:
         return _or([p.or_expr, p.and_expr.node()])
 
-    @_("and_expr")  # type: ignore[name-defined]  # noqa: F821
+    @_("and_expr")
     def or_expr(self, p: Any) -> ast.Node:  # noqa: F811
         return p.and_expr.node()
 
-    @_("and_expr AND not_expr")  # type: ignore[name-defined]  # noqa: F821
+    @_("and_expr AND not_expr")
     def and_expr(self, p: Any) -> _AndList:
         p.and_expr.conjoin(p.not_expr[0])
         return p.and_expr
 
-    @_("and_expr not_expr")  # type: ignore[name-defined]  # noqa: F821
+    @_("and_expr not_expr")
     def and_expr(self, p: Any) -> _AndList:  # noqa: F811
         item, tagged = p.not_expr
         p.and_expr.juxtapose(item, tagged)
         return p.and_expr
 
-    @_("not_expr")  # type: ignore[name-defined]  # noqa: F821
+    @_("not_expr")
     def and_expr(self, p: Any) -> _AndList:  # noqa: F811
         return _AndList(p.not_expr[0])
 
     # not_expr values are (item, tag fields if the item is a tagged bare word else False).
-    @_("NOT not_expr", "MINUS not_expr")  # type: ignore[name-defined]  # noqa: F821
+    @_("NOT not_expr", "MINUS not_expr")
     def not_expr(self, p: Any) -> tuple[_Item, Any]:
         return _negated(p[0], p.not_expr[0].node)
 
-    @_("primary")  # type: ignore[name-defined]  # noqa: F821
+    @_("primary")
     def not_expr(self, p: Any) -> tuple[_Item, Any]:  # noqa: F811
         return p.primary
 
-    @_("WORD", "PREFIX")  # type: ignore[name-defined]  # noqa: F821
+    @_("WORD", "PREFIX")
     def primary(self, p: Any) -> tuple[_Item, Any]:
         return _word_item(p[0], None)
 
-    @_("WORD TAG", "PREFIX TAG")  # type: ignore[name-defined]  # noqa: F821
+    @_("WORD TAG", "PREFIX TAG")
     def primary(self, p: Any) -> tuple[_Item, Any]:  # noqa: F811
         return _word_item(p[0], p.TAG)
 
-    @_("PHRASE")  # type: ignore[name-defined]  # noqa: F821
+    @_("PHRASE")
     def primary(self, p: Any) -> tuple[_Item, Any]:  # noqa: F811
         return _phrase_item(p.PHRASE, None)
 
-    @_("PHRASE TAG")  # type: ignore[name-defined]  # noqa: F821
+    @_("PHRASE TAG")
     def primary(self, p: Any) -> tuple[_Item, Any]:  # noqa: F811
         return _phrase_item(p.PHRASE, p.TAG)
 
-    @_("near")  # type: ignore[name-defined]  # noqa: F821
+    @_("near")
     def primary(self, p: Any) -> tuple[_Item, Any]:  # noqa: F811
         return _near_item(p.near, None)
 
-    @_("near TAG")  # type: ignore[name-defined]  # noqa: F821
+    @_("near TAG")
     def primary(self, p: Any) -> tuple[_Item, Any]:  # noqa: F811
         return _near_item(p.near, p.TAG)
 
-    @_("LPAREN or_expr RPAREN")  # type: ignore[name-defined]  # noqa: F821
+    @_("LPAREN or_expr RPAREN")
     def primary(self, p: Any) -> tuple[_Item, Any]:  # noqa: F811
         return _group_item(p.LPAREN, p.or_expr, p.RPAREN, None)
 
-    @_("LPAREN or_expr RPAREN TAG")  # type: ignore[name-defined]  # noqa: F821
+    @_("LPAREN or_expr RPAREN TAG")
     def primary(self, p: Any) -> tuple[_Item, Any]:  # noqa: F811
         return _group_item(p.LPAREN, p.or_expr, p.RPAREN, p.TAG)
 
-    @_("DATE")  # type: ignore[name-defined]  # noqa: F821
+    @_("DATE")
     def primary(self, p: Any) -> tuple[_Item, Any]:  # noqa: F811
         return _date_item(p.DATE)
 
-    @_("WORD NEAR WORD")  # type: ignore[name-defined]  # noqa: F821
+    @_("WORD NEAR WORD")
     def near(self, p: Any) -> ast.Near:
         return _near(p.NEAR, p.WORD0, p.WORD1, (p.WORD0.pos, p.WORD1.pos + len(p.WORD1.text)))
 
-    @_("NEARCALL")  # type: ignore[name-defined]  # noqa: F821
+    @_("NEARCALL")
     def near(self, p: Any) -> ast.Near:  # noqa: F811
         return _nearcall(p.NEARCALL)
 
@@ -142,6 +166,7 @@ def _error_for(text: str, toks: list[Any], t: Any) -> BQLSyntaxError:
         depth = sum(1 if k.type == "LPAREN" else -1 if k.type == "RPAREN" else 0 for k in toks[:i])
         if depth <= 0:
             return BQLSyntaxError("unmatched ')'", v.pos, "remove it or add a '(' before it")
+        assert prev is not None  # depth > 0: a token comes before this one
         return BQLSyntaxError(f"expected a term after {prev.value.text!r}", v.pos, "an operator needs a term on each side")
     if t.type in ("AND", "OR"):
         if prev is None:

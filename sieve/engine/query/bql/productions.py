@@ -8,13 +8,14 @@ from __future__ import annotations
 import contextlib
 import contextvars
 import difflib
+from collections.abc import Iterator
 from dataclasses import dataclass, replace
-from typing import Any, Iterator
+from typing import Any
 
 from sieve.engine.analysis.analyzers import analyze
+from sieve.engine.analysis.dates import parse_date_spec
 from sieve.engine.analysis.fields import DATE_TAG, FIELD_ALIASES, Field, field_names
 from sieve.engine.query.bql import ast
-from sieve.engine.analysis.dates import parse_date_spec
 from sieve.engine.query.bql.lexer import Tok
 from sieve.errors import BQLSyntaxError
 
@@ -50,7 +51,7 @@ class _AndList:
             for prev in reversed(self.items):
                 if not prev.open_run:
                     break
-                prev.node = replace(prev.node, fields=tagged_bare)  # type: ignore[type-var]
+                prev.node = replace(prev.node, fields=tagged_bare)  # type: ignore[arg-type]  # replace() of a union
                 prev.open_run = False
         self.items.append(item)
 
@@ -171,7 +172,7 @@ def scoped(node: ast.Node, fields: frozenset[Field], pos: int) -> ast.Node:
         return node
     if isinstance(node, ast.Not):
         return replace(node, child=scoped(node.child, fields, pos))
-    return replace(node, children=tuple(scoped(c, fields, pos) for c in node.children))  # type: ignore[union-attr]
+    return replace(node, children=tuple(scoped(c, fields, pos) for c in node.children))
 
 
 # ---------------------------------------------------------------- the productions' values

@@ -10,11 +10,11 @@ from __future__ import annotations
 
 import functools
 from dataclasses import dataclass, field
-from typing import Literal, Union
+from typing import Literal
 
 from sieve.engine.analysis.fields import ALL_FIELDS, Field
 
-Fields = Union[frozenset[Field], None]
+Fields = frozenset[Field] | None
 Span = tuple[int, int]
 
 
@@ -82,12 +82,12 @@ class Window:
 class Syn:
     """`#syn(...)`: its operands counted as one term (their occurrences summed)."""
 
-    operands: tuple[Union[Word, Wildcard, Window], ...]
+    operands: tuple[Word | Wildcard | Window, ...]
     fields: Fields = None
     span: Span = field(default=(0, 0), compare=False, repr=False)
 
     def __str__(self) -> str:
-        def bare(op: Union[Word, Wildcard, Window]) -> str:
+        def bare(op: Word | Wildcard | Window) -> str:
             return str(op.__class__(**{**op.__dict__, "fields": None}))  # the restriction is printed once, on the #syn
 
         return "#syn(" + " ".join(bare(o) for o in self.operands) + ")" + restriction(self.fields)
@@ -118,7 +118,7 @@ class Combine:
     (`weights` given): their weighted mean. `extent` is the `[field]` written after the operator
     name (already pushed down to the words; kept to print it back)."""
 
-    children: tuple["Node", ...]
+    children: tuple[Node, ...]
     weights: tuple[float, ...] | None = None
     extent: Fields = None
     span: Span = field(default=(0, 0), compare=False, repr=False)
@@ -135,7 +135,7 @@ class Combine:
 class Or:
     """`#or(...)`: 1 - the product of (1 - belief)."""
 
-    children: tuple["Node", ...]
+    children: tuple[Node, ...]
     span: Span = field(default=(0, 0), compare=False, repr=False)
 
     def __str__(self) -> str:
@@ -146,7 +146,7 @@ class Or:
 class Not:
     """`#not(q)`: 1 - belief."""
 
-    child: "Node"
+    child: Node
     span: Span = field(default=(0, 0), compare=False, repr=False)
 
     def __str__(self) -> str:
@@ -158,7 +158,7 @@ class Band:
     """`#band(...)`: Boolean AND. Only documents where every operand matches take part; there, the
     mean of the operands' beliefs, as #combine."""
 
-    children: tuple["Node", ...]
+    children: tuple[Node, ...]
     span: Span = field(default=(0, 0), compare=False, repr=False)
 
     def __str__(self) -> str:
@@ -171,16 +171,16 @@ class Filter:
     False): those where `f` does not match."""
 
     require: bool
-    filter: "Node"
-    query: "Node"
+    filter: Node
+    query: Node
     span: Span = field(default=(0, 0), compare=False, repr=False)
 
     def __str__(self) -> str:
         return f"#fil{'req' if self.require else 'rej'}({self.filter} {self.query})"
 
 
-Leaf = Union[Word, Wildcard, Window, Syn, Dates]
-Node = Union[Word, Wildcard, Window, Syn, Dates, Combine, Or, Not, Band, Filter]
+Leaf = Word | Wildcard | Window | Syn | Dates
+Node = Word | Wildcard | Window | Syn | Dates | Combine | Or | Not | Band | Filter
 
 
 def _unscoped(children: tuple[Node, ...], extent: Fields) -> list[Node]:

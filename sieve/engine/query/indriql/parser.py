@@ -19,9 +19,15 @@ import re
 from dataclasses import replace
 
 from sieve.engine.analysis.dates import parse_date_spec
-from sieve.engine.query.bql.lexer import BAD_CHAR
-from sieve.engine.query.bql.parser import FIELD_HELP, MAX_CLAUSES, MAX_DEPTH, MAX_NEAR_DIGITS, MAX_QUERY_CHARS
 from sieve.engine.analysis.fields import DATE_TAG, FIELD_ALIASES, Field, field_names
+from sieve.engine.query.bql.lexer import BAD_CHAR
+from sieve.engine.query.bql.parser import (
+    FIELD_HELP,
+    MAX_CLAUSES,
+    MAX_DEPTH,
+    MAX_NEAR_DIGITS,
+    MAX_QUERY_CHARS,
+)
 from sieve.engine.query.indriql import ast
 from sieve.errors import BQLLimitError, IndriSyntaxError
 
@@ -185,11 +191,11 @@ class _Parser:
         if self.s.startswith("[", self.i):
             if name not in ("combine", "weight"):
                 raise _error(f"#{name} takes no [field]", self.i, f"restrict its words instead: #{name}(...).title, or wrap it: #combine[title](...)")
-            close = self.s.find("]", self.i)
-            if close < 0:
+            end = self.s.find("]", self.i)
+            if end < 0:
                 raise _error("unterminated '['", self.i, "close it: #combine[title](...)")
-            extent = self.fields(self.s[self.i + 1 : close], self.i + 1)
-            self.i = close + 1
+            extent = self.fields(self.s[self.i + 1 : end], self.i + 1)
+            self.i = end + 1
         if not self.s.startswith("(", self.i):
             raise _error(f"#{name} must be followed directly by '('", self.i, f"write #{name}(...) with no space before '('")
         self.i += 1
@@ -209,7 +215,7 @@ class _Parser:
 
     def operands(self, name: str) -> list[ast.Node]:
         """Operands up to the closing ')', which is consumed."""
-        out = []
+        out: list[ast.Node] = []
         while True:
             ch = self.peek()
             if ch == ")":
@@ -261,7 +267,7 @@ class _Parser:
             if k.fields is not None:
                 raise _error("a field restriction inside #syn", k.span[0], "put it on the #syn: #syn(a b).title")
         fields = self.restriction()
-        kids = [replace(k, fields=fields) for k in kids]  # type: ignore[type-var]
+        kids = [replace(k, fields=fields) for k in kids]  # type: ignore[arg-type]  # replace() of a union
         return ast.Syn(tuple(kids), fields, (start, self.i))  # type: ignore[arg-type]
 
     def weighted(self, start: int, extent: ast.Fields) -> ast.Combine:
@@ -374,4 +380,4 @@ def scoped(node: ast.Node, fields: frozenset[Field]) -> ast.Node:
         return replace(node, child=scoped(node.child, fields))
     if isinstance(node, ast.Filter):
         return replace(node, filter=scoped(node.filter, fields), query=scoped(node.query, fields))
-    return replace(node, children=tuple(scoped(c, fields) for c in node.children))  # type: ignore[union-attr]
+    return replace(node, children=tuple(scoped(c, fields) for c in node.children))
