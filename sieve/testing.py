@@ -165,8 +165,8 @@ def run_case(index: Index, case: dict[str, Any], line: int | None = None) -> Cas
                 )
             elif index.reader.doc_number(doc_id) < 0:
                 result.problems.append(
-                    f"{doc_id!r} should be rejected, but there is no document with that id (check "
-                    "the id)"
+                    f"{doc_id!r} should be rejected, but there "
+                    "is no document with that id (check the id)"
                 )
         if case.get("count") is not None and len(admitted) != case["count"]:
             result.problems.append(

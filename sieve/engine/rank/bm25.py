@@ -33,7 +33,9 @@ def length_norm(doc_len: npt.ArrayLike, avgdl: float, params: BM25Params) -> np.
     return params.k1 * (1.0 - params.b + params.b * np.asarray(doc_len, dtype=np.float64) / avgdl)
 
 
-def term_scores(tf: np.ndarray, norm: np.ndarray, idf_t: float, scratch: bool = False) -> np.ndarray:
+def term_scores(
+    tf: np.ndarray, norm: np.ndarray, idf_t: float, scratch: bool = False
+) -> np.ndarray:
     """BM25 contribution of one term: idf * tf / (tf + norm), per posting. With `scratch`, `tf`
     (float64) and `norm` are the caller's temporaries: the scores are computed in their memory."""
     # The same operations as the formula, in place. Every fresh array of a long list is pages the

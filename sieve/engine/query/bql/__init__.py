@@ -21,4 +21,18 @@ from sieve.engine.query.bql.ast import (
 )
 from sieve.engine.query.bql.parser import parse
 
-__all__ = ["CONSTRUCTS", "And", "DateRange", "Filter", "Near", "Node", "Not", "Or", "Phrase", "Prefix", "Term", "constructs", "parse"]
+__all__ = [
+    "CONSTRUCTS",
+    "And",
+    "DateRange",
+    "Filter",
+    "Near",
+    "Node",
+    "Not",
+    "Or",
+    "Phrase",
+    "Prefix",
+    "Term",
+    "constructs",
+    "parse",
+]

@@ -16,7 +16,8 @@ Fields = frozenset[Field] | frozenset[str] | None  # a str: a declared text fiel
 Span = tuple[int, int]
 
 
-@functools.lru_cache(maxsize=64)  # 31 possible scopes; sorting enum members costs microseconds a word
+# 31 possible scopes; sorting enum members costs microseconds a word
+@functools.lru_cache(maxsize=64)
 def _tag(fields: Fields) -> str:
     if fields is None:
         return ""
@@ -51,7 +52,8 @@ class Prefix:
 
 @dataclass(frozen=True)
 class Phrase:
-    """`"words"`: the terms adjacent and in order inside one section text, heading or field value."""
+    """`"words"`: the terms adjacent and in order inside one section text, heading or field
+    value."""
 
     text: str
     fields: Fields = None
@@ -94,13 +96,15 @@ class DateRange:
 
 @dataclass(frozen=True)
 class Filter:
-    """`name[spec]` on a declared field (sieve.engine.analysis.schema): a number or date range, or `=value`
-    for a keyword. The spec is read when the query meets an index, which knows the field's type."""
+    """`name[spec]` on a declared field (sieve.engine.analysis.schema): a number or date range, or
+    `=value` for a keyword. The spec is read when the query meets an index, which knows the field's
+    type."""
 
     name: str
     spec: str
     span: Span = field(default=(0, 0), compare=False, repr=False)
-    spec_pos: int = field(default=0, compare=False, repr=False)  # where the spec starts in the query
+    # where the spec starts in the query
+    spec_pos: int = field(default=0, compare=False, repr=False)
 
     def __str__(self) -> str:
         return f"{self.name}[{self.spec}]"
@@ -152,7 +156,11 @@ def constructs(node: Node) -> set[str]:
         elif isinstance(n, (DateRange, Filter)):
             out.add("date")
         else:
-            out.update(kind for kind, cls in (("phrase", Phrase), ("wildcard", Prefix), ("near", Near)) if isinstance(n, cls))
+            out.update(
+                kind
+                for kind, cls in (("phrase", Phrase), ("wildcard", Prefix), ("near", Near))
+                if isinstance(n, cls)
+            )
             if n.fields is not None:
                 out.add("field")
     return out

@@ -58,11 +58,15 @@ class BQLLexer(Lexer):
         if ch == '"':
             raise BQLSyntaxError("unterminated quote", pos, 'close the phrase with a second "')
         if ch == "[":
-            raise BQLSyntaxError("unterminated '['", pos, "close the tag with ']', as in word[title]")
+            raise BQLSyntaxError(
+                "unterminated '['", pos, "close the tag with ']', as in word[title]"
+            )
         if ch == "]":
             raise BQLSyntaxError("unexpected ']'", pos, "a tag is written word[field]")
         if ch == "-":
-            raise BQLSyntaxError("'-' must be followed directly by a term", pos, "write -word or NOT word")
+            raise BQLSyntaxError(
+                "'-' must be followed directly by a term", pos, "write -word or NOT word"
+            )
         raise BQLSyntaxError(f"unexpected character {ch!r}", pos, "quote it inside a phrase")
 
 
@@ -83,7 +87,11 @@ def tokenize(text: str):
         if t.type == "WORD":
             kind = _word_type(t.value)
             if kind is None:
-                raise BQLSyntaxError(f"malformed {t.value.split('(')[0]!r}", t.index, "write a NEAR/3 b or NEAR/3(a, b) with single words")
+                raise BQLSyntaxError(
+                    f"malformed {t.value.split('(')[0]!r}",
+                    t.index,
+                    "write a NEAR/3 b or NEAR/3(a, b) with single words",
+                )
             t.type = kind
         t.value = Tok(t.value, t.index)
         yield t
@@ -92,8 +100,14 @@ def tokenize(text: str):
 # The lexer's own patterns, in its order (sly tries them in turn; an alternation takes the first
 # that matches, which is the same token), after a run of the characters it ignores.
 _SCAN = re.compile(
-    "[" + re.escape(BQLLexer.ignore) + "]*(?:"
-    + "|".join(f"(?P<{name}>{pattern})" for name, pattern in vars(BQLLexer).items() if name in BQLLexer.tokens)
+    "["
+    + re.escape(BQLLexer.ignore)
+    + "]*(?:"
+    + "|".join(
+        f"(?P<{name}>{pattern})"
+        for name, pattern in vars(BQLLexer).items()
+        if name in BQLLexer.tokens
+    )
     + ")"
 )
 _TRAILING = re.compile("[" + re.escape(BQLLexer.ignore) + "]*")
@@ -109,11 +123,11 @@ def scan(text: str) -> list[tuple[str, Tok]] | None:
             return None
         at = m.end()
         kind = m.lastgroup
-        pos = m.start(kind)  # type: ignore[arg-type]
-        value = m.group(kind)  # type: ignore[arg-type]
+        pos = m.start(kind)  # type: ignore[arg-type]  # a match names its group
+        value = m.group(kind)  # type: ignore[arg-type]  # a match names its group
         if kind == "WORD":
             kind = _word_type(value)
             if kind is None:
                 return None
-        out.append((kind, Tok(value, pos)))  # type: ignore[arg-type]
-    return out if _TRAILING.match(text, at).end() == len(text) else None  # type: ignore[union-attr]
+        out.append((kind, Tok(value, pos)))  # type: ignore[arg-type]  # kind: a str here
+    return out if _TRAILING.match(text, at).end() == len(text) else None  # type: ignore[union-attr]  # matches the empty string

@@ -44,8 +44,23 @@ if TYPE_CHECKING:  # sly's metaclass supplies `_` in the class body at run time
 
     def _(*rules: str) -> Callable[[_F], _F]: ...
 
-__all__ = ["FIELD_HELP", "MAX_CLAUSES", "MAX_DEPTH", "MAX_NEAR_DIGITS", "MAX_NEGATIONS", "MAX_QUERY_CHARS", "BQLParser",
-           "declared_text_fields", "parse", "parse_fast", "parse_fields", "parse_for", "parse_lalr", "scoped"]
+
+__all__ = [
+    "FIELD_HELP",
+    "MAX_CLAUSES",
+    "MAX_DEPTH",
+    "MAX_NEAR_DIGITS",
+    "MAX_NEGATIONS",
+    "MAX_QUERY_CHARS",
+    "BQLParser",
+    "declared_text_fields",
+    "parse",
+    "parse_fast",
+    "parse_fields",
+    "parse_for",
+    "parse_lalr",
+    "scoped",
+]
 
 
 class BQLParser(Parser):
@@ -137,7 +152,8 @@ class BQLParser(Parser):
 
 def parse_for(text: str, names: frozenset[str]) -> ast.Node:
     """`parse` with `names` (an index's declared text fields) accepted as field tags."""
-    if not names and not _DECLARED.get():  # most indexes declare none: nothing to set (a context manager costs 2 us)
+    # most indexes declare none: nothing to set (a context manager costs 2 us)
+    if not names and not _DECLARED.get():
         return parse(text)
     with declared_text_fields(names):
         return parse(text)
@@ -153,50 +169,96 @@ def _error_for(text: str, toks: list[Any], t: Any) -> BQLSyntaxError:
         depth = sum(1 if k.type == "LPAREN" else -1 if k.type == "RPAREN" else 0 for k in toks)
         if depth > 0:
             opener = [k for k in toks if k.type == "LPAREN"][-1]
-            return BQLSyntaxError("expected a closing ')'", len(text), f"the '(' at {opener.value.pos} is never closed")
+            return BQLSyntaxError(
+                "expected a closing ')'",
+                len(text),
+                f"the '(' at {opener.value.pos} is never closed",
+            )
         if last is not None and last.type in _DESCRIBE:
-            return BQLSyntaxError(f"expected a term after {last.value.text!r}", len(text), "a query cannot end with an operator")
+            return BQLSyntaxError(
+                f"expected a term after {last.value.text!r}",
+                len(text),
+                "a query cannot end with an operator",
+            )
         return BQLSyntaxError("unexpected end of query", len(text), "")
     i = next(i for i, k in enumerate(toks) if k is t)
     prev = toks[i - 1] if i else None
     v: Tok = t.value
     if t.type == "RPAREN":
         if prev is not None and prev.type == "LPAREN":
-            return BQLSyntaxError("empty parentheses", prev.value.pos, "put a query inside them, or remove them")
+            return BQLSyntaxError(
+                "empty parentheses", prev.value.pos, "put a query inside them, or remove them"
+            )
         depth = sum(1 if k.type == "LPAREN" else -1 if k.type == "RPAREN" else 0 for k in toks[:i])
         if depth <= 0:
             return BQLSyntaxError("unmatched ')'", v.pos, "remove it or add a '(' before it")
         assert prev is not None  # depth > 0: a token comes before this one
-        return BQLSyntaxError(f"expected a term after {prev.value.text!r}", v.pos, "an operator needs a term on each side")
+        return BQLSyntaxError(
+            f"expected a term after {prev.value.text!r}",
+            v.pos,
+            "an operator needs a term on each side",
+        )
     if t.type in ("AND", "OR"):
         if prev is None:
-            return BQLSyntaxError(f"query starts with {v.text!r}", v.pos, f"{v.text.upper()} needs a term on each side")
-        return BQLSyntaxError(f"unexpected {v.text!r} after {prev.value.text!r}", v.pos, f"{v.text.upper()} needs a term on each side; to search for the word, quote it: \"{v.text}\"")
+            return BQLSyntaxError(
+                f"query starts with {v.text!r}",
+                v.pos,
+                f"{v.text.upper()} needs a term on each side",
+            )
+        return BQLSyntaxError(
+            f"unexpected {v.text!r} after {prev.value.text!r}",
+            v.pos,
+            f"{v.text.upper()} needs a term on each side; to search for the word, quote it: "
+            f'"{v.text}"',
+        )
     if t.type == "NEAR":
-        return BQLSyntaxError(f"unexpected {v.text!r}", v.pos, "NEAR joins two plain words: a NEAR/3 b or NEAR/3(a, b)")
+        return BQLSyntaxError(
+            f"unexpected {v.text!r}",
+            v.pos,
+            "NEAR joins two plain words: a NEAR/3 b or NEAR/3(a, b)",
+        )
     if t.type == "TAG":
-        return BQLSyntaxError(f"unexpected tag {v.text!r}", v.pos, "a tag follows the word, phrase or group it scopes, as in word[title]")
+        return BQLSyntaxError(
+            f"unexpected tag {v.text!r}",
+            v.pos,
+            "a tag follows the word, phrase or group it scopes, as in word[title]",
+        )
     return BQLSyntaxError(f"unexpected {v.text!r}", v.pos, "")
 
 
 def _prescan(toks: Iterator[Any]) -> Iterator[Any]:
-    """The tokens, checked against the limits as they are lexed, so `(` * 10000 stops at the 33rd."""
+    """The tokens, checked against the limits as they are lexed, so `(` * 10000 stops at the
+    33rd."""
     depth = negations = clauses = 0
     for k in toks:
         if k.type == "LPAREN":
             depth += 1
             if depth > MAX_DEPTH:
-                raise BQLLimitError("nesting depth", depth, MAX_DEPTH, "too many nested parentheses", pos=k.value.pos)
+                raise BQLLimitError(
+                    "nesting depth",
+                    depth,
+                    MAX_DEPTH,
+                    "too many nested parentheses",
+                    pos=k.value.pos,
+                )
         elif k.type == "RPAREN":
             depth -= 1
         elif k.type in ("NOT", "MINUS"):
             negations += 1
             if negations > MAX_NEGATIONS:
-                raise BQLLimitError("negations", negations, MAX_NEGATIONS, "too many NOT operators", pos=k.value.pos)
+                raise BQLLimitError(
+                    "negations", negations, MAX_NEGATIONS, "too many NOT operators", pos=k.value.pos
+                )
         elif k.type in ("WORD", "PREFIX", "PHRASE", "DATE", "NEARCALL"):
             clauses += 1
             if clauses > MAX_CLAUSES:
-                raise BQLLimitError("clauses", clauses, MAX_CLAUSES, "too many words, phrases and filters", pos=k.value.pos)
+                raise BQLLimitError(
+                    "clauses",
+                    clauses,
+                    MAX_CLAUSES,
+                    "too many words, phrases and filters",
+                    pos=k.value.pos,
+                )
         yield k
 
 
@@ -214,21 +276,33 @@ def parse(text: str) -> ast.Node:
     if len(text) * CANONICAL_GROWTH > MAX_QUERY_CHARS:
         canonical = len(str(tree))
         if canonical > MAX_QUERY_CHARS:
-            raise BQLLimitError("query length", canonical, MAX_QUERY_CHARS, "characters once written in canonical form: AND explicit, "
-                                "a field tag on every word; shorten the query", pos=min(len(text), MAX_QUERY_CHARS))
+            raise BQLLimitError(
+                "query length",
+                canonical,
+                MAX_QUERY_CHARS,
+                "characters once written in canonical form: AND explicit, "
+                "a field tag on every word; shorten the query",
+                pos=min(len(text), MAX_QUERY_CHARS),
+            )
     return tree
 
 
 def parse_lalr(text: str) -> ast.Node:
     """`parse` of a string through the grammar alone (no `parse_fast`)."""
     if len(text) > MAX_QUERY_CHARS:
-        raise BQLLimitError("query length", len(text), MAX_QUERY_CHARS, "characters", pos=MAX_QUERY_CHARS)
+        raise BQLLimitError(
+            "query length", len(text), MAX_QUERY_CHARS, "characters", pos=MAX_QUERY_CHARS
+        )
     bad = BAD_CHAR.search(text)
     if bad:
-        raise BQLSyntaxError(f"control character U+{ord(bad.group()):04X}", bad.start(), "remove it")
+        raise BQLSyntaxError(
+            f"control character U+{ord(bad.group()):04X}", bad.start(), "remove it"
+        )
     toks = list(_prescan(tokenize(text)))
     if not toks:
-        raise BQLSyntaxError("empty query", 0, 'type a word, a "phrase" or a field query such as heatwave[title]')
+        raise BQLSyntaxError(
+            "empty query", 0, 'type a word, a "phrase" or a field query such as heatwave[title]'
+        )
     parser = BQLParser()  # a fresh instance per parse: sly keeps its stacks on the instance
     parser._text, parser._toks = text, toks
     return parser.parse(iter(toks))

@@ -27,8 +27,8 @@ MAX_NEAR_DIGITS = 18  # NEAR/n: n fits an int64, so positions compare with it na
 
 _FIELD_NAMES = sorted(FIELD_ALIASES)
 FIELD_HELP = (
-    "title (ti), section (sec, heading), body (text, ab), author (au), infobox (ib), tiab, all,"
-    " date"
+    "title (ti), section (sec, heading), body (text, ab), "
+    "author (au), infobox (ib), tiab, all, date"
 )
 
 
@@ -107,7 +107,7 @@ def parse_fields(tag: Tok) -> frozenset[Field] | frozenset[str] | str:
     if len(_known_tags) < 4096 and not (
         isinstance(fields, frozenset) and any(isinstance(f, str) for f in fields)
     ):
-        _known_tags[tag.text] = fields  # type: ignore[assignment]
+        _known_tags[tag.text] = fields  # type: ignore[assignment]  # only built-in sets cached
     return fields
 
 
@@ -207,7 +207,7 @@ def _word_item(word: Tok, tag: Tok | None) -> tuple[_Item, Any]:
                 "a date filter is written date[2018..2023] or 2018..2023[date]",
             )
         return _Item(_date_node(word.text, word.pos, span), False), False
-    return _Item(_bare(word, fields, span), False), fields  # type: ignore[arg-type]
+    return _Item(_bare(word, fields, span), False), fields  # type: ignore[arg-type]  # a tag's fields here
 
 
 def _phrase_item(phrase: Tok, tag: Tok | None) -> tuple[_Item, Any]:
@@ -271,7 +271,7 @@ def _text_fields(tag: Tok, group: bool = False) -> frozenset[Field]:
             tag.pos,
             "a date filter is written date[2018..2023] or 2018..2023[date]",
         )
-    return fields  # type: ignore[return-value]
+    return fields  # type: ignore[return-value]  # narrowed by the checks above
 
 
 def _bare(t: Tok, fields: ast.Fields = None, span: ast.Span | None = None) -> ast.Term | ast.Prefix:

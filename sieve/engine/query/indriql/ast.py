@@ -75,7 +75,13 @@ class Window:
 
     def __str__(self) -> str:
         op = ("#od" if self.ordered else "#uw") + ("" if self.width is None else str(self.width))
-        return op + "(" + " ".join(_word_text(w.text) for w in self.words) + ")" + restriction(self.fields)
+        return (
+            op
+            + "("
+            + " ".join(_word_text(w.text) for w in self.words)
+            + ")"
+            + restriction(self.fields)
+        )
 
 
 @dataclass(frozen=True)
@@ -88,7 +94,8 @@ class Syn:
 
     def __str__(self) -> str:
         def bare(op: Word | Wildcard | Window) -> str:
-            return str(op.__class__(**{**op.__dict__, "fields": None}))  # the restriction is printed once, on the #syn
+            # the restriction is printed once, on the #syn
+            return str(op.__class__(**{**op.__dict__, "fields": None}))
 
         return "#syn(" + " ".join(bare(o) for o in self.operands) + ")" + restriction(self.fields)
 
@@ -126,7 +133,11 @@ class Combine:
     def __str__(self) -> str:
         ext = "" if self.extent is None else "[" + restriction(self.extent)[1:].strip("()") + "]"
         if self.weights is None:
-            return f"#combine{ext}(" + " ".join(str(c) for c in _unscoped(self.children, self.extent)) + ")"
+            return (
+                f"#combine{ext}("
+                + " ".join(str(c) for c in _unscoped(self.children, self.extent))
+                + ")"
+            )
         pairs = (f"{w:g} {c}" for w, c in zip(self.weights, _unscoped(self.children, self.extent)))
         return f"#weight{ext}(" + " ".join(pairs) + ")"
 

@@ -49,9 +49,7 @@ class Operator:
         """`node` judged for document d (`one`: d alone, as a bitset)."""
         raise NotImplementedError(self.name)
 
-    def rewrite(
-        self, node: Any, loosen: Callable[[LeafPlan], PlanNode | None]
-    ) -> PlanNode | None:
+    def rewrite(self, node: Any, loosen: Callable[[LeafPlan], PlanNode | None]) -> PlanNode | None:
         """`node` with every leaf outside a NOT loosened by `loosen` (None: nothing changed)."""
         return None
 
@@ -105,9 +103,7 @@ class LeafOp(Operator):
         in any field: `positions` over all documents at once."""
         raise NotImplementedError(self.name)
 
-    def rewrite(
-        self, node: Any, loosen: Callable[[LeafPlan], PlanNode | None]
-    ) -> PlanNode | None:
+    def rewrite(self, node: Any, loosen: Callable[[LeafPlan], PlanNode | None]) -> PlanNode | None:
         return loosen(node)
 
     def relax(self, kind: str, leaf: LeafPlan) -> PlanNode | None:

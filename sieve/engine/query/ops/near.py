@@ -105,8 +105,10 @@ class NearOp(LeafOp):
         nearest = _nearest(r, leaf.tids[0], leaf.tids[1], d)
         if nearest is None:
             return "both words are in the document, but never in the same field value or section"
-        return (f"the nearest the two words come in one field value or section is {nearest} apart;"
-                f" at most {leaf.distance} asked")
+        return (
+            f"the nearest the two words come in one field value or section is {nearest} apart;"
+            f" at most {leaf.distance} asked"
+        )
 
     def relax(self, kind: str, leaf: LeafPlan) -> PlanNode | None:
         if kind != "near-to-and":
