@@ -215,8 +215,8 @@ def document_files(root: Path, cap: int = MAX_FILE_MB << 20) -> list[Path]:
 
 
 def _passed_over(e: OSError) -> str:
-    """Which count a file that failed to open goes to (it changed since the walk, or cannot be
-    read)."""
+    """Which count a file that failed to open goes to (it changed since
+    the walk, or cannot be read)."""
     if isinstance(e, files.FileTooLargeError):
         return "oversized"
     if isinstance(e, files.NotRegularFileError):

@@ -138,8 +138,8 @@ def _loopback_node(ray: Any) -> Iterator[None]:
 
 
 def _probe(address: str) -> None:
-    """A HOST:PORT where nothing listens is a ClusterError within seconds, not after Ray's
-    retries."""
+    """A HOST:PORT where nothing listens is a ClusterError within
+    seconds, not after Ray's retries."""
     host, _, port = address.split("://", 1)[-1].rpartition(":")
     if not host or not port.isdigit():
         return  # not HOST:PORT: Ray says what is wrong with it

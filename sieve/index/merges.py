@@ -73,8 +73,8 @@ class MergePolicy:
 
 
 def table_bytes(entry: CommitEntry) -> int:
-    """What writing the tables of a segment's live documents needs (as the build's writer estimates
-    it)."""
+    """What writing the tables of a segment's live documents needs (as the
+    build's writer estimates it)."""
     stats = entry.manifest["stats"]
     units = int(stats.get("units", 0)) * entry.live // max(1, entry.documents)
     return BYTES_PER_DOCUMENT * entry.live + BYTES_PER_UNIT * units
@@ -113,8 +113,8 @@ def _analyzer(entries: list[CommitEntry]) -> Analyzer:
 
 
 def _schema(entries: list[CommitEntry]) -> Schema:
-    """The declared fields of an index's segments (their columns are made again from the
-    metadata)."""
+    """The declared fields of an index's segments (their columns are
+    made again from the metadata)."""
     return Schema.of_manifest(entries[0].manifest)
 
 

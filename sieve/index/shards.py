@@ -74,13 +74,13 @@ _LEADING_ID = re.compile(r'\s*\{\s*"id"\s*:\s*"([^"\\]+)"')
 
 
 class ShardSelector:
-    """`select` for `read_documents`: this shard's records, remembering where each id was first
-    seen."""
+    """`select` for `read_documents`: this shard's records, remembering
+    where each id was first seen."""
 
     def unread(self, line: str) -> bool:
         """Whether a JSON line certainly belongs to another shard (then it is not even parsed: each
-        shard's build reads the whole corpus, and parsing every line would cost each shard a full
-        pass)."""
+        shard's build reads the whole corpus, and parsing every line would
+        cost each shard a full pass)."""
         m = _LEADING_ID.match(line)
         if m is None or line.count('"id"') != 1:
             return False
@@ -122,8 +122,8 @@ class ShardTask:
 
 @dataclass
 class ShardBuilt:
-    """What one shard's build gives back: its segments (directory, manifest, order keys) and
-    report."""
+    """What one shard's build gives back: its segments (directory,
+    manifest, order keys) and report."""
 
     shard: int
     segments: list[tuple[str, dict[str, Any], np.ndarray]] = field(default_factory=list)
@@ -186,8 +186,8 @@ def build_shard(task: ShardTask) -> ShardBuilt:
 
 
 class _LinedReport(CorpusReport):
-    """A report that keeps where each of its first errors is, so the shards' can be put in corpus
-    order."""
+    """A report that keeps where each of its first errors is, so the shards'
+    can be put in corpus order."""
 
     def __init__(self) -> None:
         super().__init__()

@@ -66,8 +66,8 @@ class WriteSummary:
 
 
 def _size(doc: Document) -> int:
-    """Rough bytes a buffered document holds in memory (Python strings cost about twice their
-    text)."""
+    """Rough bytes a buffered document holds in memory (Python strings
+    cost about twice their text)."""
     return 256 + 2 * (len(doc.title) + sum(len(s.heading) + len(s.text) for s in doc.sections))
 
 

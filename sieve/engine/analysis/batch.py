@@ -104,8 +104,8 @@ def analyze_batch(
     values: list[list[Any]] | None = None,
 ) -> AnalyzedBatch:
     """Analyse documents into one batch (one regex pass over all their units), with the values of
-    `schema`'s fields: `values`, one list per document, when the records' check made them
-    already."""
+    `schema`'s fields: `values`, one list per document, when the
+    records' check made them already."""
     texts: list[str] = []
     ufield: list[int] = []
     usection: list[int] = []

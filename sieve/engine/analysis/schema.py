@@ -44,8 +44,8 @@ DECLARED_BIT = 1 << DECLARED_FIELD
 def namespaced(field_number: int, term: str) -> str:
     """The term a declared text field's word is indexed under: apart from every built-in field's
     terms (and from other declared fields'), so `w` never finds it and `w[name]` finds only it.
-    The prefix sorts before every real term, so no prefix query of the built-in fields reaches
-    it."""
+    The prefix sorts before every real term, so no prefix query of the
+    built-in fields reaches it."""
     return f"\x1f{field_number}\x1f{term}"
 
 
@@ -93,8 +93,8 @@ class Schema:
         return ", ".join(f"{n} ({t})" for n, t in self.fields) or "no fields"
 
     def describe(self) -> str:
-        """The hint for a filter on an unknown field: what this index has, or how to declare
-        some."""
+        """The hint for a filter on an unknown field: what this index
+        has, or how to declare some."""
         if not self.fields:
             return (
                 "this index declares no filter fields (sieve index --field NAME:TYPE declares "

@@ -52,8 +52,8 @@ class KeyTable:
         return found
 
     def find(self, lo: np.ndarray, hi: np.ndarray | None = None) -> np.ndarray:
-        """Each key's value, -1 where it is absent (`hi`: the keys' second halves, for a table of
-        pairs)."""
+        """Each key's value, -1 where it is absent (`hi`: the keys' second
+        halves, for a table of pairs)."""
         slot = self._slots(lo, hi)
         wrap = (1 << self.bits) - 1
         # The first probe of every key at once; then only those that met another key, one step on.

@@ -153,8 +153,8 @@ def _patch(out: np.ndarray, side: _Side, lo: int, hi: int, sel: np.ndarray | Non
 
 
 class Attributes:
-    """Read side of either layout. Postings are given as lo..hi, or as lo + sel (`sel`
-    ascending)."""
+    """Read side of either layout. Postings are given as lo..hi, or as
+    lo + sel (`sel` ascending)."""
 
     def __init__(self, files: dict[str, Any]) -> None:
         """`files`: the opened arrays of `PACKED_FILES` or of `BYTE_FILES`, by name."""
@@ -200,8 +200,8 @@ class Attributes:
     def text_tf(
         self, lo: int, hi: int, sel: np.ndarray | None = None, dtype: Any = np.int64
     ) -> np.ndarray:
-        """Occurrences in title, headings and body (int64, or `dtype`: BM25 reads them as
-        floats)."""
+        """Occurrences in title, headings and body (int64, or `dtype`:
+        BM25 reads them as floats)."""
         if self.packed is None:
             out = self._read(self.ttf_bytes, lo, hi, sel).astype(dtype)
         else:

@@ -71,8 +71,8 @@ def to_bool(bits: np.ndarray, n: int) -> np.ndarray:
 
 
 def add(bits: np.ndarray | None, d: int, n: int) -> np.ndarray:
-    """`bits` (None: the empty set of n documents) with document d added, in place when it
-    exists."""
+    """`bits` (None: the empty set of n documents) with document d
+    added, in place when it exists."""
     out = empty(n) if bits is None else bits
     out[d >> 6] |= np.uint64(1) << np.uint64(d & 63)
     return out
@@ -95,8 +95,8 @@ def contains(bits: np.ndarray, ids: np.ndarray) -> np.ndarray:
 def ranks(bits: np.ndarray, ids: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     """(places in `ids` of those in the set, each one's rank: how many members are smaller). For a
     set of a list's documents, the rank is the document's place in the list (a posting's number
-    from the term's first): a lookup in time in len(ids) and the set's words, not in the list's
-    length."""
+    from the term's first): a lookup in time in len(ids) and the set's
+    words, not in the list's length."""
     where = np.flatnonzero(contains(bits, ids))  # a bool's flatnonzero: 4x a uint64's
     ids = np.asarray(ids, dtype=np.int64)[where]
     w = ids >> 6

@@ -116,8 +116,8 @@ class BlockPositions:
                 self._kept_bytes = _put(self._kept, key, arr, self._kept_bytes, self.budget)
 
     def present(self, tid: int, target: np.ndarray) -> np.ndarray:
-        """The values of `target` (ascending, in the positions' dtype) that are positions of term
-        `tid`."""
+        """The values of `target` (ascending, in the positions' dtype) that
+        are positions of term `tid`."""
         bits = self.bitmap_of(tid, len(target))
         if bits is not None:
             return in_bitmap(bits, target)

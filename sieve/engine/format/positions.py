@@ -152,8 +152,8 @@ def encode(
     values: np.ndarray, counts: np.ndarray, row_base: tuple[int, ...] = (0, 0, 0, 0)
 ) -> Encoded:
     """Blocks of consecutive terms' positions (`counts[i]` each, ascending within a term), packed
-    as format 9 writes them; rows are numbered from `row_base` in each table (the rows already
-    written)."""
+    as format 9 writes them; rows are numbered from `row_base` in each table
+    (the rows already written)."""
     values = np.asarray(values)
     counts = np.asarray(counts, dtype=np.int64)
     terms = np.arange(len(counts))
@@ -229,8 +229,8 @@ def encode(
 
 
 class PositionsWriter:
-    """Streams the block files of format 9: `append` whole terms in term order, `close` seals
-    them."""
+    """Streams the block files of format 9: `append` whole terms in
+    term order, `close` seals them."""
 
     def __init__(self, folder: Path, pos_dtype: Any, total: int) -> None:
         self.folder = folder

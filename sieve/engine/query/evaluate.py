@@ -159,8 +159,8 @@ class Evaluator:
     def docs_of(
         self, positions: np.ndarray, fmask: int, units: np.ndarray | None = None
     ) -> np.ndarray:
-        """The documents of matches at `positions` (in `units`, when already looked up) in fields
-        `fmask`."""
+        """The documents of matches at `positions` (in `units`, when already
+        looked up) in fields `fmask`."""
         if units is None:
             units = self.r.units_of(positions)
         if self.r.left_out(fmask):  # (a built-in term is in no declared field's unit)

@@ -310,8 +310,8 @@ class _Builder:
         return leaf
 
     def all_stop(self, node: Any, written: str) -> BQLSyntaxError:
-        """A leaf that could match nothing but what is not indexed: an error, not an empty
-        answer."""
+        """A leaf that could match nothing but what is not indexed: an
+        error, not an empty answer."""
         what = "a stop word" if len(Analyzer.words(written)) == 1 else "only stop words"
         return BQLSyntaxError(
             f"{written!r} is {what}, which this index does "
@@ -321,8 +321,8 @@ class _Builder:
         )
 
     def scope(self, fields: ast.Fields) -> tuple[int, str, Callable[[str], str]]:
-        """(posting mask, declared text field's name or "", what a term becomes) of a leaf's
-        scope."""
+        """(posting mask, declared text field's name or "", what a term
+        becomes) of a leaf's scope."""
         if fields and any(isinstance(f, str) for f in fields):
             (name,) = fields  # the parser allows one declared field per tag, alone
             number = self.r.schema.number_of(name)  # type: ignore[arg-type]  # a declared field: a str

@@ -197,8 +197,8 @@ class IndriScorer:
         return np.where(allowed, mean, NEG_INF)
 
     def holds(self, plan: Plan) -> np.ndarray:
-        """Whether the query matches each document (the module's docstring says when a node
-        does)."""
+        """Whether the query matches each document (the module's
+        docstring says when a node does)."""
         ctx = _Context(None, {id(leaf): i for i, leaf in enumerate(plan.leaves)}, None, {})
         return self._holds(plan.root, ctx)
 

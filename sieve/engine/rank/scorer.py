@@ -105,8 +105,8 @@ class BM25Scorer:
     def _postings(
         self, tids: tuple[int, ...], idfs: tuple[float, ...] | None = None
     ) -> list[_Posting]:
-        """`idfs`: each term's idf over the whole collection (default: from this reader's
-        statistics)."""
+        """`idfs`: each term's idf over the whole collection (default:
+        from this reader's statistics)."""
         r, out = self.r, []
         for i, tid in enumerate(tids):
             if tid >= 0:
@@ -115,8 +115,8 @@ class BM25Scorer:
         return out
 
     def _at(self, p: _Posting, docs: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-        """(index into `docs`, the term's score there) for the `docs` (ascending) that hold the
-        term."""
+        """(index into `docs`, the term's score there) for the `docs`
+        (ascending) that hold the term."""
         if self.holders is not None and p.tid >= 0 and len(docs) * _RANKED_SHARE >= self.r.n_docs:
             # Many candidates: each one's posting is its rank in the set of the term's documents
             # (stored rows, mostly, for a frequent term), with no binary search in the postings.
@@ -140,8 +140,8 @@ class BM25Scorer:
         return self._scores(self._postings(tids, idfs), docs)
 
     def _term(self, p: _Posting, d: np.ndarray, lo: int | None = None) -> np.ndarray:
-        """The term's score in its postings from `lo` (default: its first) on, whose documents are
-        `d`."""
+        """The term's score in its postings from `lo` (default: its first)
+        on, whose documents are `d`."""
         lo = p.lo if lo is None else lo
         # np.take gathers by postings' numbers faster than
         # indexing does (measured on int32: 1.5-2.5x).

@@ -356,8 +356,8 @@ class SegmentReader:
         return docids.SplitIds(a[low], a[runs], a[high], self.n_docs, self.label + runs)
 
     def post_docs_at(self, at: np.ndarray) -> np.ndarray:
-        """The documents of postings `at` (ascending, int64): `post_doc[a:b]` picked, without the
-        slice."""
+        """The documents of postings `at` (ascending, int64):
+        `post_doc[a:b]` picked, without the slice."""
         if isinstance(self.post_doc, docids.SplitIds):
             return self.post_doc.take(at)
         return np.asarray(self.post_doc[at]).astype(np.intp)
@@ -511,8 +511,8 @@ class SegmentReader:
     def text_tf(
         self, lo: int, hi: int, sel: np.ndarray | None = None, dtype: Any = np.int64
     ) -> np.ndarray:
-        """Term frequencies in title, headings and body only (what BM25 counts), int64 or
-        `dtype`."""
+        """Term frequencies in title, headings and body only (what
+        BM25 counts), int64 or `dtype`."""
         return self.attrs.text_tf(lo, hi, sel, dtype)
 
     def position_count(self, tid: int) -> int:

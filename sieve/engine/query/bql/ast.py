@@ -52,8 +52,8 @@ class Prefix:
 
 @dataclass(frozen=True)
 class Phrase:
-    """`"words"`: the terms adjacent and in order inside one section text, heading or field
-    value."""
+    """`"words"`: the terms adjacent and in order inside one section
+    text, heading or field value."""
 
     text: str
     fields: Fields = None
@@ -97,8 +97,8 @@ class DateRange:
 @dataclass(frozen=True)
 class Filter:
     """`name[spec]` on a declared field (sieve.engine.analysis.schema): a number or date range, or
-    `=value` for a keyword. The spec is read when the query meets an index, which knows the field's
-    type."""
+    `=value` for a keyword. The spec is read when the query meets an index,
+    which knows the field's type."""
 
     name: str
     spec: str

@@ -227,8 +227,8 @@ def _error_for(text: str, toks: list[Any], t: Any) -> BQLSyntaxError:
 
 
 def _prescan(toks: Iterator[Any]) -> Iterator[Any]:
-    """The tokens, checked against the limits as they are lexed, so `(` * 10000 stops at the
-    33rd."""
+    """The tokens, checked against the limits as they are lexed, so
+    `(` * 10000 stops at the 33rd."""
     depth = negations = clauses = 0
     for k in toks:
         if k.type == "LPAREN":

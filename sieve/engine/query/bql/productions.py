@@ -39,8 +39,8 @@ class _Item:
 
 
 class _AndList:
-    """The operands of one AND level while parsing, so a tag can scope the run of words before
-    it."""
+    """The operands of one AND level while parsing, so a tag can scope
+    the run of words before it."""
 
     def __init__(self, item: _Item) -> None:
         self.items = [item]

@@ -291,8 +291,8 @@ def positions_in_doc(r: SegmentReader, tid: int, d: int) -> np.ndarray:
 def per_document(
     op: LeafOp, r: SegmentReader, leaf: LeafPlan, docs: list[int], check: Callable[[], None]
 ) -> tuple[np.ndarray, np.ndarray]:
-    """(positions of the leaf in each of `docs`, index into `docs` of each), one document at a
-    time."""
+    """(positions of the leaf in each of `docs`, index into `docs` of
+    each), one document at a time."""
     pos, owner = [], []
     for i, d in enumerate(docs):
         check()
