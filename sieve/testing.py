@@ -141,8 +141,8 @@ def _explained(index: Index, query: str, doc_id: str) -> str:
 
 
 def run_case(index: Index, case: dict[str, Any], line: int | None = None) -> CaseResult:
-    """Run one case; a query the engine refuses (syntax, limits) is a failed case, not an
-    exception."""
+    """Run one case; a query the engine refuses (syntax, limits) is a
+    failed case, not an exception."""
     result = CaseResult(check_case(case), line)
     query = case["query"]
     try:
@@ -165,8 +165,8 @@ def run_case(index: Index, case: dict[str, Any], line: int | None = None) -> Cas
                 )
             elif index.reader.doc_number(doc_id) < 0:
                 result.problems.append(
-                    f"{doc_id!r} should be rejected, but there is no document with that id (check "
-                    "the id)"
+                    f"{doc_id!r} should be rejected, but there "
+                    "is no document with that id (check the id)"
                 )
         if case.get("count") is not None and len(admitted) != case["count"]:
             result.problems.append(
@@ -241,8 +241,8 @@ def index_fixture(
     scope: str = "module",
 ) -> Any:
     """A pytest fixture of a temporary index of `records` (or of what a function returns), removed
-    after its scope: `search_index = sieve.testing.index_fixture(RECORDS)` in a conftest or test
-    module."""
+    after its scope: `search_index = sieve.testing.index_fixture(RECORDS)`
+    in a conftest or test module."""
     import pytest
 
     @pytest.fixture(scope=scope)  # type: ignore[call-overload]  # scope: a str pytest checks

@@ -39,16 +39,22 @@ from __future__ import annotations
 import errno
 import os
 import stat
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Callable
+from typing import Any
 
 from sieve.common import files
 from sieve.corpus import markup
 from sieve.errors import CorpusError, InvalidArgumentError
 
-KINDS = {".md": "markdown", ".markdown": "markdown", ".html": "html", ".htm": "html", ".txt": "text"}
+KINDS = {
+    ".md": "markdown",
+    ".markdown": "markdown",
+    ".html": "html",
+    ".htm": "html",
+    ".txt": "text",
+}
 MAX_FILE_MB = 32
 
 
@@ -69,7 +75,10 @@ class Folder:
         object.__setattr__(self, "path", os.fspath(self.path))
         mb = self.max_file_mb
         if isinstance(mb, bool) or not isinstance(mb, (int, float)) or not 0 < mb <= 1 << 20:
-            raise InvalidArgumentError(f"max_file_mb must be a number of megabytes above 0 (at most {1 << 20:,}), got {mb!r}")
+            raise InvalidArgumentError(
+                "max_file_mb must be a number of megabytes "
+                f"above 0 (at most {1 << 20:,}), got {mb!r}"
+            )
 
     @property
     def max_file_bytes(self) -> int:
@@ -87,7 +96,9 @@ def is_document_folder(path: str | os.PathLike) -> bool:
     if isinstance(path, Folder):
         return True
     p = Path(path)
-    return p.is_dir() and not any(os.path.lexists(p / n) for n in ("corpus.jsonl", "corpus.jsonl.gz"))
+    return p.is_dir() and not any(
+        os.path.lexists(p / n) for n in ("corpus.jsonl", "corpus.jsonl.gz")
+    )
 
 
 @dataclass(frozen=True)
@@ -103,14 +114,21 @@ class Entry:
     why: str = ""
 
 
-UNREAD = ("links", "special", "oversized", "unreadable")  # the counts a report keeps of files passed over
+# the counts a report keeps of files passed over
+UNREAD = ("links", "special", "oversized", "unreadable")
 
 
 def _file(path: Path, real: Path, st: os.stat_result, cap: int) -> Entry:
     if not stat.S_ISREG(st.st_mode):
         return Entry(path, real, None, "special", f"is {files.kind(st.st_mode)}, never opened")
     if st.st_size > cap:
-        return Entry(path, real, None, "oversized", f"is {st.st_size:,} bytes, over the {cap:,}-byte cap (--max-file-mb)")
+        return Entry(
+            path,
+            real,
+            None,
+            "oversized",
+            f"is {st.st_size:,} bytes, over the {cap:,}-byte cap (--max-file-mb)",
+        )
     return Entry(path, real, st)
 
 
@@ -130,7 +148,17 @@ def _link(path: Path, root: str, cap: int) -> Entry | None:
         to = "?"
     if target is not None and stat.S_ISDIR(target.st_mode):
         # Never followed: a folder inside is read where it is; one outside is not the corpus.
-        return None if files.inside(real, root) else Entry(path, path, None, "links", f"is a symbolic link to {to}, a folder outside the folder")
+        return (
+            None
+            if files.inside(real, root)
+            else Entry(
+                path,
+                path,
+                None,
+                "links",
+                f"is a symbolic link to {to}, a folder outside the folder",
+            )
+        )
     if not document:
         return None
     if target is None:
@@ -169,7 +197,13 @@ def walk(root: Path, cap: int) -> list[Entry]:
                 if not os.path.isfile(path / "CURRENT"):
                     stack.append(path)
                 continue
-            found = _link(path, base, cap) if stat.S_ISLNK(st.st_mode) else _file(path, path, st, cap) if path.suffix.lower() in KINDS else None
+            found = (
+                _link(path, base, cap)
+                if stat.S_ISLNK(st.st_mode)
+                else _file(path, path, st, cap)
+                if path.suffix.lower() in KINDS
+                else None
+            )
             if found is not None:
                 out.append(found)
     return sorted(out, key=lambda e: e.path.relative_to(root).as_posix())
@@ -181,7 +215,8 @@ def document_files(root: Path, cap: int = MAX_FILE_MB << 20) -> list[Path]:
 
 
 def _passed_over(e: OSError) -> str:
-    """Which count a file that failed to open goes to (it changed since the walk, or cannot be read)."""
+    """Which count a file that failed to open goes to (it changed since
+    the walk, or cannot be read)."""
     if isinstance(e, files.FileTooLargeError):
         return "oversized"
     if isinstance(e, files.NotRegularFileError):
@@ -203,16 +238,20 @@ Read = tuple[str, int, "dict[str, Any] | CorpusError | PassedOver"]  # (file, li
 def walked(folder: Folder | str | os.PathLike) -> tuple[Folder, str, list[Entry]]:
     """`folder` as a Folder (a path reads as `Folder(path)`), its real path, and its walk: every
     file it holds, those passed over too; a CorpusError when none is a document."""
-    folder = folder if isinstance(folder, Folder) else Folder(folder)
+    folder = folder if isinstance(folder, Folder) else Folder(os.fspath(folder))
     root = Path(folder.path)
     entries = walk(root, folder.max_file_bytes)
-    if not any(e.skip is None for e in entries):  # a wrong folder, almost always: say what was sought
+    # a wrong folder, almost always: say what was sought
+    if not any(e.skip is None for e in entries):
         passed = [e for e in entries if e.skip is not None]
         first = f"{passed[0].path}: {passed[0].why}" if passed else ""
         more = f" it can read ({len(passed)} passed over; first: {first})" if passed else ""
         kinds = ", ".join(sorted(KINDS))
-        raise CorpusError(f"a folder corpus needs a corpus.jsonl (BEIR layout) or {kinds} files; "
-                          f"this one has none{more}", str(root))
+        raise CorpusError(
+            "a folder corpus needs a corpus.jsonl (BEIR "
+            f"layout) or {kinds} files; this one has none{more}",
+            str(root),
+        )
     return folder, os.path.realpath(root), entries
 
 
@@ -225,8 +264,9 @@ def read(entry: Entry, folder: Folder, base: str) -> Read:
     if skip is None:
         try:
             # Not followed again: `real` is where the walk found the file, and it must still be it.
-            raw = files.read_regular(entry.real, folder.max_file_bytes, follow_links=False,
-                                     same_as=entry.st, within=base)
+            raw = files.read_regular(
+                entry.real, folder.max_file_bytes, follow_links=False, same_as=entry.st, within=base
+            )
         except OSError as e:
             skip, why = _passed_over(e), files.reason(e)
     if skip is not None:
@@ -237,8 +277,11 @@ def read(entry: Entry, folder: Folder, base: str) -> Read:
         text = raw.decode("utf-8-sig")
     except UnicodeDecodeError as e:
         line = raw[: e.start].count(b"\n") + 1
-        return name, line, CorpusError(f"not UTF-8 text ({e.reason} at byte {e.start + 1})", name,
-                                       line)
+        return (
+            name,
+            line,
+            CorpusError(f"not UTF-8 text ({e.reason} at byte {e.start + 1})", name, line),
+        )
     try:
         rec = markup.parse(KINDS[entry.path.suffix.lower()], text, entry.path.stem)
     except CorpusError as e:
@@ -246,8 +289,9 @@ def read(entry: Entry, folder: Folder, base: str) -> Read:
     return name, 1, {"id": entry.path.relative_to(folder.path).as_posix(), **rec}
 
 
-def records(folder: Folder | str | os.PathLike, note: Callable[[str, str], None] | None = None
-            ) -> Iterator[tuple[str, int, dict[str, Any] | CorpusError]]:
+def records(
+    folder: Folder | str | os.PathLike, note: Callable[[str, str], None] | None = None
+) -> Iterator[tuple[str, int, dict[str, Any] | CorpusError]]:
     """(file, line, record or CorpusError) for each document file of `folder` (a path reads as
     `Folder(path)`), each read when its turn comes. A file passed over is given to
     `note(count, "file: why")` (see UNREAD), or with `folder.strict` is a CorpusError."""

@@ -12,8 +12,9 @@ from __future__ import annotations
 
 import functools
 import re
+from collections.abc import Callable
 from html.parser import HTMLParser
-from typing import Any, Callable
+from typing import Any
 
 from sieve.corpus.documents import checked_date
 from sieve.corpus.frontmatter import front_matter
@@ -46,11 +47,15 @@ def _author(value: Any, line: int) -> str | list[str] | None:
         return [str(v) for v in value]
     if value is None or _scalar(value):
         return None if value is None else str(value)
-    raise CorpusError(f"front matter author must be text or a list of names, got {_what(value)}", None, line)
+    raise CorpusError(
+        f"front matter author must be text or a list of names, got {_what(value)}", None, line
+    )
 
 
 def _what(value: Any) -> str:
-    return {dict: "a mapping", list: "a list", bool: "true/false"}.get(type(value), type(value).__name__)
+    return {dict: "a mapping", list: "a list", bool: "true/false"}.get(
+        type(value), type(value).__name__
+    )
 
 
 def readable(stem: str) -> str:
@@ -66,9 +71,12 @@ def _sections(parts: list[tuple[str | None, list[str]]]) -> list[dict[str, str]]
     """The sections of (heading, texts) parts, those with neither left out. The ones before the
     first with text are dropped too: an empty lead, or a heading followed at once by another (the
     page's name again above its first real section), is no section a reader would open."""
-    out = [{"heading": h or "", "text": "\n\n".join(t for t in texts if t)}
-           for h, texts in parts if h or any(texts)]
-    return out[next((i for i, s in enumerate(out) if s["text"]), 0):]
+    out = [
+        {"heading": h or "", "text": "\n\n".join(t for t in texts if t)}
+        for h, texts in parts
+        if h or any(texts)
+    ]
+    return out[next((i for i, s in enumerate(out) if s["text"]), 0) :]
 
 
 # --------------------------------------------------------------------------------------------
@@ -94,14 +102,17 @@ def _parser() -> Any:
         from markdown_it import MarkdownIt
         from mdit_py_plugins.front_matter import front_matter_plugin
     except ImportError:  # pragma: no cover - core dependencies
-        raise InvalidArgumentError("Markdown files need markdown-it-py and mdit-py-plugins: pip install markdown-it-py mdit-py-plugins") from None
+        raise InvalidArgumentError(
+            "Markdown files need markdown-it-py and mdit-py-plugins: "
+            "pip install markdown-it-py mdit-py-plugins"
+        ) from None
     md = MarkdownIt("commonmark").use(front_matter_plugin).enable("table")
     # Inline markup is parsed by _inline_text, and only where there is some: parsing every
     # paragraph's inline markup was half of a folder build's time, and most paragraphs have none.
     md.core.ruler.disable("inline")
     # A link's target is never text; normalising it (percent-encoding, punycode) cost a fifth of
     # the inline parsing of link-heavy files. Which targets are allowed does not change.
-    md.normalizeLink = lambda url: url  # type: ignore[method-assign]
+    md.normalizeLink = lambda url: url  # type: ignore[method-assign]  # markdown-it's hook, replaced on purpose
     return md
 
 
@@ -174,7 +185,9 @@ def _markdown(text: str, stem: str) -> dict[str, Any]:
     author = _author(meta.pop("author", meta.pop("authors", None)), lines.get(key, 1))
     if author:
         rec["author"] = author
-    rec.update({k: v for k, v in meta.items() if k not in ("id", "_id", "sections", "text", "infobox")})
+    rec.update(
+        {k: v for k, v in meta.items() if k not in ("id", "_id", "sections", "text", "infobox")}
+    )
     return rec
 
 
@@ -182,10 +195,42 @@ def _markdown(text: str, stem: str) -> dict[str, Any]:
 # HTML
 
 _SKIP = {"script", "style", "template", "noscript", "svg"}
-_BLOCKS = {"p", "div", "li", "br", "tr", "pre", "section", "article", "table", "ul", "ol", "dl", "dt", "dd", "blockquote",
-           "header", "footer", "main", "aside", "nav", "figure", "figcaption", "hr", "td", "th"}
+_BLOCKS = {
+    "p",
+    "div",
+    "li",
+    "br",
+    "tr",
+    "pre",
+    "section",
+    "article",
+    "table",
+    "ul",
+    "ol",
+    "dl",
+    "dt",
+    "dd",
+    "blockquote",
+    "header",
+    "footer",
+    "main",
+    "aside",
+    "nav",
+    "figure",
+    "figcaption",
+    "hr",
+    "td",
+    "th",
+}
 _HEADINGS = {"h1", "h2", "h3", "h4", "h5", "h6"}
-_DATE_META = ("date", "dc.date", "dcterms.date", "article:published_time", "citation_date", "citation_publication_date")
+_DATE_META = (
+    "date",
+    "dc.date",
+    "dcterms.date",
+    "article:published_time",
+    "citation_date",
+    "citation_publication_date",
+)
 
 
 # Markup that never closes (`<a b='` without its `>`) is read again from each later `<` to the end
@@ -223,14 +268,20 @@ class _Page(HTMLParser):
     def _bounded(self, parse: Callable[[int], int], i: int) -> int:
         try:
             k = parse(i)
-        except AssertionError:  # `<![x`: Python's parser asserts on a marked section it does not know; read as text
+        # `<![x`: Python's parser asserts on a marked section it does not know; read as text
+        except AssertionError:
             k = -1
         if k < 0:  # not closed: the parser reads it again later, or as text at the end
             self._unclosed = self._unclosed or self.getpos()[0]
             self._rescanned += len(self.rawdata) - i
             if self._rescanned > RESCAN_PER_CHAR * len(self.rawdata) + RESCAN_FLOOR:
-                raise CorpusError("HTML markup that never closes (a '<' without its '>', an unclosed comment or section), again and "
-                                  "again from this line on: reading it would take time without bound; not read", None, self._unclosed)
+                raise CorpusError(
+                    "HTML markup that never closes (a '<' without its '>', an "
+                    "unclosed comment or section), again and again from this "
+                    "line on: reading it would take time without bound; not read",
+                    None,
+                    self._unclosed,
+                )
         return k
 
     def parse_starttag(self, i: int) -> int:
@@ -239,7 +290,7 @@ class _Page(HTMLParser):
     def parse_endtag(self, i: int) -> int:
         return self._bounded(super().parse_endtag, i)
 
-    def parse_comment(self, i: int, report: int = 1) -> int:
+    def parse_comment(self, i: int, report: bool = True) -> int:
         return self._bounded(lambda at: super(_Page, self).parse_comment(at, report), i)
 
     def parse_pi(self, i: int) -> int:
@@ -283,7 +334,8 @@ class _Page(HTMLParser):
             self.first_heading = self.first_heading or heading or None
             if self.title is None and tag == "h1":
                 self.title = heading
-            elif heading and not (tag == "h1" and heading == self.title and len(self.parts) == 1):  # the title again, as a page heading
+            # the title again, as a page heading
+            elif heading and not (tag == "h1" and heading == self.title and len(self.parts) == 1):
                 self.parts.append((heading, []))
         elif tag in _BLOCKS:
             self._flush()

@@ -1,4 +1,5 @@
-"""The build pipeline: corpus -> analysed batches (in this process or in worker processes) -> writer.
+"""The build pipeline: corpus -> analysed batches (in this process or in worker processes) ->
+writer.
 
 A plain JSONL file is read in pieces of lines, each parsed, validated and analysed as one batch:
 by worker processes with `jobs > 1` (while this process assembles the index in line order), or
@@ -12,23 +13,36 @@ from __future__ import annotations
 import multiprocessing
 import os
 from collections import deque
+from collections.abc import Callable, Generator, Iterable, Iterator
 from contextlib import closing
 from pathlib import Path
-from typing import Any, Callable, Generator, Iterable, Iterator
+from typing import Any
 
 import numpy as np
 
-from sieve.corpus.formats import CorpusReport, IdRegistry, OnError, Source, corpus_file, duplicate_id, id_key, line_spans, parse_line, read_documents, span_lines
 from sieve.corpus.documents import Document, checked_document, unknown_keys
 from sieve.corpus.folders import Entry, Folder, PassedOver, is_document_folder, walked
 from sieve.corpus.folders import read as read_file
+from sieve.corpus.formats import (
+    CorpusReport,
+    IdRegistry,
+    OnError,
+    Source,
+    corpus_file,
+    duplicate_id,
+    id_key,
+    line_spans,
+    parse_line,
+    read_documents,
+    span_lines,
+)
 from sieve.engine.analysis.analyzers import Analyzer
 from sieve.engine.analysis.batch import AnalyzedBatch, analyze_batch
-from sieve.engine.analysis.vocabulary import Vocabulary
 from sieve.engine.analysis.schema import NO_FIELDS, Schema
+from sieve.engine.analysis.vocabulary import Vocabulary
 from sieve.engine.segment.writer import DEFAULT_MEMORY_MB, SegmentWriter
-from sieve.index.options import BuildOptions
 from sieve.errors import CorpusError, InvalidArgumentError
+from sieve.index.options import BuildOptions
 
 BATCH_DOCS = 1000
 PARALLEL_MIN_BYTES = 8 << 20  # below this, starting workers costs more than it saves
@@ -58,22 +72,32 @@ def checked_fields(doc: Document, schema: Schema, name: str | None, line: int | 
         raise CorpusError(e.message, name, line) from None
 
 
-def _analyze_lines(name: str, lines: list[tuple[int, str | CorpusError]]) -> tuple[int, AnalyzedBatch]:
+def _analyze_lines(
+    name: str, lines: list[tuple[int, str | CorpusError]]
+) -> tuple[int, AnalyzedBatch]:
     """Worker: `analyze_lines` with this process's vocabulary."""
     assert _WORKER_VOCAB is not None
     return os.getpid(), analyze_lines(name, lines, _WORKER_VOCAB, _WORKER_LENIENT, _WORKER_SCHEMA)
 
 
-def analyze_lines(name: str, lines: list[tuple[int, str | CorpusError]], vocab: Vocabulary, lenient: bool, schema: Schema) -> AnalyzedBatch:
+def analyze_lines(
+    name: str,
+    lines: list[tuple[int, str | CorpusError]],
+    vocab: Vocabulary,
+    lenient: bool,
+    schema: Schema,
+) -> AnalyzedBatch:
     """Parse, validate and analyse a chunk of lines (`span_lines`) into one batch; the records
     left out are in its `errors` (duplicate ids are `_checked` later, across batches)."""
-    records = [(name, n, t if isinstance(t, CorpusError) else parse_line(name, n, t))
-               for n, t in lines]
+    records = [
+        (name, n, t if isinstance(t, CorpusError) else parse_line(name, n, t)) for n, t in lines
+    ]
     return analyze_records(records, vocab, lenient, schema)
 
 
-def analyze_records(records: list[tuple[str, int, Any]], vocab: Vocabulary, lenient: bool,
-                    schema: Schema) -> AnalyzedBatch:
+def analyze_records(
+    records: list[tuple[str, int, Any]], vocab: Vocabulary, lenient: bool, schema: Schema
+) -> AnalyzedBatch:
     """Validate and analyse (file, line, record or CorpusError) into one batch, the records left
     out in its `errors`, in the order given."""
     docs, numbers, errors, values = [], [], [], []
@@ -104,16 +128,26 @@ def _analyze_span(name: str, offset: int, length: int, first: int) -> tuple[int,
     return _analyze_lines(name, span_lines(Path(name), offset, length, first))
 
 
-def _parallel_batches(path: Path, jobs: int, analyzer: Analyzer, lenient: bool, schema: Schema) -> Iterator[tuple[Any, AnalyzedBatch]]:
+def _parallel_batches(
+    path: Path, jobs: int, analyzer: Analyzer, lenient: bool, schema: Schema
+) -> Generator[tuple[Any, AnalyzedBatch], None, None]:
     name = str(path)
     spans = ((name, *span) for span in line_spans(path, BATCH_DOCS))
     return _pooled(jobs, analyzer, lenient, schema, _analyze_span, spans)
 
 
-def _pooled(jobs: int, analyzer: Analyzer, lenient: bool, schema: Schema, work: Callable[..., Any],
-            tasks: Iterable[tuple[Any, ...]]) -> Generator[Any, None, None]:
+def _pooled(
+    jobs: int,
+    analyzer: Analyzer,
+    lenient: bool,
+    schema: Schema,
+    work: Callable[..., Any],
+    tasks: Iterable[tuple[Any, ...]],
+) -> Generator[Any, None, None]:
     """`work(*task)` of each task (taken as needed), on `jobs` worker processes, in task order."""
-    pool = multiprocessing.Pool(jobs, initializer=_init_worker, initargs=(analyzer, lenient, schema))
+    pool = multiprocessing.Pool(
+        jobs, initializer=_init_worker, initargs=(analyzer, lenient, schema)
+    )
     try:
         pending: deque[Any] = deque()
         for task in tasks:
@@ -138,7 +172,9 @@ def _pooled(jobs: int, analyzer: Analyzer, lenient: bool, schema: Schema, work: 
         pool.join()
 
 
-def _file_batches(path: Path, analyzer: Analyzer, lenient: bool, schema: Schema) -> Iterator[tuple[Any, AnalyzedBatch]]:
+def _file_batches(
+    path: Path, analyzer: Analyzer, lenient: bool, schema: Schema
+) -> Generator[tuple[Any, AnalyzedBatch], None, None]:
     """What `_parallel_batches` gives, made in this process: a batch per piece of lines, not a
     generator step per record (a one-process build of 100k man-sections records: 5.8 -> 4.9 s)."""
     vocab = Vocabulary(analyzer)
@@ -167,8 +203,14 @@ def _folder_chunks(entries: list[Entry]) -> Iterator[list[Entry]]:
         yield chunk
 
 
-def _analyze_files(folder: Folder, base: str, entries: list[Entry], vocab: Vocabulary,
-                   lenient: bool, schema: Schema) -> tuple[AnalyzedBatch, list[PassedOver]]:
+def _analyze_files(
+    folder: Folder,
+    base: str,
+    entries: list[Entry],
+    vocab: Vocabulary,
+    lenient: bool,
+    schema: Schema,
+) -> tuple[AnalyzedBatch, list[PassedOver]]:
     """Read, parse and analyse a run of a folder's entries (`folders.read`): one batch, and the
     files passed over."""
     reads = [read_file(entry, folder, base) for entry in entries]
@@ -177,8 +219,9 @@ def _analyze_files(folder: Folder, base: str, entries: list[Entry], vocab: Vocab
     return analyze_records(records, vocab, lenient, schema), passed
 
 
-def _analyze_files_here(folder: Folder, base: str,
-                        entries: list[Entry]) -> tuple[Any, AnalyzedBatch, list[PassedOver]]:
+def _analyze_files_here(
+    folder: Folder, base: str, entries: list[Entry]
+) -> tuple[Any, AnalyzedBatch, list[PassedOver]]:
     """Worker: `_analyze_files` with this process's vocabulary."""
     assert _WORKER_VOCAB is not None
     vocab, lenient, schema = _WORKER_VOCAB, _WORKER_LENIENT, _WORKER_SCHEMA
@@ -186,12 +229,18 @@ def _analyze_files_here(folder: Folder, base: str,
     return os.getpid(), batch, passed
 
 
-def _folder_batches(source: Source, on_error: OnError, report: CorpusReport, jobs: int,
-                    analyzer: Analyzer, lenient: bool,
-                    schema: Schema) -> Iterator[tuple[Any, AnalyzedBatch]]:
+def _folder_batches(
+    source: Source,
+    on_error: OnError,
+    report: CorpusReport,
+    jobs: int,
+    analyzer: Analyzer,
+    lenient: bool,
+    schema: Schema,
+) -> Iterator[tuple[Any, AnalyzedBatch]]:
     """A document folder's batches in path order, the same whatever `jobs`; every error and
     file passed over reported as `read_documents` reports them."""
-    folder, base, entries = walked(source)  # type: ignore[arg-type]
+    folder, base, entries = walked(source)  # type: ignore[arg-type]  # a folder path here
     report.source = str(source)
     size = sum(e.st.st_size for e in entries if e.st is not None)
     chunks = _folder_chunks(entries)
@@ -201,8 +250,10 @@ def _folder_batches(source: Source, on_error: OnError, report: CorpusReport, job
         results = _pooled(jobs, analyzer, lenient, schema, _analyze_files_here, tasks)
     else:
         vocab = Vocabulary(analyzer)
-        results = (("local", *_analyze_files(folder, base, chunk, vocab, lenient, schema))
-                   for chunk in chunks)
+        results = (
+            ("local", *_analyze_files(folder, base, chunk, vocab, lenient, schema))
+            for chunk in chunks
+        )
     try:
         for key, batch, passed in results:
             for p in passed:
@@ -219,20 +270,37 @@ def _folder_batches(source: Source, on_error: OnError, report: CorpusReport, job
         results.close()  # the workers go now (see _batch_stream)
 
 
-def _local_batches(source: Source, on_error: OnError, report: CorpusReport, analyzer: Analyzer, lenient: bool, schema: Schema,
-                   select: Callable[[int, Any], bool] | None = None) -> Iterator[tuple[Any, AnalyzedBatch]]:
+def _local_batches(
+    source: Source,
+    on_error: OnError,
+    report: CorpusReport,
+    analyzer: Analyzer,
+    lenient: bool,
+    schema: Schema,
+    select: Callable[[int, Any], bool] | None = None,
+) -> Iterator[tuple[Any, AnalyzedBatch]]:
     vocab = Vocabulary(analyzer)
     docs: list[Document] = []
     values: list[list[Any]] = []  # each document's declared values, as the check found them
-    checked: list[Any] = [None, None]  # the last document checked, and its values (a later rule may still skip it)
+    # the last document checked, and its values (a later rule may still skip it)
+    checked: list[Any] = [None, None]
 
     def check(doc: Document, name: str | None, line: int) -> None:
         checked[:] = [doc, checked_fields(doc, schema, name, line)]
 
-    for doc in read_documents(source, on_error=on_error, report=report, lenient=lenient, check=check if schema else None, select=select):
+    for doc in read_documents(
+        source,
+        on_error=on_error,
+        report=report,
+        lenient=lenient,
+        check=check if schema else None,
+        select=select,
+    ):
         docs.append(doc)
         if schema:
-            values.append(checked[1] if checked[0] is doc else checked_fields(doc, schema, None, None))
+            values.append(
+                checked[1] if checked[0] is doc else checked_fields(doc, schema, None, None)
+            )
         if len(docs) >= BATCH_DOCS:
             yield "local", analyze_batch(docs, [], vocab, schema, values if schema else None)
             docs, values = [], []
@@ -240,8 +308,11 @@ def _local_batches(source: Source, on_error: OnError, report: CorpusReport, anal
         yield "local", analyze_batch(docs, [], vocab, schema, values if schema else None)
 
 
-def _checked(batch: AnalyzedBatch, name: str, ids: IdRegistry, on_error: OnError, report: CorpusReport) -> AnalyzedBatch:
-    """Apply the corpus rules a worker cannot (duplicate ids across chunks) and report errors in line order."""
+def _checked(
+    batch: AnalyzedBatch, name: str, ids: IdRegistry, on_error: OnError, report: CorpusReport
+) -> AnalyzedBatch:
+    """Apply the corpus rules a worker cannot (duplicate ids across chunks) and report errors in
+    line order."""
     problems = list(batch.errors)
     keep = np.ones(len(batch.ids), dtype=bool)
     for i, first in ids.first_lines(batch.ids, batch.lines, batch.id_keys or None):
@@ -257,8 +328,16 @@ def _checked(batch: AnalyzedBatch, name: str, ids: IdRegistry, on_error: OnError
     return batch if keep.all() else batch.drop(keep)
 
 
-def _batches(source: Source, on_error: OnError, report: CorpusReport, jobs: int | None, analyzer: Analyzer, lenient: bool = False,
-             schema: Schema = NO_FIELDS, select: Callable[[int, Any], bool] | None = None) -> Iterator[tuple[Any, AnalyzedBatch]]:
+def _batches(
+    source: Source,
+    on_error: OnError,
+    report: CorpusReport,
+    jobs: int | None,
+    analyzer: Analyzer,
+    lenient: bool = False,
+    schema: Schema = NO_FIELDS,
+    select: Callable[[int, Any], bool] | None = None,
+) -> Generator[tuple[Any, AnalyzedBatch], None, None]:
     """The corpus as analysed batches in corpus order, from worker processes for a large JSONL file
     (`select`: the records to read, see `read_documents`; always read in this process)."""
     if on_error not in ("raise", "skip"):  # now, not at the first batch
@@ -266,8 +345,16 @@ def _batches(source: Source, on_error: OnError, report: CorpusReport, jobs: int 
     return _batch_stream(source, on_error, report, jobs, analyzer, lenient, schema, select)
 
 
-def _batch_stream(source: Source, on_error: OnError, report: CorpusReport, jobs: int | None, analyzer: Analyzer, lenient: bool,
-                  schema: Schema, select: Callable[[int, Any], bool] | None = None) -> Iterator[tuple[Any, AnalyzedBatch]]:
+def _batch_stream(
+    source: Source,
+    on_error: OnError,
+    report: CorpusReport,
+    jobs: int | None,
+    analyzer: Analyzer,
+    lenient: bool,
+    schema: Schema,
+    select: Callable[[int, Any], bool] | None = None,
+) -> Generator[tuple[Any, AnalyzedBatch], None, None]:
     if select is not None:
         yield from _local_batches(source, on_error, report, analyzer, lenient, schema, select)
         return
@@ -275,12 +362,20 @@ def _batch_stream(source: Source, on_error: OnError, report: CorpusReport, jobs:
     if isinstance(source, (str, os.PathLike)) and is_document_folder(source):
         yield from _folder_batches(source, on_error, report, jobs, analyzer, lenient, schema)
         return
-    path = corpus_file(source) if isinstance(source, (str, os.PathLike)) and not is_document_folder(source) else None
+    path = (
+        corpus_file(source)
+        if isinstance(source, (str, os.PathLike)) and not is_document_folder(source)
+        else None
+    )
     if path is not None and path.suffix != ".gz":
         report.source = str(source)
         ids = IdRegistry()
         parallel = jobs > 1 and path.stat().st_size >= PARALLEL_MIN_BYTES
-        batches = _parallel_batches(path, jobs, analyzer, lenient, schema) if parallel else _file_batches(path, analyzer, lenient, schema)
+        batches = (
+            _parallel_batches(path, jobs, analyzer, lenient, schema)
+            if parallel
+            else _file_batches(path, analyzer, lenient, schema)
+        )
         try:
             for key, batch in batches:
                 yield key, _checked(batch, str(path), ids, on_error, report)
@@ -295,7 +390,11 @@ def _batch_stream(source: Source, on_error: OnError, report: CorpusReport, jobs:
 
 def nothing_to_index(report: CorpusReport) -> CorpusError:
     # An index of nothing answers every query with nothing: almost always a wrong path or format.
-    what = f"every record was skipped ({report.skipped:,}; first: {report.errors[0]})" if report.skipped else "the corpus has no records"
+    what = (
+        f"every record was skipped ({report.skipped:,}; first: {report.errors[0]})"
+        if report.skipped
+        else "the corpus has no records"
+    )
     return CorpusError(f"nothing to index: {what}", report.source or None)
 
 
@@ -310,9 +409,13 @@ class _Segmenter:
         self.schema = options.schema
         self.memory_mb = options.memory_mb
         budget = (self.memory_mb if self.memory_mb is not None else DEFAULT_MEMORY_MB) << 20
-        self.segment_bytes = options.segment_bytes if options.segment_bytes is not None else budget // 2
-        self.writer: SegmentWriter | None = None  # made when a batch comes: a segment is never empty
-        self.seed: SegmentWriter | None = None  # the finished writer whose analysers' term ids still arrive
+        self.segment_bytes = (
+            options.segment_bytes if options.segment_bytes is not None else budget // 2
+        )
+        # made when a batch comes: a segment is never empty
+        self.writer: SegmentWriter | None = None
+        # the finished writer whose analysers' term ids still arrive
+        self.seed: SegmentWriter | None = None
         self.finished: list[tuple[Path, dict[str, Any]]] = []
         self.documents = 0  # in finished segments
         self.bytes_in = 0
@@ -320,7 +423,12 @@ class _Segmenter:
     def add(self, batch: AnalyzedBatch, key: Any) -> None:
         if self.writer is None:
             where = self.new_segment()
-            self.writer = SegmentWriter(where, self.memory_mb if self.memory_mb is not None else DEFAULT_MEMORY_MB, self.analyzer, self.schema)
+            self.writer = SegmentWriter(
+                where,
+                self.memory_mb if self.memory_mb is not None else DEFAULT_MEMORY_MB,
+                self.analyzer,
+                self.schema,
+            )
             if self.seed is not None:
                 self.writer.continue_from(self.seed)
                 self.seed = None
@@ -357,15 +465,17 @@ def build_segments(
     allow_empty: bool = False,
 ) -> list[tuple[Path, dict[str, Any]]]:
     """Index `source` into as many segments as the memory budget of `options` needs, each in a
-    directory `new_segment()` gives; returns (directory, manifest) of each, in order. The documents are
-    split between segments in corpus order (index order is unchanged by the split). `select`:
+    directory `new_segment()` gives; returns (directory, manifest) of each, in order. The documents
+    are split between segments in corpus order (index order is unchanged by the split). `select`:
     only these records (one shard's share, see `read_documents`); `allow_empty`: a source with
     no document gives one empty segment instead of an error (a shard that drew no id)."""
     report = report if report is not None else CorpusReport()
     o = options
     out = _Segmenter(new_segment, o)
     # Closed on the way out, error or not: a traceback kept by the caller must not keep the workers.
-    with closing(_batches(source, o.on_error, report, o.jobs, o.analyzer, o.lenient, o.schema, select)) as batches:
+    with closing(
+        _batches(source, o.on_error, report, o.jobs, o.analyzer, o.lenient, o.schema, select)
+    ) as batches:
         for key, batch in batches:
             out.add(batch, key)
             if progress is not None:
@@ -373,7 +483,12 @@ def build_segments(
     if not out.total:
         if not allow_empty:
             raise nothing_to_index(report)
-        out.writer = SegmentWriter(new_segment(), o.memory_mb if o.memory_mb is not None else DEFAULT_MEMORY_MB, o.analyzer, o.schema)
+        out.writer = SegmentWriter(
+            new_segment(),
+            o.memory_mb if o.memory_mb is not None else DEFAULT_MEMORY_MB,
+            o.analyzer,
+            o.schema,
+        )
     out.flush({"source": report.source, "skipped": report.skipped})
     return out.finished
 
@@ -386,13 +501,17 @@ def build(
     progress: Callable[[int, int], None] | None = None,
     allow_empty: bool = False,
 ) -> dict[str, Any]:
-    """Index `source` into one segment in `seg_dir`; returns its manifest. `progress(documents, bytes)` after each
-    batch. An empty source is an error (a wrong path or format, almost always) unless `allow_empty`
-    (a writer that deleted every document, a merge of nothing)."""
+    """Index `source` into one segment in `seg_dir`; returns its manifest. `progress(documents,
+    bytes)` after each batch. An empty source is an error (a wrong path or format, almost always)
+    unless `allow_empty` (a writer that deleted every document, a merge of nothing)."""
     report = report if report is not None else CorpusReport()
     o = options
-    writer = SegmentWriter(seg_dir, o.memory_mb if o.memory_mb is not None else DEFAULT_MEMORY_MB, o.analyzer, o.schema)
-    with closing(_batches(source, o.on_error, report, o.jobs, o.analyzer, schema=o.schema)) as batches:
+    writer = SegmentWriter(
+        seg_dir, o.memory_mb if o.memory_mb is not None else DEFAULT_MEMORY_MB, o.analyzer, o.schema
+    )
+    with closing(
+        _batches(source, o.on_error, report, o.jobs, o.analyzer, schema=o.schema)
+    ) as batches:
         for key, batch in batches:
             writer.add_batch(batch, key)
             if progress is not None:

@@ -1,4 +1,5 @@
-"""Merging segments: which to merge (the policy) and how (their live documents, re-indexed in order).
+"""Merging segments: which to merge (the policy) and how (their live documents, re-indexed in
+order).
 
 A merge replaces a run of *adjacent* segments with one segment holding their live documents in
 the same order, so index order (segments in commit order, documents in insertion order) never
@@ -17,23 +18,24 @@ from __future__ import annotations
 
 import math
 import os
+from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Iterator
+from typing import Any
 
 import numpy as np
 
 from sieve.corpus.documents import Document
-from sieve.engine.format import commits
 from sieve.engine.analysis.analyzers import Analyzer
-from sieve.engine.segment.reader import SegmentReader
 from sieve.engine.analysis.schema import Schema
+from sieve.engine.format import commits
+from sieve.engine.segment.reader import SegmentReader
 from sieve.engine.segment.snapshot import CommitEntry, write_commit
+from sieve.engine.segment.writer import BYTES_PER_DOCUMENT, BYTES_PER_UNIT, DEFAULT_MEMORY_MB
+from sieve.errors import InvalidArgumentError
 from sieve.index.opening import as_path, open_current
 from sieve.index.options import BuildOptions
 from sieve.index.shards import refuse_sharded
-from sieve.engine.segment.writer import BYTES_PER_DOCUMENT, BYTES_PER_UNIT, DEFAULT_MEMORY_MB
-from sieve.errors import InvalidArgumentError
 
 
 @dataclass(frozen=True)
@@ -42,11 +44,21 @@ class MergePolicy:
     floor: int = 1000  # live documents below which every segment is level 0
     max_documents: int = 2_000_000  # no merge makes a segment larger (a forced merge may)
     max_deleted: float = 0.5  # a segment with a larger share deleted is rewritten alone
-    memory_mb: int = DEFAULT_MEMORY_MB  # no merge makes a segment whose tables need more than half of it
+    # no merge makes a segment whose tables need more than half of it
+    memory_mb: int = DEFAULT_MEMORY_MB
 
     def __post_init__(self) -> None:
-        if self.factor < 2 or self.floor < 1 or self.max_documents < 1 or not 0 < self.max_deleted <= 1 or self.memory_mb < 0:
-            raise InvalidArgumentError(f"a merge policy needs factor >= 2, floor >= 1, max_documents >= 1, 0 < max_deleted <= 1 and memory_mb >= 0: {self}")
+        if (
+            self.factor < 2
+            or self.floor < 1
+            or self.max_documents < 1
+            or not 0 < self.max_deleted <= 1
+            or self.memory_mb < 0
+        ):
+            raise InvalidArgumentError(
+                "a merge policy needs factor >= 2, floor >= 1, max_documents >= 1, 0 < "
+                f"max_deleted <= 1 and memory_mb >= 0: {self}"
+            )
 
     def level(self, live: int) -> int:
         return int(math.log(max(live, self.floor) / self.floor, self.factor) + 1e-9)
@@ -54,11 +66,15 @@ class MergePolicy:
     def fits(self, run: list[CommitEntry]) -> bool:
         """Whether one segment of the live documents of `run` is small enough to merge into."""
         live = sum(e.live for e in run)
-        return live <= self.max_documents and sum(table_bytes(e) for e in run) <= (self.memory_mb << 20) // 2
+        return (
+            live <= self.max_documents
+            and sum(table_bytes(e) for e in run) <= (self.memory_mb << 20) // 2
+        )
 
 
 def table_bytes(entry: CommitEntry) -> int:
-    """What writing the tables of a segment's live documents needs (as the build's writer estimates it)."""
+    """What writing the tables of a segment's live documents needs (as the
+    build's writer estimates it)."""
     stats = entry.manifest["stats"]
     units = int(stats.get("units", 0)) * entry.live // max(1, entry.documents)
     return BYTES_PER_DOCUMENT * entry.live + BYTES_PER_UNIT * units
@@ -97,16 +113,22 @@ def _analyzer(entries: list[CommitEntry]) -> Analyzer:
 
 
 def _schema(entries: list[CommitEntry]) -> Schema:
-    """The declared fields of an index's segments (their columns are made again from the metadata)."""
+    """The declared fields of an index's segments (their columns are
+    made again from the metadata)."""
     return Schema.of_manifest(entries[0].manifest)
 
 
-def merge(run: list[CommitEntry], commit: commits.Commit, memory_mb: int | None = None, analyzer: Analyzer | None = None,
-          schema: Schema | None = None) -> CommitEntry:
+def merge(
+    run: list[CommitEntry],
+    commit: commits.Commit,
+    memory_mb: int | None = None,
+    analyzer: Analyzer | None = None,
+    schema: Schema | None = None,
+) -> CommitEntry:
     """One new segment holding the live documents of `run` (adjacent entries), in order. `analyzer`:
     the index's (needed only for a run of nothing)."""
-    from sieve.index.build import build
     from sieve.corpus.formats import CorpusReport
+    from sieve.index.build import build
 
     def documents() -> Iterator[Document]:
         for e in run:
@@ -120,7 +142,12 @@ def merge(run: list[CommitEntry], commit: commits.Commit, memory_mb: int | None 
     return CommitEntry(name, where, manifest, new=True)
 
 
-def apply(entries: list[CommitEntry], runs: list[tuple[int, int]], commit: commits.Commit, memory_mb: int | None = None) -> list[CommitEntry]:
+def apply(
+    entries: list[CommitEntry],
+    runs: list[tuple[int, int]],
+    commit: commits.Commit,
+    memory_mb: int | None = None,
+) -> list[CommitEntry]:
     """`entries` with each run replaced by its merged segment."""
     out: list[CommitEntry] = []
     i = 0
@@ -132,7 +159,9 @@ def apply(entries: list[CommitEntry], runs: list[tuple[int, int]], commit: commi
     return out
 
 
-def settle(entries: list[CommitEntry], commit: commits.Commit, policy: MergePolicy) -> list[CommitEntry]:
+def settle(
+    entries: list[CommitEntry], commit: commits.Commit, policy: MergePolicy
+) -> list[CommitEntry]:
     """What a commit lists: segments with live documents, merged as the policy says until it says
     no more, and never none (an index whose every document is deleted keeps one empty segment)."""
     analyzer, schema = _analyzer(entries), _schema(entries)
@@ -154,13 +183,16 @@ def force_plan(entries: list[CommitEntry], max_segments: int) -> list[tuple[int,
     size = [entries[i].live for i in range(len(entries))]
     while len(groups) > max_segments:
         k = min(range(len(groups) - 1), key=lambda i: size[i] + size[i + 1])
-        groups[k:k + 2] = [groups[k] + groups[k + 1]]
-        size[k:k + 2] = [size[k] + size[k + 1]]
-    # A segment left alone is still rewritten when it carries deletions: a forced merge expunges them.
+        groups[k : k + 2] = [groups[k] + groups[k + 1]]
+        size[k : k + 2] = [size[k] + size[k + 1]]
+    # A segment left alone is still rewritten when it
+    # carries deletions: a forced merge expunges them.
     return [(g[0], g[-1] + 1) for g in groups if len(g) > 1 or entries[g[0]].n_deleted]
 
 
-def merge_index(path: str | os.PathLike, max_segments: int = 1, memory_mb: int | None = None) -> dict[str, int]:
+def merge_index(
+    path: str | os.PathLike, max_segments: int = 1, memory_mb: int | None = None
+) -> dict[str, Any]:
     """Merge an index's segments down to at most `max_segments` (expunging deleted documents from
     every segment it rewrites); commits atomically. Returns segments before and after."""
     if isinstance(max_segments, bool) or not isinstance(max_segments, int) or max_segments < 1:
@@ -176,15 +208,27 @@ def merge_index(path: str | os.PathLike, max_segments: int = 1, memory_mb: int |
         before = len(entries)
         runs = force_plan(entries, max_segments)
         if not runs:
-            return {"before": before, "after": before, "documents": snap.n_live, "generation": commit_dir.name}
+            return {
+                "before": before,
+                "after": before,
+                "documents": snap.n_live,
+                "generation": commit_dir.name,
+            }
         commit = commits.Commit(path, force=True, lock=lock)
         try:
-            entries = [e for e in apply(entries, runs, commit, memory_mb) if e.live] or [merge([], commit)]
+            entries = [e for e in apply(entries, runs, commit, memory_mb) if e.live] or [
+                merge([], commit)
+            ]
             write_commit(commit.commit_dir, entries)
         except BaseException:
             commit.abort()
             raise
         gen = commit.commit(keep={e.name for e in entries if not e.new})
-        return {"before": before, "after": len(entries), "documents": snap.n_live, "generation": gen.name}
+        return {
+            "before": before,
+            "after": len(entries),
+            "documents": snap.n_live,
+            "generation": gen.name,
+        }
     finally:
         lock.release()

@@ -13,7 +13,9 @@ from sieve.errors import IndexDamagedError, InvalidArgumentError
 
 def as_path(value: object, what: str) -> Path:
     if not isinstance(value, (str, os.PathLike)):
-        raise InvalidArgumentError(f"{what} must be a path (a string or os.PathLike), got {type(value).__name__}")
+        raise InvalidArgumentError(
+            f"{what} must be a path (a string or os.PathLike), got {type(value).__name__}"
+        )
     return Path(value)
 
 

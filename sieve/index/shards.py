@@ -18,6 +18,7 @@ record with no usable id goes to shard (position - 1) mod N, which reports the e
 from __future__ import annotations
 
 import concurrent.futures
+import contextlib
 import hashlib
 import itertools
 import multiprocessing
@@ -26,15 +27,16 @@ import re
 import shutil
 import tempfile
 import time
+from collections.abc import Callable
 from concurrent.futures import ProcessPoolExecutor
 from dataclasses import dataclass, field, replace
 from pathlib import Path
-from typing import Any, Callable
+from typing import Any
 
 import numpy as np
 
-from sieve.corpus.formats import MAX_ERRORS, CorpusReport, Source
 from sieve.corpus.documents import Document
+from sieve.corpus.formats import MAX_ERRORS, CorpusReport, Source
 from sieve.engine.format import commits, storage
 from sieve.engine.segment.reader import SegmentReader
 from sieve.engine.segment.snapshot import CommitEntry, Snapshot, order_name, write_commit
@@ -72,11 +74,13 @@ _LEADING_ID = re.compile(r'\s*\{\s*"id"\s*:\s*"([^"\\]+)"')
 
 
 class ShardSelector:
-    """`select` for `read_documents`: this shard's records, remembering where each id was first seen."""
+    """`select` for `read_documents`: this shard's records, remembering
+    where each id was first seen."""
 
     def unread(self, line: str) -> bool:
         """Whether a JSON line certainly belongs to another shard (then it is not even parsed: each
-        shard's build reads the whole corpus, and parsing every line would cost each shard a full pass)."""
+        shard's build reads the whole corpus, and parsing every line would
+        cost each shard a full pass)."""
         m = _LEADING_ID.match(line)
         if m is None or line.count('"id"') != 1:
             return False
@@ -92,13 +96,16 @@ class ShardSelector:
             return (position - 1) % self.shards == self.shard
         if shard_of(doc_id, self.shards) != self.shard:
             return False
-        self.first.setdefault(doc_id, position)  # a later duplicate is refused or skipped: the first is the one kept
+        # a later duplicate is refused or skipped: the first is the one kept
+        self.first.setdefault(doc_id, position)
         return True
 
 
 def check_shards(shards: object) -> int:
     if isinstance(shards, bool) or not isinstance(shards, int) or not 1 <= shards <= MAX_SHARDS:
-        raise InvalidArgumentError(f"shards must be an integer from 1 to {MAX_SHARDS}, got {shards!r}")
+        raise InvalidArgumentError(
+            f"shards must be an integer from 1 to {MAX_SHARDS}, got {shards!r}"
+        )
     return shards
 
 
@@ -115,17 +122,21 @@ class ShardTask:
 
 @dataclass
 class ShardBuilt:
-    """What one shard's build gives back: its segments (directory, manifest, order keys) and report."""
+    """What one shard's build gives back: its segments (directory,
+    manifest, order keys) and report."""
 
     shard: int
     segments: list[tuple[str, dict[str, Any], np.ndarray]] = field(default_factory=list)
     documents: int = 0
     skipped: int = 0
     kept: int = 0
-    errors: list[tuple[int, str]] = field(default_factory=list)  # (line, message) of its first bad records
-    unread: dict[str, int] = field(default_factory=dict)  # a folder's files passed over (every shard walks the same folder)
+    # (line, message) of its first bad records
+    errors: list[tuple[int, str]] = field(default_factory=list)
+    # a folder's files passed over (every shard walks the same folder)
+    unread: dict[str, int] = field(default_factory=dict)
     unread_files: list[str] = field(default_factory=list)
-    failure: tuple[str, str | None, int | None] | None = None  # a CorpusError's message, file and line
+    # a CorpusError's message, file and line
+    failure: tuple[str, str | None, int | None] | None = None
 
 
 def build_shard(task: ShardTask) -> ShardBuilt:
@@ -144,23 +155,39 @@ def build_shard(task: ShardTask) -> ShardBuilt:
     out = ShardBuilt(task.shard)
     note = _progress_writer(task.stage)
     try:
-        built = build_segments(task.source, new_segment, task.options, report=report, select=select, allow_empty=True, progress=note)
-    except CorpusError as e:  # returned, not raised: the parent raises the first bad record of the corpus, whichever shard met it
+        built = build_segments(
+            task.source,
+            new_segment,
+            task.options,
+            report=report,
+            select=select,
+            allow_empty=True,
+            progress=note,
+        )
+    # returned, not raised: the parent raises the first
+    # bad record of the corpus, whichever shard met it
+    except CorpusError as e:
         out.failure = (e.message, e.file, e.line)
         return out
     for where, manifest in built:
         reader = SegmentReader(where)
-        keys = np.fromiter((select.first[reader.doc_id(d)] for d in range(reader.n_docs)), dtype=np.int64, count=reader.n_docs)
+        keys = np.fromiter(
+            (select.first[reader.doc_id(d)] for d in range(reader.n_docs)),
+            dtype=np.int64,
+            count=reader.n_docs,
+        )
         out.segments.append((str(where), manifest, keys))
         out.documents += reader.n_docs
-    (Path(task.stage) / PROGRESS_FILE).write_text(str(out.documents))  # the final count, whatever the last note said
+    # the final count, whatever the last note said
+    (Path(task.stage) / PROGRESS_FILE).write_text(str(out.documents))
     out.skipped, out.kept, out.errors = report.skipped, report.kept, report.lined
     out.unread, out.unread_files = report.unread, report.unread_files
     return out
 
 
 class _LinedReport(CorpusReport):
-    """A report that keeps where each of its first errors is, so the shards' can be put in corpus order."""
+    """A report that keeps where each of its first errors is, so the shards'
+    can be put in corpus order."""
 
     def __init__(self) -> None:
         super().__init__()
@@ -196,10 +223,8 @@ def _progress_writer(stage: str) -> Callable[[int, int], None]:
 def _indexed(stages: list[Path]) -> int:
     total = 0
     for stage in stages:
-        try:
+        with contextlib.suppress(OSError, ValueError):  # not started, or not reporting yet
             total += int((stage / PROGRESS_FILE).read_text())
-        except (OSError, ValueError):
-            pass  # not started, or not reporting yet
     return total
 
 
@@ -211,7 +236,9 @@ def _run_local(tasks: list[ShardTask], workers: int, tick: Callable[[], None]) -
             tick()
         return results
     # fork: the workers start at once and share the analyzer's tables; each builds whole shards.
-    ctx = multiprocessing.get_context("fork" if "fork" in multiprocessing.get_all_start_methods() else None)
+    ctx = multiprocessing.get_context(
+        "fork" if "fork" in multiprocessing.get_all_start_methods() else None
+    )
     with ProcessPoolExecutor(max_workers=workers, mp_context=ctx) as pool:
         futures = [pool.submit(build_shard, t) for t in tasks]
         while concurrent.futures.wait(futures, timeout=PROGRESS_EVERY_S).not_done:
@@ -249,8 +276,10 @@ def build_sharded(
     than once: a path, or a list of records (not a generator)."""
     check_shards(shards)
     if not isinstance(source, (str, os.PathLike, list, tuple)):
-        raise InvalidArgumentError("a sharded build reads its corpus once per shard: give a path or a list of records, not a "
-                                   f"{type(source).__name__}")
+        raise InvalidArgumentError(
+            "a sharded build reads its corpus once per shard: give a "
+            f"path or a list of records, not a {type(source).__name__}"
+        )
     if options.on_error not in ("raise", "skip"):
         raise InvalidArgumentError(f"on_error must be 'raise' or 'skip', not {options.on_error!r}")
     report = report if report is not None else CorpusReport()
@@ -258,11 +287,17 @@ def build_sharded(
     jobs, memory_mb = options.jobs, options.memory_mb
     workers = max(1, min(shards, jobs if jobs is not None else min(os.cpu_count() or 1, 4)))
     # The memory budget is the whole build's: each worker gets its share.
-    each = replace(options, jobs=1, memory_mb=None if memory_mb is None else max(64, memory_mb // workers))
+    each = replace(
+        options, jobs=1, memory_mb=None if memory_mb is None else max(64, memory_mb // workers)
+    )
     commit = commits.Commit(path, force=force)
     try:
-        stages = [Path(tempfile.mkdtemp(prefix=f".shard-{j:04d}.building-", dir=commit.stage)) for j in range(shards)]
+        stages = [
+            Path(tempfile.mkdtemp(prefix=f".shard-{j:04d}.building-", dir=commit.stage))
+            for j in range(shards)
+        ]
         tasks = [ShardTask(source, str(stages[j]), j, shards, each) for j in range(shards)]
+
         def tick() -> None:
             if progress is not None:
                 progress(_indexed(stages), 0)
@@ -270,14 +305,16 @@ def build_sharded(
         results = _run_ray(tasks, ray, tick) if ray else _run_local(tasks, workers, tick)
         failures = [r.failure for r in results if r.failure is not None]
         if failures:  # the first bad record in the corpus, as an unsharded build would name it
-            message, file, line = min(failures, key=lambda f: (f[2] if f[2] is not None else 0))
+            message, file, line = min(failures, key=lambda f: f[2] if f[2] is not None else 0)
             raise CorpusError(message, file, line)
         report.documents = sum(r.documents for r in results)
         report.skipped = sum(r.skipped for r in results)
         report.kept = sum(r.kept for r in results)
         report.unread, report.unread_files = results[0].unread, results[0].unread_files
         # Each shard kept its first bad records, so the corpus's first ones are among them.
-        report.errors = [e for _, e in sorted((e for r in results for e in r.errors), key=lambda e: e[0])][:MAX_ERRORS]
+        report.errors = [
+            e for _, e in sorted((e for r in results for e in r.errors), key=lambda e: e[0])
+        ][:MAX_ERRORS]
         if not report.documents:
             from sieve.index.build import nothing_to_index
 
@@ -289,20 +326,35 @@ def build_sharded(
                 os.rmdir(final)
                 os.rename(where, final)
                 order = storage.write_array(commit.commit_dir / order_name(name), keys)
-                entries.append(CommitEntry(name, final, manifest, new=True, extra={"shard": r.shard, "order": order}))
+                entries.append(
+                    CommitEntry(
+                        name, final, manifest, new=True, extra={"shard": r.shard, "order": order}
+                    )
+                )
         for stage in stages:
             shutil.rmtree(stage, ignore_errors=True)
-        write_commit(commit.commit_dir, entries, {"source": report.source, "skipped": report.skipped, "shards": shards, "partition": PARTITION})
+        write_commit(
+            commit.commit_dir,
+            entries,
+            {
+                "source": report.source,
+                "skipped": report.skipped,
+                "shards": shards,
+                "partition": PARTITION,
+            },
+        )
     except BaseException:
         commit.abort()
         raise
     commit.commit()
 
 
-
 def refuse_sharded(path: Path, snapshot: Snapshot, what: str) -> None:
     """A sharded index (at `path`, opened as `snapshot`) is built whole: adding, deleting or merging
     would have to keep every document in its shard and order; refused with a clear way forward."""
     if snapshot.shards:
-        raise InvalidArgumentError(f"{path} is a sharded index ({snapshot.shards} shards); it cannot be {what} in place: "
-                                   f"rebuild it from the changed corpus (sieve index CORPUS {path} --shards {snapshot.shards} --force)")
+        raise InvalidArgumentError(
+            f"{path} is a sharded index ({snapshot.shards} shards); it cannot be {what} in place: "
+            f"rebuild it from the changed corpus (sieve index CORPUS {path} --shards "
+            f"{snapshot.shards} --force)"
+        )

@@ -1,8 +1,8 @@
 """Changing an index: add (upsert), replace and delete documents, committed atomically.
 
-    with index.writer() as w:        # one writer at a time (IndexLockedError for a second)
-        w.add({"id": "a", "title": "...", "text": "..."})   # a new id is added, a known id replaced
-        w.delete("b")                                        # an unknown id is reported, not an error
+    with index.writer() as w:  # one writer at a time (IndexLockedError for a second)
+        w.add({"id": "a", "title": "...", "text": "..."})  # a new id is added, a known id replaced
+        w.delete("b")  # an unknown id is reported, not an error
     # committed on leaving the block (rolled back if it raised); `index` still reads its snapshot:
     index = index.reopen()
 
@@ -23,18 +23,18 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Protocol
 
-from sieve.index import merges
-from sieve.index.build import build, checked_fields
-from sieve.corpus.formats import CorpusReport, OnError, Source, read_documents
 from sieve.corpus.documents import Document, checked_document
-from sieve.engine.format import bitset, commits
+from sieve.corpus.formats import CorpusReport, OnError, Source, read_documents
 from sieve.engine.analysis.analyzers import Analyzer
 from sieve.engine.analysis.schema import Schema
+from sieve.engine.format import bitset, commits
 from sieve.engine.segment.snapshot import CommitEntry, Snapshot, write_commit
-from sieve.index.options import BuildOptions
-from sieve.index.shards import refuse_sharded
 from sieve.engine.segment.writer import DEFAULT_MEMORY_MB
 from sieve.errors import DuplicateIdError, InvalidArgumentError
+from sieve.index import merges
+from sieve.index.build import build, checked_fields
+from sieve.index.options import BuildOptions
+from sieve.index.shards import refuse_sharded
 
 
 @dataclass
@@ -52,12 +52,22 @@ class WriteSummary:
     segments: int = 0  # in the index after the commit
 
     def to_dict(self) -> dict[str, Any]:
-        return {"added": self.added, "replaced": self.replaced, "deleted": self.deleted, "not_found": self.not_found,
-                "skipped": self.skipped, "kept": self.kept, "documents": self.documents, "generation": self.generation, "segments": self.segments}
+        return {
+            "added": self.added,
+            "replaced": self.replaced,
+            "deleted": self.deleted,
+            "not_found": self.not_found,
+            "skipped": self.skipped,
+            "kept": self.kept,
+            "documents": self.documents,
+            "generation": self.generation,
+            "segments": self.segments,
+        }
 
 
 def _size(doc: Document) -> int:
-    """Rough bytes a buffered document holds in memory (Python strings cost about twice their text)."""
+    """Rough bytes a buffered document holds in memory (Python strings
+    cost about twice their text)."""
     return 256 + 2 * (len(doc.title) + sum(len(s.heading) + len(s.text) for s in doc.sections))
 
 
@@ -86,7 +96,13 @@ class IndexWriter:
     as a new segment (staged, invisible until the commit), so a session may add any number of
     documents in bounded memory."""
 
-    def __init__(self, index: Writable, replace: bool = True, policy: "merges.MergePolicy | None" = None, memory_mb: int | None = None) -> None:
+    def __init__(
+        self,
+        index: Writable,
+        replace: bool = True,
+        policy: merges.MergePolicy | None = None,
+        memory_mb: int | None = None,
+    ) -> None:
         self.path = index.path
         self.lock = commits.WriteLock(self.path)
         self.lock.acquire()
@@ -98,7 +114,13 @@ class IndexWriter:
             self.lock.release()
             raise
         self.replace = replace
-        self.policy = policy if policy is not None else merges.MergePolicy(memory_mb=memory_mb if memory_mb is not None else DEFAULT_MEMORY_MB)
+        self.policy = (
+            policy
+            if policy is not None
+            else merges.MergePolicy(
+                memory_mb=memory_mb if memory_mb is not None else DEFAULT_MEMORY_MB
+            )
+        )
         self.memory_mb = memory_mb
         self.buffer_limit = ((memory_mb if memory_mb is not None else DEFAULT_MEMORY_MB) << 20) // 2
         self._added: dict[str, Document] = {}  # buffered, in order of their last add
@@ -106,7 +128,8 @@ class IndexWriter:
         self._gone: set[str] = set()  # ids of the snapshot deleted or replaced
         self._commit: commits.Commit | None = None  # opened by the first flush
         self._flushed: list[CommitEntry] = []  # segments written by this session, in order
-        self._flushed_ids: dict[str, tuple[int, int]] = {}  # id -> (flushed segment, document), live ones
+        # id -> (flushed segment, document), live ones
+        self._flushed_ids: dict[str, tuple[int, int]] = {}
         self.summary = WriteSummary()
         self._open = True
 
@@ -114,11 +137,16 @@ class IndexWriter:
 
     def _check_open(self) -> None:
         if not self._open:
-            raise InvalidArgumentError("this writer has committed or rolled back; open another with index.writer()")
+            raise InvalidArgumentError(
+                "this writer has committed or rolled back; open another with index.writer()"
+            )
 
     def _exists(self, doc_id: str) -> bool:
-        return (doc_id in self._added or doc_id in self._flushed_ids
-                or (doc_id not in self._gone and self.base.reader.doc_number(doc_id) >= 0))
+        return (
+            doc_id in self._added
+            or doc_id in self._flushed_ids
+            or (doc_id not in self._gone and self.base.reader.doc_number(doc_id) >= 0)
+        )
 
     def _forget_flushed(self, doc_id: str) -> bool:
         """Delete a document this session already wrote to a staged segment."""
@@ -135,11 +163,19 @@ class IndexWriter:
         raises CorpusError before anything changes (text under an unknown key too, unless
         `lenient`: then it is kept as metadata)."""
         self._check_open()
-        doc = record if isinstance(record, Document) else checked_document(record, None, None, lenient)
-        checked_fields(doc, self.base.schema, None, None)  # a declared field's value must fit its type
+        doc = (
+            record
+            if isinstance(record, Document)
+            else checked_document(record, None, None, lenient)
+        )
+        # a declared field's value must fit its type
+        checked_fields(doc, self.base.schema, None, None)
         known = self._exists(doc.id)
         if known and not self.replace:
-            raise DuplicateIdError(f"a document with id {doc.id!r} is already in the index, and this writer does not replace documents")
+            raise DuplicateIdError(
+                f"a document with id {doc.id!r} is already in the "
+                "index, and this writer does not replace documents"
+            )
         if doc.id in self._added:
             del self._added[doc.id]  # re-added in this session: the last version, at the end
         elif not self._forget_flushed(doc.id) and known:
@@ -150,12 +186,27 @@ class IndexWriter:
             self._flush()
         return known
 
-    def add_from(self, source: Source, on_error: OnError = "raise", report: CorpusReport | None = None, lenient: bool = False) -> tuple[int, int]:
+    def add_from(
+        self,
+        source: Source,
+        on_error: OnError = "raise",
+        report: CorpusReport | None = None,
+        lenient: bool = False,
+    ) -> tuple[int, int]:
         """Add every document of a corpus (a path or an iterable of records); (added, replaced)."""
         added = replaced = 0
         report = report if report is not None else CorpusReport()
-        check = (lambda doc, name, line: checked_fields(doc, self.base.schema, name, line)) if self.base.schema else None
-        for doc in read_documents(source, on_error=on_error, report=report, lenient=lenient, check=check):
+
+        def check(doc: Document, name: str | None, line: int) -> None:
+            checked_fields(doc, self.base.schema, name, line)
+
+        for doc in read_documents(
+            source,
+            on_error=on_error,
+            report=report,
+            lenient=lenient,
+            check=check if self.base.schema else None,
+        ):
             if self.add(doc):
                 replaced += 1
             else:
@@ -186,7 +237,9 @@ class IndexWriter:
         if self._commit is None:
             self._commit = commits.Commit(self.path, force=True, lock=self.lock)
         where, name = self._commit.new_segment()
-        options = BuildOptions(jobs=1, memory_mb=self.memory_mb, analyzer=self.base.analyzer, schema=self.base.schema)
+        options = BuildOptions(
+            jobs=1, memory_mb=self.memory_mb, analyzer=self.base.analyzer, schema=self.base.schema
+        )
         manifest = build(self._added.values(), where, options, report=CorpusReport())
         j = len(self._flushed)
         self._flushed.append(CommitEntry(name, where, manifest, new=True))
@@ -226,7 +279,9 @@ class IndexWriter:
                 self._commit = commits.Commit(self.path, force=True, lock=self.lock)
             commit = self._commit
             try:
-                entries = [CommitEntry.of(seg, deleted[j]) for j, seg in enumerate(snap.segments)] + self._flushed
+                entries = [
+                    CommitEntry.of(seg, deleted[j]) for j, seg in enumerate(snap.segments)
+                ] + self._flushed
                 entries = merges.settle(entries, commit, self.policy)
                 write_commit(commit.commit_dir, entries)
             except BaseException:
@@ -251,7 +306,7 @@ class IndexWriter:
                 self._commit.abort()
             self.lock.release()
 
-    def __enter__(self) -> "IndexWriter":
+    def __enter__(self) -> IndexWriter:
         return self
 
     def __exit__(self, exc_type: object, *rest: object) -> None:
@@ -259,4 +314,3 @@ class IndexWriter:
             self.commit()
         else:
             self.rollback()
-

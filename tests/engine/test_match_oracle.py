@@ -530,10 +530,10 @@ def _fuzz(chunk: int, make_query: Callable[[random.Random], str], salt: str) -> 
         r = random.Random(seed)
         recs = gen_corpus(r)
         texts = [make_query(r) for _ in range(QUERIES_PER_CORPUS)]
-        bad = with_corpus(recs, lambda c: [t for t in texts if disagreement(c, t)])
+        bad = with_corpus(recs, lambda c, texts=texts: [t for t in texts if disagreement(c, t)])
         if bad:
             small_recs, small_text = _shrink(recs, bad[0])
-            detail = with_corpus(small_recs, lambda c: disagreement(c, small_text))
+            detail = with_corpus(small_recs, lambda c, text=small_text: disagreement(c, text))
             pytest.fail(
                 f"seed {seed!r}: engine and oracle disagree on {len(bad)} of {len(texts)} queries, first {bad[0]!r}\n"
                 f"shrunk to:\n{detail}\ncorpus: {small_recs!r}"

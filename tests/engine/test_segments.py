@@ -413,7 +413,7 @@ def test_a_writer_past_its_budget_stages_segments_and_still_upserts(tmp_path: Pa
     w = index.writer(memory_mb=0, policy=NEVER)  # every add is written out at once
     w.buffer_limit = 1500  # a few documents per staged segment
     n = 100
-    for step in range(40):
+    for _step in range(40):
         op = r.choice(["add", "add", "replace", "delete"])
         if op == "add" or not live:
             rec = gen_record(r, n)

@@ -198,7 +198,7 @@ def test_kill_before_every_step_of_a_write(corpora: dict[str, Any], tmp_path: Pa
         target = tmp_path / f"k{k}"
         shutil.copytree(base, target)
         reader = sieve.open_index(target)
-        result = fork_op(lambda: op(target), kill_at=k)
+        result = fork_op(lambda target=target: op(target), kill_at=k)
         s = state(target, {"old": before, "new": after})
         if what == "merge":  # the same answers either way: the segments tell the states apart
             s = "new" if len(sieve.open_index(target).segments) == 1 else "old"

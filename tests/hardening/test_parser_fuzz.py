@@ -53,7 +53,7 @@ def _run(index: sieve.Index, q: str) -> None:
         else:
             assert kind != "ok" or isinstance(e, BQLLimitError), (q, e)  # a prefix over the cap is found at run time
     except SieveError as e:
-        raise AssertionError(f"{q!r}: {e!r}")
+        raise AssertionError(f"{q!r}: {e!r}") from e
 
 
 @seeded(1000)

@@ -1,13 +1,13 @@
 """Analyzers: how text becomes terms, the same for indexing and querying.
 
-Every analyzer first folds and splits text (`words`): NFKC, full Unicode case folding (`str.casefold`, so `ß` = `ss`), combining marks removed (so
-`zurich` matches `Zürich`), then split on every character that is not a letter or digit
-(`O_RDONLY` -> `o`, `rdonly`), numbers kept. The `plain` analyzer (the default) stops there; the
-others then stem each word with a Snowball stemmer (PyStemmer): `english` maps `compressing`,
-`compressed` and `compresses` to `compress`. Any analyzer may also drop stop words (a list named
-`english`, Lucene's and tantivy's 33 words, or the user's own): a stop word keeps its position but is
-not indexed, as in Lucene. An index records its analyzer and stop words in its manifest and every
-query is analysed with them (`Analyzer.of_manifest`).
+Every analyzer first folds and splits text (`words`): NFKC, full Unicode case folding
+(`str.casefold`, so `ß` = `ss`), combining marks removed (so `zurich` matches `Zürich`), then split
+on every character that is not a letter or digit (`O_RDONLY` -> `o`, `rdonly`), numbers kept. The
+`plain` analyzer (the default) stops there; the others then stem each word with a Snowball stemmer
+(PyStemmer): `english` maps `compressing`, `compressed` and `compresses` to `compress`. Any analyzer
+may also drop stop words (a list named `english`, Lucene's and tantivy's 33 words, or the user's
+own): a stop word keeps its position but is not indexed, as in Lucene. An index records its analyzer
+and stop words in its manifest and every query is analysed with them (`Analyzer.of_manifest`).
 
 Every step runs in CPython's C code (`unicodedata`, `str.translate`, `re.findall`): on this
 project's machines that measured faster than the `tokenizers` Rust normalizers and pre-tokenizers
@@ -43,7 +43,41 @@ STOP = "\x01"
 # stop-word filter use, so rankings compare with theirs under the same analysis.
 STOP_LISTS: dict[str, frozenset[str]] = {
     "english": frozenset(
-        "a an and are as at be but by for if in into is it no not of on or such that the their then there these they this to was will with".split()
+        [
+            "a",
+            "an",
+            "and",
+            "are",
+            "as",
+            "at",
+            "be",
+            "but",
+            "by",
+            "for",
+            "if",
+            "in",
+            "into",
+            "is",
+            "it",
+            "no",
+            "not",
+            "of",
+            "on",
+            "or",
+            "such",
+            "that",
+            "the",
+            "their",
+            "then",
+            "there",
+            "these",
+            "they",
+            "this",
+            "to",
+            "was",
+            "will",
+            "with",
+        ]
     ),
 }
 
@@ -51,7 +85,7 @@ _ASCII_WORD = re.compile(r"[a-z0-9]+")
 _WORD = re.compile(r"[^\W_]+")
 
 
-class _MarkTable(dict):  # type: ignore[type-arg]
+class _MarkTable(dict):
     """A `str.translate` table that deletes combining marks, filled in as characters are first seen:
     building it for every code point up front cost a 0.3-1 s pause on the first non-ASCII text.
     A character that is not a mark maps to itself, so it is looked up in C from then on."""
@@ -101,7 +135,10 @@ def _no_nul(text: str) -> str:
 # ASCII bytes is a term (on ASCII, [^\W_] is [A-Za-z0-9]), and only the few chunks with other
 # characters need folding and the regex. The same terms as the regex finds, 3-4x faster on
 # mostly-ASCII text.
-_TERM_BYTES = bytes(c + 32 if 65 <= c <= 90 else c if 97 <= c <= 122 or 48 <= c <= 57 or c == 0 or c >= 128 else 32 for c in range(256))
+_TERM_BYTES = bytes(
+    c + 32 if 65 <= c <= 90 else c if 97 <= c <= 122 or 48 <= c <= 57 or c == 0 or c >= 128 else 32
+    for c in range(256)
+)
 
 
 # What folding and the regex make of a chunk with other characters than ASCII (its bytes as the
@@ -116,7 +153,9 @@ def _chunk_words(chunk: bytes) -> bytes:
     if words is None:
         if len(_CHUNK_WORDS) >= _CHUNKS_KEPT:
             _CHUNK_WORDS.clear()
-        words = _CHUNK_WORDS[chunk] = " ".join(_WORD.findall(fold(chunk.decode("utf-8", "surrogatepass")))).encode("utf-8", "surrogatepass")
+        words = _CHUNK_WORDS[chunk] = " ".join(
+            _WORD.findall(fold(chunk.decode("utf-8", "surrogatepass")))
+        ).encode("utf-8", "surrogatepass")
     return words
 
 
@@ -147,7 +186,8 @@ def joined_bytes(texts: list[str]) -> bytes:
     high = np.flatnonzero(b >= 128)
     # The chunks holding those bytes: from the separator byte before a run of them to the one after.
     apart = np.flatnonzero(b <= 32)  # spaces and NULs; the last byte is a NUL
-    after = apart.searchsorted(high[np.diff(high, prepend=-2) > 1])  # ascending: one per run, repeats adjacent
+    # ascending: one per run, repeats adjacent
+    after = apart.searchsorted(high[np.diff(high, prepend=-2) > 1])
     after = after[np.diff(after, prepend=-1) > 0]
     ends = apart[after]
     starts = np.where(after > 0, apart[after - 1] + 1, 0)
@@ -174,7 +214,9 @@ def _stemmer_module() -> Any:
     try:
         import Stemmer  # PyStemmer: Snowball's C stemmers
     except ImportError:  # pragma: no cover - a core dependency
-        raise InvalidArgumentError("stemming analyzers need PyStemmer: pip install PyStemmer") from None
+        raise InvalidArgumentError(
+            "stemming analyzers need PyStemmer: pip install PyStemmer"
+        ) from None
     return Stemmer
 
 
@@ -193,7 +235,10 @@ def stop_list(spec: str | Iterable[str] | None) -> frozenset[str]:
             return STOP_LISTS[spec]
         path = Path(spec)
         if not path.is_file():
-            raise InvalidArgumentError(f"unknown stop-word list {spec!r}: name a built-in one ({', '.join(sorted(STOP_LISTS))}) or a file of one word per line")
+            raise InvalidArgumentError(
+                f"unknown stop-word list {spec!r}: name a built-in one "
+                f"({', '.join(sorted(STOP_LISTS))}) or a file of one word per line"
+            )
         try:
             lines = path.read_text(encoding="utf-8").splitlines()
         except (OSError, UnicodeDecodeError) as e:
@@ -206,7 +251,9 @@ def stop_list(spec: str | Iterable[str] | None) -> frozenset[str]:
             raise InvalidArgumentError(f"a stop word is a string, got {type(w).__name__}")
         folded = analyze(w)
         if len(folded) != 1:
-            raise InvalidArgumentError(f"stop word {w!r} is not one word (it analyses to {folded or 'nothing'})")
+            raise InvalidArgumentError(
+                f"stop word {w!r} is not one word (it analyses to {folded or 'nothing'})"
+            )
         words.add(folded[0])
     return frozenset(words)
 
@@ -222,7 +269,9 @@ class Analyzer:
 
     def __init__(self, name: str, stopwords: str | Iterable[str] | None = None) -> None:
         if name != "plain" and name not in _stemmer_module().algorithms():
-            raise InvalidArgumentError(f"unknown analyzer {name!r}; known: {', '.join(analyzer_names())}")
+            raise InvalidArgumentError(
+                f"unknown analyzer {name!r}; known: {', '.join(analyzer_names())}"
+            )
         self.name = name
         self.stopwords = stop_list(stopwords)
         self.id = ANALYZER_ID if name == "plain" else ANALYZER_ID + _SNOWBALL + name
@@ -230,7 +279,8 @@ class Analyzer:
             digest = hashlib.sha256("\n".join(sorted(self.stopwords)).encode()).hexdigest()[:8]
             self.id += _STOP_ID + digest
         self.stems = name != "plain"
-        self.maps_words = self.stems or bool(self.stopwords)  # a word's term is not always the word itself
+        # a word's term is not always the word itself
+        self.maps_words = self.stems or bool(self.stopwords)
         self._local = threading.local()
 
     def __repr__(self) -> str:
@@ -243,12 +293,17 @@ class Analyzer:
         return self.name + (f" with {len(self.stopwords)} stop words" if self.stopwords else "")
 
     def __eq__(self, other: object) -> bool:
-        return isinstance(other, Analyzer) and other.id == self.id and other.stopwords == self.stopwords
+        return (
+            isinstance(other, Analyzer)
+            and other.id == self.id
+            and other.stopwords == self.stopwords
+        )
 
     def __hash__(self) -> int:
         return hash(self.id)
 
-    def __reduce__(self) -> tuple[Any, ...]:  # worker processes get the name and list, and make their own stemmer
+    # worker processes get the name and list, and make their own stemmer
+    def __reduce__(self) -> tuple[Any, ...]:
         return (get_analyzer, (self.name, sorted(self.stopwords) or None))
 
     @staticmethod
@@ -281,10 +336,13 @@ class Analyzer:
 
     def manifest_fields(self) -> dict[str, Any]:
         """What a manifest records of this analyzer (`of_manifest` reads it back)."""
-        return {"analyzer": self.id, **({"stopwords": sorted(self.stopwords)} if self.stopwords else {})}
+        return {
+            "analyzer": self.id,
+            **({"stopwords": sorted(self.stopwords)} if self.stopwords else {}),
+        }
 
     @classmethod
-    def of_manifest(cls, manifest: dict[str, Any], where: str) -> "Analyzer":
+    def of_manifest(cls, manifest: dict[str, Any], where: str) -> Analyzer:
         """The analyzer a manifest names; an error naming `where` for one this sieve does not know
         (or whose stop list does not match its id: damage)."""
         analyzer_id = manifest.get("analyzer")
@@ -294,18 +352,22 @@ class Analyzer:
         if base == ANALYZER_ID:
             name = "plain"
         elif base.startswith(ANALYZER_ID + _SNOWBALL):
-            name = base[len(ANALYZER_ID + _SNOWBALL):]
+            name = base[len(ANALYZER_ID + _SNOWBALL) :]
         else:
             raise UnknownAnalyzerError(where, analyzer_id, analyzer_names())
         stopwords = manifest.get("stopwords")
-        if stopwords is not None and not (isinstance(stopwords, list) and all(isinstance(w, str) for w in stopwords)):
+        if stopwords is not None and not (
+            isinstance(stopwords, list) and all(isinstance(w, str) for w in stopwords)
+        ):
             raise UnknownAnalyzerError(where, analyzer_id, analyzer_names())
         try:
             found = get_analyzer(name, stopwords or None)
         except InvalidArgumentError:
             raise UnknownAnalyzerError(where, analyzer_id, analyzer_names()) from None
         if found.id != analyzer_id:  # a stop list that is not the one the id was made from
-            raise IndexDamagedError(f"{where}/manifest.json", f"its stop words do not match analyzer {analyzer_id!r}")
+            raise IndexDamagedError(
+                f"{where}/manifest.json", f"its stop words do not match analyzer {analyzer_id!r}"
+            )
         return found
 
 
@@ -317,7 +379,10 @@ def get_analyzer(name: str, stopwords: str | Iterable[str] | None = None) -> Ana
     the stop words `stopwords` names (see `stop_list`). Raises InvalidArgumentError listing the
     known names."""
     if not isinstance(name, str):
-        raise InvalidArgumentError(f"an analyzer is named by a string, got {type(name).__name__}; known: {', '.join(analyzer_names())}")
+        raise InvalidArgumentError(
+            f"an analyzer is named by a string, got {type(name).__name__}; known: "
+            f"{', '.join(analyzer_names())}"
+        )
     key = (name, stop_list(stopwords))
     found = _BY_NAME.get(key)
     return found if found is not None else _BY_NAME.setdefault(key, Analyzer(name, key[1]))

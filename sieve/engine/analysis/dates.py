@@ -50,4 +50,7 @@ def parse_date_spec(spec: str) -> tuple[int | None, int | None]:
         if lo is not None and hi is not None and lo > hi:
             raise ValueError(f"the range {a}..{b} is reversed")
         return lo, hi
-    raise ValueError(f"{spec.strip()!r} is not a date (YYYY, YYYY-MM, YYYY-MM-DD), a range a..b or a comparison such as >=2020")
+    raise ValueError(
+        f"{spec.strip()!r} is not a date (YYYY, YYYY-MM, "
+        "YYYY-MM-DD), a range a..b or a comparison such as >=2020"
+    )

@@ -50,7 +50,8 @@ FIELD_ALIASES: dict[str, frozenset[Field]] = {
 DATE_TAG = "date"
 
 
-@functools.lru_cache(maxsize=256)  # a query plan asks for every leaf's mask; there are few distinct field sets
+# a query plan asks for every leaf's mask; there are few distinct field sets
+@functools.lru_cache(maxsize=256)
 def mask_of(fields: frozenset[Field] | None) -> int:
     """The posting mask bits of a field set; None means every text field."""
     if fields is None:

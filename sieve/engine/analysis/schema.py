@@ -5,9 +5,10 @@ year:number`, `build_index(fields={"year": "number"})`) makes it a column every 
 lacks), filtered like the document date:
 
 * `number`: a JSON number (or a string holding one); `year[2000..2010]`, `price[<10]`, `year[2005]`.
-* `date`: an ISO date as `date` takes it; `published[2020-03..]` widens partial dates as `date[...]`.
-* `keyword`: a string (or a list of them, or an integer), compared whole after folding (case, accents,
-  runs of spaces); `venue[=ACL]`, `venue[="Findings of ACL"]`.
+* `date`: an ISO date as `date` takes it; `published[2020-03..]` widens partial dates as
+  `date[...]`.
+* `keyword`: a string (or a list of them, or an integer), compared whole after folding (case,
+  accents, runs of spaces); `venue[=ACL]`, `venue[="Findings of ACL"]`.
 * `text`: a string (or a list of them), analysed as the index's other text and searched when named
   as a field tag: `neural[abstract]`, `"graph search"[abstract]`, `neur*[abstract]`.
 
@@ -22,15 +23,16 @@ from __future__ import annotations
 import functools
 import math
 import re
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
-from typing import Any, Iterable, Mapping
+from typing import Any
 
+from sieve.common.isodate import first_day
 from sieve.corpus.documents import checked_date
 from sieve.engine.analysis.analyzers import fold
 from sieve.engine.analysis.dates import parse_date_spec
 from sieve.engine.analysis.fields import DATE_TAG, FIELD_ALIASES
 from sieve.errors import CorpusError, InvalidArgumentError
-from sieve.common.isodate import first_day
 
 FIELD_TYPES = ("keyword", "number", "date", "text")
 # A declared text field's units carry this field code (the built-in fields use 0-4), with the
@@ -42,13 +44,15 @@ DECLARED_BIT = 1 << DECLARED_FIELD
 def namespaced(field_number: int, term: str) -> str:
     """The term a declared text field's word is indexed under: apart from every built-in field's
     terms (and from other declared fields'), so `w` never finds it and `w[name]` finds only it.
-    The prefix sorts before every real term, so no prefix query of the built-in fields reaches it."""
+    The prefix sorts before every real term, so no prefix query of the
+    built-in fields reaches it."""
     return f"\x1f{field_number}\x1f{term}"
 
 
 def shown_term(term: str) -> str:
     """A term as people read it (a declared field's namespace removed)."""
     return term.rsplit("\x1f", 1)[-1] if term.startswith("\x1f") else term
+
 
 _NAME = re.compile(r"[a-z][a-z0-9_]{0,63}")
 # Keys that already mean something in a record: declaring them would shadow the document's own.
@@ -89,20 +93,28 @@ class Schema:
         return ", ".join(f"{n} ({t})" for n, t in self.fields) or "no fields"
 
     def describe(self) -> str:
-        """The hint for a filter on an unknown field: what this index has, or how to declare some."""
+        """The hint for a filter on an unknown field: what this index
+        has, or how to declare some."""
         if not self.fields:
-            return "this index declares no filter fields (sieve index --field NAME:TYPE declares one); date[...] filters the document date"
+            return (
+                "this index declares no filter fields (sieve index --field NAME:TYPE declares "
+                "one); date[...] filters the document date"
+            )
         return "this index's filter fields: date, " + self.listing()
 
     def manifest_fields(self) -> dict[str, Any]:
         return {"fields": [list(f) for f in self.fields]} if self.fields else {}
 
     @classmethod
-    def of_manifest(cls, manifest: Mapping[str, Any]) -> "Schema":
+    def of_manifest(cls, manifest: Mapping[str, Any]) -> Schema:
         raw = manifest.get("fields")
         if raw is None:
             return NO_FIELDS
-        return declare({n: t for n, t in raw} if isinstance(raw, list) and all(isinstance(f, list) and len(f) == 2 for f in raw) else raw)
+        return declare(
+            dict(raw)
+            if isinstance(raw, list) and all(isinstance(f, list) and len(f) == 2 for f in raw)
+            else raw
+        )
 
     def values(self, metadata: Mapping[str, Any]) -> list[Any]:
         """Each field's value from a document's metadata: a float (NaN: none) for a number, a
@@ -133,7 +145,9 @@ def _number(name: str, value: Any) -> float:
     if value is None or value == "":
         return math.nan
     if isinstance(value, bool) or not isinstance(value, (int, float, str)):
-        raise CorpusError(f"field {name!r} is declared a number, got {type(value).__name__} {value!r}")
+        raise CorpusError(
+            f"field {name!r} is declared a number, got {type(value).__name__} {value!r}"
+        )
     try:
         number = float(value.strip() if isinstance(value, str) else value)
     except (ValueError, OverflowError):
@@ -148,7 +162,10 @@ def _texts(name: str, value: Any) -> list[str]:
         return []
     items = value if isinstance(value, list) else [value]
     if not all(isinstance(v, str) for v in items):
-        raise CorpusError(f"field {name!r} is declared text: a string or a list of strings, got {type(value).__name__}")
+        raise CorpusError(
+            f"field {name!r} is declared text: a string or "
+            f"a list of strings, got {type(value).__name__}"
+        )
     return [v for v in items if v.strip()]
 
 
@@ -159,7 +176,10 @@ def _keywords(name: str, value: Any) -> list[str]:
     out = []
     for v in items:
         if isinstance(v, bool) or not isinstance(v, (str, int)):
-            raise CorpusError(f"field {name!r} is declared a keyword: a string, an integer or a list of them, got {type(v).__name__}")
+            raise CorpusError(
+                f"field {name!r} is declared a keyword: a string, an "
+                f"integer or a list of them, got {type(v).__name__}"
+            )
         k = keyword_value(str(v))
         if k:
             out.append(k)
@@ -177,17 +197,26 @@ def declare(fields: Mapping[str, str] | Iterable[str] | None) -> Schema:
         pairs = []
         for spec in fields:
             if not isinstance(spec, str) or spec.count(":") != 1:
-                raise InvalidArgumentError(f"a field is declared NAME:TYPE (TYPE one of {', '.join(FIELD_TYPES)}), not {spec!r}")
+                raise InvalidArgumentError(
+                    "a field is declared NAME:TYPE (TYPE one "
+                    f"of {', '.join(FIELD_TYPES)}), not {spec!r}"
+                )
             name, kind = spec.split(":")
             pairs.append((name.strip(), kind.strip()))
     seen: dict[str, str] = {}
     for name, kind in pairs:
         if not isinstance(name, str) or not _NAME.fullmatch(name):
-            raise InvalidArgumentError(f"field name {name!r}: lower-case letters, digits and _, starting with a letter")
+            raise InvalidArgumentError(
+                f"field name {name!r}: lower-case letters, digits and _, starting with a letter"
+            )
         if name in _RESERVED or name in FIELD_ALIASES or name == DATE_TAG:
-            raise InvalidArgumentError(f"field name {name!r} is taken (a record key or a BQL field of its own)")
+            raise InvalidArgumentError(
+                f"field name {name!r} is taken (a record key or a BQL field of its own)"
+            )
         if kind not in FIELD_TYPES:
-            raise InvalidArgumentError(f"field {name!r}: unknown type {kind!r}; known: {', '.join(FIELD_TYPES)}")
+            raise InvalidArgumentError(
+                f"field {name!r}: unknown type {kind!r}; known: {', '.join(FIELD_TYPES)}"
+            )
         if name in seen:
             raise InvalidArgumentError(f"field {name!r} is declared twice")
         seen[name] = kind
@@ -206,7 +235,10 @@ def filter_bounds(kind: str, spec: str) -> tuple[Any, Any]:
     keyword, (folded value, None). Raises ValueError saying what is wrong."""
     if kind == "keyword":
         if not spec.startswith("="):
-            raise ValueError(f"a keyword field is filtered by value: name[=value] or name[=\"two words\"], not [{spec}]")
+            raise ValueError(
+                'a keyword field is filtered by value: name[=value] or name[="two words"], not '
+                f"[{spec}]"
+            )
         value = spec[1:].strip()
         if len(value) >= 2 and value[0] == value[-1] == '"':
             value = value[1:-1]
@@ -219,9 +251,14 @@ def filter_bounds(kind: str, spec: str) -> tuple[Any, Any]:
     try:
         for op in (">=", "<=", ">", "<", "="):
             if spec.startswith(op):
-                v = _float(spec[len(op):])
-                return {">=": (v, None), "<=": (None, v), ">": (math.nextafter(v, math.inf), None),
-                        "<": (None, math.nextafter(v, -math.inf)), "=": (v, v)}[op]
+                v = _float(spec[len(op) :])
+                return {
+                    ">=": (v, None),
+                    "<=": (None, v),
+                    ">": (math.nextafter(v, math.inf), None),
+                    "<": (None, math.nextafter(v, -math.inf)),
+                    "=": (v, v),
+                }[op]
         if ".." in spec:
             a, b = spec.split("..", 1)
             if not a and not b:
@@ -235,4 +272,6 @@ def filter_bounds(kind: str, spec: str) -> tuple[Any, Any]:
     except ValueError as e:
         if "range" in str(e) or "finite" in str(e):
             raise
-        raise ValueError(f"{spec!r} is not a number, a range a..b or a comparison such as >=3") from None
+        raise ValueError(
+            f"{spec!r} is not a number, a range a..b or a comparison such as >=3"
+        ) from None

@@ -52,7 +52,8 @@ class KeyTable:
         return found
 
     def find(self, lo: np.ndarray, hi: np.ndarray | None = None) -> np.ndarray:
-        """Each key's value, -1 where it is absent (`hi`: the keys' second halves, for a table of pairs)."""
+        """Each key's value, -1 where it is absent (`hi`: the keys' second
+        halves, for a table of pairs)."""
         slot = self._slots(lo, hi)
         wrap = (1 << self.bits) - 1
         # The first probe of every key at once; then only those that met another key, one step on.
@@ -77,7 +78,7 @@ class KeyTable:
             bits = self.bits
             while 2 * (self.used + len(lo)) > 1 << bits:
                 bits += 1
-            self.__init__(self.pairs, bits)  # type: ignore[misc]
+            self.__init__(self.pairs, bits)  # type: ignore[misc]  # grown in place
             self._place(*old)
         self._place(lo, hi, values)
 
@@ -137,7 +138,8 @@ class Vocabulary:
         self._word_term = array("i", [0])  # word id -> term id (grows amortised, unlike an ndarray)
 
     def ids_of(self, raw: bytes) -> tuple[np.ndarray, np.ndarray]:
-        """(The term ids of the words of `raw`, in order; each text's word count), for `raw` from `joined_bytes`."""
+        """(The term ids of the words of `raw`, in order; each text's word count), for `raw` from
+        `joined_bytes`."""
         padded = b" " + raw + bytes(2 * 8)
         starts, ends, counts = word_spans(padded, len(raw))
         length = ends - starts
@@ -150,16 +152,20 @@ class Vocabulary:
         wide = np.flatnonzero(length > 8)
         if len(wide):
             wid[wide] = -2  # a longer word's first 8 bytes may be a short word's: numbered below
-        self._number(self._narrow, np.flatnonzero(wid == -1), lo, None, wid, raw, starts, ends, new_words)
+        self._number(
+            self._narrow, np.flatnonzero(wid == -1), lo, None, wid, raw, starts, ends, new_words
+        )
         if len(wide):
             keyed = wide[length[wide] <= _KEY_BYTES]
             hi = eights[starts[keyed] + 8] & _LOW_BYTES[length[keyed] - 8]
             got = self._wide.find(lo[keyed], hi)
             wid[keyed] = got
             missing = np.flatnonzero(got < 0)
-            self._number(self._wide, keyed[missing], lo, hi[missing], wid, raw, starts, ends, new_words)
+            self._number(
+                self._wide, keyed[missing], lo, hi[missing], wid, raw, starts, ends, new_words
+            )
             for i in wide[length[wide] > _KEY_BYTES].tolist():
-                word = raw[starts[i]:ends[i]].decode("utf-8", "surrogatepass")
+                word = raw[starts[i] : ends[i]].decode("utf-8", "surrogatepass")
                 got_id = self._long.get(word)
                 if got_id is None:
                     got_id = self._long[word] = self._words
@@ -170,8 +176,18 @@ class Vocabulary:
             self._word_term.extend(map(self.ids.__getitem__, self.analyzer.stem(new_words)))
         return np.frombuffer(self._word_term, dtype=np.int32)[wid], counts
 
-    def _number(self, table: KeyTable, at: np.ndarray, lo: np.ndarray, hi: np.ndarray | None, wid: np.ndarray,
-                raw: bytes, starts: np.ndarray, ends: np.ndarray, new_words: list[str]) -> None:
+    def _number(
+        self,
+        table: KeyTable,
+        at: np.ndarray,
+        lo: np.ndarray,
+        hi: np.ndarray | None,
+        wid: np.ndarray,
+        raw: bytes,
+        starts: np.ndarray,
+        ends: np.ndarray,
+        new_words: list[str],
+    ) -> None:
         """Give the words at tokens `at` (ascending; not in `table`) new word ids in order of first
         sight, into `wid` and `table`; append the new words to `new_words`. `hi`: the keys'
         second halves, one per token of `at`, for the table of pairs."""
@@ -192,7 +208,10 @@ class Vocabulary:
         firsts = first[by_sight]
         word_at = at[firsts]
         table.insert(lo[word_at], None if hi is None else hi[firsts], number[by_sight])
-        new_words += [raw[s:e].decode("utf-8", "surrogatepass") for s, e in zip(starts[word_at].tolist(), ends[word_at].tolist())]
+        new_words += [
+            raw[s:e].decode("utf-8", "surrogatepass")
+            for s, e in zip(starts[word_at].tolist(), ends[word_at].tolist())
+        ]
 
     @property
     def stop_id(self) -> int | None:
@@ -204,7 +223,14 @@ class Vocabulary:
         if len(self._rev) < len(self.ids):
             self._rev.extend(itertools.islice(self.ids, len(self._rev), None))
         stop = self.stop_id
-        return np.fromiter((t if t == stop else self.ids[namespaced(field_number, self._rev[t])] for t in tids.tolist()), dtype=np.int32, count=len(tids))
+        return np.fromiter(
+            (
+                t if t == stop else self.ids[namespaced(field_number, self._rev[t])]
+                for t in tids.tolist()
+            ),
+            dtype=np.int32,
+            count=len(tids),
+        )
 
     def new_terms(self) -> list[str]:
         """Terms added since the last call, in id order (the first call includes SEPARATOR)."""

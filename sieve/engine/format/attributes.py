@@ -29,12 +29,19 @@ from sieve.engine.format import storage
 TEXT_BITS = 5
 TEXT_FULL = (1 << TEXT_BITS) - 1  # ttf this high (or higher): in the side list
 EXTRA_FULL = (1 << (8 - TEXT_BITS)) - 1  # tf - ttf this high: tf in the side list
-SIDE_FILES = ("post.tf.big.idx.sva", "post.tf.big.val.sva", "post.ttf.big.idx.sva", "post.ttf.big.val.sva")
+SIDE_FILES = (
+    "post.tf.big.idx.sva",
+    "post.tf.big.val.sva",
+    "post.ttf.big.idx.sva",
+    "post.ttf.big.val.sva",
+)
 PACKED_FILES = ("post.mask.sva", "post.tfs.sva") + SIDE_FILES
 BYTE_FILES = ("post.mask.sva", "post.tf.sva", "post.ttf.sva") + SIDE_FILES  # formats 2 to 8
 
 
-def pack(tf: np.ndarray, ttf: np.ndarray) -> tuple[np.ndarray, tuple[np.ndarray, np.ndarray], tuple[np.ndarray, np.ndarray]]:
+def pack(
+    tf: np.ndarray, ttf: np.ndarray
+) -> tuple[np.ndarray, tuple[np.ndarray, np.ndarray], tuple[np.ndarray, np.ndarray]]:
     """(the count bytes, (postings, tf) of the tf side list, (postings, ttf) of the ttf side list)
     of postings numbered from 0; every ttf is at most its tf. Works in the counts' own dtype (a
     build's are u32): no temporary wider than they are."""
@@ -59,8 +66,12 @@ class AttributesWriter:
         self.folder = folder
         self.mask = storage.ArrayWriter(folder / "post.mask.sva", np.uint8)
         self.counts = storage.ArrayWriter(folder / "post.tfs.sva", np.uint8)
-        self.side: dict[str, tuple[list[np.ndarray], list[np.ndarray]]] = {"post.tf": ([], []), "post.ttf": ([], [])}
-        self.done = 0  # postings written so far (the side lists number them from the segment's first)
+        self.side: dict[str, tuple[list[np.ndarray], list[np.ndarray]]] = {
+            "post.tf": ([], []),
+            "post.ttf": ([], []),
+        }
+        # postings written so far (the side lists number them from the segment's first)
+        self.done = 0
 
     def append(self, mask: np.ndarray, tf: np.ndarray, ttf: np.ndarray) -> None:
         byte, *sides = pack(tf, ttf)
@@ -75,8 +86,16 @@ class AttributesWriter:
         """Write the files; returns their manifest entries by file name."""
         entries = {"post.mask.sva": self.mask.close(), "post.tfs.sva": self.counts.close()}
         for name, (where, values) in self.side.items():
-            entries[f"{name}.big.idx.sva"] = storage.write_array(self.folder / f"{name}.big.idx.sva", np.concatenate(where or [np.zeros(0, np.int64)]), np.int64)
-            entries[f"{name}.big.val.sva"] = storage.write_array(self.folder / f"{name}.big.val.sva", np.concatenate(values or [np.zeros(0, np.uint32)]), np.uint32)
+            entries[f"{name}.big.idx.sva"] = storage.write_array(
+                self.folder / f"{name}.big.idx.sva",
+                np.concatenate(where or [np.zeros(0, np.int64)]),
+                np.int64,
+            )
+            entries[f"{name}.big.val.sva"] = storage.write_array(
+                self.folder / f"{name}.big.val.sva",
+                np.concatenate(values or [np.zeros(0, np.uint32)]),
+                np.uint32,
+            )
         return entries
 
 
@@ -93,7 +112,8 @@ class _Side:
     its postings by two bisections, with no numpy call (every BM25 term read asks, three times a
     query or more)."""
 
-    LISTED = 1 << 16  # at most this many postings are kept as a Python list too (1,111 on man-sections)
+    # at most this many postings are kept as a Python list too (1,111 on man-sections)
+    LISTED = 1 << 16
 
     def __init__(self, idx: Any, val: Any) -> None:
         self.idx, self.val = idx, val
@@ -106,10 +126,12 @@ class _Side:
         """The side list's entries for postings lo..hi-1: a..b."""
         listed = self._listed
         if listed is None and len(self.idx) <= self.LISTED:
-            listed = self._listed = np.asarray(self.idx).tolist()  # an ArrayFile is verified whole first
+            # an ArrayFile is verified whole first
+            listed = self._listed = np.asarray(self.idx).tolist()
         if listed is not None:
             return bisect.bisect_left(listed, lo), bisect.bisect_left(listed, hi)
-        idx = np.asarray(self.idx)  # an ArrayFile is verified whole first: a binary search reads anywhere in it
+        # an ArrayFile is verified whole first: a binary search reads anywhere in it
+        idx = np.asarray(self.idx)
         a, b = np.searchsorted(idx, np.array([lo, hi], dtype=idx.dtype)).tolist()
         return a, b
 
@@ -131,14 +153,15 @@ def _patch(out: np.ndarray, side: _Side, lo: int, hi: int, sel: np.ndarray | Non
 
 
 class Attributes:
-    """Read side of either layout. Postings are given as lo..hi, or as lo + sel (`sel` ascending)."""
+    """Read side of either layout. Postings are given as lo..hi, or as
+    lo + sel (`sel` ascending)."""
 
     def __init__(self, files: dict[str, Any]) -> None:
         """`files`: the opened arrays of `PACKED_FILES` or of `BYTE_FILES`, by name."""
         self.mask = files["post.mask.sva"]
         self.packed = files.get("post.tfs.sva")
-        self.tf_bytes = None if self.packed is not None else files["post.tf.sva"]
-        self.ttf_bytes = None if self.packed is not None else files["post.ttf.sva"]
+        self.tf_bytes: Any = None if self.packed is not None else files["post.tf.sva"]
+        self.ttf_bytes: Any = None if self.packed is not None else files["post.ttf.sva"]
         self.tf_side = _Side(files["post.tf.big.idx.sva"], files["post.tf.big.val.sva"])
         self.ttf_side = _Side(files["post.ttf.big.idx.sva"], files["post.ttf.big.val.sva"])
 
@@ -148,7 +171,9 @@ class Attributes:
     def agree(self) -> bool:
         """Whether the files' lengths agree with each other (what opening checks)."""
         counts = (self.packed,) if self.packed is not None else (self.tf_bytes, self.ttf_bytes)
-        return all(len(c) == len(self.mask) for c in counts) and all(len(side.idx) == len(side.val) for side in (self.tf_side, self.ttf_side))
+        return all(len(c) == len(self.mask) for c in counts) and all(
+            len(side.idx) == len(side.val) for side in (self.tf_side, self.ttf_side)
+        )
 
     @staticmethod
     def _read(arr: Any, lo: int, hi: int, sel: np.ndarray | None) -> np.ndarray:
@@ -168,11 +193,15 @@ class Attributes:
             out = self._read(self.tf_bytes, lo, hi, sel).astype(np.int64)
         else:
             b = self._read(self.packed, lo, hi, sel)
-            out = ((b & TEXT_FULL) + (b >> TEXT_BITS)).astype(np.int64)  # at most 38: the sum stays in a byte
+            # at most 38: the sum stays in a byte
+            out = ((b & TEXT_FULL) + (b >> TEXT_BITS)).astype(np.int64)
         return _patch(out, self.tf_side, lo, hi, sel)
 
-    def text_tf(self, lo: int, hi: int, sel: np.ndarray | None = None, dtype: Any = np.int64) -> np.ndarray:
-        """Occurrences in title, headings and body (int64, or `dtype`: BM25 reads them as floats)."""
+    def text_tf(
+        self, lo: int, hi: int, sel: np.ndarray | None = None, dtype: Any = np.int64
+    ) -> np.ndarray:
+        """Occurrences in title, headings and body (int64, or `dtype`:
+        BM25 reads them as floats)."""
         if self.packed is None:
             out = self._read(self.ttf_bytes, lo, hi, sel).astype(dtype)
         else:

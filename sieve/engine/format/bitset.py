@@ -4,10 +4,11 @@ from __future__ import annotations
 
 import numpy as np
 
-
-# from_ids sets bits one by one below n / SPARSE documents (measured crossover, 100k to 1M documents).
+# from_ids sets bits one by one below n / SPARSE
+# documents (measured crossover, 100k to 1M documents).
 SPARSE = 128
-# contains() unpacks the set when the ids number at least 1/UNPACKED_SHARE of the documents (measured crossover ~1/50 at 100k).
+# contains() unpacks the set when the ids number at least
+# 1/UNPACKED_SHARE of the documents (measured crossover ~1/50 at 100k).
 UNPACKED_SHARE = 32
 
 
@@ -31,7 +32,8 @@ def full(n: int) -> np.ndarray:
 def from_ids(ids: np.ndarray, n: int) -> np.ndarray:
     """The set of the document numbers in `ids` (any order, repeats allowed)."""
     if len(ids) * SPARSE < n:
-        # Few documents: set their bits word by word; the flag array below costs time in n, not len(ids).
+        # Few documents: set their bits word by word; the
+        # flag array below costs time in n, not len(ids).
         out = empty(n)
         ids = np.asarray(ids, dtype=np.int64)
         np.bitwise_or.at(out, ids >> 6, np.left_shift(np.uint64(1), (ids & 63).astype(np.uint64)))
@@ -69,7 +71,8 @@ def to_bool(bits: np.ndarray, n: int) -> np.ndarray:
 
 
 def add(bits: np.ndarray | None, d: int, n: int) -> np.ndarray:
-    """`bits` (None: the empty set of n documents) with document d added, in place when it exists."""
+    """`bits` (None: the empty set of n documents) with document d
+    added, in place when it exists."""
     out = empty(n) if bits is None else bits
     out[d >> 6] |= np.uint64(1) << np.uint64(d & 63)
     return out
@@ -92,7 +95,8 @@ def contains(bits: np.ndarray, ids: np.ndarray) -> np.ndarray:
 def ranks(bits: np.ndarray, ids: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     """(places in `ids` of those in the set, each one's rank: how many members are smaller). For a
     set of a list's documents, the rank is the document's place in the list (a posting's number
-    from the term's first): a lookup in time in len(ids) and the set's words, not in the list's length."""
+    from the term's first): a lookup in time in len(ids) and the set's
+    words, not in the list's length."""
     where = np.flatnonzero(contains(bits, ids))  # a bool's flatnonzero: 4x a uint64's
     ids = np.asarray(ids, dtype=np.int64)[where]
     w = ids >> 6

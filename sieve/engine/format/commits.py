@@ -1,10 +1,12 @@
 """The manifest and the commit protocol: each commit point (a `gen-N` directory) holds a checksummed
 `manifest.json`; `CURRENT` names the commit point readers open; `Commit` writes a new one beside
-the old and switches `CURRENT` atomically; `WriteLock` keeps writers apart. See docs/index-format.md.
+the old and switches `CURRENT` atomically; `WriteLock` keeps writers apart. See
+docs/index-format.md.
 """
 
 from __future__ import annotations
 
+import contextlib
 import errno
 import json
 import os
@@ -22,8 +24,8 @@ from sieve.engine.format.storage import (
     FORMAT_NAME,
     MANIFEST,
     SUPPORTED_VERSIONS,
-    file_problem,
     crc32,
+    file_problem,
     fsync_dir,
     read_index_file,
 )
@@ -40,7 +42,7 @@ from sieve.errors import (
 try:
     import fcntl
 except ImportError:  # not POSIX: builds are not locked against each other
-    fcntl = None  # type: ignore[assignment]
+    fcntl = None  # type: ignore[assignment]  # None: no locking here
 
 _CURRENT_RE = re.compile(rb"(gen-[0-9]{6,})\n")
 
@@ -108,10 +110,14 @@ def current_commit(root: Path) -> Path:
     # Exactly what _write_current writes, so no damaged byte is let through (not even a newline).
     m = _CURRENT_RE.fullmatch(raw)
     if m is None:
-        raise IndexDamagedError(CURRENT, f"holds {raw[:40]!r}, not a commit point's name such as 'gen-000001'")
+        raise IndexDamagedError(
+            CURRENT, f"holds {raw[:40]!r}, not a commit point's name such as 'gen-000001'"
+        )
     name = m.group(1).decode("ascii")
     if not os.path.isdir(root / name):
-        raise IndexDamagedError(CURRENT, f"points at {name!r}, which is not a commit point's directory")
+        raise IndexDamagedError(
+            CURRENT, f"points at {name!r}, which is not a commit point's directory"
+        )
     return root / name
 
 
@@ -144,7 +150,7 @@ class WriteLock:
         self.path = root.parent / f".{root.name}.lock"
         self._fd: int | None = None
 
-    def __enter__(self) -> "WriteLock":
+    def __enter__(self) -> WriteLock:
         self.acquire()
         return self
 
@@ -163,7 +169,10 @@ class WriteLock:
             except BlockingIOError:
                 holder = os.pread(fd, 64, 0).decode("ascii", "replace").strip()
                 os.close(fd)
-                raise IndexLockedError(str(self.root), f"process {holder}" if holder.isdigit() else f"lock file {self.path}") from None
+                raise IndexLockedError(
+                    str(self.root),
+                    f"process {holder}" if holder.isdigit() else f"lock file {self.path}",
+                ) from None
             try:
                 same = os.stat(self.path).st_ino == os.fstat(fd).st_ino
             except FileNotFoundError:
@@ -178,10 +187,8 @@ class WriteLock:
     def release(self) -> None:
         if self._fd is not None:
             fd, self._fd = self._fd, None
-            try:
+            with contextlib.suppress(FileNotFoundError):
                 os.unlink(self.path)
-            except FileNotFoundError:
-                pass
             os.close(fd)  # closing drops the flock
 
 
@@ -202,20 +209,24 @@ def _unwritable_reason(root: Path, e: OSError) -> str:
     if part != root and mode and not stat.S_ISDIR(mode):
         return f"{part} is {files.kind(mode)}, not a folder"
     if e.errno in (errno.ENOSPC, errno.EDQUOT):  # the system's words kept: people search for them
-        return f"{'the disk is full' if e.errno == errno.ENOSPC else 'the disk quota is used up'} ({e.strerror or os.strerror(e.errno)})"
+        return (
+            f"{'the disk is full' if e.errno == errno.ENOSPC else 'the disk quota is used up'} "
+            f"({e.strerror or os.strerror(e.errno)})"
+        )
     if e.errno == errno.EROFS:
         return "the file system is read-only"
     where = Path(e.filename).parent if e.filename else part
     if e.errno in (errno.EACCES, errno.EPERM):
         return f"permission denied in {where}"
-    if e.errno == errno.ENOENT and os.path.isdir(where):  # /proc, /sys: folders that refuse new files
+    # /proc, /sys: folders that refuse new files
+    if e.errno == errno.ENOENT and os.path.isdir(where):
         return f"the system does not let files be created in {where}"
     return f"{(e.strerror or str(e)).lower()}" + (f" ({e.filename})" if e.filename else "")
 
 
 class Commit:
-    """Writes a new commit point (a `gen-N` directory) beside any existing one and switches CURRENT to it
-    atomically; new segments are written with it.
+    """Writes a new commit point (a `gen-N` directory) beside any existing one and switches CURRENT
+    to it atomically; new segments are written with it.
 
     A fresh index is built in a hidden sibling directory renamed into place at the end, so the
     target either does not exist or is complete. Over an existing index, new segments and the new
@@ -225,7 +236,9 @@ class Commit:
     the switch (a reader that has them open keeps its memory maps).
     """
 
-    def __init__(self, root: str | os.PathLike, force: bool = False, lock: "WriteLock | None" = None) -> None:
+    def __init__(
+        self, root: str | os.PathLike, force: bool = False, lock: WriteLock | None = None
+    ) -> None:
         """`lock`: the index's write lock, already held by the caller (a writer session), who
         releases it; otherwise the commit takes it and lets it go when it commits or aborts.
         `force`: an existing index may be written (replaced by a build, or changed by a writer)."""
@@ -235,7 +248,8 @@ class Commit:
         self._segments: list[tuple[Path, str]] = []  # (where it is written, its final name)
         if self._owns_lock:
             try:
-                self.lock.acquire()  # before looking: a concurrent build would delete this one's stage
+                # before looking: a concurrent build would delete this one's stage
+                self.lock.acquire()
             except SieveError:
                 raise
             except OSError as e:  # /proc/x, a path through a file, a read-only folder
@@ -264,9 +278,15 @@ class Commit:
             is_index = (self.root / CURRENT).exists()
             if not force:
                 what = "an index" if is_index else "a directory"
-                raise IndexExistsError(str(self.root), f"already exists ({what}); use --force (force=True) to replace it")
+                raise IndexExistsError(
+                    str(self.root),
+                    f"already exists ({what}); use --force (force=True) to replace it",
+                )
             if not is_index and any(self.root.iterdir()):
-                raise IndexExistsError(str(self.root), "exists, is not empty and is not a sieve index; refusing to replace it")
+                raise IndexExistsError(
+                    str(self.root),
+                    "exists, is not empty and is not a sieve index; refusing to replace it",
+                )
         parent = self.root.parent
         parent.mkdir(parents=True, exist_ok=True)
         if self.fresh:
@@ -278,8 +298,12 @@ class Commit:
             names = [p.name for p in self.root.iterdir()]
             self.number = max([0] + [_commit_number(n) for n in names]) + 1
             # Staged (hidden) and orphaned segments count too: a new one never takes their name.
-            self._next_segment = max([0] + [_segment_number(n.lstrip(".").split(".")[0]) for n in names]) + 1
-            self.stage = Path(tempfile.mkdtemp(prefix=f".gen-{self.number:06d}.building-", dir=self.root))
+            self._next_segment = (
+                max([0] + [_segment_number(n.lstrip(".").split(".")[0]) for n in names]) + 1
+            )
+            self.stage = Path(
+                tempfile.mkdtemp(prefix=f".gen-{self.number:06d}.building-", dir=self.root)
+            )
             self.commit_dir = self.stage
         try:
             self.commit_dir.mkdir(exist_ok=True)
@@ -306,7 +330,7 @@ class Commit:
                 shutil.rmtree(where, ignore_errors=True)
         self._release()
 
-    def commit(self, keep: "set[str] | None" = None) -> Path:
+    def commit(self, keep: set[str] | None = None) -> Path:
         """Publish the commit; `keep`: the existing directories (segments) it references, which
         survive the clean-up of everything the new commit does not need."""
         try:
@@ -330,7 +354,8 @@ class Commit:
         new = {seg for _, seg in self._segments}
         for where, seg in self._segments:
             os.rename(where, self.root / seg)
-        self._segments = []  # in place now: an abort must not remove them (they are unreferenced until CURRENT moves)
+        # in place now: an abort must not remove them (they are unreferenced until CURRENT moves)
+        self._segments = []
         fsync_dir(self.root)
         os.rename(self.commit_dir, self.root / name)
         _write_current(self.root, name)

@@ -12,7 +12,8 @@ import numpy as np
 
 
 def distinct(values: np.ndarray) -> np.ndarray:
-    """The distinct values of `values` (any order, any shape), ascending: what `np.unique` returns."""
+    """The distinct values of `values` (any order, any shape),
+    ascending: what `np.unique` returns."""
     return distinct_sorted(np.sort(values, axis=None))
 
 

@@ -15,7 +15,9 @@ from sieve.engine.format.positions import BLOCK, MERGE_SHARE, bitmap, common, in
 from sieve.engine.format.ranges import ragged
 
 
-def _put(kept: OrderedDict[int, np.ndarray], key: int, arr: np.ndarray, held: int, budget: int) -> int:
+def _put(
+    kept: OrderedDict[int, np.ndarray], key: int, arr: np.ndarray, held: int, budget: int
+) -> int:
     """Add `arr` to a least-recently-used store holding `held` bytes, drop the oldest past `budget`;
     the bytes it then holds."""
     if key not in kept:
@@ -34,11 +36,11 @@ class BlockPositions:
     query to query (`the`, `file`), so a warm reader reads them as fast as raw ones. The default
     budget is half of what the segment's positions take raw (format 4 kept all of them in the page
     cache), at most `CACHED_BYTES`: on man-sections (100,000 documents) half rather than a quarter
-    made phrase and NEAR queries 5-12% faster at p50, for 11 MB more at most. A read of a term of at most `WHOLE_BLOCKS` blocks, or
-    that needs more than 1/`WHOLE_SHARE` of its blocks, decodes (and keeps) all of them: choosing
-    the blocks would cost about as much as decoding the rest. Otherwise the first read of a term
-    decodes only the blocks it needs, and the second decodes and keeps the whole list if it can be
-    kept: a word read twice is likely read again.
+    made phrase and NEAR queries 5-12% faster at p50, for 11 MB more at most. A read of a term of at
+    most `WHOLE_BLOCKS` blocks, or that needs more than 1/`WHOLE_SHARE` of its blocks, decodes (and
+    keeps) all of them: choosing the blocks would cost about as much as decoding the rest. Otherwise
+    the first read of a term decodes only the blocks it needs, and the second decodes and keeps the
+    whole list if it can be kept: a word read twice is likely read again.
 
     A word found in at least 1/`BITMAP_SHARE` of what a bitmap of every position costs (its list's
     raw bytes against one bit per position of the segment: `the`, `to`, `a`, `is` on man-sections),
@@ -55,12 +57,28 @@ class BlockPositions:
     WHOLE_SHARE = 4
     WHOLE_BLOCKS = 32
 
-    def __init__(self, ptr: Any, blocks_ptr: Any, first: Any, directory: Any, rows: tuple[Any, ...], tail: Any, positions: int = 0,
-                 exceptions: tuple[Any, Any, Any] | None = None) -> None:
+    def __init__(
+        self,
+        ptr: Any,
+        blocks_ptr: Any,
+        first: Any,
+        directory: Any,
+        rows: tuple[Any, ...],
+        tail: Any,
+        positions: int = 0,
+        exceptions: tuple[Any, Any, Any] | None = None,
+    ) -> None:
         """`rows`: the row tables, `exceptions` the (pointer, place, value) tables of format 9
         (`PACKED_FILES`), or None for the whole-width tables of formats 5 to 8 (`ROW_FILES`);
         `positions`: how many the segment holds (sets the budget)."""
-        self.ptr, self.blocks_ptr, self.first, self.dir, self.rows, self.tail = ptr, blocks_ptr, first, directory, rows, tail
+        self.ptr, self.blocks_ptr, self.first, self.dir, self.rows, self.tail = (
+            ptr,
+            blocks_ptr,
+            first,
+            directory,
+            rows,
+            tail,
+        )
         self.exceptions = exceptions
         self.dtype = np.dtype(first.dtype)
         self.positions = positions
@@ -98,7 +116,8 @@ class BlockPositions:
                 self._kept_bytes = _put(self._kept, key, arr, self._kept_bytes, self.budget)
 
     def present(self, tid: int, target: np.ndarray) -> np.ndarray:
-        """The values of `target` (ascending, in the positions' dtype) that are positions of term `tid`."""
+        """The values of `target` (ascending, in the positions' dtype) that
+        are positions of term `tid`."""
         bits = self.bitmap_of(tid, len(target))
         if bits is not None:
             return in_bitmap(bits, target)
@@ -115,8 +134,11 @@ class BlockPositions:
             count = int(self.ptr[tid + 1] - self.ptr[tid])
             # Many lookups, a frequent word (judged by the segment's positions here, by its own
             # last one below), read before.
-            if (lookups * MERGE_SHARE < count or self.positions // 8 > self.BITMAP_SHARE * count * self.dtype.itemsize
-                    or (tid not in self._kept and tid not in self._read_once)):
+            if (
+                lookups * MERGE_SHARE < count
+                or self.positions // 8 > self.BITMAP_SHARE * count * self.dtype.itemsize
+                or (tid not in self._kept and tid not in self._read_once)
+            ):
                 return None
         pos = self.all(tid)
         size = (int(pos[-1]) >> 3) + 1 + 8 if len(pos) else 0
@@ -201,16 +223,23 @@ class BlockPositions:
                 self._scatter(k, self.rows[k][row[at]], out, at)
         if self.exceptions is not None:
             ptr, place, val = self.exceptions
-            if len(blocks) == 1:  # one block (a phrase's lookup, an explanation's hit): its exceptions are a slice
+            # one block (a phrase's lookup, an explanation's hit): its exceptions are a slice
+            if len(blocks) == 1:
                 e0, e1 = int(ptr[blocks[0]]), int(ptr[blocks[0] + 1])
                 if e0 < e1:
                     out[0, np.asarray(place[e0:e1]).astype(np.intp) + 1] = val[e0:e1]
             else:
-                lo, hi = np.asarray(ptr[blocks]).astype(np.int64), np.asarray(ptr[blocks + 1]).astype(np.int64)
+                lo, hi = (
+                    np.asarray(ptr[blocks]).astype(np.int64),
+                    np.asarray(ptr[blocks + 1]).astype(np.int64),
+                )
                 counts = hi - lo
                 if counts.any():
                     idx = ragged(lo, counts)
-                    out[np.repeat(np.arange(len(blocks)), counts), np.asarray(place[idx]).astype(np.intp) + 1] = val[idx]
+                    out[
+                        np.repeat(np.arange(len(blocks)), counts),
+                        np.asarray(place[idx]).astype(np.intp) + 1,
+                    ] = val[idx]
         return self._finish(store, transposed)
 
     def decode_run(self, a: int, b: int, tail: Any = None) -> np.ndarray:
@@ -229,7 +258,8 @@ class BlockPositions:
             return out
         blocks = out[: n * BLOCK].reshape(n, BLOCK)
         transposed = self.TRANSPOSED_MIN <= n <= self.TRANSPOSED
-        # Transposed, the running sum adds whole rows (one place of every block) at once: see `_buffer`.
+        # Transposed, the running sum adds whole rows (one
+        # place of every block) at once: see `_buffer`.
         work = np.empty((BLOCK, n), dtype=self.dtype).T if transposed else blocks
         work[:, 0] = self.first[a:b]
         c0 = int(self.dir[a])
@@ -277,20 +307,35 @@ class BlockPositions:
         tail = self.tail[ta:tb]
         if a == b:
             return tail
-        if b - a <= self.WHOLE_BLOCKS or len(lo) * self.WHOLE_SHARE >= b - a or tid in self._kept or self._again(tid, a, b, ta, tb):
+        if (
+            b - a <= self.WHOLE_BLOCKS
+            or len(lo) * self.WHOLE_SHARE >= b - a
+            or tid in self._kept
+            or self._again(tid, a, b, ta, tb)
+        ):
             return self._whole(tid, a, b, ta, tb)
         first = self.first[a:b]
         point = lo is hi  # a phrase's lookups: each range one position
-        if point and getattr(hi, "dtype", None) == first.dtype:  # positions of this index: in range, no cast
+        # positions of this index: in range, no cast
+        if point and getattr(hi, "dtype", None) == first.dtype:
             j_hi = j_lo = np.searchsorted(first, hi, side="right") - 1
         else:
             top = min(int(np.iinfo(first.dtype).max), 2**63 - 1)
             hi = np.clip(np.asarray(hi, dtype=np.int64), -1, top)
             lo = hi if point else np.clip(np.asarray(lo, dtype=np.int64), 0, top)
-            # Block j holds first[j] up to (not including) first[j + 1]; a range [lo, hi] needs blocks
+            # Block j holds first[j] up to (not including)
+            # first[j + 1]; a range [lo, hi] needs blocks
             # from the one holding lo to the one holding hi.
-            j_hi = np.where(hi >= 0, np.searchsorted(first, np.maximum(hi, 0).astype(first.dtype), side="right") - 1, -1)
-            j_lo = j_hi if point else np.maximum(np.searchsorted(first, lo.astype(first.dtype), side="right") - 1, 0)
+            j_hi = np.where(
+                hi >= 0,
+                np.searchsorted(first, np.maximum(hi, 0).astype(first.dtype), side="right") - 1,
+                -1,
+            )
+            j_lo = (
+                j_hi
+                if point
+                else np.maximum(np.searchsorted(first, lo.astype(first.dtype), side="right") - 1, 0)
+            )
         ok = j_hi >= 0 if point else (j_hi >= 0) & (hi >= lo)
         if not ok.any():
             return tail
@@ -305,7 +350,12 @@ class BlockPositions:
         """The term's positions number `idx` (ascending, within the term)."""
         a, b, ta, tb = self._range(tid)
         idx = np.asarray(idx, dtype=np.int64)
-        if a < b and (b - a <= self.WHOLE_BLOCKS or len(idx) * self.WHOLE_SHARE >= BLOCK * (b - a) or tid in self._kept or self._again(tid, a, b, ta, tb)):
+        if a < b and (
+            b - a <= self.WHOLE_BLOCKS
+            or len(idx) * self.WHOLE_SHARE >= BLOCK * (b - a)
+            or tid in self._kept
+            or self._again(tid, a, b, ta, tb)
+        ):
             return self._whole(tid, a, b, ta, tb)[idx]
         cut = BLOCK * (b - a)
         split = int(np.searchsorted(idx, cut))

@@ -31,9 +31,15 @@ BLOCK = 128
 PACKED_BITS = (8, 12, 16, 32)
 PACKED_FILES_ROWS = tuple(f"pos.p{b}.sva" for b in PACKED_BITS)
 PACKED_DTYPES = (np.uint8, np.uint8, np.uint16, np.uint32)
-PACKED_COLUMNS = (BLOCK - 1, BLOCK * 3 // 2, BLOCK - 1, BLOCK - 1)  # p12: 128 values (the last unused), two in three bytes
+# p12: 128 values (the last unused), two in three bytes
+PACKED_COLUMNS = (BLOCK - 1, BLOCK * 3 // 2, BLOCK - 1, BLOCK - 1)
 EXCEPTION_FILES = ("pos.exc.ptr.sva", "pos.exc.at.sva", "pos.exc.val.sva")
-PACKED_FILES = ("pos.blocks.ptr.sva", "pos.first.sva", "pos.dir.sva") + PACKED_FILES_ROWS + EXCEPTION_FILES + ("pos.tail.sva",)
+PACKED_FILES = (
+    ("pos.blocks.ptr.sva", "pos.first.sva", "pos.dir.sva")
+    + PACKED_FILES_ROWS
+    + EXCEPTION_FILES
+    + ("pos.tail.sva",)
+)
 # Formats 5 to 8: one row table per whole width, no exceptions.
 WIDTHS = (np.uint8, np.uint16, np.uint32, np.uint64)  # row tables pos.d1, pos.d2, pos.d4, pos.d8
 ROW_FILES = tuple(f"pos.d{np.dtype(w).itemsize}.sva" for w in WIDTHS)
@@ -41,7 +47,8 @@ BLOCK_FILES = ("pos.blocks.ptr.sva", "pos.first.sva", "pos.dir.sva") + ROW_FILES
 RAW_FILES = ("pos.data.sva",)
 
 
-# Intersecting two ascending lists: by binary searches when one is this many times shorter, else by merging.
+# Intersecting two ascending lists: by binary searches
+# when one is this many times shorter, else by merging.
 MERGE_SHARE = 16
 
 
@@ -81,14 +88,16 @@ def in_bitmap(bits: np.ndarray, target: np.ndarray) -> np.ndarray:
     return target[got.view(bool)]
 
 
-# The longest range `any_in_bitmap` tests: 64 bits read from the byte of its first, less 7 shifted out.
+# The longest range `any_in_bitmap` tests: 64 bits
+# read from the byte of its first, less 7 shifted out.
 RANGE_BITS = 57
 
 
 def any_in_bitmap(bits: np.ndarray, lo: np.ndarray, width: int | np.ndarray) -> np.ndarray:
     """Whether some bit of `bits` (a `bitmap`) is set in each range of `width` (0 to `RANGE_BITS`,
     one for all or one each) from `lo` (int64, at least 0): one 8-byte read per range."""
-    words = np.ndarray((len(bits) - 7,), dtype="<u8", buffer=bits, strides=(1,))  # 8 bytes from every byte
+    # 8 bytes from every byte
+    words = np.ndarray((len(bits) - 7,), dtype="<u8", buffer=bits, strides=(1,))
     at = np.ascontiguousarray(lo, dtype=np.int64).view(np.uint64)
     # A range past the last position reads the 8 zero bytes at the end.
     got = words[np.minimum(at >> np.uint64(3), np.uint64(len(words) - 1))]
@@ -108,7 +117,8 @@ class Encoded(NamedTuple):
     dir: np.ndarray  # int64 [blocks]: row << 2 | table
     rows: tuple[np.ndarray, ...]  # per table (PACKED_BITS): its rows as stored
     exceptions: np.ndarray  # int64 [blocks]: each block's exceptions
-    exc_at: np.ndarray  # uint8: where in its block's differences each exception is, block after block
+    # uint8: where in its block's differences each exception is, block after block
+    exc_at: np.ndarray
     exc_val: np.ndarray  # int64: the whole difference
     tail: np.ndarray  # int64: each term's last count % BLOCK positions, term after term
 
@@ -138,10 +148,12 @@ def unpack12(rows: np.ndarray, out: np.ndarray) -> None:
     np.right_shift(odd, 4, out=out[:, 1::2])
 
 
-def encode(values: np.ndarray, counts: np.ndarray, row_base: tuple[int, ...] = (0, 0, 0, 0)) -> Encoded:
+def encode(
+    values: np.ndarray, counts: np.ndarray, row_base: tuple[int, ...] = (0, 0, 0, 0)
+) -> Encoded:
     """Blocks of consecutive terms' positions (`counts[i]` each, ascending within a term), packed
-    as format 9 writes them; rows are numbered from `row_base` in each table (the rows already
-    written)."""
+    as format 9 writes them; rows are numbered from `row_base` in each table
+    (the rows already written)."""
     values = np.asarray(values)
     counts = np.asarray(counts, dtype=np.int64)
     terms = np.arange(len(counts))
@@ -151,7 +163,11 @@ def encode(values: np.ndarray, counts: np.ndarray, row_base: tuple[int, ...] = (
     owner = np.repeat(terms, full)
     heads = starts[owner] + (np.arange(len(owner)) - (np.cumsum(full) - full)[owner]) * BLOCK
     # Every BLOCK-long window of the values as a (view) row; a block is the row at its head.
-    windows = np.lib.stride_tricks.sliding_window_view(values, BLOCK) if len(values) >= BLOCK else values[:0].reshape(0, BLOCK)
+    windows = (
+        np.lib.stride_tricks.sliding_window_view(values, BLOCK)
+        if len(values) >= BLOCK
+        else values[:0].reshape(0, BLOCK)
+    )
     blocks = windows[heads]  # in the values' dtype (u32 for most indexes): half the bytes of int64
     if len(blocks) and bool((blocks[:, 1:] < blocks[:, :-1]).any()):
         raise ValueError("positions must ascend within each term")
@@ -164,9 +180,19 @@ def encode(values: np.ndarray, counts: np.ndarray, row_base: tuple[int, ...] = (
         cost[k] = row_bytes + exc_bytes * np.count_nonzero(diffs > (1 << bits) - 1, axis=1)
     # One table for all of a term's blocks: a read of a term (or a run of its blocks) is then one
     # slice of one table, and the bytes grow by 4% over the best table block by block.
-    per_term = np.stack([np.bincount(owner, weights=c, minlength=len(counts)) for c in cost]) if len(diffs) else cost
-    table = per_term.argmin(axis=0)[owner].astype(np.int64) if len(diffs) else np.zeros(0, dtype=np.int64)
-    limit = ((np.int64(1) << np.asarray(PACKED_BITS, dtype=np.int64)) - 1).astype(diffs.dtype)[table]
+    per_term = (
+        np.stack([np.bincount(owner, weights=c, minlength=len(counts)) for c in cost])
+        if len(diffs)
+        else cost
+    )
+    table = (
+        per_term.argmin(axis=0)[owner].astype(np.int64)
+        if len(diffs)
+        else np.zeros(0, dtype=np.int64)
+    )
+    limit = ((np.int64(1) << np.asarray(PACKED_BITS, dtype=np.int64)) - 1).astype(diffs.dtype)[
+        table
+    ]
     over = diffs > limit[:, None]
     exc_block, exc_at = np.nonzero(over)  # row-major: block after block, ascending within one
     exceptions = np.count_nonzero(over, axis=1).astype(np.int64)
@@ -176,7 +202,9 @@ def encode(values: np.ndarray, counts: np.ndarray, row_base: tuple[int, ...] = (
     order = np.argsort(table, kind="stable")
     per_table = np.bincount(table, minlength=len(PACKED_BITS))
     row = np.empty(len(table), dtype=np.int64)
-    row[order] = np.arange(len(order)) - np.repeat(np.cumsum(per_table) - per_table - np.asarray(row_base, dtype=np.int64), per_table)
+    row[order] = np.arange(len(order)) - np.repeat(
+        np.cumsum(per_table) - per_table - np.asarray(row_base, dtype=np.int64), per_table
+    )
     grouped = low[order]
     cuts = np.cumsum(per_table)
     rows = []
@@ -185,13 +213,24 @@ def encode(values: np.ndarray, counts: np.ndarray, row_base: tuple[int, ...] = (
     # Tails: the rest of each term.
     rest = counts - full * BLOCK
     owner = np.repeat(terms, rest)
-    tail = values[(starts + full * BLOCK)[owner] + np.arange(len(owner)) - (np.cumsum(rest) - rest)[owner]]
-    return Encoded(full, blocks[:, 0].copy(), row << 2 | table, tuple(rows), exceptions, exc_at.astype(np.uint8),
-                   exc_val.astype(np.int64), tail.astype(np.int64))
+    tail = values[
+        (starts + full * BLOCK)[owner] + np.arange(len(owner)) - (np.cumsum(rest) - rest)[owner]
+    ]
+    return Encoded(
+        full,
+        blocks[:, 0].copy(),
+        row << 2 | table,
+        tuple(rows),
+        exceptions,
+        exc_at.astype(np.uint8),
+        exc_val.astype(np.int64),
+        tail.astype(np.int64),
+    )
 
 
 class PositionsWriter:
-    """Streams the block files of format 9: `append` whole terms in term order, `close` seals them."""
+    """Streams the block files of format 9: `append` whole terms in
+    term order, `close` seals them."""
 
     def __init__(self, folder: Path, pos_dtype: Any, total: int) -> None:
         self.folder = folder
@@ -200,7 +239,10 @@ class PositionsWriter:
         dir_dtype = np.uint32 if (total // BLOCK + 1) << 2 < 2**32 else np.int64
         self.first = storage.ArrayWriter(folder / "pos.first.sva", self.dtype)
         self.dir = storage.ArrayWriter(folder / "pos.dir.sva", dir_dtype)
-        self.rows = [storage.ArrayWriter(folder / name, w, columns=c) for name, w, c in zip(PACKED_FILES_ROWS, PACKED_DTYPES, PACKED_COLUMNS)]
+        self.rows = [
+            storage.ArrayWriter(folder / name, w, columns=c)
+            for name, w, c in zip(PACKED_FILES_ROWS, PACKED_DTYPES, PACKED_COLUMNS)
+        ]
         self.exc_at = storage.ArrayWriter(folder / "pos.exc.at.sva", np.uint8)
         self.exc_val = storage.ArrayWriter(folder / "pos.exc.val.sva", self.dtype)
         self.tail = storage.ArrayWriter(folder / "pos.tail.sva", self.dtype)
@@ -210,7 +252,11 @@ class PositionsWriter:
     def append(self, values: np.ndarray, counts: np.ndarray) -> None:
         # In the positions' own width (u32 below 2**32 positions): the blocks and their differences
         # are then half the bytes of int64, and a build's encoding takes 0.15 s instead of 0.4.
-        e = encode(np.asarray(values).astype(self.dtype, copy=False), counts, tuple(w.rows for w in self.rows))
+        e = encode(
+            np.asarray(values).astype(self.dtype, copy=False),
+            counts,
+            tuple(w.rows for w in self.rows),
+        )
         self.first.append(e.first.astype(self.dtype))
         self.dir.append(e.dir)
         for w, rows in zip(self.rows, e.rows):
@@ -225,13 +271,24 @@ class PositionsWriter:
         """The manifest entries of the files, the pointer tables (`pos.blocks.ptr`: blocks before
         each term; `pos.exc.ptr`: exceptions before each block) included."""
         entries = {}
-        for name, counts in (("pos.blocks.ptr.sva", self.blocks), ("pos.exc.ptr.sva", self.exceptions)):
+        for name, counts in (
+            ("pos.blocks.ptr.sva", self.blocks),
+            ("pos.exc.ptr.sva", self.exceptions),
+        ):
             ptr = np.zeros(sum(len(c) for c in counts) + 1, dtype=np.int64)
             if counts:
                 np.cumsum(np.concatenate(counts), out=ptr[1:])
-            entries[name] = storage.write_array(self.folder / name, ptr, np.uint32 if ptr[-1] < 2**32 else np.int64)
-        for name, w in (("pos.first.sva", self.first), ("pos.dir.sva", self.dir), *zip(PACKED_FILES_ROWS, self.rows),
-                        ("pos.exc.at.sva", self.exc_at), ("pos.exc.val.sva", self.exc_val), ("pos.tail.sva", self.tail)):
+            entries[name] = storage.write_array(
+                self.folder / name, ptr, np.uint32 if ptr[-1] < 2**32 else np.int64
+            )
+        for name, w in (
+            ("pos.first.sva", self.first),
+            ("pos.dir.sva", self.dir),
+            *zip(PACKED_FILES_ROWS, self.rows),
+            ("pos.exc.at.sva", self.exc_at),
+            ("pos.exc.val.sva", self.exc_val),
+            ("pos.tail.sva", self.tail),
+        ):
             entries[name] = w.close()
         return entries
 
@@ -259,4 +316,3 @@ class RawPositions:
 
     def of_terms(self, lo: int, hi: int) -> np.ndarray:
         return self.data[int(self.ptr[lo]) : int(self.ptr[hi])]
-

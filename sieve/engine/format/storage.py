@@ -14,8 +14,9 @@ import os
 import struct
 import sys
 from array import array
+from collections.abc import Callable
 from pathlib import Path
-from typing import Any, BinaryIO, Callable
+from typing import Any, BinaryIO
 
 import numpy as np
 
@@ -35,18 +36,21 @@ FORMAT_NAME = "sieve-index"
 # hold dense rows and a compressed document store (a version 3 segment is read without them);
 # 5: positions in blocks; 6: the rest postings of terms with dense rows; 7: postings' document
 # ids in two bytes (sieve.engine.format.docids); 8: sharded commit points (segments of format 7); 9:
-# positions' blocks packed with exceptions (sieve.engine.format.positions) and postings' masks and counts
+# positions' blocks packed with exceptions
+# (sieve.engine.format.positions) and postings' masks and counts
 # coded in one byte (sieve.engine.format.attributes), in commits sharded or not.
 FORMAT_VERSION = 9
 # A sharded index's commit point is written at least at this version: an older sieve must refuse
 # it, not read it in the wrong order.
 SHARDED_VERSION = 8
-SUPPORTED_VERSIONS = (2, 3, 4, 5, 6, 7, 8, 9)  # 2: a gen-N directory is one segment, read as a commit of that segment alone
+# 2: a gen-N directory is one segment, read as a commit of that segment alone
+SUPPORTED_VERSIONS = (2, 3, 4, 5, 6, 7, 8, 9)
 ARRAY_VERSION = 2  # the array file layout, unchanged since format 2
 
 ARRAY_MAGIC = b"SIEVEARR"
 FOOTER_MAGIC = b"SVEND\x00\x00\x00"
-# magic, version, header size, dtype, ndim, shape0, shape1, payload bytes, block shift, block table CRC32
+# magic, version, header size, dtype, ndim, shape0,
+# shape1, payload bytes, block shift, block table CRC32
 HEADER = struct.Struct("<8sHH8sBxxxQQQBxxxI")
 HEADER_SIZE = 64
 FOOTER = struct.Struct("<I4s")  # crc32, magic
@@ -90,13 +94,13 @@ class ArrayWriter:
         self._blocks = array("I")  # CRC32 of each full block written
         self._block_crc = 0
         self._block_fill = 0
-        self._fh: BinaryIO = open(path, "wb")
+        self._fh: BinaryIO = open(path, "wb")  # noqa: SIM115 -- the writer outlives this call: close() closes it
         self._fh.write(b"\0" * HEADER_SIZE)
 
     def append(self, data: Any) -> None:
         arr = np.ascontiguousarray(data, dtype=self.dtype)
         if arr.size:  # an empty array (an index of no documents) has no bytes, and no view to cast
-            self._write(memoryview(arr).cast("B"))
+            self._write(arr.data.cast("B"))
         self.rows += arr.shape[0] if arr.ndim else 1
 
     def append_bytes(self, raw: bytes) -> None:
@@ -121,13 +125,28 @@ class ArrayWriter:
         fh = self._fh
         if self._block_fill:
             self._blocks.append(self._block_crc)
-        table = self._blocks.tobytes() if sys.byteorder == "little" else np.asarray(self._blocks, dtype="<u4").tobytes()
+        table = (
+            self._blocks.tobytes()
+            if sys.byteorder == "little"
+            else np.asarray(self._blocks, dtype="<u4").tobytes()
+        )
         fh.write(table)
         fh.write(FOOTER.pack(self.crc, FOOTER_MAGIC[:4]))
         ndim = 2 if self.columns else 1
         shape0 = self.rows
         fh.seek(0)
-        header = HEADER.pack(ARRAY_MAGIC, ARRAY_VERSION, HEADER_SIZE, self.dtype.str.encode().ljust(8, b"\0"), ndim, shape0, self.columns, self.nbytes, BLOCK_SHIFT, crc32(table))
+        header = HEADER.pack(
+            ARRAY_MAGIC,
+            ARRAY_VERSION,
+            HEADER_SIZE,
+            self.dtype.str.encode().ljust(8, b"\0"),
+            ndim,
+            shape0,
+            self.columns,
+            self.nbytes,
+            BLOCK_SHIFT,
+            crc32(table),
+        )
         fh.write(_seal_header(header))
         fh.flush()
         os.fsync(fh.fileno())
@@ -154,7 +173,8 @@ def _blocks(nbytes: int, shift: int) -> int:
 
 
 class ArrayFile:
-    """A memory-mapped array file whose payload blocks are verified the first time a read touches them.
+    """A memory-mapped array file whose payload blocks are verified the first time a read touches
+    them.
 
     Indexing (`a[i]`, `a[lo:hi]`, `a[int_array]`) checks only the blocks it reads; anything that
     needs the whole array (`np.asarray(a)`, `np.searchsorted(a, ...)`, arithmetic) verifies every
@@ -164,11 +184,32 @@ class ArrayFile:
     is harmless).
     """
 
-    __slots__ = ("a", "name", "dtype", "shape", "ndim", "_raw", "_table", "_shift", "_row", "_ok", "_okv", "_left", "_straddle", "on_verified")
+    __slots__ = (
+        "_left",
+        "_ok",
+        "_okv",
+        "_raw",
+        "_row",
+        "_shift",
+        "_straddle",
+        "_table",
+        "a",
+        "dtype",
+        "name",
+        "ndim",
+        "on_verified",
+        "shape",
+    )
 
     def __init__(self, arr: np.ndarray, name: str, table: np.ndarray, shift: int) -> None:
-        self.a, self.name, self.dtype, self.shape, self.ndim = arr, name, arr.dtype, arr.shape, arr.ndim
-        self._raw = memoryview(arr.reshape(-1)).cast("B") if arr.size else memoryview(b"")
+        self.a, self.name, self.dtype, self.shape, self.ndim = (
+            arr,
+            name,
+            arr.dtype,
+            arr.shape,
+            arr.ndim,
+        )
+        self._raw = arr.reshape(-1).data.cast("B") if arr.size else memoryview(b"")
         self._table = table.tolist()
         self._shift = shift
         self._row = arr.itemsize * (arr.shape[1] if arr.ndim == 2 else 1)
@@ -194,7 +235,11 @@ class ArrayFile:
         b = ok.find(0, b0, b1 + 1)
         while b != -1:
             if crc32(raw[b << shift : (b + 1) << shift]) != table[b]:
-                raise IndexDamagedError(self.name, f"checksum mismatch in bytes {b << shift}..{min(len(raw), (b + 1) << shift)} of the payload (the contents are damaged)")
+                raise IndexDamagedError(
+                    self.name,
+                    f"checksum mismatch in bytes {b << shift}..{min(len(raw), (b + 1) << shift)} "
+                    "of the payload (the contents are damaged)",
+                )
             ok[b] = 1
             self._left -= 1
             b = ok.find(0, b + 1, b1 + 1)
@@ -212,7 +257,12 @@ class ArrayFile:
         """Whether rows lo..hi (inclusive, both in range) lie in verified blocks only."""
         if lo < 0 or hi >= self.shape[0]:
             return False
-        return self._ok.find(0, (lo * self._row) >> self._shift, (((hi + 1) * self._row - 1) >> self._shift) + 1) == -1
+        return (
+            self._ok.find(
+                0, (lo * self._row) >> self._shift, (((hi + 1) * self._row - 1) >> self._shift) + 1
+            )
+            == -1
+        )
 
     def whole(self) -> np.ndarray:
         """The array, every block verified."""
@@ -240,10 +290,16 @@ class ArrayFile:
                 self._rows(i, i + 1)
         else:
             idx = np.asarray(key)
-            if idx.dtype.kind not in "iu" or idx.ndim != 1 or self._raw.nbytes <= GATHER_WHOLE_BYTES:
+            if (
+                idx.dtype.kind not in "iu"
+                or idx.ndim != 1
+                or self._raw.nbytes <= GATHER_WHOLE_BYTES
+            ):
                 self.whole()
             elif len(idx) and self._all_verified(int(idx.min()), int(idx.max())):
-                pass  # a gather within verified blocks (most, once an index has served a while): no per-row check
+                # a gather within verified blocks (most, once an
+                # index has served a while): no per-row check
+                pass
             elif len(idx):
                 rows = idx.astype(np.int64) % max(self.shape[0], 1)
                 blocks = (rows * self._row) >> self._shift
@@ -290,18 +346,26 @@ def open_array(path: Path, name: str, entry: dict[str, int], verify: bool = Fals
     with fh:
         size = os.fstat(fh.fileno()).st_size
         if size != entry["size"]:
-            raise IndexDamagedError(name, f"size is {size} bytes, the manifest says {entry['size']} (truncated or overwritten)")
+            raise IndexDamagedError(
+                name,
+                f"size is {size} bytes, the manifest says "
+                f"{entry['size']} (truncated or overwritten)",
+            )
         head = fh.read(HEADER_SIZE)
         if len(head) < HEADER_SIZE or _seal_header(head[: HEADER.size]) != head:
             raise IndexDamagedError(name, "bad header (damaged, or not a sieve array file)")
         try:
-            magic, version, hsize, dtype_raw, ndim, shape0, shape1, nbytes, shift, table_crc = HEADER.unpack(head[: HEADER.size])
+            magic, version, hsize, dtype_raw, ndim, shape0, shape1, nbytes, shift, table_crc = (
+                HEADER.unpack(head[: HEADER.size])
+            )
         except struct.error:
             raise IndexDamagedError(name, "header is unreadable") from None
         if magic != ARRAY_MAGIC or hsize != HEADER_SIZE:
             raise IndexDamagedError(name, "bad header (not a sieve array file)")
         if version != ARRAY_VERSION:
-            raise IndexDamagedError(name, f"array format version {version} does not match the manifest")
+            raise IndexDamagedError(
+                name, f"array format version {version} does not match the manifest"
+            )
         try:
             dtype = np.dtype(dtype_raw.rstrip(b"\0").decode("ascii"))
         except (TypeError, UnicodeDecodeError):
@@ -310,7 +374,10 @@ def open_array(path: Path, name: str, entry: dict[str, int], verify: bool = Fals
             raise IndexDamagedError(name, "bad dtype, shape or block size in header")
         shape = (shape0, shape1) if ndim == 2 else (shape0,)
         n_blocks = _blocks(nbytes, shift)
-        if HEADER_SIZE + nbytes + 4 * n_blocks + FOOTER_SIZE != size or int(np.prod(shape, dtype=np.int64)) * dtype.itemsize != nbytes:
+        if (
+            HEADER_SIZE + nbytes + 4 * n_blocks + FOOTER_SIZE != size
+            or int(np.prod(shape, dtype=np.int64)) * dtype.itemsize != nbytes
+        ):
             raise IndexDamagedError(name, "header sizes disagree with the file size")
         fh.seek(HEADER_SIZE + nbytes)
         raw_table = fh.read(4 * n_blocks)
@@ -325,10 +392,14 @@ def open_array(path: Path, name: str, entry: dict[str, int], verify: bool = Fals
         else:
             try:
                 mapped = mmap.mmap(fh.fileno(), 0, access=mmap.ACCESS_READ)
-            except (OSError, ValueError) as e:  # ValueError: the file was emptied since its size was read
+            # ValueError: the file was emptied since its size was read
+            except (OSError, ValueError) as e:
                 raise IndexDamagedError(name, f"cannot be mapped ({e})") from None
-            # A plain ndarray over the map (np.memmap's subclass makes every slice several times slower).
-            arr = np.frombuffer(mapped, dtype=dtype, count=int(np.prod(shape, dtype=np.int64)), offset=HEADER_SIZE).reshape(shape)
+            # A plain ndarray over the map (np.memmap's
+            # subclass makes every slice several times slower).
+            arr = np.frombuffer(
+                mapped, dtype=dtype, count=int(np.prod(shape, dtype=np.int64)), offset=HEADER_SIZE
+            ).reshape(shape)
     out = ArrayFile(arr, name, table, shift)
     if verify or nbytes <= VERIFY_ON_OPEN_BYTES:
         out.verify(crc)

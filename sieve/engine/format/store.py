@@ -30,15 +30,17 @@ from sieve.errors import IndexDamagedError
 # beside its workers on two cores (total 4.3 -> 3.8 s). Both modes write the same block format.
 SHIFTS = {"store.text": 14, "store.meta": 12}
 CODEC = "lz4"
-CACHED_BYTES = 1 << 20  # decompressed blocks kept per stream and segment (a card's sections, a page of hits' records)
+# decompressed blocks kept per stream and segment (a card's sections, a page of hits' records)
+CACHED_BYTES = 1 << 20
 
 
-def compress(raw: bytes) -> bytes:
+def compress(raw: bytes | memoryview) -> bytes:
     return lz4.block.compress(raw, store_size=False)
 
 
 class BlockWriter:
-    """Streams records into `<name>.sva` (compressed blocks); `close` also writes `<name>.blocks.sva`.
+    """Streams records into `<name>.sva` (compressed blocks); `close` also writes
+    `<name>.blocks.sva`.
 
     The whole blocks of each append are compressed and written by one helper thread, in order
     (LZ4, file writes and CRCs release the GIL), so a build's analysis goes on meanwhile. The
@@ -98,18 +100,28 @@ class BlockWriter:
         starts = np.frombuffer(self.starts, dtype=np.int64)
         entries = {f"{self.name}.sva": self.out.close()}
         dtype = np.uint32 if starts[-1] < 2**32 else np.int64
-        entries[f"{self.name}.blocks.sva"] = storage.write_array(self.dir / f"{self.name}.blocks.sva", starts, dtype)
+        entries[f"{self.name}.blocks.sva"] = storage.write_array(
+            self.dir / f"{self.name}.blocks.sva", starts, dtype
+        )
         return entries
 
 
 class BlockReader:
     """Reads byte ranges of a stream written by `BlockWriter`, decompressing only their blocks."""
 
-    def __init__(self, blob: storage.ArrayFile, starts: np.ndarray, length: int, label: str, shift: int) -> None:
+    def __init__(
+        self, blob: storage.ArrayFile, starts: np.ndarray, length: int, label: str, shift: int
+    ) -> None:
         """`starts`: where each block starts in `blob` (and the end); `length`: the stream's
         uncompressed length (its offsets file's last entry); `label`: the file named in errors;
         `shift`: blocks are 2^shift bytes of the stream."""
-        self.blob, self.starts, self.length, self.label, self.shift = blob, starts, length, label, shift
+        self.blob, self.starts, self.length, self.label, self.shift = (
+            blob,
+            starts,
+            length,
+            label,
+            shift,
+        )
         if len(starts) - 1 != -(-length >> shift) or (len(starts) and int(starts[-1]) != len(blob)):
             raise IndexDamagedError(label, "block table disagrees with the offsets")
         self.block = weak.cached_method(self, "_block", max(1, CACHED_BYTES >> shift))
@@ -122,13 +134,17 @@ class BlockReader:
         except lz4.block.LZ4BlockError:
             raw = b""
         if len(raw) != want:
-            raise IndexDamagedError(self.label, f"block {i} does not decompress to its {want} bytes")
+            raise IndexDamagedError(
+                self.label, f"block {i} does not decompress to its {want} bytes"
+            )
         return raw
 
     def read(self, a: int, b: int) -> bytes:
         """Bytes a..b of the uncompressed stream."""
         if not 0 <= a <= b <= self.length:
-            raise IndexDamagedError(self.label, f"record bytes {a}..{b} lie outside the stream's {self.length}")
+            raise IndexDamagedError(
+                self.label, f"record bytes {a}..{b} lie outside the stream's {self.length}"
+            )
         if a == b:
             return b""
         first, last = a >> self.shift, (b - 1) >> self.shift

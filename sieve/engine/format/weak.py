@@ -12,7 +12,8 @@ from __future__ import annotations
 
 import functools
 import weakref
-from typing import Any, Callable
+from collections.abc import Callable
+from typing import Any
 
 
 def cached_method(owner: Any, name: str, maxsize: int) -> Callable[..., Any]:

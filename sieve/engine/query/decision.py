@@ -4,14 +4,14 @@ The query's canonical tree, with at every node whether this document satisfies i
 leaf where it matched (field, section, word number) or why not: the term is absent, or present only
 in another field; the phrase's words are there but never adjacent; a NEAR's words are too far apart
 (with the nearest distance found); the date is outside the range or missing. Each node's operator
-(`ops`) says which of these applies to its kind; this module holds what they share. A node's truth value is
-the evaluator's own (each leaf evaluated for this one document, combined as AND/OR/NOT combine), so
-an explanation can never disagree with `match`.
+(`ops`) says which of these applies to its kind; this module holds what they share. A node's truth
+value is the evaluator's own (each leaf evaluated for this one document, combined as AND/OR/NOT
+combine), so an explanation can never disagree with `match`.
 """
 
 from __future__ import annotations
 
-from typing import Callable
+from collections.abc import Callable
 
 import numpy as np
 
@@ -36,8 +36,13 @@ def _missing_here(leaf: LeafPlan) -> list[str]:
 class Decider:
     """Explains the decisions of one plan, document by document."""
 
-    def __init__(self, reader: SegmentReader, evaluator: Evaluator, plan: Plan,
-                 missing: Callable[[LeafPlan], list[str]] | None = None) -> None:
+    def __init__(
+        self,
+        reader: SegmentReader,
+        evaluator: Evaluator,
+        plan: Plan,
+        missing: Callable[[LeafPlan], list[str]] | None = None,
+    ) -> None:
         """`missing(leaf)`: the leaf's words (a prefix as `stem*`) no document of the whole index
         has, when `reader` is one segment of several (default: those this reader lacks)."""
         self.r = reader
@@ -76,12 +81,20 @@ class Decider:
         places = []
         starts = np.asarray(r.unit_start)
         sections = np.asarray(r.unit_section)
-        for p, u, f in zip(pos[keep][:MAX_PLACES].tolist(), units[keep][:MAX_PLACES].tolist(), ufield[keep][:MAX_PLACES].tolist()):
+        for p, u, f in zip(
+            pos[keep][:MAX_PLACES].tolist(),
+            units[keep][:MAX_PLACES].tolist(),
+            ufield[keep][:MAX_PLACES].tolist(),
+        ):
             sec = int(sections[u])
             if f == DECLARED_FIELD:  # a declared text field's unit holds the field's number
                 places.append(Place(self.r.schema.fields[sec][0], None, int(p - starts[u]) + 1))
                 continue
             fld = Field(f)
-            name = headings[sec] if sec >= 0 and fld in (Field.SECTION, Field.BODY) and sec < len(headings) else None
+            name = (
+                headings[sec]
+                if sec >= 0 and fld in (Field.SECTION, Field.BODY) and sec < len(headings)
+                else None
+            )
             places.append(Place(fld.label, name, int(p - starts[u]) + 1))
         return places, int(keep.sum()), every

@@ -14,8 +14,8 @@ clause is a drop like any other, but a drop that would leave only NOT clauses is
 
 from __future__ import annotations
 
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, replace
-from typing import Callable, Sequence
 
 import numpy as np
 
@@ -50,13 +50,24 @@ class Relaxation:
 class Diagnosis:
     """A zero-hit query, explained: each top-level clause's count alone, and the relaxations."""
 
-    clauses: tuple[tuple[str, int], ...]  # (canonical clause, documents it admits alone), in query order
+    # (canonical clause, documents it admits alone), in query order
+    clauses: tuple[tuple[str, int], ...]
     relaxations: tuple[Relaxation, ...]  # those admitting documents, smallest change first
 
     def to_dict(self) -> dict[str, object]:
-        return {"clauses": [{"clause": c, "count": n} for c, n in self.clauses],
-                "relaxations": [{"kind": r.kind, "clause": r.clause, "replacement": r.replacement, "query": r.query, "count": r.count}
-                                for r in self.relaxations]}
+        return {
+            "clauses": [{"clause": c, "count": n} for c, n in self.clauses],
+            "relaxations": [
+                {
+                    "kind": r.kind,
+                    "clause": r.clause,
+                    "replacement": r.replacement,
+                    "query": r.query,
+                    "count": r.count,
+                }
+                for r in self.relaxations
+            ],
+        }
 
 
 # Loosening works on the plan, reusing every resolved leaf (its terms and term ids): the query's
@@ -89,7 +100,9 @@ def _query(clauses: list[ast.Node]) -> str:
     return str(_flatten(ast.And(tuple(clauses)) if len(clauses) > 1 else clauses[0]))
 
 
-def diagnose(plan: Plan, evaluator: Evaluator, clause_bits: list[np.ndarray] | None = None, most: int = 8) -> Diagnosis:
+def diagnose(
+    plan: Plan, evaluator: Evaluator, clause_bits: list[np.ndarray] | None = None, most: int = 8
+) -> Diagnosis:
     """The diagnosis of a plan that admits nothing (`clause_bits`: its clauses' sets, if already
     evaluated). At most `most` relaxations are kept, smallest change first."""
     return diagnose_parts([(plan, evaluator)], None if clause_bits is None else [clause_bits], most)
@@ -101,7 +114,8 @@ class _Part:
     def __init__(self, plan: Plan, evaluator: Evaluator, bits: list[np.ndarray]) -> None:
         self.plan, self.evaluator, self.bits = plan, evaluator, bits
         n = len(bits)
-        # before[i] = AND of clauses < i; after[i] = AND of clauses > i (None: nothing, the universe)
+        # before[i] = AND of clauses < i; after[i] = AND
+        # of clauses > i (None: nothing, the universe)
         self.before: list[np.ndarray | None] = [None] * n
         self.after: list[np.ndarray | None] = [None] * n
         for i in range(1, n):
@@ -125,22 +139,33 @@ class _Part:
             return None, 0
         rest = self.others(i)
         if rest is not None and not rest.any():
-            return looser, 0  # the other clauses admit nothing together: no change to this one can help
-        # Positional checks run only on what the other clauses admit (exact there, as `eval` promises).
+            # the other clauses admit nothing together: no change to this one can help
+            return looser, 0
+        # Positional checks run only on what the other
+        # clauses admit (exact there, as `eval` promises).
         ev = self.evaluator
         loose_bits = ev.eval(looser, rest) & ev.universe
         return looser, bitset.count(loose_bits if rest is None else loose_bits & rest)
 
 
-def diagnose_parts(parts: Sequence[tuple[Plan, Evaluator]], clause_bits: list[list[np.ndarray]] | None = None, most: int = 8) -> Diagnosis:
+def diagnose_parts(
+    parts: Sequence[tuple[Plan, Evaluator]],
+    clause_bits: list[list[np.ndarray]] | None = None,
+    most: int = 8,
+) -> Diagnosis:
     """`diagnose` over an index of several segments: one (plan, evaluator) per segment, the same
     query resolved in each; every count is the sum over the segments."""
-    split = [_Part(p, ev, clause_bits[j] if clause_bits is not None else [ev.run(c) for c in p.clauses])
-             for j, (p, ev) in enumerate(parts)]
+    split = [
+        _Part(p, ev, clause_bits[j] if clause_bits is not None else [ev.run(c) for c in p.clauses])
+        for j, (p, ev) in enumerate(parts)
+    ]
     first = split[0].plan
     clauses: list[PlanNode] = list(first.clauses)
     n = len(clauses)
-    counts = tuple((str(c.node), sum(bitset.count(part.bits[i]) for part in split)) for i, c in enumerate(clauses))
+    counts = tuple(
+        (str(c.node), sum(bitset.count(part.bits[i]) for part in split))
+        for i, c in enumerate(clauses)
+    )
     nodes = [c.node for c in clauses]
     found: list[Relaxation] = []
     for kind, loosen in _LOOSEN:
@@ -154,7 +179,15 @@ def diagnose_parts(parts: Sequence[tuple[Plan, Evaluator]], clause_bits: list[li
                 got += c
             if got and changed_node is not None:
                 changed = _flatten(changed_node)
-                found.append(Relaxation(kind, str(clause.node), str(changed), _query(nodes[:i] + [changed] + nodes[i + 1:]), got))
+                found.append(
+                    Relaxation(
+                        kind,
+                        str(clause.node),
+                        str(changed),
+                        _query(nodes[:i] + [changed] + nodes[i + 1 :]),
+                        got,
+                    )
+                )
     if n > 1:
         for i, node in enumerate(nodes):
             if all(isinstance(m, ast.Not) for j, m in enumerate(nodes) if j != i):
@@ -164,7 +197,9 @@ def diagnose_parts(parts: Sequence[tuple[Plan, Evaluator]], clause_bits: list[li
                 rest = part.others(i)
                 got += bitset.count(rest) if rest is not None else 0
             if got:
-                found.append(Relaxation("drop", str(node), None, _query(nodes[:i] + nodes[i + 1:]), got))
+                found.append(
+                    Relaxation("drop", str(node), None, _query(nodes[:i] + nodes[i + 1 :]), got)
+                )
     return Diagnosis(counts, tuple(found[:most]))
 
 
@@ -176,18 +211,24 @@ def merge_diagnoses(parts: Sequence[Diagnosis], most: int = 8) -> Diagnosis:
     `most=ALL` (a shard lists exactly the relaxations that admit something there): counts summed,
     relaxations in the order one diagnosis of the whole collection lists them."""
     first = parts[0]
-    clauses = tuple((c, sum(p.clauses[i][1] for p in parts)) for i, (c, _) in enumerate(first.clauses))
+    clauses = tuple(
+        (c, sum(p.clauses[i][1] for p in parts)) for i, (c, _) in enumerate(first.clauses)
+    )
     rank = {kind: r for r, (kind, _) in enumerate(_LOOSEN)} | {"drop": len(_LOOSEN)}
-    where = {}
+    where: dict[str, int] = {}
     for i, (c, _) in enumerate(first.clauses):
-        where.setdefault(c, i)  # a clause written twice: its first place (both give the same relaxed query)
+        # a clause written twice: its first place (both give the same relaxed query)
+        where.setdefault(c, i)
     totals: dict[tuple[str, str, str, int], list] = {}
     for p in parts:
         seen: dict[tuple[str, str, str], int] = {}
         for r in p.relaxations:
             key = (r.kind, r.clause, r.query)
-            seen[key] = nth = seen.get(key, -1) + 1  # the same relaxation twice in one list stays two
+            # the same relaxation twice in one list stays two
+            seen[key] = nth = seen.get(key, -1) + 1
             got = totals.setdefault((*key, nth), [r, 0])
             got[1] += r.count
-    merged = sorted(totals.items(), key=lambda kv: (rank[kv[0][0]], where.get(kv[0][1], 0), kv[0][3]))
+    merged = sorted(
+        totals.items(), key=lambda kv: (rank[kv[0][0]], where.get(kv[0][1], 0), kv[0][3])
+    )
     return Diagnosis(clauses, tuple(replace(r, count=n) for _, (r, n) in merged[:most]))

@@ -72,7 +72,9 @@ class Evaluator:
         postings, as a set (from stored rows where a frequent term has them)."""
         return self.term(tid, ALL_MASK)
 
-    def term_parts(self, tid: int, fmask: int, cands: np.ndarray | None) -> tuple[np.ndarray | None, np.ndarray | None]:
+    def term_parts(
+        self, tid: int, fmask: int, cands: np.ndarray | None
+    ) -> tuple[np.ndarray | None, np.ndarray | None]:
         """`term`'s answer in two parts: (a set from stored rows, or None; the documents from
         postings, ascending, or None when the rows hold them all). An OR of terms scatters every
         part's list into one set."""
@@ -81,9 +83,9 @@ class Evaluator:
         # `rest`, which may also drop documents the rows below already hold).
         unasked = r.left_out(fmask)
         if not unasked:  # every field there is: a frequent term's documents may be one stored row
-            row = r.any_row(tid)
-            if row is not None:
-                return row, None
+            whole = r.any_row(tid)
+            if whole is not None:
+                return whole, None
         acc, rest = None, fmask
         # Where the postings to read are: all of the term's, unless rows and rest postings stand in.
         docs_of, rest_masks = r.post_doc, None
@@ -91,7 +93,8 @@ class Evaluator:
         if r.dense_ptr is not None:
             a, b = int(r.dense_ptr[tid]), int(r.dense_ptr[tid + 1])
             if a < b:
-                # Fields in which the term is frequent are stored as bitsets; only the others need postings.
+                # Fields in which the term is frequent are stored
+                # as bitsets; only the others need postings.
                 covered = 0
                 for row in range(a, b):
                     f = int(r.dense_field[row])
@@ -110,7 +113,11 @@ class Evaluator:
                     unasked = r.left_out(covered | rest)
         docs = docs_of[lo:hi]
         if unasked:
-            docs = docs[r.attrs.meets(lo, hi, rest) if rest_masks is None else (rest_masks[lo:hi] & rest) != 0]
+            docs = docs[
+                r.attrs.meets(lo, hi, rest)
+                if rest_masks is None
+                else (rest_masks[lo:hi] & rest) != 0
+            ]
         if cands is not None and len(docs) * bitset.SPARSE >= self.n:
             # Scattering this many postings costs time in the segment's size; when the documents
             # still in question are few, look each of them up in the postings instead.
@@ -135,7 +142,9 @@ class Evaluator:
             return self.r.positions(tid)
         plo, phi = int(self.r.post_ptr[tid]), int(self.r.post_ptr[tid + 1])
         if bitset.count(cands) * _FILTER_SHARE > phi - plo:
-            return self.r.positions(tid)  # the candidates are not few next to the term's documents: the filter costs more than it saves
+            # the candidates are not few next to the term's
+            # documents: the filter costs more than it saves
+            return self.r.positions(tid)
         docs, tf = self.r.post_doc[plo:phi], self.r.tf(plo, phi)
         keep = bitset.contains(cands, docs)
         ends = np.cumsum(tf)
@@ -143,11 +152,15 @@ class Evaluator:
         starts_k = ends[keep] - tf_k
         total = int(tf_k.sum())
         if total == 0:
-            return self.r.unit_start[:0]  # no positions, in the index's position dtype (decoding none)
+            # no positions, in the index's position dtype (decoding none)
+            return self.r.unit_start[:0]
         return self.r.pos.at(tid, ragged(starts_k, tf_k))  # each kept posting's run of positions
 
-    def docs_of(self, positions: np.ndarray, fmask: int, units: np.ndarray | None = None) -> np.ndarray:
-        """The documents of matches at `positions` (in `units`, when already looked up) in fields `fmask`."""
+    def docs_of(
+        self, positions: np.ndarray, fmask: int, units: np.ndarray | None = None
+    ) -> np.ndarray:
+        """The documents of matches at `positions` (in `units`, when already
+        looked up) in fields `fmask`."""
         if units is None:
             units = self.r.units_of(positions)
         if self.r.left_out(fmask):  # (a built-in term is in no declared field's unit)

@@ -39,7 +39,7 @@ class Explanation:
     reason: str  # in words: where it matched, or why not
     places: tuple[Place, ...] = ()  # leaves: where it matched (at most MAX_PLACES)
     matches: int = 0  # leaves: how many places in all
-    children: tuple["Explanation", ...] = field(default=())
+    children: tuple[Explanation, ...] = field(default=())
 
     def to_dict(self) -> dict[str, Any]:
         out: dict[str, Any] = {

@@ -19,7 +19,9 @@ import numpy as np
 from sieve.engine.segment.reader import SegmentReader
 
 
-def window_starts(reader: SegmentReader, lists: list[np.ndarray], width: int | None, ordered: bool) -> np.ndarray:
+def window_starts(
+    reader: SegmentReader, lists: list[np.ndarray], width: int | None, ordered: bool
+) -> np.ndarray:
     """Where each match of the window starts (int64, ascending), given each word's positions in
     order of the words (int64, ascending; equal words may share one array)."""
     if any(not len(p) for p in lists):

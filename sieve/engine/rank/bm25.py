@@ -13,6 +13,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 import numpy as np
+import numpy.typing as npt
 
 
 @dataclass(frozen=True)
@@ -26,13 +27,15 @@ def idf(n_docs: int, df: int | np.ndarray) -> float | np.ndarray:
     return np.log(1.0 + (n_docs - df + 0.5) / (df + 0.5))
 
 
-def length_norm(doc_len: np.ndarray, avgdl: float, params: BM25Params) -> np.ndarray:
+def length_norm(doc_len: npt.ArrayLike, avgdl: float, params: BM25Params) -> np.ndarray:
     """k1 * (1 - b + b * dl / avgdl) for every document: the part of the denominator that does not
     depend on the term, computed once when an index is opened."""
     return params.k1 * (1.0 - params.b + params.b * np.asarray(doc_len, dtype=np.float64) / avgdl)
 
 
-def term_scores(tf: np.ndarray, norm: np.ndarray, idf_t: float, scratch: bool = False) -> np.ndarray:
+def term_scores(
+    tf: np.ndarray, norm: np.ndarray, idf_t: float, scratch: bool = False
+) -> np.ndarray:
     """BM25 contribution of one term: idf * tf / (tf + norm), per posting. With `scratch`, `tf`
     (float64) and `norm` are the caller's temporaries: the scores are computed in their memory."""
     # The same operations as the formula, in place. Every fresh array of a long list is pages the

@@ -18,13 +18,23 @@ class Recovery:
     ranker: str | None  # what ranks the whole collection instead; None: no fallback
 
 
-def recover(pairs: list[tuple[Plan, Evaluator]], plans: Plans, ranker: str, fallback: bool,
-            diagnose: bool, fallback_ranker: str | None) -> Recovery:
+def recover(
+    pairs: list[tuple[Plan, Evaluator]],
+    plans: Plans,
+    ranker: str,
+    fallback: bool,
+    diagnose: bool,
+    fallback_ranker: str | None,
+) -> Recovery:
     """What to say and do for a query that admits nothing, each segment's (plan, evaluator) in
     `pairs`: `fallback_ranker` (None: `ranker`) ranks the whole collection when `fallback` is on
     and the query has positive terms or text to rank by."""
     clause_bits = [[ev.run(c) for c in plan.clauses] for plan, ev in pairs]
-    missing = [str(c.node) for i, c in enumerate(plans.clauses) if not any(cb[i].any() for cb in clause_bits)]
+    missing = [
+        str(c.node)
+        for i, c in enumerate(plans.clauses)
+        if not any(cb[i].any() for cb in clause_bits)
+    ]
     why = diagnose_parts(pairs, clause_bits) if diagnose else None
     if not fallback or not (plans.terms or plans.text):
         return Recovery(missing, why, None)

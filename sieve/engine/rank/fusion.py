@@ -7,10 +7,13 @@ import numpy as np
 from sieve.engine.rank.topk import top_k
 
 RRF_K = 60
-FUSION_POOL = 1000  # each ranker's depth fused by RRF: deep enough for dense to promote BM25's low ranks
+# each ranker's depth fused by RRF: deep enough for dense to promote BM25's low ranks
+FUSION_POOL = 1000
 
 
-def rrf(orderings: list[np.ndarray], k: int, c: int = RRF_K, order: np.ndarray | None = None) -> tuple[np.ndarray, np.ndarray]:
+def rrf(
+    orderings: list[np.ndarray], k: int, c: int = RRF_K, order: np.ndarray | None = None
+) -> tuple[np.ndarray, np.ndarray]:
     """Reciprocal rank fusion: score(d) = sum over orderings of 1 / (c + rank), rank from 1
     (equal fused scores in index order: `order` as for `top_k`)."""
     fused: dict[int, float] = {}
@@ -22,4 +25,3 @@ def rrf(orderings: list[np.ndarray], k: int, c: int = RRF_K, order: np.ndarray |
     docs = np.fromiter(fused.keys(), dtype=np.int64, count=len(fused))
     scores = np.fromiter(fused.values(), dtype=np.float64, count=len(fused))
     return top_k(docs, scores, k, order)
-

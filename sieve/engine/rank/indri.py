@@ -15,10 +15,11 @@ where tf_F(d) counts the leaf's occurrences in the fields F of d (an unscoped le
 | `a AND b` | `#combine(a b)` | mean of the children's log beliefs |
 | `a OR b` | `#or(a b)` | 1 - prod(1 - P) |
 | `NOT a` | `#not(a)` | 1 - P |
-| `"a b"` (and a word the analyzer splits, `O_RDONLY`) | `#od1(a b)` | occurrences of the ordered window as the leaf's tf |
-| `NEAR/n(a, b)` | `#uw(n+1)(a b)` | occurrences of either word with the other at most n positions away in the same field value or section |
-| `stem*` | `#syn(...)` of the expansions | the expansions' occurrences summed |
-| `date[..]` | `#filreq` | a filter: P = 1 inside the range, 0 outside (an AND's dates filter it and are left out of its mean) |
+| `"a b"` (and a word the analyzer splits, `O_RDONLY`) | `#od1(a b)` | occurrences of the ordered
+window as the leaf's tf | | `NEAR/n(a, b)` | `#uw(n+1)(a b)` | occurrences of either word with the
+other at most n positions away in the same field value or section | | `stem*` | `#syn(...)` of the
+expansions | the expansions' occurrences summed | | `date[..]` | `#filreq` | a filter: P = 1 inside
+the range, 0 outside (an AND's dates filter it and are left out of its mean) |
 
 The same scorer reads a query written in Indri's own language (`sieve.engine.query.indriql`, the
 paper's Table 6 control proper): `#combine` and bare words as AND above, `#weight` as the weighted
@@ -26,11 +27,11 @@ mean, `#or`, `#not`, `#od1` as the phrase, and what BQL cannot say:
 
 | Indri | here |
 |---|---|
-| `#odN(a b c)`, `#uwN(...)`, `#uw(...)` | occurrences of the window (sieve.engine.query.proximity) as the leaf's tf |
-| `#syn(a b*)` | its operands' occurrences summed |
-| `#band(a b)` | a filter: documents where every operand matches (`holds`), with #combine's belief; elsewhere 0 (log: -inf) |
-| `#filreq(f q)`, `#filrej(f q)` | q's belief where f matches (does not match), 0 elsewhere |
-| `#dateafter(d)` etc. | as `date[..]` |
+| `#odN(a b c)`, `#uwN(...)`, `#uw(...)` | occurrences of the window (sieve.engine.query.proximity)
+as the leaf's tf | | `#syn(a b*)` | its operands' occurrences summed |
+| `#band(a b)` | a filter: documents where every operand matches (`holds`), with #combine's belief;
+elsewhere 0 (log: -inf) | | `#filreq(f q)`, `#filrej(f q)` | q's belief where f matches (does not
+match), 0 elsewhere | | `#dateafter(d)` etc. | as `date[..]` |
 
 A node *matches* a document (`holds`): a word, window or #syn where it occurs; #combine, #weight
 and #or where any operand matches (and every date of a #combine); #band and #filreq where all do;
@@ -50,7 +51,16 @@ import numpy as np
 
 from sieve.engine import deadline
 from sieve.engine.analysis.fields import ALL_MASK, Field
-from sieve.engine.query.plan import AndPlan, BandPlan, FilterPlan, LeafPlan, NotPlan, OrPlan, Plan, PlanNode
+from sieve.engine.query.plan import (
+    AndPlan,
+    BandPlan,
+    FilterPlan,
+    LeafPlan,
+    NotPlan,
+    OrPlan,
+    Plan,
+    PlanNode,
+)
 from sieve.engine.segment.reader import SegmentReader
 
 NEG_INF = -np.inf
@@ -80,19 +90,27 @@ class _Context:
 class IndriScorer:
     """Scores every document of one index for a plan."""
 
-    def __init__(self, reader: SegmentReader, params: IndriParams = IndriParams(), live: np.ndarray | None = None) -> None:
+    def __init__(
+        self,
+        reader: SegmentReader,
+        params: IndriParams = IndriParams(),
+        live: np.ndarray | None = None,
+    ) -> None:
         """`live`: boolean flags of the documents that exist (a segment's, without its deleted
         ones; default all): only they count in `counts`."""
         self.r = reader
         self.params = params
         self._live = slice(None) if live is None else live
-        self._flen: np.ndarray | None = None  # read on first use: opening an index reads no column it may never need
+        # read on first use: opening an index reads no column it may never need
+        self._flen: np.ndarray | None = None
         self._lengths: dict[int, tuple[np.ndarray, float]] = {}
 
     @property
     def flen(self) -> np.ndarray:
         if self._flen is None:
-            self._flen = np.asarray(self.r.field_len, dtype=np.float64).reshape(self.r.n_docs, len(Field))
+            self._flen = np.asarray(self.r.field_len, dtype=np.float64).reshape(
+                self.r.n_docs, len(Field)
+            )
         return self._flen
 
     def lengths(self, mask: int) -> tuple[np.ndarray, float]:
@@ -104,8 +122,13 @@ class IndriScorer:
             got = self._lengths[mask] = (per_doc, float(per_doc.sum()))
         return got
 
-    def scores(self, plan: Plan, collection: "IndriCollection | None" = None, tfs: dict[int, np.ndarray] | None = None,
-               candidates: bool = False) -> np.ndarray:
+    def scores(
+        self,
+        plan: Plan,
+        collection: IndriCollection | None = None,
+        tfs: dict[int, np.ndarray] | None = None,
+        candidates: bool = False,
+    ) -> np.ndarray:
         """The root's log belief for every document (-inf: excluded by a date, a #band or a
         #filreq). `collection`: the collection counts when this reader is one segment of several
         (default: its own). `candidates`: -inf too where the query does not match (`holds`), as
@@ -118,7 +141,9 @@ class IndriScorer:
                 got[~self._holds(plan.root, ctx)] = NEG_INF
             return got
 
-    def counts(self, plan: Plan) -> tuple[dict[int, float], dict[int, float], dict[int, np.ndarray]]:
+    def counts(
+        self, plan: Plan
+    ) -> tuple[dict[int, float], dict[int, float], dict[int, np.ndarray]]:
         """This reader's share of the collection counts of `plan`: (occurrences of each text leaf,
         by its place in `plan.leaves`; |C_F| of each field mask), over documents in `live`; and each
         leaf's occurrences per document, for `scores` to reuse."""
@@ -135,7 +160,7 @@ class IndriScorer:
 
     # ------------------------------------------------------------ operators
 
-    def _node(self, node: PlanNode, ctx: "_Context") -> np.ndarray:
+    def _node(self, node: PlanNode, ctx: _Context) -> np.ndarray:
         deadline.check()
         if isinstance(node, LeafPlan):
             return self._leaf(node, ctx)
@@ -154,7 +179,7 @@ class IndriScorer:
         assert isinstance(node, AndPlan)
         return self._mean(node, ctx)
 
-    def _mean(self, node: AndPlan, ctx: "_Context") -> np.ndarray:
+    def _mean(self, node: AndPlan, ctx: _Context) -> np.ndarray:
         """#combine (#weight with weights): the children's (weighted) mean log belief; a date
         among them filters and is left out of the mean."""
         n = self.r.n_docs
@@ -164,7 +189,7 @@ class IndriScorer:
         weights = node.weights or (1.0,) * len(node.children)
         for c, w in zip(node.children, weights):
             if _filters(c):
-                allowed &= self._in_range(c)  # type: ignore[arg-type]
+                allowed &= self._in_range(c)
                 continue
             total += self._node(c, ctx) if w == 1.0 else w * self._node(c, ctx)
             beliefs += w
@@ -172,11 +197,12 @@ class IndriScorer:
         return np.where(allowed, mean, NEG_INF)
 
     def holds(self, plan: Plan) -> np.ndarray:
-        """Whether the query matches each document (the module's docstring says when a node does)."""
+        """Whether the query matches each document (the module's
+        docstring says when a node does)."""
         ctx = _Context(None, {id(leaf): i for i, leaf in enumerate(plan.leaves)}, None, {})
         return self._holds(plan.root, ctx)
 
-    def _holds(self, node: PlanNode, ctx: "_Context") -> np.ndarray:
+    def _holds(self, node: PlanNode, ctx: _Context) -> np.ndarray:
         if isinstance(node, LeafPlan):
             return self._in_range(node) if _filters(node) else self._tf(node, ctx) > 0
         if isinstance(node, NotPlan):
@@ -192,7 +218,7 @@ class IndriScorer:
         some = False
         for c in node.children:  # an OR, or a #combine: any operand, and every date of a #combine
             if type(node) is not OrPlan and _filters(c):
-                need &= self._in_range(c)  # type: ignore[arg-type]
+                need &= self._in_range(c)
             else:
                 out |= self._holds(c, ctx)
                 some = True
@@ -200,20 +226,23 @@ class IndriScorer:
 
     # ------------------------------------------------------------ leaves
 
-    def _leaf(self, leaf: LeafPlan, ctx: "_Context") -> np.ndarray:
+    def _leaf(self, leaf: LeafPlan, ctx: _Context) -> np.ndarray:
         if leaf.op.filters or leaf.declared:  # filters: admitted or not, no belief
             return np.where(self._in_range(leaf), 0.0, NEG_INF)
         tf = self._tf(leaf, ctx)
         dl, cl = self.lengths(leaf.mask)
         ctf = float(tf.sum())
         if ctx.collection is not None:
-            cl, ctf = ctx.collection.lengths[leaf.mask], ctx.collection.occurrences[ctx.leaf_at[id(leaf)]]
+            cl, ctf = (
+                ctx.collection.lengths[leaf.mask],
+                ctx.collection.occurrences[ctx.leaf_at[id(leaf)]],
+            )
         cl = cl or 1.0
         pc = ctf / cl if ctf > 0 else 0.5 / cl
         mu = self.params.mu
         return np.log((tf + mu * pc) / (dl + mu))
 
-    def _tf(self, leaf: LeafPlan, ctx: "_Context") -> np.ndarray:
+    def _tf(self, leaf: LeafPlan, ctx: _Context) -> np.ndarray:
         if ctx.tfs is not None:
             return ctx.tfs[ctx.leaf_at[id(leaf)]]
         got = ctx.counted.get(id(leaf))

@@ -11,8 +11,13 @@ RANKERS: dict[str, str] = {
     "bm25": "BM25 over the query's words",
     "dense": "closeness of meaning to the query's words (an embedding model)",
     "hybrid": "BM25 and closeness of meaning, fused",
-    "indri": "how well each document fits each part of the query, softly (Indri's query likelihood)",
-    "indri+dense": "how well each document fits each part of the query, softly (Indri's query likelihood), and closeness of meaning",
+    "indri": (
+        "how well each document fits each part of the query, softly (Indri's query likelihood)"
+    ),
+    "indri+dense": (
+        "how well each document fits each part of the query, softly (Indri's query likelihood),"
+        " and closeness of meaning"
+    ),
 }
 RANKER_NAMES: tuple[str, ...] = tuple(RANKERS)
 # Rankers that score the whole collection by the query read as soft evidence: the Boolean filter
@@ -27,12 +32,16 @@ def check_request(k: int, ranker: str) -> None:
     if isinstance(k, bool) or not isinstance(k, int) or k < 1:
         raise InvalidArgumentError(f"k must be a positive integer, got {k!r}")
     if ranker not in RANKER_NAMES:
-        raise InvalidArgumentError(f"unknown ranker {ranker!r}; choose one of {', '.join(RANKER_NAMES)}")
+        raise InvalidArgumentError(
+            f"unknown ranker {ranker!r}; choose one of {', '.join(RANKER_NAMES)}"
+        )
 
 
 def check_fallback_ranker(name: str | None) -> None:
-    """Raise InvalidArgumentError unless `name` is None or a ranker that can rank the whole collection
-    by the query's terms (not a soft ranker: those never fall back)."""
+    """Raise InvalidArgumentError unless `name` is None or a ranker that can rank the whole
+    collection by the query's terms (not a soft ranker: those never fall back)."""
     if name is not None and (name not in RANKER_NAMES or name in SOFT_RANKERS):
         hard = [r for r in RANKER_NAMES if r not in SOFT_RANKERS]
-        raise InvalidArgumentError(f"unknown fallback ranker {name!r}; choose one of {', '.join(hard)}")
+        raise InvalidArgumentError(
+            f"unknown fallback ranker {name!r}; choose one of {', '.join(hard)}"
+        )

@@ -5,7 +5,8 @@ chunks), MaxScore (`BM25Scorer.top`, `_pruned`) and a windowed scan over window 
 from __future__ import annotations
 
 import threading
-from typing import Callable, Iterator, NamedTuple
+from collections.abc import Callable, Iterator
+from typing import NamedTuple
 
 import numpy as np
 
@@ -35,14 +36,17 @@ _WINDOWED_MIN = 65536
 _FIRST_ROUND = 4096
 _FIRST_SHARE = 3  # and at least 1/8 of the postings
 # A windowed scan gives way to a plain one when the windows left to score hold more than
-# 1/_WINDOWED_SHARE of the postings: gathering a posting costs about twice what reading it in order does.
+# 1/_WINDOWED_SHARE of the postings: gathering a posting
+# costs about twice what reading it in order does.
 _WINDOWED_SHARE = 2
 # ... and is not tried for a k above 1/_WINDOWS_PER_RANK of the windows (a hybrid search's pool of
 # 1,000 at 100,000 documents): the k-th best score then bars too few windows to pay for the rounds.
 _WINDOWS_PER_RANK = 4
 
 
-def _add(acc: np.ndarray, d: np.ndarray, s: np.ndarray, risen: list[np.ndarray], first: bool = False) -> None:
+def _add(
+    acc: np.ndarray, d: np.ndarray, s: np.ndarray, risen: list[np.ndarray], first: bool = False
+) -> None:
     """Add one term's scores `s` in documents `d` to the accumulator; the documents whose sum
     rose from 0.0 go to `risen`. A term's documents are distinct, so each contribution is added
     once, per document in query order from 0.0: the sums np.bincount of them all makes, to the bit.
@@ -65,15 +69,21 @@ def _add(acc: np.ndarray, d: np.ndarray, s: np.ndarray, risen: list[np.ndarray],
 class _Posting(NamedTuple):  # made for every term of every search: a tuple, not a frozen dataclass
     lo: int  # the term's postings are post_doc[lo:hi]
     hi: int
-    idf: float  # also a strict upper bound of the term's score in any document: tf / (tf + norm) < 1
+    # also a strict upper bound of the term's score in any document: tf / (tf + norm) < 1
+    idf: float
     tid: int = -1
 
 
 class BM25Scorer:
     """Vectorised BM25 over postings restricted to a candidate set."""
 
-    def __init__(self, reader: SegmentReader, params: BM25Params = BM25Params(), avgdl: float | None = None,
-                 holders: Callable[[int], np.ndarray] | None = None) -> None:
+    def __init__(
+        self,
+        reader: SegmentReader,
+        params: BM25Params = BM25Params(),
+        avgdl: float | None = None,
+        holders: Callable[[int], np.ndarray] | None = None,
+    ) -> None:
         """`avgdl`: the collection's average length, when `reader` is one segment of several
         (default: this reader's own). `holders`: a term's documents (any field, deleted ones too)
         as a bitset, from its id (`Evaluator.holders`), to look many candidates up by."""
@@ -85,13 +95,18 @@ class BM25Scorer:
             avgdl = float(np.asarray(reader.doc_len, dtype=np.float64).mean()) if n else 1.0
         self.avgdl = avgdl or 1.0
         self.norm = length_norm(reader.doc_len, self.avgdl, params)
-        # Accumulators kept between scans, one per scan running at once (scorers are shared by threads).
+        # Accumulators kept between scans, one per scan
+        # running at once (scorers are shared by threads).
         self._spare: list[np.ndarray] = []
         self._spare_lock = threading.Lock()
-        self.windows = windows.WindowCache()  # terms' window maxima, for the norms of these parameters
+        # terms' window maxima, for the norms of these parameters
+        self.windows = windows.WindowCache()
 
-    def _postings(self, tids: tuple[int, ...], idfs: tuple[float, ...] | None = None) -> list[_Posting]:
-        """`idfs`: each term's idf over the whole collection (default: from this reader's statistics)."""
+    def _postings(
+        self, tids: tuple[int, ...], idfs: tuple[float, ...] | None = None
+    ) -> list[_Posting]:
+        """`idfs`: each term's idf over the whole collection (default:
+        from this reader's statistics)."""
         r, out = self.r, []
         for i, tid in enumerate(tids):
             if tid >= 0:
@@ -100,7 +115,8 @@ class BM25Scorer:
         return out
 
     def _at(self, p: _Posting, docs: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-        """(index into `docs`, the term's score there) for the `docs` (ascending) that hold the term."""
+        """(index into `docs`, the term's score there) for the `docs`
+        (ascending) that hold the term."""
         if self.holders is not None and p.tid >= 0 and len(docs) * _RANKED_SHARE >= self.r.n_docs:
             # Many candidates: each one's posting is its rank in the set of the term's documents
             # (stored rows, mostly, for a frequent term), with no binary search in the postings.
@@ -108,22 +124,34 @@ class BM25Scorer:
         else:
             pdocs = self.r.post_doc[p.lo : p.hi]
             at = search_sorted(pdocs, docs)
-            np.minimum(at, len(pdocs) - 1, out=at)  # past the end: compared with the last, which is smaller
+            # past the end: compared with the last, which is smaller
+            np.minimum(at, len(pdocs) - 1, out=at)
             where = np.flatnonzero(pdocs[at] == docs)
             at = at[where]
-        return where, term_scores(self.r.text_tf(p.lo, p.hi, at, np.float64), self.norm[docs[where]], p.idf, scratch=True)
+        return where, term_scores(
+            self.r.text_tf(p.lo, p.hi, at, np.float64), self.norm[docs[where]], p.idf, scratch=True
+        )
 
-    def scores(self, tids: tuple[int, ...], docs: np.ndarray | None, idfs: tuple[float, ...] | None = None) -> tuple[np.ndarray, np.ndarray]:
+    def scores(
+        self, tids: tuple[int, ...], docs: np.ndarray | None, idfs: tuple[float, ...] | None = None
+    ) -> tuple[np.ndarray, np.ndarray]:
         """(documents, BM25 score) of the terms `tids` (-1: absent). `docs`: the candidate set, or
         None for every document (then only documents containing a term are returned)."""
         return self._scores(self._postings(tids, idfs), docs)
 
     def _term(self, p: _Posting, d: np.ndarray, lo: int | None = None) -> np.ndarray:
-        """The term's score in its postings from `lo` (default: its first) on, whose documents are `d`."""
+        """The term's score in its postings from `lo` (default: its first)
+        on, whose documents are `d`."""
         lo = p.lo if lo is None else lo
-        # np.take gathers by postings' numbers faster than indexing does (measured on int32: 1.5-2.5x).
+        # np.take gathers by postings' numbers faster than
+        # indexing does (measured on int32: 1.5-2.5x).
         # tf 0 (the term only in author or infobox) scores 0: harmless, and cheaper than filtering.
-        return term_scores(self.r.text_tf(lo, lo + len(d), dtype=np.float64), np.take(self.norm, d), p.idf, scratch=True)
+        return term_scores(
+            self.r.text_tf(lo, lo + len(d), dtype=np.float64),
+            np.take(self.norm, d),
+            p.idf,
+            scratch=True,
+        )
 
     def _chunks(self, p: _Posting) -> Iterator[tuple[np.ndarray, np.ndarray]]:
         """(documents, scores) of a term's postings, CHUNK at a time. A long list scored at once
@@ -148,8 +176,13 @@ class BM25Scorer:
         with self._spare_lock:
             self._spare.append(acc)
 
-    def _scores(self, postings: list[_Posting], docs: np.ndarray | None, bits: np.ndarray | None = None,
-                ordered: bool = True) -> tuple[np.ndarray, np.ndarray]:
+    def _scores(
+        self,
+        postings: list[_Posting],
+        docs: np.ndarray | None,
+        bits: np.ndarray | None = None,
+        ordered: bool = True,
+    ) -> tuple[np.ndarray, np.ndarray]:
         """`docs` None: the documents holding a term with a score above 0 (those in `bits`, if
         given, as for live documents only), ascending unless not `ordered`."""
         acc = self._take()
@@ -167,7 +200,7 @@ class BM25Scorer:
                 else:
                     # Score every posting: only the admitted documents' entries are read back below,
                     # which is cheaper than testing each posting against the admitted set.
-                    parts = self._chunks(p)  # type: ignore[assignment]
+                    parts = self._chunks(p)  # type: ignore[assignment]  # a list or an iterator: only iterated
                 for d, s in parts:
                     _add(acc, d, s, risen, p is postings[0])
             if docs is None:
@@ -182,16 +215,25 @@ class BM25Scorer:
                 acc[d] = 0.0
             self._give(acc)
 
-    def top(self, tids: tuple[int, ...], docs: np.ndarray | None, bits: np.ndarray | None, k: int,
-            idfs: tuple[float, ...] | None = None, admitted: int | None = None, holders: bool = False) -> tuple[np.ndarray, np.ndarray] | None:
-        """`top_k(*scores(tids, docs), k)` (`bits`: `docs` as a bitset; with `docs` None, the documents that may appear), the same documents and the same scores, without
-        scanning every posting of frequent terms when that provably cannot change the top k.
-        `admitted` (with `docs` None): `bits` is the admitted set, of that many documents, and is
-        read as a list of numbers only if every posting must be scored (MaxScore needs none).
-        `holders`: the admitted set holds every document of the terms' postings (`Plan.admits_holders`,
-        in a segment with nothing deleted), so the documents scored are not tested against it; it
-        may then be left out (`bits` and `admitted` None), and None is returned when it is needed:
-        when fewer than k documents score above 0 (the set's others fill the ranks).
+    def top(
+        self,
+        tids: tuple[int, ...],
+        docs: np.ndarray | None,
+        bits: np.ndarray | None,
+        k: int,
+        idfs: tuple[float, ...] | None = None,
+        admitted: int | None = None,
+        holders: bool = False,
+    ) -> tuple[np.ndarray, np.ndarray] | None:
+        """`top_k(*scores(tids, docs), k)` (`bits`: `docs` as a bitset; with `docs` None, the
+        documents that may appear), the same documents and the same scores, without scanning every
+        posting of frequent terms when that provably cannot change the top k. `admitted` (with
+        `docs` None): `bits` is the admitted set, of that many documents, and is read as a list of
+        numbers only if every posting must be scored (MaxScore needs none). `holders`: the admitted
+        set holds every document of the terms' postings (`Plan.admits_holders`, in a segment with
+        nothing deleted), so the documents scored are not tested against it; it may then be left out
+        (`bits` and `admitted` None), and None is returned when it is needed: when fewer than k
+        documents score above 0 (the set's others fill the ranks).
 
         MaxScore, term at a time. The rarest terms are "held": every document holding one is a
         candidate, scored by the held terms alone (a lower bound of its score). Before each other
@@ -211,18 +253,24 @@ class BM25Scorer:
                 held, rest = by_rarity[:split], by_rarity[split:]
                 n_held = sum(p.hi - p.lo for p in held)
                 if n_held * _HELD_SHARE > total or (size is not None and n_held * 4 > size):
-                    break  # the held terms' postings are not few: scoring them all is about the scan's cost
+                    # the held terms' postings are not few:
+                    # scoring them all is about the scan's cost
+                    break
                 if sum(p.idf for p in held) < sum(p.idf for p in rest):
-                    continue  # a document would need most of the other terms too: the bound rarely holds
+                    # a document would need most of the other terms too: the bound rarely holds
+                    continue
                 got = self._pruned(postings, held, rest, test, k)
                 if got is not None:
                     return got
-        if docs is None and (admitted is not None or holders):  # `bits` is the admitted set, or left out
+        # `bits` is the admitted set, or left out
+        if docs is None and (admitted is not None or holders):
             # Unless the admitted documents are few next to the postings (an AND, a filter: then
             # they are listed and looked up below), the postings are scanned, and the admitted
             # documents that score above 0 come from them: when there are k of them, no other
             # admitted document (scoring 0) can enter, and the admitted set need not be listed.
-            if postings and (admitted is None or admitted * 16 >= max(p.hi - p.lo for p in postings)):
+            if postings and (
+                admitted is None or admitted * 16 >= max(p.hi - p.lo for p in postings)
+            ):
                 got = self._windowed(postings, test, k)
                 if got is None and len(postings) == 1:
                     got = self._one(postings[0], test, k)
@@ -246,28 +294,37 @@ class BM25Scorer:
         fixed cost, some 40 us, is most of what measuring it takes)."""
         got = self.windows.get(p.lo)
         if got is None:
-            got = windows.measure(self._chunks(_Posting(p.lo, p.hi, 1.0)), self.r.n_docs)  # idf 1: the fractions
+            # idf 1: the fractions
+            got = windows.measure(self._chunks(_Posting(p.lo, p.hi, 1.0)), self.r.n_docs)
             self.windows.put(p.lo, got)
         return got
 
-    def _windowed(self, postings: list[_Posting], bits: np.ndarray | None, k: int) -> tuple[np.ndarray, np.ndarray] | None:
+    def _windowed(
+        self, postings: list[_Posting], bits: np.ndarray | None, k: int
+    ) -> tuple[np.ndarray, np.ndarray] | None:
         """What a scan's `top_k` gives (the documents in `bits`, None: all, that score above 0),
         scoring only the windows of documents whose bound reaches the k-th best score
-        (`sieve.engine.rank.windows`): in rounds, the windows with the highest bounds first, each round
-        skipping the windows whose bound is below the k-th best score found so far. None when the
-        postings are too few or k too large to be worth it, when most of the postings would be
+        (`sieve.engine.rank.windows`): in rounds, the windows with the highest bounds first, each
+        round skipping the windows whose bound is below the k-th best score found so far. None when
+        the postings are too few or k too large to be worth it, when most of the postings would be
         scored anyway (a scan is then cheaper), or when fewer than k documents score."""
         total = sum(p.hi - p.lo for p in postings)
-        if not postings or total < _WINDOWED_MIN or k * _WINDOWS_PER_RANK > windows.window_count(self.r.n_docs):
+        if (
+            not postings
+            or total < _WINDOWED_MIN
+            or k * _WINDOWS_PER_RANK > windows.window_count(self.r.n_docs)
+        ):
             return None
         spans = [self.term_windows(p) for p in postings]
         bound = np.zeros(len(spans[0].best))
         sizes = np.zeros(len(bound), dtype=np.int64)
         for p, tw in zip(postings, spans):
-            bound += tw.best.astype(np.float64) * p.idf  # in float64: a float32 product could round below
+            # in float64: a float32 product could round below
+            bound += tw.best.astype(np.float64) * p.idf
             sizes += np.diff(tw.starts)
         # A document's score is a sum of terms' contributions, each within rounding of idf times its
-        # fraction: the margin, far above rounding, keeps every window whose documents could reach the bar.
+        # fraction: the margin, far above rounding, keeps
+        # every window whose documents could reach the bar.
         bound *= 1.0 + 1e-9
         order = np.argsort(-bound, kind="stable")
         order = order[bound[order] > 0.0]  # windows where no term scores hold nothing to rank
@@ -286,9 +343,14 @@ class BM25Scorer:
                     left = order[done:]
                     if int(sizes[left[bound[left] >= bar]].sum()) * _WINDOWED_SHARE > total:
                         return None
-                upto = min(len(order), int(np.searchsorted(reached, want + (reached[done - 1] if done else 0))) + 1)
+                upto = min(
+                    len(order),
+                    int(np.searchsorted(reached, want + (reached[done - 1] if done else 0))) + 1,
+                )
                 chosen = order[done:upto]
-                self._score_windows(postings, spans, np.sort(chosen[bound[chosen] >= bar]), acc, risen, found, bits)
+                self._score_windows(
+                    postings, spans, np.sort(chosen[bound[chosen] >= bar]), acc, risen, found, bits
+                )
                 done, want = upto, want * 2
                 if sum(len(f) for f in found) >= k:
                     cand = np.concatenate(found)
@@ -296,15 +358,24 @@ class BM25Scorer:
                     got = acc[cand]
                     bar = float(np.partition(got, len(got) - k)[len(got) - k])
             if cand is None:
-                return None  # fewer than k score above 0: the caller fills ranks from the admitted set
+                # fewer than k score above 0: the caller fills ranks from the admitted set
+                return None
             return top_k(cand, acc[cand], k)
         finally:
             for d in risen:
                 acc[d] = 0.0
             self._give(acc)
 
-    def _score_windows(self, postings: list[_Posting], spans: list[windows.TermWindows], chosen: np.ndarray, acc: np.ndarray,
-                       risen: list[np.ndarray], found: list[np.ndarray], bits: np.ndarray | None) -> None:
+    def _score_windows(
+        self,
+        postings: list[_Posting],
+        spans: list[windows.TermWindows],
+        chosen: np.ndarray,
+        acc: np.ndarray,
+        risen: list[np.ndarray],
+        found: list[np.ndarray],
+        bits: np.ndarray | None,
+    ) -> None:
         """Add every term's contributions in the `chosen` windows (ascending) to `acc`, terms in
         query order as `_scores` adds them, so that sums agree to the bit; the documents that rose
         from 0.0 go to `risen`, and those of them in `bits` to `found`."""
@@ -317,13 +388,25 @@ class BM25Scorer:
                 continue
             d = self.r.post_docs_at(at + p.lo)
             # The windows of a round were never scored before: the first term adds to 0.0.
-            _add(acc, d, term_scores(self.r.text_tf(p.lo, p.hi, at, np.float64), np.take(self.norm, d), p.idf, scratch=True), risen,
-                 p is postings[0])
+            _add(
+                acc,
+                d,
+                term_scores(
+                    self.r.text_tf(p.lo, p.hi, at, np.float64),
+                    np.take(self.norm, d),
+                    p.idf,
+                    scratch=True,
+                ),
+                risen,
+                p is postings[0],
+            )
         if len(risen) > before_round:
             new = np.concatenate(risen[before_round:])
             found.append(new if bits is None else new[bitset.contains(bits, new)])
 
-    def _one(self, p: _Posting, bits: np.ndarray | None, k: int) -> tuple[np.ndarray, np.ndarray] | None:
+    def _one(
+        self, p: _Posting, bits: np.ndarray | None, k: int
+    ) -> tuple[np.ndarray, np.ndarray] | None:
         """The top k of one term's admitted postings (`bits`: the admitted set; None: all), when at
         least k of them score above 0: then no other admitted document (scoring 0) can enter, and
         neither the admitted set's list nor a sum per document is needed. None otherwise."""
@@ -346,8 +429,14 @@ class BM25Scorer:
             return None
         return top_k(np.concatenate(best_d), np.concatenate(best_s), k)
 
-    def _pruned(self, postings: list[_Posting], held: list[_Posting], rest: list[_Posting], bits: np.ndarray | None,
-                k: int) -> tuple[np.ndarray, np.ndarray] | None:
+    def _pruned(
+        self,
+        postings: list[_Posting],
+        held: list[_Posting],
+        rest: list[_Posting],
+        bits: np.ndarray | None,
+        k: int,
+    ) -> tuple[np.ndarray, np.ndarray] | None:
         """The top k by MaxScore with `held` scored in full and the `rest` (rarest first) looked
         up for survivors only; None when that cannot prove the top k (then the caller holds more
         terms or scans)."""
@@ -390,7 +479,8 @@ class BM25Scorer:
             # `low` is a lower bound of each candidate's score, `low + ahead` an upper one: only a
             # candidate whose upper bound reaches the k-th best lower bound can be in the top k
             # (the k best always do, so `kth` stays). The bounds are sums in another order than the
-            # exact scores: the margin, far above rounding, keeps every candidate whose exact score could reach it.
+            # exact scores: the margin, far above rounding, keeps
+            # every candidate whose exact score could reach it.
             surv = np.flatnonzero(low + ahead >= kth - 1e-9 * (1.0 + kth))
             if len(surv) < len(cand):
                 cand, low = cand[surv], low[surv]
@@ -407,14 +497,14 @@ class BM25Scorer:
             if kth + ahead < outside:
                 return None  # even at best a document holding only other terms could still enter
         if in_order:
-            return top_k(cand, low, k)  # `low` is exact, and the last test was the one below (`ahead` is 0)
+            # `low` is exact, and the last test was the one below (`ahead` is 0)
+            return top_k(cand, low, k)
         # Exact scores: the contributions added in query order, as `scores` adds them (a term
         # missing from a document adds 0.0, which changes no sum), so they agree to the bit.
         acc = np.zeros(len(cand), dtype=np.float64)
-        for col in part:
-            if col is not None:
-                acc += col
+        for exact in part:
+            if exact is not None:
+                acc += exact
         if outside > float(np.partition(acc, len(acc) - k)[len(acc) - k]):
             return None
         return top_k(cand, acc, k)
-

@@ -9,7 +9,9 @@ import numpy as np
 _SORT_ALL = 256
 
 
-def top_k(docs: np.ndarray, scores: np.ndarray, k: int, order: np.ndarray | None = None) -> tuple[np.ndarray, np.ndarray]:
+def top_k(
+    docs: np.ndarray, scores: np.ndarray, k: int, order: np.ndarray | None = None
+) -> tuple[np.ndarray, np.ndarray]:
     """The k best (doc, score) pairs, best first; equal scores in index order (`order`: each
     internal number's order key, for a snapshot whose index order is not ascending number)."""
     if len(docs) > max(k, _SORT_ALL):

@@ -59,11 +59,13 @@ def measure(chunks: Iterable[tuple[np.ndarray, np.ndarray]], n_docs: int) -> Ter
     for docs, fractions in chunks:
         if not len(docs):
             continue
-        a, b = int(docs[0]) >> WINDOW_BITS, (int(docs[-1]) >> WINDOW_BITS) + 1  # the windows this piece reaches
+        # the windows this piece reaches
+        a, b = int(docs[0]) >> WINDOW_BITS, (int(docs[-1]) >> WINDOW_BITS) + 1
         at = np.searchsorted(docs, np.arange(a, b + 1, dtype=np.int64) << WINDOW_BITS)
         sizes = np.diff(at)
         held[a:b] += sizes
-        some = sizes > 0  # reduceat over those only: an empty window would read its neighbour's first value
+        # reduceat over those only: an empty window would read its neighbour's first value
+        some = sizes > 0
         span = best[a:b]
         span[some] = np.maximum(span[some], np.maximum.reduceat(fractions, at[:-1][some]))
     starts = np.zeros(count + 1, dtype=np.int32)

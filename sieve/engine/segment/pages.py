@@ -12,9 +12,8 @@ allocate far less than 4 MiB and are left alone.
 from __future__ import annotations
 
 import threading
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
-from typing import Callable
 
 import numpy as np
 
@@ -26,7 +25,9 @@ _before = True
 def _setter() -> Callable[[bool], bool] | None:
     """numpy's switch (private: numpy 2 keeps it in _core, numpy 1 in core), or None."""
     for module in ("_core", "core"):
-        found = getattr(getattr(getattr(np, module, None), "multiarray", None), "_set_madvise_hugepage", None)
+        found = getattr(
+            getattr(getattr(np, module, None), "multiarray", None), "_set_madvise_hugepage", None
+        )
         if found is not None:
             return found
     return None

@@ -1,4 +1,5 @@
-"""Building in bounded memory: the token stream sorted in runs that are spilled to disk, then merged.
+"""Building in bounded memory: the token stream sorted in runs that are spilled to disk, then
+merged.
 
 A build keeps its per-document and per-unit tables in memory (a few bytes per unit), but the token
 stream (one entry per word) is what grows with the corpus. When the buffered tokens pass the
@@ -12,15 +13,16 @@ postings in document order. The merged arrays are byte for byte those of a build
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Callable
+from typing import Any
 
 import numpy as np
 
+from sieve.engine.analysis.fields import Field
 from sieve.engine.format import attributes, docids
 from sieve.engine.format.distinct import distinct
-from sieve.engine.analysis.fields import Field
 from sieve.engine.format.positions import PositionsWriter
 
 TEXT_BITS = np.uint8(Field.TITLE.bit | Field.SECTION.bit | Field.BODY.bit)  # what BM25 counts
@@ -70,10 +72,14 @@ class Postings:
     pos: np.ndarray  # int64, grouped by entry
 
     @staticmethod
-    def joined(parts: list["Postings"], pos: np.ndarray) -> "Postings":
+    def joined(parts: list[Postings], pos: np.ndarray) -> Postings:
         """The postings of consecutive pieces of one sorted stream (each cut where a key starts),
         whose positions, together, are `pos`."""
-        return Postings(*(np.concatenate([getattr(p, name) for p in parts]) for name in ("term", "doc", "tf", "mask", "ttf")), pos)
+        term, doc, tf, mask, ttf = (
+            np.concatenate([getattr(p, name) for p in parts])
+            for name in ("term", "doc", "tf", "mask", "ttf")
+        )
+        return Postings(term, doc, tf, mask, ttf, pos)
 
 
 def key_start_near_middle(s_key: np.ndarray) -> int:
@@ -87,7 +93,9 @@ def key_start_near_middle(s_key: np.ndarray) -> int:
     return cut if cut else int(np.searchsorted(s_key, middle, side="right"))
 
 
-def by_key(keys: np.ndarray, tok_unit: np.ndarray, tok_pos: np.ndarray | int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+def by_key(
+    keys: np.ndarray, tok_unit: np.ndarray, tok_pos: np.ndarray | int
+) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """(keys, units, positions) of the tokens ordered by key, then position.
 
     Since positions ascend in stream order, that is the stable order by key, and it is one sort of
@@ -131,15 +139,21 @@ def by_key(keys: np.ndarray, tok_unit: np.ndarray, tok_pos: np.ndarray | int) ->
     return s_key, s_unit, pairs
 
 
-def _by_key_in_stream(keys: np.ndarray, tok_unit: np.ndarray, first: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+def _by_key_in_stream(
+    keys: np.ndarray, tok_unit: np.ndarray, first: int
+) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     n = len(keys)
     shift = max(n - 1, 0).bit_length()
-    if n == 0 or int(keys.max()) >= 1 << (63 - shift):  # nothing to pair, or too wide to: as positions
+    # nothing to pair, or too wide to: as positions
+    if n == 0 or int(keys.max()) >= 1 << (63 - shift):
         return by_key(keys, tok_unit, first + np.arange(n, dtype=np.int64) + tok_unit)
     pairs = keys.astype(np.int64)
     pairs <<= shift
-    for lo in range(0, n, NUMBERS_AT_A_TIME):  # token numbers in pieces: no 8-byte array of them all to fault in
-        pairs[lo : lo + NUMBERS_AT_A_TIME] |= np.arange(lo, min(lo + NUMBERS_AT_A_TIME, n), dtype=np.int64)
+    # token numbers in pieces: no 8-byte array of them all to fault in
+    for lo in range(0, n, NUMBERS_AT_A_TIME):
+        pairs[lo : lo + NUMBERS_AT_A_TIME] |= np.arange(
+            lo, min(lo + NUMBERS_AT_A_TIME, n), dtype=np.int64
+        )
     pairs.sort()
     s_key = np.empty(n, dtype=keys.dtype)
     np.right_shift(pairs, shift, out=s_key, casting="unsafe")
@@ -151,14 +165,26 @@ def _by_key_in_stream(keys: np.ndarray, tok_unit: np.ndarray, first: int) -> tup
     return s_key, s_unit, pairs
 
 
-def sort_tokens(keys: np.ndarray, tok_unit: np.ndarray, tok_pos: np.ndarray | int, unit_doc: np.ndarray, unit_field: np.ndarray) -> Postings:
+def sort_tokens(
+    keys: np.ndarray,
+    tok_unit: np.ndarray,
+    tok_pos: np.ndarray | int,
+    unit_doc: np.ndarray,
+    unit_field: np.ndarray,
+) -> Postings:
     """Postings of tokens with sort `keys` (stable: stream order within a key), each in unit
     `tok_unit` at position `tok_pos`; `unit_doc`/`unit_field` index by unit. Tokens come in stream
     order: `tok_pos` strictly ascending (or an int: see `by_key`), `tok_unit` ascending."""
     return postings(*by_key(keys, tok_unit, tok_pos), unit_doc, unit_field)
 
 
-def postings(s_key: np.ndarray, s_unit: np.ndarray, s_pos: np.ndarray, unit_doc: np.ndarray, unit_field: np.ndarray) -> Postings:
+def postings(
+    s_key: np.ndarray,
+    s_unit: np.ndarray,
+    s_pos: np.ndarray,
+    unit_doc: np.ndarray,
+    unit_field: np.ndarray,
+) -> Postings:
     """The postings of tokens sorted by `by_key` (their keys, units and positions)."""
     s_doc = unit_doc[s_unit]
     s_bit = (np.uint8(1) << unit_field.astype(np.uint8))[s_unit]
@@ -178,7 +204,9 @@ def postings(s_key: np.ndarray, s_unit: np.ndarray, s_pos: np.ndarray, unit_doc:
         # each is the last start at or before it) and take them from tf, instead of summing a
         # flag per token (np.add.reduceat: 8x slower).
         other = np.flatnonzero((s_bit & TEXT_BITS) == 0)
-        others = np.bincount(np.searchsorted(starts, other, side="right") - 1, minlength=len(starts)).astype(np.uint32)
+        others = np.bincount(
+            np.searchsorted(starts, other, side="right") - 1, minlength=len(starts)
+        ).astype(np.uint32)
         tf = np.empty(len(starts), dtype=np.uint32)
         np.subtract(starts[1:], starts[:-1], out=tf[:-1], casting="unsafe")
         tf[-1] = n - starts[-1]
@@ -196,8 +224,15 @@ class Runs:
         self.dir = folder
         self.count = 0
 
-    def spill(self, tokens: np.ndarray, tok_unit: np.ndarray, tok_pos: np.ndarray | int, unit_doc: np.ndarray, unit_field: np.ndarray,
-              term_of: Callable[[int], str]) -> None:
+    def spill(
+        self,
+        tokens: np.ndarray,
+        tok_unit: np.ndarray,
+        tok_pos: np.ndarray | int,
+        unit_doc: np.ndarray,
+        unit_field: np.ndarray,
+        term_of: Callable[[int], str],
+    ) -> None:
         """Sort the buffered tokens (term ids) into a run ordered by term string, and write it."""
         ids = distinct(tokens)
         by_string = sorted(ids.tolist(), key=term_of)
@@ -206,7 +241,14 @@ class Runs:
         p = sort_tokens(local[tokens], tok_unit, tok_pos, unit_doc, unit_field)
         term_ids = np.asarray(by_string, dtype=np.int32)[p.term]
         self.dir.mkdir(parents=True, exist_ok=True)
-        for name, arr in (("term", term_ids), ("doc", p.doc), ("tf", p.tf), ("mask", p.mask), ("ttf", p.ttf), ("pos", p.pos)):
+        for name, arr in (
+            ("term", term_ids),
+            ("doc", p.doc),
+            ("tf", p.tf),
+            ("mask", p.mask),
+            ("ttf", p.ttf),
+            ("pos", p.pos),
+        ):
             np.save(self.dir / f"run{self.count}.{name}.npy", arr)
         self.count += 1
 
@@ -214,9 +256,13 @@ class Runs:
         return np.load(self.dir / f"run{i}.{name}.npy", mmap_mode="r")
 
     def used_terms(self) -> np.ndarray:
-        return distinct(np.concatenate([distinct(self._load(i, "term")) for i in range(self.count)]))
+        return distinct(
+            np.concatenate([distinct(self._load(i, "term")) for i in range(self.count)])
+        )
 
-    def merge(self, rank: np.ndarray, n_terms: int, seg_dir: Path, pos_dtype: Any, total_positions: int) -> dict[str, Any]:
+    def merge(
+        self, rank: np.ndarray, n_terms: int, seg_dir: Path, pos_dtype: Any, total_positions: int
+    ) -> dict[str, Any]:
         """Write the posting files (post.*, pos.*) for final term `rank[term id]`; returns their
         entries, post/pos pointers, text document frequencies and the number of postings."""
         # Per run, only where each chunk of final terms starts (in postings and in positions): a
@@ -239,7 +285,9 @@ class Runs:
         positions = PositionsWriter(seg_dir, pos_dtype, total_positions)
         for j in range(len(edges) - 1):
             a, b = int(edges[j]), int(edges[j + 1])
-            parts: dict[str, list[np.ndarray]] = {k: [] for k in ("rank", "doc", "tf", "mask", "ttf", "pos")}
+            parts: dict[str, list[np.ndarray]] = {
+                k: [] for k in ("rank", "doc", "tf", "mask", "ttf", "pos")
+            }
             for cut, pos_cut, i in runs:
                 lo, hi = int(cut[j]), int(cut[j + 1])
                 if lo == hi:
@@ -247,9 +295,10 @@ class Runs:
                 parts["rank"].append(rank[np.asarray(self._load(i, "term")[lo:hi])] - a)
                 for name in ("doc", "tf", "mask", "ttf"):
                     parts[name].append(np.asarray(self._load(i, name)[lo:hi]))
-                parts["pos"].append(np.asarray(self._load(i, "pos")[pos_cut[j]:pos_cut[j + 1]]))
+                parts["pos"].append(np.asarray(self._load(i, "pos")[pos_cut[j] : pos_cut[j + 1]]))
             if not parts["rank"]:
-                positions.append(np.zeros(0, dtype=np.int64), np.zeros(b - a, dtype=np.int64))  # (every term occurs: not reached)
+                # (every term occurs: not reached)
+                positions.append(np.zeros(0, dtype=np.int64), np.zeros(b - a, dtype=np.int64))
                 continue
             key = np.concatenate(parts["rank"]).astype(np.int32)
             perm = stable_argsort(key)
@@ -257,7 +306,9 @@ class Runs:
             starts = np.zeros(len(tf), dtype=np.int64)
             np.cumsum(tf[:-1], out=starts[1:])
             lens = tf[perm].astype(np.int64)
-            idx = np.repeat(starts[perm] - np.concatenate(([0], np.cumsum(lens)[:-1])), lens) + np.arange(int(lens.sum()))
+            idx = np.repeat(
+                starts[perm] - np.concatenate(([0], np.cumsum(lens)[:-1])), lens
+            ) + np.arange(int(lens.sum()))
             doc_writer.append(np.concatenate(parts["doc"])[perm])
             ttf = np.concatenate(parts["ttf"])[perm]
             attr_writer.append(np.concatenate(parts["mask"])[perm], tf[perm], ttf)
@@ -274,4 +325,10 @@ class Runs:
         np.cumsum(post_count, out=post_ptr[1:])
         pos_ptr = np.zeros(n_terms + 1, dtype=np.int64)
         np.cumsum(pos_count, out=pos_ptr[1:])
-        return {"entries": entries, "post_ptr": post_ptr, "pos_ptr": pos_ptr, "text_df": text_df.astype(np.int32), "postings": total}
+        return {
+            "entries": entries,
+            "post_ptr": post_ptr,
+            "pos_ptr": pos_ptr,
+            "text_df": text_df.astype(np.int32),
+            "postings": total,
+        }

@@ -10,37 +10,39 @@ length (BM25's), as in Lucene.
 from __future__ import annotations
 
 import shutil
-from concurrent.futures import ThreadPoolExecutor
 from array import array
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 
-from sieve.engine.format import attributes, bitset, commits, docids, storage
 from sieve.engine.analysis.analyzers import PLAIN, STOP, Analyzer
 from sieve.engine.analysis.batch import NO_DATE, AnalyzedBatch
-from sieve.engine.analysis.vocabulary import Vocabulary
 from sieve.engine.analysis.fields import Field
-from sieve.engine.segment.pages import small_pages
-from sieve.engine.format.positions import PositionsWriter
-from sieve.engine.segment.runs import Postings, Runs, by_key, key_start_near_middle, postings
 from sieve.engine.analysis.schema import NO_FIELDS, Schema
+from sieve.engine.analysis.vocabulary import Vocabulary
+from sieve.engine.format import attributes, bitset, commits, docids, storage
+from sieve.engine.format.positions import PositionsWriter
 from sieve.engine.format.store import CODEC, SHIFTS, BlockWriter
+from sieve.engine.segment.pages import small_pages
+from sieve.engine.segment.runs import Postings, Runs, by_key, key_start_near_middle, postings
 
 N_FIELDS = len(Field)
 
 
 DEFAULT_MEMORY_MB = 1024
 # Bytes the sort of one buffered token needs at its peak (the stream, the sort order, positions,
-# units, and the sorted copies): the buffer is spilled as a run before the sort would pass the budget.
+# units, and the sorted copies): the buffer is spilled
+# as a run before the sort would pass the budget.
 BYTES_PER_TOKEN = 48
 # Peak bytes per document and per unit of a segment's tables when it is written: Python id strings,
 # their encoded copies and sort order, offsets; unit starts, documents and fields as int64.
 BYTES_PER_DOCUMENT = 320
 BYTES_PER_UNIT = 48
 # A (term, field) pair found in at least 1/DENSE_FRACTION of a segment's documents (and in at least
-# DENSE_MIN) also gets its document set stored as a bitset: no larger than its four-byte postings, and
+# DENSE_MIN) also gets its document set stored as a
+# bitset: no larger than its four-byte postings, and
 # a query reads it instead of scattering every posting into a fresh bitset (the cost that grows with
 # the segment, not with the answer).
 DENSE_FRACTION = 32
@@ -55,7 +57,9 @@ ANY_FRACTION = 64
 ANY_MIN_DOCS = 1 << 18
 
 
-def _write_positions(writer: PositionsWriter, values: np.ndarray, counts: np.ndarray) -> dict[str, dict[str, int]]:
+def _write_positions(
+    writer: PositionsWriter, values: np.ndarray, counts: np.ndarray
+) -> dict[str, dict[str, int]]:
     """Every term's positions (`counts[i]` each) into `writer`'s files; their manifest entries."""
     writer.append(values, counts)
     return writer.close()
@@ -65,11 +69,18 @@ class SegmentWriter:
     """Assembles analysed batches in document order, then `finish()` writes one segment.
 
     The token stream is buffered until it would need more than `memory_mb` to sort; then it is
-    sorted into a run on disk (sieve.engine.segment.runs) and the buffer starts again. `finish()` sorts a
-    build that never spilled in memory, and merges the runs of one that did: the files are the same.
+    sorted into a run on disk (sieve.engine.segment.runs) and the buffer starts again. `finish()`
+    sorts a build that never spilled in memory, and merges the runs of one that did: the files are
+    the same.
     """
 
-    def __init__(self, seg_dir: Path, memory_mb: int = DEFAULT_MEMORY_MB, analyzer: Analyzer = PLAIN, schema: Schema = NO_FIELDS) -> None:
+    def __init__(
+        self,
+        seg_dir: Path,
+        memory_mb: int = DEFAULT_MEMORY_MB,
+        analyzer: Analyzer = PLAIN,
+        schema: Schema = NO_FIELDS,
+    ) -> None:
         """`analyzer`: the one that analysed the batches (recorded in the manifest; queries use it);
         `schema`: the declared fields whose columns the batches carry."""
         self.dir = seg_dir
@@ -109,22 +120,44 @@ class SegmentWriter:
 
     def _new_columns(self) -> None:
         # number: float64, date: int32 per document; keyword: a count per document and the values
-        self.columns: list[Any] = [array("d") if k == "number" else array("i") if k == "date" else (array("i"), []) if k == "keyword" else None
-                                   for _, k in self.schema.fields]
+        self.columns: list[Any] = [
+            array("d")
+            if k == "number"
+            else array("i")
+            if k == "date"
+            else (array("i"), [])
+            if k == "keyword"
+            else None
+            for _, k in self.schema.fields
+        ]
 
     def release(self) -> None:
         """Drop the tables of a finished writer (its vocabulary stays, for `continue_from`)."""
         self._new_columns()
         self.ids = []
-        self.tokens, self.unit_len, self.unit_field, self.unit_section, self.unit_stops = array("i"), array("i"), array("b"), array("i"), array("i")
-        self.doc_units, self.dates, self.meta_off, self.text_off, self.doc_sections = array("q", [0]), array("i"), array("q", [0]), array("q", [0]), array("q", [0])
+        self.tokens, self.unit_len, self.unit_field, self.unit_section, self.unit_stops = (
+            array("i"),
+            array("i"),
+            array("b"),
+            array("i"),
+            array("i"),
+        )
+        self.doc_units, self.dates, self.meta_off, self.text_off, self.doc_sections = (
+            array("q", [0]),
+            array("i"),
+            array("q", [0]),
+            array("q", [0]),
+            array("q", [0]),
+        )
 
-    def continue_from(self, earlier: "SegmentWriter") -> None:
+    def continue_from(self, earlier: SegmentWriter) -> None:
         """Take batches whose term ids are numbered by the analysers that fed `earlier` (the
         writer of the previous segment of the same build): seed each one's id map."""
         terms = list(earlier.vocab.ids)
         for key, remap in earlier._remaps.items():
-            self._remaps[key] = array("i", map(self.vocab.ids.__getitem__, (terms[t] for t in remap)))
+            self._remaps[key] = array(
+                "i", map(self.vocab.ids.__getitem__, (terms[t] for t in remap))
+            )
 
     def add_batch(self, batch: AnalyzedBatch, analyser: Any = None) -> None:
         """Append a batch whose term ids come from `analyser`'s vocabulary (any hashable key)."""
@@ -137,9 +170,15 @@ class SegmentWriter:
         self.unit_field.frombytes(batch.unit_field.tobytes())
         self.unit_section.frombytes(batch.unit_section.tobytes())
         if self.analyzer.stopwords:
-            stops = batch.unit_stops if batch.unit_stops is not None else np.zeros(len(batch.unit_len), np.int32)
+            stops = (
+                batch.unit_stops
+                if batch.unit_stops is not None
+                else np.zeros(len(batch.unit_len), np.int32)
+            )
             self.unit_stops.frombytes(stops.astype(np.int32).tobytes())
-        self.doc_units.frombytes((self.doc_units[-1] + np.cumsum(batch.units)).astype(np.int64).tobytes())
+        self.doc_units.frombytes(
+            (self.doc_units[-1] + np.cumsum(batch.units)).astype(np.int64).tobytes()
+        )
         self.dates.frombytes(batch.dates.tobytes())
         for col, values in zip(self.columns, batch.columns):
             if col is None:  # a text field: its words are in the token stream
@@ -151,10 +190,16 @@ class SegmentWriter:
                 col.frombytes(values.tobytes())
         self.ids.extend(batch.ids)
         self.meta.append(batch.meta)
-        self.meta_off.frombytes((self.meta_off[-1] + np.cumsum(batch.meta_len)).astype(np.int64).tobytes())
+        self.meta_off.frombytes(
+            (self.meta_off[-1] + np.cumsum(batch.meta_len)).astype(np.int64).tobytes()
+        )
         self.text.append(batch.text)
-        self.text_off.frombytes((self.text_off[-1] + np.cumsum(batch.text_len)).astype(np.int64).tobytes())
-        self.doc_sections.frombytes((self.doc_sections[-1] + np.cumsum(batch.sections)).astype(np.int64).tobytes())
+        self.text_off.frombytes(
+            (self.text_off[-1] + np.cumsum(batch.text_len)).astype(np.int64).tobytes()
+        )
+        self.doc_sections.frombytes(
+            (self.doc_sections[-1] + np.cumsum(batch.sections)).astype(np.int64).tobytes()
+        )
         self.bytes_in += len(batch.meta) + len(batch.text)
         if len(self.tokens) >= self.max_tokens:
             self._spill()
@@ -170,10 +215,11 @@ class SegmentWriter:
         """(term ids, unit, position) of the buffered tokens that are indexed (not stop words).
         Without stop words the positions are given as where the buffer starts (`runs.by_key`)."""
         units = np.arange(self.spilled_units, len(unit_len), dtype=np.int32)
-        tok_unit = np.repeat(units, unit_len[self.spilled_units:])
+        tok_unit = np.repeat(units, unit_len[self.spilled_units :])
         tokens = np.frombuffer(self.tokens, dtype=np.int32)
         stop = self.vocab.ids.get(STOP)
-        if stop is None:  # token i at self.spilled_tokens + i + its unit (one gap position per unit)
+        # token i at self.spilled_tokens + i + its unit (one gap position per unit)
+        if stop is None:
             return tokens, tok_unit, self.spilled_tokens
         # position = index in the whole token stream + number of units before (one gap each)
         tok_pos = np.arange(self.spilled_tokens, self.spilled_tokens + len(tokens), dtype=np.int64)
@@ -191,14 +237,21 @@ class SegmentWriter:
         unit_len = np.frombuffer(self.unit_len, dtype=np.int32)
         first = self.spilled_units
         doc_units = np.frombuffer(self.doc_units, dtype=np.int64)
-        unit_doc = (np.searchsorted(doc_units, np.arange(first, len(unit_len), dtype=np.int64), side="right") - 1).astype(np.int32)
+        unit_doc = (
+            np.searchsorted(
+                doc_units, np.arange(first, len(unit_len), dtype=np.int64), side="right"
+            )
+            - 1
+        ).astype(np.int32)
         unit_field = np.frombuffer(self.unit_field, dtype=np.int8)[first:].astype(np.uint8)
         tokens, tok_unit, tok_pos = self._buffered(unit_len)
-        if isinstance(tok_pos, int):  # positions after units counted from `first`: start `first` later
+        # positions after units counted from `first`: start `first` later
+        if isinstance(tok_pos, int):
             tok_pos += first
         terms = list(self.vocab.ids)
         self.runs.spill(tokens, tok_unit - first, tok_pos, unit_doc, unit_field, terms.__getitem__)
-        self.spilled_tokens += len(self.tokens)  # the whole stream, stop words too: positions count them
+        # the whole stream, stop words too: positions count them
+        self.spilled_tokens += len(self.tokens)
         self.spilled_units = len(unit_len)
         self.tokens = array("i")
 
@@ -211,23 +264,33 @@ class SegmentWriter:
         self._put(name, arr, np.uint32 if arr[-1] < 2**32 else np.int64)
 
     def _put_dense(self, n_docs: int) -> None:
-        """`post.bits*`: a bitset per frequent (term, field), read back from the postings just written;
-        `post.rest*`: for each term with rows, its postings in the fields without one (what a leaf
-        over fields beyond the rows must still read, instead of every posting of a frequent term);
-        `post.any*`: a bitset per frequent term of all its documents, whatever the field (what an
-        unscoped leaf reads as it is), unless one field row already holds them all."""
-        ptr = storage.open_array(self.dir / "post.ptr.sva", "post.ptr.sva", self.entries["post.ptr.sva"])
-        masks = storage.open_array(self.dir / "post.mask.sva", "post.mask.sva", self.entries["post.mask.sva"])  # the counts are not needed
+        """`post.bits*`: a bitset per frequent (term, field), read back from the postings just
+        written; `post.rest*`: for each term with rows, its postings in the fields without one (what
+        a leaf over fields beyond the rows must still read, instead of every posting of a frequent
+        term); `post.any*`: a bitset per frequent term of all its documents, whatever the field
+        (what an unscoped leaf reads as it is), unless one field row already holds them all."""
+        ptr = storage.open_array(
+            self.dir / "post.ptr.sva", "post.ptr.sva", self.entries["post.ptr.sva"]
+        )
+        # the counts are not needed
+        masks = storage.open_array(
+            self.dir / "post.mask.sva", "post.mask.sva", self.entries["post.mask.sva"]
+        )
         docs = docids.open_ids(self.dir, "post.doc", self.entries)
         starts = np.asarray(ptr, dtype=np.int64)
         need = max(-(-n_docs // DENSE_FRACTION), DENSE_MIN)
-        rows = storage.ArrayWriter(self.dir / "post.bits.sva", np.uint64, columns=bitset.words(n_docs))
+        rows = storage.ArrayWriter(
+            self.dir / "post.bits.sva", np.uint64, columns=bitset.words(n_docs)
+        )
         rest_doc = docids.SplitIdsWriter(self.dir, "post.rest.doc")
         rest_mask = storage.ArrayWriter(self.dir / "post.rest.mask.sva", np.uint8)
         row_ptr = np.zeros(len(starts), dtype=np.int64)
-        rest_ptr = [0]  # at every row boundary: a term's rest runs from its first row's entry to its last's
+        # at every row boundary: a term's rest runs from its first row's entry to its last's
+        rest_ptr = [0]
         fields = array("B")
-        any_rows = storage.ArrayWriter(self.dir / "post.any.sva", np.uint64, columns=bitset.words(n_docs))
+        any_rows = storage.ArrayWriter(
+            self.dir / "post.any.sva", np.uint64, columns=bitset.words(n_docs)
+        )
         any_terms: list[int] = []
         with_any = n_docs >= ANY_MIN_DOCS
         need_any = min(need, max(-(-n_docs // ANY_FRACTION), DENSE_MIN)) if with_any else need
@@ -254,7 +317,8 @@ class SegmentWriter:
                     rest = len(keep)
                     rest_ptr[-1] += rest
                 row_ptr[t + 1] = len(fields)
-            if with_any and (own != 1 or rest):  # one field row and nothing else: that row is the answer
+            # one field row and nothing else: that row is the answer
+            if with_any and (own != 1 or rest):
                 any_rows.append(bitset.from_ids(d, n_docs)[None, :])
                 any_terms.append(t)
         # Terms between candidates hold no rows: carry each candidate's end forward.
@@ -290,24 +354,45 @@ class SegmentWriter:
                 self._put(f"{name}.blob.sva", np.frombuffer(b"".join(encoded), dtype=np.uint8))
                 self._put_offsets(f"{name}.off.sva", off)
                 self._put_offsets(f"{name}.ptr.sva", ptr)
-                self._put(f"{name}.ids.sva", np.fromiter(map(number.__getitem__, values), dtype=np.int32, count=len(values)))
+                self._put(
+                    f"{name}.ids.sva",
+                    np.fromiter(map(number.__getitem__, values), dtype=np.int32, count=len(values)),
+                )
 
-    def _put_tables(self, unit_start: np.ndarray, unit_doc: np.ndarray, unit_field: np.ndarray, indexed_len: np.ndarray,
-                    doc_units: np.ndarray) -> None:
+    def _put_tables(
+        self,
+        unit_start: np.ndarray,
+        unit_doc: np.ndarray,
+        unit_field: np.ndarray,
+        indexed_len: np.ndarray,
+        doc_units: np.ndarray,
+    ) -> None:
         """The unit, document, column, store offset and id tables."""
         n_docs = len(self.ids)
         self._put("unit.start.sva", unit_start)
         self._put("unit.field.sva", unit_field)
         unit_section = np.frombuffer(self.unit_section, dtype=np.int32)
-        self._put("unit.section.sva", unit_section, np.int16 if unit_section.max(initial=0) < 2**15 else np.int32)
+        self._put(
+            "unit.section.sva",
+            unit_section,
+            np.int16 if unit_section.max(initial=0) < 2**15 else np.int32,
+        )
         self._put_offsets("doc.units.sva", doc_units)
         self._put("doc.date.sva", np.frombuffer(self.dates, dtype=np.int32))
         self._put_columns()
         builtin = unit_field < N_FIELDS  # a declared text field has no length: it never ranks
-        field_len = np.bincount(
-            unit_doc[builtin].astype(np.int64) * N_FIELDS + unit_field[builtin], weights=indexed_len[builtin], minlength=n_docs * N_FIELDS
-        ).astype(np.int32).reshape(n_docs, N_FIELDS)
-        self._put("doc.flen.sva", field_len, np.uint16 if field_len.max(initial=0) < 2**16 else np.int32)
+        field_len = (
+            np.bincount(
+                unit_doc[builtin].astype(np.int64) * N_FIELDS + unit_field[builtin],
+                weights=indexed_len[builtin],
+                minlength=n_docs * N_FIELDS,
+            )
+            .astype(np.int32)
+            .reshape(n_docs, N_FIELDS)
+        )
+        self._put(
+            "doc.flen.sva", field_len, np.uint16 if field_len.max(initial=0) < 2**16 else np.int32
+        )
         doc_len = field_len[:, Field.TITLE] + field_len[:, Field.SECTION] + field_len[:, Field.BODY]
         self._put("doc.len.sva", doc_len.astype(np.int32))
         self._put_offsets("store.meta.off.sva", np.frombuffer(self.meta_off, dtype=np.int64))
@@ -317,7 +402,9 @@ class SegmentWriter:
         id_order = sorted(range(n_docs), key=id_bytes.__getitem__)
         id_off = np.zeros(n_docs + 1, dtype=np.int64)
         id_off[1:] = np.cumsum([len(id_bytes[i]) for i in id_order])
-        self._put("ids.blob.sva", np.frombuffer(b"".join(id_bytes[i] for i in id_order), dtype=np.uint8))
+        self._put(
+            "ids.blob.sva", np.frombuffer(b"".join(id_bytes[i] for i in id_order), dtype=np.uint8)
+        )
         self._put_offsets("ids.off.sva", id_off)
         self._put("ids.doc.sva", np.asarray(id_order, dtype=np.int32))
         id_rank = np.empty(n_docs, dtype=np.int32)
@@ -340,7 +427,8 @@ class SegmentWriter:
         if self.runs.count:
             used_ids = self.runs.used_terms().tolist()
         else:
-            occurs = np.bincount(np.frombuffer(self.tokens, dtype=np.int32), minlength=len(terms))  # each term's positions
+            # each term's positions
+            occurs = np.bincount(np.frombuffer(self.tokens, dtype=np.int32), minlength=len(terms))
             if STOP in self.vocab.ids:
                 occurs[self.vocab.ids[STOP]] = 0
             used_ids = np.flatnonzero(occurs).tolist()
@@ -348,13 +436,18 @@ class SegmentWriter:
         rank = np.zeros(len(terms), dtype=np.int32)
         rank[np.asarray(order, dtype=np.int64)] = np.arange(len(order), dtype=np.int32)
         sorted_terms = [terms[i].encode() for i in order]
-        pos_count = None if self.runs.count else occurs[np.asarray(order, dtype=np.int64)]  # by final term
+        # by final term
+        pos_count: Any = None if self.runs.count else occurs[np.asarray(order, dtype=np.int64)]
         del terms, order, used_ids
 
         unit_len, unit_doc, unit_field = self._unit_tables()
         n_units = len(unit_len)
         # What each unit contributes to postings and field lengths: its words less its stop words.
-        indexed_len = unit_len - np.frombuffer(self.unit_stops, dtype=np.int32) if self.analyzer.stopwords else unit_len
+        indexed_len = (
+            unit_len - np.frombuffer(self.unit_stops, dtype=np.int32)
+            if self.analyzer.stopwords
+            else unit_len
+        )
         n_tokens = int(indexed_len.sum())
         unit_start = np.zeros(n_units, dtype=np.int64)
         if n_units:
@@ -373,12 +466,24 @@ class SegmentWriter:
         # writes the postings (numpy and file writes release the GIL; the second core is otherwise
         # idle in this step). Each writes its own files; `self.entries` takes them one at a time.
         with ThreadPoolExecutor(1, thread_name_prefix="sieve-finish") as helper:
-            tables = helper.submit(self._put_tables, unit_start.astype(pos_dtype), unit_doc, unit_field, indexed_len, doc_units)
+            tables = helper.submit(
+                self._put_tables,
+                unit_start.astype(pos_dtype),
+                unit_doc,
+                unit_field,
+                indexed_len,
+                doc_units,
+            )
             pos_files = None
             if self.runs.count:
                 merged = self.runs.merge(rank, n_terms, self.dir, pos_dtype, total_positions)
                 shutil.rmtree(self.runs.dir, ignore_errors=True)
-                post_ptr, pos_ptr, text_df, n_postings = merged["post_ptr"], merged["pos_ptr"], merged["text_df"], merged["postings"]
+                post_ptr, pos_ptr, text_df, n_postings = (
+                    merged["post_ptr"],
+                    merged["pos_ptr"],
+                    merged["text_df"],
+                    merged["postings"],
+                )
                 self._put_offsets("post.ptr.sva", post_ptr)
                 self._put("terms.df.sva", text_df)
                 self.entries.update(merged["entries"])
@@ -392,8 +497,15 @@ class SegmentWriter:
                 # The postings are made in two halves, one on the helper, which then encodes the
                 # positions (they need nothing more) while this thread writes the postings.
                 cut = key_start_near_middle(s_key)
-                first = helper.submit(postings, s_key[:cut], s_unit[:cut], s_pos[:cut], unit_doc, unit_field)
-                pos_files = helper.submit(_write_positions, PositionsWriter(self.dir, pos_dtype, total_positions), s_pos, pos_count)
+                first = helper.submit(
+                    postings, s_key[:cut], s_unit[:cut], s_pos[:cut], unit_doc, unit_field
+                )
+                pos_files = helper.submit(
+                    _write_positions,
+                    PositionsWriter(self.dir, pos_dtype, total_positions),
+                    s_pos,
+                    pos_count,
+                )
                 second = postings(s_key[cut:], s_unit[cut:], s_pos[cut:], unit_doc, unit_field)
                 p = Postings.joined([first.result(), second], s_pos)
                 del s_key, s_unit, s_pos, first, second
@@ -429,7 +541,10 @@ class SegmentWriter:
             **self.analyzer.manifest_fields(),
             **self.schema.manifest_fields(),
             "stats": stats,
-            "store_blocks": {name: {"codec": CODEC, "shift": shift} for name, shift in SHIFTS.items()},  # each stream's compression
+            # each stream's compression
+            "store_blocks": {
+                name: {"codec": CODEC, "shift": shift} for name, shift in SHIFTS.items()
+            },
             "files": self.entries,
             **extra,
         }

@@ -9,21 +9,21 @@ from __future__ import annotations
 
 import functools
 from dataclasses import dataclass, field
-from typing import Union
 
 from sieve.engine.analysis.fields import ALL_FIELDS, Field
 
-Fields = Union[frozenset[Field], frozenset[str], None]  # a str: a declared text field's name
+Fields = frozenset[Field] | frozenset[str] | None  # a str: a declared text field's name
 Span = tuple[int, int]
 
 
-@functools.lru_cache(maxsize=64)  # 31 possible scopes; sorting enum members costs microseconds a word
+# 31 possible scopes; sorting enum members costs microseconds a word
+@functools.lru_cache(maxsize=64)
 def _tag(fields: Fields) -> str:
     if fields is None:
         return ""
     if fields == ALL_FIELDS:
         return "[all]"
-    return "[" + ",".join(f.label if isinstance(f, Field) else f for f in sorted(fields)) + "]"  # type: ignore[type-var]
+    return "[" + ",".join(f.label if isinstance(f, Field) else f for f in sorted(fields)) + "]"  # type: ignore[misc]  # sorted() of a union of sets
 
 
 @dataclass(frozen=True)
@@ -52,7 +52,8 @@ class Prefix:
 
 @dataclass(frozen=True)
 class Phrase:
-    """`"words"`: the terms adjacent and in order inside one section text, heading or field value."""
+    """`"words"`: the terms adjacent and in order inside one section
+    text, heading or field value."""
 
     text: str
     fields: Fields = None
@@ -95,13 +96,15 @@ class DateRange:
 
 @dataclass(frozen=True)
 class Filter:
-    """`name[spec]` on a declared field (sieve.engine.analysis.schema): a number or date range, or `=value`
-    for a keyword. The spec is read when the query meets an index, which knows the field's type."""
+    """`name[spec]` on a declared field (sieve.engine.analysis.schema): a number or date range, or
+    `=value` for a keyword. The spec is read when the query meets an index,
+    which knows the field's type."""
 
     name: str
     spec: str
     span: Span = field(default=(0, 0), compare=False, repr=False)
-    spec_pos: int = field(default=0, compare=False, repr=False)  # where the spec starts in the query
+    # where the spec starts in the query
+    spec_pos: int = field(default=0, compare=False, repr=False)
 
     def __str__(self) -> str:
         return f"{self.name}[{self.spec}]"
@@ -109,7 +112,7 @@ class Filter:
 
 @dataclass(frozen=True)
 class Not:
-    child: "Node"
+    child: Node
     span: Span = field(default=(0, 0), compare=False, repr=False)
 
     def __str__(self) -> str:
@@ -121,7 +124,7 @@ class Not:
 
 @dataclass(frozen=True)
 class And:
-    children: tuple["Node", ...]
+    children: tuple[Node, ...]
     span: Span = field(default=(0, 0), compare=False, repr=False)
 
     def __str__(self) -> str:
@@ -130,15 +133,15 @@ class And:
 
 @dataclass(frozen=True)
 class Or:
-    children: tuple["Node", ...]
+    children: tuple[Node, ...]
     span: Span = field(default=(0, 0), compare=False, repr=False)
 
     def __str__(self) -> str:
         return " OR ".join(str(c) for c in self.children)
 
 
-Leaf = Union[Term, Prefix, Phrase, Near]
-Node = Union[Term, Prefix, Phrase, Near, DateRange, Filter, Not, And, Or]
+Leaf = Term | Prefix | Phrase | Near
+Node = Term | Prefix | Phrase | Near | DateRange | Filter | Not | And | Or
 
 
 CONSTRUCTS = ("phrase", "field", "boolean", "wildcard", "date", "near")
@@ -153,7 +156,11 @@ def constructs(node: Node) -> set[str]:
         elif isinstance(n, (DateRange, Filter)):
             out.add("date")
         else:
-            out.update(kind for kind, cls in (("phrase", Phrase), ("wildcard", Prefix), ("near", Near)) if isinstance(n, cls))
+            out.update(
+                kind
+                for kind, cls in (("phrase", Phrase), ("wildcard", Prefix), ("near", Near))
+                if isinstance(n, cls)
+            )
             if n.fields is not None:
                 out.add("field")
     return out

@@ -1,4 +1,5 @@
-"""Plain language as a query: what `Index.ranked_search` and the baselines' `ranked_search` tool run."""
+"""Plain language as a query: what `Index.ranked_search` and the baselines' `ranked_search` tool
+run."""
 
 from __future__ import annotations
 
@@ -14,7 +15,11 @@ def free_text_query(text: str, analyzer: Analyzer | None = None) -> str | None:
     as they are not indexed. None when the text has no other word."""
     seen: dict[str, str] = {}
     for w in re.findall(r"[^\W_]+", text):
-        if analyzer is not None and analyzer.stopwords and all(t == STOP for t in analyzer.analyze(w)):
+        if (
+            analyzer is not None
+            and analyzer.stopwords
+            and all(t == STOP for t in analyzer.analyze(w))
+        ):
             continue
         seen.setdefault(fold(w), w)
     if not seen:

@@ -9,7 +9,7 @@ are things to search for. So the reader gets a hint with the BQL that scopes the
 from __future__ import annotations
 
 import re
-from typing import Iterable
+from collections.abc import Iterable
 
 from sieve.engine.analysis.fields import DATE_TAG, FIELD_ALIASES
 from sieve.engine.query.bql import ast
@@ -17,7 +17,9 @@ from sieve.engine.query.bql import ast
 _COLON = re.compile(r"([^\W\d]\w*):(.*)", re.DOTALL)
 
 
-def colon_hints(node: object, declared: Iterable[str] = (), query: str | None = None) -> tuple[str, ...]:
+def colon_hints(
+    node: object, declared: Iterable[str] = (), query: str | None = None
+) -> tuple[str, ...]:
     """A hint for each word `name:value` whose name is a field (BQL's, `date`, or one of
     `declared`, an index's declared fields), in query order, each once. `query`: `str(node)`,
     when the caller has it already."""
@@ -25,7 +27,7 @@ def colon_hints(node: object, declared: Iterable[str] = (), query: str | None = 
         return ()  # another language's tree (Indri), or no colon: the usual case, decided at once
     names = set(FIELD_ALIASES) | {DATE_TAG} | {n.lower() for n in declared}
     out: dict[str, None] = {}
-    for n in sorted(ast.walk(node), key=lambda n: n.span[0]):  # type: ignore[arg-type]
+    for n in sorted(ast.walk(node), key=lambda n: n.span[0]):  # type: ignore[arg-type]  # every node has a span
         if type(n) is not ast.Term:
             continue
         m = _COLON.fullmatch(n.word)
@@ -37,8 +39,10 @@ def colon_hints(node: object, declared: Iterable[str] = (), query: str | None = 
 
 
 def _hint(word: str, name: str, value: str) -> str:
-    read = (f"{word} is read as words to search for, not as a field query"
-            " (BQL writes the field as a tag after the word)")
+    read = (
+        f"{word} is read as words to search for, not as a field query"
+        " (BQL writes the field as a tag after the word)"
+    )
     if not value:
         return f"{read}, as in word[{name}]"
     if name == DATE_TAG:

@@ -22,7 +22,22 @@ OPERATORS = {"AND", "OR", "NOT"}
 
 
 class BQLLexer(Lexer):
-    tokens = {WORD, PREFIX, PHRASE, TAG, DATE, NEAR, NEARCALL, AND, OR, NOT, MINUS, LPAREN, RPAREN}  # noqa: F821
+    # sly's metaclass reads each bare name here as its string; the strings are the same set.
+    tokens = {  # noqa: RUF012 -- sly's API: a class attribute it reads, never mutated
+        "WORD",
+        "PREFIX",
+        "PHRASE",
+        "TAG",
+        "DATE",
+        "NEAR",
+        "NEARCALL",
+        "AND",
+        "OR",
+        "NOT",
+        "MINUS",
+        "LPAREN",
+        "RPAREN",
+    }
     ignore = " \t\r\n\f\v"
 
     # Order matters: sly tries these in turn at each position, so the specific forms come first.
@@ -37,17 +52,21 @@ class BQLLexer(Lexer):
     MINUS = r"-(?=[^\s\-)\]])"
     WORD = r'[^\s()\[\]"\-]' + _WORDCHARS + "*"
 
-    def error(self, t):  # type: ignore[no-untyped-def]
+    def error(self, t):
         ch = t.value[0]
         pos = self.index
         if ch == '"':
             raise BQLSyntaxError("unterminated quote", pos, 'close the phrase with a second "')
         if ch == "[":
-            raise BQLSyntaxError("unterminated '['", pos, "close the tag with ']', as in word[title]")
+            raise BQLSyntaxError(
+                "unterminated '['", pos, "close the tag with ']', as in word[title]"
+            )
         if ch == "]":
             raise BQLSyntaxError("unexpected ']'", pos, "a tag is written word[field]")
         if ch == "-":
-            raise BQLSyntaxError("'-' must be followed directly by a term", pos, "write -word or NOT word")
+            raise BQLSyntaxError(
+                "'-' must be followed directly by a term", pos, "write -word or NOT word"
+            )
         raise BQLSyntaxError(f"unexpected character {ch!r}", pos, "quote it inside a phrase")
 
 
@@ -62,13 +81,17 @@ def _word_type(word: str) -> str | None:
     return "PREFIX" if word[-1] == "*" else "WORD"
 
 
-def tokenize(text: str):  # type: ignore[no-untyped-def]
+def tokenize(text: str):
     """sly tokens of `text` with `Tok` values; operator words and `word*` get their own types."""
     for t in BQLLexer().tokenize(text):
         if t.type == "WORD":
             kind = _word_type(t.value)
             if kind is None:
-                raise BQLSyntaxError(f"malformed {t.value.split('(')[0]!r}", t.index, "write a NEAR/3 b or NEAR/3(a, b) with single words")
+                raise BQLSyntaxError(
+                    f"malformed {t.value.split('(')[0]!r}",
+                    t.index,
+                    "write a NEAR/3 b or NEAR/3(a, b) with single words",
+                )
             t.type = kind
         t.value = Tok(t.value, t.index)
         yield t
@@ -77,8 +100,14 @@ def tokenize(text: str):  # type: ignore[no-untyped-def]
 # The lexer's own patterns, in its order (sly tries them in turn; an alternation takes the first
 # that matches, which is the same token), after a run of the characters it ignores.
 _SCAN = re.compile(
-    "[" + re.escape(BQLLexer.ignore) + "]*(?:"
-    + "|".join(f"(?P<{name}>{pattern})" for name, pattern in vars(BQLLexer).items() if name in BQLLexer.tokens)
+    "["
+    + re.escape(BQLLexer.ignore)
+    + "]*(?:"
+    + "|".join(
+        f"(?P<{name}>{pattern})"
+        for name, pattern in vars(BQLLexer).items()
+        if name in BQLLexer.tokens
+    )
     + ")"
 )
 _TRAILING = re.compile("[" + re.escape(BQLLexer.ignore) + "]*")
@@ -94,11 +123,11 @@ def scan(text: str) -> list[tuple[str, Tok]] | None:
             return None
         at = m.end()
         kind = m.lastgroup
-        pos = m.start(kind)  # type: ignore[arg-type]
-        value = m.group(kind)  # type: ignore[arg-type]
+        pos = m.start(kind)  # type: ignore[arg-type]  # a match names its group
+        value = m.group(kind)  # type: ignore[arg-type]  # a match names its group
         if kind == "WORD":
             kind = _word_type(value)
             if kind is None:
                 return None
-        out.append((kind, Tok(value, pos)))  # type: ignore[arg-type]
-    return out if _TRAILING.match(text, at).end() == len(text) else None  # type: ignore[union-attr]
+        out.append((kind, Tok(value, pos)))  # type: ignore[arg-type]  # kind: a str here
+    return out if _TRAILING.match(text, at).end() == len(text) else None  # type: ignore[union-attr]  # matches the empty string

@@ -8,13 +8,14 @@ from __future__ import annotations
 import contextlib
 import contextvars
 import difflib
+from collections.abc import Iterator
 from dataclasses import dataclass, replace
-from typing import Any, Iterator
+from typing import Any
 
 from sieve.engine.analysis.analyzers import analyze
+from sieve.engine.analysis.dates import parse_date_spec
 from sieve.engine.analysis.fields import DATE_TAG, FIELD_ALIASES, Field, field_names
 from sieve.engine.query.bql import ast
-from sieve.engine.analysis.dates import parse_date_spec
 from sieve.engine.query.bql.lexer import Tok
 from sieve.errors import BQLSyntaxError
 
@@ -26,8 +27,8 @@ MAX_NEAR_DIGITS = 18  # NEAR/n: n fits an int64, so positions compare with it na
 
 _FIELD_NAMES = sorted(FIELD_ALIASES)
 FIELD_HELP = (
-    "title (ti), section (sec, heading), body (text, ab), author (au), infobox (ib), tiab, all,"
-    " date"
+    "title (ti), section (sec, heading), body (text, ab), "
+    "author (au), infobox (ib), tiab, all, date"
 )
 
 
@@ -38,8 +39,8 @@ class _Item:
 
 
 class _AndList:
-    """The operands of one AND level while parsing, so a tag can scope the run of words before
-    it."""
+    """The operands of one AND level while parsing, so a tag can scope
+    the run of words before it."""
 
     def __init__(self, item: _Item) -> None:
         self.items = [item]
@@ -50,7 +51,7 @@ class _AndList:
             for prev in reversed(self.items):
                 if not prev.open_run:
                     break
-                prev.node = replace(prev.node, fields=tagged_bare)  # type: ignore[type-var]
+                prev.node = replace(prev.node, fields=tagged_bare)  # type: ignore[arg-type]  # replace() of a union
                 prev.open_run = False
         self.items.append(item)
 
@@ -106,7 +107,7 @@ def parse_fields(tag: Tok) -> frozenset[Field] | frozenset[str] | str:
     if len(_known_tags) < 4096 and not (
         isinstance(fields, frozenset) and any(isinstance(f, str) for f in fields)
     ):
-        _known_tags[tag.text] = fields  # type: ignore[assignment]
+        _known_tags[tag.text] = fields  # type: ignore[assignment]  # only built-in sets cached
     return fields
 
 
@@ -171,7 +172,7 @@ def scoped(node: ast.Node, fields: frozenset[Field], pos: int) -> ast.Node:
         return node
     if isinstance(node, ast.Not):
         return replace(node, child=scoped(node.child, fields, pos))
-    return replace(node, children=tuple(scoped(c, fields, pos) for c in node.children))  # type: ignore[union-attr]
+    return replace(node, children=tuple(scoped(c, fields, pos) for c in node.children))
 
 
 # ---------------------------------------------------------------- the productions' values
@@ -206,7 +207,7 @@ def _word_item(word: Tok, tag: Tok | None) -> tuple[_Item, Any]:
                 "a date filter is written date[2018..2023] or 2018..2023[date]",
             )
         return _Item(_date_node(word.text, word.pos, span), False), False
-    return _Item(_bare(word, fields, span), False), fields  # type: ignore[arg-type]
+    return _Item(_bare(word, fields, span), False), fields  # type: ignore[arg-type]  # a tag's fields here
 
 
 def _phrase_item(phrase: Tok, tag: Tok | None) -> tuple[_Item, Any]:
@@ -270,7 +271,7 @@ def _text_fields(tag: Tok, group: bool = False) -> frozenset[Field]:
             tag.pos,
             "a date filter is written date[2018..2023] or 2018..2023[date]",
         )
-    return fields  # type: ignore[return-value]
+    return fields  # type: ignore[return-value]  # narrowed by the checks above
 
 
 def _bare(t: Tok, fields: ast.Fields = None, span: ast.Span | None = None) -> ast.Term | ast.Prefix:

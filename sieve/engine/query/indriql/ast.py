@@ -10,11 +10,11 @@ from __future__ import annotations
 
 import functools
 from dataclasses import dataclass, field
-from typing import Literal, Union
+from typing import Literal
 
 from sieve.engine.analysis.fields import ALL_FIELDS, Field
 
-Fields = Union[frozenset[Field], None]
+Fields = frozenset[Field] | None
 Span = tuple[int, int]
 
 
@@ -75,20 +75,27 @@ class Window:
 
     def __str__(self) -> str:
         op = ("#od" if self.ordered else "#uw") + ("" if self.width is None else str(self.width))
-        return op + "(" + " ".join(_word_text(w.text) for w in self.words) + ")" + restriction(self.fields)
+        return (
+            op
+            + "("
+            + " ".join(_word_text(w.text) for w in self.words)
+            + ")"
+            + restriction(self.fields)
+        )
 
 
 @dataclass(frozen=True)
 class Syn:
     """`#syn(...)`: its operands counted as one term (their occurrences summed)."""
 
-    operands: tuple[Union[Word, Wildcard, Window], ...]
+    operands: tuple[Word | Wildcard | Window, ...]
     fields: Fields = None
     span: Span = field(default=(0, 0), compare=False, repr=False)
 
     def __str__(self) -> str:
-        def bare(op: Union[Word, Wildcard, Window]) -> str:
-            return str(op.__class__(**{**op.__dict__, "fields": None}))  # the restriction is printed once, on the #syn
+        def bare(op: Word | Wildcard | Window) -> str:
+            # the restriction is printed once, on the #syn
+            return str(op.__class__(**{**op.__dict__, "fields": None}))
 
         return "#syn(" + " ".join(bare(o) for o in self.operands) + ")" + restriction(self.fields)
 
@@ -118,7 +125,7 @@ class Combine:
     (`weights` given): their weighted mean. `extent` is the `[field]` written after the operator
     name (already pushed down to the words; kept to print it back)."""
 
-    children: tuple["Node", ...]
+    children: tuple[Node, ...]
     weights: tuple[float, ...] | None = None
     extent: Fields = None
     span: Span = field(default=(0, 0), compare=False, repr=False)
@@ -126,7 +133,11 @@ class Combine:
     def __str__(self) -> str:
         ext = "" if self.extent is None else "[" + restriction(self.extent)[1:].strip("()") + "]"
         if self.weights is None:
-            return f"#combine{ext}(" + " ".join(str(c) for c in _unscoped(self.children, self.extent)) + ")"
+            return (
+                f"#combine{ext}("
+                + " ".join(str(c) for c in _unscoped(self.children, self.extent))
+                + ")"
+            )
         pairs = (f"{w:g} {c}" for w, c in zip(self.weights, _unscoped(self.children, self.extent)))
         return f"#weight{ext}(" + " ".join(pairs) + ")"
 
@@ -135,7 +146,7 @@ class Combine:
 class Or:
     """`#or(...)`: 1 - the product of (1 - belief)."""
 
-    children: tuple["Node", ...]
+    children: tuple[Node, ...]
     span: Span = field(default=(0, 0), compare=False, repr=False)
 
     def __str__(self) -> str:
@@ -146,7 +157,7 @@ class Or:
 class Not:
     """`#not(q)`: 1 - belief."""
 
-    child: "Node"
+    child: Node
     span: Span = field(default=(0, 0), compare=False, repr=False)
 
     def __str__(self) -> str:
@@ -158,7 +169,7 @@ class Band:
     """`#band(...)`: Boolean AND. Only documents where every operand matches take part; there, the
     mean of the operands' beliefs, as #combine."""
 
-    children: tuple["Node", ...]
+    children: tuple[Node, ...]
     span: Span = field(default=(0, 0), compare=False, repr=False)
 
     def __str__(self) -> str:
@@ -171,16 +182,16 @@ class Filter:
     False): those where `f` does not match."""
 
     require: bool
-    filter: "Node"
-    query: "Node"
+    filter: Node
+    query: Node
     span: Span = field(default=(0, 0), compare=False, repr=False)
 
     def __str__(self) -> str:
         return f"#fil{'req' if self.require else 'rej'}({self.filter} {self.query})"
 
 
-Leaf = Union[Word, Wildcard, Window, Syn, Dates]
-Node = Union[Word, Wildcard, Window, Syn, Dates, Combine, Or, Not, Band, Filter]
+Leaf = Word | Wildcard | Window | Syn | Dates
+Node = Word | Wildcard | Window | Syn | Dates | Combine | Or | Not | Band | Filter
 
 
 def _unscoped(children: tuple[Node, ...], extent: Fields) -> list[Node]:

@@ -13,8 +13,9 @@ here (listed in `ops/__init__.py`) and its paragraph in docs/bql.md.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass, field, replace
-from typing import TYPE_CHECKING, Any, Callable, Protocol
+from typing import TYPE_CHECKING, Any, Protocol
 
 import numpy as np
 
@@ -35,7 +36,7 @@ class Operator:
     positional = False  # checks positions (phrase, NEAR, Indri's windows)
     filters = False  # only admits or rejects a document: no words, no score (a date, a column)
 
-    def resolve(self, b: "Resolver", node: Any, positive: bool) -> "PlanNode":
+    def resolve(self, b: Resolver, node: Any, positive: bool) -> PlanNode:
         """The plan node of syntax node `node` in the segment `b` resolves against; `positive`:
         not under a NOT (its words rank and show as matched)."""
         raise NotImplementedError(f"{type(self).__name__} resolves no syntax node")
@@ -48,9 +49,7 @@ class Operator:
         """`node` judged for document d (`one`: d alone, as a bitset)."""
         raise NotImplementedError(self.name)
 
-    def rewrite(
-        self, node: Any, loosen: Callable[["LeafPlan"], "PlanNode | None"]
-    ) -> "PlanNode | None":
+    def rewrite(self, node: Any, loosen: Callable[[LeafPlan], PlanNode | None]) -> PlanNode | None:
         """`node` with every leaf outside a NOT loosened by `loosen` (None: nothing changed)."""
         return None
 
@@ -58,31 +57,31 @@ class Operator:
 class LeafOp(Operator):
     """A leaf: a word, phrase, prefix, NEAR, date or column filter, Indri window or #syn."""
 
-    def leaf(self, b: "Resolver", node: Any) -> "LeafPlan":
+    def leaf(self, b: Resolver, node: Any) -> LeafPlan:
         """The resolved leaf of `node` (its terms analysed and looked up once)."""
         raise NotImplementedError(self.name)
 
-    def resolve(self, b: "Resolver", node: Any, positive: bool) -> "PlanNode":
+    def resolve(self, b: Resolver, node: Any, positive: bool) -> PlanNode:
         return b.add_leaf(node, positive, self.leaf)
 
-    def settle(self, leaf: "LeafPlan") -> None:
+    def settle(self, leaf: LeafPlan) -> None:
         """Set what a new leaf derives from its fields: `unknown`, whether a term it needs is not
         in the segment (so it matches nothing)."""
         leaf.unknown = bool(leaf.tids) and min(leaf.tids) < 0
 
-    def missing_here(self, leaf: "LeafPlan") -> list[str]:
+    def missing_here(self, leaf: LeafPlan) -> list[str]:
         """The leaf's words this segment's dictionary lacks, as shown to a reader."""
         return [shown_term(t) for t, tid in zip(leaf.terms, leaf.tids) if tid < 0]
 
-    def scored(self, leaf: "LeafPlan") -> "zip[tuple[str, int]]":
+    def scored(self, leaf: LeafPlan) -> zip[tuple[str, int]]:
         """(term, term id) of each term BM25 scores the leaf by: its words."""
         return zip(leaf.terms, leaf.tids)
 
-    def stems(self, leaf: "LeafPlan") -> tuple[str, ...]:
+    def stems(self, leaf: LeafPlan) -> tuple[str, ...]:
         """Stems whose words snippets mark (a prefix's)."""
         return ()
 
-    def positions(self, r: SegmentReader, leaf: "LeafPlan", d: int) -> np.ndarray:
+    def positions(self, r: SegmentReader, leaf: LeafPlan, d: int) -> np.ndarray:
         """Where the leaf matches in document d (int64, any field): a phrase's first word, each
         word of a NEAR with the other close, a window's starts, a #syn's operands."""
         raise NotImplementedError(self.name)
@@ -90,7 +89,7 @@ class LeafOp(Operator):
     def positions_many(
         self,
         r: SegmentReader,
-        leaf: "LeafPlan",
+        leaf: LeafPlan,
         docs: list[int],
         ragged: Callable[[int], Any],
         check: Callable[[], None],
@@ -99,17 +98,15 @@ class LeafOp(Operator):
         gives a term's (positions, owners) in all of `docs` at once, shared between leaves."""
         return per_document(self, r, leaf, docs, check)
 
-    def occurrences(self, r: SegmentReader, leaf: "LeafPlan") -> np.ndarray:
+    def occurrences(self, r: SegmentReader, leaf: LeafPlan) -> np.ndarray:
         """Every global position at which the leaf occurs in the segment (what a scorer counts),
         in any field: `positions` over all documents at once."""
         raise NotImplementedError(self.name)
 
-    def rewrite(
-        self, node: Any, loosen: Callable[["LeafPlan"], "PlanNode | None"]
-    ) -> "PlanNode | None":
+    def rewrite(self, node: Any, loosen: Callable[[LeafPlan], PlanNode | None]) -> PlanNode | None:
         return loosen(node)
 
-    def relax(self, kind: str, leaf: "LeafPlan") -> "PlanNode | None":
+    def relax(self, kind: str, leaf: LeafPlan) -> PlanNode | None:
         """The leaf loosened in the diagnosis's way `kind` (`diagnose.KINDS`), or None. Every
         scoped text leaf widens to every field; the phrase and NEAR operators add their own."""
         if kind != "widen" or leaf.declared or getattr(leaf.node, "fields", None) is None:
@@ -130,7 +127,7 @@ class LeafOp(Operator):
 
     # ------------------------------------------------------------ explanation
 
-    def explain(self, judge: Judge, leaf: "LeafPlan", d: int, one: np.ndarray) -> Explanation:
+    def explain(self, judge: Judge, leaf: LeafPlan, d: int, one: np.ndarray) -> Explanation:
         q = str(leaf.node)
         admits = judge.truth(leaf, d, one)
         missing = judge.missing_words(leaf)
@@ -157,7 +154,7 @@ class LeafOp(Operator):
         return Explanation(q, leaf.kind, False, self.why_not(judge, leaf, d, pos, every), (), 0)
 
     def why_not(
-        self, judge: Judge, leaf: "LeafPlan", d: int, pos: np.ndarray, every: set[int]
+        self, judge: Judge, leaf: LeafPlan, d: int, pos: np.ndarray, every: set[int]
     ) -> str:
         """Why the leaf does not admit document d (`pos`: where it matches in any field)."""
         scope = fields_in_words(leaf.mask) if not leaf.declared else leaf.declared
@@ -174,7 +171,7 @@ class LeafOp(Operator):
             return f"the document does not contain {', '.join(repr(t) for t in absent)}"
         return self.why_apart(judge.r, leaf, d)
 
-    def why_apart(self, r: SegmentReader, leaf: "LeafPlan", d: int) -> str:
+    def why_apart(self, r: SegmentReader, leaf: LeafPlan, d: int) -> str:
         """Why the leaf does not match although every word of it is in document d."""
         return "no match"  # a term present in the document always has positions
 
@@ -220,7 +217,7 @@ class LeafPlan:
     # postings it reads in this segment (term, prefix; documents for a date or column): rarer
     # first in an AND
     size: int = 0
-    parts: tuple["LeafPlan", ...] = ()  # syn: its operands (their occurrences are its own)
+    parts: tuple[LeafPlan, ...] = ()  # syn: its operands (their occurrences are its own)
     kind: str = field(
         init=False
     )  # the operator's name: term, phrase, prefix, near, date, column, ordered, unordered, syn
@@ -246,7 +243,7 @@ class Resolver(Protocol):
 
     r: SegmentReader
     limits: Any
-    analyzer: "Analyzer"
+    analyzer: Analyzer
 
     def build(self, node: Any, positive: bool) -> PlanNode:
         """The plan node of a child."""
@@ -294,8 +291,8 @@ def positions_in_doc(r: SegmentReader, tid: int, d: int) -> np.ndarray:
 def per_document(
     op: LeafOp, r: SegmentReader, leaf: LeafPlan, docs: list[int], check: Callable[[], None]
 ) -> tuple[np.ndarray, np.ndarray]:
-    """(positions of the leaf in each of `docs`, index into `docs` of each), one document at a
-    time."""
+    """(positions of the leaf in each of `docs`, index into `docs` of
+    each), one document at a time."""
     pos, owner = [], []
     for i, d in enumerate(docs):
         check()

@@ -9,8 +9,9 @@ scorer (rank/indri.py) reads them differently.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Any, Callable, ClassVar
+from typing import Any, ClassVar
 
 import numpy as np
 
@@ -30,7 +31,7 @@ class AndOp(Operator):
     def resolve(self, b: Resolver, node: Any, positive: bool) -> PlanNode:
         return AndPlan(node, tuple([b.build(c, positive) for c in node.children]))
 
-    def match(self, ev: Any, node: "AndPlan", cands: np.ndarray | None) -> np.ndarray:
+    def match(self, ev: Any, node: AndPlan, cands: np.ndarray | None) -> np.ndarray:
         """Cheapest operands first, each evaluated inside what the earlier ones admitted.
         (Keeping what they admit as a list of documents while the operands are terms, instead of
         sets, was measured: no faster for AND, 6-8% slower for AND NOT.)"""
@@ -65,7 +66,7 @@ class OrOp(Operator):
     def resolve(self, b: Resolver, node: Any, positive: bool) -> PlanNode:
         return OrPlan(node, tuple([b.build(c, positive) for c in node.children]))
 
-    def match(self, ev: Any, node: "OrPlan", cands: np.ndarray | None) -> np.ndarray:
+    def match(self, ev: Any, node: OrPlan, cands: np.ndarray | None) -> np.ndarray:
         """Its terms' document lists scattered into one set (a set of the segment's size made and
         packed once, not once a term), the other operands' sets added to it."""
         acc: np.ndarray | None = None
@@ -110,7 +111,7 @@ class NotOp(Operator):
     def resolve(self, b: Resolver, node: Any, positive: bool) -> PlanNode:
         return NotPlan(node, b.build(node.child, False))
 
-    def match(self, ev: Any, node: "NotPlan", cands: np.ndarray | None) -> np.ndarray:
+    def match(self, ev: Any, node: NotPlan, cands: np.ndarray | None) -> np.ndarray:
         return ev.universe & ~ev.eval(node.child, cands)
 
     def explain(self, judge: Judge, node: Any, d: int, one: np.ndarray) -> Explanation:

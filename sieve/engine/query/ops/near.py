@@ -105,8 +105,10 @@ class NearOp(LeafOp):
         nearest = _nearest(r, leaf.tids[0], leaf.tids[1], d)
         if nearest is None:
             return "both words are in the document, but never in the same field value or section"
-        return (f"the nearest the two words come in one field value or section is {nearest} apart;"
-                f" at most {leaf.distance} asked")
+        return (
+            f"the nearest the two words come in one field value or section is {nearest} apart;"
+            f" at most {leaf.distance} asked"
+        )
 
     def relax(self, kind: str, leaf: LeafPlan) -> PlanNode | None:
         if kind != "near-to-and":
@@ -130,8 +132,8 @@ def _pair(b: Resolver, node: Any) -> tuple[tuple[str, ...], int, str]:
 
 
 def close_to(r: SegmentReader, x: np.ndarray, y: np.ndarray, distance: int) -> np.ndarray:
-    """The positions of x with a different position of y at most `distance` away in the same
-    unit."""
+    """The positions of x with a different position of y at most
+    `distance` away in the same unit."""
     units = r.units_of(x)
     starts = np.asarray(r.unit_start)
     first = starts[units].astype(np.int64)
@@ -149,8 +151,8 @@ def close_to(r: SegmentReader, x: np.ndarray, y: np.ndarray, distance: int) -> n
 
 
 def _nearest(r: SegmentReader, a_tid: int, b_tid: int, d: int) -> int | None:
-    """The smallest distance between the two words inside one unit of document d (None: never in
-    one)."""
+    """The smallest distance between the two words inside one unit of
+    document d (None: never in one)."""
     a = positions_in_doc(r, a_tid, d).astype(np.int64)
     b = positions_in_doc(r, b_tid, d).astype(np.int64)
     ua, ub = r.units_of(a), r.units_of(b)

@@ -69,8 +69,10 @@ class PhraseOp(LeafOp):
         return start[r.within_units(start, leaf.offsets)]
 
     def why_apart(self, r: SegmentReader, leaf: LeafPlan, d: int) -> str:
-        return ("the words are all in the document, but never next to each other in this order"
-                " in one field value or section")
+        return (
+            "the words are all in the document, but never next to each other in this order"
+            " in one field value or section"
+        )
 
     def relax(self, kind: str, leaf: LeafPlan) -> PlanNode | None:
         if kind != "phrase-to-words":

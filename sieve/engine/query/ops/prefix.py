@@ -45,7 +45,7 @@ class PrefixOp(LeafOp):
     def settle(self, leaf: LeafPlan) -> None:
         leaf.unknown = leaf.term_range[0] >= leaf.term_range[1]
 
-    def scored(self, leaf: LeafPlan) -> "zip[tuple[str, int]]":
+    def scored(self, leaf: LeafPlan) -> zip[tuple[str, int]]:
         return zip((), ())  # a prefix adds no score (docs/bql.md, "Ranking")
 
     def stems(self, leaf: LeafPlan) -> tuple[str, ...]:
