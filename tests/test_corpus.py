@@ -241,14 +241,13 @@ def test_lenient_keeps_them_as_metadata_and_counts_them(tmp_path: Path) -> None:
 
 
 def test_lenient_parallel_build_counts_like_local(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    import sieve.index.build as build
 
     path = tmp_path / "c.jsonl"
     with path.open("w") as fh:
         for i in range(3000):
             fh.write(json.dumps({"id": f"d{i}", "title": "t", **({"Text": "x"} if i % 3 == 0 else {"text": "y"})}) + "\n")
-    monkeypatch.setattr(build, "PARALLEL_MIN_BYTES", 0)
-    monkeypatch.setattr(build, "BATCH_DOCS", 250)
+    monkeypatch.setattr("sieve.index.batches.PARALLEL_MIN_BYTES", 0)
+    monkeypatch.setattr("sieve.index.batches.BATCH_DOCS", 250)
     for jobs in (1, 2):
         report = CorpusReport()
         sieve.build_index(path, tmp_path / f"ix{jobs}", jobs=jobs, lenient=True, report=report)

@@ -241,9 +241,8 @@ def _built(root: Path, out: Path, jobs: int) -> tuple[sieve.Index, CorpusReport,
 
 
 def test_a_folder_builds_the_same_index_whatever_the_jobs(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    from sieve.index import build
 
-    monkeypatch.setattr(build, "FOLDER_PARALLEL_MIN_BYTES", 0)  # this small folder goes to the workers too
+    monkeypatch.setattr("sieve.index.batches.FOLDER_PARALLEL_MIN_BYTES", 0)  # this small folder goes to the workers too
     root = _many(tmp_path / "docs")
     one, r1, _ = _built(root, tmp_path / "ix1", 1)
     two, r2, _ = _built(root, tmp_path / "ix2", 2)

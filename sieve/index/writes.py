@@ -32,7 +32,8 @@ from sieve.engine.segment.snapshot import CommitEntry, Snapshot, write_commit
 from sieve.engine.segment.writer import DEFAULT_MEMORY_MB
 from sieve.errors import DuplicateIdError, InvalidArgumentError
 from sieve.index import merges
-from sieve.index.build import build, checked_fields
+from sieve.index.batches import checked_fields
+from sieve.index.build import build
 from sieve.index.options import BuildOptions
 from sieve.index.shards import refuse_sharded
 

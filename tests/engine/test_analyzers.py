@@ -19,7 +19,6 @@ from hypothesis import strategies as st
 
 import oracle
 import test_match_oracle as tmo
-import sieve.index.build as build
 from sieve import open_index
 from sieve.corpus.documents import document_from_record
 from sieve.engine.format import commits
@@ -241,8 +240,8 @@ def test_parallel_build_equals_local_build(tmp_path: Path, monkeypatch: pytest.M
         for i in range(3000):
             fh.write(json.dumps({"id": f"d{i}", "title": " ".join(r.choice(INFLECTED) for _ in range(3)),
                                  "text": " ".join(r.choice(INFLECTED) for _ in range(12))}) + "\n")
-    monkeypatch.setattr(build, "PARALLEL_MIN_BYTES", 0)
-    monkeypatch.setattr(build, "BATCH_DOCS", 250)  # several chunks per worker, vocabularies that differ
+    monkeypatch.setattr("sieve.index.batches.PARALLEL_MIN_BYTES", 0)
+    monkeypatch.setattr("sieve.index.batches.BATCH_DOCS", 250)  # several chunks per worker, vocabularies that differ
     par = build_index(corpus, tmp_path / "par", jobs=2, analyzer="english")
     loc = build_index(corpus, tmp_path / "loc", jobs=1, analyzer="english")
     for q in ["running", "happy*", '"compressed cats"', "skies NEAR/2 dying", "niños OR maisons", "говорит"]:

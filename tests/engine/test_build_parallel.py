@@ -16,8 +16,8 @@ from sieve.errors import CorpusError
 
 @pytest.fixture(autouse=True)
 def small_chunks(monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setattr(sieve.index.build, "PARALLEL_MIN_BYTES", 0)
-    monkeypatch.setattr(sieve.index.build, "BATCH_DOCS", 7)  # many chunks, so duplicates straddle them
+    monkeypatch.setattr("sieve.index.batches.PARALLEL_MIN_BYTES", 0)
+    monkeypatch.setattr("sieve.index.batches.BATCH_DOCS", 7)  # many chunks, so duplicates straddle them
 
 
 def corpus(path: Path, extra: list[str] = ()) -> Path:  # type: ignore[assignment]

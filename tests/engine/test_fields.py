@@ -17,7 +17,6 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 import oracle
-import sieve.index.build as build
 from sieve import open_index
 from sieve.corpus.documents import document_from_record
 from sieve.engine.format import commits
@@ -95,7 +94,7 @@ def _check(ix: Any, docs: list[oracle.OracleDoc], queries: list[str]) -> None:
 
 @pytest.mark.parametrize("seed, analyzer, stop", [(0, "plain", None), (1, "english", "english"), (2, "plain", "english")])
 def test_filters_match_the_oracle(seed: int, analyzer: str, stop: str | None, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setattr(build, "BATCH_DOCS", 10)  # a segment ends only between batches
+    monkeypatch.setattr("sieve.index.batches.BATCH_DOCS", 10)  # a segment ends only between batches
     r = random.Random(seed)
     recs = [_record(r, i) for i in range(60)]
     docs = oracle.prepare((document_from_record(x) for x in recs), analyzer, oracle_stop(stop), declared=DECLARED)
@@ -228,7 +227,7 @@ def test_a_value_that_does_not_fit_is_an_error_at_its_line(value: str, message: 
     assert e.value.line == 2 and message in str(e.value)
     skipped = build_index(corpus, tmp_path / "ix", fields=DECLARED, on_error="skip")
     assert skipped.match("t[title]").ids == ["g1", "g2"]
-    monkeypatch.setattr(build, "PARALLEL_MIN_BYTES", 0)  # the worker processes check the same way
+    monkeypatch.setattr("sieve.index.batches.PARALLEL_MIN_BYTES", 0)  # the worker processes check the same way
     with pytest.raises(CorpusError) as e:
         build_index(corpus, tmp_path / "par", fields=DECLARED, jobs=2)
     assert e.value.line == 2 and message in str(e.value)

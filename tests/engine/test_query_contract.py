@@ -34,7 +34,6 @@ from test_match_oracle import (
     gen_tree,
 )
 
-import sieve.index.build as build
 from sieve.corpus.documents import document_from_record
 from sieve.engine.query.bql import ast, parse
 from sieve.engine.query.indriql import ast as iql
@@ -75,7 +74,7 @@ def twins(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Twins]:
     tmp = tmp_path_factory.mktemp("contract")
     one = build_index(recs, tmp / "one", fields=DECLARED)
     with pytest.MonkeyPatch.context() as m:
-        m.setattr(build, "BATCH_DOCS", 6)  # a segment ends only between batches
+        m.setattr("sieve.index.batches.BATCH_DOCS", 6)  # a segment ends only between batches
         many = build_index(recs, tmp / "many", fields=DECLARED, segment_bytes=1_000)
     assert len(one.segments) == 1 and len(many.segments) >= 3
     docs = oracle.prepare((document_from_record(x) for x in recs), declared=DECLARED)

@@ -18,7 +18,6 @@ from test_match_oracle import gen_corpus
 
 import sieve
 from sieve.corpus.demo import stdlib_documents
-from sieve.index import build as build_module
 from sieve.engine.segment import runs as runs_module
 
 
@@ -52,7 +51,7 @@ def test_spilled_builds_equal_one_pass_builds(tmp_path: Path, seed: int, monkeyp
     recs = gen_corpus(random.Random(seed))
     one = sieve.build_index(recs, tmp_path / "one")
     # No budget: a run after every batch (of 3 documents); a small merge chunk: many merge steps.
-    monkeypatch.setattr(build_module, "BATCH_DOCS", 3)
+    monkeypatch.setattr("sieve.index.batches.BATCH_DOCS", 3)
     monkeypatch.setattr(runs_module, "CHUNK_POSTINGS", 7)
     spilled = sieve.build_index(recs, tmp_path / "spilled", memory_mb=0, segment_bytes=1 << 40)  # runs, not segments
     assert len(spills) >= len(recs) // 3 and sum(spills) == one.stats["tokens"]
@@ -65,7 +64,7 @@ def test_real_text_in_many_runs(tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
     docs = list(stdlib_documents(limit=120))
     sieve.build_index(docs, tmp_path / "one")
     monkeypatch.setattr(runs_module, "CHUNK_POSTINGS", 5000)
-    monkeypatch.setattr(build_module, "BATCH_DOCS", 25)
+    monkeypatch.setattr("sieve.index.batches.BATCH_DOCS", 25)
     from sieve.engine.segment import writer
 
     monkeypatch.setattr(writer, "BYTES_PER_TOKEN", 1 << 16)  # 1 MB holds 16 tokens: a run after every batch

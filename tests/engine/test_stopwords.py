@@ -20,7 +20,6 @@ from hypothesis import strategies as st
 
 import oracle
 import test_match_oracle as tmo
-import sieve.index.build as build
 from sieve import open_index
 from sieve.corpus.documents import document_from_record
 from sieve.engine.format import commits
@@ -251,8 +250,8 @@ def test_parallel_build_equals_local_build(tmp_path: Path, monkeypatch: pytest.M
         for i in range(3000):
             fh.write(json.dumps({"id": f"d{i}", "title": " ".join(r.choice(WORDS) for _ in range(3)),
                                  "text": " ".join(r.choice(WORDS) for _ in range(12))}) + "\n")
-    monkeypatch.setattr(build, "PARALLEL_MIN_BYTES", 0)
-    monkeypatch.setattr(build, "BATCH_DOCS", 250)
+    monkeypatch.setattr("sieve.index.batches.PARALLEL_MIN_BYTES", 0)
+    monkeypatch.setattr("sieve.index.batches.BATCH_DOCS", 250)
     par = build_index(corpus, tmp_path / "par", jobs=2, analyzer="english", stopwords="english")
     loc = build_index(corpus, tmp_path / "loc", jobs=1, analyzer="english", stopwords="english")
     spilled = build_index(corpus, tmp_path / "spill", jobs=1, analyzer="english", stopwords="english", memory_mb=1)

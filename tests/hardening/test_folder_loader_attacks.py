@@ -328,10 +328,9 @@ def test_the_cli_counts_what_it_passed_over_and_strict_stops(hostile: Path, tmp_
 def test_worker_processes_keep_every_guarantee(hostile: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     """Files read by `--jobs` workers: the same files read, the same counts and notes, the same
     first error with --strict as when this process reads them."""
-    from sieve.index import build
 
-    monkeypatch.setattr(build, "FOLDER_PARALLEL_MIN_BYTES", 0)  # the hostile folder is small
-    monkeypatch.setattr(build, "FOLDER_BATCH_FILES", 3)  # several tasks, each worker its share
+    monkeypatch.setattr("sieve.index.batches.FOLDER_PARALLEL_MIN_BYTES", 0)  # the hostile folder is small
+    monkeypatch.setattr("sieve.index.batches.FOLDER_BATCH_FILES", 3)  # several tasks, each worker its share
     report = CorpusReport()
     with within(30, "a build of the hostile folder by workers"):
         ix = sieve.build_index(Folder(hostile, max_file_mb=CAP_MB), tmp_path / "ix", report=report, jobs=2)

@@ -26,8 +26,8 @@ def write(path: Path, lines: list[bytes]) -> Path:
 
 @pytest.fixture(params=[1, 2], ids=["one-process", "workers"])
 def jobs(request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch) -> int:
-    monkeypatch.setattr(sieve.index.build, "PARALLEL_MIN_BYTES", 0)  # the worker path even for a small file
-    monkeypatch.setattr(sieve.index.build, "BATCH_DOCS", 7)  # several chunks, so a bad line falls inside one
+    monkeypatch.setattr("sieve.index.batches.PARALLEL_MIN_BYTES", 0)  # the worker path even for a small file
+    monkeypatch.setattr("sieve.index.batches.BATCH_DOCS", 7)  # several chunks, so a bad line falls inside one
     return int(request.param)
 
 
