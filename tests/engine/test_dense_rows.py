@@ -17,7 +17,7 @@ import sieve
 from sieve.engine.format import bitset
 from sieve.engine.query.evaluate import Evaluator
 from sieve.engine.analysis.fields import ALL_MASK
-from sieve.engine.segment.writer import ANY_FRACTION, DENSE_FRACTION, DENSE_MIN
+from sieve.engine.segment.rows import ANY_FRACTION, DENSE_FRACTION, DENSE_MIN
 
 
 def _from_postings(r: sieve.engine.segment.reader.SegmentReader, tid: int, fmask: int) -> np.ndarray:
@@ -28,12 +28,11 @@ def _from_postings(r: sieve.engine.segment.reader.SegmentReader, tid: int, fmask
 @pytest.fixture(scope="module")
 def stdlib_rows(tmp_path_factory: pytest.TempPathFactory, stdlib: sieve.Index) -> sieve.Index:
     """The stdlib fixture's documents built again with any-field rows, which a segment this small
-    would not get (writer.ANY_MIN_DOCS)."""
-    from sieve.engine.segment import writer
+    would not get (rows.ANY_MIN_DOCS)."""
 
     docs = [stdlib.document(stdlib.reader.doc_id(d)).to_record() for d in stdlib.doc_numbers().tolist()]
     with pytest.MonkeyPatch.context() as m:
-        m.setattr(writer, "ANY_MIN_DOCS", 0)
+        m.setattr("sieve.engine.segment.rows.ANY_MIN_DOCS", 0)
         return sieve.build_index(docs, tmp_path_factory.mktemp("rows") / "idx")
 
 
@@ -44,7 +43,7 @@ def stdlib_reader(stdlib_rows: sieve.Index) -> sieve.engine.segment.reader.Segme
 
 def test_small_segments_have_no_any_field_rows(stdlib: sieve.Index) -> None:
     r = stdlib.segments[0].reader
-    assert r.n_docs < sieve.engine.segment.writer.ANY_MIN_DOCS and r.any is not None and len(r.any_terms) == 0
+    assert r.n_docs < sieve.engine.segment.rows.ANY_MIN_DOCS and r.any is not None and len(r.any_terms) == 0
 
 
 def test_rows_hold_exactly_the_frequent_pairs(stdlib_reader) -> None:
@@ -137,7 +136,7 @@ def test_term_leaf_equals_its_postings_with_and_without_rows(stdlib_reader, fmas
 
 
 def test_rows_never_admit_a_deleted_document(tmp_path, stdlib: sieve.Index, monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setattr(sieve.engine.segment.writer, "ANY_MIN_DOCS", 0)
+    monkeypatch.setattr("sieve.engine.segment.rows.ANY_MIN_DOCS", 0)
     r = stdlib.segments[0].reader
     t = max(range(len(r.terms)), key=lambda t: int(r.dense_ptr[t + 1] - r.dense_ptr[t]))
     word = r.terms[t].decode()

@@ -39,10 +39,9 @@ import oracle  # noqa: E402
 def _any_field_rows() -> Iterator[None]:
     """Every segment here gets any-field rows (sieve.engine.segment.writer), however small: the oracle checks
     the leaves that read them too."""
-    from sieve.engine.segment import writer
 
     with pytest.MonkeyPatch.context() as m:
-        m.setattr(writer, "ANY_MIN_DOCS", 0)
+        m.setattr("sieve.engine.segment.rows.ANY_MIN_DOCS", 0)
         yield
 
 

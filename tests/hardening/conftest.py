@@ -21,10 +21,9 @@ def pristine(tmp_path_factory: pytest.TempPathFactory) -> Path:
     src = root / "corpüs" / "docs.jsonl"
     src.parent.mkdir()
     src.write_text("".join(json.dumps(r, ensure_ascii=False) + "\n" for r in records(60, seed=3)), encoding="utf-8")
-    from sieve.engine.segment import writer
 
     with pytest.MonkeyPatch.context() as m:  # every file with a payload to damage, any-field rows too
-        m.setattr(writer, "ANY_MIN_DOCS", 0)
+        m.setattr("sieve.engine.segment.rows.ANY_MIN_DOCS", 0)
         sieve.build_index(src, root / "idx", jobs=1)
     return root / "idx"
 

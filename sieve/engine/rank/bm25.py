@@ -11,6 +11,7 @@ tf counts the term in the document's title, headings and section texts; dl is th
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import NamedTuple
 
 import numpy as np
 import numpy.typing as npt
@@ -46,3 +47,33 @@ def term_scores(
     out *= idf_t
     out /= den
     return out
+
+
+def add_scores(
+    acc: np.ndarray, d: np.ndarray, s: np.ndarray, risen: list[np.ndarray], first: bool = False
+) -> None:
+    """Add one term's scores `s` in documents `d` to the accumulator; the documents whose sum
+    rose from 0.0 go to `risen`. A term's documents are distinct, so each contribution is added
+    once, per document in query order from 0.0: the sums np.bincount of them all makes, to the bit.
+    A score is never negative, so a sum leaves 0.0 once and for good. `first`: nothing was added
+    in `d` before (the scan's first term), so each sum is the score itself."""
+    if first:
+        acc[d] = s  # 0.0 + s is s, to the bit
+        rise = s > 0.0  # tf 0 (the term only in author or infobox) adds nothing
+        risen.append(d if rise.all() else d[rise])
+        return
+    before = acc[d]
+    rise = before == 0.0
+    rise &= s > 0.0
+    before += s
+    acc[d] = before
+    if rise.any():
+        risen.append(d[rise])
+
+
+class Posting(NamedTuple):  # made for every term of every search: a tuple, not a frozen dataclass
+    lo: int  # the term's postings are post_doc[lo:hi]
+    hi: int
+    # also a strict upper bound of the term's score in any document: tf / (tf + norm) < 1
+    idf: float
+    tid: int = -1

@@ -6,7 +6,6 @@ from __future__ import annotations
 
 import threading
 from collections.abc import Callable, Iterator
-from typing import NamedTuple
 
 import numpy as np
 
@@ -15,7 +14,14 @@ from sieve.engine.format import bitset
 from sieve.engine.format.distinct import distinct
 from sieve.engine.format.ranges import ragged
 from sieve.engine.rank import windows
-from sieve.engine.rank.bm25 import BM25Params, idf, length_norm, term_scores
+from sieve.engine.rank.bm25 import (
+    BM25Params,
+    Posting,
+    add_scores,
+    idf,
+    length_norm,
+    term_scores,
+)
 from sieve.engine.rank.topk import top_k
 from sieve.engine.segment.reader import SegmentReader, search_sorted
 
@@ -42,36 +48,6 @@ _WINDOWED_SHARE = 2
 # ... and is not tried for a k above 1/_WINDOWS_PER_RANK of the windows (a hybrid search's pool of
 # 1,000 at 100,000 documents): the k-th best score then bars too few windows to pay for the rounds.
 _WINDOWS_PER_RANK = 4
-
-
-def _add(
-    acc: np.ndarray, d: np.ndarray, s: np.ndarray, risen: list[np.ndarray], first: bool = False
-) -> None:
-    """Add one term's scores `s` in documents `d` to the accumulator; the documents whose sum
-    rose from 0.0 go to `risen`. A term's documents are distinct, so each contribution is added
-    once, per document in query order from 0.0: the sums np.bincount of them all makes, to the bit.
-    A score is never negative, so a sum leaves 0.0 once and for good. `first`: nothing was added
-    in `d` before (the scan's first term), so each sum is the score itself."""
-    if first:
-        acc[d] = s  # 0.0 + s is s, to the bit
-        rise = s > 0.0  # tf 0 (the term only in author or infobox) adds nothing
-        risen.append(d if rise.all() else d[rise])
-        return
-    before = acc[d]
-    rise = before == 0.0
-    rise &= s > 0.0
-    before += s
-    acc[d] = before
-    if rise.any():
-        risen.append(d[rise])
-
-
-class _Posting(NamedTuple):  # made for every term of every search: a tuple, not a frozen dataclass
-    lo: int  # the term's postings are post_doc[lo:hi]
-    hi: int
-    # also a strict upper bound of the term's score in any document: tf / (tf + norm) < 1
-    idf: float
-    tid: int = -1
 
 
 class BM25Scorer:
@@ -104,17 +80,17 @@ class BM25Scorer:
 
     def _postings(
         self, tids: tuple[int, ...], idfs: tuple[float, ...] | None = None
-    ) -> list[_Posting]:
+    ) -> list[Posting]:
         """`idfs`: each term's idf over the whole collection (default:
         from this reader's statistics)."""
         r, out = self.r, []
         for i, tid in enumerate(tids):
             if tid >= 0:
                 w = idfs[i] if idfs is not None else float(idf(r.n_docs, int(r.text_df[tid])))
-                out.append(_Posting(int(r.post_ptr[tid]), int(r.post_ptr[tid + 1]), w, tid))
+                out.append(Posting(int(r.post_ptr[tid]), int(r.post_ptr[tid + 1]), w, tid))
         return out
 
-    def _at(self, p: _Posting, docs: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    def _at(self, p: Posting, docs: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
         """(index into `docs`, the term's score there) for the `docs`
         (ascending) that hold the term."""
         if self.holders is not None and p.tid >= 0 and len(docs) * _RANKED_SHARE >= self.r.n_docs:
@@ -139,7 +115,7 @@ class BM25Scorer:
         None for every document (then only documents containing a term are returned)."""
         return self._scores(self._postings(tids, idfs), docs)
 
-    def _term(self, p: _Posting, d: np.ndarray, lo: int | None = None) -> np.ndarray:
+    def _term(self, p: Posting, d: np.ndarray, lo: int | None = None) -> np.ndarray:
         """The term's score in its postings from `lo` (default: its first)
         on, whose documents are `d`."""
         lo = p.lo if lo is None else lo
@@ -153,7 +129,7 @@ class BM25Scorer:
             scratch=True,
         )
 
-    def _chunks(self, p: _Posting) -> Iterator[tuple[np.ndarray, np.ndarray]]:
+    def _chunks(self, p: Posting) -> Iterator[tuple[np.ndarray, np.ndarray]]:
         """(documents, scores) of a term's postings, CHUNK at a time. A long list scored at once
         makes arrays of megabytes, fresh pages for the kernel to map and zero on every search (a
         71,556-posting word's took 667 page faults, half its time); chunks reuse the same memory
@@ -178,7 +154,7 @@ class BM25Scorer:
 
     def _scores(
         self,
-        postings: list[_Posting],
+        postings: list[Posting],
         docs: np.ndarray | None,
         bits: np.ndarray | None = None,
         ordered: bool = True,
@@ -202,7 +178,7 @@ class BM25Scorer:
                     # which is cheaper than testing each posting against the admitted set.
                     parts = self._chunks(p)  # type: ignore[assignment]  # a list or an iterator: only iterated
                 for d, s in parts:
-                    _add(acc, d, s, risen, p is postings[0])
+                    add_scores(acc, d, s, risen, p is postings[0])
             if docs is None:
                 docs = np.concatenate(risen) if risen else np.zeros(0, dtype=np.intp)
                 if ordered:
@@ -288,19 +264,19 @@ class BM25Scorer:
                 return got
         return top_k(*self._scores(postings, docs, bits), k)
 
-    def term_windows(self, p: _Posting) -> windows.TermWindows:
+    def term_windows(self, p: Posting) -> windows.TermWindows:
         """A term's postings by window of documents, with each window's largest tf / (tf + norm):
         measured at its first windowed scan, in the scan's pieces, and kept (a rare term too: the
         fixed cost, some 40 us, is most of what measuring it takes)."""
         got = self.windows.get(p.lo)
         if got is None:
             # idf 1: the fractions
-            got = windows.measure(self._chunks(_Posting(p.lo, p.hi, 1.0)), self.r.n_docs)
+            got = windows.measure(self._chunks(Posting(p.lo, p.hi, 1.0)), self.r.n_docs)
             self.windows.put(p.lo, got)
         return got
 
     def _windowed(
-        self, postings: list[_Posting], bits: np.ndarray | None, k: int
+        self, postings: list[Posting], bits: np.ndarray | None, k: int
     ) -> tuple[np.ndarray, np.ndarray] | None:
         """What a scan's `top_k` gives (the documents in `bits`, None: all, that score above 0),
         scoring only the windows of documents whose bound reaches the k-th best score
@@ -368,7 +344,7 @@ class BM25Scorer:
 
     def _score_windows(
         self,
-        postings: list[_Posting],
+        postings: list[Posting],
         spans: list[windows.TermWindows],
         chosen: np.ndarray,
         acc: np.ndarray,
@@ -388,7 +364,7 @@ class BM25Scorer:
                 continue
             d = self.r.post_docs_at(at + p.lo)
             # The windows of a round were never scored before: the first term adds to 0.0.
-            _add(
+            add_scores(
                 acc,
                 d,
                 term_scores(
@@ -405,7 +381,7 @@ class BM25Scorer:
             found.append(new if bits is None else new[bitset.contains(bits, new)])
 
     def _one(
-        self, p: _Posting, bits: np.ndarray | None, k: int
+        self, p: Posting, bits: np.ndarray | None, k: int
     ) -> tuple[np.ndarray, np.ndarray] | None:
         """The top k of one term's admitted postings (`bits`: the admitted set; None: all), when at
         least k of them score above 0: then no other admitted document (scoring 0) can enter, and
@@ -431,9 +407,9 @@ class BM25Scorer:
 
     def _pruned(
         self,
-        postings: list[_Posting],
-        held: list[_Posting],
-        rest: list[_Posting],
+        postings: list[Posting],
+        held: list[Posting],
+        rest: list[Posting],
         bits: np.ndarray | None,
         k: int,
     ) -> tuple[np.ndarray, np.ndarray] | None:

@@ -9,7 +9,7 @@ parser, so `fields` on a word is where it may match; None means any text field.
 from __future__ import annotations
 
 import functools
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Literal
 
 from sieve.engine.analysis.fields import ALL_FIELDS, Field
@@ -216,3 +216,23 @@ def strip(node: Node, fields: frozenset[Field]) -> Node:
     if isinstance(node, Combine) and node.extent is not None:
         return node  # its own extent already printed its words unscoped
     return replace(node, children=tuple(strip(c, fields) for c in node.children))
+
+
+def scoped(node: Node, fields: frozenset[Field]) -> Node:
+    """`node` with `fields` given to every word, wildcard, window and #syn without a restriction of
+    its own (inner restrictions win), as an extent `#combine[title](...)` scopes its operands."""
+    if isinstance(node, (Word, Wildcard, Window)):
+        return node if node.fields is not None else replace(node, fields=fields)
+    if isinstance(node, Syn):
+        if node.fields is not None:
+            return node
+        return replace(
+            node, fields=fields, operands=tuple(replace(o, fields=fields) for o in node.operands)
+        )
+    if isinstance(node, Dates):
+        return node
+    if isinstance(node, Not):
+        return replace(node, child=scoped(node.child, fields))
+    if isinstance(node, Filter):
+        return replace(node, filter=scoped(node.filter, fields), query=scoped(node.query, fields))
+    return replace(node, children=tuple(scoped(c, fields) for c in node.children))

@@ -29,6 +29,7 @@ from sieve.engine.query.bql.parser import (
     MAX_QUERY_CHARS,
 )
 from sieve.engine.query.indriql import ast
+from sieve.engine.query.indriql.ast import scoped
 from sieve.errors import BQLLimitError, IndriSyntaxError
 
 BELIEF_OPS = ("combine", "weight", "or", "not", "band", "filreq", "filrej", "syn")
@@ -490,23 +491,3 @@ class _Parser:
         self.leaves += 1
         if self.leaves > MAX_CLAUSES:
             raise BQLLimitError("clauses", self.leaves, MAX_CLAUSES, "use fewer words", pos=pos)
-
-
-def scoped(node: ast.Node, fields: frozenset[Field]) -> ast.Node:
-    """`node` with `fields` given to every word, wildcard, window and #syn without a restriction of
-    its own (inner restrictions win), as an extent `#combine[title](...)` scopes its operands."""
-    if isinstance(node, (ast.Word, ast.Wildcard, ast.Window)):
-        return node if node.fields is not None else replace(node, fields=fields)
-    if isinstance(node, ast.Syn):
-        if node.fields is not None:
-            return node
-        return replace(
-            node, fields=fields, operands=tuple(replace(o, fields=fields) for o in node.operands)
-        )
-    if isinstance(node, ast.Dates):
-        return node
-    if isinstance(node, ast.Not):
-        return replace(node, child=scoped(node.child, fields))
-    if isinstance(node, ast.Filter):
-        return replace(node, filter=scoped(node.filter, fields), query=scoped(node.query, fields))
-    return replace(node, children=tuple(scoped(c, fields) for c in node.children))
