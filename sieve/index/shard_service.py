@@ -31,12 +31,12 @@ from typing import Any
 import numpy as np
 
 from sieve.corpus.documents import Document, Section
-from sieve.engine.format import bitset, commits
 from sieve.engine import deadline
-from sieve.engine.rank.bm25 import BM25Params, idf
+from sieve.engine.format import bitset, commits
 from sieve.engine.query.diagnose import ALL, Diagnosis, diagnose_parts, merge_diagnoses
 from sieve.engine.query.evaluate import Evaluator
 from sieve.engine.query.plan import Limits, Plans, check_volume
+from sieve.engine.rank.bm25 import BM25Params, idf
 from sieve.engine.rank.rankers import check_request
 from sieve.engine.rank.results import Hit, Results
 from sieve.engine.rank.searcher import Searcher
@@ -55,8 +55,10 @@ class Prepared:
     count: int
     dfs: list[int]  # live documents holding each positive term
     volumes: list[int]  # positions each leaf examines here
-    clause_hits: list[bool] | None  # when this shard admits nothing: whether each top-level clause matches here
-    diagnosis: Diagnosis | None  # when this shard admits nothing and it was asked: every relaxation admitting something here
+    # when this shard admits nothing: whether each top-level clause matches here
+    clause_hits: list[bool] | None
+    # when this shard admits nothing and it was asked: every relaxation admitting something here
+    diagnosis: Diagnosis | None
     query: str
     terms: tuple[str, ...]
     stems: tuple[str, ...]
@@ -68,29 +70,53 @@ class Prepared:
 class ShardServer:
     """One shard of a sharded index, opened where the actor runs. Plain Python: Ray wraps it."""
 
-    def __init__(self, root: str, commit: str, shard: int, params: BM25Params = BM25Params(), limits: Limits = Limits()) -> None:
+    def __init__(
+        self,
+        root: str,
+        commit: str,
+        shard: int,
+        params: BM25Params = BM25Params(),
+        limits: Limits = Limits(),
+    ) -> None:
         self.snap = Snapshot(Path(root), Path(root) / commit, shard=shard)
         self.shard = shard
         self.params, self.limits = params, limits
         self._searchers: dict[tuple[int, int], Searcher] = {}
-        self._filter = [Evaluator(seg.reader, seg.live if seg.deleted is not None else None) for seg in self.snap.segments]
+        self._filter = [
+            Evaluator(seg.reader, seg.live if seg.deleted is not None else None)
+            for seg in self.snap.segments
+        ]
 
     def info(self) -> dict[str, Any]:
         import resource
 
         from sieve.index.cluster import ray_module
 
-        return {"n_live": self.snap.n_live, "total_len": self.snap.total_len, "shards": self.snap.shards, "analyzer": self.snap.analyzer,
-                "schema": self.snap.schema, "pid": os.getpid(), "rss_mb": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss // 1024,
-                "resources": sorted(ray_module().get_runtime_context().get_assigned_resources())}
+        return {
+            "n_live": self.snap.n_live,
+            "total_len": self.snap.total_len,
+            "shards": self.snap.shards,
+            "analyzer": self.snap.analyzer,
+            "schema": self.snap.schema,
+            "pid": os.getpid(),
+            "rss_mb": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss // 1024,
+            "resources": sorted(ray_module().get_runtime_context().get_assigned_resources()),
+        }
 
     def _plans(self, query: str) -> Plans:
-        return Plans.of(parse_query(query, self.snap.schema.text_fields), [s.reader for s in self.snap.segments], self.limits)
+        return Plans.of(
+            parse_query(query, self.snap.schema.text_fields),
+            [s.reader for s in self.snap.segments],
+            self.limits,
+        )
 
     def _searcher(self, collection: tuple[int, int]) -> Searcher:
         got = self._searchers.get(collection)
-        if got is None:  # BM25's length norms depend on the collection's average length: made once per collection
-            got = self._searchers[collection] = Searcher(self.snap, self.params, collection=collection)
+        # BM25's length norms depend on the collection's average length: made once per collection
+        if got is None:
+            got = self._searchers[collection] = Searcher(
+                self.snap, self.params, collection=collection
+            )
         return got
 
     def prepare(self, query: str, collection: tuple[int, int], diagnose: bool = False) -> Prepared:
@@ -102,30 +128,71 @@ class ShardServer:
         searcher = self._searcher(collection)
         bits = searcher.segment_bits(plans)
         count = sum(bitset.count(b) for b in bits)
-        dfs = [self.snap.text_df([plan.term_ids[i] for plan in plans.parts]) for i in range(len(plans.terms))]
-        volumes = [sum(plan.leaves[i].volume for plan in plans.parts) for i in range(len(plans.leaves))]
+        dfs = [
+            self.snap.text_df([plan.term_ids[i] for plan in plans.parts])
+            for i in range(len(plans.terms))
+        ]
+        volumes = [
+            sum(plan.leaves[i].volume for plan in plans.parts) for i in range(len(plans.leaves))
+        ]
         hits, why = None, None
         if not count:
-            clause_bits = [[part.evaluator.run(c) for c in plan.clauses] for part, plan in zip(searcher.parts, plans.parts)]
+            clause_bits = [
+                [part.evaluator.run(c) for c in plan.clauses]
+                for part, plan in zip(searcher.parts, plans.parts)
+            ]
             hits = [any(bool(cb[i].any()) for cb in clause_bits) for i in range(len(plans.clauses))]
             why = diagnose_parts(searcher.pairs(plans), clause_bits, most=ALL) if diagnose else None
-        return Prepared(count, dfs, volumes, hits, why, plans.query, plans.terms, plans.stems, plans.text,
-                        tuple(str(c.node) for c in plans.clauses), tuple(str(leaf.node) for leaf in plans.leaves))
+        return Prepared(
+            count,
+            dfs,
+            volumes,
+            hits,
+            why,
+            plans.query,
+            plans.terms,
+            plans.stems,
+            plans.text,
+            tuple(str(c.node) for c in plans.clauses),
+            tuple(str(leaf.node) for leaf in plans.leaves),
+        )
 
-    def top(self, query: str, collection: tuple[int, int], idfs: tuple[float, ...], k: int, whole: bool, explain: bool) -> list[tuple[Any, ...]]:
+    def top(
+        self,
+        query: str,
+        collection: tuple[int, int],
+        idfs: tuple[float, ...],
+        k: int,
+        whole: bool,
+        explain: bool,
+    ) -> list[tuple[Any, ...]]:
         """This shard's best k, scored with the collection's statistics: (order key, score, local
-        number, id, fields, sections, section numbers) each. `whole`: rank every document (the fallback)."""
+        number, id, fields, sections, section numbers) each. `whole`: rank every document (the
+        fallback)."""
         with deadline.within(self.limits.seconds):
             return self._top(query, collection, idfs, k, whole, explain)
 
-    def _top(self, query: str, collection: tuple[int, int], idfs: tuple[float, ...], k: int, whole: bool, explain: bool) -> list[tuple[Any, ...]]:
+    def _top(
+        self,
+        query: str,
+        collection: tuple[int, int],
+        idfs: tuple[float, ...],
+        k: int,
+        whole: bool,
+        explain: bool,
+    ) -> list[tuple[Any, ...]]:
         plans = self._plans(query)
         searcher = self._searcher(collection)
-        docs, scores = searcher.bm25_top(plans, None if whole else searcher.segment_bits(plans), k, idfs=idfs)
+        docs, scores = searcher.bm25_top(
+            plans, None if whole else searcher.segment_bits(plans), k, idfs=idfs
+        )
         hits = searcher.hits(plans, docs, scores, explain)
         order = self.snap.order
         assert order is not None
-        return [(int(order[h.doc]), h.score, h.doc, h.doc_id, h.fields, h.sections, h.section_numbers) for h in hits]
+        return [
+            (int(order[h.doc]), h.score, h.doc, h.doc_id, h.fields, h.sections, h.section_numbers)
+            for h in hits
+        ]
 
     def match(self, query: str) -> tuple[str, np.ndarray, list[str]]:
         """(canonical query, order keys, ids) of what this shard admits."""
@@ -143,7 +210,8 @@ class ShardServer:
         return Document.stored(self.snap, d)
 
     def read(self, what: str, d: int, *args: Any) -> Any:
-        """One document-level read by local number: doc_id, meta, headings, section_text, section_count."""
+        """One document-level read by local number: doc_id, meta, headings, section_text,
+        section_count."""
         if what not in ("doc_id", "meta", "headings", "section_text", "section_count"):
             raise InvalidArgumentError(f"unknown read {what!r}")
         return getattr(self.snap, what)(d, *args)
@@ -158,19 +226,21 @@ class ShardServer:
 class RemoteSnapshot:
     """What the tools' manual reads of a snapshot, gathered from the shards."""
 
-    def __init__(self, owner: "RayIndex") -> None:
+    def __init__(self, owner: RayIndex) -> None:
         self.owner = owner
 
     def field_lengths(self) -> np.ndarray:
         """Tokens per field of every live document (rows shard by shard: counts and sums only)."""
-        return np.concatenate(self.owner._get([a.field_lengths.remote() for a in self.owner.actors]))
+        return np.concatenate(
+            self.owner._get([a.field_lengths.remote() for a in self.owner.actors])
+        )
 
 
 class RemoteReader:
     """Document reads by the coordinator's numbers (local number * shards + shard), each sent to
     its shard's actor: what cards, snippets and fetch read from an opened index."""
 
-    def __init__(self, owner: "RayIndex") -> None:
+    def __init__(self, owner: RayIndex) -> None:
         self.owner = owner
 
     def _at(self, g: int) -> tuple[Any, int]:
@@ -203,7 +273,8 @@ class RemoteReader:
 
 
 class RayMatch:
-    """What a query admits over every shard: `count`, `ids` in index order, the canonical `query`."""
+    """What a query admits over every shard: `count`, `ids` in index order, the canonical
+    `query`."""
 
     def __init__(self, query: str, count: int, ids: list[str]) -> None:
         self.query, self.count, self.ids = query, count, ids
@@ -216,8 +287,15 @@ class RayIndex:
     """A sharded index answered by one Ray actor per shard (see the module docstring): `match`,
     `search` (BM25), `ranked_search`, `document`, `section`, and `reader` for document reads."""
 
-    def __init__(self, path: str | os.PathLike, address: str, restarts: int = 1, timeout_s: float = ANSWER_TIMEOUT_S,
-                 bm25: BM25Params = BM25Params(), limits: Limits = Limits()) -> None:
+    def __init__(
+        self,
+        path: str | os.PathLike,
+        address: str,
+        restarts: int = 1,
+        timeout_s: float = ANSWER_TIMEOUT_S,
+        bm25: BM25Params = BM25Params(),
+        limits: Limits = Limits(),
+    ) -> None:
         from sieve.index.cluster import connect
 
         self.path = Path(path)
@@ -225,7 +303,10 @@ class RayIndex:
         self.manifest = commits.read_manifest(self.commit_dir)
         self.shards = int(self.manifest.get("shards") or 0)
         if not self.shards:
-            raise InvalidArgumentError(f"{self.path} is not a sharded index: build it with `sieve index CORPUS {self.path} --shards N`")
+            raise InvalidArgumentError(
+                f"{self.path} is not a sharded index: build it "
+                f"with `sieve index CORPUS {self.path} --shards N`"
+            )
         self.limits, self.timeout_s = limits, timeout_s
         self.ray = ray = connect(address)
         available = ray.cluster_resources()
@@ -233,9 +314,17 @@ class RayIndex:
         server = ray.remote(ShardServer)
         self.actors = []
         for j in range(self.shards):
-            where = {"resources": {f"sieve_shard_{j}": 0.001}} if f"sieve_shard_{j}" in available else {}
+            where = (
+                {"resources": {f"sieve_shard_{j}": 0.001}}
+                if f"sieve_shard_{j}" in available
+                else {}
+            )
             options = dict(max_restarts=restarts, max_task_retries=restarts, num_cpus=0, **where)
-            self.actors.append(server.options(**options).remote(str(self.path), self.commit_dir.name, j, bm25, limits))
+            self.actors.append(
+                server.options(**options).remote(
+                    str(self.path), self.commit_dir.name, j, bm25, limits
+                )
+            )
         infos = self._get([a.info.remote() for a in self.actors])
         self.n_live = sum(i["n_live"] for i in infos)
         self.collection = (self.n_live, sum(i["total_len"] for i in infos))
@@ -260,7 +349,7 @@ class RayIndex:
             self.ray.kill(a)
         self.actors = []
 
-    def __enter__(self) -> "RayIndex":
+    def __enter__(self) -> RayIndex:
         return self
 
     def __exit__(self, *exc: object) -> None:
@@ -278,14 +367,22 @@ class RayIndex:
                 raise cause from None
             raise ClusterError(f"a shard of {self.path} failed: {e}") from e
         except ray.exceptions.GetTimeoutError as e:
-            raise ClusterError(f"a shard of {self.path} did not answer in {self.timeout_s:g} s; no partial answer is given") from e
+            raise ClusterError(
+                f"a shard of {self.path} did not answer in "
+                f"{self.timeout_s:g} s; no partial answer is given"
+            ) from e
         except ray.exceptions.RayError as e:
-            raise ClusterError(f"a shard of {self.path} is gone ({type(e).__name__}); no partial answer is given") from e
+            raise ClusterError(
+                f"a shard of {self.path} is gone ({type(e).__name__}); no partial answer is given"
+            ) from e
 
     def count(self, query: str) -> int:
         """How many documents `query` admits (`Index.match(query).count`), without their ids."""
         self.limits.check_length(query)
-        return sum(p.count for p in self._get([a.prepare.remote(query, self.collection) for a in self.actors]))
+        return sum(
+            p.count
+            for p in self._get([a.prepare.remote(query, self.collection) for a in self.actors])
+        )
 
     def match(self, query: str) -> RayMatch:
         """What `query` admits, in index order (as `Index.match`)."""
@@ -293,46 +390,117 @@ class RayIndex:
         got = self._get([a.match.remote(query) for a in self.actors])
         keys = np.concatenate([k for _, k, _ in got])
         ids = [i for _, _, shard_ids in got for i in shard_ids]
-        return RayMatch(got[0][0], len(ids), [ids[i] for i in np.argsort(keys, kind="stable").tolist()])
+        return RayMatch(
+            got[0][0], len(ids), [ids[i] for i in np.argsort(keys, kind="stable").tolist()]
+        )
 
-    def search(self, query: str, k: int = 5, ranker: str = "bm25", fallback: bool = True, explain: bool = True, diagnose: bool = True,
-               fallback_ranker: str | None = None) -> Results:
+    def search(
+        self,
+        query: str,
+        k: int = 5,
+        ranker: str = "bm25",
+        fallback: bool = True,
+        explain: bool = True,
+        diagnose: bool = True,
+        fallback_ranker: str | None = None,
+    ) -> Results:
         """As `Index.search`, with BM25 (dense and Indri rankers need the index opened locally);
         a zero-hit search's diagnosis is merged from every shard's. Each shard's part of a call (its
-        count, then its best k) runs under `limits.seconds` in its actor; `timeout_s` bounds each wait."""
+        count, then its best k) runs under `limits.seconds` in its actor; `timeout_s` bounds each
+        wait."""
         check_request(k, ranker)
         self.limits.check_length(query)
         return self._search(query, k, ranker, fallback, explain, diagnose, fallback_ranker)
 
-    def _search(self, query: str, k: int, ranker: str, fallback: bool, explain: bool, diagnose: bool, fallback_ranker: str | None = None) -> Results:
+    def _search(
+        self,
+        query: str,
+        k: int,
+        ranker: str,
+        fallback: bool,
+        explain: bool,
+        diagnose: bool,
+        fallback_ranker: str | None = None,
+    ) -> Results:
         other = ranker if ranker != "bm25" else (fallback_ranker or "bm25")
         if other != "bm25":
-            raise InvalidArgumentError(f"an index served by Ray ranks with bm25 only, not {other}; open it locally (open_index) for {other}")
+            raise InvalidArgumentError(
+                f"an index served by Ray ranks with bm25 only, not {other}; open it locally "
+                f"(open_index) for {other}"
+            )
         first = self._get([a.prepare.remote(query, self.collection, diagnose) for a in self.actors])
         p = first[0]
-        check_volume([(leaf, sum(f.volumes[i] for f in first)) for i, leaf in enumerate(p.leaves)], self.limits)
+        check_volume(
+            [(leaf, sum(f.volumes[i] for f in first)) for i, leaf in enumerate(p.leaves)],
+            self.limits,
+        )
         count = sum(f.count for f in first)
         missing: list[str] = []
         why = None
         if not count:
-            missing = [c for i, c in enumerate(p.clauses) if not any(f.clause_hits[i] for f in first if f.clause_hits is not None)]
+            missing = [
+                c
+                for i, c in enumerate(p.clauses)
+                if not any(f.clause_hits[i] for f in first if f.clause_hits is not None)
+            ]
             if diagnose:
                 why = merge_diagnoses([f.diagnosis for f in first if f.diagnosis is not None])
-            if not fallback or not (p.terms or p.text):  # as Index.search: a prefix-only query falls back (to nothing BM25 can score)
+            # as Index.search: a prefix-only query falls back (to nothing BM25 can score)
+            if not fallback or not (p.terms or p.text):
                 return self._results(p, [], 0, False, missing, why)
         n, _ = self.collection
         idfs = tuple(float(idf(n, sum(f.dfs[i] for f in first))) for i in range(len(p.terms)))
-        tops = self._get([a.top.remote(query, self.collection, idfs, k, not count, explain) for a in self.actors])
-        merged = sorted(((key, score, d * self.shards + j, rest) for j, shard_top in enumerate(tops) for key, score, d, *rest in shard_top),
-                        key=lambda t: (-t[1], t[0]))[:k]
-        hits = [Hit(doc_id, rank, score, tuple(fields), tuple(sections), doc=g, section_numbers=tuple(numbers))
-                for rank, (_, score, g, (doc_id, fields, sections, numbers)) in enumerate(merged, 1)]
+        tops = self._get(
+            [a.top.remote(query, self.collection, idfs, k, not count, explain) for a in self.actors]
+        )
+        merged = sorted(
+            (
+                (key, score, d * self.shards + j, rest)
+                for j, shard_top in enumerate(tops)
+                for key, score, d, *rest in shard_top
+            ),
+            key=lambda t: (-t[1], t[0]),
+        )[:k]
+        hits = [
+            Hit(
+                doc_id,
+                rank,
+                score,
+                tuple(fields),
+                tuple(sections),
+                doc=g,
+                section_numbers=tuple(numbers),
+            )
+            for rank, (_, score, g, (doc_id, fields, sections, numbers)) in enumerate(merged, 1)
+        ]
         return self._results(p, hits, count, not count, missing, why)
 
-    def _results(self, p: Prepared, hits: list[Hit], count: int, fell_back: bool, missing: list[str], why: Diagnosis | None) -> Results:
-        return Results(hits, count, p.query, fell_back, missing, "bm25", p.terms, p.stems, p.text, why, self.analyzer)
+    def _results(
+        self,
+        p: Prepared,
+        hits: list[Hit],
+        count: int,
+        fell_back: bool,
+        missing: list[str],
+        why: Diagnosis | None,
+    ) -> Results:
+        return Results(
+            hits,
+            count,
+            p.query,
+            fell_back,
+            missing,
+            "bm25",
+            p.terms,
+            p.stems,
+            p.text,
+            why,
+            self.analyzer,
+        )
 
-    def ranked_search(self, text: str, k: int = 5, ranker: str = "bm25", explain: bool = True) -> Results:
+    def ranked_search(
+        self, text: str, k: int = 5, ranker: str = "bm25", explain: bool = True
+    ) -> Results:
         """As `Index.ranked_search`."""
         return ranked_search(self, text, k, ranker, explain)
 
@@ -351,7 +519,11 @@ class RayIndex:
         actor, d = self._locate(doc_id)
         headings = self._get([actor.read.remote("headings", d)])[0]
         if isinstance(j, bool) or not isinstance(j, int) or not 0 <= j < len(headings):
-            raise InvalidArgumentError(f"document {doc_id!r} has {len(headings)} section{'s' if len(headings) != 1 else ''}, numbered from 0; there is no section {j!r}")
+            raise InvalidArgumentError(
+                f"document {doc_id!r} has {len(headings)} "
+                f"section{'s' if len(headings) != 1 else ''}, "
+                f"numbered from 0; there is no section {j!r}"
+            )
         return Section(headings[j], self._get([actor.read.remote("section_text", d, j)])[0])
 
 
