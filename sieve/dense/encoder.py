@@ -98,8 +98,8 @@ class SentenceTransformerEncoder:
 
 
 # Which backend encodes: "auto" (ONNX Runtime for the default model where it is installed, else
-# sentence-transformers), "torch" (sentence-transformers),
-# "onnx" or "onnx-int8" (default model only).
+# sentence-transformers), "torch" (sentence-transformers), "onnx" or "onnx-int8" (default model
+# only).
 BACKENDS = ("auto", "torch", "onnx", "onnx-int8")
 BACKEND_ENV = "SIEVE_ENCODER"  # the backend of a process where no caller names one
 
@@ -160,6 +160,6 @@ def _load(model: str, device: str, chosen: str, threads: int | None, asked: str 
     except DenseUnavailableError:
         if (asked or os.environ.get(BACKEND_ENV) or "auto") != "auto":
             raise
-        # auto: the first export needs torch and onnx;
-        # without them sentence-transformers may still load
+        # auto: the first export needs torch and onnx; without them sentence-transformers may still
+        # load
         return SentenceTransformerEncoder(model, device=device)

@@ -56,8 +56,8 @@ from sieve.engine.format import bitset, commits, storage
 from sieve.engine.rank.topk import top_k
 from sieve.errors import IndexDamagedError, InvalidArgumentError
 
-# admitted sets up to this size are scored exactly, larger
-# ones through HNSW (measured crossover, bench_rank)
+# admitted sets up to this size are scored exactly, larger ones through HNSW (measured crossover,
+# bench_rank)
 EXACT_MAX = 8_000
 # How admitted sets are ranked: "approximate" is the above (sieve's default); "exact" scores every
 # set exactly, whatever its size (the paper's exact inner product, the default of eval runs).

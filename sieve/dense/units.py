@@ -15,8 +15,8 @@ from sieve.engine.segment.snapshot import Snapshot
 from sieve.errors import InvalidArgumentError
 
 DOC_CHARS = 2000  # the model reads about 256 word pieces; more text only costs time
-# with its title and heading, a passage stays within the
-# model's 256 word pieces (English prose: ~1.3 a word)
+# with its title and heading, a passage stays within the model's 256 word pieces (English prose:
+# ~1.3 a word)
 PASSAGE_WORDS = 128
 UNITS = ("passage", "document")
 

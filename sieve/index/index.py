@@ -106,8 +106,8 @@ class Index:
         self.schema = self.snapshot.schema  # declared fields: name[...] filters
         # set for a temporary index (build_index without a path)
         self._cleanup: weakref.finalize | None = None
-        # Agents repeat queries; a plan is immutable and
-        # belongs to this reader, so caching is always right.
+        # Agents repeat queries; a plan is immutable and belongs to this reader, so caching is
+        # always right.
         self._plans = weak.cached_method(self, "_plan_of", 1024)
 
     def __len__(self) -> int:

@@ -237,9 +237,8 @@ class SplitIds:
         if self._flat:
             return out
         key = self._key
-        # `at` ascends: its runs are a short stretch of
-        # the table (a term's postings lie in one run or
-        # a few), searched alone.
+        # `at` ascends: its runs are a short stretch of the table (a term's postings lie in one run
+        # or a few), searched alone.
         k0 = int(starts.searchsorted(key(at[0]), "right")) - 1
         k1 = int(starts.searchsorted(key(at[-1]), "right"))
         if k1 - k0 == 1:

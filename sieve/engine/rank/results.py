@@ -107,14 +107,14 @@ class Results:
     fallback: bool = False
     missing: list[str] = field(default_factory=list)  # top-level clauses no document matches
     ranker: str = "bm25"
-    # From the query's plan, for whoever shows the hits
-    # (snippets, headers) without parsing it again:
+    # From the query's plan, for whoever shows the hits (snippets, headers) without parsing it
+    # again:
     terms: tuple[str, ...] = ()  # the positive analysed terms, each once, in query order
     stems: tuple[str, ...] = ()  # the positive prefix stems
     text: str = ""  # the positive words as written (what a dense ranker read)
     # For a query that admits nothing: each clause's count alone and the one-step relaxations that
-    # would admit documents (sieve.engine.query.diagnose);
-    # None when it admits something or was not asked.
+    # would admit documents (sieve.engine.query.diagnose); None when it admits something or was not
+    # asked.
     diagnosis: Diagnosis | None = None
     # the index's: how `terms` were made from the words
     analyzer: Analyzer = field(default=PLAIN, repr=False, compare=False)

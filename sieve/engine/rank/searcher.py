@@ -66,8 +66,8 @@ class SegmentSearch:
         self.reader = seg.reader
         deleted = seg.deleted is not None
         self.evaluator = Evaluator(seg.reader, seg.live if deleted else None)
-        # One segment with nothing deleted is its own collection:
-        # today's numbers, computed as a fresh build does.
+        # One segment with nothing deleted is its own collection: today's numbers, computed as a
+        # fresh build does.
         self.bm25 = BM25Scorer(
             seg.reader,
             params,

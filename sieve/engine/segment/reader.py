@@ -272,9 +272,9 @@ class SegmentReader:
         )
         self.ids = StringTable(a["ids.blob.sva"].whole(), a["ids.off.sva"].whole())
         self.id_doc, self.id_rank = a["ids.doc.sva"], a["ids.rank.sva"]
-        # Frequent (term, field) pairs as bitsets: term t's
-        # rows are dense[dense_ptr[t]:dense_ptr[t + 1]],
-        # row i holding the documents with the term in field dense_field[i]. None: no such rows.
+        # Frequent (term, field) pairs as bitsets: term t's rows are
+        # dense[dense_ptr[t]:dense_ptr[t + 1]], row i holding the documents with the term in field
+        # dense_field[i]. None: no such rows.
         self.dense_ptr = self.dense = self.dense_field = None
         if "post.bits.sva" in a:
             self.dense, self.dense_ptr, self.dense_field = (
@@ -351,9 +351,8 @@ class SegmentReader:
         # One query looks each term up three times (filter, scorer, explanation) and agents repeat
         # words across queries; the table is immutable, so a bounded cache is always right.
         self.term_id = weak.cached_method(self, "_term_id", 1 << 16)
-        # Every hit needs its headings (matched sections
-        # by name, card outlines, one section's read);
-        # a tuple is immutable, so sharing it between callers is safe.
+        # Every hit needs its headings (matched sections by name, card outlines, one section's
+        # read); a tuple is immutable, so sharing it between callers is safe.
         self.headings = weak.cached_method(self, "_headings", 1 << 13)
 
     def _ids(self, a: dict[str, storage.ArrayFile], prefix: str) -> Any:
