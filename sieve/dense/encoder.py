@@ -84,7 +84,7 @@ class SentenceTransformerEncoder:
             getattr(self._model, "get_embedding_dimension", None)
             or self._model.get_sentence_embedding_dimension
         )
-        self.dim = int(dim())
+        self.dim = int(dim())  # type: ignore[arg-type]  # a loaded model has a dimension
 
     def encode(self, texts: list[str], batch_size: int = 32) -> np.ndarray:
         vecs = self._model.encode(

@@ -304,7 +304,11 @@ class Index:
         matches, best `k` first (sieve/engine/rank/indri.py says what matches). Raises
         IndriSyntaxError, BQLLimitError."""
         check_request(k, ranker)
-        plans = Plans.of(parse_indri(query), [s.reader for s in self.segments], self.limits)
+        plans = Plans.of(
+            parse_indri(query),  # type: ignore[arg-type]  # Plans compiles Indri's nodes too
+            [s.reader for s in self.segments],
+            self.limits,
+        )
         if ranker in DENSE_RANKERS:
             self._attach_dense()
         return self.searcher.indri_search(plans, k, ranker, explain)

@@ -36,6 +36,9 @@ class Described(Protocol):
     @property
     def unit(self) -> str: ...
 
+    @property
+    def keeps_listing(self) -> bool: ...
+
 
 _HOLDS = {
     Field.TITLE: "the title",

@@ -207,9 +207,12 @@ class SplitIds:
             return out
         # Every call pays for what follows, so it stays in scalar steps: most slices (a term's
         # postings) lie in one run or two.
-        starts, highs, key = self.starts, self.highs, self._key
+        # Annotated, not asserted: this runs per slice. Both are set by `_load` above.
+        starts: np.ndarray = self.starts  # type: ignore[assignment]  # loaded above
+        highs: np.ndarray = self.highs  # type: ignore[assignment]  # loaded with starts
+        as_key = self._key
         # The key in the table's own type: numpy would otherwise convert the whole table per call.
-        k = int(starts.searchsorted(key(a), "right")) - 1  # the run that holds posting a
+        k = int(starts.searchsorted(as_key(a), "right")) - 1  # the run that holds posting a
         n, last, edge = b - a, len(starts) - 1, 0
         for _ in range(LOOP_RUNS):
             stop = n if k == last or starts[k + 1] >= b else int(starts[k + 1]) - a
@@ -221,8 +224,10 @@ class SplitIds:
                 return out
             edge, k = stop, k + 1
         # Many runs (a long prefix's postings, say): the rest at once.
-        j = int(starts.searchsorted(key(b)))
-        lens = np.diff(np.concatenate(([edge], starts[k + 1 : j].astype(np.int64) - a, [n])))
+        j = int(starts.searchsorted(as_key(b)))
+        lens: np.ndarray = np.diff(
+            np.concatenate(([edge], starts[k + 1 : j].astype(np.int64) - a, [n]))
+        )
         part = out[edge:]
         np.add(part, np.repeat(highs[k:j].astype(np.intp) << LOW_BITS, lens), out=part)
         return out

@@ -103,7 +103,7 @@ class _ReadOnce:
 class Results:
     hits: list[Hit]
     count: int = _ReadOnce()  # type: ignore[assignment]  # exact size of the admitted set (0 when the fallback fired)
-    query: str  # canonical form
+    query: str  # type: ignore[misc]  # canonical form; count's _ReadOnce is no default
     fallback: bool = False
     missing: list[str] = field(default_factory=list)  # top-level clauses no document matches
     ranker: str = "bm25"

@@ -341,7 +341,7 @@ class Searcher:
         )
         return Results(
             hits,
-            count,
+            count,  # type: ignore[arg-type]  # Results.count takes a function too (_ReadOnce)
             plans.query,
             fallback,
             missing or [],

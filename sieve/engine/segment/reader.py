@@ -425,6 +425,8 @@ class SegmentReader:
                     ("pos.exc.val.sva", len(val) == len(at)),
                 ]
         if self.dense is not None:
+            # set together (opening, not a hot path)
+            assert self.dense_ptr is not None and self.dense_field is not None
             rows = len(self.dense_field)
             checks += [
                 (
@@ -441,6 +443,7 @@ class SegmentReader:
                 ("post.bits.field.sva", bool(np.all(self.dense_field < 8))),
             ]
         if self.any is not None:
+            assert self.any_terms is not None  # set together
             rows = len(self.any_terms)
             checks += [
                 (
@@ -460,6 +463,7 @@ class SegmentReader:
             if isinstance(ids, docids.SplitIds):
                 checks.append((prefix + ".runs.sva", ids.tables_agree()))
         if self.rest_ptr is not None:
+            assert self.rest_doc is not None and self.rest_mask is not None  # set together
             ends = self.rest_ptr.astype(np.int64)
             checks += [
                 (

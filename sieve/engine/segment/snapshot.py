@@ -476,7 +476,7 @@ def write_commit(
     }
     for key in SUMMED_STATS:
         stats[key] = sum(int(e.manifest["stats"].get(key, 0)) for e in entries)
-    analyzer = {
+    analyzer: dict[str, Any] = {
         k: entries[0].manifest[k]
         for k in ("analyzer", "stopwords", "fields")
         if k in entries[0].manifest
