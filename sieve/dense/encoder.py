@@ -22,9 +22,17 @@ from sieve.dense.models import (
 from sieve.errors import InvalidArgumentError
 
 __all__ = [  # the models' names stay importable from here, where callers have always found them
-    "DEFAULT_MODEL", "INSTALL_DENSE", "DenseUnavailableError", "Encoder", "EncoderMismatchError",
-    "SentenceTransformerEncoder", "loaded_encoder", "model_files", "model_fingerprint",
-    "model_label", "model_name",
+    "DEFAULT_MODEL",
+    "INSTALL_DENSE",
+    "DenseUnavailableError",
+    "Encoder",
+    "EncoderMismatchError",
+    "SentenceTransformerEncoder",
+    "loaded_encoder",
+    "model_files",
+    "model_fingerprint",
+    "model_label",
+    "model_name",
 ]
 
 
@@ -44,7 +52,9 @@ class SentenceTransformerEncoder:
     """A sentence-transformers model on the CPU; `model` is a name (loaded from the local
     Hugging Face cache, never downloaded unless the caller allows it) or a directory."""
 
-    def __init__(self, model: str = DEFAULT_MODEL, device: str = "cpu", allow_download: bool = False) -> None:
+    def __init__(
+        self, model: str = DEFAULT_MODEL, device: str = "cpu", allow_download: bool = False
+    ) -> None:
         try:
             from sentence_transformers import SentenceTransformer
         except ImportError:
@@ -58,25 +68,38 @@ class SentenceTransformerEncoder:
         try:
             from transformers.utils import logging as hf_logging
 
-            hf_logging.disable_progress_bar()  # a library progress bar on every load is noise in a tool
+            # a library progress bar on every load is noise in a tool
+            hf_logging.disable_progress_bar()
         except ImportError:
             pass
         try:
             self._model = SentenceTransformer(location, device=device)
         except Exception as e:  # the library raises many kinds; the user needs one message
-            raise DenseUnavailableError(f"cannot load embedding model {model!r} from {location}: {e}") from None
+            raise DenseUnavailableError(
+                f"cannot load embedding model {model!r} from {location}: {e}"
+            ) from None
         self.name = model
         self.backend = "torch-fp32"
-        dim = getattr(self._model, "get_embedding_dimension", None) or self._model.get_sentence_embedding_dimension
-        self.dim = int(dim())
+        dim = (
+            getattr(self._model, "get_embedding_dimension", None)
+            or self._model.get_sentence_embedding_dimension
+        )
+        self.dim = int(dim())  # type: ignore[arg-type]  # a loaded model has a dimension
 
     def encode(self, texts: list[str], batch_size: int = 32) -> np.ndarray:
-        vecs = self._model.encode(texts, batch_size=batch_size, normalize_embeddings=True, convert_to_numpy=True, show_progress_bar=False)
+        vecs = self._model.encode(
+            texts,
+            batch_size=batch_size,
+            normalize_embeddings=True,
+            convert_to_numpy=True,
+            show_progress_bar=False,
+        )
         return np.asarray(vecs, dtype=np.float32)
 
 
 # Which backend encodes: "auto" (ONNX Runtime for the default model where it is installed, else
-# sentence-transformers), "torch" (sentence-transformers), "onnx" or "onnx-int8" (default model only).
+# sentence-transformers), "torch" (sentence-transformers), "onnx" or "onnx-int8" (default model
+# only).
 BACKENDS = ("auto", "torch", "onnx", "onnx-int8")
 BACKEND_ENV = "SIEVE_ENCODER"  # the backend of a process where no caller names one
 
@@ -87,18 +110,28 @@ _LOADING = threading.Lock()
 def _backend(model: str, device: str, backend: str | None) -> str:
     backend = backend or os.environ.get(BACKEND_ENV) or "auto"
     if backend not in BACKENDS:
-        raise InvalidArgumentError(f"unknown encoder backend {backend!r}; known: {', '.join(BACKENDS)}")
+        raise InvalidArgumentError(
+            f"unknown encoder backend {backend!r}; known: {', '.join(BACKENDS)}"
+        )
     if backend == "auto":
         from sieve.dense import onnx
 
-        return "onnx" if model == DEFAULT_MODEL and device == "cpu" and onnx.available() else "torch"
+        return (
+            "onnx" if model == DEFAULT_MODEL and device == "cpu" and onnx.available() else "torch"
+        )
     if backend != "torch" and model != DEFAULT_MODEL:
-        raise InvalidArgumentError(f"the {backend} backend serves the default model only; {model} runs on torch")
+        raise InvalidArgumentError(
+            f"the {backend} backend serves the default model only; {model} runs on torch"
+        )
     return backend
 
 
-def loaded_encoder(model: str = DEFAULT_MODEL, device: str = "cpu", backend: str | None = None,
-                   threads: int | None = None) -> Encoder:
+def loaded_encoder(
+    model: str = DEFAULT_MODEL,
+    device: str = "cpu",
+    backend: str | None = None,
+    threads: int | None = None,
+) -> Encoder:
     """The encoder of `model`, loaded once per process and shared: every index, search and embed
     of a long-lived process (serve, eval, the Python API) reuses it instead of loading it again
     (a second or more, and its memory, each time). `backend` is one of BACKENDS (default: the
@@ -121,9 +154,12 @@ def _load(model: str, device: str, chosen: str, threads: int | None, asked: str 
     from sieve.dense.onnx import OnnxEncoder
 
     try:
-        return OnnxEncoder(model, threads=threads, precision="int8" if chosen == "onnx-int8" else "fp32")
+        return OnnxEncoder(
+            model, threads=threads, precision="int8" if chosen == "onnx-int8" else "fp32"
+        )
     except DenseUnavailableError:
         if (asked or os.environ.get(BACKEND_ENV) or "auto") != "auto":
             raise
-        # auto: the first export needs torch and onnx; without them sentence-transformers may still load
+        # auto: the first export needs torch and onnx; without them sentence-transformers may still
+        # load
         return SentenceTransformerEncoder(model, device=device)

@@ -25,7 +25,7 @@ def dir_name(slug: str, unit: str) -> str:
     return slug + (PASSAGES_SUFFIX if unit == "passage" else "")
 
 
-def embeddings_dir(index: "IndexView", model: str, unit: str) -> Path:
+def embeddings_dir(index: IndexView, model: str, unit: str) -> Path:
     return index.path / "embeddings" / dir_name(model_slug(model_name(model)), unit)
 
 
@@ -40,21 +40,32 @@ def model_slug(model: str) -> str:
     return re.sub(r"[^A-Za-z0-9._-]+", "--", model).strip("-")
 
 
-def fingerprint(index: "IndexView") -> str:
+def fingerprint(index: IndexView) -> str:
     """Identity of one index commit point: its name and the checksum of its manifest file."""
     raw = storage.read_index_file(index.commit_dir / storage.MANIFEST, storage.MANIFEST)
     return f"{index.commit_dir.name}:{storage.crc32(raw):08x}"
 
 
-def reusable(directory: Path, dim: int, model: str, files: str | None) -> tuple[dict[int, int], Any] | None:
+def reusable(
+    directory: Path, dim: int, model: str, files: str | None
+) -> tuple[dict[int, int], Any] | None:
     """(key -> row, vectors) of finished embeddings of an earlier commit point, if they check out
     and recorded their keys; None otherwise (then every vector is computed)."""
     try:
         meta = read_meta(directory)
-        if meta.get("dim") != dim or meta.get("model") != model or not same_model(meta, files) or "keys.sva" not in meta["files"]:
+        if (
+            meta.get("dim") != dim
+            or meta.get("model") != model
+            or not same_model(meta, files)
+            or "keys.sva" not in meta["files"]
+        ):
             return None
-        keys = storage.open_array(directory / "keys.sva", "keys.sva", meta["files"]["keys.sva"], verify=True)
-        vectors = storage.open_array(directory / "vectors.sva", "vectors.sva", meta["files"]["vectors.sva"], verify=True)
+        keys = storage.open_array(
+            directory / "keys.sva", "keys.sva", meta["files"]["keys.sva"], verify=True
+        )
+        vectors = storage.open_array(
+            directory / "vectors.sva", "vectors.sva", meta["files"]["vectors.sva"], verify=True
+        )
         return {int(k): i for i, k in enumerate(np.asarray(keys).tolist())}, vectors
     except (IndexDamagedError, OSError, KeyError):
         return None
@@ -71,8 +82,8 @@ def write_json(path: Path, obj: dict[str, Any]) -> None:
 
 
 def complete(directory: Path, fp: str, files: str | None) -> bool:
-    """Whether `directory` holds finished embeddings of this commit point, by a model with these files,
-    whose every byte checks out."""
+    """Whether `directory` holds finished embeddings of this commit point, by a model with these
+    files, whose every byte checks out."""
     try:
         meta = read_meta(directory)
         if meta.get("fingerprint") != fp or not same_model(meta, files):
@@ -90,20 +101,45 @@ def meta_crc(meta: dict[str, Any]) -> int:
 
 
 def read_meta(directory: Path) -> dict[str, Any]:
-    """meta.json of one embeddings directory, checked: its checksum, and the entries opening needs."""
+    """meta.json of one embeddings directory, checked: its checksum, and the entries opening
+    needs."""
     name = f"embeddings/{directory.name}/meta.json"
     try:
-        meta = json.loads(safe_files.read_regular(directory / "meta.json", storage.MANIFEST_MAX_BYTES).decode("utf-8"))
+        meta = json.loads(
+            safe_files.read_regular(directory / "meta.json", storage.MANIFEST_MAX_BYTES).decode(
+                "utf-8"
+            )
+        )
         checksum = meta.pop("checksum")
-    except (OSError, ValueError, UnicodeDecodeError, KeyError, TypeError, AttributeError, RecursionError):
+    except (
+        OSError,
+        ValueError,
+        UnicodeDecodeError,
+        KeyError,
+        TypeError,
+        AttributeError,
+        RecursionError,
+    ):
         raise IndexDamagedError(name, "unreadable, or not what sieve embed writes") from None
     if checksum != meta_crc(meta):
         raise IndexDamagedError(name, "checksum mismatch (the contents are damaged)")
     try:
         files = meta["files"]
-        ok = all(isinstance(files[f]["size"], int) and isinstance(files[f]["crc32"], int) for f in ("vectors.sva", "hnsw.bin"))
-        ok = ok and isinstance(meta["dim"], int) and isinstance(meta["rows"], int) and isinstance(meta["model"], str)
-        ok = ok and meta.get("unit", "document") in UNITS and (meta.get("unit", "document") == "document" or "owner.sva" in files)
+        ok = all(
+            isinstance(files[f]["size"], int) and isinstance(files[f]["crc32"], int)
+            for f in ("vectors.sva", "hnsw.bin")
+        )
+        ok = (
+            ok
+            and isinstance(meta["dim"], int)
+            and isinstance(meta["rows"], int)
+            and isinstance(meta["model"], str)
+        )
+        ok = (
+            ok
+            and meta.get("unit", "document") in UNITS
+            and (meta.get("unit", "document") == "document" or "owner.sva" in files)
+        )
     except (KeyError, TypeError):
         ok = False
     if not ok:
@@ -120,7 +156,9 @@ def embedding_dirs(root: Path) -> list[Path]:
     try:
         return sorted(p for p in base.iterdir() if os.path.lexists(p / "meta.json"))
     except OSError as e:
-        raise IndexDamagedError("embeddings", f"cannot be listed ({safe_files.reason(e)})") from None
+        raise IndexDamagedError(
+            "embeddings", f"cannot be listed ({safe_files.reason(e)})"
+        ) from None
 
 
 def verify_embeddings(root: Path) -> list[str]:
@@ -129,19 +167,27 @@ def verify_embeddings(root: Path) -> list[str]:
     for directory in embedding_dirs(root):
         meta = read_meta(directory)
         prefix = f"embeddings/{directory.name}/"
-        storage.verify_array(directory / "vectors.sva", prefix + "vectors.sva", meta["files"]["vectors.sva"])
+        storage.verify_array(
+            directory / "vectors.sva", prefix + "vectors.sva", meta["files"]["vectors.sva"]
+        )
         try:
             entry = file_entry(directory / "hnsw.bin")
         except OSError:
             raise IndexDamagedError(prefix + "hnsw.bin", "file is missing or unreadable") from None
         if entry != meta["files"]["hnsw.bin"]:
-            raise IndexDamagedError(prefix + "hnsw.bin", "size or checksum does not match meta.json")
+            raise IndexDamagedError(
+                prefix + "hnsw.bin", "size or checksum does not match meta.json"
+            )
         checked += [prefix + n for n in ("meta.json", "vectors.sva", "hnsw.bin")]
         if "keys.sva" in meta["files"]:  # written since embeddings are reused across changes
-            storage.verify_array(directory / "keys.sva", prefix + "keys.sva", meta["files"]["keys.sva"])
+            storage.verify_array(
+                directory / "keys.sva", prefix + "keys.sva", meta["files"]["keys.sva"]
+            )
             checked.append(prefix + "keys.sva")
         if "owner.sva" in meta["files"]:  # passages
-            storage.verify_array(directory / "owner.sva", prefix + "owner.sva", meta["files"]["owner.sva"])
+            storage.verify_array(
+                directory / "owner.sva", prefix + "owner.sva", meta["files"]["owner.sva"]
+            )
             checked.append(prefix + "owner.sva")
     return checked
 

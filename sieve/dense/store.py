@@ -6,12 +6,13 @@ model reads about 256 word pieces, so a long page is known by its start). `passa
 passage, every section cut into passages of at most PASSAGE_WORDS words, each headed by the title
 and the section's heading; a document's similarity is its best passage's.
 
-Layout: INDEX/embeddings/<model slug>/ (document unit) or <model slug>@passages/, one such folder per
-model side by side, with meta.json (model, its files' checksum, unit, dimension, rows, documents, the
-fingerprint of the index commit point they were computed from, file checksums), vectors.sva (float32, one unit-length row per document or passage),
-owner.sva (passages: the document row of each passage, ascending) and hnsw.bin (hnswlib, inner
-product). While embedding, vectors.partial and progress.json record what is done, so an
-interrupted run resumes where it stopped.
+Layout: INDEX/embeddings/<model slug>/ (document unit) or <model slug>@passages/, one such folder
+per model side by side, with meta.json (model, its files' checksum, unit, dimension, rows,
+documents, the fingerprint of the index commit point they were computed from, file checksums),
+vectors.sva (float32, one unit-length row per document or passage), owner.sva (passages: the
+document row of each passage, ascending) and hnsw.bin (hnswlib, inner product). While embedding,
+vectors.partial and progress.json record what is done, so an interrupted run resumes where it
+stopped.
 """
 
 from __future__ import annotations
@@ -19,21 +20,45 @@ from __future__ import annotations
 import json
 import os
 import weakref
+from collections.abc import Callable
 from pathlib import Path
-from typing import Any, Callable
+from typing import Any
 
 import numpy as np
 
-from sieve.dense.encoder import (DEFAULT_MODEL, DenseUnavailableError, Encoder, EncoderMismatchError, loaded_encoder, model_fingerprint,
-                                 model_name)
-from sieve.dense.layout import (PASSAGES_SUFFIX, complete, dir_name, embedding_dirs, embeddings_dir, file_entry, fingerprint,
-                                held_model, meta_crc, model_slug, read_meta, reusable, same_model, write_json)
+from sieve.dense.encoder import (
+    DEFAULT_MODEL,
+    DenseUnavailableError,
+    Encoder,
+    EncoderMismatchError,
+    loaded_encoder,
+    model_fingerprint,
+    model_name,
+)
+from sieve.dense.layout import (
+    PASSAGES_SUFFIX,
+    complete,
+    dir_name,
+    embedding_dirs,
+    embeddings_dir,
+    file_entry,
+    fingerprint,
+    held_model,
+    meta_crc,
+    model_slug,
+    read_meta,
+    reusable,
+    same_model,
+    write_json,
+)
 from sieve.dense.units import UNITS, IndexView, RowTexts, first_rows, pieces_of, row_layout
 from sieve.engine.format import bitset, commits, storage
 from sieve.engine.rank.topk import top_k
 from sieve.errors import IndexDamagedError, InvalidArgumentError
 
-EXACT_MAX = 8_000  # admitted sets up to this size are scored exactly, larger ones through HNSW (measured crossover, bench_rank)
+# admitted sets up to this size are scored exactly, larger ones through HNSW (measured crossover,
+# bench_rank)
+EXACT_MAX = 8_000
 # How admitted sets are ranked: "approximate" is the above (sieve's default); "exact" scores every
 # set exactly, whatever its size (the paper's exact inner product, the default of eval runs).
 DENSE_SEARCH = ("exact", "approximate")
@@ -44,7 +69,7 @@ CHUNK = 256
 
 
 def embed(
-    index: "IndexView",
+    index: IndexView,
     model: str = DEFAULT_MODEL,
     encoder: Encoder | None = None,
     batch_size: int = 32,
@@ -64,32 +89,52 @@ def embed(
         return _embed(index, model, encoder, batch_size, force, progress, unit, pieces)
 
 
-def _embed(index: "IndexView", model: str, encoder: Encoder | None, batch_size: int, force: bool, progress: Callable[[int, int], None] | None,
-           unit: str, pieces: Callable[["IndexView", int], list[str]]) -> Path:
+def _embed(
+    index: IndexView,
+    model: str,
+    encoder: Encoder | None,
+    batch_size: int,
+    force: bool,
+    progress: Callable[[int, int], None] | None,
+    unit: str,
+    pieces: Callable[[IndexView, int], list[str]],
+) -> Path:
     model = model_name(model)
     out = embeddings_dir(index, model, unit)
     out.mkdir(parents=True, exist_ok=True)
     fp = fingerprint(index)
-    files = model_fingerprint(model)  # the same name or folder may hold another model later: its vectors are not these
-    meta_path, prog_path, partial = out / "meta.json", out / "progress.json", out / "vectors.partial"
+    # the same name or folder may hold another model later: its vectors are not these
+    files = model_fingerprint(model)
+    meta_path, prog_path, partial = (
+        out / "meta.json",
+        out / "progress.json",
+        out / "vectors.partial",
+    )
     if not force and complete(out, fp, files):
         return out
     encoder = encoder or loaded_encoder(model)
     docs = index.doc_numbers()  # the live documents, in index order: document rows
-    owner, keys = row_layout(index, docs.tolist(), pieces)  # once: matched against the earlier vectors, then stored with these
+    # once: matched against the earlier vectors, then stored with these
+    owner, keys = row_layout(index, docs.tolist(), pieces)
     texts = RowTexts(index, docs, owner, pieces)
     dim, n = encoder.dim, len(owner)
     # After a change (sieve add/delete), the documents kept have the vectors they had: read them
     # before anything here changes. A forced embed computes everything.
     earlier = None if force or not meta_path.exists() else reusable(out, dim, model, files)
     if meta_path.exists():
-        meta_path.unlink()  # the files below are about to change: nothing may vouch for them meanwhile
+        # the files below are about to change: nothing may vouch for them meanwhile
+        meta_path.unlink()
         storage.fsync_dir(out)
     done = reused = 0
     if prog_path.exists() and partial.exists() and not force:
         prog = json.loads(prog_path.read_text())
-        if (prog.get("fingerprint") == fp and prog.get("model") == model and prog.get("dim") == dim and prog.get("unit", "document") == unit
-                and prog.get("model_fingerprint") == files):
+        if (
+            prog.get("fingerprint") == fp
+            and prog.get("model") == model
+            and prog.get("dim") == dim
+            and prog.get("unit", "document") == unit
+            and prog.get("model_fingerprint") == files
+        ):
             done = int(prog["rows"])
     with open(partial, "r+b" if done else "wb") as fh:
         fh.truncate(done * dim * 4)  # drop a half-written chunk from an interrupted run
@@ -102,7 +147,10 @@ def _embed(index: "IndexView", model: str, encoder: Encoder | None, batch_size: 
             todo = list(range(len(rows)))
             if earlier is not None:
                 known, old = earlier
-                found = [(i, known.get(int(k))) for i, k in enumerate(keys[rows.start:rows.stop].tolist())]
+                found = [
+                    (i, known.get(int(k)))
+                    for i, k in enumerate(keys[rows.start : rows.stop].tolist())
+                ]
                 hit = [(i, j) for i, j in found if j is not None]
                 if hit:
                     vecs[[i for i, _ in hit]] = old[np.asarray([j for _, j in hit], dtype=np.int64)]
@@ -114,12 +162,24 @@ def _embed(index: "IndexView", model: str, encoder: Encoder | None, batch_size: 
             fh.flush()
             os.fsync(fh.fileno())
             done = rows.stop
-            write_json(prog_path, {"fingerprint": fp, "model": model, "model_fingerprint": files, "dim": dim, "rows": done, "unit": unit})
+            write_json(
+                prog_path,
+                {
+                    "fingerprint": fp,
+                    "model": model,
+                    "model_fingerprint": files,
+                    "dim": dim,
+                    "rows": done,
+                    "unit": unit,
+                },
+            )
             if progress is not None:
                 progress(done, n)
     vectors = np.fromfile(partial, dtype=np.float32).reshape(n, dim)
-    entries = {"vectors.sva": storage.write_array(out / "vectors.sva.tmp", vectors),
-               "keys.sva": storage.write_array(out / "keys.sva.tmp", keys)}
+    entries = {
+        "vectors.sva": storage.write_array(out / "vectors.sva.tmp", vectors),
+        "keys.sva": storage.write_array(out / "keys.sva.tmp", keys),
+    }
     names = ["vectors.sva", "keys.sva"]
     if unit == "passage":
         entries["owner.sva"] = storage.write_array(out / "owner.sva.tmp", owner)
@@ -130,8 +190,19 @@ def _embed(index: "IndexView", model: str, encoder: Encoder | None, batch_size: 
         os.fsync(fh.fileno())
     for name in names + ["hnsw.bin"]:
         os.replace(out / f"{name}.tmp", out / name)
-    meta = {"model": model, "model_fingerprint": files, "dim": dim, "rows": n, "documents": len(docs), "unit": unit, "fingerprint": fp, "files": entries, "reused": reused,
-            "backend": getattr(encoder, "backend", None)}  # the same model on either backend: recorded, not refused (sieve/dense/onnx.py)
+    meta = {
+        "model": model,
+        "model_fingerprint": files,
+        "dim": dim,
+        "rows": n,
+        "documents": len(docs),
+        "unit": unit,
+        "fingerprint": fp,
+        "files": entries,
+        "reused": reused,
+        # the same model on either backend: recorded, not refused (sieve/dense/onnx.py)
+        "backend": getattr(encoder, "backend", None),
+    }
     write_json(meta_path, {**meta, "checksum": meta_crc(meta)})
     partial.unlink()
     prog_path.unlink()
@@ -150,7 +221,12 @@ def _build_hnsw(vectors: np.ndarray, path: Path) -> None:
     import hnswlib
 
     graph = hnswlib.Index(space="ip", dim=vectors.shape[1])
-    graph.init_index(max_elements=max(1, len(vectors)), ef_construction=HNSW_EF_CONSTRUCTION, M=HNSW_M, random_seed=42)
+    graph.init_index(
+        max_elements=max(1, len(vectors)),
+        ef_construction=HNSW_EF_CONSTRUCTION,
+        M=HNSW_M,
+        random_seed=42,
+    )
     if len(vectors):
         graph.add_items(vectors, np.arange(len(vectors)))
     graph.save_index(str(path))
@@ -165,18 +241,32 @@ class DenseIndex:
     (ascending; every document has at least one passage) and a document's similarity is its best
     passage's. Arguments and results are internal numbers; None as `docs` means every document."""
 
-    def __init__(self, index: "IndexView", directory: Path, meta: dict[str, Any], encoder: Encoder | None = None, search: str = "approximate") -> None:
+    def __init__(
+        self,
+        index: IndexView,
+        directory: Path,
+        meta: dict[str, Any],
+        encoder: Encoder | None = None,
+        search: str = "approximate",
+    ) -> None:
         if search not in DENSE_SEARCH:
-            raise InvalidArgumentError(f"unknown dense search {search!r}; known: {', '.join(DENSE_SEARCH)}")
+            raise InvalidArgumentError(
+                f"unknown dense search {search!r}; known: {', '.join(DENSE_SEARCH)}"
+            )
         # Held weakly: the index holds this (its searcher's `dense`), and a reference back would
         # keep both, and every file they map, alive until the cyclic garbage collector ran.
         self._index = weakref.ref(index)
         self.dir = directory
         self.meta = meta
         self.unit = meta.get("unit", "document")
-        self.vectors = storage.open_array(directory / "vectors.sva", "vectors.sva", meta["files"]["vectors.sva"])
+        self.vectors = storage.open_array(
+            directory / "vectors.sva", "vectors.sva", meta["files"]["vectors.sva"]
+        )
         if encoder is not None and encoder.dim != meta["dim"]:
-            raise EncoderMismatchError(f"the embeddings in {directory} have {meta['dim']} dimensions; the encoder given ({encoder.name}) gives {encoder.dim}")
+            raise EncoderMismatchError(
+                f"the embeddings in {directory} have {meta['dim']} dimensions; the encoder given "
+                f"({encoder.name}) gives {encoder.dim}"
+            )
         self._encoder = encoder
         self._graph: Any = None
         self._last_query: tuple[str, np.ndarray] | None = None
@@ -185,34 +275,59 @@ class DenseIndex:
         self.docs = index.doc_numbers()
         self._identity = bool(index.snapshot.dense)  # internal number == row
         self.owner: np.ndarray | None = None
-        self.starts = np.arange(len(self.docs) + 1)  # vector rows of document row r: starts[r]:starts[r + 1]
+        # vector rows of document row r: starts[r]:starts[r + 1]
+        self.starts = np.arange(len(self.docs) + 1)
         if self.unit == "passage":
-            owner = np.asarray(storage.open_array(directory / "owner.sva", "owner.sva", meta["files"]["owner.sva"]).whole(), dtype=np.intp)
+            owner = np.asarray(
+                storage.open_array(
+                    directory / "owner.sva", "owner.sva", meta["files"]["owner.sva"]
+                ).whole(),
+                dtype=np.intp,
+            )
             steps = np.diff(owner)
-            if len(owner) != meta["rows"] or not len(owner) or owner[0] != 0 or owner[-1] != len(self.docs) - 1 or ((steps != 0) & (steps != 1)).any():
-                raise IndexDamagedError(f"embeddings/{directory.name}/owner.sva", "does not give every document its passages in order")
+            if (
+                len(owner) != meta["rows"]
+                or not len(owner)
+                or owner[0] != 0
+                or owner[-1] != len(self.docs) - 1
+                or ((steps != 0) & (steps != 1)).any()
+            ):
+                raise IndexDamagedError(
+                    f"embeddings/{directory.name}/owner.sva",
+                    "does not give every document its passages in order",
+                )
             self.owner = owner
             self.starts = first_rows(owner)
 
     @property
-    def index(self) -> "IndexView":
+    def index(self) -> IndexView:
         index = self._index()
         if index is None:
-            raise InvalidArgumentError("these embeddings' index was closed: open it again and call use_dense")
+            raise InvalidArgumentError(
+                "these embeddings' index was closed: open it again and call use_dense"
+            )
         return index
 
     def rows(self, docs: np.ndarray) -> np.ndarray:
         return docs if self._identity else np.searchsorted(self.docs, docs)
 
     @classmethod
-    def open(cls, index: "IndexView", model: str | None = None, encoder: Encoder | None = None, unit: str | None = None,
-             search: str = "approximate") -> "DenseIndex":
+    def open(
+        cls,
+        index: IndexView,
+        model: str | None = None,
+        encoder: Encoder | None = None,
+        unit: str | None = None,
+        search: str = "approximate",
+    ) -> DenseIndex:
         """The embeddings of `model` (default: the bundled MiniLM, else the only model embedded) in
         `unit` (default: passages where they exist, else documents), ranked as `search` says
         (DENSE_SEARCH). Asking for a model the index has no embeddings of, while it has another's,
         is an EncoderMismatchError naming both."""
         if unit is not None and unit not in UNITS:
-            raise InvalidArgumentError(f"unknown embedding unit {unit!r}; known: {', '.join(UNITS)}")
+            raise InvalidArgumentError(
+                f"unknown embedding unit {unit!r}; known: {', '.join(UNITS)}"
+            )
         root = index.path / "embeddings"
         names = [p.name for p in embedding_dirs(index.path)]
         models = list(dict.fromkeys(n.removesuffix(PASSAGES_SUFFIX) for n in names))
@@ -225,27 +340,44 @@ class DenseIndex:
             slug = models[0]
         elif models:
             held = ", ".join(held_model(root, names, m) for m in models)
-            raise EncoderMismatchError(f"{index.path} holds embeddings of several models ({held}): say which with --embed-model")
+            raise EncoderMismatchError(
+                f"{index.path} holds embeddings of several "
+                f"models ({held}): say which with --embed-model"
+            )
         else:
-            raise DenseUnavailableError(f"{index.path} has no embeddings: run `sieve embed {index.path}` first")
+            raise DenseUnavailableError(
+                f"{index.path} has no embeddings: run `sieve embed {index.path}` first"
+            )
         if model is not None and slug not in models and models:
             held = ", ".join(held_model(root, names, m) for m in models)
-            raise EncoderMismatchError(f"{index.path} holds embeddings of {held}, not of {model}: embed it with `sieve embed {index.path} "
-                                       f"--embed-model {model}` (or `sieve eval build ... --embed-model {model}`), or ask for the model it holds")
+            raise EncoderMismatchError(
+                f"{index.path} holds embeddings of {held}, not of {model}: embed it "
+                f"with `sieve embed {index.path} --embed-model {model}` (or `sieve "
+                f"eval build ... --embed-model {model}`), or ask for the model it holds"
+            )
         units = [unit] if unit is not None else list(UNITS)
         wanted = next((dir_name(slug, u) for u in units if dir_name(slug, u) in names), None)
         if wanted is None:
             what = f"{model!r}" if model is not None else "the default model"
-            raise DenseUnavailableError(f"{index.path} has no {unit or ''} embeddings for {what}: run `sieve embed {index.path}"
-                                        + (f" --model {model}" if model else "") + (f" --unit {unit}" if unit else "") + "`")
+            raise DenseUnavailableError(
+                f"{index.path} has no {unit or ''} embeddings "
+                f"for {what}: run `sieve embed {index.path}"
+                + (f" --model {model}" if model else "")
+                + (f" --unit {unit}" if unit else "")
+                + "`"
+            )
         directory = root / wanted
         meta = read_meta(directory)
         if meta.get("fingerprint") != fingerprint(index):
             raise DenseUnavailableError(
-                f"the embeddings in {directory} belong to an earlier build of this index; run `sieve embed {index.path}` again"
+                f"the embeddings in {directory} belong to an earlier build of this index; run "
+                f"`sieve embed {index.path}` again"
             )
         if meta.get("documents", meta.get("rows")) != len(index):
-            raise IndexDamagedError(f"embeddings/{wanted}/meta.json", f"has {meta.get('documents', meta.get('rows'))} documents for {len(index)}")
+            raise IndexDamagedError(
+                f"embeddings/{wanted}/meta.json",
+                f"has {meta.get('documents', meta.get('rows'))} documents for {len(index)}",
+            )
         return cls(index, directory, meta, encoder, search)
 
     @property
@@ -253,25 +385,37 @@ class DenseIndex:
         """Which encoder made these embeddings, as runs record it: model, dimension, the checksum of
         its files (None where not recorded), unit, how they are searched, the backend that embedded
         the documents and the one encoding queries (None until loaded)."""
-        return {"model": self.meta["model"], "dim": self.meta["dim"], "model_fingerprint": self.meta.get("model_fingerprint"),
-                "unit": self.unit, "search": self.search, "backend": self.meta.get("backend"),
-                "query_backend": getattr(self._encoder, "backend", None)}
+        return {
+            "model": self.meta["model"],
+            "dim": self.meta["dim"],
+            "model_fingerprint": self.meta.get("model_fingerprint"),
+            "unit": self.unit,
+            "search": self.search,
+            "backend": self.meta.get("backend"),
+            "query_backend": getattr(self._encoder, "backend", None),
+        }
 
     @property
     def encoder(self) -> Encoder:
-        """The query encoder: the model that made the embeddings, refused (EncoderMismatchError) when
-        its files or its width are no longer what they were when the documents were embedded."""
+        """The query encoder: the model that made the embeddings, refused (EncoderMismatchError)
+        when its files or its width are no longer what they were when the documents were
+        embedded."""
         if self._encoder is None:
             model = self.meta["model"]
             recorded, now = self.meta.get("model_fingerprint"), model_fingerprint(model)
             if not same_model(self.meta, now):
                 raise EncoderMismatchError(
-                    f"the embeddings in {self.dir} were computed by {model} with files {recorded}, but {model} now has files {now}: "
-                    f"embed again with `sieve embed {self.index.path} --embed-model {model} --force`")
+                    f"the embeddings in {self.dir} were computed by {model} with files "
+                    f"{recorded}, but {model} now has files {now}: embed again with "
+                    f"`sieve embed {self.index.path} --embed-model {model} --force`"
+                )
             encoder = loaded_encoder(model)
             if encoder.dim != self.meta["dim"]:
-                raise EncoderMismatchError(f"the embeddings in {self.dir} have {self.meta['dim']} dimensions, but {model} now gives {encoder.dim}: "
-                                           f"embed again with `sieve embed {self.index.path} --embed-model {model} --force`")
+                raise EncoderMismatchError(
+                    f"the embeddings in {self.dir} have {self.meta['dim']} dimensions, "
+                    f"but {model} now gives {encoder.dim}: embed again with `sieve "
+                    f"embed {self.index.path} --embed-model {model} --force`"
+                )
             self._encoder = encoder
         return self._encoder
 
@@ -287,7 +431,10 @@ class DenseIndex:
             except OSError:
                 found = {}
             if found != entry:
-                raise IndexDamagedError(f"embeddings/{self.dir.name}/hnsw.bin", "size or checksum does not match meta.json")
+                raise IndexDamagedError(
+                    f"embeddings/{self.dir.name}/hnsw.bin",
+                    "size or checksum does not match meta.json",
+                )
             graph = hnswlib.Index(space="ip", dim=int(self.meta["dim"]))
             graph.load_index(str(path), max_elements=max(1, len(self.vectors)))
             graph.set_ef(HNSW_EF_SEARCH)
@@ -309,24 +456,38 @@ class DenseIndex:
             return np.zeros(0, dtype=np.float32)
         if self.owner is None:
             # Gathering rows costs more than scoring them all once the set is a sizeable share.
-            return _dot(self.vectors.whole(), q)[rows] if len(rows) * 8 > len(self.vectors) else _dot(self.vectors[rows], q)
+            return (
+                _dot(self.vectors.whole(), q)[rows]
+                if len(rows) * 8 > len(self.vectors)
+                else _dot(self.vectors[rows], q)
+            )
         lo, hi = self.starts[rows], self.starts[rows + 1]
         counts = hi - lo
         if counts.sum() * 8 > len(self.vectors):
             return np.maximum.reduceat(_dot(self.vectors.whole(), q), self.starts[:-1])[rows]
         offsets = np.concatenate(([0], np.cumsum(counts)[:-1]))
-        idx = np.repeat(lo - offsets, counts) + np.arange(counts.sum())  # every passage of every row, in order
+        # every passage of every row, in order
+        idx = np.repeat(lo - offsets, counts) + np.arange(counts.sum())
         return np.maximum.reduceat(_dot(self.vectors[idx], q), offsets)
 
-    def exact(self, q: np.ndarray, docs: np.ndarray | None, k: int) -> tuple[np.ndarray, np.ndarray]:
+    def exact(
+        self, q: np.ndarray, docs: np.ndarray | None, k: int
+    ) -> tuple[np.ndarray, np.ndarray]:
         if docs is None:
             sims = _dot(self.vectors.whole(), q)
             if self.owner is not None:
                 sims = np.maximum.reduceat(sims, self.starts[:-1])
             return top_k(self.docs, sims.astype(np.float64), k, self.index.snapshot.order)
-        return top_k(docs, self._row_similarity(q, self.rows(docs)).astype(np.float64), k, self.index.snapshot.order)
+        return top_k(
+            docs,
+            self._row_similarity(q, self.rows(docs)).astype(np.float64),
+            k,
+            self.index.snapshot.order,
+        )
 
-    def approximate(self, q: np.ndarray, bits: np.ndarray | None, k: int) -> tuple[np.ndarray, np.ndarray]:
+    def approximate(
+        self, q: np.ndarray, bits: np.ndarray | None, k: int
+    ) -> tuple[np.ndarray, np.ndarray]:
         n = len(self.docs)
         if bits is None:
             allowed = n
@@ -343,12 +504,18 @@ class DenseIndex:
         # until k distinct documents come back (or every allowed passage has).
         want = k if self.owner is None else min(total, max(4 * k, k + 32))
         while True:
-            labels, dist = self.graph.knn_query(q[None, :], k=want, num_threads=1, filter=None if flags is None else flags.__getitem__)
+            labels, dist = self.graph.knn_query(
+                q[None, :],
+                k=want,
+                num_threads=1,
+                filter=None if flags is None else flags.__getitem__,
+            )
             rows = labels[0].astype(np.int64)
             sims = 1.0 - dist[0].astype(np.float64)
             if self.owner is not None:
                 rows = self.owner[rows]
-                rows, first = np.unique(rows, return_index=True)  # hnswlib answers nearest first: the first of a row is its best
+                # hnswlib answers nearest first: the first of a row is its best
+                rows, first = np.unique(rows, return_index=True)
                 sims = sims[first]
             if len(rows) >= k or want >= total:
                 return top_k(self.docs[rows], sims, k, self.index.snapshot.order)
@@ -356,9 +523,13 @@ class DenseIndex:
 
     def similarity(self, text: str, docs: np.ndarray) -> np.ndarray:
         """Cosine similarity of `text` to each of `docs` (exact; a document's best passage's)."""
-        return self._row_similarity(self.query_vector(text), self.rows(np.asarray(docs, dtype=np.int64))).astype(np.float64)
+        return self._row_similarity(
+            self.query_vector(text), self.rows(np.asarray(docs, dtype=np.int64))
+        ).astype(np.float64)
 
-    def top(self, text: str, docs: np.ndarray | None, bits: np.ndarray | None, k: int) -> tuple[np.ndarray, np.ndarray]:
+    def top(
+        self, text: str, docs: np.ndarray | None, bits: np.ndarray | None, k: int
+    ) -> tuple[np.ndarray, np.ndarray]:
         """The k documents (of `docs`, or of all) most similar to `text`, with cosine similarity."""
         q = self.query_vector(text)
         size = len(self.docs) if docs is None else len(docs)

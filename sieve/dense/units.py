@@ -4,8 +4,9 @@ each row's key (`row_layout`), and the index as the dense layer sees it (`IndexV
 from __future__ import annotations
 
 import hashlib
+from collections.abc import Callable
 from pathlib import Path
-from typing import Callable, Protocol
+from typing import Protocol
 
 import numpy as np
 
@@ -14,7 +15,9 @@ from sieve.engine.segment.snapshot import Snapshot
 from sieve.errors import InvalidArgumentError
 
 DOC_CHARS = 2000  # the model reads about 256 word pieces; more text only costs time
-PASSAGE_WORDS = 128  # with its title and heading, a passage stays within the model's 256 word pieces (English prose: ~1.3 a word)
+# with its title and heading, a passage stays within the model's 256 word pieces (English prose:
+# ~1.3 a word)
+PASSAGE_WORDS = 128
 UNITS = ("passage", "document")
 
 
@@ -38,7 +41,7 @@ def first_rows(owner: np.ndarray) -> np.ndarray:
     return np.append(np.flatnonzero(np.diff(owner, prepend=-1)), len(owner))
 
 
-def document_text(index: "IndexView", d: int) -> str:
+def document_text(index: IndexView, d: int) -> str:
     """What the encoder reads for a document: its title, then its sections' text."""
     r = index.reader
     parts = [r.meta(d)["title"]]
@@ -52,7 +55,7 @@ def document_text(index: "IndexView", d: int) -> str:
     return "\n".join(parts)[:DOC_CHARS]
 
 
-def passages(index: "IndexView", d: int) -> list[str]:
+def passages(index: IndexView, d: int) -> list[str]:
     """What the encoder reads for a document, passage by passage: each section's text in pieces of
     at most PASSAGE_WORDS words, each headed by the title and the section's heading (a piece of
     a long section is about what its heading says). A document without text is its title."""
@@ -68,13 +71,15 @@ def passages(index: "IndexView", d: int) -> list[str]:
     return out or [title]
 
 
-def pieces_of(unit: str) -> Callable[["IndexView", int], list[str]]:
+def pieces_of(unit: str) -> Callable[[IndexView, int], list[str]]:
     if unit not in UNITS:
         raise InvalidArgumentError(f"unknown embedding unit {unit!r}; known: {', '.join(UNITS)}")
     return passages if unit == "passage" else lambda index, d: [document_text(index, d)]
 
 
-def row_layout(index: "IndexView", docs: list[int], pieces: Callable[["IndexView", int], list[str]]) -> tuple[np.ndarray, np.ndarray]:
+def row_layout(
+    index: IndexView, docs: list[int], pieces: Callable[[IndexView, int], list[str]]
+) -> tuple[np.ndarray, np.ndarray]:
     """(owner, keys): the document row of every row to embed, and one 64-bit key per row, from the
     document's id and the row's text. A vector computed for a key can be reused by any later
     commit point that has a document with the same id and text."""
@@ -84,14 +89,24 @@ def row_layout(index: "IndexView", docs: list[int], pieces: Callable[["IndexView
         prefix = index.reader.doc_id(d).encode() + b"\0"
         for text in pieces(index, d):
             owner.append(row)
-            keys.append(int.from_bytes(hashlib.blake2b(prefix + text.encode(), digest_size=8).digest(), "little"))
+            keys.append(
+                int.from_bytes(
+                    hashlib.blake2b(prefix + text.encode(), digest_size=8).digest(), "little"
+                )
+            )
     return np.asarray(owner, dtype=np.int32), np.asarray(keys, dtype=np.uint64)
 
 
 class RowTexts:
     """The texts of rows [a, b) of an embedding, recomputed a document at a time."""
 
-    def __init__(self, index: "IndexView", docs: np.ndarray, owner: np.ndarray, pieces: Callable[["IndexView", int], list[str]]) -> None:
+    def __init__(
+        self,
+        index: IndexView,
+        docs: np.ndarray,
+        owner: np.ndarray,
+        pieces: Callable[[IndexView, int], list[str]],
+    ) -> None:
         self.index, self.docs, self.owner, self.pieces = index, docs, owner, pieces
         self.first = first_rows(owner)
         self._cached: tuple[int, list[str]] = (-1, [])

@@ -7,37 +7,43 @@ import os
 import shutil
 import tempfile
 import weakref
+from collections.abc import Callable, Iterable, Mapping
 from pathlib import Path
-from collections.abc import Iterable, Mapping
-from typing import TYPE_CHECKING, Any, Callable
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from sieve.corpus.formats import CorpusReport, OnError, Source
 from sieve.corpus.documents import Document, Section
-from sieve.engine.format import commits, storage, weak
+from sieve.corpus.formats import CorpusReport, OnError, Source
 from sieve.engine import deadline
 from sieve.engine.analysis.analyzers import get_analyzer
 from sieve.engine.analysis.schema import declare
+from sieve.engine.format import commits, storage, weak
 from sieve.engine.query.bql import parse
-from sieve.engine.query.indriql import parse as parse_indri
-from sieve.engine.rank.bm25 import BM25Params
 from sieve.engine.query.decision import Decider, Explanation
+from sieve.engine.query.indriql import parse as parse_indri
 from sieve.engine.query.plan import Limits, Plans
-from sieve.engine.rank.rankers import DENSE_RANKERS
-from sieve.engine.rank.rankers import check_request
+from sieve.engine.rank.bm25 import BM25Params
+from sieve.engine.rank.rankers import DENSE_RANKERS, check_request
 from sieve.engine.rank.results import Results
 from sieve.engine.rank.searcher import Searcher
 from sieve.engine.segment.snapshot import CommitEntry, Segment, write_commit
 from sieve.index.opening import as_path, open_current
 from sieve.index.options import BuildOptions
 from sieve.index.queries import Match, parse_query, ranked_search
+
 if TYPE_CHECKING:
     from sieve.dense.encoder import Encoder
-    from sieve.index.shard_service import RayIndex
     from sieve.index.merges import MergePolicy
+    from sieve.index.shard_service import RayIndex
     from sieve.index.writes import IndexWriter
-from sieve.errors import IndexDamagedError, IndexDirectoryError, InvalidArgumentError, SieveError, UnknownDocumentError
+from sieve.errors import (
+    IndexDamagedError,
+    IndexDirectoryError,
+    InvalidArgumentError,
+    SieveError,
+    UnknownDocumentError,
+)
 
 
 def _damage_guard(method: Callable[..., Any]) -> Callable[..., Any]:
@@ -47,7 +53,7 @@ def _damage_guard(method: Callable[..., Any]) -> Callable[..., Any]:
     the original exception propagates unchanged (docs/index-format.md, "Integrity")."""
 
     @functools.wraps(method)
-    def guarded(self: "Index", *args: Any, **kwargs: Any) -> Any:
+    def guarded(self: Index, *args: Any, **kwargs: Any) -> Any:
         try:
             return method(self, *args, **kwargs)
         except SieveError:
@@ -77,10 +83,18 @@ def _later_of(index: Index) -> Callable[[Callable[[], Any]], Any]:
 class Index:
     """An opened, read-only index. Safe to share between threads."""
 
-    def __init__(self, path: str | os.PathLike, verify: bool = False, limits: Limits = Limits(), bm25: BM25Params = BM25Params()) -> None:
+    def __init__(
+        self,
+        path: str | os.PathLike,
+        verify: bool = False,
+        limits: Limits = Limits(),
+        bm25: BM25Params = BM25Params(),
+    ) -> None:
         self.path = as_path(path, "an index path")
         if not isinstance(limits, Limits):
-            raise InvalidArgumentError(f"limits must be a sieve.Limits, got {type(limits).__name__}")
+            raise InvalidArgumentError(
+                f"limits must be a sieve.Limits, got {type(limits).__name__}"
+            )
         self.commit_dir, self.snapshot = open_current(self.path, verify)
         # Document-level reads by internal number (ids, records, sections) across every segment.
         self.reader = self.snapshot
@@ -90,8 +104,10 @@ class Index:
         self.manifest = self.snapshot.manifest
         self.analyzer = self.snapshot.analyzer  # every query is analysed as the documents were
         self.schema = self.snapshot.schema  # declared fields: name[...] filters
-        self._cleanup: weakref.finalize | None = None  # set for a temporary index (build_index without a path)
-        # Agents repeat queries; a plan is immutable and belongs to this reader, so caching is always right.
+        # set for a temporary index (build_index without a path)
+        self._cleanup: weakref.finalize | None = None
+        # Agents repeat queries; a plan is immutable and belongs to this reader, so caching is
+        # always right.
         self._plans = weak.cached_method(self, "_plan_of", 1024)
 
     def __len__(self) -> int:
@@ -104,13 +120,16 @@ class Index:
 
     def doc_numbers(self) -> np.ndarray:
         """Every document's internal number, ascending (index order, but in a sharded index see
-        `Match.docs`). After deletions the numbers have gaps: they are positions in the index, not a count."""
+        `Match.docs`). After deletions the numbers have gaps: they are positions in the index, not a
+        count."""
         return self.snapshot.live_ids
 
-    def writer(self, replace: bool = True, policy: "MergePolicy | None" = None, memory_mb: int | None = None) -> "IndexWriter":
-        """A writing session (add, replace, delete; see sieve.index.writes), committed when its `with`
-        block ends. Holds the index's write lock until then: IndexLockedError if another has it.
-        `replace=False` makes adding a known id an error instead of a replacement. `policy`:
+    def writer(
+        self, replace: bool = True, policy: MergePolicy | None = None, memory_mb: int | None = None
+    ) -> IndexWriter:
+        """A writing session (add, replace, delete; see sieve.index.writes), committed when its
+        `with` block ends. Holds the index's write lock until then: IndexLockedError if another has
+        it. `replace=False` makes adding a known id an error instead of a replacement. `policy`:
         when to merge segments (sieve.index.merges.MergePolicy; the default suits most indexes).
         `memory_mb`: past half of it (default 1,024), added documents are written to a staged
         segment, so a session may add any number of them."""
@@ -126,13 +145,18 @@ class Index:
 
         return merge_index(self.path, max_segments)
 
-    def reopen(self) -> "Index":
+    def reopen(self) -> Index:
         """This index at its newest commit (self if nothing was committed since it was opened)."""
-        return Index(self.path, limits=self.limits, bm25=self.searcher.params) if self.retired else self
+        return (
+            Index(self.path, limits=self.limits, bm25=self.searcher.params)
+            if self.retired
+            else self
+        )
 
     @classmethod
-    def from_documents(cls, source: "Source") -> "Index":
-        """A temporary index of `source` (records, documents, or a corpus path): `build_index(source)`."""
+    def from_documents(cls, source: Source) -> Index:
+        """A temporary index of `source` (records, documents, or a corpus path):
+        `build_index(source)`."""
         return build_index(source)
 
     @property
@@ -146,7 +170,7 @@ class Index:
         if self._cleanup is not None:
             self._cleanup()
 
-    def __enter__(self) -> "Index":
+    def __enter__(self) -> Index:
         return self
 
     def __exit__(self, *exc: object) -> None:
@@ -158,12 +182,14 @@ class Index:
     @property
     def stats(self) -> dict[str, int]:
         """documents (live), dated, segments, deleted (not yet merged away), and the segments'
-        terms, tokens, postings, units and sections (summed; deleted documents count until merged)."""
+        terms, tokens, postings, units and sections (summed; deleted documents count until
+        merged)."""
         return dict(self.manifest["stats"])
 
     def plan(self, query: str) -> Plans:
         """The BQL `query` parsed and resolved against this index's segments (cached). Raises
-        BQLSyntaxError / BQLLimitError (`limits`: the query's length, its phrases, prefixes, positions)."""
+        BQLSyntaxError / BQLLimitError (`limits`: the query's length, its phrases, prefixes,
+        positions)."""
         self.limits.check_length(query)
         return self._planned(query)
 
@@ -173,15 +199,24 @@ class Index:
         return self._plans(query)
 
     def _plan_of(self, query: str) -> Plans:
-        return Plans.of(parse_query(query, self.schema.text_fields), [s.reader for s in self.segments], self.limits)
+        return Plans.of(
+            parse_query(query, self.schema.text_fields),
+            [s.reader for s in self.segments],
+            self.limits,
+        )
 
     @_damage_guard
     def match(self, query: str) -> Match:
-        """Documents that satisfy the BQL `query` exactly. Raises BQLSyntaxError / BQLLimitError, and
-        DeadlineExceededError past `limits.seconds`."""
+        """Documents that satisfy the BQL `query` exactly. Raises BQLSyntaxError / BQLLimitError,
+        and DeadlineExceededError past `limits.seconds`."""
         with deadline.within(self.limits.seconds):
             plans = self.plan(query)
-            return Match(plans.query, self.searcher.segment_bits(plans, shared=True), self.snapshot.capacity, self.snapshot)
+            return Match(
+                plans.query,
+                self.searcher.segment_bits(plans, shared=True),
+                self.snapshot.capacity,
+                self.snapshot,
+            )
 
     @_damage_guard
     def _later(self, work: Callable[[], Any]) -> Any:
@@ -191,7 +226,7 @@ class Index:
             return work()
 
     @_damage_guard
-    def explain(self, query: str, doc_id: str) -> "Explanation":
+    def explain(self, query: str, doc_id: str) -> Explanation:
         """Why the document `doc_id` is admitted or rejected by `query`: the query's canonical
         tree, each node judged for this document, each leaf with where it matched or why not.
         Raises UnknownDocumentError, BQLSyntaxError, BQLLimitError, DeadlineExceededError."""
@@ -203,11 +238,21 @@ class Index:
             j, d = self.snapshot.which(g)
             seg = self.segments[j]
             missing = None if self.snapshot.dense else self.snapshot.missing
-            return Decider(seg.reader, self.searcher.parts[j].evaluator, plans.parts[j], missing).explain(d)
+            return Decider(
+                seg.reader, self.searcher.parts[j].evaluator, plans.parts[j], missing
+            ).explain(d)
 
     @_damage_guard
-    def search(self, query: str, k: int = 5, ranker: str = "bm25", fallback: bool = True, explain: bool = True,
-               diagnose: bool = True, fallback_ranker: str | None = None) -> Results:
+    def search(
+        self,
+        query: str,
+        k: int = 5,
+        ranker: str = "bm25",
+        fallback: bool = True,
+        explain: bool = True,
+        diagnose: bool = True,
+        fallback_ranker: str | None = None,
+    ) -> Results:
         """Rank the documents `query` admits by its positive terms; best `k` first.
 
         If the filter admits nothing and `fallback` is on, the whole collection is ranked by the
@@ -221,56 +266,86 @@ class Index:
         found (from the hits' positions) at the first read of any hit's, for every hit at once, so
         a caller that reads ids and scores only pays nothing for them.
 
-        Bounded by `limits` (`sieve.engine.query.plan.Limits`): a query past a cap raises BQLLimitError, and
-        the whole call (fallback and diagnosis included) past `limits.seconds` DeadlineExceededError.
+        Bounded by `limits` (`sieve.engine.query.plan.Limits`): a query past a cap raises
+        BQLLimitError, and the whole call (fallback and diagnosis included) past `limits.seconds`
+        DeadlineExceededError.
         """
         check_request(k, ranker)
         self.limits.check_length(query)
         return self._search(query, k, ranker, fallback, explain, diagnose, fallback_ranker)
 
-    def _search(self, query: str, k: int, ranker: str, fallback: bool, explain: bool, diagnose: bool, fallback_ranker: str | None = None) -> Results:
-        """`search` of a query whose length its caller checked (`ranked_search` checks the text it made it from)."""
+    def _search(
+        self,
+        query: str,
+        k: int,
+        ranker: str,
+        fallback: bool,
+        explain: bool,
+        diagnose: bool,
+        fallback_ranker: str | None = None,
+    ) -> Results:
+        """`search` of a query whose length its caller checked (`ranked_search` checks the text it
+        made it from)."""
         with deadline.within(self.limits.seconds):
             plan = self._planned(query)
             if ranker in DENSE_RANKERS or fallback_ranker in DENSE_RANKERS:
                 self._attach_dense()
-            return self.searcher.search(plan, k, ranker, fallback, explain, diagnose, fallback_ranker)
+            return self.searcher.search(
+                plan, k, ranker, fallback, explain, diagnose, fallback_ranker
+            )
 
     @_damage_guard
-    def indri_search(self, query: str, k: int = 5, ranker: str = "indri", explain: bool = True) -> Results:
-        """Rank by a query in Indri's own language (`sieve.engine.query.indriql`: `#combine`, `#weight`,
-        `#band`, `#or`, `#not`, `#odN`, `#uwN`, `#syn`, `#filreq`, `#date...`, `word.title`) with an
-        Indri-style ranker (`indri`, `indri+dense`): the documents the query matches, best `k` first
-        (sieve/engine/rank/indri.py says what matches). Raises IndriSyntaxError, BQLLimitError."""
+    def indri_search(
+        self, query: str, k: int = 5, ranker: str = "indri", explain: bool = True
+    ) -> Results:
+        """Rank by a query in Indri's own language (`sieve.engine.query.indriql`: `#combine`,
+        `#weight`, `#band`, `#or`, `#not`, `#odN`, `#uwN`, `#syn`, `#filreq`, `#date...`,
+        `word.title`) with an Indri-style ranker (`indri`, `indri+dense`): the documents the query
+        matches, best `k` first (sieve/engine/rank/indri.py says what matches). Raises
+        IndriSyntaxError, BQLLimitError."""
         check_request(k, ranker)
-        plans = Plans.of(parse_indri(query), [s.reader for s in self.segments], self.limits)
+        plans = Plans.of(
+            parse_indri(query),  # type: ignore[arg-type]  # Plans compiles Indri's nodes too
+            [s.reader for s in self.segments],
+            self.limits,
+        )
         if ranker in DENSE_RANKERS:
             self._attach_dense()
         return self.searcher.indri_search(plans, k, ranker, explain)
 
     @_damage_guard
-    def ranked_search(self, text: str, k: int = 5, ranker: str = "bm25", explain: bool = True) -> Results:
+    def ranked_search(
+        self, text: str, k: int = 5, ranker: str = "bm25", explain: bool = True
+    ) -> Results:
         """Rank by plain language (a question, some keywords), with no BQL semantics: every document
         whose title or body holds any of the words is ranked, best `k` first; operators and special
         characters in `text` are words like any other. `Results.query` shows the BQL that ran (an OR
-        of the quoted words, stop words left out); a text with no word gives no hits. What `sieve search --ranked` and the
-        baselines' `ranked_search` tool run."""
+        of the quoted words, stop words left out); a text with no word gives no hits. What `sieve
+        search --ranked` and the baselines' `ranked_search` tool run."""
         return ranked_search(self, text, k, ranker, explain)
 
     def _attach_dense(self) -> None:
         if self.searcher.dense is None:
             self.use_dense()
 
-    def use_dense(self, model: str | None = None, encoder: Encoder | None = None, unit: str | None = None,
-                  search: str = "approximate") -> None:
-        """Rank with the embeddings of `model` (default: the bundled MiniLM, else the only one built)
-        in `unit` ("passage" or "document"; default: passages where `sieve embed --unit passage`
-        made them, else documents), optionally with an already loaded `encoder`; `search="exact"`
-        scores every admitted set exactly (default: through HNSW above 8,000 documents). Raises if
-        `sieve embed` has not been run, or (EncoderMismatchError) if it was run with other models only."""
+    def use_dense(
+        self,
+        model: str | None = None,
+        encoder: Encoder | None = None,
+        unit: str | None = None,
+        search: str = "approximate",
+    ) -> None:
+        """Rank with the embeddings of `model` (default: the bundled MiniLM, else the only one
+        built) in `unit` ("passage" or "document"; default: passages where `sieve embed --unit
+        passage` made them, else documents), optionally with an already loaded `encoder`;
+        `search="exact"` scores every admitted set exactly (default: through HNSW above 8,000
+        documents). Raises if `sieve embed` has not been run, or (EncoderMismatchError) if it was
+        run with other models only."""
         from sieve.dense.store import DenseIndex
 
-        self.searcher.dense = DenseIndex.open(self, model=model, encoder=encoder, unit=unit, search=search)
+        self.searcher.dense = DenseIndex.open(
+            self, model=model, encoder=encoder, unit=unit, search=search
+        )
 
     @_damage_guard
     def document(self, doc_id: str) -> Document:
@@ -291,7 +366,11 @@ class Index:
             raise UnknownDocumentError(str(doc_id))
         headings = self.reader.headings(d)
         if isinstance(j, bool) or not isinstance(j, int) or not 0 <= j < len(headings):
-            raise InvalidArgumentError(f"document {doc_id!r} has {len(headings)} section{'s' if len(headings) != 1 else ''}, numbered from 0; there is no section {j!r}")
+            raise InvalidArgumentError(
+                f"document {doc_id!r} has {len(headings)} "
+                f"section{'s' if len(headings) != 1 else ''}, "
+                f"numbered from 0; there is no section {j!r}"
+            )
         return Section(headings[j], self.reader.section_text(d, j))
 
     @property
@@ -324,7 +403,9 @@ class Index:
             raise IndexDamagedError(storage.MANIFEST, "changed since the index was opened")
         for seg in snap.segments:
             if commits.read_manifest(seg.reader.dir) != seg.reader.manifest:
-                raise IndexDamagedError(f"{seg.name}/{storage.MANIFEST}", "changed since the index was opened")
+                raise IndexDamagedError(
+                    f"{seg.name}/{storage.MANIFEST}", "changed since the index was opened"
+                )
         names = []
         for path, name, entry in snap.files():
             storage.verify_array(path, name, entry)
@@ -336,11 +417,13 @@ class Index:
         return names + verify_embeddings(self.path)
 
 
-def open_index(path: str | os.PathLike, verify: bool = False, limits: Limits = Limits(),
-               ray: str | None = None) -> Index | RayIndex:
+def open_index(
+    path: str | os.PathLike, verify: bool = False, limits: Limits = Limits(), ray: str | None = None
+) -> Index | RayIndex:
     """Open an index directory (memory-mapped; cheap). `verify=True` checks every byte first.
-    `limits`: the caps on each of its queries and their time (`sieve.Limits`; docs/bql.md, "Limits"). `ray`: serve a sharded index from one actor per shard on the Ray cluster at that address
-    (HOST:PORT, `auto`, or `local`) instead: a `sieve.index.shard_service.RayIndex`."""
+    `limits`: the caps on each of its queries and their time (`sieve.Limits`; docs/bql.md,
+    "Limits"). `ray`: serve a sharded index from one actor per shard on the Ray cluster at that
+    address (HOST:PORT, `auto`, or `local`) instead: a `sieve.index.shard_service.RayIndex`."""
     if ray is not None:
         from sieve.index.shard_service import open_ray_index
 
@@ -384,10 +467,10 @@ def build_index(
     means rebuilding.
     `fields`: metadata keys kept as filter columns, `{"year": "number", "venue": "keyword",
     "published": "date"}` (or `["year:number", ...]`), queried as `year[2000..2010]`,
-    `venue[=ACL]` (sieve.engine.analysis.schema); a value that does not fit its type is a CorpusError.
-    Text written under keys the corpus format does not know (`Title` for `title`, a section's
-    `body`) is a CorpusError naming the key, or with `lenient` is kept as metadata (counted in
-    `report.kept`).
+    `venue[=ACL]` (sieve.engine.analysis.schema); a value that does not fit its type is a
+    CorpusError. Text written under keys the corpus format does not know (`Title` for `title`, a
+    section's `body`) is a CorpusError naming the key, or with `lenient` is kept as metadata
+    (counted in `report.kept`).
 
     `shards`: split the documents into that many shards by a hash of their ids, built in
     parallel (`jobs` processes, or Ray tasks on the cluster at `ray`); the index opens and answers
@@ -400,17 +483,41 @@ def build_index(
     from sieve.index.build import build_segments
 
     if not isinstance(source, (str, os.PathLike)) and not hasattr(source, "__iter__"):
-        raise InvalidArgumentError(f"a corpus must be a path or an iterable of records, got {type(source).__name__}")
+        raise InvalidArgumentError(
+            f"a corpus must be a path or an iterable of records, got {type(source).__name__}"
+        )
     chosen = get_analyzer(analyzer, stopwords)  # an unknown name fails before anything is written
-    options = BuildOptions(on_error, jobs, memory_mb, segment_bytes, chosen, declare(fields), lenient)
+    options = BuildOptions(
+        on_error, jobs, memory_mb, segment_bytes, chosen, declare(fields), lenient
+    )
     if path is None:
-        return _temporary_index(source, on_error=on_error, progress=progress, report=report, jobs=jobs, memory_mb=memory_mb, analyzer=analyzer,
-                                stopwords=stopwords, fields=fields, lenient=lenient, shards=shards, ray=ray)
+        return _temporary_index(
+            source,
+            on_error=on_error,
+            progress=progress,
+            report=report,
+            jobs=jobs,
+            memory_mb=memory_mb,
+            analyzer=analyzer,
+            stopwords=stopwords,
+            fields=fields,
+            lenient=lenient,
+            shards=shards,
+            ray=ray,
+        )
     if shards is not None or ray is not None:
         from sieve.index.shards import build_sharded
 
-        build_sharded(source, as_path(path, "an index path"), shards if shards is not None else 1, options, force=force,
-                      report=report, progress=progress, ray=ray)
+        build_sharded(
+            source,
+            as_path(path, "an index path"),
+            shards if shards is not None else 1,
+            options,
+            force=force,
+            report=report,
+            progress=progress,
+            ray=ray,
+        )
         return Index(path)
     commit = commits.Commit(as_path(path, "an index path"), force=force)
     try:
@@ -423,12 +530,16 @@ def build_index(
 
         report = report if report is not None else CorpusReport()
         built = build_segments(source, new_segment, options, report=report, progress=progress)
-        write_commit(commit.commit_dir, [CommitEntry(names[where], where, manifest, new=True) for where, manifest in built],
-                     {"source": report.source, "skipped": report.skipped})
+        write_commit(
+            commit.commit_dir,
+            [CommitEntry(names[where], where, manifest, new=True) for where, manifest in built],
+            {"source": report.source, "skipped": report.skipped},
+        )
     except SieveError:  # some are OSErrors too (IndexExistsError): they say what happened already
         commit.abort()
         raise
-    except OSError as e:  # the corpus's own read errors are CorpusErrors by now: this is writing (a full disk)
+    # the corpus's own read errors are CorpusErrors by now: this is writing (a full disk)
+    except OSError as e:
         commit.abort()
         raise commits.unwritable(Path(path), e) from None
     except BaseException:
@@ -445,7 +556,11 @@ def build_index(
 
 def _temporary_index(source: Source, **options: Any) -> Index:
     shm = Path("/dev/shm")
-    root = Path(tempfile.mkdtemp(prefix="sieve-", dir=shm if shm.is_dir() and os.access(shm, os.W_OK) else None))
+    root = Path(
+        tempfile.mkdtemp(
+            prefix="sieve-", dir=shm if shm.is_dir() and os.access(shm, os.W_OK) else None
+        )
+    )
     try:
         built = build_index(source, root / "index", **options)
     except BaseException:

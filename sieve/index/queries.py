@@ -27,8 +27,16 @@ class Searchable(Protocol):
     analyzer: Analyzer
     limits: Limits
 
-    def _search(self, query: str, k: int, ranker: str, fallback: bool, explain: bool, diagnose: bool,
-                fallback_ranker: str | None = None) -> Results: ...
+    def _search(
+        self,
+        query: str,
+        k: int,
+        ranker: str,
+        fallback: bool,
+        explain: bool,
+        diagnose: bool,
+        fallback_ranker: str | None = None,
+    ) -> Results: ...
 
 
 def parse_query(text: str, text_fields: frozenset[str] = frozenset()) -> Node:
@@ -43,11 +51,13 @@ def _parsed(text: str, text_fields: frozenset[str]) -> Node:
 
 
 def ranked_search(index: Searchable, text: str, k: int, ranker: str, explain: bool) -> Results:
-    """`Index.ranked_search` for anything with an `analyzer`, `limits` and a `_search` (a RayIndex too)."""
+    """`Index.ranked_search` for anything with an `analyzer`, `limits` and a `_search` (a RayIndex
+    too)."""
     if not isinstance(text, str):
         raise InvalidArgumentError(f"ranked_search takes text, got {type(text).__name__}")
     check_request(k, ranker)
-    index.limits.check_length(text)  # the text is what the caller wrote; the longer BQL made of it is sieve's
+    # the text is what the caller wrote; the longer BQL made of it is sieve's
+    index.limits.check_length(text)
     query = free_text_query(text, index.analyzer)
     if query is None:
         return Results([], 0, "", ranker=ranker, analyzer=index.analyzer)
@@ -55,11 +65,14 @@ def ranked_search(index: Searchable, text: str, k: int, ranker: str, explain: bo
 
 
 class Match:
-    """The exact admitted set of a query: `count`, `docs` and `ids` in index order, and the canonical `query`."""
+    """The exact admitted set of a query: `count`, `docs` and `ids` in index order, and the
+    canonical `query`."""
 
-    __slots__ = ("query", "count", "_parts", "_capacity", "_reader", "_docs")
+    __slots__ = ("_capacity", "_docs", "_parts", "_reader", "count", "query")
 
-    def __init__(self, query: str, parts: list[np.ndarray], capacity: int, reader: Snapshot) -> None:
+    def __init__(
+        self, query: str, parts: list[np.ndarray], capacity: int, reader: Snapshot
+    ) -> None:
         """`parts`: each segment's admitted set, in the snapshot's order (read, never written:
         some may be the index's own read-only rows)."""
         self.query = query
@@ -73,7 +86,9 @@ class Match:
         """Internal document numbers in index order (ascending, but in a sharded index the order
         of its corpus); materialised on first use."""
         if self._docs is None:
-            self._docs = self._reader.in_order(bitset.to_ids(self._reader.join(self._parts), self._capacity))
+            self._docs = self._reader.in_order(
+                bitset.to_ids(self._reader.join(self._parts), self._capacity)
+            )
         return self._docs
 
     @property
@@ -85,7 +100,11 @@ class Match:
     def __eq__(self, other: object) -> bool:
         if not isinstance(other, Match):
             return NotImplemented
-        return self.query == other.query and self.count == other.count and np.array_equal(self.docs, other.docs)
+        return (
+            self.query == other.query
+            and self.count == other.count
+            and np.array_equal(self.docs, other.docs)
+        )
 
     __hash__ = None  # type: ignore[assignment]
 

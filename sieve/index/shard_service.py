@@ -167,8 +167,8 @@ class ShardServer:
         explain: bool,
     ) -> list[tuple[Any, ...]]:
         """This shard's best k, scored with the collection's statistics: (order key, score, local
-        number, id, fields, sections, section numbers) each. `whole`: rank
-        every document (the fallback)."""
+        number, id, fields, sections, section numbers) each. `whole`: rank every document (the
+        fallback)."""
         with deadline.within(self.limits.seconds):
             return self._top(query, collection, idfs, k, whole, explain)
 
@@ -273,8 +273,8 @@ class RemoteReader:
 
 
 class RayMatch:
-    """What a query admits over every shard: `count`, `ids` in index
-    order, the canonical `query`."""
+    """What a query admits over every shard: `count`, `ids` in index order, the canonical
+    `query`."""
 
     def __init__(self, query: str, count: int, ids: list[str]) -> None:
         self.query, self.count, self.ids = query, count, ids
@@ -406,8 +406,8 @@ class RayIndex:
     ) -> Results:
         """As `Index.search`, with BM25 (dense and Indri rankers need the index opened locally);
         a zero-hit search's diagnosis is merged from every shard's. Each shard's part of a call (its
-        count, then its best k) runs under `limits.seconds` in its actor;
-        `timeout_s` bounds each wait."""
+        count, then its best k) runs under `limits.seconds` in its actor; `timeout_s` bounds each
+        wait."""
         check_request(k, ranker)
         self.limits.check_length(query)
         return self._search(query, k, ranker, fallback, explain, diagnose, fallback_ranker)

@@ -19,7 +19,8 @@ class ToolConfig:
     k: int = 5  # results when the agent does not say
     k_max: int = 50
     max_sections: int = 8  # (doc, section) pairs per fetch
-    max_query_chars: int = MAX_QUERY_CHARS  # a server may accept less than the language does (and the index: the lower wins)
+    # a server may accept less than the language does (and the index: the lower wins)
+    max_query_chars: int = MAX_QUERY_CHARS
     ranker: str = "bm25"
     fallback: bool = True  # zero-hit recovery for `search`
     fallback_ranker: str | None = (
@@ -28,7 +29,8 @@ class ToolConfig:
     diagnose: bool = (
         True  # a zero-hit `search` names the one-step relaxations that would admit documents
     )
-    manual: str = "generated"  # the manual of `search`: generated from the index, or the paper's for the collection (MANUALS)
+    # the manual of `search`: generated from the index, or the paper's for the collection (MANUALS)
+    manual: str = "generated"
     # The read ceiling bounds what one `fetch` returns ("call", sieve's default: an agent's context
     # grows by at most the cap per call), or each document's text in it ("document", the paper's).
     cap_scope: str = "call"

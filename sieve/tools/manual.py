@@ -1,8 +1,8 @@
 """The tool manual an agent reads, generated from the index so that it never promises a field the
 index does not have (the paper's reference manuals promised an infobox field that was not indexed).
 
-The text lives in `manual.md`, rendered strictly by `sieve.common.templates` (a missing flag or value is
-an error, never a blank).
+The text lives in `manual.md`, rendered strictly by `sieve.common.templates` (a missing flag or
+value is an error, never a blank).
 """
 
 from __future__ import annotations
@@ -36,6 +36,9 @@ class Described(Protocol):
     @property
     def unit(self) -> str: ...
 
+    @property
+    def keeps_listing(self) -> bool: ...
+
 
 _HOLDS = {
     Field.TITLE: "the title",
@@ -47,14 +50,15 @@ _HOLDS = {
 
 
 def _stop_sentence(analyzer: Any) -> str:
-    """What the agent must know of an index's stop words: which, and that they are not searchable alone."""
+    """What the agent must know of an index's stop words: which, and that they are not searchable
+    alone."""
     if not analyzer.stopwords:
         return ""
     words = sorted(analyzer.stopwords)
     shown = ", ".join(f"`{w}`" for w in words[:12]) + (", ..." if len(words) > 12 else "")
     return (
-        f" Stop words ({shown}; {len(words)} in all) are not indexed: a term made only of them is an error; inside a"
-        " quoted phrase each stands for any one word."
+        f" Stop words ({shown}; {len(words)} in all) are not indexed: a term made only "
+        "of them is an error; inside a quoted phrase each stands for any one word."
     )
 
 
@@ -86,7 +90,7 @@ def _join(items: list[str], last: str = "and") -> str:
 def render_manual(toolset: Described) -> str:
     index, config, tools = toolset.index, toolset.config, toolset.tools
     counts = field_counts(index)
-    n, dated = len(index), int(index.stats.get("dated", 0))  # type: ignore[arg-type]
+    n, dated = len(index), int(index.stats.get("dated", 0))
     has = {
         "author": counts[Field.AUTHOR] > 0,
         "infobox": counts[Field.INFOBOX] > 0,
@@ -125,27 +129,31 @@ def render_manual(toolset: Described) -> str:
         "k": config.k,
         "k_max": config.k_max,
         "ranker": RANKERS[config.ranker],
-        "rank_note": " Only words outside a NOT count for the ranking; `word*` and dates only filter (a query with nothing else lists its"
-        " matches in index order)."
-        if config.ranker == "bm25"
-        else "",
+        "rank_note": (
+            " Only words outside a NOT count for the ranking; `word*` and dates only filter (a"
+            " query with nothing else lists its matches in index order)."
+            if config.ranker == "bm25"
+            else ""
+        ),
         "filter_sentence": (
-            f"The query is read softly: every document is scored by {RANKERS[config.ranker]}, so documents that satisfy the"
-            " whole query usually come first, but a result need not satisfy it; the first line says how many satisfy it"
-            " exactly. Only a date range excludes documents."
+            f"The query is read softly: every document is scored by {RANKERS[config.ranker]}, so"
+            " documents that satisfy the whole query usually come first, but a result need not"
+            " satisfy it; the first line says how many satisfy it exactly. Only a date range"
+            " excludes documents."
             if config.ranker in SOFT_RANKERS
-            else f"The query is a filter: it decides exactly which documents are eligible, and only those are ranked (by"
-            f" {RANKERS[config.ranker]}). A document the query rejects is never shown"
+            else "The query is a filter: it decides exactly which documents are "
+            f"eligible, and only those are ranked (by {RANKERS[config.ranker]}). "
+            "A document the query rejects is never shown"
             + (" (except after zero hits, see below)." if config.fallback else ".")
         ),
         "stemming": (
             "Words are not stemmed: `close` does not find `closed`; write `close*`."
             if not index.analyzer.stems
-            # type: ignore[attr-defined]
-            else f"Words are matched by their stem ({index.analyzer.name} stemming): `closed` also finds `close`, `closing` and"  # type: ignore[attr-defined]
-            " `closes`, in phrases too; `clos*` finds every word whose stem starts with `clos`."
+            else f"Words are matched by their stem ({index.analyzer.name} stemming): `closed` also"
+            " finds `close`, `closing` and `closes`, in phrases too; `clos*` finds every word whose"
+            " stem starts with `clos`."
         )
-        + _stop_sentence(index.analyzer),  # type: ignore[attr-defined]
+        + _stop_sentence(index.analyzer),
         "anywhere": _join(
             ["title", "headings", "section texts"]
             + ["author names"] * has["author"]
@@ -159,15 +167,18 @@ def render_manual(toolset: Described) -> str:
         ),
         "fields_table": fields_table(counts),
         "dated": f"{dated:,}",
-        "columns_list": "The index also keeps "
-        + _join([f"`{n}` ({t})" for n, t in index.schema.fields])
-        if index.schema
-        else "",  # type: ignore[attr-defined]
+        "columns_list": (
+            "The index also keeps " + _join([f"`{n}` ({t})" for n, t in index.schema.fields])
+            if index.schema
+            else ""
+        ),
         "date_canon": ", dates as day ranges" if has["date"] else "",
         **_doc_values(read_tools, toolset.keeps_listing),
-        "card_meta": f", then {_join(meta)} when the document has {'it' if len(meta) == 1 else 'them'}"
-        if meta
-        else "",
+        "card_meta": (
+            f", then {_join(meta)} when the document has {'it' if len(meta) == 1 else 'them'}"
+            if meta
+            else ""
+        ),
         "card_example_meta": (" · 2021-03-04" if has["date"] else "")
         + (" · by A. Writer" if has["author"] else ""),
         "card_example_ib": " ib[country·founded]" if has["infobox"] else "",
@@ -218,7 +229,10 @@ def fetch_cap(cap: int, unit: str, scope: str) -> str:
 
 def longer_note(what: str, parts: bool) -> str:
     if parts:
-        return f'A longer {what} comes in parts, and each part ends with the call that reads the next (`"part": 2`).'
+        return (
+            f"A longer {what} comes in parts, and each part ends with the call that reads the next "
+            '(`"part": 2`).'
+        )
     return (
         f"A longer {what} is cut at that ceiling, and the cut is marked: there is no second part."
     )

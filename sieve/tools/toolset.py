@@ -40,7 +40,8 @@ class Toolset:
         keeps_listing: bool = True,
     ) -> None:
         """`keeps_listing=False` is a session whose calls share nothing (a stateless server
-        connection): ranks then mean nothing, and saying so beats answering from a stranger's listing."""
+        connection): ranks then mean nothing, and saying so beats answering from a stranger's
+        listing."""
         tools = check_tools(tools)
         self.index = index
         self.config = config
@@ -54,8 +55,9 @@ class Toolset:
 
     @classmethod
     def for_condition(cls, index: Index, name: str, config: ToolConfig = ToolConfig()) -> Toolset:
-        """The tools of the condition `name` (sieve.tools.conditions); InvalidArgumentError if unknown
-        or if the condition's tools act on files, not on an index (`sieve.tools.shell.episode.make_tools`)."""
+        """The tools of the condition `name` (sieve.tools.conditions); InvalidArgumentError if
+        unknown or if the condition's tools act on files, not on an index
+        (`sieve.tools.shell.episode.make_tools`)."""
         c = condition(name)
         if not c.retriever:
             raise InvalidArgumentError(
@@ -67,7 +69,8 @@ class Toolset:
     # ------------------------------------------------------------ the surface
 
     def begin(self, question: str) -> list[dict[str, Any]]:
-        """Called once before an episode; returns the calls made for it (none: the agent searches)."""
+        """Called once before an episode; returns the calls made for it (none: the agent
+        searches)."""
         return []
 
     def schemas(self) -> list[dict[str, Any]]:
@@ -79,7 +82,8 @@ class Toolset:
         if tool is None:
             return self._result(
                 name,
-                f"error: there is no tool named {json.dumps(name)}; the tools are {', '.join(self.tools)}",
+                f"error: there is no tool named {json.dumps(name)}; "
+                f"the tools are {', '.join(self.tools)}",
                 False,
             )
         facts: dict[str, Any] = {}
@@ -101,15 +105,18 @@ class Toolset:
         return getattr(self.index, "limits", None) or Limits()
 
     def describe(self) -> str:
-        """Each tool with its arguments, in words: for prompts whose model gets no native schemas."""
+        """Each tool with its arguments, in words: for prompts whose model gets no native
+        schemas."""
         return "\n".join(
-            f"- `{t.name}`: {t.description} Arguments: {describe_params(t.parameters)}. Example: {t.example}"
+            f"- `{t.name}`: {t.description} Arguments: "
+            f"{describe_params(t.parameters)}. Example: {t.example}"
             for t in self.tools.values()
         )
 
     def manual(self) -> str:
         """What the agent reads on how to use the tools: the paper's BQL manual for the collection
-        (`ToolConfig.manual == "paper"`, when `search` is offered), else the manual generated from the index."""
+        (`ToolConfig.manual == "paper"`, when `search` is offered), else the manual generated from
+        the index."""
         if self.config.manual.startswith("paper") and "search" in self.tools:
             from sieve.tools.paper_manual import render_paper_manual
 
@@ -150,8 +157,9 @@ class Toolset:
         return {
             "search": Tool(
                 "search",
-                "Search the collection with the query language in the manual: the query decides exactly which documents "
-                "are eligible, the best k are shown as cards (headings, matched sections, snippet).",
+                "Search the collection with the query language in the manual: the query decides "
+                "exactly which documents are eligible, the best k are shown as cards (headings, "
+                "matched sections, snippet).",
                 {
                     "type": "object",
                     "properties": {
@@ -166,9 +174,11 @@ class Toolset:
             ),
             "ranked_search": Tool(
                 "ranked_search",
-                "Rank the documents that contain words of a plain-text query (no operators, no fields)"
+                "Rank the documents that contain words of a "
+                "plain-text query (no operators, no fields)"
                 + (
-                    f"; each result shows the document's whole text, up to {c.read.cap:,} {self.unit}."
+                    "; each result shows the document's whole "
+                    f"text, up to {c.read.cap:,} {self.unit}."
                     if c.autoread
                     else "."
                 ),
@@ -183,7 +193,8 @@ class Toolset:
             ),
             "fetch": Tool(
                 "fetch",
-                f"Read named sections of documents (up to {c.max_sections} per call, {c.read.cap:,} {self.unit} per {c.cap_scope}).",
+                f"Read named sections of documents (up to {c.max_sections} per call, "
+                f"{c.read.cap:,} {self.unit} per {c.cap_scope}).",
                 {
                     "type": "object",
                     "properties": {
@@ -199,7 +210,8 @@ class Toolset:
                                     "section": {
                                         "type": "string",
                                         "minLength": 1,
-                                        "description": "a heading as shown on the card, or intro, facts, infobox, contents",
+                                        "description": "a heading as shown on the "
+                                        "card, or intro, facts, infobox, contents",
                                     },
                                     "part": PART,
                                 },
@@ -212,7 +224,7 @@ class Toolset:
                     "additionalProperties": False,
                 },
                 self._fetch,
-                '{"sections": [{"doc": %s, "section": "Usage"}]}' % ref,
+                '{"sections": [{"doc": %s, "section": "Usage"}]}' % ref,  # noqa: UP031 - as above
             ),
             "visit": Tool(
                 "visit",
@@ -229,12 +241,14 @@ class Toolset:
                     "additionalProperties": False,
                 },
                 self._visit,
-                '{"doc": %s}' % ref,
+                '{"doc": %s}' % ref,  # noqa: UP031 - JSON's braces read better than doubled ones
             ),
             "indri_search": Tool(
                 "indri_search",
-                "Search the collection with Indri's query language as the manual gives it (#combine, #band, #1, #uwN, "
-                "word.title): the documents the query matches are ranked by Indri's query likelihood, the best k shown as cards.",
+                "Search the collection with Indri's query language as the manual gives it "
+                "(#combine, #band, #1, #uwN, "
+                "word.title): the documents the query matches are ranked by Indri's query "
+                "likelihood, the best k shown as cards.",
                 {
                     "type": "object",
                     "properties": {
@@ -249,7 +263,8 @@ class Toolset:
             ),
             "show": Tool(
                 "show",
-                "List a document's facts (title, author, date, infobox) and every section heading with its length, without reading the texts.",
+                "List a document's facts (title, author, date, infobox) and every section heading "
+                "with its length, without reading the texts.",
                 {
                     "type": "object",
                     "properties": {"doc": doc},
@@ -257,7 +272,7 @@ class Toolset:
                     "additionalProperties": False,
                 },
                 self._show,
-                '{"doc": %s}' % ref,
+                '{"doc": %s}' % ref,  # noqa: UP031 - JSON's braces read better than doubled ones
             ),
         }
 
@@ -281,7 +296,10 @@ class Toolset:
             self.index, r, header, Matcher.of(r), self.config.cards, structured=structured
         )
         if not self.keeps_listing and r.hits:
-            text += "\n(this connection keeps no listing between calls: to read a result, give its document id, not its rank)"
+            text += (
+                "\n(this connection keeps no listing between calls: to read a result, give its "
+                "document id, not its rank)"
+            )
         return text, True
 
     def _search(self, args: dict[str, Any], facts: dict[str, Any]) -> tuple[str, bool]:
@@ -326,7 +344,8 @@ class Toolset:
         return self._list(r, cards.ranked_header(r), structured, facts)
 
     def _autoread(self, r: Results, facts: dict[str, Any]) -> tuple[str, bool]:
-        """Search-AutoRead: each hit's whole document, cut at the read ceiling, instead of a card."""
+        """Search-AutoRead: each hit's whole document, cut at the read ceiling, instead of a
+        card."""
         self._remember(r, facts)
         read = replace(self.config.read, parts=False)
         texts = [cards.ranked_header(r)]
@@ -340,7 +359,8 @@ class Toolset:
         self, question: str, k: int | None = None
     ) -> tuple[list[tuple[str, str]], dict[str, Any]]:
         """One-shot retrieval: the top `k` documents for `question` as free text, each as (id, the
-        whole text a visit shows, uncut), and the search's facts. They count as surfaced and opened."""
+        whole text a visit shows, uncut), and the search's facts. They count as surfaced and
+        opened."""
         facts: dict[str, Any] = {}
         r = self.index.ranked_search(question, k=k or self.config.k, ranker=self.config.ranker)
         self._remember(r, facts)
@@ -356,12 +376,13 @@ class Toolset:
         if isinstance(ref, int):
             if not self.keeps_listing:
                 raise ToolFailure(
-                    f"this connection keeps no listing between calls, so rank {ref} means nothing here; "
-                    "give the document id shown on the card (a string) instead"
+                    f"this connection keeps no listing between calls, so rank {ref} means "
+                    "nothing here; give the document id shown on the card (a string) instead"
                 )
             if self.listing is None:
                 raise ToolFailure(
-                    f"there is no earlier search, so rank {ref} means nothing; search first, or give a document id (a string)"
+                    f"there is no earlier search, so rank {ref} means nothing; search first, or "
+                    "give a document id (a string)"
                 )
             if not self.listing:
                 raise ToolFailure(f"the last search listed no documents, so there is no rank {ref}")
@@ -385,9 +406,8 @@ class Toolset:
             self.opened.append(read.doc_id)
 
     def _fetch(self, args: dict[str, Any], facts: dict[str, Any]) -> tuple[str, bool]:
-        blocks: list[
-            tuple[str, str]
-        ] = []  # (text, what it is: named in a note if it must be left out)
+        # (text, what it is: named in a note if it must be left out)
+        blocks: list[tuple[str, str]] = []
         reads: list[Read | None] = []
         for item in args["sections"]:
             try:

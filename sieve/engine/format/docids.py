@@ -50,7 +50,11 @@ def split(ids: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
         step[0] = True  # a run starts at 0
         np.not_equal(high[1:], high[:-1], out=step[1:])
     starts = np.flatnonzero(step)
-    return (ids & LOW_MASK).astype(np.uint16), starts.astype(np.int64), high[starts].astype(np.int32)
+    return (
+        (ids & LOW_MASK).astype(np.uint16),
+        starts.astype(np.int64),
+        high[starts].astype(np.int32),
+    )
 
 
 class SplitIdsWriter:
@@ -85,7 +89,11 @@ class SplitIdsWriter:
         return {
             low: self.low.close(),
             runs: storage.write_array(self.dir / runs, starts, np.int64 if wide else np.uint32),
-            high: storage.write_array(self.dir / high, np.concatenate(self.highs) if self.highs else np.zeros(0, np.int32), np.int32),
+            high: storage.write_array(
+                self.dir / high,
+                np.concatenate(self.highs) if self.highs else np.zeros(0, np.int32),
+                np.int32,
+            ),
         }
 
 
@@ -96,7 +104,7 @@ def write(directory: Path, prefix: str, ids: np.ndarray) -> dict[str, Any]:
     return w.close()
 
 
-def open_ids(directory: Path, prefix: str, entries: dict[str, Any]) -> "SplitIds":
+def open_ids(directory: Path, prefix: str, entries: dict[str, Any]) -> SplitIds:
     """Read back what `write` or a `SplitIdsWriter` wrote (`entries`: their manifest entries)."""
     low, runs, high = (storage.open_array(directory / n, n, entries[n]) for n in files(prefix))
     return SplitIds(low, runs, high)
@@ -108,8 +116,13 @@ def consistent(starts: np.ndarray, highs: np.ndarray, n_postings: int, n_docs: i
         return False
     if len(starts) == 0:
         return True
-    return (int(starts[0]) == 0 and int(starts[-1]) < n_postings and bool(np.all(starts[1:] > starts[:-1]))
-            and int(highs.min()) >= 0 and int(highs.max()) <= max(n_docs - 1, 0) >> LOW_BITS)
+    return (
+        int(starts[0]) == 0
+        and int(starts[-1]) < n_postings
+        and bool(np.all(starts[1:] > starts[:-1]))
+        and int(highs.min()) >= 0
+        and int(highs.max()) <= max(n_docs - 1, 0) >> LOW_BITS
+    )
 
 
 class SplitIds:
@@ -121,12 +134,15 @@ class SplitIds:
     were with raw ids, and a segment never queried never reads them.
     """
 
-    def __init__(self, low: Any, starts: Any, highs: Any, n_docs: int | None = None, label: str = "") -> None:
+    def __init__(
+        self, low: Any, starts: Any, highs: Any, n_docs: int | None = None, label: str = ""
+    ) -> None:
         """`n_docs`: the segment's documents, to check the runs against (None: unchecked);
         `label`: the run table's name in errors."""
         self.low = low
         self._n = len(low)
-        if isinstance(low, storage.ArrayFile):  # a checked memory map: read it plainly once verified
+        # a checked memory map: read it plainly once verified
+        if isinstance(low, storage.ArrayFile):
             if low.verified:
                 self.low = low.a
             else:
@@ -135,7 +151,8 @@ class SplitIds:
         self.n_docs, self.label = n_docs, label
         self.starts: np.ndarray | None = None
         self.highs: np.ndarray | None = None
-        self._flat = False  # one run of zeros (a segment of at most 65,536 documents): set when loaded
+        # one run of zeros (a segment of at most 65,536 documents): set when loaded
+        self._flat = False
 
     def tables_agree(self) -> bool:
         """Whether the run tables' lengths agree (what opening checks; values at first use)."""
@@ -150,9 +167,14 @@ class SplitIds:
         return self.starts, self.highs
 
     def _load(self) -> tuple[np.ndarray, np.ndarray]:
-        starts, highs = (np.asarray(a) for a in self._sources)  # a memory map is verified, not copied
+        # a memory map is verified, not copied
+        starts, highs = (np.asarray(a) for a in self._sources)
         if self.n_docs is not None and not consistent(starts, highs, self._n, self.n_docs):
-            raise IndexDamagedError(self.label, "its runs do not cover the postings in order, or make document numbers past the segment's last")
+            raise IndexDamagedError(
+                self.label,
+                "its runs do not cover the postings in order, or "
+                "make document numbers past the segment's last",
+            )
         self._flat = len(highs) == 0 or (len(highs) == 1 and int(highs[0]) == 0)
         self.highs, self._key = highs, starts.dtype.type
         self.starts = starts  # set last: a thread that sees it sees the rest
@@ -166,7 +188,12 @@ class SplitIds:
 
     def __getitem__(self, key: slice) -> np.ndarray:
         a, b = key.start, key.stop
-        if type(a) is not int or type(b) is not int or not 0 <= a <= b <= self._n or key.step is not None:
+        if (
+            type(a) is not int
+            or type(b) is not int
+            or not 0 <= a <= b <= self._n
+            or key.step is not None
+        ):
             a, b, step = key.indices(self._n)
             if step != 1:
                 raise ValueError("document ids are read by contiguous slices")
@@ -180,9 +207,12 @@ class SplitIds:
             return out
         # Every call pays for what follows, so it stays in scalar steps: most slices (a term's
         # postings) lie in one run or two.
-        starts, highs, key = self.starts, self.highs, self._key
+        # Annotated, not asserted: this runs per slice. Both are set by `_load` above.
+        starts: np.ndarray = self.starts  # type: ignore[assignment]  # loaded above
+        highs: np.ndarray = self.highs  # type: ignore[assignment]  # loaded with starts
+        as_key = self._key
         # The key in the table's own type: numpy would otherwise convert the whole table per call.
-        k = int(starts.searchsorted(key(a), "right")) - 1  # the run that holds posting a
+        k = int(starts.searchsorted(as_key(a), "right")) - 1  # the run that holds posting a
         n, last, edge = b - a, len(starts) - 1, 0
         for _ in range(LOOP_RUNS):
             stop = n if k == last or starts[k + 1] >= b else int(starts[k + 1]) - a
@@ -194,8 +224,10 @@ class SplitIds:
                 return out
             edge, k = stop, k + 1
         # Many runs (a long prefix's postings, say): the rest at once.
-        j = int(starts.searchsorted(key(b)))
-        lens = np.diff(np.concatenate(([edge], starts[k + 1 : j].astype(np.int64) - a, [n])))
+        j = int(starts.searchsorted(as_key(b)))
+        lens: np.ndarray = np.diff(
+            np.concatenate(([edge], starts[k + 1 : j].astype(np.int64) - a, [n]))
+        )
         part = out[edge:]
         np.add(part, np.repeat(highs[k:j].astype(np.intp) << LOW_BITS, lens), out=part)
         return out
@@ -210,8 +242,8 @@ class SplitIds:
         if self._flat:
             return out
         key = self._key
-        # `at` ascends: its runs are a short stretch of the table (a term's postings lie in one run or
-        # a few), searched alone.
+        # `at` ascends: its runs are a short stretch of the table (a term's postings lie in one run
+        # or a few), searched alone.
         k0 = int(starts.searchsorted(key(at[0]), "right")) - 1
         k1 = int(starts.searchsorted(key(at[-1]), "right"))
         if k1 - k0 == 1:

@@ -9,8 +9,8 @@ from __future__ import annotations
 import numpy as np
 
 from sieve.engine import deadline
-from sieve.engine.format.distinct import distinct
 from sieve.engine.analysis.fields import Field
+from sieve.engine.format.distinct import distinct
 from sieve.engine.format.ranges import ragged
 from sieve.engine.query.ops.base import LeafPlan, positions_in_doc
 from sieve.engine.query.plan import Plan
@@ -34,18 +34,31 @@ class Explainer:
         # Equal atoms match in the same places: `s*` written 1,024 times is explained once.
         distinct: dict[tuple[object, ...], LeafPlan] = {}
         for leaf in plan.positive:
-            distinct.setdefault((leaf.kind, leaf.terms, leaf.tids, leaf.offsets, leaf.term_range, leaf.mask, leaf.distance,
-                                 str(leaf.node) if leaf.parts else ""), leaf)
+            distinct.setdefault(
+                (
+                    leaf.kind,
+                    leaf.terms,
+                    leaf.tids,
+                    leaf.offsets,
+                    leaf.term_range,
+                    leaf.mask,
+                    leaf.distance,
+                    str(leaf.node) if leaf.parts else "",
+                ),
+                leaf,
+            )
         self.leaves = tuple(distinct.values())
 
     def _ragged(self, tid: int, docs: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-        """(positions of a term inside any of `docs`, index into `docs` of each), one binary search per end."""
+        """(positions of a term inside any of `docs`, index into `docs` of each), one binary search
+        per end."""
         r = self.r
         if tid < 0:
             return np.zeros(0, dtype=np.int64), np.zeros(0, dtype=np.int64)
         last = r.doc_units[np.minimum(docs + 1, r.n_docs)]
         starts = r.unit_start[r.doc_units[docs]]
-        nexts = r.unit_start[np.minimum(last, len(r.unit_start) - 1)]  # the next document's first position
+        # the next document's first position
+        nexts = r.unit_start[np.minimum(last, len(r.unit_start) - 1)]
         more = docs + 1 < r.n_docs
         pos = r.pos.covering(tid, starts, np.where(more, nexts.astype(np.int64) - 1, 2**63 - 1))
         lo = search_sorted(pos, starts)
@@ -72,14 +85,25 @@ class Explainer:
             self._collect(pos, owner, leaf.mask, fields, sections)
         return [([_FIELDS[f] for f in sorted(fs)], sorted(ss)) for fs, ss in zip(fields, sections)]
 
-    def _collect(self, pos: np.ndarray, owner: np.ndarray, fmask: int, fields: list[set[int]], sections: list[set[int]]) -> None:
+    def _collect(
+        self,
+        pos: np.ndarray,
+        owner: np.ndarray,
+        fmask: int,
+        fields: list[set[int]],
+        sections: list[set[int]],
+    ) -> None:
         if not len(pos):
             return
         r = self.r
         units = r.units_of(pos)
         ufield = r.unit_field[units].astype(np.int64)
         keep = ((np.int64(1) << ufield) & fmask) != 0
-        owner, ufield, usec = owner[keep], ufield[keep], r.unit_section[units[keep]].astype(np.int64)
+        owner, ufield, usec = (
+            owner[keep],
+            ufield[keep],
+            r.unit_section[units[keep]].astype(np.int64),
+        )
         # A frequent word matches hundreds of times in one document: only its distinct (document,
         # field) and (document, section) pairs reach Python.
         for key in distinct(owner * 8 + ufield).tolist():

@@ -25,7 +25,8 @@ class Hit:
     section_numbers: tuple[int, ...] = field(default=(), repr=False, compare=False)
 
     def matched_sections(self, headings: list[str] | tuple[str, ...]) -> list[int]:
-        """The numbers of the sections the query matched (by name, for a hit built without numbers)."""
+        """The numbers of the sections the query matched (by name, for a hit built without
+        numbers)."""
         if self.section_numbers or not self.sections:
             return list(self.section_numbers)
         return [j for j, h in enumerate(headings) if h in self.sections]
@@ -39,8 +40,7 @@ class Matched(Protocol):
     """Where a search's query matched each of its hits, found for all of them at the first read
     of any (`Searcher.hits`): (fields, sections, section numbers) by place in the hits."""
 
-    def values(self) -> list[tuple[tuple[str, ...], tuple[str, ...], tuple[int, ...]]]:
-        ...
+    def values(self) -> list[tuple[tuple[str, ...], tuple[str, ...], tuple[int, ...]]]: ...
 
 
 class _MatchedField:
@@ -80,7 +80,8 @@ for _name in ("fields", "sections", "section_numbers"):
 class _ReadOnce:
     """A dataclass field that may be given a zero-argument function instead of its value: called at
     the first read, and its value kept. A search that ranks without listing the admitted set counts
-    it only if the count is read (an agent's card reads it; a caller after ids and scores does not)."""
+    it only if the count is read (an agent's card reads it; a caller after ids and scores does
+    not)."""
 
     def __set_name__(self, owner: type, name: str) -> None:
         self.slot = "_" + name
@@ -93,7 +94,8 @@ class _ReadOnce:
             value = obj.__dict__[self.slot] = value()
         return value
 
-    def __set__(self, obj: object, value: Any) -> None:  # only __init__ gets here: the dataclass is frozen
+    # only __init__ gets here: the dataclass is frozen
+    def __set__(self, obj: object, value: Any) -> None:
         obj.__dict__[self.slot] = value
 
 
@@ -101,25 +103,29 @@ class _ReadOnce:
 class Results:
     hits: list[Hit]
     count: int = _ReadOnce()  # type: ignore[assignment]  # exact size of the admitted set (0 when the fallback fired)
-    query: str  # canonical form
+    query: str  # type: ignore[misc]  # canonical form; count's _ReadOnce is no default
     fallback: bool = False
     missing: list[str] = field(default_factory=list)  # top-level clauses no document matches
     ranker: str = "bm25"
-    # From the query's plan, for whoever shows the hits (snippets, headers) without parsing it again:
+    # From the query's plan, for whoever shows the hits (snippets, headers) without parsing it
+    # again:
     terms: tuple[str, ...] = ()  # the positive analysed terms, each once, in query order
     stems: tuple[str, ...] = ()  # the positive prefix stems
     text: str = ""  # the positive words as written (what a dense ranker read)
     # For a query that admits nothing: each clause's count alone and the one-step relaxations that
-    # would admit documents (sieve.engine.query.diagnose); None when it admits something or was not asked.
+    # would admit documents (sieve.engine.query.diagnose); None when it admits something or was not
+    # asked.
     diagnosis: Diagnosis | None = None
-    analyzer: Analyzer = field(default=PLAIN, repr=False, compare=False)  # the index's: how `terms` were made from the words
+    # the index's: how `terms` were made from the words
+    analyzer: Analyzer = field(default=PLAIN, repr=False, compare=False)
     hints: tuple[str, ...] = ()  # what the query may have meant instead (`title:zlib`: bql.hints)
 
     @property
     def ranked(self) -> bool:
-        """Whether the ranker had anything to score (BM25 ignores prefixes and dates; dense reads stems too)."""
+        """Whether the ranker had anything to score (BM25 ignores prefixes and dates; dense reads
+        stems too)."""
         return bool(self.terms) if self.ranker == "bm25" else bool(self.text)
 
     def __getstate__(self) -> dict[str, Any]:
-        self.count  # a count still to compute is computed: a function does not pickle
+        _ = self.count  # a count still to compute is computed: a function does not pickle
         return self.__dict__

@@ -33,14 +33,16 @@ from sieve.engine.rank.topk import top_k
 from sieve.engine.segment.snapshot import Segment, Snapshot
 from sieve.errors import InvalidArgumentError
 
-
 Later = Callable[[Callable[[], Any]], Any]
 Found = tuple[tuple[str, ...], tuple[str, ...], tuple[int, ...]]  # fields, sections, their numbers
 
 
 class DenseScorer(Protocol):
-    def top(self, text: str, docs: np.ndarray | None, bits: np.ndarray | None, k: int) -> tuple[np.ndarray, np.ndarray]:
-        """The k (documents, similarity) best for `text` among `docs` (None: the whole collection)."""
+    def top(
+        self, text: str, docs: np.ndarray | None, bits: np.ndarray | None, k: int
+    ) -> tuple[np.ndarray, np.ndarray]:
+        """The k (documents, similarity) best for `text` among `docs` (None: the whole
+        collection)."""
         ...
 
     def similarity(self, text: str, docs: np.ndarray) -> np.ndarray:
@@ -48,19 +50,30 @@ class DenseScorer(Protocol):
         ...
 
 
-
 class SegmentSearch:
     """One segment's share of every search: its filter, its BM25 and Indri scorers, all over its
     live documents and with the whole collection's statistics."""
 
-    def __init__(self, seg: Segment, snapshot: Snapshot, params: BM25Params, indri: IndriParams, avgdl: float | None = None) -> None:
+    def __init__(
+        self,
+        seg: Segment,
+        snapshot: Snapshot,
+        params: BM25Params,
+        indri: IndriParams,
+        avgdl: float | None = None,
+    ) -> None:
         self.seg = seg
         self.reader = seg.reader
         deleted = seg.deleted is not None
         self.evaluator = Evaluator(seg.reader, seg.live if deleted else None)
-        # One segment with nothing deleted is its own collection: today's numbers, computed as a fresh build does.
-        self.bm25 = BM25Scorer(seg.reader, params, avgdl if avgdl is not None else None if snapshot.dense else snapshot.avgdl,
-                               self.evaluator.holders)
+        # One segment with nothing deleted is its own collection: today's numbers, computed as a
+        # fresh build does.
+        self.bm25 = BM25Scorer(
+            seg.reader,
+            params,
+            avgdl if avgdl is not None else None if snapshot.dense else snapshot.avgdl,
+            self.evaluator.holders,
+        )
         self.indri = IndriScorer(seg.reader, indri, seg.live_flags if deleted else None)
 
 
@@ -69,15 +82,23 @@ class Searcher:
     every segment of a snapshot: each segment filters and scores its own documents with the
     collection's statistics, and the best of each are merged (equal scores in index order)."""
 
-    def __init__(self, snapshot: Snapshot, params: BM25Params = BM25Params(), indri: IndriParams = IndriParams(),
-                 collection: tuple[int, int] | None = None) -> None:
+    def __init__(
+        self,
+        snapshot: Snapshot,
+        params: BM25Params = BM25Params(),
+        indri: IndriParams = IndriParams(),
+        collection: tuple[int, int] | None = None,
+    ) -> None:
         """`collection`: (live documents, their total length) of the whole collection when
-        `snapshot` is one shard of it (sieve.index.shard_service); BM25's idfs then come with each call."""
+        `snapshot` is one shard of it (sieve.index.shard_service); BM25's idfs then come with each
+        call."""
         self.snapshot = snapshot
         self.params = params
         self.collection = collection
         avgdl = collection[1] / collection[0] if collection and collection[0] else None
-        self.parts = [SegmentSearch(seg, snapshot, params, indri, avgdl) for seg in snapshot.segments]
+        self.parts = [
+            SegmentSearch(seg, snapshot, params, indri, avgdl) for seg in snapshot.segments
+        ]
         self.dense: DenseScorer | None = None
         # What runs work deferred until a result is read (each hit's matched fields and sections):
         # the index's, under its time budget and damage check (None: as it is).
@@ -95,10 +116,18 @@ class Searcher:
 
     # ------------------------------------------------------------ search
 
-    def search(self, plans: Plans, k: int, ranker: str, fallback: bool = True, explain: bool = True, diagnose: bool = True,
-               fallback_ranker: str | None = None) -> Results:
-        """The best `k` of what `plans` admits, by `ranker`. If it admits nothing and `fallback` is on,
-        the whole collection is ranked by the positive terms instead (`Results.fallback`), by
+    def search(
+        self,
+        plans: Plans,
+        k: int,
+        ranker: str,
+        fallback: bool = True,
+        explain: bool = True,
+        diagnose: bool = True,
+        fallback_ranker: str | None = None,
+    ) -> Results:
+        """The best `k` of what `plans` admits, by `ranker`. If it admits nothing and `fallback` is
+        on, the whole collection is ranked by the positive terms instead (`Results.fallback`), by
         `fallback_ranker` (None: `ranker`; the paper's fallback is BM25 whatever the ranker), and
         `Results.missing` lists the top-level clauses that match no document; with `diagnose`,
         `Results.diagnosis` says which one-step relaxations would admit documents. A non-empty
@@ -120,20 +149,36 @@ class Searcher:
         if count:
             top, scores = self.rank(plans, ranker, bits, k)
             return self._results(plans, ranker, top, scores, explain, count=count)
-        got = recovery.recover(self.pairs(plans), plans, ranker, fallback, diagnose, fallback_ranker)
+        got = recovery.recover(
+            self.pairs(plans), plans, ranker, fallback, diagnose, fallback_ranker
+        )
         if got.ranker is None:
-            return self._results(plans, ranker, None, None, explain, missing=got.missing,
-                                 diagnosis=got.diagnosis)
+            return self._results(
+                plans, ranker, None, None, explain, missing=got.missing, diagnosis=got.diagnosis
+            )
         top, scores = self.rank(plans, got.ranker, None, k)
-        return self._results(plans, got.ranker, top, scores, explain, fallback=True,
-                             missing=got.missing, diagnosis=got.diagnosis)
+        return self._results(
+            plans,
+            got.ranker,
+            top,
+            scores,
+            explain,
+            fallback=True,
+            missing=got.missing,
+            diagnosis=got.diagnosis,
+        )
 
     def _some_holder(self, plans: Plans) -> bool:
         """Whether a segment with nothing deleted admits every document of the query's terms'
         postings (`Plan.admits_holders`) and holds one: then the query admits something."""
-        return any(_admits_holders(part, plan) and any(t >= 0 for t in plan.term_ids) for part, plan in zip(self.parts, plans.parts))
+        return any(
+            _admits_holders(part, plan) and any(t >= 0 for t in plan.term_ids)
+            for part, plan in zip(self.parts, plans.parts)
+        )
 
-    def soft(self, plans: Plans, ranker: str, k: int, scores: np.ndarray | None = None) -> tuple[np.ndarray, np.ndarray]:
+    def soft(
+        self, plans: Plans, ranker: str, k: int, scores: np.ndarray | None = None
+    ) -> tuple[np.ndarray, np.ndarray]:
         """The Indri-style rankers: every document scored by the plan as an inference network
         (indri.py); `indri+dense` adds the dense similarity as one more belief, log((1 + cos) / 2),
         combined with the query's belief as #combine does (the mean of the two), over the union of
@@ -146,21 +191,26 @@ class Searcher:
         if ranker == "indri" or not plans.text or not len(alive):
             return top_k(alive, scores[alive], k, order)
         if self.dense is None:
-            raise InvalidArgumentError(f"the {ranker} ranker needs embeddings attached (Index.use_dense)")
+            raise InvalidArgumentError(
+                f"the {ranker} ranker needs embeddings attached (Index.use_dense)"
+            )
         pool = max(k, FUSION_POOL)
         best, _ = top_k(alive, scores[alive], pool, order)
-        near, _ = self.dense.top(plans.text, None, None, pool)  # embeddings hold live documents only
+        # embeddings hold live documents only
+        near, _ = self.dense.top(plans.text, None, None, pool)
         cand = distinct(np.concatenate((best, near[np.isfinite(scores[near])])))
         dense = np.log((1.0 + np.clip(self.dense.similarity(plans.text, cand), -1.0, 1.0)) / 2.0)
         return top_k(cand, (scores[cand] + dense) / 2.0, k, order)
 
     def indri_search(self, plans: Plans, k: int, ranker: str, explain: bool = True) -> Results:
-        """A query in Indri's own language (its plans from `sieve.engine.query.indriql`), ranked by an
-        Indri-style ranker over the documents it matches (`IndriScorer.holds`, within its #band,
+        """A query in Indri's own language (its plans from `sieve.engine.query.indriql`), ranked by
+        an Indri-style ranker over the documents it matches (`IndriScorer.holds`, within its #band,
         #filreq and date filters); `Results.count` is how many those are."""
         check_request(k, ranker)
         if ranker not in SOFT_RANKERS:
-            raise InvalidArgumentError(f"an Indri query is ranked by {' or '.join(SOFT_RANKERS)}, not {ranker!r}")
+            raise InvalidArgumentError(
+                f"an Indri query is ranked by {' or '.join(SOFT_RANKERS)}, not {ranker!r}"
+            )
         scores = self.indri_scores(plans, candidates=True)
         count = int(np.count_nonzero(np.isfinite(scores)))
         top, got = self.soft(plans, ranker, k, scores)
@@ -191,24 +241,32 @@ class Searcher:
             out[part.seg.base : part.seg.base + part.seg.n] = got
         return out
 
-    def bm25_top(self, plans: Plans, bits: "list[np.ndarray] | _Admitted | None", k: int,
-                 idfs: tuple[float, ...] | None = None) -> tuple[np.ndarray, np.ndarray]:
+    def bm25_top(
+        self,
+        plans: Plans,
+        bits: list[np.ndarray] | _Admitted | None,
+        k: int,
+        idfs: tuple[float, ...] | None = None,
+    ) -> tuple[np.ndarray, np.ndarray]:
         """BM25's best k of the admitted sets `bits` (None: of the whole collection; an `_Admitted`:
         made only for the segments whose ranking needs them), by internal number; `idfs`: each
         positive term's idf in the whole collection, when this is one shard."""
         snap = self.snapshot
         if idfs is None and self.collection is not None:
             raise InvalidArgumentError("a shard's searcher needs the collection's idfs")
-        if idfs is None and not snap.dense:  # the collection's N and document frequencies, over live documents
-            idfs = tuple(float(idf(snap.n_live, snap.text_df([plan.term_ids[i] for plan in plans.parts])))
-                         for i in range(len(plans.terms)))
+        # the collection's N and document frequencies, over live documents
+        if idfs is None and not snap.dense:
+            idfs = tuple(
+                float(idf(snap.n_live, snap.text_df([plan.term_ids[i] for plan in plans.parts])))
+                for i in range(len(plans.terms))
+            )
         got_d: list[np.ndarray] = []
         got_s: list[np.ndarray] = []
         for j, (part, plan) in enumerate(zip(self.parts, plans.parts)):
             seg = part.seg
             admitted = None
             holders = bits is not None and _admits_holders(part, plan)
-            got = None
+            got: tuple[np.ndarray, np.ndarray] | None = None
             if bits is None:  # the whole collection: documents holding a term, live ones only
                 b = None if seg.deleted is None else seg.live
             else:
@@ -216,10 +274,15 @@ class Searcher:
                     got = part.bm25.top(plan.term_ids, None, None, k, idfs, None, True)
                 if got is None:
                     b = bits[j]
-                    admitted = bitset.count(b)  # the scorer lists the admitted documents only if it must
+                    # the scorer lists the admitted documents only if it must
+                    admitted = bitset.count(b)
                     if not admitted:
                         continue
-            d, sc = got if got is not None else part.bm25.top(plan.term_ids, None, b, k, idfs, admitted, holders)  # type: ignore[misc]
+            d, sc = (
+                got
+                if got is not None
+                else part.bm25.top(plan.term_ids, None, b, k, idfs, admitted, holders)
+            )
             got_d.append(d + seg.base if seg.base else d)
             got_s.append(sc)
         if len(got_d) == 1:
@@ -228,31 +291,68 @@ class Searcher:
             return np.zeros(0, dtype=np.int64), np.zeros(0)
         return top_k(np.concatenate(got_d), np.concatenate(got_s), k, snap.order)
 
-    def rank(self, plans: Plans, ranker: str, bits: list[np.ndarray] | None, k: int) -> tuple[np.ndarray, np.ndarray]:
-        """The best k by `ranker` of each segment's admitted set `bits` (None: the whole collection)."""
+    def rank(
+        self, plans: Plans, ranker: str, bits: list[np.ndarray] | None, k: int
+    ) -> tuple[np.ndarray, np.ndarray]:
+        """The best k by `ranker` of each segment's admitted set `bits` (None: the whole
+        collection)."""
         if ranker == "bm25":
             return self.bm25_top(plans, bits, k)
         if self.dense is None:
-            raise InvalidArgumentError(f"the {ranker} ranker needs embeddings attached (Index.use_dense)")
+            raise InvalidArgumentError(
+                f"the {ranker} ranker needs embeddings attached (Index.use_dense)"
+            )
         docs: np.ndarray | None = None  # the whole collection (embeddings hold live documents only)
         whole: np.ndarray | None = None
         if bits is not None:
             whole = self.snapshot.join(bits)
             docs = bitset.to_ids(whole, self.snapshot.capacity)
         if not plans.text:  # nothing to compare: index order, as for BM25 with no positive term
-            first = self.snapshot.in_order(docs)[:k] if docs is not None else np.zeros(0, dtype=np.int64)
+            first = (
+                self.snapshot.in_order(docs)[:k]
+                if docs is not None
+                else np.zeros(0, dtype=np.int64)
+            )
             return first, np.zeros(len(first))
         if ranker == "dense":
             return self.dense.top(plans.text, docs, whole, k)
         pool = max(k, FUSION_POOL)
-        return rrf([self.bm25_top(plans, bits, pool)[0], self.dense.top(plans.text, docs, whole, pool)[0]], k, order=self.snapshot.order)
+        return rrf(
+            [self.bm25_top(plans, bits, pool)[0], self.dense.top(plans.text, docs, whole, pool)[0]],
+            k,
+            order=self.snapshot.order,
+        )
 
-    def _results(self, plans: Plans, ranker: str, docs: np.ndarray | None, scores: np.ndarray | None, explain: bool,
-                 count: int | Callable[[], int] = 0, fallback: bool = False, missing: list[str] | None = None, diagnosis: Diagnosis | None = None) -> Results:
+    def _results(
+        self,
+        plans: Plans,
+        ranker: str,
+        docs: np.ndarray | None,
+        scores: np.ndarray | None,
+        explain: bool,
+        count: int | Callable[[], int] = 0,
+        fallback: bool = False,
+        missing: list[str] | None = None,
+        diagnosis: Diagnosis | None = None,
+    ) -> Results:
         hits = [] if docs is None or scores is None else self.hits(plans, docs, scores, explain)
-        hints = colon_hints(plans.first.root.node, (n for n, _ in self.snapshot.schema.fields), plans.query)
-        return Results(hits, count, plans.query, fallback, missing or [], ranker, plans.terms, plans.stems, plans.text, diagnosis,
-                       self.snapshot.analyzer, hints)
+        hints = colon_hints(
+            plans.first.root.node, (n for n, _ in self.snapshot.schema.fields), plans.query
+        )
+        return Results(
+            hits,
+            count,  # type: ignore[arg-type]  # Results.count takes a function too (_ReadOnce)
+            plans.query,
+            fallback,
+            missing or [],
+            ranker,
+            plans.terms,
+            plans.stems,
+            plans.text,
+            diagnosis,
+            self.snapshot.analyzer,
+            hints,
+        )
 
     def hits(self, plans: Plans, docs: np.ndarray, scores: np.ndarray, explain: bool) -> list[Hit]:
         """Hits for ranked internal numbers: ids and scores, and with `explain` the fields and
@@ -262,19 +362,42 @@ class Searcher:
         ids = snap.doc_ids(docs)
         # `made` skips the frozen dataclass's setattr per field (1 -> 0.4 us a hit).
         if not explain:
-            return [made(Hit, {"doc_id": i, "rank": rank, "score": float(score), "fields": (),
-                               "sections": (), "doc": d, "section_numbers": ()})
-                    for rank, (i, d, score) in enumerate(zip(ids, doc_list, score_list), 1)]
+            return [
+                made(
+                    Hit,
+                    {
+                        "doc_id": i,
+                        "rank": rank,
+                        "score": float(score),
+                        "fields": (),
+                        "sections": (),
+                        "doc": d,
+                        "section_numbers": (),
+                    },
+                )
+                for rank, (i, d, score) in enumerate(zip(ids, doc_list, score_list), 1)
+            ]
         where = _Where(self, plans, doc_list, self.later)
-        return [made(Hit, {"doc_id": i, "rank": rank, "score": float(score), "doc": d,
-                           "_matched": (where, rank - 1)})
-                for rank, (i, d, score) in enumerate(zip(ids, doc_list, score_list), 1)]
+        return [
+            made(
+                Hit,
+                {
+                    "doc_id": i,
+                    "rank": rank,
+                    "score": float(score),
+                    "doc": d,
+                    "_matched": (where, rank - 1),
+                },
+            )
+            for rank, (i, d, score) in enumerate(zip(ids, doc_list, score_list), 1)
+        ]
 
     def matched(self, plans: Plans, doc_list: list[int]) -> list[Found]:
         """(fields, sections, section numbers) where `plans` matched each document of `doc_list`."""
         snap = self.snapshot
         where: list[tuple[list, list[int]]] = [([], [])] * len(doc_list)
-        groups: dict[int, list[tuple[int, int]]] = {}  # segment -> (place in the hits, local number)
+        # segment -> (place in the hits, local number)
+        groups: dict[int, list[tuple[int, int]]] = {}
         for at, d in enumerate(doc_list):
             j, local = snap.which(d)
             groups.setdefault(j, []).append((at, local))
@@ -286,8 +409,13 @@ class Searcher:
         for d, (fields, sections) in zip(doc_list, where):
             # The store is read only to name matched sections.
             headings = snap.headings(d) if sections else ()
-            out.append((tuple(f.label for f in fields), tuple(headings[j] for j in sections),
-                        tuple(sections)))
+            out.append(
+                (
+                    tuple(f.label for f in fields),
+                    tuple(headings[j] for j in sections),
+                    tuple(sections),
+                )
+            )
         return out
 
 
@@ -299,8 +427,9 @@ class _Where:
 
     __slots__ = ("docs", "found", "later", "lock", "plans", "searcher")
 
-    def __init__(self, searcher: Searcher, plans: Plans, docs: list[int],
-                 later: Later | None) -> None:
+    def __init__(
+        self, searcher: Searcher, plans: Plans, docs: list[int], later: Later | None
+    ) -> None:
         self.searcher: Searcher | None = searcher
         self.plans, self.docs, self.later = plans, docs, later
         self.lock = threading.Lock()
@@ -327,7 +456,7 @@ class _Admitted:
     """Each segment's admitted set, evaluated when first asked for (`Searcher.search` of a query
     whose ranking may need none of them)."""
 
-    __slots__ = ("searcher", "plans", "bits")
+    __slots__ = ("bits", "plans", "searcher")
 
     def __init__(self, searcher: Searcher, plans: Plans) -> None:
         self.searcher, self.plans = searcher, plans
@@ -342,4 +471,3 @@ class _Admitted:
     def count(self) -> int:
         """The admitted documents in every segment."""
         return sum(bitset.count(self[j]) for j in range(len(self.bits)))
-

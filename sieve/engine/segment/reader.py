@@ -5,26 +5,54 @@ from __future__ import annotations
 import bisect
 import functools
 import itertools
+from collections.abc import Sequence
 from pathlib import Path
-from typing import Any, Sequence
+from typing import Any
 
 import numpy as np
 
 from sieve.common import jsonio
-from sieve.engine.format import attributes, commits, docids, storage, weak
 from sieve.engine.analysis.analyzers import Analyzer
 from sieve.engine.analysis.fields import ALL_MASK
-from sieve.engine.format.positions import BLOCK, BLOCK_FILES, EXCEPTION_FILES, PACKED_COLUMNS, PACKED_FILES, PACKED_FILES_ROWS, RAW_FILES, ROW_FILES, RawPositions
-from sieve.engine.format.position_blocks import BlockPositions
 from sieve.engine.analysis.schema import Schema
+from sieve.engine.format import attributes, commits, docids, storage, weak
+from sieve.engine.format.position_blocks import BlockPositions
+from sieve.engine.format.positions import (
+    BLOCK,
+    BLOCK_FILES,
+    EXCEPTION_FILES,
+    PACKED_COLUMNS,
+    PACKED_FILES,
+    PACKED_FILES_ROWS,
+    RAW_FILES,
+    ROW_FILES,
+    RawPositions,
+)
 from sieve.engine.format.store import CODEC, BlockReader, RawStream
 from sieve.errors import IndexDamagedError, InvalidArgumentError
 
 FILES = (
-    "terms.blob.sva", "terms.off.sva", "post.ptr.sva", "pos.ptr.sva", "unit.start.sva", "unit.field.sva", "unit.section.sva",
-    "doc.units.sva", "doc.date.sva", "doc.flen.sva", "doc.len.sva", "store.meta.sva", "store.meta.off.sva",
-    "store.text.sva", "store.text.off.sva", "store.sections.sva", "ids.blob.sva", "ids.off.sva", "ids.doc.sva",
-    "ids.rank.sva", "terms.df.sva",
+    "terms.blob.sva",
+    "terms.off.sva",
+    "post.ptr.sva",
+    "pos.ptr.sva",
+    "unit.start.sva",
+    "unit.field.sva",
+    "unit.section.sva",
+    "doc.units.sva",
+    "doc.date.sva",
+    "doc.flen.sva",
+    "doc.len.sva",
+    "store.meta.sva",
+    "store.meta.off.sva",
+    "store.text.sva",
+    "store.text.off.sva",
+    "store.sections.sva",
+    "ids.blob.sva",
+    "ids.off.sva",
+    "ids.doc.sva",
+    "ids.rank.sva",
+    "terms.df.sva",
 )
 # Written since format 4; a segment without them (format 2 or 3) has no dense rows and an
 # uncompressed document store.
@@ -40,13 +68,23 @@ ANY_FILES = ("post.any.sva", "post.any.terms.sva")
 # (sieve.engine.format.docids) since format 7, one raw int32 array (`{prefix}.sva`) before.
 # Positions: in packed blocks since format 9, in blocks of whole widths since format 5, one raw
 # array before. Postings' counts: two in a byte since format 9, a byte each before
-# (sieve.engine.format.attributes).
-WRITTEN = (FILES + docids.files("post.doc") + DENSE_FILES + REST_FILES + ANY_FILES + docids.files("post.rest.doc") + STORE_FILES
-           + attributes.PACKED_FILES + PACKED_FILES)  # what this version writes in a segment
+# (sieve.engine.format.attributes). WRITTEN: what this version writes in a segment.
+WRITTEN = (
+    FILES
+    + docids.files("post.doc")
+    + DENSE_FILES
+    + REST_FILES
+    + ANY_FILES
+    + docids.files("post.rest.doc")
+    + STORE_FILES
+    + attributes.PACKED_FILES
+    + PACKED_FILES
+)
 
 
 def column_files(schema: Schema) -> tuple[str, ...]:
-    """The files of a segment's declared-field columns (sieve.engine.segment.writer._put_columns)."""
+    """The files of a segment's declared-field columns
+    (sieve.engine.segment.writer._put_columns)."""
     out: list[str] = []
     for i, (_, kind) in enumerate(schema.fields):
         if kind in ("number", "date"):
@@ -67,7 +105,8 @@ def search_sorted(arr: Any, values: Any, side: str = "left") -> np.ndarray:
     numpy otherwise casts the (memory-mapped, possibly huge) array to the values' dtype on every
     call, turning a binary search into a full copy. Values must fit the array's dtype.
     """
-    a = np.asarray(arr)  # an ArrayFile is verified whole first: a binary search reads anywhere in it
+    # an ArrayFile is verified whole first: a binary search reads anywhere in it
+    a = np.asarray(arr)
     return np.searchsorted(a, np.asarray(values).astype(a.dtype, copy=False), side=side)  # type: ignore[call-overload]
 
 
@@ -89,12 +128,17 @@ class StringTable(Sequence[bytes]):
 
     def __init__(self, blob: np.ndarray, off: np.ndarray) -> None:
         # Memoryviews slice in a fraction of a numpy slice's time: a lookup makes two.
-        self._blobv, self._offv = memoryview(np.ascontiguousarray(blob)), memoryview(np.ascontiguousarray(off))
+        self._blobv, self._offv = (
+            memoryview(np.ascontiguousarray(blob)),
+            memoryview(np.ascontiguousarray(off)),
+        )
         self._n = len(off) - 1
         starts = off[: self._n : self.BLOCK].tolist()
         ends = off[1 : self._n + 1][:: self.BLOCK].tolist()
         raw = blob.tobytes() if len(starts) > 4096 else None  # one copy beats thousands of slices
-        self._sample = [(raw[a:b] if raw is not None else blob[a:b].tobytes()) for a, b in zip(starts, ends)]
+        self._sample = [
+            (raw[a:b] if raw is not None else blob[a:b].tobytes()) for a, b in zip(starts, ends)
+        ]
 
     def __len__(self) -> int:
         return self._n
@@ -122,7 +166,9 @@ class StringTable(Sequence[bytes]):
         lo, offs, raw = block
         base = offs[0]
         # Six probes slice the block; cutting all of its 64 entries first cost more than the search.
-        return lo + bisect.bisect_left(range(len(offs) - 1), key, key=lambda i: raw[offs[i] - base : offs[i + 1] - base])
+        return lo + bisect.bisect_left(
+            range(len(offs) - 1), key, key=lambda i: raw[offs[i] - base : offs[i + 1] - base]
+        )
 
     def find(self, key: bytes) -> int:
         """Index of `key`, or -1."""
@@ -166,17 +212,34 @@ class SegmentReader:
         try:
             self.schema = Schema.of_manifest(m)
         except InvalidArgumentError as e:
-            raise IndexDamagedError(label + storage.MANIFEST, f"its declared fields are not valid ({e})") from None
+            raise IndexDamagedError(
+                label + storage.MANIFEST, f"its declared fields are not valid ({e})"
+            ) from None
         files = m.get("files")
         if not isinstance(files, dict):
             raise IndexDamagedError(label + storage.MANIFEST, "has no file list")
         a: dict[str, storage.ArrayFile] = {}
-        names = FILES + _id_files("post.doc", files) + tuple(n for group in (DENSE_FILES, REST_FILES, ANY_FILES) if any(n in files for n in group) for n in group)
+        names = (
+            FILES
+            + _id_files("post.doc", files)
+            + tuple(
+                n
+                for group in (DENSE_FILES, REST_FILES, ANY_FILES)
+                if any(n in files for n in group)
+                for n in group
+            )
+        )
         if any(n in files for n in REST_FILES):
             names += _id_files("post.rest.doc", files)
         names += STORE_FILES if any(n in files for n in STORE_FILES) else ()
         names += attributes.PACKED_FILES if "post.tfs.sva" in files else attributes.BYTE_FILES
-        names += PACKED_FILES if EXCEPTION_FILES[0] in files else BLOCK_FILES if any(n in files for n in BLOCK_FILES) else RAW_FILES
+        names += (
+            PACKED_FILES
+            if EXCEPTION_FILES[0] in files
+            else BLOCK_FILES
+            if any(n in files for n in BLOCK_FILES)
+            else RAW_FILES
+        )
         names += column_files(self.schema)
         for name in names:
             entry = files.get(name)
@@ -190,50 +253,97 @@ class SegmentReader:
         self.post_ptr, self.post_doc = a["post.ptr.sva"], self._ids(a, "post.doc")
         self.attrs = attributes.Attributes(a)  # each posting's field mask and counts
         self.pos_ptr = a["pos.ptr.sva"]
-        self.unit_start, self.unit_field, self.unit_section = a["unit.start.sva"], a["unit.field.sva"], a["unit.section.sva"]
-        self.doc_units, self.dates, self.field_len, self.doc_len = a["doc.units.sva"], a["doc.date.sva"], a["doc.flen.sva"], a["doc.len.sva"]
+        self.unit_start, self.unit_field, self.unit_section = (
+            a["unit.start.sva"],
+            a["unit.field.sva"],
+            a["unit.section.sva"],
+        )
+        self.doc_units, self.dates, self.field_len, self.doc_len = (
+            a["doc.units.sva"],
+            a["doc.date.sva"],
+            a["doc.flen.sva"],
+            a["doc.len.sva"],
+        )
         self.meta_blob, self.meta_off = a["store.meta.sva"], a["store.meta.off.sva"]
-        self.text_blob, self.text_off, self.doc_sections = a["store.text.sva"], a["store.text.off.sva"], a["store.sections.sva"]
+        self.text_blob, self.text_off, self.doc_sections = (
+            a["store.text.sva"],
+            a["store.text.off.sva"],
+            a["store.sections.sva"],
+        )
         self.ids = StringTable(a["ids.blob.sva"].whole(), a["ids.off.sva"].whole())
         self.id_doc, self.id_rank = a["ids.doc.sva"], a["ids.rank.sva"]
-        # Frequent (term, field) pairs as bitsets: term t's rows are dense[dense_ptr[t]:dense_ptr[t + 1]],
-        # row i holding the documents with the term in field dense_field[i]. None: no such rows.
+        # Frequent (term, field) pairs as bitsets: term t's rows are
+        # dense[dense_ptr[t]:dense_ptr[t + 1]], row i holding the documents with the term in field
+        # dense_field[i]. None: no such rows.
         self.dense_ptr = self.dense = self.dense_field = None
         if "post.bits.sva" in a:
-            self.dense, self.dense_ptr, self.dense_field = a["post.bits.sva"], a["post.bits.ptr.sva"].whole(), a["post.bits.field.sva"].whole()
+            self.dense, self.dense_ptr, self.dense_field = (
+                a["post.bits.sva"],
+                a["post.bits.ptr.sva"].whole(),
+                a["post.bits.field.sva"].whole(),
+            )
         # A term with rows: its postings in the fields without rows are rest_doc/rest_mask (masks
         # of those fields only) from rest_ptr[dense_ptr[t]] to rest_ptr[dense_ptr[t + 1]]. None:
         # a segment written before format 6, whose leaves read all the postings instead.
         self.rest_ptr = self.rest_doc = self.rest_mask = None
         if "post.rest.ptr.sva" in a:
-            self.rest_ptr, self.rest_doc, self.rest_mask = a["post.rest.ptr.sva"].whole(), self._ids(a, "post.rest.doc"), a["post.rest.mask.sva"]
+            self.rest_ptr, self.rest_doc, self.rest_mask = (
+                a["post.rest.ptr.sva"].whole(),
+                self._ids(a, "post.rest.doc"),
+                a["post.rest.mask.sva"],
+            )
         # A term's row of documents in any field: any[i] for the term any_terms[i] (ascending).
         # None: a segment written before them.
         self.any = self.any_terms = None
         self._any_row: dict[int, int] = {}
         if "post.any.sva" in a:
             self.any, self.any_terms = a["post.any.sva"], a["post.any.terms.sva"].whole()
-            self._any_row = {t: i for i, t in enumerate(self.any_terms.tolist())}  # a few hundred a segment
+            # a few hundred a segment
+            self._any_row = {t: i for i, t in enumerate(self.any_terms.tolist())}
         self.files = a
         self._columns = a
         self._keyword_tables: dict[int, tuple[StringTable, np.ndarray]] = {}
         if "pos.data.sva" in a:
-            self.pos: RawPositions | BlockPositions = RawPositions(a["pos.ptr.sva"], a["pos.data.sva"])
+            self.pos: RawPositions | BlockPositions = RawPositions(
+                a["pos.ptr.sva"], a["pos.data.sva"]
+            )
         else:
             packed = EXCEPTION_FILES[0] in a
-            self.pos = BlockPositions(a["pos.ptr.sva"], a["pos.blocks.ptr.sva"], a["pos.first.sva"], a["pos.dir.sva"],
-                                      tuple(a[n] for n in (PACKED_FILES_ROWS if packed else ROW_FILES)), a["pos.tail.sva"], int(m["stats"]["tokens"]),
-                                      tuple(a[n] for n in EXCEPTION_FILES) if packed else None)  # type: ignore[arg-type]
+            exceptions = None
+            if packed:
+                e0, e1, e2 = EXCEPTION_FILES
+                exceptions = (a[e0], a[e1], a[e2])
+            self.pos = BlockPositions(
+                a["pos.ptr.sva"],
+                a["pos.blocks.ptr.sva"],
+                a["pos.first.sva"],
+                a["pos.dir.sva"],
+                tuple(a[n] for n in (PACKED_FILES_ROWS if packed else ROW_FILES)),
+                a["pos.tail.sva"],
+                int(m["stats"]["tokens"]),
+                exceptions,
+            )
         # Hot tables are read through their wrappers until every block is verified, then directly.
-        for attr, name in (("text_df", "terms.df.sva"), ("post_ptr", "post.ptr.sva"), ("pos_ptr", "pos.ptr.sva"),
-                           ("unit_start", "unit.start.sva"), ("unit_field", "unit.field.sva"), ("unit_section", "unit.section.sva"),
-                           ("doc_units", "doc.units.sva"), ("dates", "doc.date.sva"), ("doc_len", "doc.len.sva"),
-                           ("id_doc", "ids.doc.sva"), ("id_rank", "ids.rank.sva"), ("doc_sections", "store.sections.sva")):
+        for attr, name in (
+            ("text_df", "terms.df.sva"),
+            ("post_ptr", "post.ptr.sva"),
+            ("pos_ptr", "pos.ptr.sva"),
+            ("unit_start", "unit.start.sva"),
+            ("unit_field", "unit.field.sva"),
+            ("unit_section", "unit.section.sva"),
+            ("doc_units", "doc.units.sva"),
+            ("dates", "doc.date.sva"),
+            ("doc_len", "doc.len.sva"),
+            ("id_doc", "ids.doc.sva"),
+            ("id_rank", "ids.rank.sva"),
+            ("doc_sections", "store.sections.sva"),
+        ):
             if not a[name].verified:
                 a[name].on_verified = weak.setter(self, attr)
             else:  # verified when opened (small, or verify=True)
                 setattr(self, attr, a[name].a)
-        if not a["pos.ptr.sva"].verified:  # the positions read the pointer table too: hand them the plain array as well
+        # the positions read the pointer table too: hand them the plain array as well
+        if not a["pos.ptr.sva"].verified:
             a["pos.ptr.sva"].on_verified = weak.method_callback(self, "_pos_ptr_verified")
         else:
             self.pos.ptr = self.pos_ptr
@@ -241,8 +351,8 @@ class SegmentReader:
         # One query looks each term up three times (filter, scorer, explanation) and agents repeat
         # words across queries; the table is immutable, so a bounded cache is always right.
         self.term_id = weak.cached_method(self, "_term_id", 1 << 16)
-        # Every hit needs its headings (matched sections by name, card outlines, one section's read);
-        # a tuple is immutable, so sharing it between callers is safe.
+        # Every hit needs its headings (matched sections by name, card outlines, one section's
+        # read); a tuple is immutable, so sharing it between callers is safe.
         self.headings = weak.cached_method(self, "_headings", 1 << 13)
 
     def _ids(self, a: dict[str, storage.ArrayFile], prefix: str) -> Any:
@@ -253,7 +363,8 @@ class SegmentReader:
         return docids.SplitIds(a[low], a[runs], a[high], self.n_docs, self.label + runs)
 
     def post_docs_at(self, at: np.ndarray) -> np.ndarray:
-        """The documents of postings `at` (ascending, int64): `post_doc[a:b]` picked, without the slice."""
+        """The documents of postings `at` (ascending, int64): `post_doc[a:b]` picked, without the
+        slice."""
         if isinstance(self.post_doc, docids.SplitIds):
             return self.post_doc.take(at)
         return np.asarray(self.post_doc[at]).astype(np.intp)
@@ -271,43 +382,100 @@ class SegmentReader:
     def _check_shapes(self) -> None:
         n, t = self.n_docs, len(self.terms)
         checks = [
-            ("post.ptr.sva", len(self.post_ptr) == t + 1), ("terms.df.sva", len(self.text_df) == t), ("pos.ptr.sva", len(self.pos_ptr) == t + 1),
+            ("post.ptr.sva", len(self.post_ptr) == t + 1),
+            ("terms.df.sva", len(self.text_df) == t),
+            ("pos.ptr.sva", len(self.pos_ptr) == t + 1),
             ("post.mask.sva", len(self.attrs) == len(self.post_doc)),
-            ("post.tfs.sva" if self.attrs.packed is not None else "post.tf.sva", self.attrs.agree()),
-            ("doc.units.sva", len(self.doc_units) == n + 1), ("doc.date.sva", len(self.dates) == n),
-            ("doc.len.sva", len(self.doc_len) == n), ("store.meta.off.sva", len(self.meta_off) == n + 1),
-            ("store.sections.sva", len(self.doc_sections) == n + 1), ("ids.doc.sva", len(self.id_doc) == n), ("ids.rank.sva", len(self.id_rank) == n),
-            ("ids.off.sva", len(self.ids) == n), ("unit.field.sva", len(self.unit_field) == len(self.unit_start)),
+            (
+                "post.tfs.sva" if self.attrs.packed is not None else "post.tf.sva",
+                self.attrs.agree(),
+            ),
+            ("doc.units.sva", len(self.doc_units) == n + 1),
+            ("doc.date.sva", len(self.dates) == n),
+            ("doc.len.sva", len(self.doc_len) == n),
+            ("store.meta.off.sva", len(self.meta_off) == n + 1),
+            ("store.sections.sva", len(self.doc_sections) == n + 1),
+            ("ids.doc.sva", len(self.id_doc) == n),
+            ("ids.rank.sva", len(self.id_rank) == n),
+            ("ids.off.sva", len(self.ids) == n),
+            ("unit.field.sva", len(self.unit_field) == len(self.unit_start)),
             ("unit.section.sva", len(self.unit_section) == len(self.unit_start)),
         ]
         if isinstance(self.pos, BlockPositions):
             # Lengths only (every token has one position): no table is read before a query needs it.
             p, tokens = self.pos, int(self.manifest["stats"]["tokens"])
-            checks += [("pos.blocks.ptr.sva", len(p.blocks_ptr) == t + 1), ("pos.dir.sva", len(p.dir) == len(p.first)),
-                       ("pos.tail.sva", len(p.tail) + BLOCK * len(p.first) == tokens)]
+            checks += [
+                ("pos.blocks.ptr.sva", len(p.blocks_ptr) == t + 1),
+                ("pos.dir.sva", len(p.dir) == len(p.first)),
+                ("pos.tail.sva", len(p.tail) + BLOCK * len(p.first) == tokens),
+            ]
             if p.exceptions is None:
-                checks += [(name, r.ndim == 2 and (r.shape[0] == 0 or r.shape[1] == BLOCK - 1)) for name, r in zip(ROW_FILES, p.rows)]
+                checks += [
+                    (name, r.ndim == 2 and (r.shape[0] == 0 or r.shape[1] == BLOCK - 1))
+                    for name, r in zip(ROW_FILES, p.rows)
+                ]
             else:
-                checks += [(name, r.ndim == 2 and (r.shape[0] == 0 or r.shape[1] == cols)) for name, r, cols in zip(PACKED_FILES_ROWS, p.rows, PACKED_COLUMNS)]
+                checks += [
+                    (name, r.ndim == 2 and (r.shape[0] == 0 or r.shape[1] == cols))
+                    for name, r, cols in zip(PACKED_FILES_ROWS, p.rows, PACKED_COLUMNS)
+                ]
                 ptr, at, val = p.exceptions
-                checks += [("pos.exc.ptr.sva", len(ptr) == len(p.first) + 1), ("pos.exc.val.sva", len(val) == len(at))]
+                checks += [
+                    ("pos.exc.ptr.sva", len(ptr) == len(p.first) + 1),
+                    ("pos.exc.val.sva", len(val) == len(at)),
+                ]
         if self.dense is not None:
+            # set together (opening, not a hot path)
+            assert self.dense_ptr is not None and self.dense_field is not None
             rows = len(self.dense_field)
-            checks += [("post.bits.ptr.sva", len(self.dense_ptr) == t + 1 and int(self.dense_ptr[-1]) == rows and bool(np.all(np.diff(self.dense_ptr.astype(np.int64)) >= 0))),
-                       ("post.bits.sva", len(self.dense) == rows and (rows == 0 or self.dense.shape[1] == (n + 63) // 64)),
-                       ("post.bits.field.sva", bool(np.all(self.dense_field < 8)))]
+            checks += [
+                (
+                    "post.bits.ptr.sva",
+                    len(self.dense_ptr) == t + 1
+                    and int(self.dense_ptr[-1]) == rows
+                    and bool(np.all(np.diff(self.dense_ptr.astype(np.int64)) >= 0)),
+                ),
+                (
+                    "post.bits.sva",
+                    len(self.dense) == rows
+                    and (rows == 0 or self.dense.shape[1] == (n + 63) // 64),
+                ),
+                ("post.bits.field.sva", bool(np.all(self.dense_field < 8))),
+            ]
         if self.any is not None:
+            assert self.any_terms is not None  # set together
             rows = len(self.any_terms)
-            checks += [("post.any.sva", len(self.any) == rows and (rows == 0 or self.any.shape[1] == (n + 63) // 64)),
-                       ("post.any.terms.sva", rows == 0 or (int(self.any_terms[-1]) < t and bool(np.all(np.diff(self.any_terms.astype(np.int64)) > 0))))]
+            checks += [
+                (
+                    "post.any.sva",
+                    len(self.any) == rows and (rows == 0 or self.any.shape[1] == (n + 63) // 64),
+                ),
+                (
+                    "post.any.terms.sva",
+                    rows == 0
+                    or (
+                        int(self.any_terms[-1]) < t
+                        and bool(np.all(np.diff(self.any_terms.astype(np.int64)) > 0))
+                    ),
+                ),
+            ]
         for prefix, ids in (("post.doc", self.post_doc), ("post.rest.doc", self.rest_doc)):
             if isinstance(ids, docids.SplitIds):
                 checks.append((prefix + ".runs.sva", ids.tables_agree()))
         if self.rest_ptr is not None:
+            assert self.rest_doc is not None and self.rest_mask is not None  # set together
             ends = self.rest_ptr.astype(np.int64)
-            checks += [("post.rest.ptr.sva", self.dense is not None and len(ends) == len(self.dense_field) + 1 and int(ends[0]) == 0
-                        and int(ends[-1]) == len(self.rest_doc) and bool(np.all(np.diff(ends) >= 0))),
-                       ("post.rest.mask.sva", len(self.rest_mask) == len(self.rest_doc))]
+            checks += [
+                (
+                    "post.rest.ptr.sva",
+                    self.dense is not None
+                    and len(ends) == len(self.dense_field) + 1
+                    and int(ends[0]) == 0
+                    and int(ends[-1]) == len(self.rest_doc)
+                    and bool(np.all(np.diff(ends) >= 0)),
+                ),
+                ("post.rest.mask.sva", len(self.rest_mask) == len(self.rest_doc)),
+            ]
         for name, ok in checks:
             if not ok:
                 raise IndexDamagedError(self.label + name, "length disagrees with the other files")
@@ -323,7 +491,11 @@ class SegmentReader:
         posting, and no unit of a built-in term, has another field's bit. Read from the field
         lengths at first use (1 MB at 100,000 documents)."""
         flen = np.asarray(self.field_len)
-        used = flen.any(axis=0) if len(flen) else np.zeros(flen.shape[1] if flen.ndim == 2 else 0, dtype=bool)
+        used = (
+            flen.any(axis=0)
+            if len(flen)
+            else np.zeros(flen.shape[1] if flen.ndim == 2 else 0, dtype=bool)
+        )
         return sum(1 << i for i, u in enumerate(used.tolist()) if u)
 
     def left_out(self, fmask: int) -> int:
@@ -347,8 +519,11 @@ class SegmentReader:
         """Term frequencies (int64) of postings lo..hi (or lo + sel, sel ascending)."""
         return self.attrs.tf(lo, hi, sel)
 
-    def text_tf(self, lo: int, hi: int, sel: np.ndarray | None = None, dtype: Any = np.int64) -> np.ndarray:
-        """Term frequencies in title, headings and body only (what BM25 counts), int64 or `dtype`."""
+    def text_tf(
+        self, lo: int, hi: int, sel: np.ndarray | None = None, dtype: Any = np.int64
+    ) -> np.ndarray:
+        """Term frequencies in title, headings and body only (what BM25 counts), int64 or
+        `dtype`."""
         return self.attrs.text_tf(lo, hi, sel, dtype)
 
     def position_count(self, tid: int) -> int:
@@ -360,8 +535,8 @@ class SegmentReader:
         return self.pos.all(tid)
 
     def column_filter(self, name: str, lo: Any, hi: Any) -> np.ndarray:
-        """Documents (a bool per document) whose declared field `name` is within [lo, hi] (None: open
-        end); for a keyword field, `lo` is the value (folded) and `hi` unused."""
+        """Documents (a bool per document) whose declared field `name` is within [lo, hi] (None:
+        open end); for a keyword field, `lo` is the value (folded) and `hi` unused."""
         i = self.schema.number_of(name)
         kind = self.schema.fields[i][1]
         if kind != "keyword":
@@ -384,9 +559,15 @@ class SegmentReader:
         reader: the column is immutable, and expanding its pointers cost more than the filter)."""
         found = self._keyword_tables.get(i)
         if found is None:
-            values = StringTable(self._columns[f"col.{i}.blob.sva"].whole(), self._columns[f"col.{i}.off.sva"].whole())
+            values = StringTable(
+                self._columns[f"col.{i}.blob.sva"].whole(),
+                self._columns[f"col.{i}.off.sva"].whole(),
+            )
             ptr = np.asarray(self._columns[f"col.{i}.ptr.sva"].whole(), dtype=np.int64)
-            found = self._keyword_tables[i] = (values, np.repeat(np.arange(self.n_docs, dtype=np.int32), np.diff(ptr)))
+            found = self._keyword_tables[i] = (
+                values,
+                np.repeat(np.arange(self.n_docs, dtype=np.int32), np.diff(ptr)),
+            )
         return found
 
     def units_of(self, positions: np.ndarray) -> np.ndarray:
@@ -421,7 +602,8 @@ class SegmentReader:
 
     def doc_number(self, doc_id: str) -> int:
         """Internal number of a document id, or -1."""
-        i = self.ids.find(doc_id.encode("utf-8", "surrogatepass"))  # ids are valid Unicode: a surrogate finds none
+        # ids are valid Unicode: a surrogate finds none
+        i = self.ids.find(doc_id.encode("utf-8", "surrogatepass"))
         return int(self.id_doc[i]) if i >= 0 else -1
 
     def doc_id(self, d: int) -> str:
@@ -468,7 +650,9 @@ class SegmentReader:
         try:
             return jsonio.loads(raw)
         except (ValueError, UnicodeDecodeError):
-            raise self.damaged(("store.meta.off.sva", "store.meta.sva"), f"record of document {d} is unreadable") from None
+            raise self.damaged(
+                ("store.meta.off.sva", "store.meta.sva"), f"record of document {d} is unreadable"
+            ) from None
 
     # The store's streams, compressed in blocks (format 4) or not: opened on first read, which
     # checks each block table against its offsets.
@@ -487,10 +671,21 @@ class SegmentReader:
         spec = self.manifest.get("store_blocks", {}).get(name)
         shift = spec.get("shift") if isinstance(spec, dict) else None
         if not isinstance(shift, int) or not 8 <= shift <= 24:
-            raise IndexDamagedError(self.label + storage.MANIFEST, f"no valid block size for {name}")
+            raise IndexDamagedError(
+                self.label + storage.MANIFEST, f"no valid block size for {name}"
+            )
         if spec.get("codec") != CODEC:
-            raise IndexDamagedError(self.label + storage.MANIFEST, f"{name}: unknown codec {spec.get('codec')!r} (written by a newer sieve?)")
-        return BlockReader(blob, self.files[f"{name}.blocks.sva"].whole(), int(offsets[-1]), self.label + f"{name}.sva", shift)
+            raise IndexDamagedError(
+                self.label + storage.MANIFEST,
+                f"{name}: unknown codec {spec.get('codec')!r} (written by a newer sieve?)",
+            )
+        return BlockReader(
+            blob,
+            self.files[f"{name}.blocks.sva"].whole(),
+            int(offsets[-1]),
+            self.label + f"{name}.sva",
+            shift,
+        )
 
     def _headings(self, d: int) -> tuple[str, ...]:
         return tuple(self.meta(d)["headings"])
@@ -501,14 +696,19 @@ class SegmentReader:
         try:
             return raw.decode()
         except UnicodeDecodeError:
-            raise self.damaged(("store.sections.sva", "store.text.off.sva", "store.text.sva"), f"section {j} of document {d} is unreadable") from None
+            raise self.damaged(
+                ("store.sections.sva", "store.text.off.sva", "store.text.sva"),
+                f"section {j} of document {d} is unreadable",
+            ) from None
 
     def damaged(self, names: tuple[str, ...], reason: str) -> IndexDamagedError:
-        """The error for a record that cannot be read from `names` (its offsets first, its blob last):
-        the first of those files that fails its checksum, else the last one with `reason`."""
+        """The error for a record that cannot be read from `names` (its offsets first, its blob
+        last): the first of those files that fails its checksum, else the last one with `reason`."""
         for name in names:
             try:
-                storage.verify_array(self.dir / name, self.label + name, self.manifest["files"][name])
+                storage.verify_array(
+                    self.dir / name, self.label + name, self.manifest["files"][name]
+                )
             except IndexDamagedError as e:
                 return e
         return IndexDamagedError(self.label + names[-1], reason)

@@ -23,9 +23,9 @@ from typing import Any
 
 import numpy as np
 
+from sieve.engine.analysis.schema import shown_term
 from sieve.engine.format import bitset, commits, storage
 from sieve.engine.segment.reader import SegmentReader, search_sorted
-from sieve.engine.analysis.schema import shown_term
 from sieve.errors import IndexDamagedError
 
 COMMIT_KIND = "commit"
@@ -33,7 +33,11 @@ COMMIT_KIND = "commit"
 
 def manifest_crc(segment_dir: Path) -> int:
     """CRC32 of a segment's manifest file: a commit names each segment by it."""
-    return storage.crc32(storage.read_index_file(segment_dir / storage.MANIFEST, f"{segment_dir.name}/{storage.MANIFEST}"))
+    return storage.crc32(
+        storage.read_index_file(
+            segment_dir / storage.MANIFEST, f"{segment_dir.name}/{storage.MANIFEST}"
+        )
+    )
 
 
 def deletes_name(segment: str) -> str:
@@ -80,7 +84,8 @@ class Segment:
         if self.deleted is None:
             return int(r.text_df[tid])
         got = self._df.get(tid)
-        if got is None:  # counted once per term: the segment is immutable, its deletions fixed for this snapshot
+        # counted once per term: the segment is immutable, its deletions fixed for this snapshot
+        if got is None:
             lo, hi = int(r.post_ptr[tid]), int(r.post_ptr[tid + 1])
             gone = self.deleted_ids
             if len(gone) * 16 < hi - lo:
@@ -100,7 +105,11 @@ class Segment:
     @functools.cached_property
     def deleted_ids(self) -> np.ndarray:
         """The deleted documents' local numbers, ascending."""
-        return np.zeros(0, dtype=np.int64) if self.deleted is None else bitset.to_ids(self.deleted, self.n)
+        return (
+            np.zeros(0, dtype=np.int64)
+            if self.deleted is None
+            else bitset.to_ids(self.deleted, self.n)
+        )
 
     @functools.cached_property
     def live_len(self) -> int:
@@ -116,7 +125,9 @@ def _padded(n: int) -> int:
 class Snapshot:
     """The segments of one commit point, opened; document-level reads by internal number."""
 
-    def __init__(self, root: Path, gen: Path, verify: bool = False, shard: int | None = None) -> None:
+    def __init__(
+        self, root: Path, gen: Path, verify: bool = False, shard: int | None = None
+    ) -> None:
         """`shard`: of a sharded index, only that shard's segments (what one shard's server reads;
         its statistics are then the shard's own, not the collection's)."""
         self.root = root
@@ -134,31 +145,54 @@ class Snapshot:
                 raise IndexDamagedError(storage.MANIFEST, "lists no segments")
             self.shards = int(m.get("shards") or 0)
             if shard is not None and not 0 <= shard < self.shards:
-                raise IndexDamagedError(storage.MANIFEST, f"has no shard {shard} (it has {self.shards})")
+                raise IndexDamagedError(
+                    storage.MANIFEST, f"has no shard {shard} (it has {self.shards})"
+                )
             for e in entries:
-                if not isinstance(e, dict) or not {"name", "documents", "manifest_crc32", "deletes"} <= e.keys():
+                if (
+                    not isinstance(e, dict)
+                    or not {"name", "documents", "manifest_crc32", "deletes"} <= e.keys()
+                ):
                     raise IndexDamagedError(storage.MANIFEST, "has a malformed segment entry")
-                if self.shards and (not isinstance(e.get("shard"), int) or not 0 <= e["shard"] < self.shards or not isinstance(e.get("order"), dict)):
-                    raise IndexDamagedError(storage.MANIFEST, f"segment {e['name']} names no shard or no order keys")
+                if self.shards and (
+                    not isinstance(e.get("shard"), int)
+                    or not 0 <= e["shard"] < self.shards
+                    or not isinstance(e.get("order"), dict)
+                ):
+                    raise IndexDamagedError(
+                        storage.MANIFEST, f"segment {e['name']} names no shard or no order keys"
+                    )
                 if shard is not None and e["shard"] != shard:
                     continue
                 where = root / str(e["name"])
                 if manifest_crc(where) != e["manifest_crc32"]:
-                    raise IndexDamagedError(f"{e['name']}/{storage.MANIFEST}", "is not the one this commit names (checksum mismatch)")
-                reader = SegmentReader(where, verify=verify, label=f"{e['name']}/" if len(entries) > 1 else "")
+                    raise IndexDamagedError(
+                        f"{e['name']}/{storage.MANIFEST}",
+                        "is not the one this commit names (checksum mismatch)",
+                    )
+                reader = SegmentReader(
+                    where, verify=verify, label=f"{e['name']}/" if len(entries) > 1 else ""
+                )
                 if reader.n_docs != e["documents"]:
-                    raise IndexDamagedError(f"{e['name']}/{storage.MANIFEST}", f"has {reader.n_docs} documents, the commit says {e['documents']}")
+                    raise IndexDamagedError(
+                        f"{e['name']}/{storage.MANIFEST}",
+                        f"has {reader.n_docs} documents, the commit says {e['documents']}",
+                    )
                 deleted = None
                 if e["deletes"] is not None:
                     name = deletes_name(str(e["name"]))
-                    deleted = storage.open_array(gen / name, name, e["deletes"], verify=True).whole()
+                    deleted = storage.open_array(
+                        gen / name, name, e["deletes"], verify=True
+                    ).whole()
                     if len(deleted) != bitset.words(reader.n_docs):
                         raise IndexDamagedError(name, "length disagrees with its segment")
                 if self.shards:
                     name = order_name(str(e["name"]))
                     key = storage.open_array(gen / name, name, e["order"], verify=True).whole()
                     if len(key) != reader.n_docs or (len(key) > 1 and not (np.diff(key) > 0).all()):
-                        raise IndexDamagedError(name, "does not give each document of its segment an ascending key")
+                        raise IndexDamagedError(
+                            name, "does not give each document of its segment an ascending key"
+                        )
                     keys.append(key)
                 segments.append(Segment(str(e["name"]), reader, base, deleted))
                 base += _padded(reader.n_docs)
@@ -166,11 +200,19 @@ class Snapshot:
         self.analyzer = segments[0].reader.analyzer
         self.schema = segments[0].reader.schema  # the declared fields
         for seg in segments:
-            if seg.reader.analyzer != self.analyzer:  # every writer takes the commit's analyzer: only damage or tampering does this
-                raise IndexDamagedError(f"{seg.name}/{storage.MANIFEST}", f"analyzer {seg.reader.analyzer.name} differs from the index's {self.analyzer.name}")
+            # every writer takes the commit's analyzer: only damage or tampering does this
+            if seg.reader.analyzer != self.analyzer:
+                raise IndexDamagedError(
+                    f"{seg.name}/{storage.MANIFEST}",
+                    f"analyzer {seg.reader.analyzer.name} differs "
+                    f"from the index's {self.analyzer.name}",
+                )
             if seg.reader.schema != self.schema:
-                raise IndexDamagedError(f"{seg.name}/{storage.MANIFEST}", "its declared fields differ from the index's")
-        self.capacity = segments[-1].base + segments[-1].n  # internal numbers are 0 .. capacity - 1 (not all of them live)
+                raise IndexDamagedError(
+                    f"{seg.name}/{storage.MANIFEST}", "its declared fields differ from the index's"
+                )
+        # internal numbers are 0 .. capacity - 1 (not all of them live)
+        self.capacity = segments[-1].base + segments[-1].n
         self.n_live = sum(s.n_live for s in segments)
         self._bases = [s.base for s in segments]
         self.total_len = sum(s.live_len for s in segments)
@@ -198,7 +240,8 @@ class Snapshot:
 
     def which(self, g: int) -> tuple[int, int]:
         """(segment's place in `segments`, local number) of internal number `g`."""
-        j = bisect.bisect_right(self._bases, g) - 1  # a list: np.searchsorted would convert it on every call
+        # a list: np.searchsorted would convert it on every call
+        j = bisect.bisect_right(self._bases, g) - 1
         return j, g - self._bases[j]
 
     def locate(self, g: int) -> tuple[Segment, int]:
@@ -271,14 +314,19 @@ class Snapshot:
 
     def field_lengths(self) -> np.ndarray:
         """Tokens per field of every live document (rows in index order)."""
-        parts = [np.asarray(s.reader.field_len)[s.live_flags if s.deleted is not None else slice(None)] for s in self.segments]
+        parts = [
+            np.asarray(s.reader.field_len)[s.live_flags if s.deleted is not None else slice(None)]
+            for s in self.segments
+        ]
         return parts[0] if len(parts) == 1 else np.concatenate(parts)
 
     def _live_postings(self, seg: Segment, a: int, b: int) -> bool:
         """Whether postings a..b of `seg` hold a live document."""
         if a >= b:
             return False
-        return seg.deleted is None or bool(seg.live_flags[np.asarray(seg.reader.post_doc[a:b])].any())
+        return seg.deleted is None or bool(
+            seg.live_flags[np.asarray(seg.reader.post_doc[a:b])].any()
+        )
 
     def missing(self, leaf: Any) -> list[str]:
         """The words of a plan leaf (a prefix as `stem*`) that no live document has, in any field:
@@ -289,14 +337,18 @@ class Snapshot:
             stem = leaf.terms[0]
             for seg in self.segments:
                 lo, hi = seg.reader.terms.prefix_range(stem.encode())
-                if lo < hi and self._live_postings(seg, int(seg.reader.post_ptr[lo]), int(seg.reader.post_ptr[hi])):
+                if lo < hi and self._live_postings(
+                    seg, int(seg.reader.post_ptr[lo]), int(seg.reader.post_ptr[hi])
+                ):
                     return []
             return [shown_term(stem) + "*"]
         out = []
         for t in leaf.terms:
             for seg in self.segments:
                 tid = seg.reader.term_id(t)
-                if tid >= 0 and self._live_postings(seg, int(seg.reader.post_ptr[tid]), int(seg.reader.post_ptr[tid + 1])):
+                if tid >= 0 and self._live_postings(
+                    seg, int(seg.reader.post_ptr[tid]), int(seg.reader.post_ptr[tid + 1])
+                ):
                     break
             else:
                 out.append(shown_term(t))
@@ -317,7 +369,7 @@ class Snapshot:
         """(path, name for messages, manifest entry) of every array file of this snapshot."""
         listed = {e["name"]: e for e in self.manifest.get("segments", [])}
         out = []
-        for j, s in enumerate(self.segments):
+        for s in self.segments:
             # Named as the reader's errors name them; with several segments, the segment says which.
             prefix = "" if len(self.segments) == 1 else f"{s.name}/"
             for name in s.reader.files:
@@ -332,16 +384,26 @@ class Snapshot:
         return out
 
 
-def commit_body(analyzer: dict[str, Any], entries: list[dict[str, Any]], stats: dict[str, int]) -> dict[str, Any]:
+def commit_body(
+    analyzer: dict[str, Any], entries: list[dict[str, Any]], stats: dict[str, int]
+) -> dict[str, Any]:
     """The manifest of a commit point listing `entries` (segment name, documents, manifest CRC,
-    deletes); `analyzer`: its segments' analysis keys (`Analyzer.manifest_fields`, `Schema.manifest_fields`)."""
-    return {"format": storage.FORMAT_NAME, "version": storage.FORMAT_VERSION, "kind": COMMIT_KIND, **analyzer,
-            "segments": entries, "stats": stats}
+    deletes); `analyzer`: its segments' analysis keys (`Analyzer.manifest_fields`,
+    `Schema.manifest_fields`)."""
+    return {
+        "format": storage.FORMAT_NAME,
+        "version": storage.FORMAT_VERSION,
+        "kind": COMMIT_KIND,
+        **analyzer,
+        "segments": entries,
+        "stats": stats,
+    }
 
 
 @dataclass
 class CommitEntry:
-    """One segment of a commit being written: where its files are now, its manifest, its deletions."""
+    """One segment of a commit being written: where its files are now, its manifest, its
+    deletions."""
 
     name: str
     dir: Path
@@ -349,7 +411,8 @@ class CommitEntry:
     deleted: np.ndarray | None = None  # bitset of deleted local documents
     reader: SegmentReader | None = None  # open, when the segment is already part of the index
     new: bool = False  # written by this commit
-    extra: dict[str, Any] = field(default_factory=dict)  # more keys of its entry (a sharded index's shard and order keys)
+    # more keys of its entry (a sharded index's shard and order keys)
+    extra: dict[str, Any] = field(default_factory=dict)
 
     @property
     def documents(self) -> int:
@@ -373,10 +436,14 @@ class CommitEntry:
 
     def live_flags(self) -> np.ndarray:
         """The live documents as a boolean array over local numbers."""
-        return bitset.to_bool(bitset.full(self.documents) & ~self.deleted, self.documents) if self.deleted is not None else np.ones(self.documents, dtype=bool)
+        return (
+            bitset.to_bool(bitset.full(self.documents) & ~self.deleted, self.documents)
+            if self.deleted is not None
+            else np.ones(self.documents, dtype=bool)
+        )
 
     @classmethod
-    def of(cls, seg: Segment, deleted: np.ndarray | None) -> "CommitEntry":
+    def of(cls, seg: Segment, deleted: np.ndarray | None) -> CommitEntry:
         """An existing segment as the next commit lists it, with `deleted` as its deletions."""
         return cls(seg.name, seg.reader.dir, seg.reader.manifest, deleted, seg.reader)
 
@@ -384,20 +451,36 @@ class CommitEntry:
 SUMMED_STATS = ("terms", "tokens", "postings", "units", "sections")
 
 
-def write_commit(commit_dir: Path, entries: list[CommitEntry], extra: dict[str, Any] | None = None) -> dict[str, Any]:
+def write_commit(
+    commit_dir: Path, entries: list[CommitEntry], extra: dict[str, Any] | None = None
+) -> dict[str, Any]:
     """Write the commit point listing `entries` (in index order) and their deletion files;
     `extra`: more manifest keys (a build's source and skipped records)."""
     listed = []
     for e in entries:
-        item: dict[str, Any] = {"name": e.name, "documents": e.documents, "manifest_crc32": manifest_crc(e.dir), "deletes": None, **e.extra}
+        item: dict[str, Any] = {
+            "name": e.name,
+            "documents": e.documents,
+            "manifest_crc32": manifest_crc(e.dir),
+            "deletes": None,
+            **e.extra,
+        }
         if e.n_deleted:
             item["deletes"] = storage.write_array(commit_dir / deletes_name(e.name), e.deleted)
         listed.append(item)
-    stats = {"documents": sum(e.live for e in entries), "deleted": sum(e.n_deleted for e in entries), "segments": len(entries),
-             "dated": sum(e.dated() for e in entries)}
+    stats = {
+        "documents": sum(e.live for e in entries),
+        "deleted": sum(e.n_deleted for e in entries),
+        "segments": len(entries),
+        "dated": sum(e.dated() for e in entries),
+    }
     for key in SUMMED_STATS:
         stats[key] = sum(int(e.manifest["stats"].get(key, 0)) for e in entries)
-    analyzer = {k: entries[0].manifest[k] for k in ("analyzer", "stopwords", "fields") if k in entries[0].manifest}
+    analyzer: dict[str, Any] = {
+        k: entries[0].manifest[k]
+        for k in ("analyzer", "stopwords", "fields")
+        if k in entries[0].manifest
+    }
     body = {**commit_body(analyzer, listed, stats), **(extra or {})}
     if body.get("shards"):
         body["version"] = max(storage.FORMAT_VERSION, storage.SHARDED_VERSION)

@@ -87,7 +87,8 @@ def compare_each(runs: list[Run], baselines: dict[int, int | None]) -> list[dict
 
 
 def resolve_baseline(runs: list[Run], which: int | str) -> int:
-    """The baseline's position: an index into `runs` (as given on the command line) or a run's name."""
+    """The baseline's position: an index into `runs` (as given on the command line) or a run's
+    name."""
     if isinstance(which, int) or str(which).lstrip("-").isdigit():
         i = int(which)
         if not 0 <= i < len(runs):
@@ -99,7 +100,8 @@ def resolve_baseline(runs: list[Run], which: int | str) -> int:
     if len(found) != 1:
         names = ", ".join(r.name for r in runs)
         raise InvalidArgumentError(
-            f"--baseline {which!r} names {'no run' if not found else 'several runs'}; the runs are: {names}"
+            f"--baseline {which!r} names "
+            f"{'no run' if not found else 'several runs'}; the runs are: {names}"
         )
     return found[0]
 
@@ -109,8 +111,8 @@ def _cell(run: Run) -> tuple[str, str, str, tuple[str, ...]]:
 
 
 def choose_baselines(runs: list[Run], which: int | str | None = None) -> dict[int, int | None]:
-    """Each run's baseline. None: per (collection, backbone), BM25 Search–Visit on the structured twin,
-    else that group's first run. A run's name (as the grid names its cells): per (collection,
+    """Each run's baseline. None: per (collection, backbone), BM25 Search–Visit on the structured
+    twin, else that group's first run. A run's name (as the grid names its cells): per (collection,
     backbone), the run of that name (a group without one gets no paired tests). A position or a run
     folder: that run for every run, which must then all be of its collection (else refused)."""
     groups: dict[tuple[str, str], list[int]] = {}
@@ -135,8 +137,10 @@ def choose_baselines(runs: list[Run], which: int | str | None = None) -> dict[in
                 f"{r.name} ({r.dir}, collection {r.collection or '?'})" for r in others
             )
             raise InvalidArgumentError(
-                f"--baseline {which} is run {runs[b].name} of collection {runs[b].collection or '?'}; it cannot be paired with {names}. "
-                "Name the baseline by its run name (for example search-visit-bm25) to give each collection its own, or report the collections apart"
+                f"--baseline {which} is run {runs[b].name} of collection "
+                f"{runs[b].collection or '?'}; it cannot be paired with {names}. "
+                "Name the baseline by its run name (for example search-visit-bm25) to give each "
+                "collection its own, or report the collections apart"
             )
         return dict.fromkeys(range(len(runs)), b)
     found = False
@@ -144,7 +148,8 @@ def choose_baselines(runs: list[Run], which: int | str | None = None) -> dict[in
         hits = [i for i in members if str(which) in (runs[i].name, runs[i].dir.name)]
         if len(hits) > 1:
             raise InvalidArgumentError(
-                f"--baseline {which!r} names several runs of one collection and backbone: {', '.join(str(runs[i].dir) for i in hits)}"
+                f"--baseline {which!r} names several runs of one collection and backbone: "
+                f"{', '.join(str(runs[i].dir) for i in hits)}"
             )
         found = found or bool(hits)
         out.update(dict.fromkeys(members, hits[0] if hits else None))
@@ -162,7 +167,8 @@ def primary_backbone(runs: list[Run], backbone: str | None = None) -> str:
     if backbone is not None:
         if backbone not in names:
             raise InvalidArgumentError(
-                f"--backbone {backbone!r} has no run; the runs' backbones are: {', '.join(dict.fromkeys(names))}"
+                f"--backbone {backbone!r} has no run; the runs' backbones are: "
+                f"{', '.join(dict.fromkeys(names))}"
             )
         return backbone
     return max(dict.fromkeys(names), key=names.count) if names else ""

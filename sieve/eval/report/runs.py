@@ -1,6 +1,7 @@
 """Evaluation runs as a report reads them: `Run` (one run folder loaded), its scores
 (`accuracy`, `right`, `verdict`), and paired comparisons of two runs (`paired`, `grouped`), with
-the report's fixed families, rankers and ablations. Below `tables` and `report`, which render them."""
+the report's fixed families, rankers and ablations. Below `tables` and `report`, which render
+them."""
 
 from __future__ import annotations
 
@@ -25,11 +26,12 @@ FAMILIES: tuple[tuple[str, str, tuple[str, ...]], ...] = (
     ("dci", "DCI", ("dci", "bounded-dci")),
     ("search-visit", "Search–Visit", ("search-visit",)),
     ("search-fetch", "Search–Fetch", ("search-fetch",)),
+    # the paper's and sieve's extensions
     (
         "sieve",
         "SIEVE",
         ("sieve", "sieve+diagnose", "sieve+manual", "sieve+ranked-fallback", "sieve+all"),
-    ),  # the paper's and sieve's extensions
+    ),
     ("indri-control", "Indri control", ("indri-control",)),
 )
 RANKERS = ("bm25", "dense", "hybrid", "indri", "indri+dense")
@@ -42,8 +44,8 @@ METRICS: dict[str, Callable[[dict[str, Any]], float]] = {
     "step_summed_tokens": lambda r: r["tokens"]["step_summed"],
     "llm_calls": lambda r: r["llm_calls"],
 }
-# How a run departs from its condition as the paper runs it. The ablations (Table 7, Figure 4, Table 9)
-# leave Table 1; "+diagnosis" is sieve's extension and stays there as its own row.
+# How a run departs from its condition as the paper runs it. The ablations (Table 7, Figure 4,
+# Table 9) leave Table 1; "+diagnosis" is sieve's extension and stays there as its own row.
 ABLATIONS = ("flat twin", "strict Boolean", "no snippets", "no field exposure")
 EXTENSIONS = ("+diagnosis",)
 BASELINE_CELL = ("search-visit", "bm25", "structured", ())
@@ -61,9 +63,8 @@ class Run:
     dir: Path
     summary: dict[str, Any]
     records: dict[str, dict[str, Any]]  # question id -> trajectory record (the scored questions)
-    scores: dict[str, dict[str, Any]] = field(
-        default_factory=dict
-    )  # question id -> {em, f1, judged?}
+    # question id -> {em, f1, judged?}
+    scores: dict[str, dict[str, Any]] = field(default_factory=dict)
 
     @property
     def name(self) -> str:
@@ -100,10 +101,10 @@ class Run:
 
     @property
     def encoder(self) -> str | None:
-        """The dense encoder of a run that ranks with one (None for BM25 alone or when not recorded)."""
-        e = self.summary.get(
-            "encoder"
-        )  # eval run writes {model, dim, fingerprint, unit, search}; older records a name
+        """The dense encoder of a run that ranks with one (None for BM25 alone or when not
+        recorded)."""
+        # eval run writes {model, dim, fingerprint, unit, search}; older records a name
+        e = self.summary.get("encoder")
         if not e or self.ranker not in DENSE_RANKERS:
             return None
         return encoder_label(
@@ -143,7 +144,8 @@ class Run:
 
     @property
     def label(self) -> str:
-        """condition, ranker and marks: what distinguishes the run within a collection and backbone."""
+        """condition, ranker and marks: what distinguishes the run within a collection and
+        backbone."""
         text = self.condition + (f" {self.ranker}" if self.ranker and self.ranker != "none" else "")
         return text + (f" ({', '.join(self.marks)})" if self.marks else "")
 
@@ -152,7 +154,8 @@ def load_run(run_dir: Path) -> Run:
     run_dir = Path(run_dir)
     if not (run_dir / "summary.json").is_file() or not (run_dir / "trajectories.jsonl").is_file():
         raise SieveError(
-            f"{run_dir} is not a run folder (it needs summary.json and trajectories.jsonl from `sieve eval run`)"
+            f"{run_dir} is not a run folder (it needs summary.json "
+            "and trajectories.jsonl from `sieve eval run`)"
         )
     try:
         summary = json.loads((run_dir / "summary.json").read_text(encoding="utf-8"))
@@ -195,7 +198,8 @@ def _mean(values: list[float]) -> float:
 
 
 def verdict(score: dict[str, Any]) -> bool | None:
-    """A question's judged verdict; None when the judge left it unjudged (never counted as wrong)."""
+    """A question's judged verdict; None when the judge left it unjudged (never counted as
+    wrong)."""
     v = score.get("judged")
     if v is None or v == "unjudged" or score.get("unjudged") is True:
         return None
@@ -220,7 +224,8 @@ def right(run: Run, by: str) -> dict[str, bool | None]:
 
 
 def score_by(run: Run) -> str:
-    """What a run's accuracy is: the judge's where it judged every question (as the paper's BCP-S), else EM."""
+    """What a run's accuracy is: the judge's where it judged every question (as the paper's BCP-S),
+    else EM."""
     return "judged" if _judged(run) else "em"
 
 
@@ -232,7 +237,8 @@ def accuracy(run: Run, by: str | None = None) -> tuple[float, int]:
 
 
 def numbers(run: Run) -> dict[str, Any]:
-    """One run's row: Table 1's columns plus what names it, its failure composition and BQL usage."""
+    """One run's row: Table 1's columns plus what names it, its failure composition and BQL
+    usage."""
     recs = [run.records[q] for q in run.scores]
     n = len(recs)
     em = [float(run.scores[q].get("em", 0.0)) for q in run.scores]
@@ -287,8 +293,10 @@ def shared_questions(run: Run, base: Run) -> list[str]:
     collections are refused, naming both (their question ids may coincide and mean nothing)."""
     if run.collection != base.collection:
         raise InvalidArgumentError(
-            f"cannot pair run {run.name} ({run.dir}, collection {run.collection or '?'}) with run {base.name} ({base.dir}, collection "
-            f"{base.collection or '?'}): paired tests compare the same questions, so both runs must be of one collection"
+            f"cannot pair run {run.name} ({run.dir}, collection {run.collection or '?'}) with run "
+            f"{base.name} ({base.dir}, collection "
+            f"{base.collection or '?'}): paired tests compare the same questions, so both runs "
+            "must be of one collection"
         )
     return sorted(set(run.scores) & set(base.scores))
 
