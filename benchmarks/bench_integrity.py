@@ -39,7 +39,7 @@ import sieve  # noqa: E402
 from tests.hardening.damage import damage, exercise  # noqa: E402
 from tests.hardening.synth import queries, records  # noqa: E402
 from sieve.engine.format import commits, storage  # noqa: E402
-from sieve.engine.segment.reader import WRITTEN  # noqa: E402  (every file this version writes)
+from sieve.engine.segment.files import WRITTEN  # noqa: E402  (every file this version writes)
 from sieve.errors import IndexDamagedError  # noqa: E402
 
 

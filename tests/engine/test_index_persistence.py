@@ -10,7 +10,7 @@ import pytest
 
 import sieve
 from sieve.engine.format import commits, storage
-from sieve.engine.segment.reader import WRITTEN
+from sieve.engine.segment.files import WRITTEN
 from sieve.errors import IndexDamagedError, IndexFormatError, IndexNotFoundError, UnknownDocumentError
 
 RECORDS = [

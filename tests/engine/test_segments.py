@@ -511,7 +511,7 @@ def _as_format(root: Path, version: int) -> None:
     uncompressed and no dense rows (3). The commit is rewritten to list the changed segment manifest."""
     from sieve.engine.format import attributes, docids
     from sieve.engine.format.positions import BLOCK_FILES, PACKED_FILES
-    from sieve.engine.segment.reader import DENSE_FILES, REST_FILES, STORE_FILES
+    from sieve.engine.segment.files import DENSE_FILES, REST_FILES, STORE_FILES
     from sieve.engine.segment.snapshot import manifest_crc
 
     index = sieve.open_index(root)

@@ -11,7 +11,7 @@ import numpy as np
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from sieve.engine.segment.reader import StringTable
+from sieve.engine.format.strings import StringTable
 
 keys = st.binary(min_size=0, max_size=6).map(lambda b: bytes(0x61 + x % 3 for x in b))  # a, b, c
 

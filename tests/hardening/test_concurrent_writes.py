@@ -16,7 +16,7 @@ import sieve
 from sieve.index.build import build
 from sieve.cli.main import main
 from sieve.engine.format import commits, storage
-from sieve.engine.segment.reader import WRITTEN
+from sieve.engine.segment.files import WRITTEN
 from sieve.errors import IndexDamagedError, IndexLockedError
 
 from .synth import HashEncoder, records

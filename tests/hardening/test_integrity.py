@@ -17,7 +17,7 @@ import pytest
 import sieve
 from sieve.cli.main import main
 from sieve.engine.format import commits, storage
-from sieve.engine.segment.reader import WRITTEN
+from sieve.engine.segment.files import WRITTEN
 from sieve.errors import IndexDamagedError, SieveError
 
 from .damage import damage, exercise, payload_end

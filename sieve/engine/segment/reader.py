@@ -2,10 +2,8 @@
 
 from __future__ import annotations
 
-import bisect
 import functools
 import itertools
-from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
@@ -18,10 +16,8 @@ from sieve.engine.analysis.schema import Schema
 from sieve.engine.format import attributes, commits, docids, storage, weak
 from sieve.engine.format.position_blocks import BlockPositions
 from sieve.engine.format.positions import (
-    BLOCK,
     BLOCK_FILES,
     EXCEPTION_FILES,
-    PACKED_COLUMNS,
     PACKED_FILES,
     PACKED_FILES_ROWS,
     RAW_FILES,
@@ -29,74 +25,19 @@ from sieve.engine.format.positions import (
     RawPositions,
 )
 from sieve.engine.format.store import CODEC, BlockReader, RawStream
+from sieve.engine.format.strings import StringTable
+from sieve.engine.segment.files import (
+    ANY_FILES,
+    DENSE_FILES,
+    FILES,
+    ID_FILES,
+    REST_FILES,
+    STORE_FILES,
+    column_files,
+    id_files,
+)
+from sieve.engine.segment.shapes import check_shapes
 from sieve.errors import IndexDamagedError, InvalidArgumentError
-
-FILES = (
-    "terms.blob.sva",
-    "terms.off.sva",
-    "post.ptr.sva",
-    "pos.ptr.sva",
-    "unit.start.sva",
-    "unit.field.sva",
-    "unit.section.sva",
-    "doc.units.sva",
-    "doc.date.sva",
-    "doc.flen.sva",
-    "doc.len.sva",
-    "store.meta.sva",
-    "store.meta.off.sva",
-    "store.text.sva",
-    "store.text.off.sva",
-    "store.sections.sva",
-    "ids.blob.sva",
-    "ids.off.sva",
-    "ids.doc.sva",
-    "ids.rank.sva",
-    "terms.df.sva",
-)
-# Written since format 4; a segment without them (format 2 or 3) has no dense rows and an
-# uncompressed document store.
-DENSE_FILES = ("post.bits.sva", "post.bits.ptr.sva", "post.bits.field.sva")
-STORE_FILES = ("store.meta.blocks.sva", "store.text.blocks.sva")
-# Written since format 6: the postings of terms with dense rows in their other fields. A segment
-# without them reads all of such a term's postings when a leaf reaches past its rows.
-REST_FILES = ("post.rest.ptr.sva", "post.rest.mask.sva")
-# Written since sieve 0.2.0 (format 7 still: a reader without them reads the rows and postings
-# instead and answers the same): for each frequent term, one bitset of its documents in any field.
-ANY_FILES = ("post.any.sva", "post.any.terms.sva")
-# Document ids of postings (`post.doc`) and of rest postings (`post.rest.doc`): split in two
-# (sieve.engine.format.docids) since format 7, one raw int32 array (`{prefix}.sva`) before.
-# Positions: in packed blocks since format 9, in blocks of whole widths since format 5, one raw
-# array before. Postings' counts: two in a byte since format 9, a byte each before
-# (sieve.engine.format.attributes). WRITTEN: what this version writes in a segment.
-WRITTEN = (
-    FILES
-    + docids.files("post.doc")
-    + DENSE_FILES
-    + REST_FILES
-    + ANY_FILES
-    + docids.files("post.rest.doc")
-    + STORE_FILES
-    + attributes.PACKED_FILES
-    + PACKED_FILES
-)
-
-
-def column_files(schema: Schema) -> tuple[str, ...]:
-    """The files of a segment's declared-field columns
-    (sieve.engine.segment.writer._put_columns)."""
-    out: list[str] = []
-    for i, (_, kind) in enumerate(schema.fields):
-        if kind in ("number", "date"):
-            out.append(f"col.{i}.sva")
-        elif kind == "keyword":
-            out += [f"col.{i}.{part}.sva" for part in ("blob", "off", "ptr", "ids")]
-    return tuple(out)
-
-
-def _id_files(prefix: str, files: dict[str, Any]) -> tuple[str, ...]:
-    """The files that hold the document ids stored under `prefix` in a segment listing `files`."""
-    return docids.files(prefix) if prefix + ".low.sva" in files else (prefix + ".sva",)
 
 
 def search_sorted(arr: Any, values: Any, side: str = "left") -> np.ndarray:
@@ -110,91 +51,9 @@ def search_sorted(arr: Any, values: Any, side: str = "left") -> np.ndarray:
     return np.searchsorted(a, np.asarray(values).astype(a.dtype, copy=False), side=side)  # type: ignore[call-overload]
 
 
-# Where a document's id is read from (its place in the sorted ids, their offsets, their bytes).
-ID_FILES = ("ids.rank.sva", "ids.off.sva", "ids.blob.sva")
 # From this many ids in one call a segment decodes all of its ids once (`SegmentReader.id_table`):
 # a gather then costs ~10 ns an id against ~400 ns looked up one by one.
 BULK_IDS = 256
-
-
-class StringTable(Sequence[bytes]):
-    """A sorted table of byte strings in one blob, searched by bisection without loading it.
-
-    Every 64th entry is kept in memory, so a lookup bisects a Python list (in C) and then one
-    block of at most 64 entries, instead of slicing the memory map at every bisection step.
-    """
-
-    BLOCK = 64
-
-    def __init__(self, blob: np.ndarray, off: np.ndarray) -> None:
-        # Memoryviews slice in a fraction of a numpy slice's time: a lookup makes two.
-        self._blobv, self._offv = (
-            memoryview(np.ascontiguousarray(blob)),
-            memoryview(np.ascontiguousarray(off)),
-        )
-        self._n = len(off) - 1
-        starts = off[: self._n : self.BLOCK].tolist()
-        ends = off[1 : self._n + 1][:: self.BLOCK].tolist()
-        raw = blob.tobytes() if len(starts) > 4096 else None  # one copy beats thousands of slices
-        self._sample = [
-            (raw[a:b] if raw is not None else blob[a:b].tobytes()) for a, b in zip(starts, ends)
-        ]
-
-    def __len__(self) -> int:
-        return self._n
-
-    def __getitem__(self, i: int) -> bytes:  # type: ignore[override]
-        if not 0 <= i < self._n:
-            raise IndexError(i)
-        return self._blobv[self._offv[i] : self._offv[i + 1]].tobytes()
-
-    def _block(self, key: bytes) -> tuple[int, list[int], bytes] | None:
-        """(first entry, offsets, bytes) of the block that holds `key` if the table does; None
-        when `key` sorts before every entry."""
-        b = bisect.bisect_right(self._sample, key) - 1
-        if b < 0:
-            return None
-        lo = b * self.BLOCK
-        offs = self._offv[lo : min(lo + self.BLOCK, self._n) + 1].tolist()
-        return lo, offs, self._blobv[offs[0] : offs[-1]].tobytes()
-
-    def _bisect(self, key: bytes) -> int:
-        """bisect_left of `key` over the whole table."""
-        block = self._block(key)
-        if block is None:
-            return 0
-        lo, offs, raw = block
-        base = offs[0]
-        # Six probes slice the block; cutting all of its 64 entries first cost more than the search.
-        return lo + bisect.bisect_left(
-            range(len(offs) - 1), key, key=lambda i: raw[offs[i] - base : offs[i + 1] - base]
-        )
-
-    def find(self, key: bytes) -> int:
-        """Index of `key`, or -1."""
-        if not key:
-            i = self._bisect(key)
-            return i if i < self._n and self[i] == key else -1
-        block = self._block(key)
-        if block is None:
-            return -1
-        lo, offs, raw = block
-        # Entries are concatenated, so `key` may also occur inside or across entries: an occurrence
-        # counts only where an entry of exactly its length starts (the last of the entries starting
-        # there: any before it are empty).
-        base, k = offs[0], len(key)
-        o = raw.find(key)
-        while o != -1:
-            i = bisect.bisect_right(offs, base + o) - 1
-            if offs[i] == base + o and i + 1 < len(offs) and offs[i + 1] == base + o + k:
-                return lo + i
-            o = raw.find(key, o + 1)
-        return -1
-
-    def prefix_range(self, prefix: bytes) -> tuple[int, int]:
-        """[lo, hi) of the entries that start with `prefix`."""
-        # 0xff never occurs in UTF-8, so prefix+0xff sorts after every extension of prefix.
-        return self._bisect(prefix), self._bisect(prefix + b"\xff")
 
 
 class SegmentReader:
@@ -221,7 +80,7 @@ class SegmentReader:
         a: dict[str, storage.ArrayFile] = {}
         names = (
             FILES
-            + _id_files("post.doc", files)
+            + id_files("post.doc", files)
             + tuple(
                 n
                 for group in (DENSE_FILES, REST_FILES, ANY_FILES)
@@ -230,7 +89,7 @@ class SegmentReader:
             )
         )
         if any(n in files for n in REST_FILES):
-            names += _id_files("post.rest.doc", files)
+            names += id_files("post.rest.doc", files)
         names += STORE_FILES if any(n in files for n in STORE_FILES) else ()
         names += attributes.PACKED_FILES if "post.tfs.sva" in files else attributes.BYTE_FILES
         names += (
@@ -347,7 +206,7 @@ class SegmentReader:
             a["pos.ptr.sva"].on_verified = weak.method_callback(self, "_pos_ptr_verified")
         else:
             self.pos.ptr = self.pos_ptr
-        self._check_shapes()
+        check_shapes(self)
         # One query looks each term up three times (filter, scorer, explanation) and agents repeat
         # words across queries; the table is immutable, so a bounded cache is always right.
         self.term_id = weak.cached_method(self, "_term_id", 1 << 16)
@@ -378,107 +237,6 @@ class SegmentReader:
 
     def _pos_ptr_verified(self, arr: np.ndarray) -> None:
         self.pos_ptr = self.pos.ptr = arr
-
-    def _check_shapes(self) -> None:
-        n, t = self.n_docs, len(self.terms)
-        checks = [
-            ("post.ptr.sva", len(self.post_ptr) == t + 1),
-            ("terms.df.sva", len(self.text_df) == t),
-            ("pos.ptr.sva", len(self.pos_ptr) == t + 1),
-            ("post.mask.sva", len(self.attrs) == len(self.post_doc)),
-            (
-                "post.tfs.sva" if self.attrs.packed is not None else "post.tf.sva",
-                self.attrs.agree(),
-            ),
-            ("doc.units.sva", len(self.doc_units) == n + 1),
-            ("doc.date.sva", len(self.dates) == n),
-            ("doc.len.sva", len(self.doc_len) == n),
-            ("store.meta.off.sva", len(self.meta_off) == n + 1),
-            ("store.sections.sva", len(self.doc_sections) == n + 1),
-            ("ids.doc.sva", len(self.id_doc) == n),
-            ("ids.rank.sva", len(self.id_rank) == n),
-            ("ids.off.sva", len(self.ids) == n),
-            ("unit.field.sva", len(self.unit_field) == len(self.unit_start)),
-            ("unit.section.sva", len(self.unit_section) == len(self.unit_start)),
-        ]
-        if isinstance(self.pos, BlockPositions):
-            # Lengths only (every token has one position): no table is read before a query needs it.
-            p, tokens = self.pos, int(self.manifest["stats"]["tokens"])
-            checks += [
-                ("pos.blocks.ptr.sva", len(p.blocks_ptr) == t + 1),
-                ("pos.dir.sva", len(p.dir) == len(p.first)),
-                ("pos.tail.sva", len(p.tail) + BLOCK * len(p.first) == tokens),
-            ]
-            if p.exceptions is None:
-                checks += [
-                    (name, r.ndim == 2 and (r.shape[0] == 0 or r.shape[1] == BLOCK - 1))
-                    for name, r in zip(ROW_FILES, p.rows)
-                ]
-            else:
-                checks += [
-                    (name, r.ndim == 2 and (r.shape[0] == 0 or r.shape[1] == cols))
-                    for name, r, cols in zip(PACKED_FILES_ROWS, p.rows, PACKED_COLUMNS)
-                ]
-                ptr, at, val = p.exceptions
-                checks += [
-                    ("pos.exc.ptr.sva", len(ptr) == len(p.first) + 1),
-                    ("pos.exc.val.sva", len(val) == len(at)),
-                ]
-        if self.dense is not None:
-            # set together (opening, not a hot path)
-            assert self.dense_ptr is not None and self.dense_field is not None
-            rows = len(self.dense_field)
-            checks += [
-                (
-                    "post.bits.ptr.sva",
-                    len(self.dense_ptr) == t + 1
-                    and int(self.dense_ptr[-1]) == rows
-                    and bool(np.all(np.diff(self.dense_ptr.astype(np.int64)) >= 0)),
-                ),
-                (
-                    "post.bits.sva",
-                    len(self.dense) == rows
-                    and (rows == 0 or self.dense.shape[1] == (n + 63) // 64),
-                ),
-                ("post.bits.field.sva", bool(np.all(self.dense_field < 8))),
-            ]
-        if self.any is not None:
-            assert self.any_terms is not None  # set together
-            rows = len(self.any_terms)
-            checks += [
-                (
-                    "post.any.sva",
-                    len(self.any) == rows and (rows == 0 or self.any.shape[1] == (n + 63) // 64),
-                ),
-                (
-                    "post.any.terms.sva",
-                    rows == 0
-                    or (
-                        int(self.any_terms[-1]) < t
-                        and bool(np.all(np.diff(self.any_terms.astype(np.int64)) > 0))
-                    ),
-                ),
-            ]
-        for prefix, ids in (("post.doc", self.post_doc), ("post.rest.doc", self.rest_doc)):
-            if isinstance(ids, docids.SplitIds):
-                checks.append((prefix + ".runs.sva", ids.tables_agree()))
-        if self.rest_ptr is not None:
-            assert self.rest_doc is not None and self.rest_mask is not None  # set together
-            ends = self.rest_ptr.astype(np.int64)
-            checks += [
-                (
-                    "post.rest.ptr.sva",
-                    self.dense is not None
-                    and len(ends) == len(self.dense_field) + 1
-                    and int(ends[0]) == 0
-                    and int(ends[-1]) == len(self.rest_doc)
-                    and bool(np.all(np.diff(ends) >= 0)),
-                ),
-                ("post.rest.mask.sva", len(self.rest_mask) == len(self.rest_doc)),
-            ]
-        for name, ok in checks:
-            if not ok:
-                raise IndexDamagedError(self.label + name, "length disagrees with the other files")
 
     # ------------------------------------------------------------ terms and postings
 
