@@ -9,7 +9,7 @@ import tempfile
 import weakref
 from collections.abc import Callable, Iterable, Mapping
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, overload
 
 import numpy as np
 
@@ -417,6 +417,18 @@ class Index:
         return names + verify_embeddings(self.path)
 
 
+@overload
+def open_index(
+    path: str | os.PathLike, verify: bool = ..., limits: Limits = ..., ray: None = None
+) -> Index: ...
+@overload
+def open_index(
+    path: str | os.PathLike, verify: bool = ..., limits: Limits = ..., *, ray: str
+) -> RayIndex: ...
+@overload
+def open_index(
+    path: str | os.PathLike, verify: bool = ..., limits: Limits = ..., ray: str | None = None
+) -> Index | RayIndex: ...
 def open_index(
     path: str | os.PathLike, verify: bool = False, limits: Limits = Limits(), ray: str | None = None
 ) -> Index | RayIndex:

@@ -186,7 +186,8 @@ class Service:
         )
         return cls(
             {
-                name: open_index(path, ray=ray, limits=engine)
+                # a RayIndex answers the same calls (sieve serve --ray)
+                name: open_index(path, ray=ray, limits=engine)  # type: ignore[misc]
                 for name, path in index_names(specs).items()
             },
             **kwargs,

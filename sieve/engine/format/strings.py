@@ -21,8 +21,8 @@ class StringTable(Sequence[bytes]):
     def __init__(self, blob: np.ndarray, off: np.ndarray) -> None:
         # Memoryviews slice in a fraction of a numpy slice's time: a lookup makes two.
         self._blobv, self._offv = (
-            memoryview(np.ascontiguousarray(blob)),
-            memoryview(np.ascontiguousarray(off)),
+            np.ascontiguousarray(blob).data,
+            np.ascontiguousarray(off).data,
         )
         self._n = len(off) - 1
         starts = off[: self._n : self.BLOCK].tolist()

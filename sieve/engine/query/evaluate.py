@@ -96,6 +96,7 @@ class Evaluator:
                 # Fields in which the term is frequent are stored
                 # as bitsets; only the others need postings.
                 covered = 0
+                assert r.dense is not None and r.dense_field is not None  # rows a..b exist
                 for row in range(a, b):
                     f = int(r.dense_field[row])
                     covered |= 1 << f

@@ -278,11 +278,11 @@ class Searcher:
                     admitted = bitset.count(b)
                     if not admitted:
                         continue
-            d, sc = (
-                got
-                if got is not None
-                else part.bm25.top(plan.term_ids, None, b, k, idfs, admitted, holders)
-            )
+            if got is None:
+                got = part.bm25.top(plan.term_ids, None, b, k, idfs, admitted, holders)
+            # `b` is given, so top never left the admitted set out and returned a pair
+            assert got is not None
+            d, sc = got
             got_d.append(d + seg.base if seg.base else d)
             got_s.append(sc)
         if len(got_d) == 1:

@@ -236,7 +236,8 @@ class SegmentReader:
                 ids.tables()
 
     def _pos_ptr_verified(self, arr: np.ndarray) -> None:
-        self.pos_ptr = self.pos.ptr = arr
+        # the verified array takes the lazy file's place, as the readers index both alike
+        self.pos_ptr = self.pos.ptr = arr  # type: ignore[assignment]
 
     # ------------------------------------------------------------ terms and postings
 
@@ -249,7 +250,7 @@ class SegmentReader:
         posting, and no unit of a built-in term, has another field's bit. Read from the field
         lengths at first use (1 MB at 100,000 documents)."""
         flen = np.asarray(self.field_len)
-        used = (
+        used = np.asarray(
             flen.any(axis=0)
             if len(flen)
             else np.zeros(flen.shape[1] if flen.ndim == 2 else 0, dtype=bool)
