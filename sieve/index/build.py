@@ -33,8 +33,10 @@ from sieve.engine.analysis.analyzers import Analyzer
 from sieve.engine.analysis.batch import AnalyzedBatch, analyze_batch
 from sieve.engine.analysis.schema import NO_FIELDS, Schema
 from sieve.engine.analysis.vocabulary import Vocabulary
+from sieve.engine.format import commits
+from sieve.engine.segment.snapshot import CommitEntry, write_commit
 from sieve.engine.segment.writer import DEFAULT_MEMORY_MB, SegmentWriter
-from sieve.errors import CorpusError, InvalidArgumentError
+from sieve.errors import CorpusError, InvalidArgumentError, SieveError
 from sieve.index import batches as batching
 from sieve.index.batches import (
     checked_fields,
@@ -294,3 +296,47 @@ def build(
     if not writer.documents and not allow_empty:
         raise nothing_to_index(report)
     return writer.finish({"source": report.source, "skipped": report.skipped})
+
+
+def build_committed(
+    source: Source,
+    path: Path,
+    options: BuildOptions,
+    force: bool,
+    report: CorpusReport | None,
+    progress: Callable[[int, int], None] | None,
+) -> None:
+    """`build_index` to a path (not sharded): the segments built inside a new commit point, which
+    is committed (atomically replacing an index there with `force`) or, on any error, removed."""
+    commit = commits.Commit(path, force=force)
+    try:
+        names: dict[Path, str] = {}
+
+        def new_segment() -> Path:
+            where, name = commit.new_segment()
+            names[where] = name
+            return where
+
+        report = report if report is not None else CorpusReport()
+        built = build_segments(source, new_segment, options, report=report, progress=progress)
+        write_commit(
+            commit.commit_dir,
+            [CommitEntry(names[where], where, manifest, new=True) for where, manifest in built],
+            {"source": report.source, "skipped": report.skipped},
+        )
+    except SieveError:  # some are OSErrors too (IndexExistsError): they say what happened already
+        commit.abort()
+        raise
+    # the corpus's own read errors are CorpusErrors by now: this is writing (a full disk)
+    except OSError as e:
+        commit.abort()
+        raise commits.unwritable(Path(path), e) from None
+    except BaseException:
+        commit.abort()
+        raise
+    try:
+        commit.commit()
+    except SieveError:
+        raise
+    except OSError as e:
+        raise commits.unwritable(Path(path), e) from None

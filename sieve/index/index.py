@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import functools
 import os
 import shutil
 import tempfile
@@ -18,7 +17,7 @@ from sieve.corpus.formats import CorpusReport, OnError, Source
 from sieve.engine import deadline
 from sieve.engine.analysis.analyzers import get_analyzer
 from sieve.engine.analysis.schema import declare
-from sieve.engine.format import commits, storage, weak
+from sieve.engine.format import commits, weak
 from sieve.engine.query.bql import parse
 from sieve.engine.query.decision import Decider, Explanation
 from sieve.engine.query.indriql import parse as parse_indri
@@ -27,8 +26,8 @@ from sieve.engine.rank.bm25 import BM25Params
 from sieve.engine.rank.rankers import DENSE_RANKERS, check_request
 from sieve.engine.rank.results import Results
 from sieve.engine.rank.searcher import Searcher
-from sieve.engine.segment.snapshot import CommitEntry, Segment, write_commit
-from sieve.index.opening import as_path, open_current
+from sieve.engine.segment.snapshot import Segment
+from sieve.index.opening import as_path, damage_guard, later_of, open_current, verify_open
 from sieve.index.options import BuildOptions
 from sieve.index.queries import Match, parse_query, ranked_search
 
@@ -38,46 +37,10 @@ if TYPE_CHECKING:
     from sieve.index.shard_service import RayIndex
     from sieve.index.writes import IndexWriter
 from sieve.errors import (
-    IndexDamagedError,
     IndexDirectoryError,
     InvalidArgumentError,
-    SieveError,
     UnknownDocumentError,
 )
-
-
-def _damage_guard(method: Callable[..., Any]) -> Callable[..., Any]:
-    """Open verifies only the small files, so reading a damaged large payload can trip numpy (an
-    index out of range, an unreadable record) before any checksum does. Then verify the index:
-    damage found is raised as IndexDamagedError naming the file; none found means a real bug, and
-    the original exception propagates unchanged (docs/index-format.md, "Integrity")."""
-
-    @functools.wraps(method)
-    def guarded(self: Index, *args: Any, **kwargs: Any) -> Any:
-        try:
-            return method(self, *args, **kwargs)
-        except SieveError:
-            raise
-        except Exception as exc:
-            try:
-                self.check()
-            except IndexDamagedError as damaged:
-                raise damaged from exc
-            raise
-
-    return guarded
-
-
-def _later_of(index: Index) -> Callable[[Callable[[], Any]], Any]:
-    """`index._later` through a weak reference (the searcher it is given to is the index's own;
-    sieve.engine.format.weak says why no cycle); once the index is gone, the work runs as it is."""
-    ref = weakref.ref(index)
-
-    def later(work: Callable[[], Any]) -> Any:
-        ix = ref()
-        return work() if ix is None else ix._later(work)
-
-    return later
 
 
 class Index:
@@ -100,7 +63,7 @@ class Index:
         self.reader = self.snapshot
         self.limits = limits
         self.searcher = Searcher(self.snapshot, bm25)
-        self.searcher.later = _later_of(self)
+        self.searcher.later = later_of(self)
         self.manifest = self.snapshot.manifest
         self.analyzer = self.snapshot.analyzer  # every query is analysed as the documents were
         self.schema = self.snapshot.schema  # declared fields: name[...] filters
@@ -205,7 +168,7 @@ class Index:
             self.limits,
         )
 
-    @_damage_guard
+    @damage_guard
     def match(self, query: str) -> Match:
         """Documents that satisfy the BQL `query` exactly. Raises BQLSyntaxError / BQLLimitError,
         and DeadlineExceededError past `limits.seconds`."""
@@ -218,14 +181,14 @@ class Index:
                 self.snapshot,
             )
 
-    @_damage_guard
+    @damage_guard
     def _later(self, work: Callable[[], Any]) -> Any:
         """Work a search leaves until its result is read (each hit's matched fields and sections),
         under this index's time budget and damage check, as the search itself ran."""
         with deadline.within(self.limits.seconds):
             return work()
 
-    @_damage_guard
+    @damage_guard
     def explain(self, query: str, doc_id: str) -> Explanation:
         """Why the document `doc_id` is admitted or rejected by `query`: the query's canonical
         tree, each node judged for this document, each leaf with where it matched or why not.
@@ -242,7 +205,7 @@ class Index:
                 seg.reader, self.searcher.parts[j].evaluator, plans.parts[j], missing
             ).explain(d)
 
-    @_damage_guard
+    @damage_guard
     def search(
         self,
         query: str,
@@ -294,7 +257,7 @@ class Index:
                 plan, k, ranker, fallback, explain, diagnose, fallback_ranker
             )
 
-    @_damage_guard
+    @damage_guard
     def indri_search(
         self, query: str, k: int = 5, ranker: str = "indri", explain: bool = True
     ) -> Results:
@@ -313,7 +276,7 @@ class Index:
             self._attach_dense()
         return self.searcher.indri_search(plans, k, ranker, explain)
 
-    @_damage_guard
+    @damage_guard
     def ranked_search(
         self, text: str, k: int = 5, ranker: str = "bm25", explain: bool = True
     ) -> Results:
@@ -347,7 +310,7 @@ class Index:
             self, model=model, encoder=encoder, unit=unit, search=search
         )
 
-    @_damage_guard
+    @damage_guard
     def document(self, doc_id: str) -> Document:
         """The stored document with this id; raises UnknownDocumentError."""
         d = self.reader.doc_number(str(doc_id))
@@ -358,7 +321,7 @@ class Index:
     def _document(self, d: int) -> Document:
         return Document.stored(self.snapshot, d)
 
-    @_damage_guard
+    @damage_guard
     def section(self, doc_id: str, j: int) -> Section:
         """One section of a document, read without the rest of it."""
         d = self.reader.doc_number(str(doc_id))
@@ -389,32 +352,7 @@ class Index:
         CURRENT and the manifests are read again, so damage done since the index was opened is
         found too. If a newer commit has retired this Index's (see `retired`), the files it still
         has open are verified instead: they are what it answers from."""
-        snap = self.snapshot
-        if self.retired and not self.commit_dir.is_dir():
-            names = []
-            for seg in snap.segments:
-                for name in seg.reader.files:
-                    seg.reader.files[name].verify(seg.reader.manifest["files"][name]["crc32"])
-                    names.append(name if len(snap.segments) == 1 else f"{seg.name}/{name}")
-                seg.reader.check_values()
-            return names
-        commits.current_commit(self.path)
-        if commits.read_manifest(self.commit_dir) != self.manifest:
-            raise IndexDamagedError(storage.MANIFEST, "changed since the index was opened")
-        for seg in snap.segments:
-            if commits.read_manifest(seg.reader.dir) != seg.reader.manifest:
-                raise IndexDamagedError(
-                    f"{seg.name}/{storage.MANIFEST}", "changed since the index was opened"
-                )
-        names = []
-        for path, name, entry in snap.files():
-            storage.verify_array(path, name, entry)
-            names.append(name)
-        for seg in snap.segments:
-            seg.reader.check_values()
-        from sieve.dense.layout import verify_embeddings
-
-        return names + verify_embeddings(self.path)
+        return verify_open(self.path, self.commit_dir, self.manifest, self.snapshot, self.retired)
 
 
 @overload
@@ -492,7 +430,7 @@ def build_index(
     memory, /dev/shm, where the system has it) that is removed when the Index is closed or
     garbage-collected, or when the interpreter exits. For tests and small throwaway collections.
     """
-    from sieve.index.build import build_segments
+    from sieve.index.build import build_committed
 
     if not isinstance(source, (str, os.PathLike)) and not hasattr(source, "__iter__"):
         raise InvalidArgumentError(
@@ -531,38 +469,7 @@ def build_index(
             ray=ray,
         )
         return Index(path)
-    commit = commits.Commit(as_path(path, "an index path"), force=force)
-    try:
-        names: dict[Path, str] = {}
-
-        def new_segment() -> Path:
-            where, name = commit.new_segment()
-            names[where] = name
-            return where
-
-        report = report if report is not None else CorpusReport()
-        built = build_segments(source, new_segment, options, report=report, progress=progress)
-        write_commit(
-            commit.commit_dir,
-            [CommitEntry(names[where], where, manifest, new=True) for where, manifest in built],
-            {"source": report.source, "skipped": report.skipped},
-        )
-    except SieveError:  # some are OSErrors too (IndexExistsError): they say what happened already
-        commit.abort()
-        raise
-    # the corpus's own read errors are CorpusErrors by now: this is writing (a full disk)
-    except OSError as e:
-        commit.abort()
-        raise commits.unwritable(Path(path), e) from None
-    except BaseException:
-        commit.abort()
-        raise
-    try:
-        commit.commit()
-    except SieveError:
-        raise
-    except OSError as e:
-        raise commits.unwritable(Path(path), e) from None
+    build_committed(source, as_path(path, "an index path"), options, force, report, progress)
     return Index(path)
 
 

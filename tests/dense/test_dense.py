@@ -11,7 +11,7 @@ import pytest
 pytest.importorskip("sentence_transformers", reason="needs the dense extra: pip install torch==2.13.0 && pip install -e '.[dense]'")
 
 import sieve  # noqa: E402
-from sieve.dense import store, units  # noqa: E402
+from sieve.dense import layout, store, units  # noqa: E402
 from sieve.dense.encoder import DenseUnavailableError, SentenceTransformerEncoder  # noqa: E402
 from sieve.corpus.demo import stdlib_documents  # noqa: E402
 from sieve.engine.rank.fusion import RRF_K
@@ -151,7 +151,7 @@ class _Interrupt(Exception):
 
 
 def test_embedding_resumes_where_it_stopped(tmp_path: Path, docs: list[dict], encoder: SentenceTransformerEncoder, monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setattr(store, "CHUNK", 4)
+    monkeypatch.setattr("sieve.dense.embedding.CHUNK", 4)
     ix = sieve.build_index(docs, tmp_path / "idx")
 
     class Failing:
@@ -168,7 +168,7 @@ def test_embedding_resumes_where_it_stopped(tmp_path: Path, docs: list[dict], en
 
     with pytest.raises(_Interrupt):
         store.embed(ix, encoder=Failing())
-    out = ix.path / "embeddings" / store.model_slug(encoder.name)
+    out = ix.path / "embeddings" / layout.model_slug(encoder.name)
     assert json.loads((out / "progress.json").read_text())["rows"] == 8
     seen: list[int] = []
 

@@ -51,7 +51,7 @@ def test_two_encoders_side_by_side_each_recorded(tmp_path: Path, docs: list[dict
     a = store.embed(ix)
     b = store.embed(ix, str(small))
     assert a != b and a.parent == b.parent == ix.path / "embeddings"
-    assert layout.embedded_models(ix.path) == sorted([DEFAULT_MODEL, str(small)], key=lambda m: store.model_slug(m))
+    assert layout.embedded_models(ix.path) == sorted([DEFAULT_MODEL, str(small)], key=lambda m: layout.model_slug(m))
     for model, dim in ((DEFAULT_MODEL, 384), (str(small), 256)):
         ix.use_dense(model=model)
         dense = ix.searcher.dense
@@ -95,7 +95,7 @@ def test_another_model_behind_the_same_folder_is_refused_then_reembedded(tmp_pat
     folder = derived_model(tmp_path / "model", pooling="cls")
     ix = sieve.build_index(docs, tmp_path / "idx")
     store.embed(ix, str(folder))
-    before = store.read_meta(store.embeddings_dir(ix, str(folder), "document"))["model_fingerprint"]
+    before = store.read_meta(layout.embeddings_dir(ix, str(folder), "document"))["model_fingerprint"]
     shutil.rmtree(folder)
     derived_model(folder, pooling="mean")  # same name, same width, another encoder
     now = model_fingerprint(str(folder))
@@ -107,7 +107,7 @@ def test_another_model_behind_the_same_folder_is_refused_then_reembedded(tmp_pat
     assert f"computed by {folder} with files {before}, but {folder} now has files {now}" in str(info.value)
     # `sieve embed` does not take the old vectors for the new model's: it computes them again.
     assert main(["embed", str(tmp_path / "idx"), "--embed-model", str(folder), "--quiet", "--json"]) == 0
-    meta = store.read_meta(store.embeddings_dir(reopened, str(folder), "document"))
+    meta = store.read_meta(layout.embeddings_dir(reopened, str(folder), "document"))
     assert meta["model_fingerprint"] == now and meta["reused"] == 0
     fresh = sieve.open_index(tmp_path / "idx")
     fresh.use_dense(model=str(folder))

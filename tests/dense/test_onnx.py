@@ -23,7 +23,7 @@ pytest.importorskip("sentence_transformers", reason=REASON)
 
 import sieve
 from sieve.corpus.demo import stdlib_documents
-from sieve.dense import onnx, store
+from sieve.dense import layout, onnx, store
 from sieve.dense.encoder import (
     DEFAULT_MODEL,
     SentenceTransformerEncoder,
@@ -141,7 +141,7 @@ def test_cli_embed_records_the_backend_asked_for(cache: Path, tmp_path: Path,
     docs = [d for d in stdlib_documents() if d["id"] in {"json", "csv"}]
     ix = sieve.build_index(docs, tmp_path / "idx")
     assert main(["embed", str(ix.path), "--encoder", "torch", "--quiet"]) == 0
-    where = store.embeddings_dir(ix, DEFAULT_MODEL, "document")
+    where = layout.embeddings_dir(ix, DEFAULT_MODEL, "document")
     assert store.read_meta(where)["backend"] == "torch-fp32"
     assert main(["embed", str(ix.path), "--force", "--jobs", "1", "--quiet"]) == 0
     assert store.read_meta(where)["backend"] == "onnxruntime-fp32"

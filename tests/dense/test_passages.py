@@ -115,7 +115,7 @@ def test_passage_embedding_resumes_and_reuses(tmp_path: Path, monkeypatch: pytes
     ix = sieve.build_index(_docs(30), tmp_path / "ix")
     full = store.embed(ix, model="hash-64", encoder=HashEncoder(), unit="passage")
     want = np.asarray(store.DenseIndex.open(ix, model="hash-64", encoder=HashEncoder()).vectors.whole()).copy()
-    monkeypatch.setattr(store, "CHUNK", 8)
+    monkeypatch.setattr("sieve.dense.embedding.CHUNK", 8)
 
     class Failing(HashEncoder):
         calls = 0

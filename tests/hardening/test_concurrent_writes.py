@@ -131,13 +131,13 @@ def _dense_ok(target: Path) -> list[str]:
 @pytest.mark.parametrize("when", ["vectors", "graph", "meta"])
 def test_embed_killed_while_sealing_is_repaired_by_the_next_run(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, when: str) -> None:
     pytest.importorskip("hnswlib", reason="embeddings need the dense extra")
-    from sieve.dense import store
+    from sieve.dense import embedding, store
 
     target = tmp_path / "idx"
     index = sieve.build_index(SMALL, target)
     store.embed(index, model="hash-32", encoder=HashEncoder(32))
     want = _dense_ok(target)
-    real_write, real_graph, real_json = storage.write_array, store._build_hnsw, store.write_json
+    real_write, real_graph, real_json = storage.write_array, embedding._build_hnsw, embedding.write_json
 
     def half_array(path: Path, data: object, dtype: object = None) -> dict[str, int]:
         entry = real_write(path, data, dtype)
@@ -160,9 +160,9 @@ def test_embed_killed_while_sealing_is_repaired_by_the_next_run(tmp_path: Path, 
         if when == "vectors":
             m.setattr(storage, "write_array", half_array)
         elif when == "graph":
-            m.setattr(store, "_build_hnsw", half_graph)
+            m.setattr("sieve.dense.embedding._build_hnsw", half_graph)
         else:
-            m.setattr(store, "write_json", no_meta)
+            m.setattr("sieve.dense.embedding.write_json", no_meta)
         with pytest.raises(Killed):
             store.embed(sieve.open_index(target), model="hash-32", encoder=HashEncoder(32), force=True)
     # Never "ready" while incomplete: ranking says so instead of reading damaged vectors ...

@@ -358,7 +358,7 @@ def test_each_shards_part_runs_under_the_budget(tmp_path: Path) -> None:
     """A sharded index served by Ray: each shard's actor (plain Python; Ray only wraps it, so it is
     called here directly) runs its part of a call under the index's budget and caps."""
     from sieve.engine.format import commits
-    from sieve.index.shard_service import ShardServer
+    from sieve.index.shard_server import ShardServer
 
     out = tmp_path / "sharded"
     sieve.build_index(records(60, seed=2), out, jobs=1, shards=2)
