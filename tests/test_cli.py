@@ -230,8 +230,12 @@ def _without(tmp_path: Path, *modules: str) -> dict[str, str]:
 
 
 def _sieve(env: dict[str, str], *argv: str) -> subprocess.CompletedProcess[str]:
+    # Run from the stubs' folder, not the checkout: `python -m` puts the working directory first on
+    # the path, and the child must import the sieve this process imported (an installed wheel in
+    # CI's wheel job), whose install hint the assertions compute.
+    stubs = env["PYTHONPATH"].split(os.pathsep)[0]
     return subprocess.run([sys.executable, "-m", "sieve", *argv], check=False, env=env,
-                          stdin=subprocess.DEVNULL,
+                          stdin=subprocess.DEVNULL, cwd=stubs,
                           capture_output=True, text=True, timeout=120)
 
 
