@@ -19,6 +19,7 @@ import importlib.util
 import json
 import logging
 import os
+import stat
 import tempfile
 import warnings
 from pathlib import Path
@@ -61,6 +62,21 @@ def _file_crc(path: Path) -> tuple[int, int]:
         while chunk := fh.read(1 << 22):
             crc = storage.crc32(chunk, crc)
         return os.fstat(fh.fileno()).st_size, crc
+
+
+def _private(folder: Path) -> None:
+    """Refuse a cache folder someone else could have written: a graph planted there (with a seal
+    that matches it) would be loaded as the model. Made private (0700) when sieve makes it; one
+    that exists must be the user's own and writable by no one else (a shared XDG_CACHE_HOME)."""
+    folder.parent.mkdir(mode=0o700, parents=True, exist_ok=True)
+    folder.mkdir(mode=0o700, exist_ok=True)
+    for where in (folder, folder.parent):
+        st = where.lstat()
+        if st.st_uid != os.getuid() or st.st_mode & 0o022 or not stat.S_ISDIR(st.st_mode):
+            raise DenseUnavailableError(
+                f"the ONNX model cache {where} belongs to another user or others can write it; "
+                "set XDG_CACHE_HOME to a folder of your own (or use --encoder torch)"
+            )
 
 
 def _intact(graph: Path) -> bool:
@@ -129,10 +145,10 @@ def exported(model: str, precision: str = "fp32") -> Path:
     if root is None or files is None:
         raise DenseUnavailableError(f"the files of embedding model {model!r} are not installed")
     folder = _folder(model, files)
+    _private(folder)
     graph = folder / f"model.{precision}.onnx"
     if _intact(graph):
         return graph
-    folder.mkdir(parents=True, exist_ok=True)
     # Unique temporary names: two processes exporting at once each finish their own, and the
     # later rename wins with a graph as good as the earlier.
     with tempfile.TemporaryDirectory(dir=folder, prefix=".export-") as tmp:

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import shutil
 import subprocess
 import sys
@@ -26,6 +27,7 @@ from sieve.corpus.demo import stdlib_documents
 from sieve.dense import layout, onnx, store
 from sieve.dense.encoder import (
     DEFAULT_MODEL,
+    DenseUnavailableError,
     SentenceTransformerEncoder,
     loaded_encoder,
     model_files,
@@ -148,3 +150,24 @@ def test_cli_embed_records_the_backend_asked_for(cache: Path, tmp_path: Path,
     capsys.readouterr()
     assert main(["embed", str(ix.path), "--embed-model", str(tmp_path), "--encoder", "onnx"]) == 1
     assert "default model only" in capsys.readouterr().err
+
+
+def test_a_cache_folder_others_can_write_is_refused(cache: Path) -> None:
+    """A graph planted in a shared cache (with a seal that matches it) would be loaded as the model:
+    a cache folder owned by another user, or writable by others, is refused, naming it."""
+    onnx.exported(DEFAULT_MODEL)
+    root = onnx.cache_root()
+    root.chmod(0o777)
+    with pytest.raises(DenseUnavailableError, match="belongs to another user or others can write"):
+        onnx.exported(DEFAULT_MODEL)
+    root.chmod(0o700)
+    graph = onnx.exported(DEFAULT_MODEL)
+    assert graph.is_file()
+    if os.getuid() == 0:  # only root can give a folder away
+        folder = graph.parent
+        os.chown(folder, 65534, 65534)
+        try:
+            with pytest.raises(DenseUnavailableError, match=re.escape(str(folder))):
+                onnx.exported(DEFAULT_MODEL)
+        finally:
+            os.chown(folder, 0, 0)
