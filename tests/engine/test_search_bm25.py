@@ -289,11 +289,15 @@ def test_admits_holders_only_when_every_holder_is_admitted(fielded_index: sieve.
 
 
 @settings(max_examples=150, deadline=None, derandomize=True, suppress_health_check=[HealthCheck.function_scoped_fixture])
-@given(zipf_query, st.sampled_from([" OR ", " "]), st.integers(1, 12), st.sampled_from([1, 7, 64]))
-def test_scans_in_chunks_rank_as_one_pass(zipf_index: sieve.Index, words: list[str], joiner: str, k: int, chunk: int) -> None:
+@given(zipf_query, st.sampled_from([" OR ", " "]), st.integers(1, 12), st.sampled_from([1, 7, 64]),
+       st.sampled_from([1, 10**9]))
+def test_scans_in_chunks_rank_as_one_pass(zipf_index: sieve.Index, words: list[str], joiner: str, k: int, chunk: int,
+                                          unpack: int) -> None:
     """Long lists are scored CHUNK postings at a time (8,192: never split in this index): cut into
     chunks of 1, 7 and 64, every path (one term's best k per chunk, the accumulator, MaxScore)
-    gives the oracle's documents and scores, bit for bit."""
+    gives the oracle's documents and scores, bit for bit; so does one term's scan whether it tests
+    the admitted set by its bits or by a byte a document (UNPACK_SHARE), scoring only the
+    admitted postings or all of them."""
     from sieve.engine.format import bitset
     from sieve.engine.rank import scorer as search
     from sieve.engine.rank.topk import top_k
@@ -303,13 +307,13 @@ def test_scans_in_chunks_rank_as_one_pass(zipf_index: sieve.Index, words: list[s
     docs = bitset.to_ids(bits, len(zipf_index))
     scorer = zipf_index.searcher.parts[0].bm25
     want_d, want_s = top_k(*scorer.scores(plan.term_ids, docs), k)  # one pass over unsplit lists
-    old = search.CHUNK
-    search.CHUNK = chunk
+    old, old_unpack = search.CHUNK, search.UNPACK_SHARE
+    search.CHUNK, search.UNPACK_SHARE = chunk, unpack
     try:
         got_d, got_s = scorer.top(plan.term_ids, None, bits, k, admitted=len(docs)) if len(docs) else (want_d, want_s)
         all_d, all_s = scorer.scores(plan.term_ids, None)  # the zero-hit fallback's whole collection
     finally:
-        search.CHUNK = old
+        search.CHUNK, search.UNPACK_SHARE = old, old_unpack
     assert got_d.tolist() == want_d.tolist() and got_s.tolist() == want_s.tolist()
     ref_d, ref_s = scorer.scores(plan.term_ids, None)
     assert all_d.tolist() == ref_d.tolist() and all_s.tolist() == ref_s.tolist()
@@ -581,3 +585,39 @@ def test_top_k_equals_a_full_sort(scores: list[float], k: int, rnd) -> None:
     got_d, got_s = top_k(docs, s, k)
     order = np.lexsort((docs, -s))[:k]
     assert got_d.tolist() == docs[order].tolist() and got_s.tolist() == s[order].tolist()
+
+
+one_term_query = st.tuples(st.sampled_from(ZIPF[:6] + ZIPF[6::7]),
+                           st.sampled_from(["{w}", "{w}[title]", "{w} AND NOT w1", "{w} AND NOT w0[title]",
+                                            "{w}[title] AND NOT w2", "{w} AND NOT (w3 OR w4)"]))
+
+
+@settings(max_examples=150, deadline=None, derandomize=True, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(one_term_query, st.integers(1, 12), st.sampled_from([1, 5, 8192]), st.sampled_from([1, 10**9]))
+def test_one_term_scans_score_the_admitted_postings_as_the_oracle(zipf_index: sieve.Index, case: tuple[str, str], k: int,
+                                                                   chunk: int, unpack: int) -> None:
+    """One term's best k under a filter: its admitted postings found by the set's bits or by a byte a
+    document, scored alone (few admitted) or all of them then dropped (most admitted), chunk by chunk:
+    the oracle's documents and scores, bit for bit."""
+    from sieve.engine.format import bitset
+    from sieve.engine.rank import scorer as search
+    from sieve.engine.rank.topk import top_k
+
+    word, form = case
+    plan = zipf_index.plan(form.format(w=word)).first
+    bits = zipf_index.searcher.parts[0].evaluator.run(plan)
+    docs = bitset.to_ids(bits, len(zipf_index))
+    scorer = zipf_index.searcher.parts[0].bm25
+    assume_some = len(docs) > 0
+    want_d, want_s = top_k(*scorer.scores(plan.term_ids, docs), k) if assume_some else (docs, docs)
+    p = scorer._postings(plan.term_ids, None)[0]
+    old, old_unpack = search.CHUNK, search.UNPACK_SHARE
+    search.CHUNK, search.UNPACK_SHARE = chunk, unpack
+    try:
+        got = scorer._one(p, bits, k)
+    finally:
+        search.CHUNK, search.UNPACK_SHARE = old, old_unpack
+    if got is None:  # fewer than k admitted postings score above 0: the caller ranks the set instead
+        assert int(np.count_nonzero(scorer.scores(plan.term_ids, docs)[1] > 0)) < k
+        return
+    assert got[0].tolist() == want_d.tolist() and got[1].tolist() == want_s.tolist()

@@ -27,6 +27,9 @@ from sieve.engine.segment.reader import SegmentReader, search_sorted
 
 # Postings scored at a time in a scan (64 KB of floats: sizes malloc reuses without new pages).
 CHUNK = 8192
+# _one unpacks the admitted set to one byte a document when the list is at least this share of
+# the documents (1/UNPACK_SHARE); a shorter list tests its documents' bits.
+UNPACK_SHARE = 64
 # MaxScore looks at least 1/_RANKED_SHARE of the documents up in a term by their ranks in the set of
 # its documents (made per lookup, ~50 us at 100,000 documents, then time in the candidates); fewer,
 # by binary search in its postings (measured on man-sections' OR queries: the crossover at ~1/40).
@@ -389,11 +392,32 @@ class BM25Scorer:
         best_d: list[np.ndarray] = []
         best_s: list[np.ndarray] = []
         scored = 0
-        flags = None if bits is None else bitset.to_bool(bits, len(bits) * 64)
-        for d, s in self._chunks(p):
+        r = self.r
+        # Membership: a long list tests one byte per document (unpacked once), a short one its
+        # own documents' bits (unpacking 100,000 documents costs more than a few hundred tests).
+        flags = None
+        if bits is not None and (p.hi - p.lo) * UNPACK_SHARE >= r.n_docs:
+            flags = bitset.to_bool(bits, len(bits) * 64)
+        for a in range(p.lo, p.hi, CHUNK):
             deadline.check()
-            keep = None if flags is None else flags[d]
-            if keep is not None and not keep.all():
+            b = min(a + CHUNK, p.hi)
+            d = r.post_doc[a:b]
+            sel = keep = None
+            if bits is not None:
+                keep = flags[d] if flags is not None else bitset.contains(bits, d)
+                kept = int(np.count_nonzero(keep))
+                if kept == len(d):
+                    keep = None
+                elif kept * 2 < len(d):
+                    # Only the admitted postings are scored (a field's share of a common word
+                    # is often a few percent of it); each score is the same to the bit.
+                    sel = np.flatnonzero(keep)
+                    keep = None
+                    if not len(sel):
+                        continue
+                    d = d[sel]
+            s = term_scores(r.text_tf(a, b, sel, np.float64), np.take(self.norm, d), p.idf, True)
+            if keep is not None:  # most are admitted: scoring all and dropping a few is cheaper
                 d, s = d[keep], s[keep]
             scored += int(np.count_nonzero(s))
             # A chunk's best k hold every document of it in the whole top k (chunks are in
@@ -403,6 +427,8 @@ class BM25Scorer:
             best_s.append(s)
         if scored < k:
             return None
+        if len(best_d) == 1:
+            return best_d[0], best_s[0]
         return top_k(np.concatenate(best_d), np.concatenate(best_s), k)
 
     def _pruned(
