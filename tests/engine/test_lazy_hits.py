@@ -1,4 +1,4 @@
-"""Hits that cost what is read (sieve.engine.rank.results `_MatchedField`, searcher `_Where`): a
+"""Hits that cost what is read (sieve.engine.rank.results `_MatchedField`, searcher `_Deferred`): a
 search leaves each hit's matched `fields`, `sections` and `section_numbers` to the first read of
 any hit's, then finds them for all its hits at once; the values, equality, hashing, repr, copies
 and pickles are those of hits built with them."""
