@@ -44,7 +44,7 @@ from sieve.dense.layout import (
     read_meta,
     same_model,
 )
-from sieve.dense.units import DEFAULT_UNIT, UNITS, IndexView, first_rows, passage_section
+from sieve.dense.units import UNITS, IndexView, first_rows, passage_section
 from sieve.engine.format import bitset, storage
 from sieve.engine.rank.topk import top_k
 from sieve.errors import IndexDamagedError, InvalidArgumentError
@@ -155,7 +155,7 @@ class DenseIndex:
         search: str = "approximate",
     ) -> DenseIndex:
         """The embeddings of `model` (default: the bundled MiniLM, else the only model embedded) in
-        `unit` (default: DEFAULT_UNIT where it exists, else the other), ranked as `search` says
+        `unit` (default: passages where they exist, else documents), ranked as `search` says
         (DENSE_SEARCH). Asking for a model the index has no embeddings of, while it has another's,
         is an EncoderMismatchError naming both."""
         if unit is not None and unit not in UNITS:
@@ -189,7 +189,7 @@ class DenseIndex:
                 f"with `sieve embed {index.path} --embed-model {model}` (or `sieve "
                 f"eval build ... --embed-model {model}`), or ask for the model it holds"
             )
-        units = [unit] if unit is not None else sorted(UNITS, key=lambda u: u != DEFAULT_UNIT)
+        units = [unit] if unit is not None else list(UNITS)
         wanted = next((dir_name(slug, u) for u in units if dir_name(slug, u) in names), None)
         if wanted is None:
             what = f"{model!r}" if model is not None else "the default model"

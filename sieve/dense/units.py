@@ -18,7 +18,10 @@ DOC_CHARS = 2000  # the model reads about 256 word pieces; more text only costs 
 # with its title and heading, a passage stays within the model's 256 word pieces (English prose:
 # ~1.3 a word)
 PASSAGE_WORDS = 128
+# in the order an index holding both is opened: passages exist only where they were asked for
 UNITS = ("passage", "document")
+# What `sieve embed` makes unless told: on the NAME-line task the document unit ranks as well or
+# better at a eighteenth of the rows (benchmarks/bench_dense_units.py, docs/ranking.md).
 DEFAULT_UNIT = "document"
 
 

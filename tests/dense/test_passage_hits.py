@@ -171,3 +171,23 @@ def test_cli_json_names_it(otters: Path) -> None:
     first = json.loads(p.stdout)["hits"][0]
     assert first["id"] == "long" and first["closest_passage"] == "Wildlife"
     assert first["snippet"]["section"] == "Wildlife"
+
+
+# ---------------------------------------------------------------- the default unit
+
+
+def test_the_default_unit_is_the_measured_one(tmp_path: Path) -> None:
+    """`sieve embed` and `store.embed` make document vectors unless told (passages ranked no
+    better on the NAME-line task at 18 times the rows: docs/ranking.md); the help says so."""
+    assert units.DEFAULT_UNIT == "document"
+    ix = sieve.build_index(_docs(6), tmp_path / "ix")
+    assert store.embed(ix, model="hash-64", encoder=HashEncoder()).name == "hash-64"
+    corpus = tmp_path / "c.jsonl"
+    corpus.write_text("".join(json.dumps(d) + "\n" for d in OTTERS))
+    sieve.build_index(corpus, tmp_path / "cli").close()
+    p = subprocess.run([sys.executable, "-m", "sieve", "embed", str(tmp_path / "cli"), "--json"], capture_output=True, text=True)
+    assert p.returncode == 0, p.stderr
+    got = json.loads(p.stdout)
+    assert got["unit"] == "document" and got["vectors"] == 3 and got["embeddings"].endswith("all-MiniLM-L6-v2")
+    helped = subprocess.run([sys.executable, "-m", "sieve", "embed", "--help"], capture_output=True, text=True).stdout
+    assert "default document" in " ".join(helped.split())
