@@ -72,6 +72,8 @@ def cmd_embed(args: argparse.Namespace) -> int:
 
 def add_command(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     """`embed`, listed among the index commands (after `merge`)."""
+    from sieve.dense.units import DEFAULT_UNIT
+
     s = sub.add_parser(
         "embed", help="compute document embeddings for dense and hybrid ranking (resumable)"
     )
@@ -99,10 +101,10 @@ def add_command(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> Non
     s.add_argument(
         "--unit",
         choices=("document", "passage"),
-        default="document",
-        help="one vector per document (its start; the default), or per passage (every section in "
-        "pieces of up to 128 words; "
-        "a document scores as its best passage)",
+        default=DEFAULT_UNIT,
+        help=f"one vector per document (its start) or per passage (every section in pieces of up "
+        f"to 128 words; a document scores as its best passage, a card names its section; about "
+        f"18 times the vectors); default {DEFAULT_UNIT}",
     )
     s.add_argument("--force", action="store_true", help="recompute even if up to date")
     s.add_argument("--quiet", action="store_true")

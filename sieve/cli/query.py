@@ -173,6 +173,10 @@ def cmd_search(args: argparse.Namespace) -> int:
                     "title": meta["title"],
                     "fields": list(h.fields),
                     "sections": list(h.sections),
+                    # dense and hybrid over passages: the section whose passage scored
+                    "closest_passage": None
+                    if h.passage_section is None
+                    else meta["headings"][h.passage_section],
                     "snippet": None
                     if snip is None
                     else {"section": meta["headings"][snip.section], "text": snip.text},

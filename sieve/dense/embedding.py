@@ -27,7 +27,7 @@ from sieve.dense.layout import (
     reusable,
     write_json,
 )
-from sieve.dense.units import IndexView, RowTexts, pieces_of, row_layout
+from sieve.dense.units import DEFAULT_UNIT, IndexView, RowTexts, pieces_of, row_layout
 from sieve.engine.format import commits, storage
 
 HNSW_M = 16
@@ -42,7 +42,7 @@ def embed(
     batch_size: int = 32,
     force: bool = False,
     progress: Callable[[int, int], None] | None = None,
-    unit: str = "document",
+    unit: str = DEFAULT_UNIT,
 ) -> Path:
     """Compute (or resume computing) the embeddings of every document (`unit="document"`) or of
     every passage (`unit="passage"`); returns their directory. `progress(done, total)` counts rows.

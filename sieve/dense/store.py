@@ -44,7 +44,7 @@ from sieve.dense.layout import (
     read_meta,
     same_model,
 )
-from sieve.dense.units import UNITS, IndexView, first_rows
+from sieve.dense.units import UNITS, IndexView, first_rows, passage_section
 from sieve.engine.format import bitset, storage
 from sieve.engine.rank.topk import top_k
 from sieve.errors import IndexDamagedError, InvalidArgumentError
@@ -360,6 +360,19 @@ class DenseIndex:
         return self._row_similarity(
             self.query_vector(text), self.rows(np.asarray(docs, dtype=np.int64))
         ).astype(np.float64)
+
+    def best_sections(self, text: str, docs: list[int]) -> list[int | None]:
+        """For each of `docs`, the number of the section whose passage is closest to `text` (where
+        its similarity came from); None with the document unit, or for a document embedded as its
+        title alone."""
+        if self.owner is None:
+            return [None] * len(docs)
+        q = self.query_vector(text)
+        out: list[int | None] = []
+        for d, r in zip(docs, self.rows(np.asarray(docs, dtype=np.int64)).tolist()):
+            rows = np.arange(self.starts[r], self.starts[r + 1])
+            out.append(passage_section(self.index, d, int(np.argmax(_dot(self.vectors[rows], q)))))
+        return out
 
     def top(
         self, text: str, docs: np.ndarray | None, bits: np.ndarray | None, k: int

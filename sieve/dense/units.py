@@ -4,7 +4,7 @@ each row's key (`row_layout`), and the index as the dense layer sees it (`IndexV
 from __future__ import annotations
 
 import hashlib
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Protocol
 
@@ -18,7 +18,11 @@ DOC_CHARS = 2000  # the model reads about 256 word pieces; more text only costs 
 # with its title and heading, a passage stays within the model's 256 word pieces (English prose:
 # ~1.3 a word)
 PASSAGE_WORDS = 128
+# in the order an index holding both is opened: passages exist only where they were asked for
 UNITS = ("passage", "document")
+# What `sieve embed` makes unless told: on the NAME-line task the document unit ranks as well or
+# better at a eighteenth of the rows (benchmarks/bench_dense_units.py, docs/ranking.md).
+DEFAULT_UNIT = "document"
 
 
 class IndexView(Protocol):
@@ -55,20 +59,38 @@ def document_text(index: IndexView, d: int) -> str:
     return "\n".join(parts)[:DOC_CHARS]
 
 
+def _section_words(index: IndexView, d: int) -> Iterator[tuple[int, list[str]]]:
+    """Each section of a document that has words: (its number, its words)."""
+    r = index.reader
+    for j in range(r.section_count(d)):
+        words = r.section_text(d, j).split()
+        if words:
+            yield j, words
+
+
 def passages(index: IndexView, d: int) -> list[str]:
     """What the encoder reads for a document, passage by passage: each section's text in pieces of
     at most PASSAGE_WORDS words, each headed by the title and the section's heading (a piece of
     a long section is about what its heading says). A document without text is its title."""
-    r = index.reader
-    title = r.meta(d)["title"]
-    headings = r.headings(d)
+    title = index.reader.meta(d)["title"]
+    headings = index.reader.headings(d)
     out = []
-    for j in range(r.section_count(d)):
-        words = r.section_text(d, j).split()
+    for j, words in _section_words(index, d):
         head = title if headings[j] == INTRO else f"{title} \u2014 {headings[j]}"
         for a in range(0, len(words), PASSAGE_WORDS):
             out.append(head + "\n" + " ".join(words[a : a + PASSAGE_WORDS]))
     return out or [title]
+
+
+def passage_section(index: IndexView, d: int, p: int) -> int | None:
+    """The number of the section that passage `p` (0-based, as `passages` lists them) of document
+    `d` comes from; None for the title-only passage of a document without text."""
+    for j, words in _section_words(index, d):
+        count = -(-len(words) // PASSAGE_WORDS)
+        if p < count:
+            return j
+        p -= count
+    return None
 
 
 def pieces_of(unit: str) -> Callable[[IndexView, int], list[str]]:

@@ -34,9 +34,11 @@ def twin_index(
     twin: str,
     embed: bool = False,
     embed_models: Sequence[str] = (),
+    embed_unit: str | None = None,
 ) -> Index:
     """Open (or build once) the index of one twin of a collection under `root/<twin>`; with `embed`,
-    embeddings of each of `embed_models` (default the bundled MiniLM), side by side."""
+    embeddings of each of `embed_models` (default the bundled MiniLM), side by side, in
+    `embed_unit` (default `sieve embed`'s)."""
     if twin not in TWINS:
         raise ValueError(f"twin must be one of {', '.join(TWINS)}")
     path = root / twin
@@ -58,7 +60,10 @@ def twin_index(
         from sieve.dense.store import embed as embed_index
 
         for model in embed_models or (DEFAULT_MODEL,):
-            embed_index(index, model)
+            if embed_unit is None:
+                embed_index(index, model)
+            else:
+                embed_index(index, model, unit=embed_unit)
     return index
 
 
@@ -126,12 +131,14 @@ def build_twins(
     fmt: str = "beir",
     dates: str = "strict",
     embed_models: Sequence[str] = (),
+    embed_unit: str | None = None,
 ) -> dict[str, Index]:
     """Both twins' indexes under `out` (and embeddings with `embed`: of each of `embed_models`,
-    default the bundled MiniLM); `dates="keep"` keeps unreadable dates as metadata (counted in
-    `out/collection.json`, see `built_note`)."""
+    default the bundled MiniLM, in `embed_unit`, default `sieve embed`'s); `dates="keep"` keeps
+    unreadable dates as metadata (counted in `out/collection.json`, see `built_note`)."""
     c = load_collection(collection_dir, fmt, dates)
-    return {t: twin_index(c, out, t, embed or bool(embed_models), embed_models) for t in TWINS}
+    wanted = embed or bool(embed_models) or embed_unit is not None
+    return {t: twin_index(c, out, t, wanted, embed_models, embed_unit) for t in TWINS}
 
 
 def built_note(root: Path) -> dict[str, Any]:

@@ -89,6 +89,11 @@ def _authors(author: str, limit: int) -> str:
     )
 
 
+def _section_name(headings: list[str], j: int) -> str:
+    """Section j as fetch names it: its heading, or `#N` where another section has the same."""
+    return headings[j] if headings.count(headings[j]) == 1 else f"#{j + 1}"
+
+
 def _doc_number(index: Index, hit: Hit) -> int:
     return hit.doc if hit.doc >= 0 else index.reader.doc_number(hit.doc_id)
 
@@ -107,11 +112,16 @@ def hit_snippet(
     config: CardConfig = CardConfig(),
     style: Style = PLAIN,
 ) -> Snippet | None:
-    """The hit's best window: from the sections the query matched, else from any section."""
-    matched = hit.matched_sections(headings)
-    # Where the query matched (its positive words under their own scopes: the other sections can
-    # only hold words the query scoped elsewhere), else (a title-only or fallback match) every
-    # section: its lead at worst.
+    """The hit's best window: from the section of its closest passage (dense and hybrid over
+    passages), else from the sections the query matched, else from any section."""
+    near = hit.passage_section
+    matched = (
+        [near] if near is not None and near < len(headings) else hit.matched_sections(headings)
+    )
+    # The passage a dense score came from is what made the document a hit; else where the query
+    # matched (its positive words under their own scopes: the other sections can only hold words
+    # the query scoped elsewhere), else (a title-only or fallback match) every section: its lead
+    # at worst.
     order = (matched or range(len(headings)))[: config.snippet_sections]
     d = _doc_number(index, hit)
 
@@ -212,6 +222,9 @@ def card(
             line += " ib" + shortened(keys, set(), config.max_infobox_keys)
         if hit.fields and config.fields:
             line += " matched: " + ", ".join(hit.fields)
+        near = hit.passage_section
+        if near is not None and near < len(headings):
+            line += " closest passage: " + style.section(_section_name(shown_headings, near))
         lines.append(line)
     if config.snippet == "none":
         snip = None

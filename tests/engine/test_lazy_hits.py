@@ -1,4 +1,4 @@
-"""Hits that cost what is read (sieve.engine.rank.results `_MatchedField`, searcher `_Where`): a
+"""Hits that cost what is read (sieve.engine.rank.results `_MatchedField`, searcher `_Deferred`): a
 search leaves each hit's matched `fields`, `sections` and `section_numbers` to the first read of
 any hit's, then finds them for all its hits at once; the values, equality, hashing, repr, copies
 and pickles are those of hits built with them."""
@@ -50,7 +50,7 @@ def test_a_search_finds_where_it_matched_only_when_read(index: sieve.Index) -> N
     finder = hits[0].__dict__["_matched"][0]
     assert finder.found is None
     assert hits[3].sections  # one read finds them for every hit; each keeps its own when read
-    assert finder.found is not None and len(finder.found) == len(hits) and finder.searcher is None
+    assert finder.found is not None and len(finder.found) == len(hits) and finder.find is None
     assert "_matched" not in hits[3].__dict__ and "section_numbers" in hits[3].__dict__
     assert [h.fields for h in hits] == [f for f, _, _ in finder.found]
 

@@ -114,3 +114,17 @@ def test_the_grid_across_encoders(collection: Path, tmp_path: Path, small: Path)
     assert (encoders["sieve-dense@minilm-cls-256"]["model"], encoders["sieve-dense@minilm-cls-256"]["dim"]) == (str(small), 256)
     report = (out / "report" / "report.md").read_text()
     assert "| dense | all-MiniLM-L6-v2 (default) |" in report and "| dense | minilm-cls-256 |" in report
+
+
+def test_eval_runs_over_passages_point_at_the_passage_that_scored(collection: Path, tmp_path: Path) -> None:  # noqa: F811
+    """`eval build --embed-unit passage`: the run ranks by passages, records the unit, and the
+    agent's cards name the section of each hit's closest passage."""
+    ix = tmp_path / "ix"
+    assert main(["eval", "build", str(collection), str(ix), "--embed-unit", "passage"]) == 0
+    for twin in ("structured", "flat"):
+        assert [p.name for p in (ix / twin / "embeddings").iterdir()] == [MINILM.replace("/", "--") + "@passages"]
+    base = ["eval", "run", "--collection", str(collection), "--index-dir", str(ix), "--condition", "sieve"]
+    with LoopbackServer(researcher) as srv:
+        assert main(base + ["--out", str(tmp_path / "dense"), "--ranker", "dense", "--llm-url", srv.url, "--model", "scripted"]) == 0
+    assert _summary(tmp_path / "dense")["encoder"]["unit"] == "passage"
+    assert "closest passage: " in (tmp_path / "dense" / "trajectories.jsonl").read_text()

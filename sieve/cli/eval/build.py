@@ -19,6 +19,7 @@ def cmd_eval_build(args: argparse.Namespace) -> int:
         fmt=args.format,
         dates=args.dates,
         embed_models=args.embed_model or (),
+        embed_unit=args.embed_unit,
     )
     for twin, index in built.items():
         print(f"{twin}: {len(index)} documents at {index.path}")

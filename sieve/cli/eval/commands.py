@@ -108,6 +108,14 @@ def add_commands(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> No
         help=f"embed with this model, {ENCODER_HELP}; repeat "
         "it for several, kept side by side (implies --embed)",
     )
+    b.add_argument(
+        "--embed-unit",
+        choices=("document", "passage"),
+        default=None,
+        help="embed each document or each passage, as `sieve embed --unit` (implies --embed; "
+        "default document); with passages, dense and hybrid cards name the closest passage's "
+        "section",
+    )
     _collection_options(b)
     b.set_defaults(func=cmd_eval_build)
     c = esub.add_parser(

@@ -23,6 +23,9 @@ class Hit:
     # The matched sections by number (0-based), in order: `sections` names them, but two sections
     # may share a heading, and a card must star only the one that matched.
     section_numbers: tuple[int, ...] = field(default=(), repr=False, compare=False)
+    # Dense and hybrid over passage embeddings: the number of the section whose passage was closest
+    # to the query (where a dense score came from; a card points at it). None otherwise.
+    passage_section: int | None = field(default=None, repr=False, compare=False)
 
     def matched_sections(self, headings: list[str] | tuple[str, ...]) -> list[int]:
         """The numbers of the sections the query matched (by name, for a hit built without
@@ -32,7 +35,9 @@ class Hit:
         return [j for j, h in enumerate(headings) if h in self.sections]
 
     def __getstate__(self) -> dict[str, Any]:
-        _ = self.fields  # where it matched, if still to find, is found: the finder does not pickle
+        # where it matched and its closest passage, if still to find, are found: finders do not
+        # pickle
+        _ = self.fields, self.passage_section
         return self.__dict__
 
 
@@ -75,6 +80,38 @@ _UNSET = object()
 # stay those declared above (a descriptor given to `field(default=...)` would be the default).
 for _name in ("fields", "sections", "section_numbers"):
     setattr(Hit, _name, _MatchedField(_name))
+
+
+class Closest(Protocol):
+    """The closest passage's section of each hit of a dense or hybrid search, found for all of
+    them at the first read of any (`Searcher.hits`), by place in the hits."""
+
+    def values(self) -> list[int | None]: ...
+
+
+class _ClosestField:
+    """`Hit.passage_section`: given, or left to a `Closest` under `_closest` as (finder, place),
+    asked at its first read; None when neither (BM25, the document unit)."""
+
+    def __get__(self, obj: object, owner: type | None = None) -> Any:
+        if obj is None:
+            return None
+        d = obj.__dict__
+        value = d.get("passage_section", _UNSET)
+        if value is _UNSET:
+            pending = d.get("_closest")
+            if pending is None:  # none to find, or another thread has just found it
+                return d.get("passage_section")
+            finder, at = pending
+            value = d["passage_section"] = finder.values()[at]
+            d.pop("_closest", None)
+        return value
+
+    def __set__(self, obj: object, value: Any) -> None:  # only __init__ (the dataclass is frozen)
+        obj.__dict__["passage_section"] = value
+
+
+Hit.passage_section = _ClosestField()  # type: ignore[assignment]
 
 
 class _ReadOnce:

@@ -49,6 +49,10 @@ class DenseScorer(Protocol):
         """Cosine similarity of `text` to each of `docs`."""
         ...
 
+    def best_sections(self, text: str, docs: list[int]) -> list[int | None]:
+        """For each of `docs`, the section of its passage closest to `text` (None: no passages)."""
+        ...
+
 
 class SegmentSearch:
     """One segment's share of every search: its filter, its BM25 and Indri scorers, all over its
@@ -335,7 +339,12 @@ class Searcher:
         missing: list[str] | None = None,
         diagnosis: Diagnosis | None = None,
     ) -> Results:
-        hits = [] if docs is None or scores is None else self.hits(plans, docs, scores, explain)
+        closest = ranker in ("dense", "hybrid") and getattr(self.dense, "unit", "") == "passage"
+        hits = (
+            []
+            if docs is None or scores is None
+            else self.hits(plans, docs, scores, explain, closest and bool(plans.text))
+        )
         hints = colon_hints(
             plans.first.root.node, (n for n, _ in self.snapshot.schema.fields), plans.query
         )
@@ -354,15 +363,24 @@ class Searcher:
             hints,
         )
 
-    def hits(self, plans: Plans, docs: np.ndarray, scores: np.ndarray, explain: bool) -> list[Hit]:
+    def hits(
+        self,
+        plans: Plans,
+        docs: np.ndarray,
+        scores: np.ndarray,
+        explain: bool,
+        closest: bool = False,
+    ) -> list[Hit]:
         """Hits for ranked internal numbers: ids and scores, and with `explain` the fields and
-        sections matched, found for every hit at the first read of any (`_Where`)."""
+        sections matched, found for every hit at the first read of any (`_Deferred`); with
+        `closest` (dense or hybrid over passages), each one's closest passage's section, found
+        likewise."""
         snap = self.snapshot
         doc_list, score_list = docs.tolist(), scores.tolist()
         ids = snap.doc_ids(docs)
         # `made` skips the frozen dataclass's setattr per field (1 -> 0.4 us a hit).
         if not explain:
-            return [
+            hits = [
                 made(
                     Hit,
                     {
@@ -377,20 +395,28 @@ class Searcher:
                 )
                 for rank, (i, d, score) in enumerate(zip(ids, doc_list, score_list), 1)
             ]
-        where = _Where(self, plans, doc_list, self.later)
-        return [
-            made(
-                Hit,
-                {
-                    "doc_id": i,
-                    "rank": rank,
-                    "score": float(score),
-                    "doc": d,
-                    "_matched": (where, rank - 1),
-                },
-            )
-            for rank, (i, d, score) in enumerate(zip(ids, doc_list, score_list), 1)
-        ]
+        else:
+            where = _Deferred(lambda: self.matched(plans, doc_list), self.later)
+            hits = [
+                made(
+                    Hit,
+                    {
+                        "doc_id": i,
+                        "rank": rank,
+                        "score": float(score),
+                        "doc": d,
+                        "_matched": (where, rank - 1),
+                    },
+                )
+                for rank, (i, d, score) in enumerate(zip(ids, doc_list, score_list), 1)
+            ]
+        if closest:
+            dense, text = self.dense, plans.text
+            assert dense is not None
+            near = _Deferred(lambda: dense.best_sections(text, doc_list), self.later)
+            for at, h in enumerate(hits):
+                h.__dict__["_closest"] = (near, at)
+        return hits
 
     def matched(self, plans: Plans, doc_list: list[int]) -> list[Found]:
         """(fields, sections, section numbers) where `plans` matched each document of `doc_list`."""
@@ -419,30 +445,27 @@ class Searcher:
         return out
 
 
-class _Where:
-    """Where a search's query matched its hits (`Searcher.matched`), found at the first read of
-    any hit's `fields`, `sections` or `section_numbers` (sieve.engine.rank.results), through the
-    index's `later` (its time budget and damage check) when it gave one. Holds the searcher until
-    then (no cycle: the hits point here, never back)."""
+class _Deferred:
+    """A list computed for a search's hits at the first read of any hit's value that needs it
+    (where the query matched: `Searcher.matched`; the closest passages: `best_sections`), through
+    the index's `later` (its time budget and damage check) when it gave one. Holds what `find`
+    needs until then (no cycle: the hits point here, never back)."""
 
-    __slots__ = ("docs", "found", "later", "lock", "plans", "searcher")
+    __slots__ = ("find", "found", "later", "lock")
 
-    def __init__(
-        self, searcher: Searcher, plans: Plans, docs: list[int], later: Later | None
-    ) -> None:
-        self.searcher: Searcher | None = searcher
-        self.plans, self.docs, self.later = plans, docs, later
+    def __init__(self, find: Callable[[], list[Any]], later: Later | None) -> None:
+        self.find: Callable[[], list[Any]] | None = find
+        self.later = later
         self.lock = threading.Lock()
-        self.found: list[Found] | None = None
+        self.found: list[Any] | None = None
 
-    def values(self) -> list[Found]:
+    def values(self) -> list[Any]:
         with self.lock:
             if self.found is None:
-                searcher = self.searcher
-                assert searcher is not None
-                find = lambda: searcher.matched(self.plans, self.docs)  # noqa: E731
+                find = self.find
+                assert find is not None
                 self.found = find() if self.later is None else self.later(find)
-                self.searcher = self.plans = self.later = None  # type: ignore[assignment]
+                self.find = self.later = None
             return self.found
 
 
