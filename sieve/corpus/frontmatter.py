@@ -12,6 +12,7 @@ a CorpusError at its line. Dates become ISO text, as a JSON corpus writes them.
 from __future__ import annotations
 
 import datetime as dt
+import functools
 from typing import Any
 
 from sieve.errors import CorpusError
@@ -24,7 +25,9 @@ MAX_NUMBER_CHARS = 4300
 _MAX_INT_BITS = 14_284  # 2**14_284 < 10**4_300: an integer JSON can still write
 
 
+@functools.lru_cache(maxsize=1)
 def _loader() -> Any:
+    """The YAML loader class, made once (making it cost a tenth of reading a short front matter)."""
     import yaml
 
     # libyaml's parser limits nesting (1,000 levels) where the pure-Python one recurses.
