@@ -9,7 +9,7 @@ indented code, thematic breaks, lists at any depth, tables, HTML blocks, tabs as
 expands them) but lets a line that can start no block go by in one test. What it does not
 follow it declines, per document: block quotes, link reference definitions (which change how
 inline links read), lists nested deeper than a few levels, a file that opens with `-` but no
-front matter. tests/corpus/test_mdblocks.py holds it to markdown-it-py's tokens on real files and
+front matter. tests/test_mdblocks.py holds it to markdown-it-py's tokens on real files and
 on generated ones.
 
 An event is ("h", level, text) for a heading, ("i", text) for inline text (a paragraph, a table
