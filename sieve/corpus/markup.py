@@ -93,6 +93,7 @@ _INLINE_MARKUP = re.compile(
     r"|<(?!\s)"  # HTML, autolinks
     r"|\]\("  # inline links and images
 )
+_PLAIN_LINE = re.compile(r"[^`*_&<\]\\\[]*")  # one line without markup (nor a link's `[`)
 _REFERENCE = re.compile(r"\[")  # a link to a reference, where the file defines some
 _LINE_BREAK = re.compile(r" *\n[ \t]*")
 # Backslash escapes and line breaks, in text with no other markup: a backslash before a line
@@ -229,7 +230,10 @@ def _record(
                 parts.append((heading, []))
             continue
         if kind == "i":
-            parts[-1][1].append(_inline_text(event[1], env).strip())
+            text = event[1]
+            if "\n" in text or not _PLAIN_LINE.fullmatch(text):  # else it is its own text
+                text = _inline_text(text, env)
+            parts[-1][1].append(text.strip())
         elif kind == "c":
             parts[-1][1].append(event[1].rstrip("\n"))
         else:

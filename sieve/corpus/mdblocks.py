@@ -181,7 +181,11 @@ class _Scan:
                 line += 1
             if line >= end or sc[line] < blk:
                 break
-            line = self.block(line, end, blk)
+            s = lines[line]
+            if s[:1] not in _SPECIAL_START and "|" not in s:
+                line = self.paragraph(line, end, blk)  # plain text: a paragraph (most blocks)
+            else:
+                line = self.block(line, end, blk)
             if line < end and ts[line] >= len(lines[line]):
                 line += 1
         return line
@@ -189,8 +193,6 @@ class _Scan:
     def block(self, j: int, end: int, blk: int) -> int:
         """The block that starts at line `j`: the line after it."""
         s = self.lines[j]
-        if s[:1] not in _SPECIAL_START and "|" not in s:
-            return self.paragraph(j, end, blk)  # plain text: a paragraph (the common case)
         ts, sc = self.indent(j)
         if sc - blk >= 4:
             return self.code(j, end, blk)
