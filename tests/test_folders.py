@@ -289,3 +289,19 @@ def test_jobs_start_workers_past_a_size_where_html_counts_six_times(tmp_path: Pa
 
     assert keys(md) == {"local"}  # 2,000 bytes: one process
     assert "local" not in keys(html)  # 12,000 as HTML: the workers
+
+
+@pytest.mark.skipif(not Path("/proc/self/status").is_file(), reason="needs Linux's /proc (a file whose size says 0)")
+def test_a_file_is_read_to_its_end_and_no_further_than_the_cap(tmp_path: Path) -> None:
+    """read_regular reads past the size a file states (a /proc file says 0) and stops past the cap."""
+    from sieve.common import files
+
+    status = files.read_regular("/proc/self/status", 1 << 20)
+    assert status.startswith(b"Name:") and len(status) > 100
+    with pytest.raises(files.FileTooLargeError):
+        files.read_regular("/proc/self/status", 50)
+    big = tmp_path / "big.md"
+    big.write_bytes(b"x" * 70_000)  # more than one read's worth past the stated size
+    assert files.read_regular(big, 70_000) == b"x" * 70_000
+    with pytest.raises(files.FileTooLargeError):
+        files.read_regular(big, 69_999)
