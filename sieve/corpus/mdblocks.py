@@ -7,10 +7,10 @@ spent trying each block rule on each line of plain paragraphs. This scanner foll
 CommonMark rules (headings, setext underlines, paragraphs and their lazy lines, fenced and
 indented code, thematic breaks, lists at any depth, tables, HTML blocks, tabs as CommonMark
 expands them) but lets a line that can start no block go by in one test. What it does not
-follow it declines, per document: block quotes, link reference definitions (which change how
-inline links read), lists nested deeper than a few levels, a file that opens with `-` but no
-front matter. tests/test_mdblocks.py holds it to markdown-it-py's tokens on real files and
-on generated ones.
+follow it declines, per document: block quotes other than plain ones (see `_Scan.quote`), link
+reference definitions (which change how inline links read), lists nested deeper than a few
+levels, a file that opens with `-` but no front matter. tests/test_mdblocks.py holds it to
+markdown-it-py's tokens on real files and on generated ones.
 
 An event is ("h", level, text) for a heading, ("i", text) for inline text (a paragraph, a table
 cell), ("c", text) for a code block's text and ("x", text, line) for an HTML block (its first
@@ -112,6 +112,7 @@ class _Scan:
         self.front: tuple[str, int] | None = None
         self.list_indent = -1
         self.depth = 0
+        self.first = 0  # the file's line of this scanner's first (a quote's lines are read apart)
 
     def indent(self, j: int) -> tuple[int, int]:
         return self.ts[j], self.sc[j]
@@ -202,7 +203,7 @@ class _Scan:
         if ch in "`~" and self.fence_start(j):
             return self.fence(j, end, blk)
         if ch == ">":
-            raise _Declined
+            return self.quote(j, end, blk)
         if ch in "*-_" and self.rule(j):
             return j + 1
         if (ch in "*-+" or "0" <= ch <= "9") and self.list_marker(j) is not None:
@@ -232,7 +233,7 @@ class _Scan:
         if ch in "`~" and self.fence_start(j):
             return True
         if ch == ">":
-            raise _Declined
+            return True  # a block quote
         if ch in "*-_" and self.rule(j):
             return True
         if parent == "list":
@@ -395,7 +396,39 @@ class _Scan:
                     k += 1
                     break
                 k += 1
-        self.events.append(("x", self.get_lines(j, k, blk, True), j))
+        self.events.append(("x", self.get_lines(j, k, blk, True), self.first + j))
+        return k
+
+    def quote(self, j: int, end: int, blk: int) -> int:
+        """A block quote from line `j` whose every line starts with `>` (and holds no tab), ending
+        at a blank line, the end, or after a line with nothing after its `>`; its lines less their
+        `>` (and a space) are read as a document of their own. Any other quote is declined: one
+        in a list, or that goes on in lines without `>` (lazily) or stops at a block's start."""
+        if blk or self.depth >= MAX_DEPTH:
+            raise _Declined
+        inner = []
+        k = j
+        last_empty = False
+        while k < end:
+            s = self.lines[k]
+            t = self.ts[k]
+            if t >= len(s):
+                break
+            if s[t] != ">":
+                if last_empty:
+                    break
+                raise _Declined
+            if "\t" in s:
+                raise _Declined
+            rest = s[t + 2 :] if s[t + 1 : t + 2] == " " else s[t + 1 :]
+            inner.append(rest)
+            last_empty = not rest.strip(" ")
+            k += 1
+        sub = _Scan(inner, k < self.n or self.ended, False)
+        sub.events = self.events
+        sub.depth = self.depth + 1
+        sub.first = self.first + j
+        sub.tokenize(0, len(inner), 0)
         return k
 
     # ----------------------------------------------------------------------------------------
