@@ -240,3 +240,39 @@ def test_bench_corpus_json_is_folder_records(tmp_path: Path) -> None:
     recs = [r for _, _, r in records(tmp_path)]
     assert [r["title"] for r in recs] == ["tool0(1)", "tool1(1)", "tool2(1)"]  # type: ignore[index]
     assert json.loads(json.dumps(recs)) == recs
+
+
+_KEYS = st.sampled_from(["title", "Title", "manual_section", "a-b", "yes", "On", "null", "y", "x1", "_k", "1a"])
+_VALUES = st.sampled_from(
+    ['"CA.pl(1ssl)"', '"1ssl"', '"a \\" b"', '"x\\\\y"', '"é \u2028 x"', '"\ufeff"', '" sp "', "plain text",
+     "yes", "Yes", "NO", "y", "n", "nulL", "null", "~", "1.5", "2024-01-02", "a: b", "a #c", "it's", "x  y  ",
+     "[a, b]", "{a: 1}", "'q'", "-", "a-b", ".5", "0x10", "True", "tRuE", "ab", "", "*x", "&a a", "!x"]
+)  # fmt: skip
+
+
+@settings(max_examples=1000, deadline=None)
+@given(st.lists(st.tuples(_KEYS, st.sampled_from([": ", ":  ", ":", " : "]), _VALUES), max_size=4))
+def test_simple_front_matter_is_read_as_yaml_reads_it(items: list[tuple[str, str, str]]) -> None:
+    """Front matter read without YAML (`key: value` lines) is what YAML gives, errors included."""
+    from sieve.corpus import frontmatter
+    from sieve.errors import CorpusError
+
+    content = "\n".join(k + sep + v for k, sep, v in items)
+
+    def read(f: object) -> object:
+        try:
+            return f(content, 3)  # type: ignore[operator]
+        except CorpusError as e:
+            return ("error", e.message, e.line)
+
+    assert read(frontmatter.front_matter) == read(frontmatter.yaml_front_matter)
+
+
+def test_man_page_front_matter_is_read_without_yaml() -> None:
+    from sieve.corpus import frontmatter
+
+    content = 'title: "CA.pl(1ssl)"\nmanual_section: "1ssl"'
+    assert frontmatter._simple(content, 2) == ({"title": "CA.pl(1ssl)", "manual_section": "1ssl"}, {"title": 2, "manual_section": 3})
+    # YAML's readings are left to YAML: `yes` is true, a line separator in quotes is a line break
+    for content in ("a: yes", "a: [1]", 'a: "x \u2028 y"', "a: 1", "a: b\na: c", "a: b # c"):
+        assert frontmatter._simple(content, 2) is None, content
