@@ -2,15 +2,13 @@
 and tables, sieve.corpus.markup's parser) gives, as the events markup makes a record of, for the
 documents this scanner is sure of; `blocks` is None for any other, which markdown-it-py reads.
 
-Parsing every file with markdown-it-py was three quarters of a folder build's time, most of it
-spent trying each block rule on each line of plain paragraphs. This scanner follows the same
-CommonMark rules (headings, setext underlines, paragraphs and their lazy lines, fenced and
-indented code, thematic breaks, lists at any depth, tables, HTML blocks, tabs as CommonMark
-expands them) but lets a line that can start no block go by in one test. What it does not
-follow it declines, per document: block quotes other than plain ones (see `_Scan.quote`), link
-reference definitions (which change how inline links read), lists nested deeper than a few
-levels, a file that opens with `-` but no front matter. tests/test_mdblocks.py holds it to
-markdown-it-py's tokens on real files and on generated ones.
+markdown-it-py was three quarters of a folder build's time, most of it trying each block rule on
+each line of plain paragraphs. This scanner follows the same CommonMark rules (headings, setext
+underlines, paragraphs, lazy lines, fenced and indented code, rules, lists, tables, HTML blocks,
+quotes, tabs) but lets a line that can start no block go by in one test. It declines quotes other
+than plain ones (`_Scan.quote`), link reference definitions (they change how inline links read),
+lists nested deeper than a few levels, a file opening with `-` but no front matter.
+tests/test_mdblocks.py holds it to markdown-it-py's tokens on real and on generated files.
 
 An event is ("h", level, text) for a heading, ("i", text) for inline text (a paragraph, a table
 cell), ("c", text) for a code block's text and ("x", text, line) for an HTML block (its first
@@ -24,48 +22,15 @@ from itertools import repeat
 from operator import sub
 from typing import Any
 
-Event = tuple[Any, ...]
+from sieve.corpus.mdsyntax import MAX_FILLED_CELLS, TRIM, cells, delimiter_columns, html_kind
 
-# What CommonMark trims from inline text (markdown-it-py's set: JavaScript's trim, less U+FEFF).
-TRIM = "\t\n\x0b\x0c\r \xa0\u1680\u2000\u2001\u2002\u2003\u2004\u2005\u2006\u2007\u2008\u2009\u200a"
-TRIM += "\u2028\u2029\u202f\u205f\u3000"
+Event = tuple[Any, ...]
 
 # A line that starts with none of these (in its first column) and holds no `|` can start no block
 # that ends a paragraph, nor underline one: it is the paragraph's next line, whatever the depth.
 _SPECIAL = " \t#>*-+_=`~<0123456789"
 _SPECIAL_START = _SPECIAL + "["  # and a block that starts with none of these is a paragraph
 MAX_DEPTH = 6  # lists nested deeper go to markdown-it-py (it stops nesting at 20 levels of tokens)
-
-_BLOCK_NAMES = (
-    "address|article|aside|base|basefont|blockquote|body|caption|center|col|colgroup|dd|details|"
-    "dialog|dir|div|dl|dt|fieldset|figcaption|figure|footer|form|frame|frameset|h1|h2|h3|h4|h5|"
-    "h6|head|header|hr|html|iframe|legend|li|link|main|menu|menuitem|nav|noframes|ol|optgroup|"
-    "option|p|param|search|section|summary|table|tbody|td|tfoot|th|thead|title|tr|track|ul"
-)
-_ATTRIBUTE = (
-    r"(?:\s+[a-zA-Z_:][a-zA-Z0-9:._-]*"
-    r"(?:\s*=\s*(?:[^\"'=<>`\x00-\x20]+|'[^']*'|\"[^\"]*\"))?)"
-)
-_TAG = r"(?:<[A-Za-z][A-Za-z0-9\-]*" + _ATTRIBUTE + r"*\s*/?>|</[A-Za-z][A-Za-z0-9\-]*\s*>)"
-# CommonMark's seven kinds of HTML block: how each starts, how it ends (None: at a blank line), and
-# whether it may end a paragraph. Names match in ASCII only (a long s is no s).
-_HTML = (
-    (
-        re.compile(r"<(?a:script|pre|style|textarea)(?=\s|>|$)", re.I),
-        re.compile(r"</(?a:script|pre|style|textarea)>", re.I),
-        True,
-    ),
-    (re.compile(r"<!--"), re.compile(r"-->"), True),
-    (re.compile(r"<\?"), re.compile(r"\?>"), True),
-    (re.compile(r"<![A-Za-z]"), re.compile(r">"), True),
-    (re.compile(r"<!\[CDATA\["), re.compile(r"\]\]>"), True),
-    (re.compile(r"</?(?a:" + _BLOCK_NAMES + r")(?=\s|/?>|$)", re.I), None, True),
-    (re.compile(_TAG + r"\s*$"), None, False),
-)
-_DELIMITER_CELL = re.compile(r":?-+:?")
-_DELIMITER_ROW = re.compile(r"[|\-: \t]+")
-MAX_FILLED_CELLS = 0x10000  # markdown-it's bound on the empty cells it adds to short rows
-_UNESCAPED_PIPE = re.compile(r"(?<!\\)\|")
 
 
 class _Declined(Exception):
@@ -148,8 +113,7 @@ class _Scan:
             joined += "\n"
         return joined
 
-    # ----------------------------------------------------------------------------------------
-    # the block loop
+    # --- the block loop ---
 
     def front_matter(self) -> int:
         """The line after the front matter (0 without one)."""
@@ -249,13 +213,12 @@ class _Scan:
                 if (value is None or value == 1) and s[after:].strip(" \t"):
                     return True
         if ch == "<":
-            found = self.html_kind(s[ts:])
+            found = html_kind(s[ts:])
             if found is not None and found[2]:
                 return True
         return ch == "#" and self.heading_level(j) > 0
 
-    # ----------------------------------------------------------------------------------------
-    # leaf blocks
+    # --- leaf blocks ---
 
     def paragraph(self, j: int, end: int, blk: int) -> int:
         """A paragraph from line `j`, or a setext heading where an underline ends it."""
@@ -367,17 +330,11 @@ class _Scan:
         self.events.append(("c", self.get_lines(j + 1, k, sc, True)))
         return k + 1 if closed else k
 
-    def html_kind(self, rest: str) -> tuple[re.Pattern[str], re.Pattern[str] | None, bool] | None:
-        for kind in _HTML:
-            if kind[0].match(rest):
-                return kind
-        return None
-
     def html(self, j: int, end: int, blk: int) -> int:
         """An HTML block from line `j`: the line after it (0: none starts there)."""
         s = self.lines[j]
         ts = self.indent(j)[0]
-        kind = self.html_kind(s[ts:])
+        kind = html_kind(s[ts:])
         if kind is None:
             return 0
         closing = kind[1]
@@ -431,8 +388,7 @@ class _Scan:
         sub.tokenize(0, len(inner), 0)
         return k
 
-    # ----------------------------------------------------------------------------------------
-    # tables
+    # --- tables ---
 
     def table(self, j: int, blk: int) -> list[str] | None:
         """The header cells of a table whose header is line `j` (None: no table starts there)."""
@@ -440,27 +396,14 @@ class _Scan:
         t, c = self.indent(d)
         if c < blk or c - blk >= 4:
             return None
-        row = self.lines[d][t:]
-        if len(row) < 2 or row[0] not in "|-:" or (row[1] not in "|-: \t"):
+        aligns = delimiter_columns(self.lines[d][t:])
+        if aligns is None:
             return None
-        if (row[0] == "-" and row[1] in " \t") or not _DELIMITER_ROW.fullmatch(row):
-            return None
-        aligns = 0
-        cells = row.split("|")
-        for i, cell in enumerate(cells):
-            cell = cell.strip(TRIM)
-            if not cell:
-                if i == 0 or i == len(cells) - 1:
-                    continue
-                return None
-            if not _DELIMITER_CELL.fullmatch(cell):
-                return None
-            aligns += 1
         ts, sc = self.indent(j)
         header = self.lines[j][ts:].strip(TRIM)
         if "|" not in header or sc - blk >= 4:
             return None
-        columns = _cells(header)
+        columns = cells(header)
         if not columns or len(columns) != aligns:
             return None
         return columns
@@ -479,17 +422,16 @@ class _Scan:
             row = self.lines[k][t:].strip(TRIM)
             if not row or c - blk >= 4:
                 break
-            cells = _cells(row)
-            filled += width - len(cells)
+            found = cells(row)
+            filled += width - len(found)
             if filled > MAX_FILLED_CELLS:
                 break
-            cells += [""] * (width - len(cells))
-            self.events.extend(("i", c.strip(TRIM)) for c in cells[:width])
+            found += [""] * (width - len(found))
+            self.events.extend(("i", c.strip(TRIM)) for c in found[:width])
             k += 1
         return k
 
-    # ----------------------------------------------------------------------------------------
-    # lists
+    # --- lists ---
 
     def list_marker(self, j: int) -> tuple[int | None, int] | None:
         """(an ordered item's number, else None; the position after the marker) of line `j`."""
@@ -553,14 +495,3 @@ class _Scan:
                 break
         self.depth -= 1
         return j
-
-
-def _cells(row: str) -> list[str]:
-    """A table row's cells: split at each `|` not escaped, the escape taken out of those that are;
-    an empty first and last cell (the row's outer pipes) dropped."""
-    cells = [c.replace("\\|", "|") for c in _UNESCAPED_PIPE.split(row)]
-    if cells and cells[0] == "":
-        cells.pop(0)
-    if cells and cells[-1] == "":
-        cells.pop()
-    return cells
