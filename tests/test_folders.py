@@ -267,3 +267,41 @@ def test_a_folder_build_reports_progress_as_it_goes(tmp_path: Path) -> None:
     _, report, steps = _built(root, tmp_path / "ix", 1)
     assert report.documents == 230
     assert len(steps) >= 3 and steps == sorted(steps) and steps[-1] == 230  # a step per run of files, not one at the end
+
+
+def test_jobs_start_workers_past_a_size_where_html_counts_six_times(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Markdown is read about as fast as JSON (sieve's block scanner), HTML still is not: workers start
+    for a folder past FOLDER_PARALLEL_MIN_BYTES, each HTML byte counted as HTML_COST."""
+    from sieve.engine.analysis.analyzers import get_analyzer
+    from sieve.engine.analysis.schema import NO_FIELDS
+    from sieve.index import batches
+
+    monkeypatch.setattr("sieve.index.batches.FOLDER_PARALLEL_MIN_BYTES", 3000)
+    md, html = tmp_path / "md", tmp_path / "html"
+    md.mkdir(), html.mkdir()
+    for i in range(4):  # 2,000 bytes of each
+        (md / f"p{i}.md").write_text(f"# Page {i}\n\n" + "word " * 98)
+        (html / f"p{i}.html").write_text(f"<h1>Page {i}</h1>" + "word " * 97)
+
+    def keys(folder: Path) -> set[object]:
+        got = batches.folder_batches(str(folder), "raise", CorpusReport(), 2, get_analyzer("plain"), False, NO_FIELDS)
+        return {key for key, _ in got}
+
+    assert keys(md) == {"local"}  # 2,000 bytes: one process
+    assert "local" not in keys(html)  # 12,000 as HTML: the workers
+
+
+@pytest.mark.skipif(not Path("/proc/self/status").is_file(), reason="needs Linux's /proc (a file whose size says 0)")
+def test_a_file_is_read_to_its_end_and_no_further_than_the_cap(tmp_path: Path) -> None:
+    """read_regular reads past the size a file states (a /proc file says 0) and stops past the cap."""
+    from sieve.common import files
+
+    status = files.read_regular("/proc/self/status", 1 << 20)
+    assert status.startswith(b"Name:") and len(status) > 100
+    with pytest.raises(files.FileTooLargeError):
+        files.read_regular("/proc/self/status", 50)
+    big = tmp_path / "big.md"
+    big.write_bytes(b"x" * 70_000)  # more than one read's worth past the stated size
+    assert files.read_regular(big, 70_000) == b"x" * 70_000
+    with pytest.raises(files.FileTooLargeError):
+        files.read_regular(big, 69_999)

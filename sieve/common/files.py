@@ -147,13 +147,26 @@ def read_regular(
 ) -> bytes:
     """The bytes of a regular file of at most `limit` bytes (see `open_regular`); FileTooLargeError
     past it, whatever its size says (a file in /proc says 0, and a file may grow while read)."""
-    with os.fdopen(open_regular(path, follow_links, same_as, within), "rb") as fh:
-        if os.fstat(fh.fileno()).st_size > limit:
+    # Read with the descriptor itself: a file object for each of a folder's small files was a
+    # third of the time spent reading them.
+    fd = open_regular(path, follow_links, same_as, within)
+    try:
+        size = os.fstat(fd).st_size
+        if size > limit:
             raise FileTooLargeError(path, limit)
-        data = fh.read(limit + 1)
-    if len(data) > limit:
+        chunks = []
+        got = 0
+        while got <= limit:  # to the end, which may lie past the size the file had
+            chunk = os.read(fd, min(limit + 1 - got, max(size + 1 - got, 1 << 16)))
+            if not chunk:
+                break
+            chunks.append(chunk)
+            got += len(chunk)
+    finally:
+        os.close(fd)
+    if got > limit:
         raise FileTooLargeError(path, limit)
-    return data
+    return b"".join(chunks)
 
 
 def regular_file(path: Path) -> os.stat_result:

@@ -12,6 +12,8 @@ a CorpusError at its line. Dates become ISO text, as a JSON corpus writes them.
 from __future__ import annotations
 
 import datetime as dt
+import functools
+import re
 from typing import Any
 
 from sieve.errors import CorpusError
@@ -24,7 +26,9 @@ MAX_NUMBER_CHARS = 4300
 _MAX_INT_BITS = 14_284  # 2**14_284 < 10**4_300: an integer JSON can still write
 
 
+@functools.lru_cache(maxsize=1)
 def _loader() -> Any:
+    """The YAML loader class, made once (making it cost a tenth of reading a short front matter)."""
     import yaml
 
     # libyaml's parser limits nesting (1,000 levels) where the pure-Python one recurses.
@@ -155,9 +159,43 @@ def _plain(value: Any, where: str) -> Any:
     )
 
 
+# Front matter made of `key: value` lines only, each value a double-quoted text without escapes
+# or line breaks, or a plain one YAML reads as text: read without YAML (importing and running it
+# was a twentieth of a folder build of man pages). Anything else is YAML's.
+_SIMPLE_LINE = re.compile(
+    r"([A-Za-z][A-Za-z0-9_-]*): +"
+    r"(?:\"([ !#-\[\]-~\u00a0-\u2027\u202a-\ud7ff\ue000-\ufefe\uff00-\ufffd]*)\""
+    r"|([A-Za-z][A-Za-z0-9 _./()-]*?)) *"
+)
+_NOT_TEXT = {"yes", "no", "true", "false", "on", "off", "null"}  # YAML 1.1 reads these otherwise
+
+
+def _simple(content: str, first: int) -> tuple[dict[str, Any], dict[str, int]] | None:
+    """`front_matter` of simple front matter, without YAML; None for any other."""
+    out: dict[str, Any] = {}
+    lines: dict[str, int] = {}
+    for i, line in enumerate(content.split("\n")):
+        m = _SIMPLE_LINE.fullmatch(line)
+        if m is None:
+            return None
+        key, quoted, plain = m.groups()
+        if key.lower() in _NOT_TEXT or key in out:
+            return None
+        if plain is not None and plain.lower() in _NOT_TEXT:
+            return None
+        out[key] = quoted if quoted is not None else plain
+        lines[key] = first + i
+    return out, lines
+
+
 def front_matter(content: str, first: int) -> tuple[dict[str, Any], dict[str, int]]:
     """(the front matter's keys and plain values, each key's line). `content`: the YAML between
     the `---` lines; `first`: the file's line number of its first line."""
+    return _simple(content, first) or yaml_front_matter(content, first)
+
+
+def yaml_front_matter(content: str, first: int) -> tuple[dict[str, Any], dict[str, int]]:
+    """`front_matter`, read by YAML whatever it holds."""
     import yaml
 
     try:

@@ -16,8 +16,10 @@ from collections.abc import Callable
 from html.parser import HTMLParser
 from typing import Any
 
+from sieve.corpus import mdblocks
 from sieve.corpus.documents import checked_date
 from sieve.corpus.frontmatter import front_matter
+from sieve.corpus.mdblocks import Event
 from sieve.errors import CorpusError, InvalidArgumentError
 
 
@@ -85,14 +87,27 @@ def _sections(parts: list[tuple[str | None, list[str]]]) -> list[dict[str, str]]
 # What CommonMark's inline rules (HTML on) can act on: inline text without any of it is its lines
 # as they are, and is not parsed (see _inline_text). Conservative: a match may still be text.
 _INLINE_MARKUP = re.compile(
-    r"[`*\\]"  # code spans, emphasis, escapes
-    r"|(?<!_)(?<![^\W_])_|_(?!_)(?![^\W_])"  # underscores, but those inside a word (snake_case)
+    r"[`*]"  # code spans, emphasis
+    r"|_(?:(?<!\w_)|(?!\w))"  # underscores, but those inside a word (snake_case)
     r"|&#?\w+;"  # entities
     r"|<(?!\s)"  # HTML, autolinks
     r"|\]\("  # inline links and images
 )
+_PLAIN_LINE = re.compile(r"[^`*_&<\]\\\[]*")  # one line without markup (nor a link's `[`)
 _REFERENCE = re.compile(r"\[")  # a link to a reference, where the file defines some
 _LINE_BREAK = re.compile(r" *\n[ \t]*")
+# Backslash escapes and line breaks, in text with no other markup: a backslash before a line
+# break is a break (the next line's indent dropped), before ASCII punctuation it is dropped, and
+# before anything else it stays, with the character (a space after it is no break's space).
+_ESCAPE_OR_BREAK = re.compile(r"\\(\n[ \t]*|.)| *\n[ \t]*", re.S)
+_ESCAPABLE = frozenset("!\"#$%&'()*+,-./:;<=>?@[\\]^_`{|}~")
+
+
+def _unescaped(m: re.Match[str]) -> str:
+    c = m.group(1)
+    if c is None or c[0] == "\n":
+        return "\n"
+    return c if c in _ESCAPABLE else "\\" + c
 
 
 @functools.lru_cache(maxsize=1)
@@ -116,14 +131,29 @@ def _parser() -> Any:
     return md
 
 
-def _inline_text(md: Any, token: Any, env: dict[str, Any]) -> str:
-    """The text of an inline token: its text, code, line breaks and images' alt text, as
-    markdown-it's inline parse gives them (text without markup: the lines, their breaks' spaces
-    dropped, as the parse drops them)."""
-    content = token.content
+def _inline_text(content: str, env: dict[str, Any]) -> str:
+    """The text of an inline token's `content`: its text, code, line breaks and images' alt text,
+    as markdown-it's inline parse gives them (text without markup: the lines, their breaks'
+    spaces dropped, as the parse drops them)."""
     referenced = "references" in env and _REFERENCE.search(content)
-    if not referenced and not _INLINE_MARKUP.search(content):
-        return _LINE_BREAK.sub("\n", content) if "\n" in content else content
+    if not referenced:
+        # Substring tests first: a regex run over every character of every paragraph was a
+        # tenth of a folder build.
+        c = content
+        if "`" in c or "*" in c or "_" in c or "&" in c or "<" in c or "]" in c or "\\" in c:
+            if _INLINE_MARKUP.search(c):
+                return parsed_inline(content, env)
+            if "\\" in c:
+                return _ESCAPE_OR_BREAK.sub(_unescaped, c)
+        if "\n" in c and (" \n" in c or "\n " in c or "\n\t" in c):
+            return _LINE_BREAK.sub("\n", c)
+        return c
+    return parsed_inline(content, env)
+
+
+def parsed_inline(content: str, env: dict[str, Any]) -> str:
+    """`_inline_text` as markdown-it's inline parse gives it, whatever the markup."""
+    md = _parser()
     children: list[Any] = []
     md.inline.parse(content, md, env, children)
     out = []
@@ -137,44 +167,81 @@ def _inline_text(md: Any, token: Any, env: dict[str, Any]) -> str:
     return "".join(out)
 
 
-def _markdown(text: str, stem: str) -> dict[str, Any]:
+def markdown_it_blocks(text: str) -> tuple[tuple[str, int] | None, list[Event], dict[str, Any]]:
+    """(front matter, events, env) of markdown-it-py's block parse of `text`, as
+    sieve.corpus.mdblocks gives them (its reference), and the link references it found."""
     md = _parser()
     env: dict[str, Any] = {}  # link references, which inline parses read
     tokens = md.parse(text, env)
+    front: tuple[str, int] | None = None
+    events: list[Event] = []
+    i = 0
+    while i < len(tokens):
+        t = tokens[i]
+        line = t.map[0] if t.map else 0
+        if t.type == "front_matter":
+            front = (t.content, line)
+        elif t.type == "heading_open":
+            events.append(("h", int(t.tag[1:]), tokens[i + 1].content))
+            i += 1  # its inline text
+        elif t.type == "inline":
+            events.append(("i", t.content))
+        elif t.type in ("fence", "code_block"):
+            events.append(("c", t.content))
+        elif t.type == "html_block":
+            events.append(("x", t.content, line))
+        i += 1
+    return front, events, env
+
+
+def _markdown(text: str, stem: str) -> dict[str, Any]:
+    # Most files are read by sieve's own block scanner, at a fraction of markdown-it-py's time;
+    # those it is not sure of by markdown-it-py (see sieve.corpus.mdblocks).
+    fast = mdblocks.blocks(text)
+    if fast is None:
+        front, events, env = markdown_it_blocks(text)
+    else:
+        (front, events), env = fast, {}
+    return _record(front, events, env, stem)
+
+
+def _record(
+    front: tuple[str, int] | None, events: list[Event], env: dict[str, Any], stem: str
+) -> dict[str, Any]:
+    """The record of a Markdown file's block events (sieve.corpus.mdblocks)."""
     meta: dict[str, Any] = {}
     lines: dict[str, int] = {}
+    if front is not None:
+        # The YAML starts on the line after the opening `---` (0-based).
+        meta, lines = front_matter(front[0], front[1] + 2)
     parts: list[tuple[str | None, list[str]]] = [(None, [])]
     opening: str | None = None  # a first-level heading that opens the file
     first: str | None = None  # the first heading
     seen_text = False
-    i = 0
-    while i < len(tokens):
-        t = tokens[i]
-        if t.type == "front_matter":
-            # The YAML starts on the line after the opening `---` (t.map[0], 0-based).
-            meta, lines = front_matter(t.content, (t.map[0] if t.map else 0) + 2)
-        elif t.type == "heading_open":
-            heading = _inline_text(md, tokens[i + 1], env).strip()
+    for event in events:
+        kind = event[0]
+        if kind == "h":
+            heading = _inline_text(event[2], env).strip()
             first = first if first is not None else heading or None
             opens = not seen_text and len(parts) == 1 and opening is None
-            if t.tag == "h1" and opens and "title" not in meta:
+            if event[1] == 1 and opens and "title" not in meta:
                 opening = heading  # it names the file; its text is the lead
             else:
                 parts.append((heading, []))
-            i += 3
             continue
-        elif t.type == "inline":
-            parts[-1][1].append(_inline_text(md, t, env).strip())
-        elif t.type in ("fence", "code_block"):
-            parts[-1][1].append(t.content.rstrip("\n"))
-        elif t.type == "html_block":
+        if kind == "i":
+            text = event[1]
+            if "\n" in text or not _PLAIN_LINE.fullmatch(text):  # else it is its own text
+                text = _inline_text(text, env)
+            parts[-1][1].append(text.strip())
+        elif kind == "c":
+            parts[-1][1].append(event[1].rstrip("\n"))
+        else:
             try:
-                parts[-1][1].append(_html_text(t.content))
+                parts[-1][1].append(_html_text(event[1]))
             except CorpusError as e:  # its line within the block, as the file's
-                line = (t.map[0] if t.map else 0) + (e.line or 1)
-                raise CorpusError(e.message, None, line) from None
+                raise CorpusError(e.message, None, event[2] + (e.line or 1)) from None
         seen_text = seen_text or any(parts[-1][1])  # empty HTML (a badge) before `# Title`: no text
-        i += 1
     named = _title(meta.pop("title", None), lines.get("title", 1))
     title = named or opening or first or readable(stem)
     rec: dict[str, Any] = {"title": title, "sections": _sections(parts)}

@@ -12,7 +12,7 @@ from pathlib import Path
 from typing import Any
 
 from sieve.corpus.documents import Document, checked_document, unknown_keys
-from sieve.corpus.folders import Entry, Folder, PassedOver, walked
+from sieve.corpus.folders import KINDS, Entry, Folder, PassedOver, walked
 from sieve.corpus.folders import read as read_file
 from sieve.corpus.formats import (
     CorpusReport,
@@ -172,7 +172,17 @@ def file_batches(
 # too, so that they are counted in the walk's order).
 FOLDER_BATCH_FILES = 100  # a progress step; a worker's task
 FOLDER_BATCH_BYTES = 1 << 20
-FOLDER_PARALLEL_MIN_BYTES = 1 << 20  # Markdown and HTML cost ten times JSON to read, byte for byte
+# Markdown read by sieve's own block scanner (sieve.corpus.mdblocks) costs about one and a half
+# times JSON, byte for byte (markdown-it-py cost ten times): two workers on 5 MB of man pages took
+# longer than one process (2.3 s against 1.9 s of wall time, two cores).
+# HTML (Python's HTML parser) still costs about six times as much, and counts so.
+FOLDER_PARALLEL_MIN_BYTES = 6 << 20
+HTML_COST = 6
+
+
+def folder_kind(path: Path) -> str | None:
+    """markdown, html or text: how a folder's file is read (by its extension)."""
+    return KINDS.get(path.suffix.lower())
 
 
 def _folder_chunks(entries: list[Entry]) -> Iterator[list[Entry]]:
@@ -227,7 +237,11 @@ def folder_batches(
     file passed over reported as `read_documents` reports them."""
     folder, base, entries = walked(source)  # type: ignore[arg-type]  # a folder path here
     report.source = str(source)
-    size = sum(e.st.st_size for e in entries if e.st is not None)
+    size = sum(
+        e.st.st_size * (HTML_COST if folder_kind(e.path) == "html" else 1)
+        for e in entries
+        if e.st is not None
+    )
     chunks = _folder_chunks(entries)
     results: Generator[tuple[Any, AnalyzedBatch, list[PassedOver]], None, None]
     if jobs > 1 and size >= FOLDER_PARALLEL_MIN_BYTES:
