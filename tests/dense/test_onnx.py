@@ -13,6 +13,7 @@ import subprocess
 import sys
 from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 import pytest
@@ -76,6 +77,29 @@ def test_the_exported_graph_runs_fused_layers(cache: Path) -> None:
     ops = [n.op_type for n in onnx_format.load(str(onnx.exported(DEFAULT_MODEL))).graph.node]
     assert ops.count("Attention") == layers and ops.count("SkipLayerNormalization") == 2 * layers
     assert "Softmax" not in ops and ops.count("EmbedLayerNormalization") == 1
+
+
+def test_runs_hold_about_run_tokens_word_pieces(cache: Path, texts: list[str]) -> None:
+    """Long texts go through the graph a few at a time (activations stay in cache), short ones
+    many at a time, whatever the batch size asked; the vectors are those of one big run."""
+    fast = onnx.OnnxEncoder(DEFAULT_MODEL)
+    shapes: list[tuple[int, int]] = []
+    session = fast._session
+
+    class Watching:  # the real session, its runs' input shapes noted
+        def run(self, names: Any, feeds: dict[str, np.ndarray]) -> Any:
+            shapes.append(feeds["input_ids"].shape)
+            return session.run(names, feeds)
+
+    fast._session = Watching()  # type: ignore[assignment]
+    got = fast.encode(texts, batch_size=32)
+    rows = [r for r, w in shapes]
+    assert sum(rows) == len(texts) and max(r * w for r, w in shapes) <= onnx.RUN_TOKENS
+    assert max(w for _, w in shapes) == 256 and rows[0] == onnx.RUN_TOKENS // 256
+    assert shapes[-1][1] < 16 and rows[-1] >= 3  # the three short texts share one run
+    fast._session = session
+    onnx_one = np.vstack([fast.encode([t]) for t in texts])
+    assert np.allclose(got, onnx_one, atol=1e-5)
 
 
 def test_int8_is_the_fused_graph_quantised(cache: Path, texts: list[str]) -> None:
