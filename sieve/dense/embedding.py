@@ -32,7 +32,12 @@ from sieve.engine.format import commits, storage
 
 HNSW_M = 16
 HNSW_EF_CONSTRUCTION = 200
-CHUNK = 256
+# Rows are saved (and a run resumes) a CHUNK at a time; within a chunk they are encoded STEP at a
+# time, longest first, so that the encoder's length-sorted batches pad little (passages vary in
+# length: about 9% padding with chunks of 256 sorted alone, under 3% with 1024), and progress
+# moves every STEP rows.
+CHUNK = 1024
+STEP = 256
 
 
 def embed(
@@ -123,8 +128,15 @@ def _embed(
                     vecs[[i for i, _ in hit]] = old[np.asarray([j for _, j in hit], dtype=np.int64)]
                 todo = [i for i, j in found if j is None]
                 reused += len(hit)
-            if todo:
-                vecs[todo] = encoder.encode([texts(rows[i]) for i in todo], batch_size=batch_size)
+            pending = [(i, texts(rows[i])) for i in todo]
+            pending.sort(key=lambda row: -len(row[1]))
+            for a in range(0, len(pending), STEP):
+                step = pending[a : a + STEP]
+                vecs[[i for i, _ in step]] = encoder.encode(
+                    [t for _, t in step], batch_size=batch_size
+                )
+                if progress is not None and a + STEP < len(pending):
+                    progress(rows.stop - len(pending) + a + len(step), n)
             fh.write(np.ascontiguousarray(vecs, dtype=np.float32).tobytes())
             fh.flush()
             os.fsync(fh.fileno())
