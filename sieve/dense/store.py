@@ -23,6 +23,7 @@ from typing import Any
 
 import numpy as np
 
+from sieve.dense.compact import Vectors
 from sieve.dense.embedding import embed as embed  # callers find it here (sieve.dense.store.embed)
 from sieve.dense.encoder import (
     DEFAULT_MODEL,
@@ -41,6 +42,7 @@ from sieve.dense.layout import (
     fingerprint,
     held_model,
     model_slug,
+    open_vectors,
     read_meta,
     same_model,
 )
@@ -56,14 +58,6 @@ EXACT_MAX = 8_000
 # set exactly, whatever its size (the paper's exact inner product, the default of eval runs).
 DENSE_SEARCH = ("exact", "approximate")
 HNSW_EF_SEARCH = 128
-
-
-def _dot(vectors: np.ndarray, q: np.ndarray) -> np.ndarray:
-    """Each row's inner product with q, without BLAS. A matrix-vector product is memory-bound, and
-    numpy's einsum runs it as fast as multi-threaded OpenBLAS here (6.6 against 7.3 ms for 100k x
-    384), but OpenBLAS leaves its threads spinning afterwards, and on a 2-core machine they slowed
-    the next query's encoding (torch) from 14 to 39 ms."""
-    return np.einsum("ij,j->i", vectors, q)
 
 
 class DenseIndex:
@@ -93,9 +87,7 @@ class DenseIndex:
         self.dir = directory
         self.meta = meta
         self.unit = meta.get("unit", "document")
-        self.vectors = storage.open_array(
-            directory / "vectors.sva", "vectors.sva", meta["files"]["vectors.sva"]
-        )
+        self.vectors: Vectors = open_vectors(directory, meta)
         if encoder is not None and encoder.dim != meta["dim"]:
             raise EncoderMismatchError(
                 f"the embeddings in {directory} have {meta['dim']} dimensions; the encoder given "
@@ -291,24 +283,24 @@ class DenseIndex:
         if self.owner is None:
             # Gathering rows costs more than scoring them all once the set is a sizeable share.
             return (
-                _dot(self.vectors.whole(), q)[rows]
+                self.vectors.dot(q)[rows]
                 if len(rows) * 8 > len(self.vectors)
-                else _dot(self.vectors[rows], q)
+                else self.vectors.dot(q, rows)
             )
         lo, hi = self.starts[rows], self.starts[rows + 1]
         counts = hi - lo
         if counts.sum() * 8 > len(self.vectors):
-            return np.maximum.reduceat(_dot(self.vectors.whole(), q), self.starts[:-1])[rows]
+            return np.maximum.reduceat(self.vectors.dot(q), self.starts[:-1])[rows]
         offsets = np.concatenate(([0], np.cumsum(counts)[:-1]))
         # every passage of every row, in order
         idx = np.repeat(lo - offsets, counts) + np.arange(counts.sum())
-        return np.maximum.reduceat(_dot(self.vectors[idx], q), offsets)
+        return np.maximum.reduceat(self.vectors.dot(q, idx), offsets)
 
     def exact(
         self, q: np.ndarray, docs: np.ndarray | None, k: int
     ) -> tuple[np.ndarray, np.ndarray]:
         if docs is None:
-            sims = _dot(self.vectors.whole(), q)
+            sims = self.vectors.dot(q)
             if self.owner is not None:
                 sims = np.maximum.reduceat(sims, self.starts[:-1])
             return top_k(self.docs, sims.astype(np.float64), k, self.index.snapshot.order)

@@ -88,7 +88,8 @@ def test_dense_scores_are_cosine_similarities(index: sieve.Index, encoder: Sente
     q = encoder.encode(["compress archive"])[0]  # the positive words as written
     for h in r.hits:
         v = encoder.encode([units.document_text(index, h.doc)])[0]
-        assert h.score == pytest.approx(float(v @ q), abs=1e-4)
+        # stored as int8 with a scale per row (sieve.dense.compact): within the quantisation error
+        assert h.score == pytest.approx(float(v @ q), abs=5e-3)
     assert [h.score for h in r.hits] == sorted((h.score for h in r.hits), reverse=True)
 
 
