@@ -58,9 +58,7 @@ def embed(
     index's write lock (IndexLockedError while a build or another embed writes it)."""
     pieces = pieces_of(unit)
     if dtype not in DTYPES:
-        raise InvalidArgumentError(
-            f"unknown vector dtype {dtype!r}; known: {', '.join(DTYPES)}"
-        )
+        raise InvalidArgumentError(f"unknown vector dtype {dtype!r}; known: {', '.join(DTYPES)}")
     with commits.WriteLock(index.path):
         return _embed(index, model, encoder, batch_size, force, progress, unit, pieces, dtype)
 
