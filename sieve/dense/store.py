@@ -321,7 +321,12 @@ class DenseIndex:
         else:
             keep = bitset.to_bool(bits, n) if self._identity else bitset.contains(bits, self.docs)
             allowed = int(keep.sum())
-            flags = (keep if self.owner is None else keep[self.owner]).view(np.uint8).tobytes()
+            # hnswlib calls the filter back in Python for every node it visits: none when all pass
+            flags = (
+                None
+                if allowed == n
+                else (keep if self.owner is None else keep[self.owner]).view(np.uint8).tobytes()
+            )
         k = min(k, allowed)
         if k == 0:
             return np.zeros(0, dtype=np.int64), np.zeros(0)

@@ -173,3 +173,15 @@ def test_filtered_hnsw_stays_inside_the_admitted_set(graph_index: sieve.Index, s
     assert len(got) == min(k, len(admitted)) == len(set(got.tolist()))
     # the graph holds the stored vectors decoded: its similarities are the exact scan's
     assert np.allclose(sims, dense._row_similarity(q, dense.rows(got)), atol=1e-5)
+
+
+def test_cli_embed_takes_dtype(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    from sieve.cli.main import main
+
+    sieve.build_index(_docs(3), tmp_path / "ix")
+    assert main(["embed", str(tmp_path / "ix"), "--dtype", "float16", "--json"]) == 0
+    out = json.loads(capsys.readouterr().out)
+    assert layout.read_meta(Path(out["embeddings"]))["dtype"] == "float16"
+    with pytest.raises(SystemExit) as info:
+        main(["embed", str(tmp_path / "ix"), "--dtype", "int4"])
+    assert info.value.code == 2
