@@ -113,9 +113,9 @@ def crossover(dense: store.DenseIndex, f32: compact.Vectors, queries: int, cap: 
             q = RandomEncoder().encode([str(rng.integers(1 << 30))])[0]
             for name, vec in (("exact int8", int8), ("exact float32", f32)):
                 dense.vectors = vec
-                ms[name].append(timed(lambda: dense.exact(q, docs, 10))[0])
+                ms[name].append(timed(lambda q=q, d=docs: dense.exact(q, d, 10))[0])
             dense.vectors = int8
-            ms["hnsw"].append(timed(lambda: dense.approximate(q, bits, 10))[0])
+            ms["hnsw"].append(timed(lambda q=q, b=bits: dense.approximate(q, b, 10))[0])
         out.append({"admitted": size, **{k: round(float(np.median(v)), 3) for k, v in ms.items()}})
     return out
 
@@ -184,8 +184,8 @@ def main() -> int:
                 dense.exact_max = store.EXACT_MAX if search == "approximate" else float("inf")
                 for ranker in ("dense", "hybrid"):
                     dense.query_vector(qs[i])  # encoded once; the search alone is timed
-                    ms, _ = timed(lambda: ix.search(qs[i], k=10, ranker=ranker, fallback=False,
-                                                    explain=False))
+                    ms, _ = timed(lambda t=qs[i], r=ranker: ix.search(
+                        t, k=10, ranker=r, fallback=False, explain=False))
                     timings.setdefault(f"{ranker} {case} {dtype} {search}", []).append(ms)
     dense.vectors, dense.exact_max = int8, store.EXACT_MAX
 
