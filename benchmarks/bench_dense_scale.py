@@ -207,7 +207,9 @@ def main() -> int:
         "command": " ".join(["python -m benchmarks.bench_dense_scale", *sys.argv[1:]]),
         "note": "vectors and queries are random unit vectors (384 dims) over real man-sections "
                 "texts; query encoding timed apart with the default MiniLM encoder",
-        "rows": n, "exact_max": store.EXACT_MAX,
+        "rows": n, "exact_max": store.EXACT_MAX or "cost model",
+        "chosen": {c["admitted"]: "exact" if dense.prefers_exact(c["admitted"], 10) else "hnsw"
+                   for c in cross},
         "admitted_median": {k: int(np.median(v)) for k, v in admitted.items()},
         "query_encode_ms": encode_ms, "search_ms": table,
         "bytes_per_vector": per_vector, "crossover_ms": cross,

@@ -4,6 +4,7 @@ leaves the admitted set and returns k documents whenever k are admitted."""
 
 from __future__ import annotations
 
+import copy
 import json
 import random
 import sys
@@ -185,3 +186,16 @@ def test_cli_embed_takes_dtype(tmp_path: Path, capsys: pytest.CaptureFixture[str
     with pytest.raises(SystemExit) as info:
         main(["embed", str(tmp_path / "ix"), "--dtype", "int4"])
     assert info.value.code == 2
+
+
+def test_exact_or_graph_is_chosen_by_the_measured_cost(graph_index: sieve.Index) -> None:
+    dense = copy.copy(graph_index.searcher.dense)  # changed below: the fixture's stays as it is
+    assert all(dense.prefers_exact(a, k) for a in (1, 100, 400) for k in (10, 1000))  # small collections: never the graph
+    # as if the collection had 100,000 rows (bench_dense_scale measured the crossover there)
+    dense.vectors = compact.Vectors(np.zeros((100_000, 4), dtype=np.int8), np.ones(100_000, dtype=np.float32))
+    dense.docs, dense.owner = np.arange(100_000), None
+    assert dense.prefers_exact(100, 10) and dense.prefers_exact(10_000, 10)
+    assert not dense.prefers_exact(30_000, 10) and not dense.prefers_exact(100_000, 10)
+    assert dense.prefers_exact(30_000, 1000)  # hybrid's pool of 1,000: the graph costs more for a large k
+    dense.exact_max = 50_000  # a fixed crossover overrides the model
+    assert dense.prefers_exact(30_000, 10) and not dense.prefers_exact(60_000, 1000)
