@@ -184,7 +184,7 @@ def test_embedding_resumes_where_it_stopped(tmp_path: Path, docs: list[dict], en
     assert sum(seen) == len(docs) - 8  # only what was left
     resumed = store.DenseIndex.open(ix, encoder=encoder).vectors
     full = encoder.encode([units.document_text(ix, d) for d in range(len(ix))])
-    assert np.allclose(resumed, full, atol=1e-5)
+    assert np.allclose(resumed, full, atol=5e-3)  # int8 with a scale per row: within a code step
     assert not (out / "progress.json").exists() and not (out / "vectors.partial").exists()
 
 
