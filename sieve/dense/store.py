@@ -216,13 +216,14 @@ class DenseIndex:
     @property
     def identity(self) -> dict[str, Any]:
         """Which encoder made these embeddings, as runs record it: model, dimension, the checksum of
-        its files (None where not recorded), unit, how they are searched, the backend that embedded
-        the documents and the one encoding queries (None until loaded)."""
+        its files (None where not recorded), unit, how the vectors are stored and searched, the
+        backend that embedded the documents and the one encoding queries (None until loaded)."""
         return {
             "model": self.meta["model"],
             "dim": self.meta["dim"],
             "model_fingerprint": self.meta.get("model_fingerprint"),
             "unit": self.unit,
+            "dtype": self.vectors.dtype,
             "search": self.search,
             "backend": self.meta.get("backend"),
             "query_backend": getattr(self._encoder, "backend", None),
