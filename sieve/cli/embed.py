@@ -44,6 +44,7 @@ def cmd_embed(args: argparse.Namespace) -> int:
             force=args.force,
             progress=progress,
             unit=args.unit,
+            dtype=args.dtype,
         )
     finally:
         bar.close()
@@ -105,6 +106,13 @@ def add_command(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> Non
         help=f"one vector per document (its start) or per passage (every section in pieces of up "
         f"to 128 words; a document scores as its best passage, a card names its section; about "
         f"18 times the vectors); default {DEFAULT_UNIT}",
+    )
+    s.add_argument(
+        "--dtype",
+        choices=("int8", "float16", "float32"),
+        default="int8",
+        help="how vectors are stored: int8 with a scale per row (default; a quarter of "
+        "float32's bytes), float16 or float32",
     )
     s.add_argument("--force", action="store_true", help="recompute even if up to date")
     s.add_argument("--quiet", action="store_true")

@@ -11,6 +11,7 @@ from pathlib import Path
 
 import numpy as np
 
+from sieve.dense.compact import DEFAULT_DTYPE, DTYPES, Vectors, quantize
 from sieve.dense.encoder import (
     DEFAULT_MODEL,
     Encoder,
@@ -29,6 +30,7 @@ from sieve.dense.layout import (
 )
 from sieve.dense.units import DEFAULT_UNIT, IndexView, RowTexts, pieces_of, row_layout
 from sieve.engine.format import commits, storage
+from sieve.errors import InvalidArgumentError
 
 HNSW_M = 16
 HNSW_EF_CONSTRUCTION = 200
@@ -48,17 +50,22 @@ def embed(
     force: bool = False,
     progress: Callable[[int, int], None] | None = None,
     unit: str = DEFAULT_UNIT,
+    dtype: str = DEFAULT_DTYPE,
 ) -> Path:
     """Compute (or resume computing) the embeddings of every document (`unit="document"`) or of
     every passage (`unit="passage"`); returns their directory. `progress(done, total)` counts rows.
+    `dtype` is how the vectors are stored (sieve.dense.compact: int8 with a scale per row by
+    default, float16 or float32).
 
     Finished embeddings are left alone only if every byte checks out; anything incomplete or
     damaged (a run killed while sealing, say) is computed again, resuming from the last chunk saved.
     meta.json is written last and removed first, so it names only complete files. Holds the
     index's write lock (IndexLockedError while a build or another embed writes it)."""
     pieces = pieces_of(unit)
+    if dtype not in DTYPES:
+        raise InvalidArgumentError(f"unknown vector dtype {dtype!r}; known: {', '.join(DTYPES)}")
     with commits.WriteLock(index.path):
-        return _embed(index, model, encoder, batch_size, force, progress, unit, pieces)
+        return _embed(index, model, encoder, batch_size, force, progress, unit, pieces, dtype)
 
 
 def _embed(
@@ -70,6 +77,7 @@ def _embed(
     progress: Callable[[int, int], None] | None,
     unit: str,
     pieces: Callable[[IndexView, int], list[str]],
+    dtype: str,
 ) -> Path:
     model = model_name(model)
     out = embeddings_dir(index, model, unit)
@@ -77,12 +85,13 @@ def _embed(
     fp = fingerprint(index)
     # the same name or folder may hold another model later: its vectors are not these
     files = model_fingerprint(model)
-    meta_path, prog_path, partial = (
+    meta_path, prog_path, partial, scales_partial = (
         out / "meta.json",
         out / "progress.json",
         out / "vectors.partial",
+        out / "scales.partial",
     )
-    if not force and complete(out, fp, files):
+    if not force and complete(out, fp, files, dtype):
         return out
     encoder = encoder or loaded_encoder(model)
     docs = index.doc_numbers()  # the live documents, in index order: document rows
@@ -106,26 +115,33 @@ def _embed(
             and prog.get("dim") == dim
             and prog.get("unit", "document") == unit
             and prog.get("model_fingerprint") == files
+            and prog.get("dtype", "float32") == dtype
+            and (dtype != "int8" or scales_partial.exists())
         ):
             done = int(prog["rows"])
-    with open(partial, "r+b" if done else "wb") as fh:
-        fh.truncate(done * dim * 4)  # drop a half-written chunk from an interrupted run
-        fh.seek(done * dim * 4)
+    # the partial files hold rows as stored: a row's codes and scale do not depend on its chunk
+    width = np.dtype(dtype).itemsize * dim
+    with (
+        open(partial, "r+b" if done else "wb") as fh,
+        open(scales_partial, "r+b" if done and dtype == "int8" else "wb") as sh,
+    ):
+        for f, size in ((fh, width), (sh, 4 if dtype == "int8" else 0)):
+            f.truncate(done * size)  # drop a half-written chunk from an interrupted run
+            f.seek(done * size)
         if progress is not None:
             progress(done, n)
         while done < n:
             rows = range(done, min(done + CHUNK, n))
             vecs = np.zeros((len(rows), dim), dtype=np.float32)
             todo = list(range(len(rows)))
+            hit: list[tuple[int, int]] = []
             if earlier is not None:
-                known, old = earlier
+                known = earlier[0]
                 found = [
                     (i, known.get(int(k)))
                     for i, k in enumerate(keys[rows.start : rows.stop].tolist())
                 ]
                 hit = [(i, j) for i, j in found if j is not None]
-                if hit:
-                    vecs[[i for i, _ in hit]] = old[np.asarray([j for _, j in hit], dtype=np.int64)]
                 todo = [i for i, j in found if j is None]
                 reused += len(hit)
             pending = [(i, texts(rows[i])) for i in todo]
@@ -137,7 +153,23 @@ def _embed(
                 )
                 if progress is not None and a + STEP < len(pending):
                     progress(rows.stop - len(pending) + a + len(step), n)
-            fh.write(np.ascontiguousarray(vecs, dtype=np.float32).tobytes())
+            codes, scales = quantize(vecs, dtype)
+            if hit:  # the stored rows themselves: a kept document's vector is bit for bit as it was
+                old, at = earlier[1], [i for i, _ in hit]  # type: ignore[index]
+                was = np.asarray([j for _, j in hit], dtype=np.int64)
+                if old.dtype == dtype:
+                    codes[at] = old.stored[was]
+                    if scales is not None:
+                        scales[at] = np.asarray(old.scales[was])
+                else:
+                    codes[at], got = quantize(old.rows(was), dtype)
+                    if scales is not None:
+                        scales[at] = got
+            fh.write(np.ascontiguousarray(codes).tobytes())
+            if scales is not None:
+                sh.write(scales.tobytes())
+                sh.flush()
+                os.fsync(sh.fileno())
             fh.flush()
             os.fsync(fh.fileno())
             done = rows.stop
@@ -150,20 +182,26 @@ def _embed(
                     "dim": dim,
                     "rows": done,
                     "unit": unit,
+                    "dtype": dtype,
                 },
             )
             if progress is not None:
                 progress(done, n)
-    vectors = np.fromfile(partial, dtype=np.float32).reshape(n, dim)
+    stored = np.fromfile(partial, dtype=dtype).reshape(n, dim)
+    scales = np.fromfile(scales_partial, dtype=np.float32) if dtype == "int8" else None
     entries = {
-        "vectors.sva": storage.write_array(out / "vectors.sva.tmp", vectors),
+        "vectors.sva": storage.write_array(out / "vectors.sva.tmp", stored),
         "keys.sva": storage.write_array(out / "keys.sva.tmp", keys),
     }
     names = ["vectors.sva", "keys.sva"]
+    if scales is not None:
+        entries["scales.sva"] = storage.write_array(out / "scales.sva.tmp", scales)
+        names.append("scales.sva")
     if unit == "passage":
         entries["owner.sva"] = storage.write_array(out / "owner.sva.tmp", owner)
         names.append("owner.sva")
-    _build_hnsw(vectors, out / "hnsw.bin.tmp")
+    # the graph holds the stored values decoded, so both searches give a row the same similarity
+    _build_hnsw(Vectors(stored, scales).whole(), out / "hnsw.bin.tmp")
     entries["hnsw.bin"] = file_entry(out / "hnsw.bin.tmp")
     with open(out / "hnsw.bin.tmp", "rb") as fh:
         os.fsync(fh.fileno())
@@ -176,6 +214,7 @@ def _embed(
         "rows": n,
         "documents": len(docs),
         "unit": unit,
+        "dtype": dtype,
         "fingerprint": fp,
         "files": entries,
         "reused": reused,
@@ -184,6 +223,7 @@ def _embed(
     }
     write_json(meta_path, {**meta, "checksum": meta_crc(meta)})
     partial.unlink()
+    scales_partial.unlink()
     prog_path.unlink()
     return out
 

@@ -13,6 +13,7 @@ from typing import Any
 import numpy as np
 
 from sieve.common import files as safe_files
+from sieve.dense.compact import DTYPES, Vectors
 from sieve.dense.encoder import model_name
 from sieve.dense.units import UNITS, IndexView
 from sieve.engine.format import storage
@@ -46,9 +47,35 @@ def fingerprint(index: IndexView) -> str:
     return f"{index.commit_dir.name}:{storage.crc32(raw):08x}"
 
 
+def vector_dtype(meta: dict[str, Any]) -> str:
+    """How a folder's vectors are stored (folders written before compact storage: float32)."""
+    return str(meta.get("dtype", "float32"))
+
+
+def open_vectors(directory: Path, meta: dict[str, Any], verify: bool = False) -> Vectors:
+    """The vectors of one embeddings folder (and their int8 scales), memory-mapped; every block
+    checked now if `verify`, else when first read."""
+    stored = storage.open_array(
+        directory / "vectors.sva", "vectors.sva", meta["files"]["vectors.sva"], verify=verify
+    )
+    scales = None
+    if "scales.sva" in meta["files"]:
+        scales = storage.open_array(
+            directory / "scales.sva", "scales.sva", meta["files"]["scales.sva"], verify=verify
+        )
+    if str(stored.dtype) != vector_dtype(meta) or (
+        scales is not None and len(scales) != len(stored)
+    ):
+        raise IndexDamagedError(
+            f"embeddings/{directory.name}/vectors.sva",
+            f"is not the {vector_dtype(meta)} array meta.json says, with its scales",
+        )
+    return Vectors(stored, scales)
+
+
 def reusable(
     directory: Path, dim: int, model: str, files: str | None
-) -> tuple[dict[int, int], Any] | None:
+) -> tuple[dict[int, int], Vectors] | None:
     """(key -> row, vectors) of finished embeddings of an earlier commit point, if they check out
     and recorded their keys; None otherwise (then every vector is computed)."""
     try:
@@ -63,9 +90,7 @@ def reusable(
         keys = storage.open_array(
             directory / "keys.sva", "keys.sva", meta["files"]["keys.sva"], verify=True
         )
-        vectors = storage.open_array(
-            directory / "vectors.sva", "vectors.sva", meta["files"]["vectors.sva"], verify=True
-        )
+        vectors = open_vectors(directory, meta, verify=True)
         return {int(k): i for i, k in enumerate(np.asarray(keys).tolist())}, vectors
     except (IndexDamagedError, OSError, KeyError):
         return None
@@ -81,16 +106,21 @@ def write_json(path: Path, obj: dict[str, Any]) -> None:
     storage.fsync_dir(path.parent)
 
 
-def complete(directory: Path, fp: str, files: str | None) -> bool:
+def complete(directory: Path, fp: str, files: str | None, dtype: str | None = None) -> bool:
     """Whether `directory` holds finished embeddings of this commit point, by a model with these
-    files, whose every byte checks out."""
+    files, stored as `dtype` (None: any), whose every byte checks out."""
     try:
         meta = read_meta(directory)
-        if meta.get("fingerprint") != fp or not same_model(meta, files):
+        if (
+            meta.get("fingerprint") != fp
+            or not same_model(meta, files)
+            or dtype not in (None, vector_dtype(meta))
+        ):
             return False
         storage.verify_array(directory / "vectors.sva", "vectors.sva", meta["files"]["vectors.sva"])
-        if "owner.sva" in meta["files"]:
-            storage.verify_array(directory / "owner.sva", "owner.sva", meta["files"]["owner.sva"])
+        for name in ("owner.sva", "scales.sva"):
+            if name in meta["files"]:
+                storage.verify_array(directory / name, name, meta["files"][name])
         return file_entry(directory / "hnsw.bin") == meta["files"]["hnsw.bin"]
     except (IndexDamagedError, OSError):
         return False
@@ -139,6 +169,8 @@ def read_meta(directory: Path) -> dict[str, Any]:
             ok
             and meta.get("unit", "document") in UNITS
             and (meta.get("unit", "document") == "document" or "owner.sva" in files)
+            and vector_dtype(meta) in DTYPES
+            and (vector_dtype(meta) == "int8") == ("scales.sva" in files)
         )
     except (KeyError, TypeError):
         ok = False
@@ -184,11 +216,10 @@ def verify_embeddings(root: Path) -> list[str]:
                 directory / "keys.sva", prefix + "keys.sva", meta["files"]["keys.sva"]
             )
             checked.append(prefix + "keys.sva")
-        if "owner.sva" in meta["files"]:  # passages
-            storage.verify_array(
-                directory / "owner.sva", prefix + "owner.sva", meta["files"]["owner.sva"]
-            )
-            checked.append(prefix + "owner.sva")
+        for name in ("owner.sva", "scales.sva"):  # passages; int8 vectors
+            if name in meta["files"]:
+                storage.verify_array(directory / name, prefix + name, meta["files"][name])
+                checked.append(prefix + name)
     return checked
 
 

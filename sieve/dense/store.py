@@ -23,6 +23,7 @@ from typing import Any
 
 import numpy as np
 
+from sieve.dense.compact import Vectors
 from sieve.dense.embedding import embed as embed  # callers find it here (sieve.dense.store.embed)
 from sieve.dense.encoder import (
     DEFAULT_MODEL,
@@ -41,6 +42,7 @@ from sieve.dense.layout import (
     fingerprint,
     held_model,
     model_slug,
+    open_vectors,
     read_meta,
     same_model,
 )
@@ -49,21 +51,20 @@ from sieve.engine.format import bitset, storage
 from sieve.engine.rank.topk import top_k
 from sieve.errors import IndexDamagedError, InvalidArgumentError
 
-# admitted sets up to this size are scored exactly, larger ones through HNSW (measured crossover,
-# bench_rank)
-EXACT_MAX = 8_000
-# How admitted sets are ranked: "approximate" is the above (sieve's default); "exact" scores every
-# set exactly, whatever its size (the paper's exact inner product, the default of eval runs).
+# How admitted sets are ranked: "approximate" scores a set exactly or through the HNSW graph,
+# whichever the cost model below says is faster (sieve's default); "exact" scores every set
+# exactly, whatever its size (the paper's exact inner product, the default of eval runs).
 DENSE_SEARCH = ("exact", "approximate")
+# A fixed crossover (admitted documents) in place of the cost model; None: the model.
+EXACT_MAX: float | None = None
+# The cost model, measured at 100,000 rows of 384 dimensions (bench_dense_scale, random vectors):
+# an exact score costs about 0.3 us per admitted row gathered, or 0.16 us per row when every row
+# is scanned; a filtered HNSW search about 1 ms times rows / admitted rows (the graph walks past
+# the rows its filter refuses) times k / ef once k passes ef. They meet near 18,000 of 100,000.
+EXACT_MS_PER_ROW = 3e-4
+SCAN_MS_PER_ROW = 1.6e-4
+HNSW_MS = 1.0
 HNSW_EF_SEARCH = 128
-
-
-def _dot(vectors: np.ndarray, q: np.ndarray) -> np.ndarray:
-    """Each row's inner product with q, without BLAS. A matrix-vector product is memory-bound, and
-    numpy's einsum runs it as fast as multi-threaded OpenBLAS here (6.6 against 7.3 ms for 100k x
-    384), but OpenBLAS leaves its threads spinning afterwards, and on a 2-core machine they slowed
-    the next query's encoding (torch) from 14 to 39 ms."""
-    return np.einsum("ij,j->i", vectors, q)
 
 
 class DenseIndex:
@@ -93,9 +94,7 @@ class DenseIndex:
         self.dir = directory
         self.meta = meta
         self.unit = meta.get("unit", "document")
-        self.vectors = storage.open_array(
-            directory / "vectors.sva", "vectors.sva", meta["files"]["vectors.sva"]
-        )
+        self.vectors: Vectors = open_vectors(directory, meta)
         if encoder is not None and encoder.dim != meta["dim"]:
             raise EncoderMismatchError(
                 f"the embeddings in {directory} have {meta['dim']} dimensions; the encoder given "
@@ -105,7 +104,7 @@ class DenseIndex:
         self._graph: Any = None
         self._last_query: tuple[str, np.ndarray] | None = None
         self.search = search
-        self.exact_max: float = EXACT_MAX if search == "approximate" else float("inf")
+        self.exact_max: float | None = EXACT_MAX if search == "approximate" else float("inf")
         self.docs = index.doc_numbers()
         self._identity = bool(index.snapshot.dense)  # internal number == row
         self.owner: np.ndarray | None = None
@@ -217,13 +216,14 @@ class DenseIndex:
     @property
     def identity(self) -> dict[str, Any]:
         """Which encoder made these embeddings, as runs record it: model, dimension, the checksum of
-        its files (None where not recorded), unit, how they are searched, the backend that embedded
-        the documents and the one encoding queries (None until loaded)."""
+        its files (None where not recorded), unit, how the vectors are stored and searched, the
+        backend that embedded the documents and the one encoding queries (None until loaded)."""
         return {
             "model": self.meta["model"],
             "dim": self.meta["dim"],
             "model_fingerprint": self.meta.get("model_fingerprint"),
             "unit": self.unit,
+            "dtype": self.vectors.dtype,
             "search": self.search,
             "backend": self.meta.get("backend"),
             "query_backend": getattr(self._encoder, "backend", None),
@@ -291,24 +291,24 @@ class DenseIndex:
         if self.owner is None:
             # Gathering rows costs more than scoring them all once the set is a sizeable share.
             return (
-                _dot(self.vectors.whole(), q)[rows]
+                self.vectors.dot(q)[rows]
                 if len(rows) * 8 > len(self.vectors)
-                else _dot(self.vectors[rows], q)
+                else self.vectors.dot(q, rows)
             )
         lo, hi = self.starts[rows], self.starts[rows + 1]
         counts = hi - lo
         if counts.sum() * 8 > len(self.vectors):
-            return np.maximum.reduceat(_dot(self.vectors.whole(), q), self.starts[:-1])[rows]
+            return np.maximum.reduceat(self.vectors.dot(q), self.starts[:-1])[rows]
         offsets = np.concatenate(([0], np.cumsum(counts)[:-1]))
         # every passage of every row, in order
         idx = np.repeat(lo - offsets, counts) + np.arange(counts.sum())
-        return np.maximum.reduceat(_dot(self.vectors[idx], q), offsets)
+        return np.maximum.reduceat(self.vectors.dot(q, idx), offsets)
 
     def exact(
         self, q: np.ndarray, docs: np.ndarray | None, k: int
     ) -> tuple[np.ndarray, np.ndarray]:
         if docs is None:
-            sims = _dot(self.vectors.whole(), q)
+            sims = self.vectors.dot(q)
             if self.owner is not None:
                 sims = np.maximum.reduceat(sims, self.starts[:-1])
             return top_k(self.docs, sims.astype(np.float64), k, self.index.snapshot.order)
@@ -329,7 +329,12 @@ class DenseIndex:
         else:
             keep = bitset.to_bool(bits, n) if self._identity else bitset.contains(bits, self.docs)
             allowed = int(keep.sum())
-            flags = (keep if self.owner is None else keep[self.owner]).view(np.uint8).tobytes()
+            # hnswlib calls the filter back in Python for every node it visits: none when all pass
+            flags = (
+                None
+                if allowed == n
+                else (keep if self.owner is None else keep[self.owner]).view(np.uint8).tobytes()
+            )
         k = min(k, allowed)
         if k == 0:
             return np.zeros(0, dtype=np.int64), np.zeros(0)
@@ -380,6 +385,17 @@ class DenseIndex:
         """The k documents (of `docs`, or of all) most similar to `text`, with cosine similarity."""
         q = self.query_vector(text)
         size = len(self.docs) if docs is None else len(docs)
-        if size <= self.exact_max:
+        if self.prefers_exact(size, k):
             return self.exact(q, docs, k)
         return self.approximate(q, bits, k)
+
+    def prefers_exact(self, admitted: int, k: int) -> bool:
+        """Whether scoring `admitted` documents exactly is cheaper than the filtered graph search
+        for their top k (`exact_max`, where set, decides instead)."""
+        if self.exact_max is not None:
+            return admitted <= self.exact_max
+        n = len(self.vectors)
+        rows = admitted * n / max(1, len(self.docs))  # passages: about as many per document
+        exact = min(EXACT_MS_PER_ROW * rows, SCAN_MS_PER_ROW * n)
+        graph = HNSW_MS * n / max(rows, 1.0) * max(k, HNSW_EF_SEARCH) / HNSW_EF_SEARCH
+        return exact <= graph

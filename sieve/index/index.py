@@ -301,9 +301,9 @@ class Index:
         """Rank with the embeddings of `model` (default: the bundled MiniLM, else the only one
         built) in `unit` ("passage" or "document"; default: passages where `sieve embed --unit
         passage` made them, else documents), optionally with an already loaded `encoder`;
-        `search="exact"` scores every admitted set exactly (default: through HNSW above 8,000
-        documents). Raises if `sieve embed` has not been run, or (EncoderMismatchError) if it was
-        run with other models only."""
+        `search="exact"` scores every admitted set exactly (default: exactly or through HNSW,
+        whichever is cheaper for the set's size). Raises if `sieve embed` has not been run, or
+        (EncoderMismatchError) if it was run with other models only."""
         from sieve.dense.store import DenseIndex
 
         self.searcher.dense = DenseIndex.open(

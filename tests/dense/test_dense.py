@@ -88,7 +88,8 @@ def test_dense_scores_are_cosine_similarities(index: sieve.Index, encoder: Sente
     q = encoder.encode(["compress archive"])[0]  # the positive words as written
     for h in r.hits:
         v = encoder.encode([units.document_text(index, h.doc)])[0]
-        assert h.score == pytest.approx(float(v @ q), abs=1e-4)
+        # stored as int8 with a scale per row (sieve.dense.compact): within the quantisation error
+        assert h.score == pytest.approx(float(v @ q), abs=5e-3)
     assert [h.score for h in r.hits] == sorted((h.score for h in r.hits), reverse=True)
 
 
@@ -183,7 +184,7 @@ def test_embedding_resumes_where_it_stopped(tmp_path: Path, docs: list[dict], en
     assert sum(seen) == len(docs) - 8  # only what was left
     resumed = store.DenseIndex.open(ix, encoder=encoder).vectors
     full = encoder.encode([units.document_text(ix, d) for d in range(len(ix))])
-    assert np.allclose(resumed, full, atol=1e-5)
+    assert np.allclose(resumed, full, atol=5e-3)  # int8 with a scale per row: within a code step
     assert not (out / "progress.json").exists() and not (out / "vectors.partial").exists()
 
 

@@ -59,7 +59,7 @@ def test_two_encoders_side_by_side_each_recorded(tmp_path: Path, docs: list[dict
         fp = model_fingerprint(model)
         assert fp is not None and len(fp) == 16
         backend = "onnxruntime-fp32" if model == DEFAULT_MODEL and onnx.available() else "torch-fp32"
-        assert dense.identity == {"model": model, "dim": dim, "model_fingerprint": fp, "unit": "document", "search": "approximate",
+        assert dense.identity == {"model": model, "dim": dim, "model_fingerprint": fp, "unit": "document", "dtype": "int8", "search": "approximate",
                                   "backend": backend, "query_backend": None}
         assert dense.vectors.shape == (len(docs), dim)
         got = [h.doc_id for h in ix.search("NOT zzzz electronic mail", k=3, ranker="dense").hits]

@@ -41,7 +41,8 @@ def _docs(n: int, seed: int = 3) -> list[dict[str, Any]]:
 @pytest.fixture
 def index(tmp_path: Path) -> sieve.Index:
     ix = sieve.build_index(_docs(60), tmp_path / "ix")
-    store.embed(ix, model="hash-64", encoder=HashEncoder(), unit="passage")
+    # float32: the scores below are compared exactly (int8 storage is tested in test_compact.py)
+    store.embed(ix, model="hash-64", encoder=HashEncoder(), unit="passage", dtype="float32")
     ix.use_dense(model="hash-64", encoder=HashEncoder())
     return ix
 
