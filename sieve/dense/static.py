@@ -106,7 +106,11 @@ def distil(model: str, threads: int | None = None, entries: int | None = None) -
         rows[a : a + len(ids)] = session.run(None, feeds)[0]
     rows -= rows.mean(axis=0)
     _, _, axes = np.linalg.svd(rows, full_matrices=False)
-    table = rows @ axes[:DIMS].T
+    axes = axes[:DIMS]
+    # An axis's sign is arbitrary (another BLAS may flip it): fix it, so that a table rebuilt
+    # elsewhere gives the vectors its embeddings were computed with.
+    axes *= np.sign(axes[np.arange(len(axes)), np.abs(axes).argmax(axis=1)])[:, None]
+    table = rows @ axes.T
     return np.ascontiguousarray(table * _weights(vocab)[:size, None], dtype=np.float32)
 
 
