@@ -39,7 +39,7 @@ from benchmarks.harness import (
     repeat,
     write_json,
 )
-from sieve.dense import store
+from sieve.dense import store, units
 from sieve.dense.encoder import DEFAULT_MODEL, SentenceTransformerEncoder, loaded_encoder
 from sieve.tools.toolset import free_text_query
 
@@ -88,6 +88,7 @@ def main() -> int:
     ap.add_argument("--cold", type=int, default=3, help="fresh processes per cold-start figure")
     ap.add_argument("--queries", type=int, default=200, help="texts timed one at a time")
     ap.add_argument("--no-int8", action="store_true")
+    ap.add_argument("--no-static", action="store_true")
     ap.add_argument("--out", type=Path, default=RESULTS / "dense.json")
     args = ap.parse_args()
 
@@ -95,7 +96,7 @@ def main() -> int:
     threads = os.cpu_count() or 1
     tmp = tempfile.TemporaryDirectory()
     ix = sieve.build_index(docs, Path(tmp.name) / "idx")
-    texts = [store.document_text(ix, d) for d in ix.doc_numbers().tolist()]
+    texts = [units.document_text(ix, d) for d in ix.doc_numbers().tolist()]
     st = SentenceTransformerEncoder(DEFAULT_MODEL)
     encoders: dict[str, Any] = {"sentence-transformers fp32": st,
                                 "sieve old (torch fp32)": loaded_encoder(backend="torch"),
@@ -103,6 +104,8 @@ def main() -> int:
                                                                         threads=threads)}
     if not args.no_int8:
         encoders["sieve onnx int8 (opt-in)"] = loaded_encoder(backend="onnx-int8", threads=threads)
+    if not args.no_static:  # a model of its own (static:<model>), embedded beside MiniLM's
+        encoders["sieve static (opt-in)"] = loaded_encoder(backend="static")
     seconds: dict[str, list[float]] = {name: [] for name in encoders}
     vectors: dict[str, np.ndarray] = {}
     for _ in range(args.rounds):
@@ -113,8 +116,8 @@ def main() -> int:
                     texts, batch_size=32, normalize_embeddings=True, convert_to_numpy=True,
                     show_progress_bar=False), dtype=np.float32)
             else:
-                store.embed(ix, encoder=enc, force=True)
-                vectors[name] = np.array(store.DenseIndex.open(ix).vectors.whole())
+                store.embed(ix, model=enc.name, encoder=enc, force=True)
+                vectors[name] = np.array(store.DenseIndex.open(ix, model=enc.name).vectors.whole())
             seconds[name].append(time.perf_counter() - t0)
     store.embed(ix, encoder=encoders["sieve new (onnx fp32)"], force=True)
     ix.use_dense()
@@ -137,7 +140,8 @@ def main() -> int:
         agree = float(np.mean([len(set(a) & set(b)) / 10 for a, b in zip(top, ref_top)]))
         rr = [1.0 / (list(t).index(g) + 1) if g in t else 0.0 for t, g in zip(top, targets)]
         med = statistics.median(seconds[name])
-        cos = (vectors[name] * vectors["sentence-transformers fp32"]).sum(1)
+        ref = vectors["sentence-transformers fp32"]
+        cos = (vectors[name] * ref).sum(1) if ref.shape == vectors[name].shape else np.full(1, np.nan)
         entry = {"docs_per_s": round(len(texts) / med, 2),
                  "seconds": [round(s, 2) for s in seconds[name]],
                  "query_encode_ms": percentiles(enc_ms[name], 2),
@@ -151,15 +155,21 @@ def main() -> int:
     for entry in result["encoders"].values():
         entry["speed_vs_fp32"] = round(entry["docs_per_s"] / base, 2)
 
-    quality = {}
-    for ranker in ("bm25", "dense", "hybrid"):
+    def mrr_of(ranker: str) -> float:
         rr = []
         for (q, t) in tasks:
             got = [h.doc_id for h in ix.search(free_text_query(q) or q, k=10, ranker=ranker,
                                                fallback=False, explain=False).hits]
             rr.append(1.0 / (got.index(t) + 1) if t in got else 0.0)
-        quality[ranker] = round(float(np.mean(rr)), 4)
+        return round(float(np.mean(rr)), 4)
+
+    quality = {ranker: mrr_of(ranker) for ranker in ("bm25", "dense", "hybrid")}
     result["mrr@10 (sieve, new path)"] = quality
+    if not args.no_static:
+        ix.use_dense(model=encoders["sieve static (opt-in)"].name)
+        result["mrr@10 (sieve, static)"] = {r: mrr_of(r) for r in ("dense", "hybrid")}
+        print(f"MRR@10 with the static encoder: {result['mrr@10 (sieve, static)']}")
+        ix.use_dense()
 
     probe = free_text_query(queries[0]) or queries[0]
     cold: dict[str, list[float]] = {"bm25": [], "dense (torch)": [], "dense (onnx)": []}

@@ -38,7 +38,7 @@ from sieve.errors import InvalidArgumentError  # noqa: E402
 
 ROOT = Path(__file__).resolve().parents[2]
 STATIC = static_name(DEFAULT_MODEL)
-SMALL = 2048  # vocabulary entries of the quick table
+SMALL = 1024  # vocabulary entries of the quick table
 
 
 @pytest.fixture(scope="module")
