@@ -6,7 +6,8 @@ The first `--pages` man pages, each without its NAME section, are indexed; every
 the same texts (sieve's document text: the title and the first 2,000 characters) with the same
 threads, in alternating rounds: plain sentence-transformers float32 (`model.encode` over all
 texts), sieve's old path (`sieve embed` on torch) and its new one (ONNX Runtime, float32, and the
-opt-in int8). Reported: documents per second (median of the rounds); query encoding p50/p95 (one
+opt-in int8), and the opt-in static model (sieve.dense.static, MRR@10 dense and hybrid of
+its own). Reported: documents per second (median of the rounds); query encoding p50/p95 (one
 text at a time); the cold start of the first dense query in a fresh process against a BM25 one
 (median of `--cold` runs each, alternating); quality on the known-item task (query = the page's
 NAME line, target = the page): MRR@10 of BM25, dense (each encoder) and hybrid (the new path),
