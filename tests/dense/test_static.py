@@ -149,6 +149,13 @@ def test_cli_embed_then_search_end_to_end(
     capsys.readouterr()
     assert main(["search", str(ix.path), "compress data", "--ranker", "dense", "-k", "2"]) == 0
     assert "gzip" in capsys.readouterr().out
+    # passages too: the document a query's best passage belongs to comes first
+    assert main(["embed", str(ix.path), "--encoder", "static", "--unit", "passage", "--quiet"]) == 0
+    passages = store.read_meta(layout.embeddings_dir(ix, STATIC, "passage"))
+    assert passages["model"] == STATIC and passages["rows"] > len(docs)
+    ix = sieve.open_index(ix.path)
+    ix.use_dense(model=STATIC, unit="passage")
+    assert ix.search("NOT zzzz electronic mail", k=1, ranker="dense").hits[0].doc_id == "smtplib"
 
 
 def test_static_and_minilm_vectors_are_never_mixed(
