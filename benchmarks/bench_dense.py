@@ -6,7 +6,8 @@ The first `--pages` man pages, each without its NAME section, are indexed; every
 the same texts (sieve's document text: the title and the first 2,000 characters) with the same
 threads: plain sentence-transformers float32 (`SentenceTransformer.encode(texts, batch_size=32)`),
 sieve's old path (`sieve embed` on torch) and its new one (`sieve embed` on ONNX Runtime, the
-fused float32 graph, and the opt-in int8). On a shared machine the load drifts within a run, so
+fused float32 graph, and the opt-in int8), and the opt-in static model (sieve.dense.static, with
+MRR@10 dense and hybrid of its own). On a shared machine the load drifts within a run, so
 the pages are cut into `--pieces` small indexes and every piece is embedded by every encoder in
 turn, the order rotating from piece to piece; an encoder's figure is its pages over the sum of its
 pieces' seconds, and the ratio to float32 is also given as the median of the per-piece ratios.
@@ -116,8 +117,8 @@ def embed_interleaved(encoders: dict[str, Any], st: SentenceTransformerEncoder,
                         texts, batch_size=32, normalize_embeddings=True, convert_to_numpy=True,
                         show_progress_bar=False), dtype=np.float32)
                 else:
-                    store.embed(part, encoder=enc, force=True)
-                    vecs = np.array(store.DenseIndex.open(part).vectors.whole())
+                    store.embed(part, model=enc.name, encoder=enc, force=True)
+                    vecs = np.array(store.DenseIndex.open(part, model=enc.name).vectors.whole())
                 seconds[name].append(time.perf_counter() - t0)
                 if r == 0:
                     got[name].append(vecs)
@@ -141,6 +142,7 @@ def main() -> int:
     ap.add_argument("--cold", type=int, default=3, help="fresh processes per cold-start figure")
     ap.add_argument("--queries", type=int, default=200, help="texts timed one at a time")
     ap.add_argument("--no-int8", action="store_true")
+    ap.add_argument("--no-static", action="store_true")
     ap.add_argument("--out", type=Path, default=RESULTS / "dense.json")
     args = ap.parse_args()
 
@@ -158,6 +160,8 @@ def main() -> int:
     }
     if not args.no_int8:
         encoders["sieve onnx int8 (opt-in)"] = loaded_encoder(backend="onnx-int8", threads=threads)
+    if not args.no_static:  # a model of its own (static:<model>): embedded beside MiniLM's
+        encoders["sieve static (opt-in)"] = loaded_encoder(backend="static")
     seconds, vectors = embed_interleaved(encoders, st, docs, Path(tmp.name), args.pieces,
                                          args.rounds)
     # The whole index gets the new path's vectors (as timed above) for the hybrid figures.
@@ -185,7 +189,8 @@ def main() -> int:
         agree = float(np.mean([len(set(a) & set(b)) / 10 for a, b in zip(top, ref_top)]))
         rr = [1.0 / (list(t).index(g) + 1) if g in t else 0.0 for t, g in zip(top, targets)]
         total = float(np.sum(seconds[name]))
-        cos = (vectors[name] * vectors[REFERENCE]).sum(1)
+        same = vectors[name].shape == vectors[REFERENCE].shape  # static: another width
+        cos = (vectors[name] * vectors[REFERENCE]).sum(1) if same else np.full(1, np.nan)
         ratios = np.asarray(seconds[REFERENCE]) / np.asarray(seconds[name])
         entry = {"docs_per_s": round(len(texts) * args.rounds / total, 2),
                  "seconds": round(total, 2),
@@ -201,15 +206,24 @@ def main() -> int:
                      ms["p50"], ms["p95"], entry["mrr@10"], round(entry["mrr@10"] - ref_mrr, 4),
                      entry["top10_agreement"], entry["min_cosine_vs_fp32"]])
 
-    quality = {}
-    for ranker in ("bm25", "dense", "hybrid"):
+    def mrr_of(ranker: str) -> float:
         rr = []
         for (q, t) in tasks:
             got = [h.doc_id for h in ix.search(free_text_query(q) or q, k=10, ranker=ranker,
                                                fallback=False, explain=False).hits]
             rr.append(1.0 / (got.index(t) + 1) if t in got else 0.0)
-        quality[ranker] = round(float(np.mean(rr)), 4)
+        return round(float(np.mean(rr)), 4)
+
+    quality = {ranker: mrr_of(ranker) for ranker in ("bm25", "dense", "hybrid")}
     result["mrr@10 (sieve, new path)"] = quality
+    if not args.no_static:
+        static = encoders["sieve static (opt-in)"]
+        store.embed(ix, model=static.name, encoder=Replay(texts, vectors["sieve static (opt-in)"],
+                                                          static), force=True)
+        ix.use_dense(model=static.name)
+        result["mrr@10 (sieve, static)"] = {r: mrr_of(r) for r in ("dense", "hybrid")}
+        print(f"MRR@10 with the static encoder: {result['mrr@10 (sieve, static)']}")
+        ix.use_dense()
 
     probe = free_text_query(queries[0]) or queries[0]
     cold: dict[str, list[float]] = {"bm25": [], "dense (torch)": [], "dense (onnx)": []}

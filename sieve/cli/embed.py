@@ -11,6 +11,7 @@ from sieve.common.progress import Progress
 
 def cmd_embed(args: argparse.Namespace) -> int:
     from sieve.dense.encoder import DEFAULT_MODEL
+    from sieve.dense.models import static_name
     from sieve.dense.store import embed
     from sieve.index.index import open_index
 
@@ -26,6 +27,8 @@ def cmd_embed(args: argparse.Namespace) -> int:
         bar.set_total(total)
         bar.update(done - bar.n)
 
+    # the static model is a model of its own: its embeddings are kept and recorded under its name
+    model = static_name(args.model) if args.encoder == "static" else args.model or DEFAULT_MODEL
     t0 = time.perf_counter()
     try:
         from sieve.dense.encoder import loaded_encoder
@@ -33,12 +36,10 @@ def cmd_embed(args: argparse.Namespace) -> int:
         # Loaded here only when asked for: otherwise embed loads it only if there is work to do.
         encoder = None
         if args.encoder is not None or args.jobs is not None:
-            encoder = loaded_encoder(
-                args.model or DEFAULT_MODEL, backend=args.encoder, threads=args.jobs
-            )
+            encoder = loaded_encoder(model, backend=args.encoder, threads=args.jobs)
         out = embed(
             index,
-            model=args.model or DEFAULT_MODEL,
+            model=model,
             encoder=encoder,
             batch_size=args.batch_size,
             force=args.force,
@@ -54,6 +55,7 @@ def cmd_embed(args: argparse.Namespace) -> int:
     summary = {
         "index": args.index,
         "embeddings": str(out),
+        "model": model,
         "documents": len(index),
         "unit": args.unit,
         "vectors": rows,
@@ -91,10 +93,11 @@ def add_command(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> Non
     s.add_argument("--batch-size", type=int, default=32, help="texts the model encodes at once")
     s.add_argument(
         "--encoder",
-        choices=("auto", "torch", "onnx", "onnx-int8"),
+        choices=("auto", "torch", "onnx", "onnx-int8", "static"),
         default=None,
         help="auto (default; or $SIEVE_ENCODER): ONNX Runtime for the default model where "
-        "installed, else torch; onnx-int8 is faster and approximate",
+        "installed, else torch; onnx-int8 is faster and approximate; static: the static model "
+        "distilled from the default (static:<model>, kept beside it), far faster, less accurate",
     )
     s.add_argument(
         "--jobs", type=int, default=None, help="encoder threads (ONNX Runtime; default: every core)"

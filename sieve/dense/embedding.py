@@ -15,6 +15,7 @@ from sieve.dense.compact import DEFAULT_DTYPE, DTYPES, Vectors, quantize
 from sieve.dense.encoder import (
     DEFAULT_MODEL,
     Encoder,
+    EncoderMismatchError,
     loaded_encoder,
     model_fingerprint,
     model_name,
@@ -28,6 +29,7 @@ from sieve.dense.layout import (
     reusable,
     write_json,
 )
+from sieve.dense.models import static_base
 from sieve.dense.units import DEFAULT_UNIT, IndexView, RowTexts, pieces_of, row_layout
 from sieve.engine.format import commits, storage
 from sieve.errors import InvalidArgumentError
@@ -94,6 +96,9 @@ def _embed(
     if not force and complete(out, fp, files, dtype):
         return out
     encoder = encoder or loaded_encoder(model)
+    if encoder.name != model and (static_base(encoder.name) or static_base(model)):
+        # its vectors recorded under another model's name would be queried with that model's
+        raise EncoderMismatchError(f"the encoder given is {encoder.name}, not {model}")
     docs = index.doc_numbers()  # the live documents, in index order: document rows
     # once: matched against the earlier vectors, then stored with these
     owner, keys = row_layout(index, docs.tolist(), pieces)

@@ -18,6 +18,8 @@ from sieve.dense.models import (
     model_fingerprint,
     model_label,
     model_name,
+    static_base,
+    static_name,
 )
 from sieve.errors import InvalidArgumentError
 
@@ -99,8 +101,9 @@ class SentenceTransformerEncoder:
 
 # Which backend encodes: "auto" (ONNX Runtime for the default model where it is installed, else
 # sentence-transformers), "torch" (sentence-transformers), "onnx" or "onnx-int8" (default model
-# only).
-BACKENDS = ("auto", "torch", "onnx", "onnx-int8")
+# only); "static" asks for the static model distilled from the default (sieve.dense.static), a
+# model of its own, so it is never chosen by SIEVE_ENCODER, which picks a model's backend.
+BACKENDS = ("auto", "torch", "onnx", "onnx-int8", "static")
 BACKEND_ENV = "SIEVE_ENCODER"  # the backend of a process where no caller names one
 
 _LOADED: dict[tuple[Any, ...], Encoder] = {}
@@ -108,7 +111,23 @@ _LOADING = threading.Lock()
 
 
 def _backend(model: str, device: str, backend: str | None) -> str:
-    backend = backend or os.environ.get(BACKEND_ENV) or "auto"
+    if static_base(model) is not None:
+        if backend not in (None, "auto", "static"):
+            raise InvalidArgumentError(
+                f"{model} is a static model: it encodes with the static encoder, not {backend}"
+            )
+        if static_base(model) != DEFAULT_MODEL:
+            raise InvalidArgumentError(
+                f"the static encoder is distilled from the default model only, not {model}"
+            )
+        return "static"
+    env = os.environ.get(BACKEND_ENV)
+    if not backend and env == "static":
+        raise InvalidArgumentError(
+            f"{BACKEND_ENV}=static: the static encoder is a model of its own, not a backend; "
+            "ask for it with `sieve embed --encoder static` (or the model static:<model>)"
+        )
+    backend = backend or env or "auto"
     if backend not in BACKENDS:
         raise InvalidArgumentError(
             f"unknown encoder backend {backend!r}; known: {', '.join(BACKENDS)}"
@@ -135,8 +154,12 @@ def loaded_encoder(
     """The encoder of `model`, loaded once per process and shared: every index, search and embed
     of a long-lived process (serve, eval, the Python API) reuses it instead of loading it again
     (a second or more, and its memory, each time). `backend` is one of BACKENDS (default: the
-    SIEVE_ENCODER variable, else auto); `threads` those of ONNX Runtime (default: every core)."""
+    SIEVE_ENCODER variable, else auto); `threads` those of ONNX Runtime (default: every core).
+    `backend="static"`, or a model named `static:<model>`, gives the static model distilled from
+    the default one: its name (the encoder's `name`) is the static one, never the default's."""
     model = model_name(model)
+    if backend == "static":
+        model = static_name(model)
     chosen = _backend(model, device, backend)
     key = (model, device, chosen, threads)
     found = _LOADED.get(key)
@@ -151,6 +174,10 @@ def loaded_encoder(
 def _load(model: str, device: str, chosen: str, threads: int | None, asked: str | None) -> Encoder:
     if chosen == "torch":
         return SentenceTransformerEncoder(model, device=device)
+    if chosen == "static":
+        from sieve.dense.static import StaticEncoder
+
+        return StaticEncoder(model)
     from sieve.dense.onnx import OnnxEncoder
 
     try:

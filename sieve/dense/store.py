@@ -46,6 +46,7 @@ from sieve.dense.layout import (
     read_meta,
     same_model,
 )
+from sieve.dense.models import static_base
 from sieve.dense.units import UNITS, IndexView, first_rows, passage_section
 from sieve.engine.format import bitset, storage
 from sieve.engine.rank.topk import top_k
@@ -95,6 +96,13 @@ class DenseIndex:
         self.meta = meta
         self.unit = meta.get("unit", "document")
         self.vectors: Vectors = open_vectors(directory, meta)
+        if encoder is not None and (static_base(encoder.name) is None) != (
+            static_base(meta["model"]) is None
+        ):
+            raise EncoderMismatchError(
+                f"the embeddings in {directory} were computed by {meta['model']}; the encoder "
+                f"given is {encoder.name}: a static model and a model are never mixed"
+            )
         if encoder is not None and encoder.dim != meta["dim"]:
             raise EncoderMismatchError(
                 f"the embeddings in {directory} have {meta['dim']} dimensions; the encoder given "
