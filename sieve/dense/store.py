@@ -384,7 +384,7 @@ class DenseIndex:
         out: list[int | None] = []
         for d, r in zip(docs, self.rows(np.asarray(docs, dtype=np.int64)).tolist()):
             rows = np.arange(self.starts[r], self.starts[r + 1])
-            out.append(passage_section(self.index, d, int(np.argmax(_dot(self.vectors[rows], q)))))
+            out.append(passage_section(self.index, d, int(np.argmax(self.vectors.dot(q, rows)))))
         return out
 
     def top(
