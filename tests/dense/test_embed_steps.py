@@ -41,7 +41,7 @@ def test_a_chunk_is_encoded_longest_first_in_steps(tmp_path: Path,
             return super().encode(texts, batch_size)
 
     seen: list[int] = []
-    store.embed(ix, model="hash-64", encoder=Recording(), unit="passage",
+    store.embed(ix, model="hash-64", encoder=Recording(), unit="passage", dtype="float32",
                 progress=lambda done, total: seen.append(done))
     rows = [t for d in ix.doc_numbers().tolist() for t in units.passages(ix, d)]
     assert len(rows) > 8 and max(len(c) for c in calls) == 3
