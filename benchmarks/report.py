@@ -66,6 +66,7 @@ WRITERS = {
     "web": "python -m benchmarks.bench_web",
     "dense.json": "python -m benchmarks.bench_dense --corpus benchmarks/data/man-pages.jsonl --pages 300",
     "dense_scale": "python -m benchmarks.bench_dense_scale",
+    "hybrid": "python -m benchmarks.bench_hybrid --corpus benchmarks/data/man-pages.jsonl --pages 300",
     "dense-units": "python -m benchmarks.bench_dense_units --corpus benchmarks/data/man-pages.jsonl --pages 300",
 }
 
