@@ -173,10 +173,11 @@ def file_batches(
 FOLDER_BATCH_FILES = 100  # a progress step; a worker's task
 FOLDER_BATCH_BYTES = 1 << 20
 # Markdown read by sieve's own block scanner (sieve.corpus.mdblocks) costs about one and a half
-# times JSON, byte for byte (markdown-it-py cost ten times): two workers on 5 MB of man pages took
-# longer than one process (2.3 s against 1.9 s of wall time, two cores).
+# times JSON, byte for byte (markdown-it-py cost ten times). On two idle cores two workers build
+# 5 MB of man pages in 0.50 s against 0.68 s in one process (JSONL: 0.41 s), so workers start at
+# 1 MiB; on a loaded machine they gain nothing (2.3 s against 1.9 s was measured under load).
 # HTML (Python's HTML parser) still costs about six times as much, and counts so.
-FOLDER_PARALLEL_MIN_BYTES = 6 << 20
+FOLDER_PARALLEL_MIN_BYTES = 1 << 20
 HTML_COST = 6
 
 
