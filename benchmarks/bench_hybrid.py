@@ -21,6 +21,7 @@ from pathlib import Path
 
 import sieve
 from benchmarks.bench_dense import pages
+from benchmarks.bench_dense_units import measures
 from benchmarks.harness import MAN_PAGES, RESULTS, print_table, write_json
 from sieve.dense import store
 from sieve.tools.toolset import free_text_query
@@ -29,7 +30,8 @@ POOL = 1000
 
 
 def mrr(ranks: list[int | None]) -> float:
-    return round(statistics.fmean(1.0 / r if r and r <= 10 else 0.0 for r in ranks), 4)
+    """MRR@10 of ranks in the whole pool (bench_dense_units' measure, over the top 10)."""
+    return measures([r if r and r <= 10 else None for r in ranks])["mrr@10"]
 
 
 def main() -> int:
